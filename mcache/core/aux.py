@@ -1,0 +1,186 @@
+"""The auxiliary-buffer registry: every buffer beyond the base KV/conv/SSM states is declared here.
+
+`register(key, estimator)` adds an estimator, a function `RankContext -> list[BufferDecl]`;
+registering the same function again is a no-op, a different one under a taken key raises.
+The speculative buffers, replay bookkeeping, per-slot seeds, snapshot slots and the spec's own
+`aux_buffers` are registered below, through the same door a user extension would use.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+
+from mcache.core import dtypes
+from mcache.core.buffers import BufferDecl
+from mcache.core.errors import LayoutError
+from mcache.core.rank import RankContext
+
+Estimator = Callable[[RankContext], list[BufferDecl]]
+_REGISTRY: dict[str, Estimator] = {}
+
+
+def register(key: str, estimator: Estimator) -> None:
+    """Register `estimator` under `key`; the same one again is a no-op, another one raises `ValueError`."""
+    existing = _REGISTRY.get(key)
+    if existing is estimator:
+        return
+    if existing is not None:
+        raise ValueError(f"auxiliary buffer {key!r} is already registered by {existing.__qualname__}")
+    _REGISTRY[key] = estimator
+
+
+def registered() -> dict[str, Estimator]:
+    """A copy of the registry (key -> estimator)."""
+    return dict(_REGISTRY)
+
+
+def aux_declarations(ctx: RankContext) -> list[BufferDecl]:
+    """Declarations of every registered auxiliary buffer on this rank."""
+    return [decl for estimator in _REGISTRY.values() for decl in estimator(ctx)]
+
+
+def estimate_aux_bytes(ctx: RankContext) -> int:
+    """Total bytes of all registered auxiliary buffers on this rank."""
+    from mcache.core.estimator import units_of  # the estimator imports this module
+
+    return sum(d.bytes_per_unit * units_of(d, ctx) for d in aux_declarations(ctx))
+
+
+def _decl(name, component, kind, layers, per, shape, axes, dtype) -> BufferDecl:
+    return BufferDecl(name, component, kind, layers, per, tuple(shape), tuple(axes), dtype)
+
+
+def intermediate_states(ctx: RankContext) -> list[BufferDecl]:
+    """Intermediate scheme: the state after every draft position, `[T, *state]` per batch row.
+
+    Under the replay scheme, kinds without a replay recurrence (Mamba1, lightning) fall back to this.
+    """
+    scheme, t = ctx.runtime.spec_scheme, ctx.runtime.tokens_per_step
+    kinds = ctx.recurrent_kinds if scheme == "intermediate" else []
+    if scheme == "replay":
+        kinds = [k for k in ctx.recurrent_kinds if ctx.replay_inputs(k) is None]
+    return [
+        _decl(f"inter_{s.name}", "spec", k, ctx.counts[k], "request", (t, *s.shape), ("T", *s.axes), s.dtype)
+        for k in kinds
+        for s in ctx.states(k)
+    ]
+
+
+def replay_buffers(ctx: RankContext) -> list[BufferDecl]:
+    """Replay scheme: a double-buffered ring of per-token inputs per slot, and per-slot bookkeeping."""
+    if ctx.runtime.spec_scheme != "replay":
+        return []
+    hist = ctx.runtime.history
+    decls = [
+        _decl(f"ring_{s.name}", "spec", k, ctx.counts[k], "slot", (2, hist, *s.shape), ("buf", "hist", *s.axes), s.dtype)
+        for k in ctx.recurrent_kinds
+        for s in ctx.replay_inputs(k) or []
+    ]
+    if decls:
+        decls += [
+            _decl("replay_prev_accepted", "spec", None, 1, "slot", (), (), "int32"),
+            _decl("replay_buf_idx", "spec", None, 1, "slot", (), (), "int32"),
+        ]
+    return decls
+
+
+def state_versions(ctx: RankContext) -> list[BufferDecl]:
+    """Index-only scheme: T more versions of every state per slot, and a per-slot version index."""
+    if ctx.runtime.spec_scheme != "index" or not ctx.recurrent_kinds:
+        return []
+    t = ctx.runtime.tokens_per_step
+    decls = [
+        _decl(f"{s.name}_versions", "spec", k, ctx.counts[k], "slot", (t, *s.shape), ("T", *s.axes), s.dtype)
+        for k in ctx.recurrent_kinds
+        for s in ctx.states(k)
+    ]
+    return decls + [_decl("version_idx", "spec", None, 1, "slot", (), (), "int32")]
+
+
+def slot_seeds(ctx: RankContext) -> list[BufferDecl]:
+    """A random seed per slot, re-derived from the request and the rank on first use."""
+    return [_decl("seed", "aux", None, 1, "slot", (), (), "int64")] if ctx.recurrent_kinds else []
+
+
+def snapshot_slots(ctx: RankContext) -> list[BufferDecl]:
+    """Snapshot slots for prefix caching: a copy of every recurrent state per snapshot."""
+    if not ctx.runtime.snapshot_slots:
+        return []
+    return [
+        _decl(f"snap_{s.name}", "aux", k, ctx.counts[k], "snapshot", s.shape, s.axes, s.dtype)
+        for k in ctx.recurrent_kinds
+        for s in ctx.states(k)
+    ]
+
+
+def spec_aux_buffers(ctx: RankContext) -> list[BufferDecl]:
+    """The spec's own `aux_buffers`, shapes evaluated against the spec and runtime."""
+    decls = []
+    for i, aux in enumerate(ctx.spec.aux_buffers):
+        layers = ctx.counts.get(aux.layer_kind, 0) if aux.layer_kind else 1
+        if not layers:
+            continue
+        field = f"aux_buffers[{i}].shape"
+        shape = [dim if isinstance(dim, int) else evaluate(dim, _names(ctx), field) for dim in aux.shape]
+        axes = [dim if isinstance(dim, str) else f"d{j}" for j, dim in enumerate(aux.shape)]
+        decls.append(_decl(aux.name, "aux", aux.layer_kind, layers, aux.per, shape, axes, dtypes.canonical(aux.dtype)))
+    return decls
+
+
+def _names(ctx: RankContext) -> dict[str, int]:
+    spec, rt = ctx.spec, ctx.runtime
+    names = {
+        "hidden_size": spec.hidden_size,
+        "vocab_size": spec.vocab_size,
+        "num_layers": spec.num_layers,
+        "tp": ctx.layout.tp,
+        "pp": ctx.layout.pp,
+        "max_batch": rt.max_batch,
+        "draft_tokens": rt.draft_tokens,
+        "T": rt.tokens_per_step,
+    }
+    for kind in ctx.kinds:
+        block = getattr(spec, kind)
+        names.update({f"{kind}.{f}": v for f in block.__struct_fields__ if isinstance(v := getattr(block, f), int)})
+    return names
+
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def evaluate(expr: str, names: dict[str, int], field: str) -> int:
+    """Evaluate a shape expression such as `mamba2.num_heads // tp * 2` over integer `names`."""
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name | ast.Attribute):
+            key = ast.unparse(node)
+            if key not in names:
+                raise LayoutError(field, f"known names ({', '.join(sorted(names))}), got {key!r}")
+            return names[key]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        raise LayoutError(field, f"integers, names and + - * // only, got {ast.unparse(node)!r}")
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        raise LayoutError(field, f"an arithmetic expression, got {expr!r}") from None
+    value = walk(tree.body)
+    if value < 1:
+        raise LayoutError(field, f"a positive size, {expr!r} gives {value}")
+    return value
+
+
+for _key, _fn in (
+    ("spec.intermediate", intermediate_states),
+    ("spec.replay", replay_buffers),
+    ("spec.index", state_versions),
+    ("slot.seed", slot_seeds),
+    ("snapshot", snapshot_slots),
+    ("spec.aux_buffers", spec_aux_buffers),
+):
+    register(_key, _fn)

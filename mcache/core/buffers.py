@@ -1,0 +1,63 @@
+"""Buffer declarations: the single source the estimator sums and the cache manager allocates.
+
+A declaration describes one pool: `layers` stacked copies (one per layer of the kind on the rank)
+of `units` entries of `shape` elements each. What a unit is depends on `per`:
+
+- `slot`: a state slot of the pool (max batch x pp size + reserved slots)
+- `request`: a row of the running batch (max batch), e.g. speculative scratch
+- `token`: a KV-cache token (paged in blocks; capped at `window` tokens per sequence)
+- `snapshot`: a snapshot slot for prefix caching
+- `rank`: one per rank
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from mcache.core.dtypes import itemsize
+
+PER_UNITS = ("slot", "request", "token", "snapshot", "rank")
+COMPONENTS = ("kv", "conv", "ssm", "spec", "aux")
+
+
+@dataclass(frozen=True)
+class BufferDecl:
+    """One pool of a rank: `layers` x units x `shape` elements of `dtype`.
+
+    `kind` is the layer kind that owns it (`None` for per-rank bookkeeping); `axes` names the
+    axes of `shape` (e.g. `("H", "P", "N")`) so readers know the order.
+    """
+
+    name: str
+    component: str
+    kind: str | None
+    layers: int
+    per: str
+    shape: tuple[int, ...]
+    axes: tuple[str, ...]
+    dtype: str
+    window: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.per not in PER_UNITS:
+            raise ValueError(f"buffer {self.name}: per must be one of {PER_UNITS}, not {self.per!r}")
+        if self.component not in COMPONENTS:
+            raise ValueError(f"buffer {self.name}: unknown component {self.component!r}")
+        if len(self.axes) != len(self.shape):
+            raise ValueError(f"buffer {self.name}: {len(self.axes)} axis names for shape {self.shape}")
+
+    @property
+    def key(self) -> str:
+        """Unique name of the pool on a rank, e.g. `mamba2.ssm`."""
+        return f"{self.kind}.{self.name}" if self.kind else self.name
+
+    @property
+    def elements_per_unit(self) -> int:
+        """Elements of one unit of one layer."""
+        return prod(self.shape)
+
+    @property
+    def bytes_per_unit(self) -> int:
+        """Bytes of one unit across all `layers` layers."""
+        return self.layers * self.elements_per_unit * itemsize(self.dtype)

@@ -1,0 +1,28 @@
+"""Errors that the CLI turns into one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+
+class McacheError(Exception):
+    """Base class for errors a user can fix; `str(err)` is the one line to show."""
+
+    exit_code = 2
+
+
+class SpecError(McacheError):
+    """A model spec (or HF config) is malformed: names the file, the field, and what was expected."""
+
+    def __init__(self, file: str, field: str, expected: str, line: int | None = None):
+        self.file, self.field, self.expected, self.line = file, field, expected, line
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {field}: {expected}")
+
+
+class LayoutError(McacheError):
+    """A parallel layout or runtime setting that cannot work with the model (e.g. heads % tp != 0)."""
+
+
+class CapacityError(McacheError):
+    """The cache manager ran out of slots or KV blocks; nothing was changed."""
+
+    exit_code = 1

@@ -1,0 +1,136 @@
+"""The per-rank memory estimator: sums the buffer declarations of every rank of a deployment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcache.core import weights
+from mcache.core.aux import aux_declarations
+from mcache.core.buffers import BufferDecl
+from mcache.core.kinds.base import CacheDtypes
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import RankContext
+from mcache.core.spec import ModelSpec
+
+
+def base_declarations(ctx: RankContext) -> list[BufferDecl]:
+    """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank."""
+    return [
+        BufferDecl(s.name, s.component, kind, ctx.counts[kind], s.per, s.shape, s.axes, s.dtype, s.window)
+        for kind in ctx.kinds
+        for s in ctx.states(kind)
+    ]
+
+
+def declarations(ctx: RankContext) -> list[BufferDecl]:
+    """Every buffer of the rank: base states, then the auxiliary registry's."""
+    return base_declarations(ctx) + aux_declarations(ctx)
+
+
+def units_of(decl: BufferDecl, ctx: RankContext) -> int:
+    """How many units of `decl` the rank holds (slots, batch rows, KV tokens, snapshots, or 1)."""
+    rt = ctx.runtime
+    if decl.per == "slot":
+        return ctx.num_slots
+    if decl.per == "request":
+        return rt.max_batch
+    if decl.per == "token":
+        return rt.max_batch * rt.kv_tokens_per_seq(rt.max_seq_len, decl.window)
+    if decl.per == "snapshot":
+        return rt.snapshot_slots
+    return 1
+
+
+@dataclass(frozen=True)
+class Component:
+    """One line of the report: a pool, its unit size and how many units the rank holds."""
+
+    decl: BufferDecl
+    units: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.decl.bytes_per_unit * self.units
+
+
+@dataclass(frozen=True)
+class RankEstimate:
+    """Bytes of one rank (every TP rank of a PP stage is the same)."""
+
+    ctx: RankContext
+    components: list[Component]
+    weight_bytes: int
+    param_count: int
+
+    def _sum(self, component: str, per: str) -> int:
+        return sum(c.decl.bytes_per_unit for c in self.components if c.decl.component == component and c.decl.per == per)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV bytes one token adds across all attention layers of the rank (window-capped layers included)."""
+        return self._sum("kv", "token")
+
+    @property
+    def conv_bytes_per_slot(self) -> int:
+        return self._sum("conv", "slot")
+
+    @property
+    def ssm_bytes_per_slot(self) -> int:
+        return self._sum("ssm", "slot")
+
+    @property
+    def state_bytes_per_slot(self) -> int:
+        """Conv + SSM bytes of one slot across all recurrent layers of the rank."""
+        return self.conv_bytes_per_slot + self.ssm_bytes_per_slot
+
+    def bytes_of(self, component: str) -> int:
+        """Total bytes of one component (kv, conv, ssm, spec, aux) for the configured slots and tokens."""
+        return sum(c.total_bytes for c in self.components if c.decl.component == component)
+
+    @property
+    def cache_bytes(self) -> int:
+        """All cache buffers of the rank."""
+        return sum(c.total_bytes for c in self.components)
+
+    def kv_bytes_per_seq(self, seq_len: int) -> int:
+        """KV bytes one sequence of `seq_len` tokens holds (blocks rounded up, windows capped)."""
+        rt = self.ctx.runtime
+        return sum(
+            c.decl.bytes_per_unit * rt.kv_tokens_per_seq(seq_len, c.decl.window)
+            for c in self.components
+            if c.decl.per == "token"
+        )
+
+    @property
+    def bytes_per_request(self) -> int:
+        """Per-batch-row buffers (speculative scratch) for one running request."""
+        return sum(c.decl.bytes_per_unit for c in self.components if c.decl.per == "request")
+
+    @property
+    def fixed_bytes(self) -> int:
+        """Bytes that do not grow with sequences: per-rank and snapshot buffers."""
+        return sum(c.total_bytes for c in self.components if c.decl.per in ("rank", "snapshot"))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimate of every PP stage of a deployment."""
+
+    spec: ModelSpec
+    layout: ParallelLayout
+    runtime: RuntimeConfig
+    dtypes: CacheDtypes
+    ranks: list[RankEstimate]
+
+
+def estimate_rank(ctx: RankContext) -> RankEstimate:
+    """Estimate one rank from its context."""
+    comps = [Component(d, units_of(d, ctx)) for d in declarations(ctx)]
+    params = weights.rank_params(ctx)
+    return RankEstimate(ctx, comps, params * weights.itemsize_of(ctx), params)
+
+
+def estimate(spec: ModelSpec, layout: ParallelLayout, runtime: RuntimeConfig, dtypes: CacheDtypes) -> Estimate:
+    """Estimate every PP stage (the TP ranks of a stage are identical)."""
+    ranks = [estimate_rank(RankContext.build(spec, layout, runtime, dtypes, s)) for s in range(layout.pp)]
+    return Estimate(spec, layout, runtime, dtypes, ranks)

@@ -1,0 +1,31 @@
+"""GQA/MHA attention: a paged KV cache, `2 * kv_heads/tp * head_dim` elements per token."""
+
+from __future__ import annotations
+
+from mcache.core.kinds.base import CacheDtypes, StateShape, replicated_split, split
+
+NAME = "attention"
+
+
+def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """KV per token `[2, kv_heads/tp, head_dim]` (K and V padded to the larger head dim)."""
+    kv_heads = replicated_split(p.num_kv_heads, tp, f"{NAME}.num_kv_heads")
+    split(p.num_heads, tp, f"{NAME}.num_heads")
+    v_dim = p.v_head_dim or p.head_dim
+    if v_dim == p.head_dim:
+        return [StateShape("kv", "kv", (2, kv_heads, p.head_dim), ("KV", "Hkv", "D"), dt.kv, "token",
+                           window=p.sliding_window)]
+    return [
+        StateShape("k", "kv", (kv_heads, p.head_dim), ("Hkv", "D"), dt.kv, "token", window=p.sliding_window),
+        StateShape("v", "kv", (kv_heads, v_dim), ("Hkv", "Dv"), dt.kv, "token", window=p.sliding_window),
+    ]
+
+
+def weights(spec, p) -> int:
+    """q, k, v, o projections (q doubled with an output gate)."""
+    d_in = p.input_size or spec.hidden_size
+    v_dim = p.v_head_dim or p.head_dim
+    q = d_in * p.num_heads * p.head_dim * (2 if p.output_gate else 1)
+    kv = d_in * p.num_kv_heads * (p.head_dim + v_dim)
+    o = p.num_heads * v_dim * spec.hidden_size
+    return q + kv + o

@@ -1,0 +1,60 @@
+"""What every layer kind declares: its per-layer cache states, replay inputs and weights.
+
+Pure shape functions: integers in, named shapes out, a `LayoutError` naming the spec field on an
+impossible TP split. The estimator and the cache manager both read these declarations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcache.core.errors import LayoutError
+
+
+@dataclass(frozen=True)
+class CacheDtypes:
+    """Resolved dtypes of one run: model (weights, conv), KV cache, conv state, recurrent state."""
+
+    model: str
+    kv: str
+    conv: str
+    ssm: str
+
+
+@dataclass(frozen=True)
+class StateShape:
+    """One per-layer state of a kind on one rank.
+
+    `per` is `slot` (recurrent state) or `token` (KV). `sections` splits axis 0 into named
+    channel sections (`[x|B|C]`, `[q|k|v]`) and `heads` says axis 0 is split by heads, so a
+    transfer to a receiver of another TP knows how to slice.
+    """
+
+    name: str
+    component: str
+    shape: tuple[int, ...]
+    axes: tuple[str, ...]
+    dtype: str
+    per: str = "slot"
+    sections: tuple[tuple[str, int], ...] = ()
+    window: int | None = None
+
+
+def split(total: int, tp: int, field: str, what: str = "heads") -> int:
+    """`total / tp`, or a `LayoutError` naming `field` when it does not divide."""
+    if total % tp:
+        raise LayoutError(field, f"{total} {what} cannot be split evenly over tp={tp}")
+    return total // tp
+
+
+def replicated_split(total: int, tp: int, field: str) -> int:
+    """Per-rank count of heads/groups that are replicated when `tp > total` (KV heads, Mamba groups).
+
+    `total % tp == 0` splits evenly; `tp % total == 0` gives each rank one whole copy; anything
+    else cannot be laid out.
+    """
+    if total % tp == 0:
+        return total // tp
+    if tp % total == 0:
+        return 1
+    raise LayoutError(field, f"{total} cannot be split over tp={tp}: need {total} % tp == 0 or tp % {total} == 0")

@@ -1,0 +1,40 @@
+"""GatedDeltaNet: conv state `[(2*Hk*Dk + Hv*Dv)/tp, K-1]`, state `[Hv/tp, Dv, Dk]` (V-major)."""
+
+from __future__ import annotations
+
+from mcache.core.kinds.base import CacheDtypes, StateShape, split
+
+NAME = "gdn"
+
+
+def _heads(p, tp: int) -> tuple[int, int]:
+    return split(p.num_k_heads, tp, f"{NAME}.num_k_heads"), split(p.num_v_heads, tp, f"{NAME}.num_v_heads")
+
+
+def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Conv window over `[q|k|v]` and the delta-rule state, per slot."""
+    hk, hv = _heads(p, tp)
+    qk, v = hk * p.k_head_dim, hv * p.v_head_dim
+    conv = StateShape("conv", "conv", (2 * qk + v, p.conv_kernel - 1), ("C", "K"), dt.conv,
+                      sections=(("q", qk), ("k", qk), ("v", v)))
+    ssm = StateShape("ssm", "ssm", (hv, p.v_head_dim, p.k_head_dim), ("H", "V", "K"), dt.ssm)
+    return [conv, ssm]
+
+
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Per-token ring entries: normalized k, v, log gate g, beta, raw conv input."""
+    hk, hv = _heads(p, tp)
+    return [
+        StateShape("k", "spec", (hk, p.k_head_dim), ("Hk", "K"), dt.conv),
+        StateShape("v", "spec", (hv, p.v_head_dim), ("H", "V"), dt.conv),
+        StateShape("g", "spec", (hv,), ("H",), "float32"),
+        StateShape("beta", "spec", (hv,), ("H",), "float32"),
+        StateShape("conv_in", "spec", (2 * hk * p.k_head_dim + hv * p.v_head_dim,), ("C",), dt.conv),
+    ]
+
+
+def weights(spec, p) -> int:
+    """in_proj `[q|k|v|z]` and `[b|a]`, conv, A/dt_bias, norm, out_proj."""
+    qk, v = p.num_k_heads * p.k_head_dim, p.num_v_heads * p.v_head_dim
+    h = spec.hidden_size
+    return h * (2 * qk + 2 * v) + h * 2 * p.num_v_heads + (2 * qk + v) * p.conv_kernel + 2 * p.num_v_heads + p.v_head_dim + v * h

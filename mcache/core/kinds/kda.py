@@ -1,0 +1,46 @@
+"""Kimi Delta Attention: conv `[(H*D + 2*Hk*Dk)/tp, K-1]`, state `[H/tp, D, Dk]`, always float32."""
+
+from __future__ import annotations
+
+from mcache.core.kinds.base import CacheDtypes, StateShape, split
+
+NAME = "kda"
+STATE_DTYPE = "float32"  # every engine keeps the KDA recurrent state in float32
+
+
+def _dims(p, tp: int) -> tuple[int, int, int]:
+    h = split(p.num_heads, tp, f"{NAME}.num_heads")
+    hk = split(p.num_k_heads or p.num_heads, tp, f"{NAME}.num_k_heads")
+    return h, hk, p.k_head_dim or p.head_dim
+
+
+def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Conv window over `[q|k|v]` and the float32 delta-rule state, per slot."""
+    h, hk, dk = _dims(p, tp)
+    qk, v = hk * dk, h * p.head_dim
+    conv = StateShape("conv", "conv", (2 * qk + v, p.conv_kernel - 1), ("C", "K"), dt.conv,
+                      sections=(("q", qk), ("k", qk), ("v", v)))
+    ssm = StateShape("ssm", "ssm", (h, p.head_dim, dk), ("H", "V", "K"), STATE_DTYPE)
+    return [conv, ssm]
+
+
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Per-token ring entries: normalized k, v, per-channel log gate, beta, raw conv input."""
+    h, hk, dk = _dims(p, tp)
+    return [
+        StateShape("k", "spec", (hk, dk), ("Hk", "K"), dt.conv),
+        StateShape("v", "spec", (h, p.head_dim), ("H", "V"), dt.conv),
+        StateShape("g", "spec", (h, dk), ("H", "K"), "float32"),
+        StateShape("beta", "spec", (h,), ("H",), "float32"),
+        StateShape("conv_in", "spec", (2 * hk * dk + h * p.head_dim,), ("C",), dt.conv),
+    ]
+
+
+def weights(spec, p) -> int:
+    """q/k/v, low-rank gate and output-gate projections, beta, conv, out_proj."""
+    h = spec.hidden_size
+    qk = (p.num_k_heads or p.num_heads) * (p.k_head_dim or p.head_dim)
+    v = p.num_heads * p.head_dim
+    proj = h * (2 * qk + v)
+    low_rank = 2 * (h * p.head_dim + p.head_dim * v)  # f_a/f_b gate and g_a/g_b output gate
+    return proj + low_rank + h * p.num_heads + (2 * qk + v) * p.conv_kernel + p.num_heads + qk + v * h

@@ -1,0 +1,26 @@
+"""Mamba1: conv state `[I/tp, K-1]`, SSM state `[I/tp, N]`."""
+
+from __future__ import annotations
+
+from math import ceil
+
+from mcache.core.kinds.base import CacheDtypes, StateShape, split
+
+NAME = "mamba1"
+
+
+def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Conv window and SSM state over the rank's share of d_inner."""
+    inner = split(p.intermediate_size, tp, f"{NAME}.intermediate_size", "channels")
+    return [
+        StateShape("conv", "conv", (inner, p.conv_kernel - 1), ("I", "K"), dt.conv),
+        StateShape("ssm", "ssm", (inner, p.state_size), ("I", "N"), dt.ssm),
+    ]
+
+
+def weights(spec, p) -> int:
+    """in_proj, conv, x_proj, dt_proj, A, D, out_proj."""
+    i, n = p.intermediate_size, p.state_size
+    dt_rank = p.dt_rank or ceil(spec.hidden_size / 16)
+    in_proj = spec.hidden_size * 2 * i
+    return in_proj + i * (p.conv_kernel + 1) + i * (dt_rank + 2 * n) + dt_rank * i + i + i * n + i + i * spec.hidden_size

@@ -1,0 +1,45 @@
+"""Mamba2: conv state `[(H*P + 2*G'*N)/tp, K-1]`, SSM state `[H/tp, P, N]`."""
+
+from __future__ import annotations
+
+from mcache.core.kinds.base import CacheDtypes, StateShape, replicated_split, split
+
+NAME = "mamba2"
+
+
+def groups_per_rank(p, tp: int) -> int:
+    """Groups each rank holds: `G/tp`, or one whole replicated group when `tp > G`."""
+    return replicated_split(p.n_groups, tp, f"{NAME}.n_groups")
+
+
+def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Conv window over `[x|B|C]` and the SSM state, per slot."""
+    heads = split(p.num_heads, tp, f"{NAME}.num_heads")
+    g = groups_per_rank(p, tp)
+    x, bc = heads * p.head_dim, g * p.state_size
+    conv = StateShape("conv", "conv", (x + 2 * bc, p.conv_kernel - 1), ("C", "K"), dt.conv,
+                      sections=(("x", x), ("B", bc), ("C", bc)))
+    ssm = StateShape("ssm", "ssm", (heads, p.head_dim, p.state_size), ("H", "P", "N"), dt.ssm)
+    return [conv, ssm]
+
+
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """Per-token inputs the replay ring keeps: x, B, dt, dA and the raw conv input."""
+    heads = split(p.num_heads, tp, f"{NAME}.num_heads")
+    g = groups_per_rank(p, tp)
+    conv_dim = heads * p.head_dim + 2 * g * p.state_size
+    return [
+        StateShape("x", "spec", (heads, p.head_dim), ("H", "P"), dt.conv),
+        StateShape("B", "spec", (g, p.state_size), ("G", "N"), dt.conv),
+        StateShape("dt", "spec", (heads,), ("H",), "float32"),
+        StateShape("dA", "spec", (heads,), ("H",), "float32"),
+        StateShape("conv_in", "spec", (conv_dim,), ("C",), dt.conv),
+    ]
+
+
+def weights(spec, p) -> int:
+    """in_proj `[z|x|B|C|dt]`, conv, A/D/dt_bias, gated norm, out_proj."""
+    d_inner = p.num_heads * p.head_dim
+    conv_dim = d_inner + 2 * p.n_groups * p.state_size
+    in_proj = spec.hidden_size * (d_inner + conv_dim + p.num_heads)
+    return in_proj + conv_dim * (p.conv_kernel + 1) + 3 * p.num_heads + d_inner + d_inner * spec.hidden_size

@@ -1,0 +1,25 @@
+"""Short convolution (LFM2): conv state `[hidden/tp, K-1]`, no recurrent state."""
+
+from __future__ import annotations
+
+from mcache.core.kinds.base import CacheDtypes, StateShape, split
+
+NAME = "short_conv"
+
+
+def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """The conv window over the rank's share of the hidden channels."""
+    channels = split(spec.hidden_size, tp, "hidden_size", "channels")
+    return [StateShape("conv", "conv", (channels, p.conv_kernel - 1), ("C", "K"), dt.conv)]
+
+
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+    """The raw conv input per token: rolling the window back needs nothing else."""
+    channels = split(spec.hidden_size, tp, "hidden_size", "channels")
+    return [StateShape("conv_in", "spec", (channels,), ("C",), dt.conv)]
+
+
+def weights(spec, p) -> int:
+    """in_proj `[B|C|x]`, depthwise conv, out_proj."""
+    h = spec.hidden_size
+    return h * 3 * h + h * p.conv_kernel + h * h

@@ -1,0 +1,99 @@
+"""Parallel layout (TP/PP/attention-DP) and runtime settings of a deployment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from mcache.core.errors import LayoutError
+
+SCHEMES = ("none", "intermediate", "replay", "index")
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel."""
+
+    tp: int = 1
+    pp: int = 1
+    attention_dp: bool = False
+    pp_partition: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tp < 1 or self.pp < 1:
+            raise LayoutError("tp/pp", f"positive sizes, got tp={self.tp} pp={self.pp}")
+
+    @property
+    def state_tp(self) -> int:
+        """TP that shards recurrent state: 1 under attention-DP (each rank holds whole state)."""
+        return 1 if self.attention_dp else self.tp
+
+    def stages(self, num_layers: int) -> list[range]:
+        """Layer indices of each PP stage: `pp_partition` if given, else an even split
+        (the first `num_layers % pp` stages take one extra layer)."""
+        if self.pp_partition is not None:
+            part = self.pp_partition
+            if len(part) != self.pp or sum(part) != num_layers or min(part) < 0:
+                raise LayoutError("pp_partition", f"{self.pp} non-negative counts summing to {num_layers}, got {list(part)}")
+        else:
+            if self.pp > num_layers:
+                raise LayoutError("pp", f"at most {num_layers} stages (one per layer), got {self.pp}")
+            base, extra = divmod(num_layers, self.pp)
+            part = tuple(base + (1 if i < extra else 0) for i in range(self.pp))
+        starts = [sum(part[:i]) for i in range(self.pp)]
+        return [range(s, s + n) for s, n in zip(starts, part)]
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Serving settings that size the pools of one rank.
+
+    `reserved_slots` defaults to one CUDA-graph padding slot per possible draft length
+    (`draft_tokens + 1`) plus one for the attention-DP dummy request.
+    """
+
+    max_batch: int = 64
+    max_seq_len: int = 8192
+    tokens_per_block: int = 32
+    draft_tokens: int = 0
+    spec_scheme: str = "none"
+    reserved_slots: int | None = None
+    snapshot_slots: int = 0
+    replay_history: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch", "max_seq_len", "tokens_per_block"):
+            if getattr(self, name) < 1:
+                raise LayoutError(name, f"a positive integer, got {getattr(self, name)}")
+        for name in ("draft_tokens", "snapshot_slots"):
+            if getattr(self, name) < 0:
+                raise LayoutError(name, f"zero or more, got {getattr(self, name)}")
+        if self.spec_scheme not in SCHEMES:
+            raise LayoutError("spec_scheme", f"one of {', '.join(SCHEMES)}, got {self.spec_scheme!r}")
+        if self.spec_scheme != "none" and self.draft_tokens == 0:
+            raise LayoutError("draft_tokens", f"at least 1 with spec scheme {self.spec_scheme!r}")
+        if self.spec_scheme == "none" and self.draft_tokens:
+            raise LayoutError("spec_scheme", f"a scheme (intermediate, replay, index) for {self.draft_tokens} draft tokens")
+        if self.replay_history is not None and self.replay_history < self.tokens_per_step:
+            raise LayoutError("replay_history", f"at least tokens per step ({self.tokens_per_step})")
+
+    @property
+    def tokens_per_step(self) -> int:
+        """T: tokens verified per generation step (draft + 1)."""
+        return self.draft_tokens + 1
+
+    @property
+    def history(self) -> int:
+        """Replay ring length: `max(16, T)` unless set."""
+        return self.replay_history or max(16, self.tokens_per_step)
+
+    def reserved(self, attention_dp: bool) -> int:
+        """Reserved padding/dummy slots that are never handed to requests."""
+        if self.reserved_slots is not None:
+            return self.reserved_slots
+        return self.draft_tokens + 1 + (1 if attention_dp else 0)
+
+    def kv_tokens_per_seq(self, seq_len: int, window: int | None = None) -> int:
+        """KV tokens one sequence of `seq_len` holds: capped at `window`, rounded up to whole blocks."""
+        tokens = min(seq_len, window) if window else seq_len
+        return ceil(tokens / self.tokens_per_block) * self.tokens_per_block

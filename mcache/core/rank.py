@@ -1,0 +1,86 @@
+"""One rank's share of a model: its layers, the TP that shards them, and their state shapes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from mcache.core import dtypes as dt_names
+from mcache.core.kinds import KIND_MODULES, RECURRENT_KINDS
+from mcache.core.kinds.base import CacheDtypes, StateShape
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.spec import KINDS, ModelSpec, layer_kinds
+
+KV_KINDS = ("attention", "mla")
+
+
+def resolve_dtypes(spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None) -> CacheDtypes:
+    """Dtype policy: a command-line override, else the spec's field, else the model dtype.
+
+    (KDA ignores the SSM dtype: its state is always float32.)
+    """
+    model = dt_names.canonical(spec.dtype)
+
+    def pick(override: str | None, field: str | None) -> str:
+        return dt_names.canonical(override or field or model)
+
+    return CacheDtypes(model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, spec.ssm_dtype))
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """Everything that sizes the pools of one rank (one TP rank of PP stage `stage`)."""
+
+    spec: ModelSpec
+    layout: ParallelLayout
+    runtime: RuntimeConfig
+    dtypes: CacheDtypes
+    stage: int
+    layers: range
+    counts: Counter = field(compare=False)
+
+    @classmethod
+    def build(cls, spec, layout, runtime, dtypes, stage: int) -> RankContext:
+        """The context of PP stage `stage`."""
+        layers = layout.stages(spec.num_layers)[stage]
+        kinds = layer_kinds(spec)
+        counts = Counter(k for i in layers for k in kinds[i])
+        return cls(spec, layout, runtime, dtypes, stage, layers, counts)
+
+    @property
+    def kinds(self) -> list[str]:
+        """Kinds present on this rank, in report order."""
+        return [k for k in KINDS if self.counts.get(k)]
+
+    @property
+    def recurrent_kinds(self) -> list[str]:
+        """Kinds with per-slot state on this rank."""
+        return [k for k in self.kinds if k in RECURRENT_KINDS]
+
+    def tp_for(self, kind: str) -> int:
+        """TP that shards `kind`: attention-DP keeps whole heads and whole state on every rank."""
+        return 1 if self.layout.attention_dp else self.layout.tp
+
+    @cached_property
+    def _states(self) -> dict[str, list[StateShape]]:
+        return {
+            k: KIND_MODULES[k].states(self.spec, getattr(self.spec, k), self.tp_for(k), self.dtypes)
+            for k in self.kinds
+        }
+
+    def states(self, kind: str) -> list[StateShape]:
+        """Per-layer states of `kind` on this rank (KV per token, conv/SSM per slot)."""
+        return self._states[kind]
+
+    def replay_inputs(self, kind: str) -> list[StateShape] | None:
+        """Per-token replay-ring entries of `kind`, or None if it has no replay (uses intermediate states)."""
+        fn = getattr(KIND_MODULES[kind], "replay_inputs", None)
+        return fn(self.spec, getattr(self.spec, kind), self.tp_for(kind), self.dtypes) if fn else None
+
+    @property
+    def num_slots(self) -> int:
+        """State slots of the pool: 0 without recurrent layers, else max batch x pp + reserved."""
+        if not self.recurrent_kinds:
+            return 0
+        return self.runtime.max_batch * self.layout.pp + self.runtime.reserved(self.layout.attention_dp)

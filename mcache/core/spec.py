@@ -1,0 +1,260 @@
+"""The model spec: what a YAML file under `model_specs/` holds, as frozen msgspec structs.
+
+Field names and defaults here are the spec format; `mcache spec schema` prints them as JSON Schema.
+Semantic checks that types cannot express (layer pattern vs layer count, a parameter block for every
+kind used) are in `check_spec`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from mcache.core import dtypes
+from mcache.core.errors import SpecError
+
+Pos = Annotated[int, Meta(gt=0)]
+NonNeg = Annotated[int, Meta(ge=0)]
+Dtype = Annotated[str, Meta(description="float32 | bfloat16 | float16 (fp8 variants for kv_dtype)")]
+
+
+class Block(Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Base of every parameter block: unknown keys are rejected."""
+
+
+class Attention(Block):
+    """GQA/MHA attention; `v_head_dim` defaults to `head_dim`."""
+
+    num_heads: Pos
+    num_kv_heads: Pos
+    head_dim: Pos
+    v_head_dim: Pos | None = None
+    sliding_window: Pos | None = None
+    output_gate: bool = False
+    input_size: Pos | None = None
+    shared_blocks: Pos | None = None
+
+
+class MLA(Block):
+    """Multi-head latent attention: the cache holds one latent of `kv_lora_rank + qk_rope_head_dim`."""
+
+    num_heads: Pos
+    kv_lora_rank: Pos
+    qk_rope_head_dim: Pos
+    qk_nope_head_dim: Pos
+    v_head_dim: Pos
+    q_lora_rank: Pos | None = None
+
+
+class Mamba1(Block):
+    """Mamba1 mixer; `dt_rank` defaults to `ceil(hidden_size / 16)`."""
+
+    intermediate_size: Pos
+    state_size: Pos = 16
+    conv_kernel: Pos = 4
+    dt_rank: Pos | None = None
+
+
+class Mamba2(Block):
+    """Mamba2 mixer: `num_heads` x `head_dim` = d_inner; `n_groups` groups of B and C."""
+
+    num_heads: Pos
+    head_dim: Pos
+    state_size: Pos
+    n_groups: Pos = 1
+    conv_kernel: Pos = 4
+
+
+class GatedDeltaNet(Block):
+    """GatedDeltaNet mixer (Qwen3-Next, Qwen3.5)."""
+
+    num_k_heads: Pos
+    num_v_heads: Pos
+    k_head_dim: Pos
+    v_head_dim: Pos
+    conv_kernel: Pos = 4
+
+
+class KDA(Block):
+    """Kimi Delta Attention; key heads/dims default to `num_heads`/`head_dim`. State is always float32."""
+
+    num_heads: Pos
+    head_dim: Pos
+    num_k_heads: Pos | None = None
+    k_head_dim: Pos | None = None
+    conv_kernel: Pos = 4
+
+
+class ShortConv(Block):
+    """Gated short convolution over `hidden_size` channels (LFM2's `conv_L_cache` is `conv_kernel`)."""
+
+    conv_kernel: Pos = 3
+
+
+class Lightning(Block):
+    """Lightning / linear attention (MiniMax-01): a `[D, D]` state per head."""
+
+    num_heads: Pos
+    head_dim: Pos
+    output_gate: bool = True
+
+
+class MLP(Block):
+    """Dense feed-forward; `gated` (SwiGLU) has three matrices, else two."""
+
+    intermediate_size: Pos
+    gated: bool = True
+    shared_blocks: Pos | None = None
+
+
+class MoE(Block):
+    """Mixture of experts with optional always-on shared experts."""
+
+    num_experts: Pos
+    top_k: Pos
+    expert_intermediate_size: Pos
+    shared_experts: NonNeg = 0
+    shared_intermediate_size: Pos | None = None
+    gated: bool = True
+
+
+class Layers(Block):
+    """The layer stack, written one of three ways (exactly one is given).
+
+    - `pattern`: one character per layer, mapped through `legend` (default: Nemotron-H's letters);
+    - `types`: one entry per layer;
+    - `repeat`: a unit repeated to `num_layers` (the last repetition may be cut short).
+    An entry names one kind or several joined by `+` (e.g. `mamba2+attention` for Falcon-H1).
+    """
+
+    pattern: str | None = None
+    legend: dict[str, str] | None = None
+    types: list[str] | None = None
+    repeat: list[str] | None = None
+
+
+class MTP(Block):
+    """Multi-token-prediction layers: counted in the weights, not in the cache."""
+
+    num_layers: Pos
+    layer: str
+
+
+class AuxBuffer(Block):
+    """A spec-declared auxiliary buffer; `shape` entries are integers or expressions of names."""
+
+    name: str
+    shape: list[int | str]
+    dtype: str
+    per: Literal["slot", "request", "token", "snapshot", "rank"]
+    layer_kind: str | None = None
+
+
+class ModelSpec(Block):
+    """A hybrid model: its layers, one parameter block per layer kind, dtypes and provenance."""
+
+    name: str
+    source: str
+    hidden_size: Pos
+    vocab_size: Pos
+    num_layers: Pos
+    layers: Layers
+    notes: str = ""
+    dtype: str = "bfloat16"
+    kv_dtype: str | None = None
+    conv_dtype: str | None = None
+    ssm_dtype: str | None = None
+    tie_embeddings: bool = False
+    attention: Attention | None = None
+    mla: MLA | None = None
+    mamba1: Mamba1 | None = None
+    mamba2: Mamba2 | None = None
+    gdn: GatedDeltaNet | None = None
+    kda: KDA | None = None
+    short_conv: ShortConv | None = None
+    lightning: Lightning | None = None
+    mlp: MLP | None = None
+    moe: MoE | None = None
+    mtp: MTP | None = None
+    aux_buffers: list[AuxBuffer] = []
+
+
+# Every kind a layer may name, in the order components are reported.
+KINDS = ("attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "mlp", "moe")
+NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def layer_kinds(spec: ModelSpec) -> tuple[tuple[str, ...], ...]:
+    """The kinds of every layer, e.g. `(("mamba2",), ("mlp",), ...)`; assumes `check_spec` passed."""
+    entries = _layer_entries(spec)
+    return tuple(tuple(entry.split("+")) for entry in entries)
+
+
+def _layer_entries(spec: ModelSpec) -> list[str]:
+    layers = spec.layers
+    if layers.pattern is not None:
+        legend = layers.legend or NEMOTRON_LEGEND
+        return [legend.get(ch, f"?{ch}") for ch in layers.pattern]
+    if layers.types is not None:
+        return list(layers.types)
+    unit = layers.repeat or []
+    return [unit[i % len(unit)] for i in range(spec.num_layers)] if unit else []
+
+
+def check_spec(spec: ModelSpec, file: str) -> None:
+    """Checks types cannot express; raise `SpecError` naming the field and what was expected."""
+    given = [k for k in ("pattern", "types", "repeat") if getattr(spec.layers, k) is not None]
+    if len(given) != 1:
+        raise SpecError(file, "layers", f"exactly one of pattern, types, repeat (got {given or 'none'})")
+    how = given[0]
+    if how == "pattern":
+        legend = spec.layers.legend or NEMOTRON_LEGEND
+        for ch in spec.layers.pattern:
+            if ch not in legend:
+                raise SpecError(file, "layers.pattern", f"character {ch!r} is not in the legend {sorted(legend)}")
+    elif spec.layers.legend is not None:
+        raise SpecError(file, "layers.legend", "a legend goes only with a pattern")
+    if how == "repeat" and not spec.layers.repeat:
+        raise SpecError(file, "layers.repeat", "a non-empty list of layer types")
+    entries = _layer_entries(spec)
+    if how != "repeat" and len(entries) != spec.num_layers:
+        raise SpecError(file, f"layers.{how}", f"{spec.num_layers} layers (num_layers), got {len(entries)}")
+    source = f"layers.legend" if how == "pattern" and spec.layers.legend else f"layers.{how}"
+    for i, entry in enumerate(entries):
+        parts = entry.split("+")
+        for kind in parts:
+            if kind not in KINDS:
+                raise SpecError(file, f"{source}[{i}]", f"layer kind {kind!r} is not one of {', '.join(KINDS)}")
+            if getattr(spec, kind) is None:
+                raise SpecError(file, kind, f"a parameter block, since layer {i} is {entry!r}")
+        if len(set(parts)) != len(parts):
+            raise SpecError(file, f"{source}[{i}]", f"each kind at most once per layer, got {entry!r}")
+    for field in ("dtype", "kv_dtype", "conv_dtype", "ssm_dtype"):
+        value = getattr(spec, field)
+        if value is None:
+            continue
+        allowed = dtypes.KV_DTYPES if field == "kv_dtype" else dtypes.STATE_DTYPES
+        try:
+            name = dtypes.canonical(value)
+        except KeyError:
+            name = None
+        if name not in allowed:
+            raise SpecError(file, field, f"one of {', '.join(allowed)}, got {value!r}")
+    if spec.mtp is not None:
+        for kind in spec.mtp.layer.split("+"):
+            if kind not in KINDS or getattr(spec, kind) is None:
+                raise SpecError(file, "mtp.layer", f"kinds with a parameter block, got {kind!r}")
+    for i, aux in enumerate(spec.aux_buffers):
+        if aux.layer_kind is not None and aux.layer_kind not in KINDS:
+            raise SpecError(file, f"aux_buffers[{i}].layer_kind", f"one of {', '.join(KINDS)}")
+        try:
+            dtypes.canonical(aux.dtype)
+        except KeyError:
+            raise SpecError(file, f"aux_buffers[{i}].dtype", f"a dtype ({', '.join(dtypes.ITEMSIZE)})") from None
+
+
+def json_schema() -> dict:
+    """JSON Schema of the spec format, for editors."""
+    return msgspec.json.schema(ModelSpec)

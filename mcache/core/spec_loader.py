@@ -1,0 +1,108 @@
+"""Load a model spec from a YAML file or a bundled name, with errors that name file, field and line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+import yaml
+
+from mcache.core.errors import SpecError
+from mcache.core.spec import ModelSpec, check_spec
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_AT = re.compile(r" - at `\$(.*)`$")
+
+
+def bundled_dir() -> Path:
+    """Folder of the specs shipped with the package (`mcache/model_specs` in a wheel, the
+    top-level `model_specs/` in a source checkout)."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "model_specs"
+    return installed if installed.is_dir() else package.parent / "model_specs"
+
+
+def bundled_names() -> list[str]:
+    """Names of the bundled specs (file stems), sorted."""
+    return sorted(p.stem for p in bundled_dir().glob("*.yaml"))
+
+
+def resolve(ref: str) -> Path:
+    """A path as given if it exists, else the bundled spec of that exact name."""
+    path = Path(ref)
+    if path.exists():
+        return path
+    candidate = bundled_dir() / f"{ref}.yaml"
+    if candidate.is_file() and "/" not in ref:
+        return candidate
+    raise SpecError(ref, "file", f"an existing file or a bundled spec name ({', '.join(bundled_names())})")
+
+
+def load_spec(ref: str) -> ModelSpec:
+    """Load a spec by path or bundled name; HF `config.json` files and checkpoint folders are imported."""
+    path = resolve(ref)
+    if path.is_dir() or path.suffix == ".json":
+        from mcache.core.hf import import_hf  # only HF users pay for it
+
+        return import_hf(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(str(path), "file", f"a readable UTF-8 file ({err.__class__.__name__})") from None
+    return parse_spec(text, str(path))
+
+
+def parse_spec(text: str, file: str) -> ModelSpec:
+    """Parse and validate spec YAML text; `file` names it in errors."""
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or "valid YAML"
+        raise SpecError(file, "yaml", f"valid YAML ({problem})", mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise SpecError(file, "document", f"a mapping of spec fields, got {type(data).__name__}")
+    try:
+        spec = msgspec.convert(data, ModelSpec)
+    except msgspec.ValidationError as err:
+        message = str(err)
+        match = _AT.search(message)
+        path = match.group(1).lstrip(".") if match else ""
+        reason = _AT.sub("", message)
+        field = path or "document"
+        unknown = re.match(r"Object contains unknown field `(.+)`", reason)
+        if unknown:
+            field = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
+            reason = "a known field (see `mcache spec schema`)"
+        missing = re.match(r"Object missing required field `(.+)`", reason)
+        if missing:
+            field = f"{path}.{missing.group(1)}" if path else missing.group(1)
+            reason = "a required field, missing"
+        raise SpecError(file, field, reason, line_of(text, field)) from None
+    check_spec(spec, file)
+    return spec
+
+
+def line_of(text: str, field: str) -> int | None:
+    """1-based line of a dotted YAML path like `mamba2.num_heads` or `layers.types[3]`, if found."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if part.startswith("["):
+            index = int(part[1:-1])
+            items = node.value if isinstance(node, yaml.SequenceNode) else []
+            node = items[index] if index < len(items) else None
+        elif isinstance(node, yaml.MappingNode):
+            node = next((v if v is not None else k for k, v in node.value if k.value == part), None)
+            if node is None:
+                return line
+        else:
+            node = None
+    return node.start_mark.line + 1 if node is not None else line

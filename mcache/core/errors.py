@@ -19,7 +19,14 @@ class SpecError(McacheError):
 
 
 class LayoutError(McacheError):
-    """A parallel layout or runtime setting that cannot work with the model (e.g. heads % tp != 0)."""
+    """A parallel layout or runtime setting that cannot work with the model (e.g. heads % tp != 0).
+
+    Names the setting or spec field and what was expected, like `SpecError`.
+    """
+
+    def __init__(self, field: str, expected: str):
+        self.field, self.expected = field, expected
+        super().__init__(f"{field}: {expected}")
 
 
 class CapacityError(McacheError):

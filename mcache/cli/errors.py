@@ -1,0 +1,33 @@
+"""Turns known errors into one line on stderr and an exit code; nothing else in the CLI exits."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from mcache.core.errors import McacheError
+
+
+def run(app: typer.Typer, argv: list[str] | None) -> int:
+    """Invoke `app`; `McacheError` and usage errors become one line on stderr and their exit code."""
+    try:
+        result = app(args=argv, standalone_mode=False, prog_name="mcache")
+    except McacheError as err:
+        return _fail(str(err), err.exit_code)
+    except typer.Exit as done:
+        return done.exit_code
+    except typer.Abort:
+        return _fail("aborted", 130)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except typer.TyperException as err:  # usage errors: bad option, missing argument
+        ctx = getattr(err, "ctx", None)
+        where = f" {ctx.command_path.removeprefix('mcache').strip()}" if ctx else ""
+        return _fail(f"{where.strip() + ': ' if where.strip() else ''}{err.format_message()}", 2)
+    return result if isinstance(result, int) else 0
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"mcache: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,158 @@
+"""Everything the CLI writes to stdout or to files goes through here: one renderer per format."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+from mcache.core.atomic import write_atomic
+
+FORMATS = ("table", "json", "markdown", "csv")
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def human_bytes(n: int | None) -> str:
+    """`39518208` -> `37.69 MiB` (binary units)."""
+    if n is None:
+        return "-"
+    value, unit = float(n), 0
+    while abs(value) >= 1024 and unit < len(_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{int(value)} B" if unit == 0 else f"{value:.2f} {_UNITS[unit]}"
+
+
+def emit_text(text: str, output: Path | None = None) -> None:
+    """Write `text` to `output` atomically, or to stdout."""
+    if output is not None:
+        write_atomic(output, text if text.endswith("\n") else text + "\n")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def emit_report(report: dict, fmt: str, output: Path | None) -> None:
+    """Render a `mcache size` report in `fmt` to stdout or `output`."""
+    if fmt == "json":
+        emit_text(json.dumps(report, indent=2), output)
+    elif fmt == "csv":
+        emit_text(_size_csv(report), output)
+    elif fmt == "markdown":
+        emit_text(_size_markdown(report), output)
+    else:
+        _print_tables(_size_tables(report), output)
+
+
+def _component_rows(report: dict) -> list[tuple[int, dict]]:
+    return [(r["stage"], c) for r in report["ranks"] for c in r["components"]]
+
+
+_COMPONENT_HEAD = ("stage", "component", "kind", "buffer", "layers", "per", "dtype", "shape", "bytes/unit", "units", "total")
+_CAPACITY_HEAD = ("stage", "weights", "cache budget", "fixed", "KV budget", "KV tokens", "max seqs", "binds",
+                  "if slots resized", "max context")
+
+
+def _component_cells(stage: int, c: dict, human: bool) -> list[str]:
+    size = human_bytes if human else str
+    return [str(stage), c["component"], c["kind"] or "-", c["name"], str(c["layers"]), c["per"], c["dtype"],
+            "x".join(map(str, c["shape"])) or "1", size(c["bytes_per_unit"]), str(c["units"]), size(c["total_bytes"])]
+
+
+def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:
+    size = human_bytes if human else str
+    rank = report["ranks"][cap["stage"]]
+    return [str(cap["stage"]), size(rank["weight_bytes"]), size(cap["cache_budget_bytes"]), size(cap["fixed_bytes"]),
+            size(cap["kv_budget_bytes"]), "-" if cap["kv_tokens"] is None else str(cap["kv_tokens"]),
+            str(cap["max_sequences"]), cap["binding"], str(cap["sequences_if_resized"]),
+            "unbounded" if cap["max_context"] is None else str(cap["max_context"])]
+
+
+def _headline(report: dict) -> str:
+    m, lay, rt, dt = report["model"], report["layout"], report["runtime"], report["dtypes"]
+    spec = f" · {rt['spec_scheme']} x{rt['draft_tokens']}" if rt["draft_tokens"] else ""
+    return (f"{m['name']} ({m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])}) · tp {lay['tp']} · "
+            f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
+            f"max seq {rt['max_seq_len']} · KV {dt['kv']} · conv {dt['conv']} · state {dt['ssm']}{spec}")
+
+
+def _per_rank_lines(report: dict) -> list[str]:
+    lines = []
+    for r in report["ranks"]:
+        counts = ", ".join(f"{n} {k}" for k, n in r["layer_counts"].items()) or "no layers"
+        lines.append(
+            f"stage {r['stage']}: layers {r['layers'][0]}-{r['layers'][1] - 1} ({counts}) · {r['slots']} slots · "
+            f"KV {human_bytes(r['kv_bytes_per_token'])}/token · state {human_bytes(r['state_bytes_per_slot'])}/slot "
+            f"(conv {human_bytes(r['conv_bytes_per_slot'])}, SSM {human_bytes(r['ssm_bytes_per_slot'])}) · "
+            f"cache {human_bytes(r['cache_bytes'])} · weights {human_bytes(r['weight_bytes'])}"
+        )
+    return lines
+
+
+def _capacity_title(cap: dict) -> str:
+    return (f"Capacity per rank on {cap['gpu']} ({human_bytes(cap['gpu_bytes'])}, utilization {cap['utilization']}, "
+            f"reserve {human_bytes(cap['reserve_bytes'])}): max seqs at context {cap['context']}, "
+            f"max context at {cap['concurrency']} seqs; tightest stage {cap['tightest_stage']}")
+
+
+def _size_tables(report: dict):
+    from rich.table import Table
+
+    comps = Table(title=_headline(report), title_justify="left", caption="\n".join(_per_rank_lines(report)),
+                  caption_justify="left")
+    for i, head in enumerate(_COMPONENT_HEAD):
+        comps.add_column(head, justify="right" if i >= 8 or head == "layers" else "left")
+    for stage, c in _component_rows(report):
+        comps.add_row(*_component_cells(stage, c, human=True))
+    tables = [comps]
+    cap = report["capacity"]
+    if cap:
+        table = Table(title=_capacity_title(cap), title_justify="left")
+        for head in _CAPACITY_HEAD:
+            table.add_column(head, justify="left" if head in ("binds",) else "right")
+        for c in cap["ranks"]:
+            table.add_row(*_capacity_cells(report, c, human=True))
+        tables.append(table)
+    return tables
+
+
+def _print_tables(tables: list, output: Path | None) -> None:
+    from rich.console import Console
+
+    if output is None:
+        # Piped output must not be cut at 80 columns: give rich a wide page when stdout is no terminal.
+        console = Console(width=None if sys.stdout.isatty() else 240)
+        for t in tables:
+            console.print(t)
+        return
+    buf = io.StringIO()
+    console = Console(file=buf, width=240, color_system=None)
+    for t in tables:
+        console.print(t)
+    emit_text(buf.getvalue(), output)
+
+
+def _markdown_table(head: tuple[str, ...], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _size_markdown(report: dict) -> str:
+    parts = [f"### {_headline(report)}", "", *(f"- {line}" for line in _per_rank_lines(report)), "",
+             _markdown_table(_COMPONENT_HEAD, [_component_cells(s, c, human=True) for s, c in _component_rows(report)])]
+    cap = report["capacity"]
+    if cap:
+        parts += ["", f"**{_capacity_title(cap)}**", "",
+                  _markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]])]
+    return "\n".join(parts) + "\n"
+
+
+def _size_csv(report: dict) -> str:
+    import csv
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(_COMPONENT_HEAD)
+    for stage, c in _component_rows(report):
+        writer.writerow(_component_cells(stage, c, human=False))
+    return buf.getvalue()

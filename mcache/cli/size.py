@@ -1,0 +1,152 @@
+"""`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mcache.core.errors import LayoutError, SpecError
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+class Scheme(str, Enum):
+    none = "none"
+    intermediate = "intermediate"
+    replay = "replay"
+    index = "index"
+
+
+class Device(str, Enum):
+    meta = "meta"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class PoolLayout(str, Enum):
+    layer = "layer"
+    slot = "slot"
+
+
+# Settings errors name the option a user typed; every other field is a spec field.
+OPTION_OF = {
+    "tp": "--tp", "pp": "--pp", "tp/pp": "--tp/--pp", "pp_partition": "--pp-partition", "max_batch": "--max-batch",
+    "max_seq_len": "--max-seq-len", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
+    "spec_scheme": "--spec-scheme", "snapshot_slots": "--snapshot-slots", "replay_history": "--replay-history",
+    "gpu": "--gpu", "gpu_memory": "--gpu-memory", "utilization": "--utilization", "reserve": "--reserve",
+    "context": "--context", "concurrency": "--concurrency", "ssm_dtype": "--ssm-dtype", "kv_dtype": "--kv-dtype",
+    "conv_dtype": "--conv-dtype",
+}
+
+
+def size(
+    spec: Annotated[str, typer.Argument(help="A spec file, a bundled spec name (`mcache spec list`), or an HF config.json / checkpoint folder.")],
+    tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
+    pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
+    pp_partition: Annotated[Optional[str], typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
+    attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel: state and KV heads not sharded.")] = False,
+    max_batch: Annotated[int, typer.Option(help="Max concurrent requests per rank (state slots).")] = 64,
+    max_seq_len: Annotated[int, typer.Option(help="Max tokens per sequence (sizes the KV pool).")] = 8192,
+    block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 32,
+    draft: Annotated[int, typer.Option(help="Speculative draft tokens per step.")] = 0,
+    spec_scheme: Annotated[Optional[Scheme], typer.Option(help="How speculative state is kept (default: intermediate with --draft, else none).")] = None,
+    reserved_slots: Annotated[Optional[int], typer.Option(help="Reserved padding/dummy slots (default: draft+1, +1 with attention-DP).")] = None,
+    snapshot_slots: Annotated[int, typer.Option(help="Snapshot slots for prefix caching.")] = 0,
+    ssm_dtype: Annotated[Optional[str], typer.Option(help="Recurrent-state dtype (default: the spec's, else the model dtype; KDA stays float32).")] = None,
+    kv_dtype: Annotated[Optional[str], typer.Option(help="KV-cache dtype (fp8 allowed).")] = None,
+    conv_dtype: Annotated[Optional[str], typer.Option(help="Conv-state dtype.")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="A catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
+    gpu_memory: Annotated[Optional[str], typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
+    utilization: Annotated[float, typer.Option(help="Fraction of GPU memory the engine may use.")] = 0.9,
+    reserve: Annotated[str, typer.Option(help="Memory kept for activations and workspace.")] = "2GiB",
+    context: Annotated[Optional[int], typer.Option(help="Context length for max sequences (default: --max-seq-len).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Sequences for the longest-context figure (default: --max-batch).")] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Build the real cache manager and compare its allocation with the estimate.")] = False,
+    device: Annotated[Device, typer.Option(help="Device for --verify.")] = Device.meta,
+    pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify: layer-major or slot-major.")] = PoolLayout.layer,
+) -> None:
+    """Bytes per GPU rank for every cache component, and how many sequences fit."""
+    from mcache.cli.output import emit_report
+    from mcache.core.capacity import Budget
+    from mcache.core.estimator import estimate
+    from mcache.core.gpus import local_gpu, lookup, parse_size
+    from mcache.core.layout import ParallelLayout, RuntimeConfig
+    from mcache.core.report import size_report
+    from mcache.core.spec_loader import load_spec, resolve
+
+    model = load_spec(spec)
+    origin = str(resolve(spec))
+    try:
+        partition = _ints(pp_partition, "pp_partition") if pp_partition else None
+        layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
+        scheme = spec_scheme.value if spec_scheme else ("intermediate" if draft else "none")
+        runtime = RuntimeConfig(max_batch=max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
+                                draft_tokens=draft, spec_scheme=scheme, reserved_slots=reserved_slots,
+                                snapshot_slots=snapshot_slots)
+        dtypes = _dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
+        est = estimate(model, layout, runtime, dtypes)
+        if gpu_memory:
+            target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory"))
+        else:
+            target = lookup(gpu) if gpu else local_gpu()
+        budget = Budget(target[0], target[1], utilization, parse_size(reserve, "reserve")) if target else None
+        report = size_report(est, origin, budget, context or max_seq_len, concurrency or max_batch)
+    except LayoutError as err:
+        raise _located(err, origin) from None
+    if verify:
+        from mcache.cli.verify import run_verify
+
+        run_verify(est, device.value, pool_layout.value, fmt.value, output)
+        return
+    emit_report(report, fmt.value, output)
+
+
+def _ints(text: str, field: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise LayoutError(field, f"comma-separated layer counts such as 20,32, got {text!r}") from None
+
+
+def _dtypes(model, kv: str | None, conv: str | None, ssm: str | None):
+    """Resolve the dtype policy, checking each override against what its role accepts."""
+    from mcache.core import dtypes as names
+    from mcache.core.rank import resolve_dtypes
+
+    for field, value, allowed in (("kv_dtype", kv, names.KV_DTYPES), ("conv_dtype", conv, names.STATE_DTYPES),
+                                  ("ssm_dtype", ssm, names.STATE_DTYPES)):
+        if value is None:
+            continue
+        try:
+            ok = names.canonical(value) in allowed
+        except KeyError:
+            ok = False
+        if not ok:
+            raise LayoutError(field, f"one of {', '.join(allowed)}, got {value!r}")
+    return resolve_dtypes(model, kv, conv, ssm)
+
+
+def _located(err: LayoutError, origin: str) -> Exception:
+    """Name the option a user typed, or the spec file (and line) of a spec field."""
+    from mcache.core.errors import McacheError
+    from mcache.core.spec_loader import line_of
+
+    if err.field in OPTION_OF:
+        return McacheError(f"{OPTION_OF[err.field]}: {err.expected}")
+    line = None
+    if origin.endswith((".yaml", ".yml")):
+        try:
+            line = line_of(open(origin).read(), err.field)
+        except OSError:
+            pass
+    return SpecError(origin, err.field, err.expected, line)

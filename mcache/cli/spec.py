@@ -1,0 +1,43 @@
+"""`mcache spec list|validate|schema`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="List, validate and describe model specs.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_specs() -> None:
+    """The bundled specs: name, model and where its numbers came from."""
+    from mcache.cli.output import emit_text
+    from mcache.core.spec_loader import bundled_names, load_spec
+
+    rows = []
+    for name in bundled_names():
+        spec = load_spec(name)
+        rows.append(f"{name:<28} {spec.name:<32} {spec.source}")
+    emit_text("\n".join(rows))
+
+
+@app.command("validate")
+def validate(files: Annotated[list[str], typer.Argument(help="Spec files (or bundled names) to check.")]) -> None:
+    """Load and check each spec; stop at the first error with one line naming file, field and line."""
+    from mcache.cli.output import emit_text
+    from mcache.core.spec_loader import load_spec
+
+    for ref in files:
+        spec = load_spec(ref)
+        emit_text(f"ok {ref}: {spec.name}, {spec.num_layers} layers")
+
+
+@app.command("schema")
+def schema() -> None:
+    """JSON Schema of the spec format, for editors."""
+    from mcache.cli.output import emit_text
+    from mcache.core.spec import json_schema
+
+    emit_text(json.dumps(json_schema(), indent=2))

@@ -1,0 +1,122 @@
+"""Turn per-rank bytes into capacity: how many sequences fit, how long they can be, what binds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcache.core.errors import LayoutError
+from mcache.core.estimator import Estimate, RankEstimate
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Memory available to one rank: `gpu_bytes * utilization - weights - reserve` goes to caches."""
+
+    gpu_name: str
+    gpu_bytes: int
+    utilization: float = 0.9
+    reserve_bytes: int = 2 << 30
+
+    def __post_init__(self) -> None:
+        if not 0 < self.utilization <= 1:
+            raise LayoutError("utilization", f"a fraction in (0, 1], got {self.utilization}")
+        if self.reserve_bytes < 0:
+            raise LayoutError("reserve", f"zero or more bytes, got {self.reserve_bytes}")
+
+
+@dataclass(frozen=True)
+class RankCapacity:
+    """Capacity of one rank at a context length and a concurrency.
+
+    `max_sequences` keeps the configured slot pool (max batch); `binding` says what stops it:
+    `state slots`, `KV`, `max batch` (a rank with no state), or `memory` (weights and fixed
+    buffers alone exceed the budget).
+    `sequences_if_resized` is how many fit if the state pool were sized to match instead.
+    `max_context` is the longest context every one of `concurrency` sequences can hold (None: no KV).
+    """
+
+    stage: int
+    cache_budget_bytes: int
+    fixed_bytes: int
+    kv_budget_bytes: int
+    kv_tokens: int | None
+    context: int
+    max_sequences: int
+    binding: str
+    sequences_if_resized: int
+    concurrency: int
+    max_context: int | None
+
+
+def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency: int) -> RankCapacity:
+    """Capacity of one rank; see `RankCapacity`."""
+    rt = rank.ctx.runtime
+    cache_budget = int(budget.gpu_bytes * budget.utilization) - rank.weight_bytes - budget.reserve_bytes
+    kv_total = rank.bytes_of("kv")
+    fixed = rank.cache_bytes - kv_total
+    kv_budget = cache_budget - fixed
+    per_token = rank.kv_bytes_per_token
+    kv_per_seq = rank.kv_bytes_per_seq(context)
+    if kv_budget < 0:
+        sequences, binding = 0, "memory"
+    elif kv_per_seq and kv_budget // kv_per_seq < rt.max_batch:
+        sequences, binding = kv_budget // kv_per_seq, "KV"
+    else:
+        sequences, binding = rt.max_batch, "state slots" if rank.ctx.num_slots else "max batch"
+    return RankCapacity(
+        stage=rank.ctx.stage,
+        cache_budget_bytes=cache_budget,
+        fixed_bytes=fixed,
+        kv_budget_bytes=kv_budget,
+        kv_tokens=kv_budget // per_token if per_token and kv_budget > 0 else (None if not per_token else 0),
+        context=context,
+        max_sequences=sequences,
+        binding=binding,
+        sequences_if_resized=_resized(rank, cache_budget, kv_per_seq),
+        concurrency=concurrency,
+        max_context=_longest_context(rank, kv_budget, concurrency),
+    )
+
+
+def _resized(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int:
+    """Sequences that fit if slots = sequences: each brings a state slot, its scratch and its KV."""
+    ctx = rank.ctx
+    reserved = ctx.runtime.reserved(ctx.layout.attention_dp) if ctx.num_slots else 0
+    per_slot = sum(c.decl.bytes_per_unit for c in rank.components if c.decl.per == "slot")
+    per_seq = per_slot + rank.bytes_per_request + kv_per_seq
+    available = cache_budget - rank.fixed_bytes - reserved * per_slot
+    if per_seq == 0 or available <= 0:
+        return 0
+    return available // per_seq
+
+
+def _longest_context(rank: RankEstimate, kv_budget: int, concurrency: int) -> int | None:
+    """Largest block-aligned context that `concurrency` sequences can all hold (binary search)."""
+    if rank.kv_bytes_per_token == 0:
+        return None
+    if kv_budget <= 0 or concurrency < 1:
+        return 0
+    block = rank.ctx.runtime.tokens_per_block
+    lo, hi = 0, kv_budget // block + 1  # in blocks; a context of hi blocks cannot fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if concurrency * rank.kv_bytes_per_seq(mid * block) <= kv_budget:
+            lo = mid
+        else:
+            hi = mid
+    if lo == kv_budget // block:  # only window-capped layers: any context fits
+        return None
+    return lo * block
+
+
+def capacity(est: Estimate, budget: Budget, context: int, concurrency: int) -> tuple[list[RankCapacity], int]:
+    """Capacity of every stage and the index of the tightest one (fewest sequences, then shortest context)."""
+    if context < 1 or concurrency < 1:
+        raise LayoutError("context" if context < 1 else "concurrency", "a positive integer")
+    caps = [rank_capacity(r, budget, context, concurrency) for r in est.ranks]
+
+    def tightness(c: RankCapacity) -> tuple:
+        return (c.max_sequences, c.sequences_if_resized, c.max_context if c.max_context is not None else 1 << 62)
+
+    tightest = min(range(len(caps)), key=lambda i: tightness(caps[i]))
+    return caps, tightest

@@ -1,0 +1,62 @@
+"""GPU memory: a small catalogue, a size parser, and the local GPU through NVML when present."""
+
+from __future__ import annotations
+
+import re
+
+from mcache.core.errors import LayoutError
+
+MIB = 1 << 20
+
+# Total memory as `nvidia-smi` reports it (MiB), keyed by a lower-case name.
+CATALOGUE = {
+    "h100-80gb": ("NVIDIA H100 80GB HBM3", 81559 * MIB),
+    "h200": ("NVIDIA H200", 143771 * MIB),
+    "b200": ("NVIDIA B200", 183359 * MIB),
+    "a100-40gb": ("NVIDIA A100-SXM4-40GB", 40960 * MIB),
+    "a100-80gb": ("NVIDIA A100-SXM4-80GB", 81920 * MIB),
+    "l40s": ("NVIDIA L40S", 46068 * MIB),
+    "rtx-4090": ("NVIDIA GeForce RTX 4090", 24564 * MIB),
+}
+ALIASES = {"h100": "h100-80gb", "a100": "a100-80gb", "4090": "rtx-4090", "rtx4090": "rtx-4090"}
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str, field: str) -> int:
+    """`"141GiB"` -> bytes; decimal (GB) and binary (GiB, or a bare G) units."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _UNITS:
+        raise LayoutError(field, f"a size such as 141GiB, 80GB or 1073741824, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def lookup(name: str) -> tuple[str, int]:
+    """(full name, bytes) of a catalogue GPU, by case-insensitive name or alias."""
+    key = name.strip().lower().replace(" ", "-")
+    key = ALIASES.get(key, key)
+    if key not in CATALOGUE:
+        raise LayoutError("gpu", f"one of {', '.join(CATALOGUE)}, got {name!r} (or give --gpu-memory)")
+    return CATALOGUE[key]
+
+
+def local_gpu() -> tuple[str, int] | None:
+    """(name, total bytes) of local GPU 0 through NVML, or None when there is none (or no nvidia-ml-py)."""
+    from importlib.util import find_spec
+
+    if find_spec("pynvml") is None:
+        return None
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            name = pynvml.nvmlDeviceGetName(handle)
+            return (name.decode() if isinstance(name, bytes) else name), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None

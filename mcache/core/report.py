@@ -1,0 +1,96 @@
+"""The `mcache size` report as plain, JSON-ready data (the output module renders it)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from mcache import __version__
+from mcache.core.capacity import Budget, capacity
+from mcache.core.dtypes import itemsize
+from mcache.core.estimator import Estimate, RankEstimate
+from mcache.core.weights import total_params
+
+SCHEMA_VERSION = 1
+COMPONENTS = ("kv", "conv", "ssm", "spec", "aux")
+
+
+def _rank(r: RankEstimate) -> dict:
+    ctx = r.ctx
+    return {
+        "stage": ctx.stage,
+        "layers": [ctx.layers.start, ctx.layers.stop],
+        "layer_counts": {k: ctx.counts[k] for k in ctx.kinds},
+        "slots": ctx.num_slots,
+        "kv_bytes_per_token": r.kv_bytes_per_token,
+        "conv_bytes_per_slot": r.conv_bytes_per_slot,
+        "ssm_bytes_per_slot": r.ssm_bytes_per_slot,
+        "state_bytes_per_slot": r.state_bytes_per_slot,
+        "component_bytes": {c: r.bytes_of(c) for c in COMPONENTS},
+        "cache_bytes": r.cache_bytes,
+        "param_count": r.param_count,
+        "weight_bytes": r.weight_bytes,
+        "components": [
+            {
+                "component": c.decl.component,
+                "kind": c.decl.kind,
+                "name": c.decl.name,
+                "layers": c.decl.layers,
+                "per": c.decl.per,
+                "shape": list(c.decl.shape),
+                "axes": list(c.decl.axes),
+                "dtype": c.decl.dtype,
+                "bytes_per_unit": c.decl.bytes_per_unit,
+                "units": c.units,
+                "total_bytes": c.total_bytes,
+            }
+            for c in r.components
+        ],
+    }
+
+
+def size_report(est: Estimate, origin: str, budget: Budget | None, context: int, concurrency: int) -> dict:
+    """Everything `mcache size` shows: model, layout, runtime, dtypes, per-rank bytes, capacity."""
+    spec, rt, layout = est.spec, est.runtime, est.layout
+    params = total_params(spec)
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "mcache_version": __version__,
+        "model": {
+            "name": spec.name,
+            "source": spec.source,
+            "spec": origin,
+            "param_count": params,
+            "param_bytes": params * itemsize(est.dtypes.model),
+        },
+        "layout": {
+            "tp": layout.tp,
+            "pp": layout.pp,
+            "attention_dp": layout.attention_dp,
+            "pp_partition": [len(s) for s in layout.stages(spec.num_layers)],
+        },
+        "runtime": {
+            "max_batch": rt.max_batch,
+            "max_seq_len": rt.max_seq_len,
+            "tokens_per_block": rt.tokens_per_block,
+            "draft_tokens": rt.draft_tokens,
+            "spec_scheme": rt.spec_scheme,
+            "reserved_slots": rt.reserved(layout.attention_dp),
+            "snapshot_slots": rt.snapshot_slots,
+        },
+        "dtypes": asdict(est.dtypes),
+        "ranks": [_rank(r) for r in est.ranks],
+        "capacity": None,
+    }
+    if budget is not None:
+        caps, tightest = capacity(est, budget, context, concurrency)
+        report["capacity"] = {
+            "gpu": budget.gpu_name,
+            "gpu_bytes": budget.gpu_bytes,
+            "utilization": budget.utilization,
+            "reserve_bytes": budget.reserve_bytes,
+            "context": context,
+            "concurrency": concurrency,
+            "tightest_stage": tightest,
+            "ranks": [asdict(c) for c in caps],
+        }
+    return report

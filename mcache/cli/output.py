@@ -156,3 +156,45 @@ def _size_csv(report: dict) -> str:
     for stage, c in _component_rows(report):
         writer.writerow(_component_cells(stage, c, human=False))
     return buf.getvalue()
+
+
+_VERDICT_MARK = {"regression": "❌ regression", "improvement": "✅ improvement"}
+_COMPARE_HEAD = ("benchmark", "base (us)", "new (us)", "Δ%", "verdict")
+
+
+def _compare_cells(change) -> list[str]:
+    def us(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    delta = "-" if change.delta_pct is None else f"{change.delta_pct:+.1f}%"
+    return [change.key, us(change.base_us), us(change.new_us), delta, _VERDICT_MARK.get(change.verdict, change.verdict)]
+
+
+def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
+    """Render a `mcache compare` result: a table, a Markdown table for PR comments, or JSON."""
+    regressions = len(comparison.regressions)
+    summary = (f"{comparison.new} vs {comparison.base}: {len(comparison.changes)} rows, {regressions} regression(s) "
+               f"beyond {comparison.threshold_pct:g}%")
+    if fmt == "json":
+        import msgspec
+
+        data = msgspec.to_builtins(comparison)
+        data["regressions"] = regressions
+        emit_text(json.dumps(data, indent=2), output)
+    elif fmt == "markdown":
+        rows = [_compare_cells(c) for c in comparison.changes]
+        emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
+    else:
+        from rich.table import Table
+
+        table = Table(title=summary, title_justify="left")
+        for i, head in enumerate(_COMPARE_HEAD):
+            table.add_column(head, justify="right" if 0 < i < 4 else "left")
+        for c in comparison.changes:
+            table.add_row(*_compare_cells(c))
+        _print_tables([table], output)
+
+
+def emit_json(data, output: Path | None) -> None:
+    """Write JSON-ready data (lists, dicts) as indented JSON."""
+    emit_text(json.dumps(data, indent=2), output)

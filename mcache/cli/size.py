@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -48,32 +49,32 @@ OPTION_OF = {
 
 
 def size(
-    spec: Annotated[str, typer.Argument(help="A spec file, a bundled spec name (`mcache spec list`), or an HF config.json / checkpoint folder.")],
+    spec: Annotated[str, typer.Argument(help="Spec file, bundled spec name (`mcache spec list`), or HF config.json / checkpoint folder.")],
     tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
-    pp_partition: Annotated[Optional[str], typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
-    attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel: state and KV heads not sharded.")] = False,
+    pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
+    attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
     max_batch: Annotated[int, typer.Option(help="Max concurrent requests per rank (state slots).")] = 64,
     max_seq_len: Annotated[int, typer.Option(help="Max tokens per sequence (sizes the KV pool).")] = 8192,
     block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 32,
     draft: Annotated[int, typer.Option(help="Speculative draft tokens per step.")] = 0,
-    spec_scheme: Annotated[Optional[Scheme], typer.Option(help="How speculative state is kept (default: intermediate with --draft, else none).")] = None,
-    reserved_slots: Annotated[Optional[int], typer.Option(help="Reserved padding/dummy slots (default: draft+1, +1 with attention-DP).")] = None,
+    spec_scheme: Annotated[Scheme | None, typer.Option(help="Speculative state scheme (default: intermediate with --draft).")] = None,
+    reserved_slots: Annotated[int | None, typer.Option(help="Reserved padding slots (default: draft+1, +1 with attention-DP).")] = None,
     snapshot_slots: Annotated[int, typer.Option(help="Snapshot slots for prefix caching.")] = 0,
-    ssm_dtype: Annotated[Optional[str], typer.Option(help="Recurrent-state dtype (default: the spec's, else the model dtype; KDA stays float32).")] = None,
-    kv_dtype: Annotated[Optional[str], typer.Option(help="KV-cache dtype (fp8 allowed).")] = None,
-    conv_dtype: Annotated[Optional[str], typer.Option(help="Conv-state dtype.")] = None,
-    gpu: Annotated[Optional[str], typer.Option(help="A catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
-    gpu_memory: Annotated[Optional[str], typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
+    ssm_dtype: Annotated[str | None, typer.Option(help="Recurrent-state dtype (default: spec, else model dtype; KDA: float32).")] = None,
+    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache dtype (fp8 allowed).")] = None,
+    conv_dtype: Annotated[str | None, typer.Option(help="Conv-state dtype.")] = None,
+    gpu: Annotated[str | None, typer.Option(help="Catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
+    gpu_memory: Annotated[str | None, typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
     utilization: Annotated[float, typer.Option(help="Fraction of GPU memory the engine may use.")] = 0.9,
     reserve: Annotated[str, typer.Option(help="Memory kept for activations and workspace.")] = "2GiB",
-    context: Annotated[Optional[int], typer.Option(help="Context length for max sequences (default: --max-seq-len).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="Sequences for the longest-context figure (default: --max-batch).")] = None,
+    context: Annotated[int | None, typer.Option(help="Context for the max-sequences figure (default: max seq len).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Sequences for the longest-context figure (default: max batch).")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
-    verify: Annotated[bool, typer.Option("--verify", help="Build the real cache manager and compare its allocation with the estimate.")] = False,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
     device: Annotated[Device, typer.Option(help="Device for --verify.")] = Device.meta,
-    pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify: layer-major or slot-major.")] = PoolLayout.layer,
+    pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = PoolLayout.layer,
 ) -> None:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.output import emit_report
@@ -95,10 +96,7 @@ def size(
                                 snapshot_slots=snapshot_slots)
         dtypes = _dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
         est = estimate(model, layout, runtime, dtypes)
-        if gpu_memory:
-            target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory"))
-        else:
-            target = lookup(gpu) if gpu else local_gpu()
+        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
         budget = Budget(target[0], target[1], utilization, parse_size(reserve, "reserve")) if target else None
         report = size_report(est, origin, budget, context or max_seq_len, concurrency or max_batch)
     except LayoutError as err:
@@ -145,8 +143,6 @@ def _located(err: LayoutError, origin: str) -> Exception:
         return McacheError(f"{OPTION_OF[err.field]}: {err.expected}")
     line = None
     if origin.endswith((".yaml", ".yml")):
-        try:
-            line = line_of(open(origin).read(), err.field)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            line = line_of(Path(origin).read_text(), err.field)
     return SpecError(origin, err.field, err.expected, line)

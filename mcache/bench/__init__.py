@@ -1,0 +1,1 @@
+"""`mcache bench`: results files (schema), the GPU runner, comparison and exporters."""

@@ -1,0 +1,145 @@
+"""The results file of `mcache bench`: one versioned JSON with run metadata and fixed-schema rows.
+
+Times are microseconds, bytes are integers, bandwidth is GB/s (1e9 bytes per second, read + write).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from mcache.core.atomic import write_atomic
+from mcache.core.errors import SpecError
+
+SCHEMA_VERSION = 1
+
+
+class Record(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=False):
+    """Base of every results struct: unknown keys are rejected when a file is loaded."""
+
+
+class Row(Record, kw_only=True):
+    """One measurement: an op on one layer kind (or one layer) at one batch size, one implementation.
+
+    `impl` is `triton` (mcache's kernel), `torch-index` (the indexing baseline), `torch` (the
+    reference on CPU) or `host` (allocator work timed on the CPU). `status` is `ok` or `skipped`
+    (with `reason`, e.g. out of memory); skipped rows carry no times.
+    """
+
+    op: str
+    impl: str
+    kind: str
+    batch: int
+    layer: int | None = None
+    status: str = "ok"
+    reason: str | None = None
+    median_us: float | None = None
+    p10_us: float | None = None
+    p90_us: float | None = None
+    bytes: int | None = None
+    gbps: float | None = None
+    pct_ceiling: float | None = None
+    pct_size_matched: float | None = None
+    size_matched_us: float | None = None
+    speedup_vs_baseline: float | None = None
+
+    @property
+    def key(self) -> str:
+        """Identity of a row across runs: `op/kind[/layer]/impl/bN`."""
+        layer = f"/L{self.layer}" if self.layer is not None else ""
+        return f"{self.op}/{self.kind}{layer}/{self.impl}/b{self.batch}"
+
+
+class GPU(Record, kw_only=True):
+    """The device, as NVML and torch report it."""
+
+    name: str
+    uuid: str | None = None
+    memory_bytes: int | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    max_sm_clock_mhz: int | None = None
+    driver: str | None = None
+
+
+class Ceiling(Record, kw_only=True):
+    """The device-to-device copy measured in the same process: the bandwidth every row is held to."""
+
+    bytes: int
+    median_us: float
+    gbps: float
+
+
+class Memory(Record, kw_only=True):
+    """The manager's device memory beside the estimate."""
+
+    estimated_bytes: int
+    allocated_bytes: int
+    torch_allocated_bytes: int | None = None
+    torch_reserved_bytes: int | None = None
+    nvml_used_delta_bytes: int | None = None
+
+
+class Meta(Record, kw_only=True):
+    """Everything needed to tell whether two runs can be compared."""
+
+    mcache_version: str
+    git_commit: str | None
+    created_at: str
+    device: str
+    comparable: bool
+    gpu: GPU | None
+    versions: dict[str, str]
+    spec_name: str
+    spec_file: str
+    spec_sha256: str
+    layout: dict[str, int | bool]
+    runtime: dict[str, int | str | None]
+    timer: str
+    cuda_graphs: bool
+    ceiling: Ceiling | None
+    memory: Memory | None
+    interrupted: bool = False
+
+
+class Results(Record, kw_only=True):
+    """A whole run."""
+
+    schema_version: int
+    meta: Meta
+    rows: list[Row]
+
+
+def dump(results: Results) -> str:
+    """Pretty JSON text of a run."""
+    return msgspec.json.format(msgspec.json.encode(results), indent=2).decode() + "\n"
+
+
+def save(results: Results, path: str | Path) -> None:
+    """Write a run atomically: a reader sees the previous file or this one, never half."""
+    write_atomic(path, dump(results))
+
+
+def load(path: str | Path) -> Results:
+    """Read and validate a results file; any problem is a one-line `SpecError` naming file and field."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise SpecError(str(path), "file", f"a readable results file ({err.strerror or err.__class__.__name__})") from None
+    try:
+        data = msgspec.json.decode(raw)
+    except msgspec.DecodeError as err:
+        raise SpecError(str(path), "json", f"valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise SpecError(str(path), "document", "a JSON object with schema_version, meta and rows")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SpecError(str(path), "schema_version", f"{SCHEMA_VERSION} (the version this mcache reads), got {version!r}")
+    try:
+        return msgspec.convert(data, Results)
+    except msgspec.ValidationError as err:
+        message = str(err)
+        field = message.rsplit(" - at `$", 1)[-1].rstrip("`").lstrip(".") if " - at `$" in message else "document"
+        raise SpecError(str(path), field, message.split(" - at ")[0]) from None

@@ -74,7 +74,9 @@ def replay_buffers(ctx: RankContext) -> list[BufferDecl]:
         return []
     hist = ctx.runtime.history
     decls = [
-        _decl(f"ring_{s.name}", "spec", k, ctx.counts[k], "slot", (2, hist, *s.shape), ("buf", "hist", *s.axes), s.dtype)
+        _decl(
+            f"ring_{s.name}", "spec", k, ctx.counts[k], "slot", (2, hist, *s.shape), ("buf", "hist", *s.axes), s.dtype
+        )
         for k in ctx.recurrent_kinds
         for s in ctx.replay_inputs(k) or []
     ]

@@ -63,7 +63,9 @@ class RankEstimate:
     param_count: int
 
     def _sum(self, component: str, per: str) -> int:
-        return sum(c.decl.bytes_per_unit for c in self.components if c.decl.component == component and c.decl.per == per)
+        return sum(
+            c.decl.bytes_per_unit for c in self.components if c.decl.component == component and c.decl.per == per
+        )
 
     @property
     def kv_bytes_per_token(self) -> int:

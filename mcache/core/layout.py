@@ -34,14 +34,15 @@ class ParallelLayout:
         if self.pp_partition is not None:
             part = self.pp_partition
             if len(part) != self.pp or sum(part) != num_layers or min(part) < 0:
-                raise LayoutError("pp_partition", f"{self.pp} non-negative counts summing to {num_layers}, got {list(part)}")
+                expected = f"{self.pp} non-negative counts summing to {num_layers}, got {list(part)}"
+                raise LayoutError("pp_partition", expected)
         else:
             if self.pp > num_layers:
                 raise LayoutError("pp", f"at most {num_layers} stages (one per layer), got {self.pp}")
             base, extra = divmod(num_layers, self.pp)
             part = tuple(base + (1 if i < extra else 0) for i in range(self.pp))
         starts = [sum(part[:i]) for i in range(self.pp)]
-        return [range(s, s + n) for s, n in zip(starts, part)]
+        return [range(s, s + n) for s, n in zip(starts, part, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class RuntimeConfig:
         if self.spec_scheme != "none" and self.draft_tokens == 0:
             raise LayoutError("draft_tokens", f"at least 1 with spec scheme {self.spec_scheme!r}")
         if self.spec_scheme == "none" and self.draft_tokens:
-            raise LayoutError("spec_scheme", f"a scheme (intermediate, replay, index) for {self.draft_tokens} draft tokens")
+            expected = f"a scheme (intermediate, replay, index) for {self.draft_tokens} draft tokens"
+            raise LayoutError("spec_scheme", expected)
         if self.replay_history is not None and self.replay_history < self.tokens_per_step:
             raise LayoutError("replay_history", f"at least tokens per step ({self.tokens_per_step})")
 

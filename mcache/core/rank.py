@@ -15,7 +15,9 @@ from mcache.core.spec import KINDS, ModelSpec, layer_kinds
 KV_KINDS = ("attention", "mla")
 
 
-def resolve_dtypes(spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None) -> CacheDtypes:
+def resolve_dtypes(
+    spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None
+) -> CacheDtypes:
     """Dtype policy: a command-line override, else the spec's field, else the model dtype.
 
     (KDA ignores the SSM dtype: its state is always float32.)
@@ -25,7 +27,9 @@ def resolve_dtypes(spec: ModelSpec, kv: str | None = None, conv: str | None = No
     def pick(override: str | None, field: str | None) -> str:
         return dt_names.canonical(override or field or model)
 
-    return CacheDtypes(model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, spec.ssm_dtype))
+    return CacheDtypes(
+        model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, spec.ssm_dtype)
+    )
 
 
 @dataclass(frozen=True)

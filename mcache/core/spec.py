@@ -221,7 +221,7 @@ def check_spec(spec: ModelSpec, file: str) -> None:
     entries = _layer_entries(spec)
     if how != "repeat" and len(entries) != spec.num_layers:
         raise SpecError(file, f"layers.{how}", f"{spec.num_layers} layers (num_layers), got {len(entries)}")
-    source = f"layers.legend" if how == "pattern" and spec.layers.legend else f"layers.{how}"
+    source = "layers.legend" if how == "pattern" and spec.layers.legend else f"layers.{how}"
     for i, entry in enumerate(entries):
         parts = entry.split("+")
         for kind in parts:

@@ -80,7 +80,10 @@ def parse_spec(text: str, file: str) -> ModelSpec:
             field = f"{path}.{missing.group(1)}" if path else missing.group(1)
             reason = "a required field, missing"
         raise SpecError(file, field, reason, line_of(text, field)) from None
-    check_spec(spec, file)
+    try:
+        check_spec(spec, file)
+    except SpecError as err:  # semantic checks see no YAML nodes: add the line here
+        raise SpecError(err.file, err.field, err.expected, err.line or line_of(text, err.field)) from None
     return spec
 
 

@@ -50,7 +50,8 @@ def total_params(spec: ModelSpec) -> int:
     kinds = layer_kinds(spec)
     emb, head = embedding_params(spec)
     used = {k for layer in kinds for k in layer}
-    return sum(layer_params(spec, k) for k in kinds) + shared_params(spec, used) + emb + head + spec.hidden_size + mtp_params(spec)
+    layers = sum(layer_params(spec, k) for k in kinds) + shared_params(spec, used)
+    return layers + emb + head + spec.hidden_size + mtp_params(spec)
 
 
 def rank_params(ctx: RankContext) -> int:

@@ -37,4 +37,5 @@ def weights(spec, p) -> int:
     """in_proj `[q|k|v|z]` and `[b|a]`, conv, A/dt_bias, norm, out_proj."""
     qk, v = p.num_k_heads * p.k_head_dim, p.num_v_heads * p.v_head_dim
     h = spec.hidden_size
-    return h * (2 * qk + 2 * v) + h * 2 * p.num_v_heads + (2 * qk + v) * p.conv_kernel + 2 * p.num_v_heads + p.v_head_dim + v * h
+    in_proj = h * (2 * qk + 2 * v) + h * 2 * p.num_v_heads
+    return in_proj + (2 * qk + v) * p.conv_kernel + 2 * p.num_v_heads + p.v_head_dim + v * h

@@ -23,4 +23,5 @@ def weights(spec, p) -> int:
     i, n = p.intermediate_size, p.state_size
     dt_rank = p.dt_rank or ceil(spec.hidden_size / 16)
     in_proj = spec.hidden_size * 2 * i
-    return in_proj + i * (p.conv_kernel + 1) + i * (dt_rank + 2 * n) + dt_rank * i + i + i * n + i + i * spec.hidden_size
+    conv = i * (p.conv_kernel + 1)
+    return in_proj + conv + i * (dt_rank + 2 * n) + dt_rank * i + i + i * n + i + i * spec.hidden_size

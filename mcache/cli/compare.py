@@ -1,25 +1,18 @@
 """`mcache compare`: diff two results files; exit 1 only on a regression beyond the threshold."""
 
-from __future__ import annotations
-
-from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-
-class CompareFormat(str, Enum):
-    table = "table"
-    markdown = "markdown"
-    json = "json"
+CompareFormat = Literal["table", "markdown", "json"]
 
 
 def compare(
     base: Annotated[Path, typer.Argument(help="The baseline results file.")],
     new: Annotated[Path, typer.Argument(help="The new results file.")],
     threshold: Annotated[str, typer.Option(help="Slow-down beyond which a change outside the noise is a regression, e.g. 5%.")] = "5%",
-    fmt: Annotated[CompareFormat, typer.Option("--format", help="table, markdown (for PR comments) or json.")] = CompareFormat.table,
+    fmt: Annotated[CompareFormat, typer.Option("--format", help="table, markdown (for PR comments) or json.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Compare runs from different GPUs or specs anyway.")] = False,
 ) -> int:
@@ -34,5 +27,5 @@ def compare(
     except ValueError:
         raise McacheError(f"compare: --threshold: a percentage such as 5%, got {threshold!r}") from None
     comparison = diff(results.load(base), results.load(new), str(base), str(new), pct, force)
-    emit_comparison(comparison, fmt.value, output)
+    emit_comparison(comparison, fmt, output)
     return 1 if comparison.regressions else 0

@@ -1,28 +1,18 @@
 """`mcache export`: a results file in the formats CI dashboards read."""
 
-from __future__ import annotations
-
-from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-
-class Target(str, Enum):
-    github_action_benchmark = "github-action-benchmark"
-    bencher = "bencher"
-
-
-class Metric(str, Enum):
-    time = "time"
-    bandwidth = "bandwidth"
+Target = Literal["github-action-benchmark", "bencher"]
+Metric = Literal["time", "bandwidth"]
 
 
 def export(
     results_file: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results file of `mcache bench`.")],
     to: Annotated[Target, typer.Option("--to", help="github-action-benchmark (custom format) or bencher (BMF).")],
-    metric: Annotated[Metric, typer.Option(help="github-action-benchmark: time (lower is better) or bandwidth.")] = Metric.time,
+    metric: Annotated[Metric, typer.Option(help="github-action-benchmark: time (lower is better) or bandwidth.")] = "time",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
 ) -> None:
     """Export a run for github-action-benchmark or Bencher."""
@@ -31,7 +21,7 @@ def export(
     from mcache.cli.output import emit_json
 
     run = load(results_file)
-    if to is Target.bencher:
+    if to == "bencher":
         emit_json(exporters.to_bencher(run), output)
     else:
-        emit_json(exporters.to_github_action_benchmark(run, metric.value), output)
+        emit_json(exporters.to_github_action_benchmark(run, metric), output)

@@ -1,5 +1,32 @@
-"""`mcache import-hf` (being written)."""
+"""`mcache import-hf`: turn a Hugging Face `config.json` into a spec YAML, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mcache.core.errors import McacheError
 
 
-def import_hf() -> None:
-    """Import a Hugging Face config.json as a spec."""
+class OutputError(McacheError):
+    """The spec could not be written where `-o` points."""
+
+
+def import_hf(
+    path: Annotated[Path, typer.Argument(help="A config.json, or a checkpoint folder holding one. Never downloads.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the spec to this file (atomically), not stdout.")
+    ] = None,
+) -> None:
+    """Write the spec of a Hugging Face config; it loads back to the same estimate (`mcache size SPEC`)."""
+    from mcache.cli.output import emit_text
+    from mcache.core.hf import import_hf as convert  # the importer loads only for this command
+    from mcache.core.spec_dump import spec_to_yaml
+
+    text = spec_to_yaml(convert(path))
+    try:
+        emit_text(text, output)
+    except OSError as err:
+        raise OutputError(f"{output}: output: a writable file path ({err.strerror or err.__class__.__name__})") from None

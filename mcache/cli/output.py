@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import io
-import json
 import sys
 from pathlib import Path
-
-from mcache.core.atomic import write_atomic
 
 FORMATS = ("table", "json", "markdown", "csv")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -26,6 +22,8 @@ def human_bytes(n: int | None) -> str:
 def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` to `output` atomically, or to stdout."""
     if output is not None:
+        from mcache.core.atomic import write_atomic
+
         write_atomic(output, text if text.endswith("\n") else text + "\n")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -34,7 +32,7 @@ def emit_text(text: str, output: Path | None = None) -> None:
 def emit_report(report: dict, fmt: str, output: Path | None) -> None:
     """Render a `mcache size` report in `fmt` to stdout or `output`."""
     if fmt == "json":
-        emit_text(json.dumps(report, indent=2), output)
+        emit_json(report, output)
     elif fmt == "csv":
         emit_text(_size_csv(report), output)
     elif fmt == "markdown":
@@ -97,38 +95,42 @@ def _capacity_title(cap: dict) -> str:
 def _size_tables(report: dict):
     from rich.table import Table
 
-    comps = Table(title=_headline(report), title_justify="left", caption="\n".join(_per_rank_lines(report)),
-                  caption_justify="left")
+    comps = Table()
     for i, head in enumerate(_COMPONENT_HEAD):
         comps.add_column(head, justify="right" if i >= 8 or head == "layers" else "left")
     for stage, c in _component_rows(report):
         comps.add_row(*_component_cells(stage, c, human=True))
-    tables = [comps]
+    blocks: list = [_headline(report), comps, *_per_rank_lines(report)]
     cap = report["capacity"]
     if cap:
-        table = Table(title=_capacity_title(cap), title_justify="left")
+        table = Table()
         for head in _CAPACITY_HEAD:
             table.add_column(head, justify="left" if head in ("binds",) else "right")
         for c in cap["ranks"]:
             table.add_row(*_capacity_cells(report, c, human=True))
-        tables.append(table)
-    return tables
+        blocks += ["", _capacity_title(cap), table]
+    return blocks
 
 
-def _print_tables(tables: list, output: Path | None) -> None:
+def _print_tables(blocks: list, output: Path | None) -> None:
+    """Print rich tables and plain lines (written as they are: no wrapping, no markup)."""
     from rich.console import Console
 
-    if output is None:
-        # Piped output must not be cut at 80 columns: give rich a wide page when stdout is no terminal.
-        console = Console(width=None if sys.stdout.isatty() else 240)
-        for t in tables:
-            console.print(t)
-        return
-    buf = io.StringIO()
-    console = Console(file=buf, width=240, color_system=None)
-    for t in tables:
-        console.print(t)
-    emit_text(buf.getvalue(), output)
+    buf = None
+    if output is not None:
+        import io
+
+        buf = io.StringIO()
+    # Piped output must not be cut at 80 columns: give rich a wide page when it is no terminal.
+    width = None if buf is None and sys.stdout.isatty() else 240
+    console = Console(file=buf, width=width, color_system=None if buf else "auto", highlight=False, markup=False, emoji=False)
+    for block in blocks:
+        if isinstance(block, str):
+            console.out(block)
+        else:
+            console.print(block)
+    if buf is not None:
+        emit_text(buf.getvalue(), output)
 
 
 def _markdown_table(head: tuple[str, ...], rows: list[list[str]]) -> str:
@@ -149,6 +151,7 @@ def _size_markdown(report: dict) -> str:
 
 def _size_csv(report: dict) -> str:
     import csv
+    import io
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -180,21 +183,23 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
 
         data = msgspec.to_builtins(comparison)
         data["regressions"] = regressions
-        emit_text(json.dumps(data, indent=2), output)
+        emit_json(data, output)
     elif fmt == "markdown":
         rows = [_compare_cells(c) for c in comparison.changes]
         emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
         from rich.table import Table
 
-        table = Table(title=summary, title_justify="left")
+        table = Table()
         for i, head in enumerate(_COMPARE_HEAD):
             table.add_column(head, justify="right" if 0 < i < 4 else "left")
         for c in comparison.changes:
             table.add_row(*_compare_cells(c))
-        _print_tables([table], output)
+        _print_tables([summary, table], output)
 
 
 def emit_json(data, output: Path | None) -> None:
     """Write JSON-ready data (lists, dicts) as indented JSON."""
+    import json
+
     emit_text(json.dumps(data, indent=2), output)

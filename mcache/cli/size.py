@@ -1,40 +1,17 @@
 """`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit."""
 
-from __future__ import annotations
-
 import contextlib
-from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from mcache.core.errors import LayoutError, SpecError
 
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    csv = "csv"
-
-
-class Scheme(str, Enum):
-    none = "none"
-    intermediate = "intermediate"
-    replay = "replay"
-    index = "index"
-
-
-class Device(str, Enum):
-    meta = "meta"
-    cpu = "cpu"
-    cuda = "cuda"
-
-
-class PoolLayout(str, Enum):
-    layer = "layer"
-    slot = "slot"
+Scheme = Literal["none", "intermediate", "replay", "index"]
+Format = Literal["table", "json", "markdown", "csv"]
+Device = Literal["meta", "cpu", "cuda"]
+PoolLayout = Literal["layer", "slot"]
 
 
 # Settings errors name the option a user typed; every other field is a spec field.
@@ -70,11 +47,11 @@ def size(
     reserve: Annotated[str, typer.Option(help="Memory kept for activations and workspace.")] = "2GiB",
     context: Annotated[int | None, typer.Option(help="Context for the max-sequences figure (default: max seq len).")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Sequences for the longest-context figure (default: max batch).")] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
-    device: Annotated[Device, typer.Option(help="Device for --verify.")] = Device.meta,
-    pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = PoolLayout.layer,
+    device: Annotated[Device, typer.Option(help="Device for --verify.")] = "meta",
+    pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> None:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.output import emit_report
@@ -90,7 +67,7 @@ def size(
     try:
         partition = _ints(pp_partition, "pp_partition") if pp_partition else None
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
-        scheme = spec_scheme.value if spec_scheme else ("intermediate" if draft else "none")
+        scheme = spec_scheme if spec_scheme else ("intermediate" if draft else "none")
         runtime = RuntimeConfig(max_batch=max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
                                 draft_tokens=draft, spec_scheme=scheme, reserved_slots=reserved_slots,
                                 snapshot_slots=snapshot_slots)
@@ -104,9 +81,9 @@ def size(
     if verify:
         from mcache.cli.verify import run_verify
 
-        run_verify(est, device.value, pool_layout.value, fmt.value, output)
+        run_verify(est, device, pool_layout, fmt, output)
         return
-    emit_report(report, fmt.value, output)
+    emit_report(report, fmt, output)
 
 
 def _ints(text: str, field: str) -> tuple[int, ...]:

@@ -1,7 +1,5 @@
 """`mcache spec list|validate|schema`."""
 
-from __future__ import annotations
-
 import json
 from typing import Annotated
 

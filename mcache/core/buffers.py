@@ -12,8 +12,9 @@ of `units` entries of `shape` elements each. What a unit is depends on `per`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
+
+from msgspec import Struct
 
 from mcache.core.dtypes import itemsize
 
@@ -21,8 +22,7 @@ PER_UNITS = ("slot", "request", "token", "snapshot", "rank")
 COMPONENTS = ("kv", "conv", "ssm", "spec", "aux")
 
 
-@dataclass(frozen=True)
-class BufferDecl:
+class BufferDecl(Struct, frozen=True):
     """One pool of a rank: `layers` x units x `shape` elements of `dtype`.
 
     `kind` is the layer kind that owns it (`None` for per-rank bookkeeping); `axes` names the

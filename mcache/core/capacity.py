@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 from mcache.core.estimator import Estimate, RankEstimate
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Struct, frozen=True):
     """Memory available to one rank: `gpu_bytes * utilization - weights - reserve` goes to caches."""
 
     gpu_name: str
@@ -24,8 +23,7 @@ class Budget:
             raise LayoutError("reserve", f"zero or more bytes, got {self.reserve_bytes}")
 
 
-@dataclass(frozen=True)
-class RankCapacity:
+class RankCapacity(Struct, frozen=True):
     """Capacity of one rank at a context length and a concurrency.
 
     `max_sequences` keeps the configured slot pool (max batch); `binding` says what stops it:

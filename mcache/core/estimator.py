@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from mcache.core import weights
 from mcache.core.aux import aux_declarations
@@ -41,8 +41,7 @@ def units_of(decl: BufferDecl, ctx: RankContext) -> int:
     return 1
 
 
-@dataclass(frozen=True)
-class Component:
+class Component(Struct, frozen=True):
     """One line of the report: a pool, its unit size and how many units the rank holds."""
 
     decl: BufferDecl
@@ -53,8 +52,7 @@ class Component:
         return self.decl.bytes_per_unit * self.units
 
 
-@dataclass(frozen=True)
-class RankEstimate:
+class RankEstimate(Struct, frozen=True):
     """Bytes of one rank (every TP rank of a PP stage is the same)."""
 
     ctx: RankContext
@@ -114,8 +112,7 @@ class RankEstimate:
         return sum(c.total_bytes for c in self.components if c.decl.per in ("rank", "snapshot"))
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(Struct, frozen=True):
     """The estimate of every PP stage of a deployment."""
 
     spec: ModelSpec

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil
+
+from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 
 SCHEMES = ("none", "intermediate", "replay", "index")
 
 
-@dataclass(frozen=True)
-class ParallelLayout:
+class ParallelLayout(Struct, frozen=True):
     """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel."""
 
     tp: int = 1
@@ -45,8 +45,7 @@ class ParallelLayout:
         return [range(s, s + n) for s, n in zip(starts, part, strict=True)]
 
 
-@dataclass(frozen=True)
-class RuntimeConfig:
+class RuntimeConfig(Struct, frozen=True):
     """Serving settings that size the pools of one rank.
 
     `reserved_slots` defaults to one CUDA-graph padding slot per possible draft length

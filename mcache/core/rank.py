@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from functools import cached_property
+
+from msgspec import Struct
 
 from mcache.core import dtypes as dt_names
 from mcache.core.kinds import KIND_MODULES, RECURRENT_KINDS
@@ -32,8 +33,7 @@ def resolve_dtypes(
     )
 
 
-@dataclass(frozen=True)
-class RankContext:
+class RankContext(Struct, frozen=True, dict=True):
     """Everything that sizes the pools of one rank (one TP rank of PP stage `stage`)."""
 
     spec: ModelSpec
@@ -42,7 +42,7 @@ class RankContext:
     dtypes: CacheDtypes
     stage: int
     layers: range
-    counts: Counter = field(compare=False)
+    counts: Counter
 
     @classmethod
     def build(cls, spec, layout, runtime, dtypes, stage: int) -> RankContext:

@@ -1,8 +1,29 @@
-"""Layer kinds, one module each; `KIND_MODULES` maps a kind name to its module."""
+"""Layer kinds, one module each; `KIND_MODULES` maps a kind name to its module.
+
+Modules are imported on first use, so sizing a model loads only the kinds it has.
+"""
 
 from __future__ import annotations
 
-from mcache.core.kinds import attention, gdn, kda, lightning, mamba1, mamba2, mla, mlp, moe, short_conv
+from collections.abc import Iterator, Mapping
+from importlib import import_module
+from types import ModuleType
 
-KIND_MODULES = {m.NAME: m for m in (attention, mla, mamba1, mamba2, gdn, kda, short_conv, lightning, mlp, moe)}
+NAMES = ("attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "mlp", "moe")
 RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning")
+
+
+class _KindModules(Mapping):
+    def __getitem__(self, name: str) -> ModuleType:
+        if name not in NAMES:
+            raise KeyError(name)
+        return import_module(f"{__name__}.{name}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(NAMES)
+
+    def __len__(self) -> int:
+        return len(NAMES)
+
+
+KIND_MODULES: Mapping[str, ModuleType] = _KindModules()

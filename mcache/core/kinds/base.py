@@ -6,13 +6,12 @@ impossible TP split. The estimator and the cache manager both read these declara
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 
 
-@dataclass(frozen=True)
-class CacheDtypes:
+class CacheDtypes(Struct, frozen=True):
     """Resolved dtypes of one run: model (weights, conv), KV cache, conv state, recurrent state."""
 
     model: str
@@ -21,8 +20,7 @@ class CacheDtypes:
     ssm: str
 
 
-@dataclass(frozen=True)
-class StateShape:
+class StateShape(Struct, frozen=True):
     """One per-layer state of a kind on one rank.
 
     `per` is `slot` (recurrent state) or `token` (KV). `sections` splits axis 0 into named

@@ -7,12 +7,6 @@ from typing import Annotated
 
 import typer
 
-from mcache.core.errors import McacheError
-
-
-class OutputError(McacheError):
-    """The spec could not be written where `-o` points."""
-
 
 def import_hf(
     path: Annotated[Path, typer.Argument(help="A config.json, or a checkpoint folder holding one. Never downloads.")],
@@ -25,8 +19,4 @@ def import_hf(
     from mcache.core.hf import import_hf as convert  # the importer loads only for this command
     from mcache.core.spec_dump import spec_to_yaml
 
-    text = spec_to_yaml(convert(path))
-    try:
-        emit_text(text, output)
-    except OSError as err:
-        raise OutputError(f"{output}: output: a writable file path ({err.strerror or err.__class__.__name__})") from None
+    emit_text(spec_to_yaml(convert(path)), output)

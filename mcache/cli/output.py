@@ -23,8 +23,12 @@ def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` to `output` atomically, or to stdout."""
     if output is not None:
         from mcache.core.atomic import write_atomic
+        from mcache.core.errors import McacheError
 
-        write_atomic(output, text if text.endswith("\n") else text + "\n")
+        try:
+            write_atomic(output, text if text.endswith("\n") else text + "\n")
+        except OSError as err:
+            raise McacheError(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -66,11 +70,16 @@ def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:
 
 
 def _headline(report: dict) -> str:
-    m, lay, rt, dt = report["model"], report["layout"], report["runtime"], report["dtypes"]
+    m, lay, rt = report["model"], report["layout"], report["runtime"]
     spec = f" · {rt['spec_scheme']} x{rt['draft_tokens']}" if rt["draft_tokens"] else ""
     return (f"{m['name']} ({m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
-            f"max seq {rt['max_seq_len']} · KV {dt['kv']} · conv {dt['conv']} · state {dt['ssm']}{spec}")
+            f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")
+
+
+def _dt(report: dict, role: str) -> str:
+    source = report.get("dtype_sources", {}).get(role)
+    return f"{report['dtypes'][role]} ({source})" if source else report["dtypes"][role]
 
 
 def _per_rank_lines(report: dict) -> list[str]:
@@ -100,7 +109,8 @@ def _size_tables(report: dict):
         comps.add_column(head, justify="right" if i >= 8 or head == "layers" else "left")
     for stage, c in _component_rows(report):
         comps.add_row(*_component_cells(stage, c, human=True))
-    blocks: list = [_headline(report), comps, *_per_rank_lines(report)]
+    notes = " ".join(report["model"].get("notes", "").split())
+    blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
     if cap:
         table = Table()

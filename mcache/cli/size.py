@@ -59,6 +59,7 @@ def size(
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout, RuntimeConfig
+    from mcache.core.rank import dtype_sources
     from mcache.core.report import size_report
     from mcache.core.spec_loader import load_spec, resolve
 
@@ -75,7 +76,8 @@ def size(
         est = estimate(model, layout, runtime, dtypes)
         target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
         budget = Budget(target[0], target[1], utilization, parse_size(reserve, "reserve")) if target else None
-        report = size_report(est, origin, budget, context or max_seq_len, concurrency or max_batch)
+        sources = dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype)
+        report = size_report(est, origin, budget, context or max_seq_len, concurrency or max_batch, sources)
     except LayoutError as err:
         raise _located(err, origin) from None
     if verify:

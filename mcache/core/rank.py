@@ -33,6 +33,17 @@ def resolve_dtypes(
     )
 
 
+def dtype_sources(spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None) -> dict[str, str]:
+    """Where each cache dtype of `resolve_dtypes` came from: the option, the spec field, or the model dtype."""
+
+    def source(override: str | None, field: str) -> str:
+        if override:
+            return f"--{field.replace('_', '-')}"
+        return f"spec {field}" if getattr(spec, field) else "model dtype"
+
+    return {"kv": source(kv, "kv_dtype"), "conv": source(conv, "conv_dtype"), "ssm": source(ssm, "ssm_dtype")}
+
+
 class RankContext(Struct, frozen=True, dict=True):
     """Everything that sizes the pools of one rank (one TP rank of PP stage `stage`)."""
 

@@ -48,7 +48,9 @@ def _rank(r: RankEstimate) -> dict:
     }
 
 
-def size_report(est: Estimate, origin: str, budget: Budget | None, context: int, concurrency: int) -> dict:
+def size_report(
+    est: Estimate, origin: str, budget: Budget | None, context: int, concurrency: int, dtype_sources: dict[str, str] | None = None
+) -> dict:
     """Everything `mcache size` shows: model, layout, runtime, dtypes, per-rank bytes, capacity."""
     spec, rt, layout = est.spec, est.runtime, est.layout
     params = total_params(spec)
@@ -59,6 +61,7 @@ def size_report(est: Estimate, origin: str, budget: Budget | None, context: int,
             "name": spec.name,
             "source": spec.source,
             "spec": origin,
+            "notes": spec.notes,
             "param_count": params,
             "param_bytes": params * itemsize(est.dtypes.model),
         },
@@ -78,6 +81,7 @@ def size_report(est: Estimate, origin: str, budget: Budget | None, context: int,
             "snapshot_slots": rt.snapshot_slots,
         },
         "dtypes": asdict(est.dtypes),
+        "dtype_sources": dtype_sources or {},
         "ranks": [_rank(r) for r in est.ranks],
         "capacity": None,
     }

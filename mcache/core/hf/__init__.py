@@ -1,0 +1,113 @@
+"""Import a Hugging Face `config.json` (or a checkpoint folder holding one) as a `ModelSpec`, offline.
+
+One converter per `model_type` (the `CONVERTERS` table); each reads the fields the way the model's
+code does: layer lists, intervals, period/offset rules and 1-based lists become one entry per layer,
+and state-dtype hints become the spec's `ssm_dtype` with a note saying where it came from.
+Configs written by the `mamba_ssm` library (`d_model`, `n_layer`, `ssm_cfg`, no `model_type`) are
+read with that library's defaults. Every problem is a one-line `SpecError` naming file and field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from mcache.core.errors import SpecError
+from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
+from mcache.core.hf.common import Cfg, Draft
+from mcache.core.spec import ModelSpec
+
+CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
+    "bamba": mamba2_hybrids.bamba,
+    "falcon_h1": mamba2_hybrids.falcon_h1,
+    "granitemoehybrid": mamba2_hybrids.granitemoehybrid,
+    "jamba": ssm.jamba,
+    "kimi_linear": linear_attention.kimi_linear,
+    "lfm2": linear_attention.lfm2,
+    "mamba": ssm.mamba,
+    "mamba2": ssm.mamba2,
+    "minimax": linear_attention.minimax,
+    "minimax_text_01": linear_attention.minimax,
+    "nemotron_h": mamba2_hybrids.nemotron_h,
+    "qwen3_5": linear_attention.qwen3_5,
+    "qwen3_5_moe": linear_attention.qwen3_5_moe,
+    "qwen3_5_moe_text": linear_attention.qwen3_5_moe,
+    "qwen3_5_text": linear_attention.qwen3_5,
+    "qwen3_next": linear_attention.qwen3_next,
+    "zamba2": mamba2_hybrids.zamba2,
+}
+MAMBA_SSM = "mamba_ssm"
+
+
+def supported_model_types() -> list[str]:
+    """Model types `import_hf` reads (plus `mamba_ssm` library configs, which have none)."""
+    return sorted(CONVERTERS)
+
+
+def config_file(path: str | Path) -> Path:
+    """`path` itself if it is a file, else the `config.json` in the folder `path`."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise SpecError(str(path), "file", "a checkpoint folder holding config.json, none found")
+    elif not path.is_file():
+        raise SpecError(str(path), "file", "an existing config.json or a checkpoint folder holding one")
+    return path
+
+
+def read_config(path: Path) -> dict:
+    """The JSON object in `path`; a `SpecError` for unreadable files, bad JSON or another top-level type."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(file, "file", f"a readable UTF-8 JSON file ({err.__class__.__name__})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
+    except RecursionError:
+        raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise SpecError(file, "document", f"a JSON object of config fields, got {type(data).__name__}")
+    return data
+
+
+def model_type_of(data: dict, file: str) -> str:
+    """The config's `model_type`, or `mamba_ssm` for a `mamba_ssm` library config."""
+    kind = data.get("model_type")
+    if "d_model" in data and "n_layer" in data and kind in (None, "mamba", "mamba2"):
+        return MAMBA_SSM
+    supported = ", ".join(supported_model_types())
+    if kind is None:
+        raise SpecError(file, "model_type", f"one of {supported} (or a mamba_ssm config with d_model, n_layer), "
+                                            "missing")
+    if not isinstance(kind, str) or kind not in CONVERTERS:
+        raise SpecError(file, "model_type", f"one of {supported} (or a mamba_ssm config), got {kind!r}")
+    return kind
+
+
+def import_hf(path: str | Path) -> ModelSpec:
+    """The spec of the HF config at `path` (a `config.json` or a folder holding one); no network."""
+    file = config_file(path)
+    data = read_config(file)
+    kind = model_type_of(data, str(file))
+    cfg = Cfg(data, str(file), kind)
+    if kind == MAMBA_SSM:
+        draft = ssm.mamba_ssm(cfg)
+        label = f"mamba_ssm config, ssm_cfg.layer {'Mamba2' if 'mamba2' in draft.blocks else 'Mamba1'}"
+        if data.get("model_type"):
+            label = f"model_type {data['model_type']}, {label}"
+    else:
+        draft = CONVERTERS[kind](cfg)
+        label = f"model_type {kind}"
+    return draft.build(spec_name(file), f"{file} ({label})")
+
+
+def spec_name(file: Path) -> str:
+    """`foo` for `foo.json`; the folder's name for `<folder>/config.json`."""
+    if file.stem == "config" and file.resolve().parent.name:
+        return file.resolve().parent.name
+    return file.stem

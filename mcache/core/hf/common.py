@@ -1,0 +1,231 @@
+"""Shared pieces of the HF importers: typed field access with errors that name the field, and the
+assembly of a converter's blocks into a validated `ModelSpec`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Any
+
+import msgspec
+
+from mcache.core import dtypes
+from mcache.core.errors import SpecError
+from mcache.core.spec import ModelSpec, check_spec
+from mcache.core.spec_dump import compact_layers
+
+_MISSING = object()
+SSM_HINTS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+MAX_INT = 2**40
+MAX_LAYERS = 100_000
+
+
+class Cfg:
+    """Read access to one (possibly nested) config mapping; every failure is a `SpecError` naming the
+    file, the dotted field and what `model_type` needs."""
+
+    def __init__(self, data: dict, file: str, model_type: str, prefix: str = ""):
+        self.data, self.file, self.model_type, self.prefix = data, file, model_type, prefix
+
+    def error(self, key: str, expected: str) -> SpecError:
+        return SpecError(self.file, self.prefix + key, expected)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, f"a value (required for model_type {self.model_type}), missing")
+            return default
+        return value
+
+    def int(self, key: str, default: Any = _MISSING, minimum: int = 1, maximum: int = MAX_INT) -> int:
+        """An integer in `minimum..maximum` (default: positive, below 2**40); `default` when absent or null."""
+        value = self.raw(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise self.error(key, f"{what}, got {value!r}")
+        if value > maximum:
+            raise self.error(key, f"at most {maximum}, got {value}")
+        return value
+
+    def num_layers(self, key: str = "num_hidden_layers") -> int:
+        """The layer count (at most `MAX_LAYERS`, so a typo cannot build a billion-entry layer list)."""
+        return self.int(key, maximum=MAX_LAYERS)
+
+    def int_or_auto(self, key: str, auto: int, default: Any = "auto") -> int:
+        """An integer, or `auto` (the string transformers writes) meaning `auto`."""
+        return auto if self.raw(key, default) == "auto" else self.int(key)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"true or false, got {value!r}")
+        return value
+
+    def str(self, key: str, default: Any = _MISSING) -> str:
+        value = self.raw(key, default)
+        if not isinstance(value, str):
+            raise self.error(key, f"a string, got {value!r}")
+        return value
+
+    def list(self, key: str, item: type, default: Any = _MISSING) -> list:
+        """A list whose entries are all of type `item` (`int` entries must be >= 0)."""
+        value = self.raw(key, default)
+        if not isinstance(value, list):
+            raise self.error(key, f"a list of {item.__name__}, got {type(value).__name__}")
+        for i, entry in enumerate(value):
+            bad = isinstance(entry, bool) or not isinstance(entry, item) or (item is int and entry < 0)
+            if bad:
+                raise self.error(f"{key}[{i}]", f"a {'non-negative integer' if item is int else item.__name__}, "
+                                                f"got {entry!r}")
+        return value
+
+    def sub(self, key: str, required: bool = True) -> Cfg | None:
+        """The nested mapping `key` (e.g. `text_config`) as a `Cfg` whose errors carry the prefix."""
+        value = self.data.get(key)
+        if value is None and not required:
+            return None
+        if not isinstance(value, dict):
+            got = "missing" if value is None else f"got {type(value).__name__}"
+            raise self.error(key, f"a mapping (required for model_type {self.model_type}), {got}")
+        return Cfg(value, self.file, self.model_type, f"{self.prefix}{key}.")
+
+    def layer_list(self, key: str, n: int, names: dict[str, str]) -> list[str]:
+        """A per-layer list of type names mapped through `names`; its length must be `n`."""
+        values = self.list(key, str)
+        if len(values) != n:
+            raise self.error(key, f"{n} entries (num_hidden_layers), got {len(values)}")
+        for i, v in enumerate(values):
+            if v not in names:
+                raise self.error(f"{key}[{i}]", f"one of {', '.join(sorted(names))}, got {v!r}")
+        return [names[v] for v in values]
+
+    def indices(self, key: str, n: int, base: int = 0) -> set[int]:
+        """A list of distinct layer numbers counted from `base`, returned 0-based."""
+        values = self.list(key, int)
+        for i, v in enumerate(values):
+            if not base <= v < n + base:
+                raise self.error(f"{key}[{i}]", f"a {base}-based layer number in {base}..{n + base - 1}, got {v}")
+        if len(set(values)) != len(values):
+            raise self.error(key, "distinct layer numbers, got a repeat")
+        return {v - base for v in values}
+
+
+@dataclass
+class Draft:
+    """What a converter found: per-layer entries, parameter blocks and notes; `build` makes the spec."""
+
+    cfg: Cfg
+    hidden_size: int
+    vocab_size: int
+    entries: list[str]
+    blocks: dict[str, dict] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    tie_embeddings: bool = False
+    ssm_default: tuple[str, str] | None = None  # (dtype, why) when the family has its own default
+    dtype_cfg: Cfg | None = None  # where the model dtype and state-dtype hints live, if not `cfg`
+
+    def build(self, name: str, source: str) -> ModelSpec:
+        where = self.dtype_cfg or self.cfg
+        model_dtype, dtype_note = _model_dtype(where, self.cfg)
+        data: dict[str, Any] = {
+            "name": name,
+            "source": source,
+            "hidden_size": self.hidden_size,
+            "vocab_size": self.vocab_size,
+            "num_layers": len(self.entries),
+            "layers": msgspec.to_builtins(compact_layers(self.entries)),
+            "dtype": model_dtype,
+            "tie_embeddings": self.tie_embeddings,
+            **self.blocks,
+        }
+        notes = list(self.notes)
+        if dtype_note:
+            notes.append(dtype_note)
+        kinds = {k for e in self.entries for k in e.split("+")}
+        ssm_dtype, ssm_note = _ssm_dtype(where, kinds, model_dtype, self.ssm_default)
+        if ssm_dtype:
+            data["ssm_dtype"] = ssm_dtype
+        if ssm_note:
+            notes.append(ssm_note)
+        data["notes"] = " ".join(notes)
+        try:
+            spec = msgspec.convert(data, ModelSpec)
+        except msgspec.ValidationError as err:  # a converter bug, not a user error: still one line
+            raise SpecError(self.cfg.file, "spec", f"a valid spec ({err})") from None
+        check_spec(spec, self.cfg.file)
+        return spec
+
+
+def _model_dtype(cfg: Cfg, top: Cfg) -> tuple[str, str]:
+    for c in (cfg, top):
+        for key in ("torch_dtype", "dtype"):
+            value = c.data.get(key)
+            if value is None or value == "auto":
+                continue
+            try:
+                name = dtypes.canonical(str(value))
+            except KeyError:
+                name = None
+            if name not in dtypes.STATE_DTYPES:
+                raise c.error(key, f"one of {', '.join(dtypes.STATE_DTYPES)}, got {value!r}")
+            return name, ""
+    return "bfloat16", "dtype bfloat16 assumed (the config names no torch_dtype)."
+
+
+def _ssm_dtype(cfg: Cfg, kinds: set[str], model: str, family: tuple[str, str] | None) -> tuple[str | None, str]:
+    """The SSM dtype and a note saying where it came from."""
+    stateful = kinds & {"mamba1", "mamba2", "gdn", "lightning"}
+    for key in SSM_HINTS:
+        value = cfg.data.get(key)
+        if value is None or value == "auto":
+            continue
+        try:
+            name = dtypes.canonical(str(value))
+        except KeyError:
+            name = None
+        if name not in dtypes.STATE_DTYPES:
+            raise cfg.error(key, f"one of {', '.join(dtypes.STATE_DTYPES)} or auto, got {value!r}")
+        return name, f"ssm_dtype {name} from {cfg.prefix}{key}."
+    notes = []
+    if "kda" in kinds:
+        notes.append("The KDA recurrent state is float32 whatever the ssm dtype.")
+    if stateful and family:
+        notes.append(f"ssm_dtype {family[0]}: {family[1]}.")
+        return family[0], " ".join(notes)
+    if stateful:
+        hints = " or ".join(SSM_HINTS)
+        notes.append(f"ssm_dtype not set: the config has no {hints}, so the state uses the model dtype ({model}).")
+    return None, " ".join(notes)
+
+
+def dt_rank_auto(hidden: int) -> int:
+    """Mamba1's `dt_rank="auto"`: `ceil(hidden / 16)`."""
+    return ceil(hidden / 16)
+
+
+def check_product(cfg: Cfg, heads_key: str, heads: int, dim: int, total: int, what: str) -> None:
+    """Heads x head dim must equal the inner size the config implies elsewhere."""
+    if heads * dim != total:
+        raise cfg.error(heads_key, f"{heads} x {dim} = {total} ({what}), got {heads * dim}")
+
+
+def mtp_layers(cfg: Cfg) -> int:
+    """MTP layers the config declares (`mtp_num_hidden_layers` or `num_nextn_predict_layers`)."""
+    for key in ("mtp_num_hidden_layers", "num_nextn_predict_layers"):
+        if cfg.has(key):
+            return cfg.int(key, minimum=0)
+    return 0
+
+
+def count_note(entries: list[str]) -> str:
+    """`"48 layers: 36 gdn+moe, 12 attention+moe."`"""
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e] = counts.get(e, 0) + 1
+    return f"{len(entries)} layers: " + ", ".join(f"{c} {e}" for e, c in counts.items()) + "."

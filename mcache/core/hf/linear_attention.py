@@ -1,0 +1,242 @@
+"""Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`), `kimi_linear`, `minimax`
+(and the remote-code `minimax_text_01`), `lfm2`."""
+
+from __future__ import annotations
+
+from mcache.core.hf.common import Cfg, Draft, count_note, mtp_layers
+
+QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
+
+
+def _qwen_layers(cfg: Cfg, n: int) -> tuple[list[str], str]:
+    """GDN/attention per layer from `layer_types`, else `full_attention_interval` ((i+1) % k == 0)."""
+    interval = cfg.int("full_attention_interval") if cfg.has("full_attention_interval") else None
+    if cfg.has("layer_types"):
+        mixers = cfg.layer_list("layer_types", n, QWEN_TYPES)
+        if interval is not None:
+            implied = ["attention" if (i + 1) % interval == 0 else "gdn" for i in range(n)]
+            if implied != mixers:
+                raise cfg.error("full_attention_interval", f"agreement with layer_types, got {interval}")
+        return mixers, "layer_types"
+    if interval is None:
+        raise cfg.error("layer_types", "a value (or full_attention_interval), missing")
+    return ["attention" if (i + 1) % interval == 0 else "gdn" for i in range(n)], f"full_attention_interval {interval}"
+
+
+def _qwen_ffn(cfg: Cfg, n: int, moe: bool) -> tuple[list[str], dict]:
+    """Per-layer FFN kind and blocks: MoE where `(i+1) % decoder_sparse_step == 0` and not in
+    `mlp_only_layers`, a dense gated MLP elsewhere."""
+    blocks: dict = {}
+    if not moe or not cfg.int("num_experts", 0, minimum=0):
+        blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        return ["mlp"] * n, blocks
+    step = cfg.int("decoder_sparse_step", 1)
+    dense = cfg.indices("mlp_only_layers", n) if cfg.has("mlp_only_layers") else set()
+    ffn = ["moe" if i not in dense and (i + 1) % step == 0 else "mlp" for i in range(n)]
+    shared = cfg.int("shared_expert_intermediate_size", 0, minimum=0)
+    blocks["moe"] = {
+        "num_experts": cfg.int("num_experts"),
+        "top_k": cfg.int("num_experts_per_tok"),
+        "expert_intermediate_size": cfg.int("moe_intermediate_size"),
+        "shared_experts": 1 if shared else 0,
+        **({"shared_intermediate_size": shared} if shared else {}),
+    }
+    if "mlp" in ffn:
+        blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    return ffn, blocks
+
+
+def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
+    n, hidden = text.num_layers(), text.int("hidden_size")
+    mixers, how = _qwen_layers(text, n)
+    ffn, blocks = _qwen_ffn(text, n, moe)
+    entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
+    tie = text.bool("tie_word_embeddings", cfg.bool("tie_word_embeddings", False))
+    draft = Draft(cfg, hidden, text.int("vocab_size"), entries, blocks=blocks, tie_embeddings=tie, dtype_cfg=text)
+    if "attention" in mixers:
+        heads = text.int("num_attention_heads")
+        draft.blocks["attention"] = {
+            "num_heads": heads,
+            "num_kv_heads": text.int("num_key_value_heads", heads),
+            "head_dim": text.int("head_dim", hidden // heads),
+            "output_gate": text.bool("attn_output_gate", True),
+        }
+    if "gdn" in mixers:
+        draft.blocks["gdn"] = {
+            "num_k_heads": text.int("linear_num_key_heads"),
+            "num_v_heads": text.int("linear_num_value_heads"),
+            "k_head_dim": text.int("linear_key_head_dim"),
+            "v_head_dim": text.int("linear_value_head_dim"),
+            "conv_kernel": text.int("linear_conv_kernel_dim", 4),
+        }
+    draft.notes.append(count_note(entries) + f" Full attention from {text.prefix}{how}.")
+    mtp = mtp_layers(text)
+    if mtp:
+        draft.notes.append(f"{mtp} MTP layer(s) from the config.")
+    elif default_mtp:
+        mtp = default_mtp
+        draft.notes.append(f"{mtp} MTP layer: {cfg.model_type} checkpoints ship one and the config declares none "
+                           "(vLLM reads num_nextn_predict_layers, default 1).")
+    if mtp:
+        draft.blocks["mtp"] = {"num_layers": mtp, "layer": f"attention+{'moe' if 'moe' in ffn else 'mlp'}"}
+    return draft
+
+
+def qwen3_next(cfg: Cfg) -> Draft:
+    """GatedDeltaNet + gated attention; MoE with a shared expert; one MTP layer."""
+    return _qwen(cfg, cfg, moe=True, default_mtp=1)
+
+
+def qwen3_5(cfg: Cfg) -> Draft:
+    """Qwen3.5 (dense): the text model's fields are nested in `text_config`."""
+    return _qwen(cfg, _text(cfg), moe=False)
+
+
+def qwen3_5_moe(cfg: Cfg) -> Draft:
+    """Qwen3.5 MoE: like `qwen3_5`, with experts on every layer."""
+    return _qwen(cfg, _text(cfg), moe=True)
+
+
+def _text(cfg: Cfg) -> Cfg:
+    """`text_config` of a multimodal config; a bare `*_text` config is its own text config."""
+    return cfg if cfg.model_type.endswith("_text") else cfg.sub("text_config")
+
+
+def kimi_linear(cfg: Cfg) -> Draft:
+    """KDA and MLA layers from `linear_attn_config`'s 1-based `kda_layers`/`full_attn_layers`;
+    dense MLP on the first `first_k_dense_replace` layers, MoE with shared experts after."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    lin = cfg.sub("linear_attn_config", required=False)
+    if lin is None:
+        mixers = ["mla"] * n
+    else:
+        kda = lin.indices("kda_layers", n, base=1)
+        full = lin.indices("full_attn_layers", n, base=1) if lin.has("full_attn_layers") else set(range(n)) - kda
+        if kda & full:
+            first = min(kda & full) + 1
+            raise lin.error("full_attn_layers", f"layers not also in kda_layers, got {first} in both (1-based)")
+        missing = sorted(set(range(n)) - kda - full)
+        if missing:
+            raise lin.error("kda_layers", f"with full_attn_layers every layer 1..{n} (1-based), "
+                                          f"missing {[i + 1 for i in missing]}")
+        mixers = ["kda" if i in kda else "mla" for i in range(n)]
+    experts = cfg.int("num_experts", 0, minimum=0)
+    dense_first = cfg.int("first_k_dense_replace", 0, minimum=0)
+    freq = cfg.int("moe_layer_freq", 1)
+    ffn = ["moe" if experts and i >= dense_first and i % freq == 0 else "mlp" for i in range(n)]
+    entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    if "mla" in mixers:
+        q_lora = cfg.int("q_lora_rank", None)
+        draft.blocks["mla"] = {
+            "num_heads": cfg.int("num_attention_heads"),
+            "kv_lora_rank": cfg.int("kv_lora_rank"),
+            "qk_rope_head_dim": cfg.int("qk_rope_head_dim"),
+            "qk_nope_head_dim": cfg.int("qk_nope_head_dim"),
+            "v_head_dim": cfg.int("v_head_dim"),
+            **({"q_lora_rank": q_lora} if q_lora else {}),
+        }
+    if "kda" in mixers:
+        draft.blocks["kda"] = {
+            "num_heads": lin.int("num_heads"),
+            "head_dim": lin.int("head_dim"),
+            "conv_kernel": lin.int("short_conv_kernel_size", 4),
+        }
+    if "mlp" in ffn:
+        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    if "moe" in ffn:
+        top_k = "num_experts_per_token" if cfg.has("num_experts_per_token") else "num_experts_per_tok"
+        shared = cfg.int("num_shared_experts", 0, minimum=0)
+        size = cfg.int("moe_intermediate_size")
+        draft.blocks["moe"] = {
+            "num_experts": experts,
+            "top_k": cfg.int(top_k),
+            "expert_intermediate_size": size,
+            "shared_experts": shared,
+            **({"shared_intermediate_size": size} if shared else {}),
+        }
+    draft.notes.append(
+        count_note(entries) + " linear_attn_config.kda_layers/full_attn_layers are 1-based; "
+        f"first_k_dense_replace {dense_first}. MLA caches kv_lora_rank + qk_rope_head_dim per token."
+    )
+    return draft
+
+
+def minimax(cfg: Cfg) -> Draft:
+    """Lightning (linear) and softmax attention from `layer_types` (transformers) or `attn_type_list`
+    (0 = lightning, 1 = softmax; the remote-code `minimax_text_01` config); MoE on every layer."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    if cfg.has("layer_types"):
+        key = "layer_types"
+        mixers = cfg.layer_list(key, n, {"linear_attention": "lightning", "full_attention": "attention"})
+    else:
+        key = "attn_type_list"
+        if not cfg.has(key):
+            raise cfg.error("layer_types", "a value (or attn_type_list), missing")
+        codes = cfg.list(key, int)
+        if len(codes) != n:
+            raise cfg.error(key, f"{n} entries (num_hidden_layers), got {len(codes)}")
+        for i, c in enumerate(codes):
+            if c not in (0, 1):
+                raise cfg.error(f"{key}[{i}]", f"0 (lightning) or 1 (softmax attention), got {c!r}")
+        mixers = ["attention" if c else "lightning" for c in codes]
+    entries = [f"{m}+moe" for m in mixers]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    heads = cfg.int("num_attention_heads")
+    head_dim = cfg.int("head_dim", hidden // heads)
+    if "lightning" in mixers:
+        draft.blocks["lightning"] = {"num_heads": heads, "head_dim": head_dim}
+    if "attention" in mixers:
+        draft.blocks["attention"] = {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads),
+                                     "head_dim": head_dim}
+    shared = cfg.int("shared_intermediate_size", 0, minimum=0)
+    draft.blocks["moe"] = {
+        "num_experts": cfg.int("num_local_experts"),
+        "top_k": cfg.int("num_experts_per_tok"),
+        "expert_intermediate_size": cfg.int("intermediate_size"),
+        "shared_experts": 1 if shared else 0,
+        **({"shared_intermediate_size": shared} if shared else {}),
+    }
+    draft.notes.append(count_note(entries) + f" Layer types from {key}.")
+    return draft
+
+
+def lfm2(cfg: Cfg) -> Draft:
+    """Short-conv and attention layers from `layer_types` or `full_attn_idxs`; a gated MLP on every
+    layer, its size adjusted as `Lfm2MLP` does (`block_auto_adjust_ff_dim`)."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    names = {"conv": "short_conv", "full_attention": "attention"}
+    from_list = cfg.layer_list("layer_types", n, names) if cfg.has("layer_types") else None
+    if cfg.has("full_attn_idxs"):
+        attn = cfg.indices("full_attn_idxs", n)
+        mixers = ["attention" if i in attn else "short_conv" for i in range(n)]
+        if from_list is not None and from_list != mixers:
+            raise cfg.error("full_attn_idxs", "agreement with layer_types")
+    elif from_list is None:
+        raise cfg.error("layer_types", "a value (or full_attn_idxs), missing")
+    else:
+        mixers = from_list
+    entries = [f"{m}+mlp" for m in mixers]
+    tie = cfg.bool("tie_embedding", cfg.bool("tie_word_embeddings", True))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=tie)
+    key = "block_ff_dim" if cfg.has("block_ff_dim") else "intermediate_size"
+    size = ff = cfg.int(key)
+    how = f"{key} {ff}"
+    if cfg.bool("block_auto_adjust_ff_dim", True):
+        size = int(2 * ff / 3)
+        mult = cfg.raw("block_ffn_dim_multiplier", 1.0)
+        if isinstance(mult, bool) or not isinstance(mult, int | float) or mult <= 0:
+            raise cfg.error("block_ffn_dim_multiplier", f"a positive number, got {mult!r}")
+        size = int(mult * size)
+        step = cfg.int("block_multiple_of", 256)
+        size = -(-size // step) * step
+        how += f" adjusted by block_auto_adjust_ff_dim (x2/3, x{mult}, rounded up to {step}) to {size}"
+    draft.blocks["mlp"] = {"intermediate_size": size}
+    if "attention" in mixers:
+        heads = cfg.int("num_attention_heads")
+        draft.blocks["attention"] = {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads),
+                                     "head_dim": cfg.int("head_dim", hidden // heads)}
+    if "short_conv" in mixers:
+        draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache", 3)}
+    draft.notes.append(count_note(entries) + f" MLP size: {how}.")
+    return draft

@@ -1,0 +1,190 @@
+"""Mamba2 hybrids: `nemotron_h`, `bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`."""
+
+from __future__ import annotations
+
+from mcache.core.hf.common import Cfg, Draft, check_product, count_note
+
+NEMOTRON_CHARS = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
+NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
+MIXER_NAMES = {"mamba": "mamba2", "attention": "attention", "linear_attention": "mamba2",
+               "full_attention": "attention"}
+
+
+def _mamba2(cfg: Cfg, heads: str, head_dim: str, state: str, groups: str, conv: str) -> dict:
+    return {
+        "num_heads": cfg.int(heads),
+        "head_dim": cfg.int(head_dim),
+        "state_size": cfg.int(state),
+        "n_groups": cfg.int(groups, 1),
+        "conv_kernel": cfg.int(conv, 4),
+    }
+
+
+def _attention(cfg: Cfg, hidden: int, head_dim_keys: tuple[str, ...] = ("head_dim",), **extra) -> dict:
+    heads = cfg.int("num_attention_heads")
+    head_dim = next((cfg.int(k) for k in head_dim_keys if cfg.has(k)), None)
+    if head_dim is None:
+        if hidden % heads:
+            raise cfg.error(head_dim_keys[0], f"a value, since hidden_size {hidden} is not a multiple of {heads} heads")
+        head_dim = hidden // heads
+    return {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads), "head_dim": head_dim, **extra}
+
+
+def _inner_heads(cfg: Cfg, hidden: int, prefix: str = "mamba_") -> dict:
+    """Bamba/Granite/Zamba-style `mamba_*` fields: d_inner = expand x hidden split into heads."""
+    inner = cfg.int(f"{prefix}expand", 2) * hidden
+    heads = cfg.int(f"{prefix}n_heads")
+    head_dim = cfg.int_or_auto(f"{prefix}d_head", inner // heads)
+    check_product(cfg, f"{prefix}n_heads", heads, head_dim, inner, f"{prefix}expand x hidden_size")
+    return {
+        "num_heads": heads,
+        "head_dim": head_dim,
+        "state_size": cfg.int(f"{prefix}d_state"),
+        "n_groups": cfg.int(f"{prefix}n_groups", 1),
+        "conv_kernel": cfg.int(f"{prefix}d_conv", 4),
+    }
+
+
+def nemotron_h(cfg: Cfg) -> Draft:
+    """One kind per layer from `hybrid_override_pattern` (M * - E) or `layers_block_type`."""
+    n = cfg.num_layers()
+    hidden = cfg.int("hidden_size")
+    if cfg.has("hybrid_override_pattern"):
+        pattern = cfg.str("hybrid_override_pattern")
+        if len(pattern) != n:
+            raise cfg.error("hybrid_override_pattern", f"{n} characters (num_hidden_layers), got {len(pattern)}")
+        for i, ch in enumerate(pattern):
+            if ch not in NEMOTRON_CHARS:
+                raise cfg.error(f"hybrid_override_pattern[{i}]", f"one of M * - E, got {ch!r}")
+        entries = [NEMOTRON_CHARS[ch] for ch in pattern]
+    else:
+        if not cfg.has("layers_block_type"):
+            raise cfg.error("hybrid_override_pattern", "a value (or layers_block_type), missing")
+        entries = cfg.layer_list("layers_block_type", n, NEMOTRON_NAMES)
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    kinds = set(entries)
+    if "mamba2" in kinds:
+        draft.blocks["mamba2"] = _mamba2(cfg, "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
+                                         "conv_kernel")
+    if "attention" in kinds:
+        if not (cfg.has("attention_head_dim") or cfg.has("head_dim")):
+            raise cfg.error("head_dim", "a value (or attention_head_dim) for model_type nemotron_h, missing")
+        draft.blocks["attention"] = _attention(cfg, hidden, ("attention_head_dim", "head_dim"))
+    if "mlp" in kinds:
+        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "gated": False}
+    if "moe" in kinds:
+        shared = cfg.int("moe_shared_expert_intermediate_size", 0, minimum=0)
+        draft.blocks["moe"] = {
+            "num_experts": cfg.int("n_routed_experts"),
+            "top_k": cfg.int("num_experts_per_tok"),
+            "expert_intermediate_size": cfg.int("moe_intermediate_size"),
+            "shared_experts": 1 if shared else 0,
+            "gated": False,
+            **({"shared_intermediate_size": shared} if shared else {}),
+        }
+    draft.notes.append(count_note(entries) + " MLP and experts are squared-ReLU up/down (not gated).")
+    draft.ssm_default = ("float32", "nemotron_h default (vLLM uses float32 when mamba_ssm_cache_dtype is absent)")
+    return draft
+
+
+def bamba(cfg: Cfg) -> Draft:
+    """Mamba2 layers with attention at `attn_layer_indices`; a gated MLP on every layer."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    attn = cfg.indices("attn_layer_indices", n) if cfg.has("attn_layer_indices") else set()
+    entries = ["attention+mlp" if i in attn else "mamba2+mlp" for i in range(n)]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
+    if attn:
+        draft.blocks["attention"] = _attention(cfg, hidden)
+    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.notes.append(count_note(entries) + " Attention layers from attn_layer_indices (0-based).")
+    return draft
+
+
+def granitemoehybrid(cfg: Cfg) -> Draft:
+    """Mamba2/attention mixers from `layer_types`; each layer has a MoE plus a shared expert
+    (a dense shared MLP alone when `num_local_experts` is 0)."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    key = "layer_types" if cfg.has("layer_types") else "layers_block_type"
+    mixers = cfg.layer_list(key, n, MIXER_NAMES)
+    experts = cfg.int("num_local_experts", 0, minimum=0)
+    ffn = "moe" if experts else "mlp"
+    entries = [f"{m}+{ffn}" for m in mixers]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", True))
+    if "mamba2" in mixers:
+        draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
+    if "attention" in mixers:
+        draft.blocks["attention"] = _attention(cfg, hidden)
+    shared = cfg.int("shared_intermediate_size", 0, minimum=0)
+    if experts:
+        draft.blocks["moe"] = {
+            "num_experts": experts,
+            "top_k": cfg.int("num_experts_per_tok"),
+            "expert_intermediate_size": cfg.int("intermediate_size"),
+            "shared_experts": 1 if shared else 0,
+            **({"shared_intermediate_size": shared} if shared else {}),
+        }
+    else:
+        draft.blocks["mlp"] = {"intermediate_size": shared or cfg.int("intermediate_size")}
+    draft.notes.append(count_note(entries) + f" Mixers from {key}.")
+    return draft
+
+
+def falcon_h1(cfg: Cfg) -> Draft:
+    """Parallel hybrid: every layer runs Mamba2 and attention side by side, then a gated MLP."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    heads = cfg.int("mamba_n_heads")
+    inner = cfg.int("mamba_d_ssm", cfg.int("mamba_expand", 2) * hidden)
+    head_dim = cfg.int_or_auto("mamba_d_head", inner // heads)
+    check_product(cfg, "mamba_n_heads", heads, head_dim, inner, "mamba_d_ssm")
+    entries = ["mamba2+attention+mlp"] * n
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft.blocks["mamba2"] = {
+        "num_heads": heads,
+        "head_dim": head_dim,
+        "state_size": cfg.int("mamba_d_state"),
+        "n_groups": cfg.int("mamba_n_groups", 1),
+        "conv_kernel": cfg.int("mamba_d_conv", 4),
+    }
+    draft.blocks["attention"] = _attention(cfg, hidden)
+    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.notes.append(f"{n} layers, each Mamba2 and attention in parallel, then a gated MLP (falcon_h1).")
+    return draft
+
+
+def zamba2(cfg: Cfg) -> Draft:
+    """Mamba2 layers and hybrid layers (Mamba2 + the shared attention/MLP block); every hybrid
+    layer keeps its own KV cache, while the block's weights exist `num_mem_blocks` times."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    types = cfg.layer_list("layers_block_type", n, {"mamba": "mamba2", "hybrid": "mamba2+attention+mlp"})
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), types, tie_embeddings=cfg.bool("tie_word_embeddings", True))
+    inner = cfg.int("mamba_expand", 2) * hidden
+    heads = cfg.int("n_mamba_heads")
+    head_dim = cfg.int("mamba_headdim", inner // heads)
+    check_product(cfg, "n_mamba_heads", heads, head_dim, inner, "mamba_expand x hidden_size")
+    draft.blocks["mamba2"] = {
+        "num_heads": heads,
+        "head_dim": head_dim,
+        "state_size": cfg.int("mamba_d_state"),
+        "n_groups": cfg.int("mamba_ngroups", 1),
+        "conv_kernel": cfg.int("mamba_d_conv", 4),
+    }
+    if "mamba2+attention+mlp" in types:
+        blocks = cfg.int("num_mem_blocks", 1)
+        attn_in = cfg.int("attention_hidden_size", 2 * hidden)
+        heads = cfg.int("num_attention_heads")
+        head_dim = cfg.int("attention_head_dim", attn_in // heads)
+        draft.blocks["attention"] = {
+            "num_heads": heads,
+            "num_kv_heads": cfg.int("num_key_value_heads", heads),
+            "head_dim": head_dim,
+            "input_size": attn_in,
+            "shared_blocks": blocks,
+        }
+        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "shared_blocks": blocks}
+    draft.notes.append(
+        count_note(types) + " Hybrid layers run the shared attention + MLP block (weights counted "
+        "num_mem_blocks times) and each keeps its own KV cache. Weights leave out the per-layer LoRA "
+        "adapters and each hybrid layer's hidden x hidden linear."
+    )
+    return draft

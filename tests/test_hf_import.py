@@ -1,0 +1,497 @@
+"""HF config import: the shared real configs against the bundled specs, the YAML round trip, every
+layout quirk of the supported model types, and broken configs (one clear `SpecError` each)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from mcache.core.errors import SpecError
+from mcache.core.estimator import RankEstimate, estimate
+from mcache.core.hf import import_hf, supported_model_types
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import resolve_dtypes
+from mcache.core.spec import ModelSpec, layer_kinds
+from mcache.core.spec_dump import compact_layers, spec_to_yaml
+from mcache.core.spec_loader import load_spec, parse_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = next((p for p in (ROOT / "shared" / "hf_configs", ROOT.parent / "shared" / "hf_configs") if p.is_dir()), None)
+needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/hf_configs not found")
+
+# config file stem -> the bundled hand-written spec of the same model
+BUNDLED = {
+    "bamba-9b": "bamba-9b",
+    "falcon-h1-0.5b": "falcon-h1-0.5b",
+    "granite-4.0-h-tiny": "granite-4.0-h-tiny",
+    "jamba-v0.1": "jamba-v0.1",
+    "kimi-linear-48b-a3b-instruct": "kimi-linear-48b-a3b",
+    "lfm2-1.2b": "lfm2-1.2b",
+    "mamba-2.8b": "mamba-2.8b",
+    "mamba2-2.7b": "mamba2-2.7b",
+    "minimax-text-01": "minimax-text-01",
+    "nemotron-h-56b-base-8k": "nemotron-h-56b",
+    "nemotron-h-8b-base-8k": "nemotron-h-8b",
+    "nvidia-nemotron-3-nano-30b-a3b": "nemotron-3-nano-30b-a3b",
+    "qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
+    "qwen3.5-27b": "qwen3.5-27b",
+    "zamba2-2.7b": "zamba2-2.7b",
+}
+
+
+def shared(stem: str) -> Path:
+    return SHARED / f"{stem}.json"
+
+
+def shared_data(stem: str) -> dict:
+    return json.loads(shared(stem).read_text())
+
+
+def rank(spec: ModelSpec, tp: int = 1) -> RankEstimate:
+    return estimate(spec, ParallelLayout(tp=tp), RuntimeConfig(), resolve_dtypes(spec)).ranks[0]
+
+
+def cache_bytes(spec: ModelSpec, tp: int = 1) -> dict:
+    """Everything the cache estimate says about one rank, comparable with `==`."""
+    r = rank(spec, tp)
+    return {
+        "conv": r.conv_bytes_per_slot,
+        "ssm": r.ssm_bytes_per_slot,
+        "kv": r.kv_bytes_per_token,
+        "components": sorted((c.decl.key, c.decl.shape, c.decl.dtype, c.decl.layers, c.total_bytes)
+                             for c in r.components),
+    }
+
+
+def full_output(spec: ModelSpec, tp: int) -> dict:
+    """Cache bytes plus the weight estimate."""
+    r = rank(spec, tp)
+    return {**cache_bytes(spec, tp), "weights": r.weight_bytes, "params": r.param_count}
+
+
+def write(tmp_path: Path, data, name: str = "config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def imported(tmp_path: Path, data: dict, name: str = "config.json") -> ModelSpec:
+    return import_hf(write(tmp_path, data, name))
+
+
+def kinds(spec: ModelSpec) -> list[str]:
+    return ["+".join(k) for k in layer_kinds(spec)]
+
+
+# --- the shared real configs -------------------------------------------------------------------------------
+
+
+@needs_shared
+def test_every_shared_config_has_a_bundled_counterpart():
+    assert {p.stem for p in SHARED.glob("*.json")} == set(BUNDLED)
+
+
+@needs_shared
+@pytest.mark.parametrize("stem", sorted(BUNDLED))
+def test_shared_config_imports_with_source_and_type(stem):
+    spec = import_hf(shared(stem))
+    model_type = shared_data(stem)["model_type"]
+    assert spec.source == f"{shared(stem)} (model_type {model_type})"
+    assert spec.name == stem
+
+
+@needs_shared
+@pytest.mark.parametrize("tp", [1, 2, 4])
+@pytest.mark.parametrize("stem", sorted(BUNDLED))
+def test_imported_and_bundled_give_the_same_rank_bytes(stem, tp):
+    assert cache_bytes(import_hf(shared(stem)), tp) == cache_bytes(load_spec(BUNDLED[stem]), tp)
+
+
+@needs_shared
+@pytest.mark.parametrize("stem", sorted(set(BUNDLED) - {"zamba2-2.7b"}))
+def test_imported_and_bundled_give_the_same_weights(stem):
+    """(Zamba2 differs: the config leaves tie_word_embeddings to Zamba2Config's default, true; the
+    bundled spec unties them.)"""
+    assert rank(import_hf(shared(stem))).param_count == rank(load_spec(BUNDLED[stem])).param_count
+
+
+@needs_shared
+@pytest.mark.parametrize("tp", [1, 2, 4])
+@pytest.mark.parametrize("stem", sorted(BUNDLED))
+def test_round_trip_import_yaml_load(stem, tp, tmp_path):
+    spec = import_hf(shared(stem))
+    text = spec_to_yaml(spec)
+    again = parse_spec(text, "dumped.yaml")
+    assert again == spec
+    assert full_output(again, tp) == full_output(spec, tp)
+    out = write(tmp_path, text, "spec.yaml")
+    assert full_output(load_spec(str(out)), tp) == full_output(spec, tp)
+    assert spec_to_yaml(again) == text  # the dump is canonical
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED.values()))
+def test_bundled_spec_dumps_to_the_same_estimate(name):
+    spec = load_spec(name)
+    again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
+    assert full_output(again, 2) == full_output(spec, 2)
+
+
+def test_dump_omits_defaults_and_keeps_layers_compact():
+    assert compact_layers(["gdn+moe"] * 3 + ["attention+moe"] + ["gdn+moe"] * 3 + ["attention+moe"]).repeat == [
+        "gdn+moe", "gdn+moe", "gdn+moe", "attention+moe"]
+    assert compact_layers(["mamba2", "mlp", "mamba2", "attention", "mamba2", "moe"]).pattern == "M-M*ME"
+    layers = compact_layers(["kda+mlp", "kda+moe", "kda+moe", "mla+moe"])
+    assert (layers.pattern, layers.legend) == ("KMML", {"K": "kda+mlp", "M": "kda+moe", "L": "mla+moe"})
+    many = [f"attention+{k}" for k in ("mlp", "moe")] + ["mamba1", "mamba2", "gdn", "kda", "lightning", "short_conv",
+                                                          "mla", "mlp", "moe"]
+    assert compact_layers(many).types == many
+    text = spec_to_yaml(load_spec("mamba2-2.7b"))
+    assert "n_groups" not in text and "conv_kernel" not in text and "repeat: [mamba2]" in text
+
+
+# --- layout quirks, as small configs ---------------------------------------------------------------------
+
+NEMOTRON = {
+    "model_type": "nemotron_h", "hidden_size": 256, "num_hidden_layers": 6, "vocab_size": 1000,
+    "hybrid_override_pattern": "M*-EM-", "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 16,
+    "n_groups": 2, "conv_kernel": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+    "intermediate_size": 512, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
+    "moe_shared_expert_intermediate_size": 256, "torch_dtype": "bfloat16",
+}
+
+
+def test_nemotron_layers_block_type_equals_the_pattern(tmp_path):
+    listed = {k: v for k, v in NEMOTRON.items() if k != "hybrid_override_pattern"}
+    listed["layers_block_type"] = ["mamba", "attention", "mlp", "moe", "mamba", "mlp"]
+    a, b = imported(tmp_path, NEMOTRON, "a.json"), imported(tmp_path, listed, "b.json")
+    assert kinds(a) == kinds(b) == ["mamba2", "attention", "mlp", "moe", "mamba2", "mlp"]
+    assert full_output(a, 2) == full_output(b, 2)
+    assert b.moe.gated is False and b.mlp.gated is False and b.moe.shared_intermediate_size == 256
+
+
+def test_nemotron_attention_head_dim_spelling(tmp_path):
+    data = {k: v for k, v in NEMOTRON.items() if k != "head_dim"}
+    data["attention_head_dim"] = 48
+    spec = imported(tmp_path, data)
+    assert spec.attention.head_dim == 48  # not hidden / heads = 64
+    assert rank(spec).kv_bytes_per_token == 2 * 2 * 48 * 2
+
+
+def test_nemotron_ssm_dtype_hint_and_family_default(tmp_path):
+    hinted = imported(tmp_path, {**NEMOTRON, "mamba_ssm_cache_dtype": "bfloat16"}, "a.json")
+    assert hinted.ssm_dtype == "bfloat16" and "ssm_dtype bfloat16 from mamba_ssm_cache_dtype" in hinted.notes
+    plain = imported(tmp_path, NEMOTRON, "b.json")
+    assert plain.ssm_dtype == "float32" and "nemotron_h default" in plain.notes
+    assert rank(plain).ssm_bytes_per_slot == 2 * rank(hinted).ssm_bytes_per_slot
+
+
+QWEN_NEXT = {
+    "model_type": "qwen3_next", "hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000,
+    "full_attention_interval": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32, "linear_value_head_dim": 32,
+    "linear_conv_kernel_dim": 4, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+    "shared_expert_intermediate_size": 64, "intermediate_size": 512, "torch_dtype": "bfloat16",
+}
+
+
+def test_qwen3_next_interval_counts_only_every_fourth_layer_as_attention(tmp_path):
+    spec = imported(tmp_path, QWEN_NEXT)
+    assert kinds(spec) == ["gdn+moe"] * 3 + ["attention+moe"] + ["gdn+moe"] * 3 + ["attention+moe"]
+    assert spec.attention.output_gate is True
+    assert spec.mtp.num_layers == 1 and "ship one" in spec.notes  # the qwen3_next default MTP layer
+    assert rank(spec).kv_bytes_per_token == 2 * (2 * 2 * 64 * 2)
+
+
+def test_qwen3_next_layer_types_win_over_the_default(tmp_path):
+    types = ["linear_attention", "full_attention"] * 4
+    data = {k: v for k, v in QWEN_NEXT.items() if k != "full_attention_interval"}
+    spec = imported(tmp_path, {**data, "layer_types": types, "mlp_only_layers": [0], "num_nextn_predict_layers": 2})
+    assert kinds(spec) == ["gdn+mlp"] + ["attention+moe"] + ["gdn+moe", "attention+moe"] * 3
+    assert spec.mtp.num_layers == 2
+
+
+QWEN35_TEXT = {
+    "model_type": "qwen3_5_text", "hidden_size": 256, "num_hidden_layers": 4, "vocab_size": 1000, "dtype": "bfloat16",
+    "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+    "full_attention_interval": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+    "attn_output_gate": True, "linear_num_key_heads": 2, "linear_num_value_heads": 6, "linear_key_head_dim": 32,
+    "linear_value_head_dim": 32, "intermediate_size": 512, "mamba_ssm_dtype": "float32", "mtp_num_hidden_layers": 1,
+}
+
+
+def test_qwen3_5_reads_text_config(tmp_path):
+    spec = imported(tmp_path, {"model_type": "qwen3_5", "torch_dtype": "bfloat16", "text_config": QWEN35_TEXT})
+    assert kinds(spec) == ["gdn+mlp"] * 3 + ["attention+mlp"]
+    assert spec.gdn.num_v_heads == 6 and spec.mtp.layer == "attention+mlp"
+    assert spec.ssm_dtype == "float32" and "from text_config.mamba_ssm_dtype" in spec.notes
+    assert rank(spec).ssm_bytes_per_slot == 3 * 6 * 32 * 32 * 4
+    assert imported(tmp_path, QWEN35_TEXT, "bare.json").layers == spec.layers  # a bare text config reads the same
+
+
+def test_qwen3_5_moe_reads_text_config_experts(tmp_path):
+    text = {**QWEN35_TEXT, "model_type": "qwen3_5_moe_text", "num_experts": 16, "num_experts_per_tok": 4,
+            "moe_intermediate_size": 64, "shared_expert_intermediate_size": 128}
+    spec = imported(tmp_path, {"model_type": "qwen3_5_moe", "text_config": text})
+    assert kinds(spec) == ["gdn+moe"] * 3 + ["attention+moe"]
+    assert (spec.moe.num_experts, spec.moe.shared_experts, spec.moe.shared_intermediate_size) == (16, 1, 128)
+
+
+KIMI = {
+    "model_type": "kimi_linear", "hidden_size": 256, "num_hidden_layers": 5, "vocab_size": 1000,
+    "linear_attn_config": {"kda_layers": [1, 2, 3, 5], "full_attn_layers": [4], "num_heads": 4, "head_dim": 32,
+                           "short_conv_kernel_size": 4},
+    "num_attention_heads": 4, "kv_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32,
+    "v_head_dim": 32, "q_lora_rank": None, "first_k_dense_replace": 1, "intermediate_size": 512,
+    "num_experts": 8, "num_experts_per_token": 2, "moe_intermediate_size": 64, "num_shared_experts": 1,
+}
+
+
+def test_kimi_layer_lists_are_one_based(tmp_path):
+    spec = imported(tmp_path, KIMI)
+    assert kinds(spec) == ["kda+mlp", "kda+moe", "kda+moe", "mla+moe", "kda+moe"]
+    r = rank(spec)
+    assert r.kv_bytes_per_token == 1 * (64 + 16) * 2  # one MLA layer, latent not sharded
+    assert r.ssm_bytes_per_slot == 4 * 4 * 32 * 32 * 4  # KDA state float32
+    assert spec.moe.top_k == 2 and spec.moe.shared_intermediate_size == 64
+
+
+def test_kimi_zero_based_lists_are_refused(tmp_path):
+    data = copy.deepcopy(KIMI)
+    data["linear_attn_config"].update(kda_layers=[0, 1, 2, 4], full_attn_layers=[3])
+    with pytest.raises(SpecError) as err:
+        imported(tmp_path, data)
+    assert err.value.field == "linear_attn_config.kda_layers[0]" and "1-based" in err.value.expected
+
+
+JAMBA = {
+    "model_type": "jamba", "hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000,
+    "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 0,
+    "num_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 512, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": "auto",
+}
+
+
+def test_jamba_period_and_offset(tmp_path):
+    spec = imported(tmp_path, JAMBA)
+    assert kinds(spec) == ["mamba1+moe", "attention+mlp", "mamba1+moe", "mamba1+mlp"] * 2
+    assert spec.mamba1.dt_rank == 16 and spec.mamba1.intermediate_size == 512  # auto = ceil(256 / 16)
+
+
+FALCON = {
+    "model_type": "falcon_h1", "hidden_size": 256, "num_hidden_layers": 3, "vocab_size": 1000,
+    "attn_layer_indices": None, "head_dim": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "mamba_d_ssm": 384, "mamba_n_heads": 6, "mamba_d_head": 64, "mamba_d_state": 16, "mamba_n_groups": 1,
+    "mamba_d_conv": 4, "intermediate_size": 512,
+}
+
+
+def test_falcon_h1_every_layer_is_attention_and_mamba2(tmp_path):
+    spec = imported(tmp_path, FALCON)
+    assert kinds(spec) == ["mamba2+attention+mlp"] * 3
+    r = rank(spec)
+    assert r.kv_bytes_per_token == 3 * 2 * 2 * 32 * 2
+    assert r.ssm_bytes_per_slot == 3 * 6 * 64 * 16 * 2  # d_ssm 384, not expand x hidden = 512
+
+
+ZAMBA = {
+    "model_type": "zamba2", "hidden_size": 128, "num_hidden_layers": 6, "vocab_size": 1000,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "mamba", "hybrid", "hybrid"],
+    "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_headdim": 32, "mamba_ngroups": 1,
+    "n_mamba_heads": 8, "num_attention_heads": 4, "num_key_value_heads": 4, "attention_head_dim": 64,
+    "attention_hidden_size": 256, "intermediate_size": 512, "num_mem_blocks": 2,
+}
+
+
+def test_zamba2_each_hybrid_layer_keeps_its_own_kv(tmp_path):
+    spec = imported(tmp_path, ZAMBA)
+    assert kinds(spec).count("mamba2+attention+mlp") == 3
+    r = rank(spec)
+    assert r.kv_bytes_per_token == 3 * 2 * 4 * 64 * 2  # three hybrid layers, one shared block
+    assert r.ssm_bytes_per_slot == 6 * 8 * 32 * 16 * 2  # every layer has Mamba2
+    fewer = imported(tmp_path, {**ZAMBA, "layers_block_type": ["mamba"] * 5 + ["hybrid"]}, "b.json")
+    shared_weights = rank(spec).param_count - rank(fewer).param_count
+    assert shared_weights == 2 * 2 * 128  # two more layers add only their attention and MLP norms
+
+
+MAMBA2_SSM = {"d_model": 2560, "d_intermediate": 0, "n_layer": 64, "vocab_size": 50277, "ssm_cfg": {"layer": "Mamba2"},
+              "attn_layer_idx": [], "attn_cfg": {}, "rms_norm": True, "residual_in_fp32": True,
+              "fused_add_norm": True, "pad_vocab_size_multiple": 16, "tie_embeddings": True}
+MAMBA1_SSM = {"d_model": 2560, "n_layer": 64, "vocab_size": 50277, "ssm_cfg": {}, "rms_norm": True,
+              "residual_in_fp32": True, "fused_add_norm": True, "pad_vocab_size_multiple": 8}
+
+
+@needs_shared
+@pytest.mark.parametrize(("ssm_config", "stem"), [(MAMBA2_SSM, "mamba2-2.7b"), (MAMBA1_SSM, "mamba-2.8b")])
+def test_mamba_ssm_format_equals_the_transformers_format(tmp_path, ssm_config, stem):
+    """The state-spaces configs leave the mixer at mamba_ssm's defaults; applied, they match the -hf form."""
+    spec = imported(tmp_path, ssm_config)
+    assert "mamba_ssm config" in spec.source and "defaults applied" in spec.notes
+    for tp in (1, 2, 4):
+        assert full_output(spec, tp) == full_output(import_hf(shared(stem)), tp)
+
+
+def test_mamba_ssm_defaults_and_overrides(tmp_path):
+    m2 = imported(tmp_path, {"d_model": 768, "n_layer": 4, "vocab_size": 50277, "ssm_cfg": {"layer": "Mamba2"}}, "a.json")
+    assert (m2.mamba2.num_heads, m2.mamba2.head_dim, m2.mamba2.state_size, m2.mamba2.n_groups,
+            m2.mamba2.conv_kernel) == (24, 64, 128, 1, 4)
+    assert m2.vocab_size == 50280 and m2.tie_embeddings  # padded to a multiple of 8
+    m1 = imported(tmp_path, {"d_model": 768, "n_layer": 4, "vocab_size": 50280}, "b.json")
+    assert (m1.mamba1.intermediate_size, m1.mamba1.state_size, m1.mamba1.conv_kernel, m1.mamba1.dt_rank) == (
+        1536, 16, 4, 48)
+    custom = imported(tmp_path, {"d_model": 768, "n_layer": 4, "vocab_size": 50280, "d_intermediate": 1000,
+                                 "ssm_cfg": {"layer": "Mamba2", "d_state": 64, "headdim": 32, "ngroups": 2},
+                                 "attn_layer_idx": [3], "attn_cfg": {"num_heads": 12, "num_heads_kv": 4}}, "c.json")
+    assert kinds(custom) == ["mamba2+mlp"] * 3 + ["attention+mlp"]
+    assert (custom.mamba2.num_heads, custom.mamba2.state_size, custom.mamba2.n_groups) == (48, 64, 2)
+    assert custom.attention.head_dim == 64 and custom.mlp.intermediate_size == 1024  # GatedMLP rounds to 128
+
+
+@needs_shared
+def test_lfm2_full_attn_idxs_alone(tmp_path):
+    data = shared_data("lfm2-1.2b")
+    del data["layer_types"]
+    spec = imported(tmp_path, data)
+    assert kinds(spec) == kinds(import_hf(shared("lfm2-1.2b")))
+    assert [i for i, k in enumerate(kinds(spec)) if k.startswith("attention")] == [2, 5, 8, 10, 12, 14]
+    assert spec.mlp.intermediate_size == 8192  # int(2 * 12288 / 3), rounded up to 256
+
+
+@needs_shared
+def test_minimax_text_01_attn_type_list(tmp_path):
+    data = shared_data("minimax-text-01")
+    codes = [1 if t == "full_attention" else 0 for t in data.pop("layer_types")]
+    data.update(model_type="minimax_text_01", attn_type_list=codes)
+    spec = imported(tmp_path, data)
+    assert "model_type minimax_text_01" in spec.source
+    for tp in (1, 2, 4):
+        assert full_output(spec, tp) == full_output(import_hf(shared("minimax-text-01")), tp)
+
+
+@needs_shared
+def test_checkpoint_directory(tmp_path):
+    folder = tmp_path / "Qwen3-Next-80B-A3B"
+    folder.mkdir()
+    (folder / "config.json").write_text(shared("qwen3-next-80b-a3b").read_text())
+    spec = import_hf(folder)
+    assert spec.name == "Qwen3-Next-80B-A3B" and spec.source.startswith(str(folder / "config.json"))
+    assert load_spec(str(folder)) == spec
+
+
+# --- broken configs ----------------------------------------------------------------------------------------
+
+BROKEN = {
+    "truncated-json": ('{"model_type": "nemotron_h", "hidden_size": 4', "json"),
+    "empty-file": ("", "json"),
+    "not-an-object": ([1, 2], "document"),
+    "unknown-model-type": ({**NEMOTRON, "model_type": "llama"}, "model_type"),
+    "no-model-type": ({k: v for k, v in NEMOTRON.items() if k != "model_type"}, "model_type"),
+    "model-type-not-a-string": ({**NEMOTRON, "model_type": 3}, "model_type"),
+    "missing-hidden-size": ({k: v for k, v in NEMOTRON.items() if k != "hidden_size"}, "hidden_size"),
+    "missing-head-dim": ({k: v for k, v in NEMOTRON.items() if k != "head_dim"}, "head_dim"),
+    "layers-as-string": ({**NEMOTRON, "num_hidden_layers": "6"}, "num_hidden_layers"),
+    "bool-as-int": ({**NEMOTRON, "hidden_size": True}, "hidden_size"),
+    "zero-heads": ({**NEMOTRON, "mamba_num_heads": 0}, "mamba_num_heads"),
+    "pattern-too-short": ({**NEMOTRON, "hybrid_override_pattern": "M*-E"}, "hybrid_override_pattern"),
+    "pattern-unknown-char": ({**NEMOTRON, "hybrid_override_pattern": "M*-XM-"}, "hybrid_override_pattern[3]"),
+    "layer-types-too-long": ({**QWEN_NEXT, "layer_types": ["linear_attention"] * 9}, "layer_types"),
+    "layer-type-unknown": ({**QWEN_NEXT, "full_attention_interval": None,
+                            "layer_types": ["linear_attention", "sliding"] + ["full_attention"] * 6},
+                           "layer_types[1]"),
+    "interval-contradicts-layer-types": ({**QWEN_NEXT, "layer_types": ["full_attention"] * 8},
+                                         "full_attention_interval"),
+    "qwen3-next-no-layout": ({k: v for k, v in QWEN_NEXT.items() if k != "full_attention_interval"}, "layer_types"),
+    "qwen3-5-no-text-config": ({"model_type": "qwen3_5"}, "text_config"),
+    "qwen3-5-text-config-list": ({"model_type": "qwen3_5", "text_config": [1]}, "text_config"),
+    "qwen3-5-missing-nested": ({"model_type": "qwen3_5", "text_config": {**QWEN35_TEXT, "linear_num_key_heads": None}},
+                               "text_config.linear_num_key_heads"),
+    "kimi-overlap": ({**KIMI, "linear_attn_config": {**KIMI["linear_attn_config"], "full_attn_layers": [4, 5]}},
+                     "linear_attn_config.full_attn_layers"),
+    "kimi-out-of-range": ({**KIMI, "linear_attn_config": {**KIMI["linear_attn_config"], "full_attn_layers": [6]}},
+                          "linear_attn_config.full_attn_layers[0]"),
+    "jamba-offset-past-period": ({**JAMBA, "attn_layer_offset": 4}, "attn_layer_offset"),
+    "mamba2-heads-contradict": ({"model_type": "mamba2", "hidden_size": 256, "num_hidden_layers": 2,
+                                 "vocab_size": 100, "num_heads": 4, "head_dim": 64}, "num_heads"),
+    "mamba-ssm-unknown-layer": ({"d_model": 256, "n_layer": 2, "ssm_cfg": {"layer": "Mamba3"}}, "ssm_cfg.layer"),
+    "minimax-bad-code": ({"model_type": "minimax_text_01", "hidden_size": 256, "num_hidden_layers": 2,
+                          "vocab_size": 100, "attn_type_list": [0, 2]}, "attn_type_list[1]"),
+    "lfm2-index-out-of-range": ({"model_type": "lfm2", "hidden_size": 256, "num_hidden_layers": 2,
+                                 "vocab_size": 100, "full_attn_idxs": [2]}, "full_attn_idxs[0]"),
+    "unknown-torch-dtype": ({**NEMOTRON, "torch_dtype": "int4"}, "torch_dtype"),
+    "unknown-ssm-dtype-hint": ({**NEMOTRON, "mamba_ssm_cache_dtype": "float64"}, "mamba_ssm_cache_dtype"),
+    "a-billion-layers": ({**FALCON, "num_hidden_layers": 10**9}, "num_hidden_layers"),
+    "list-entry-wrong-type": ({**ZAMBA, "layers_block_type": ["mamba", 1, "mamba", "mamba", "hybrid", "hybrid"]},
+                              "layers_block_type[1]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_config_is_one_clear_error(case, tmp_path):
+    data, field = BROKEN[case]
+    path = write(tmp_path, data if isinstance(data, str) else json.dumps(data))
+    with pytest.raises(SpecError) as err:
+        import_hf(path)
+    assert err.value.file == str(path)
+    assert err.value.field == field
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(str(path)) and f": {field}: " in message
+
+
+def test_unknown_model_type_lists_the_supported_ones(tmp_path):
+    with pytest.raises(SpecError) as err:
+        imported(tmp_path, {**NEMOTRON, "model_type": "llama"})
+    for model_type in supported_model_types():
+        assert model_type in err.value.expected
+    assert "'llama'" in err.value.expected
+
+
+def test_missing_file_and_empty_folder(tmp_path):
+    with pytest.raises(SpecError) as err:
+        import_hf(tmp_path / "nope.json")
+    assert err.value.field == "file"
+    with pytest.raises(SpecError) as err:
+        import_hf(tmp_path)
+    assert err.value.field == "file" and err.value.file == str(tmp_path / "config.json")
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"model_type": "\xff"}')
+    with pytest.raises(SpecError) as err:
+        import_hf(path)
+    assert err.value.field == "file"
+
+
+def test_truncated_json_names_the_line(tmp_path):
+    path = write(tmp_path, '{\n  "model_type": "jamba",\n  "hidden_size": ')
+    with pytest.raises(SpecError) as err:
+        import_hf(path)
+    assert err.value.line == 3 and str(err.value).startswith(f"{path}:3: json: valid JSON")
+
+
+MANGLED = [None, "x", -1, 0, 1.5, True, 10**30, [], {}, [1, "a"], {"a": 1}]
+
+
+@needs_shared
+@pytest.mark.parametrize("stem", sorted(BUNDLED))
+def test_any_single_field_damage_is_a_spec_error_or_imports(stem, tmp_path):
+    """Drop or mangle each field (and each nested field) in turn: never anything but a `SpecError`."""
+    base = shared_data(stem)
+    variants = []
+    for key, value in base.items():
+        variants.append({k: v for k, v in base.items() if k != key})
+        variants += [{**base, key: bad} for bad in MANGLED]
+        if isinstance(value, dict):
+            for sub in value:
+                variants.append({**base, key: {k: v for k, v in value.items() if k != sub}})
+                variants += [{**base, key: {**value, sub: bad}} for bad in MANGLED]
+    for i, data in enumerate(variants):
+        path = write(tmp_path, data, f"v{i}.json")
+        try:
+            spec = import_hf(path)
+        except SpecError as err:
+            assert "\n" not in str(err) and err.file == str(path)
+        else:
+            parse_spec(spec_to_yaml(spec), "dumped.yaml")

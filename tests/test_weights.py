@@ -1,0 +1,177 @@
+"""Parameter counts: each bundled model against its publisher's figure, and one small layer of each
+kind counted by hand, tensor by tensor (biases only where the model has them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcache.core import weights
+from mcache.core.kinds import KIND_MODULES
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import RankContext, resolve_dtypes
+from mcache.core.spec import (
+    KDA,
+    MLA,
+    MLP,
+    Attention,
+    GatedDeltaNet,
+    Layers,
+    Lightning,
+    Mamba1,
+    Mamba2,
+    ModelSpec,
+    MoE,
+    ShortConv,
+)
+from mcache.core.spec_loader import bundled_names, load_spec
+
+# Total parameters as the publisher states them (model card of the named Hugging Face repo).
+PUBLISHED = {
+    "bamba-9b": (9.78e9, "ibm-ai-platform/Bamba-9B model card: '9B (9.78B)'"),
+    "falcon-h1-0.5b": (0.5e9, "tiiuae/Falcon-H1-0.5B-Base model card: 0.5B"),
+    "granite-4.0-h-tiny": (7e9, "ibm-granite/granite-4.0-h-tiny model card: 7B total (1B active)"),
+    "jamba-v0.1": (52e9, "ai21labs/Jamba-v0.1 model card: 52B total (12B active)"),
+    "kimi-linear-48b-a3b": (48e9, "moonshotai/Kimi-Linear-48B-A3B-Instruct model card: 48B total (3B active)"),
+    "lfm2-1.2b": (1.17e9, "LiquidAI/LFM2-1.2B model card: 1.17B"),
+    "mamba-2.8b": (2.8e9, "state-spaces/mamba-2.8b(-hf) model name: 2.8B"),
+    "mamba2-2.7b": (2.7e9, "state-spaces/mamba2-2.7b model name: 2.7B"),
+    "minimax-text-01": (456e9, "MiniMaxAI/MiniMax-Text-01 model card: 456B total (45.9B active)"),
+    "nemotron-3-nano-30b-a3b": (31.6e9, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card: 31.6B total"),
+    "nemotron-h-56b": (56e9, "nvidia/Nemotron-H-56B-Base-8K model card: 56B"),
+    "nemotron-h-8b": (8e9, "nvidia/Nemotron-H-8B-Base-8K model card: 8B"),
+    "qwen3-next-80b-a3b": (80e9, "Qwen/Qwen3-Next-80B-A3B-Thinking model card: 80B total (3B active)"),
+    "qwen3.5-27b": (27e9, "Qwen/Qwen3.5-27B model card: 27B"),
+    "zamba2-2.7b": (2.7e9, "Zyphra/Zamba2-2.7B model card: 2.7B"),
+}
+TOLERANCE = 0.05
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_bundled_estimate_is_within_5_percent_of_the_published_count(name):
+    published, source = PUBLISHED[name]
+    estimated = weights.total_params(load_spec(name))
+    error = estimated / published - 1
+    assert abs(error) <= TOLERANCE, f"{name}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = next((p for p in (ROOT / "shared" / "hf_configs", ROOT.parent / "shared" / "hf_configs") if p.is_dir()), None)
+CONFIG_OF = {  # the bundled name of each shared HF config whose name differs
+    "kimi-linear-48b-a3b-instruct": "kimi-linear-48b-a3b",
+    "nemotron-h-56b-base-8k": "nemotron-h-56b",
+    "nemotron-h-8b-base-8k": "nemotron-h-8b",
+    "nvidia-nemotron-3-nano-30b-a3b": "nemotron-3-nano-30b-a3b",
+}
+
+
+@pytest.mark.skipif(SHARED is None, reason="shared/hf_configs not found")
+@pytest.mark.parametrize("stem", sorted(p.stem for p in SHARED.glob("*.json")) if SHARED else [])
+def test_imported_estimate_is_within_5_percent_of_the_published_count(stem):
+    from mcache.core.hf import import_hf
+
+    published, source = PUBLISHED[CONFIG_OF.get(stem, stem)]
+    estimated = weights.total_params(import_hf(SHARED / f"{stem}.json"))
+    error = estimated / published - 1
+    assert abs(error) <= TOLERANCE, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+
+
+def test_every_bundled_spec_has_a_published_figure():
+    assert set(bundled_names()) <= set(PUBLISHED), set(bundled_names()) - set(PUBLISHED)
+
+
+# --- one small layer of each kind, counted by hand (hidden 64) -------------------------------------------
+H = 64
+
+
+def tiny(kind: str, block) -> ModelSpec:
+    return ModelSpec(name="t", source="t", hidden_size=H, vocab_size=100, num_layers=1,
+                     layers=Layers(types=[kind]), **{kind: block})
+
+
+CASES = {
+    # q 64x(4*16), k and v 64x(2*16) each, o (4*16)x64
+    "attention": (Attention(num_heads=4, num_kv_heads=2, head_dim=16), 64 * 64 + 2 * 64 * 32 + 64 * 64),
+    # gated q doubles q_proj; v_head_dim 8 shrinks v and o
+    "attention_gate": (
+        Attention(num_heads=4, num_kv_heads=2, head_dim=16, v_head_dim=8, output_gate=True),
+        64 * 128 + 64 * 32 + 64 * 16 + 32 * 64,
+    ),
+    # q 64x(4*(16+8)), kv_a 64x(32+8), kv_b 32x(4*(16+16)), o (4*16)x64
+    "mla": (
+        MLA(num_heads=4, kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16),
+        64 * 96 + 64 * 40 + 32 * 128 + 64 * 64,
+    ),
+    # in_proj 64x256, conv 128x(4 weights + 1 bias), x_proj 128x(4 + 2*8), dt_proj 4x128 + 128 bias,
+    # A 128x8, D 128, out_proj 128x64
+    "mamba1": (
+        Mamba1(intermediate_size=128, state_size=8, dt_rank=4),
+        64 * 256 + 128 * 5 + 128 * 20 + 4 * 128 + 128 + 128 * 8 + 128 + 128 * 64,
+    ),
+    # d_inner 4x32 = 128, conv_dim 128 + 2*2*16 = 192; in_proj 64x(z 128 + xBC 192 + dt 4),
+    # conv 192x(4+1), A/D/dt_bias 3x4, gated norm 128, out_proj 128x64
+    "mamba2": (
+        Mamba2(num_heads=4, head_dim=32, state_size=16, n_groups=2),
+        64 * (128 + 192 + 4) + 192 * 5 + 12 + 128 + 128 * 64,
+    ),
+    # q,k 2x16 = 32 each, v 4x16 = 64; in_proj_qkvz 64x(32+32+64+64), in_proj_ba 64x(2*4),
+    # conv (32+32+64)x4, A_log + dt_bias 2x4, norm 16, out_proj 64x64
+    "gdn": (
+        GatedDeltaNet(num_k_heads=2, num_v_heads=4, k_head_dim=16, v_head_dim=16),
+        64 * 192 + 64 * 8 + 128 * 4 + 8 + 16 + 64 * 64,
+    ),
+    # q,k,v 64x(4*16) each; f_a 64x16 + f_b 16x64, g_a 64x16 + g_b 16x64; b_proj 64x4; conv 192x4;
+    # A_log 4; dt_bias 64; o_proj 64x64
+    "kda": (
+        KDA(num_heads=4, head_dim=16),
+        3 * 64 * 64 + 2 * (64 * 16 + 16 * 64) + 64 * 4 + 192 * 4 + 4 + 64 + 64 * 64,
+    ),
+    # in_proj 64x(3*64), depthwise conv 64x3, out_proj 64x64
+    "short_conv": (ShortConv(), 64 * 192 + 64 * 3 + 64 * 64),
+    # qkv 64x(3*4*16), output gate 64x64, norm 64, out_proj 64x64
+    "lightning": (Lightning(num_heads=4, head_dim=16), 64 * 192 + 64 * 64 + 64 + 64 * 64),
+    # gate and up 64x96 each, down 96x64
+    "mlp": (MLP(intermediate_size=96), 3 * 64 * 96),
+    # squared-ReLU: up and down only
+    "mlp_ungated": (MLP(intermediate_size=96, gated=False), 2 * 64 * 96),
+    # router 64x8; 8 experts of 3 matrices 64x32; one shared expert of 3 matrices 64x48
+    "moe": (
+        MoE(num_experts=8, top_k=2, expert_intermediate_size=32, shared_experts=1, shared_intermediate_size=48),
+        64 * 8 + 8 * 3 * 64 * 32 + 3 * 64 * 48,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_layer_by_hand(case):
+    block, expected = CASES[case]
+    kind = case.split("_")[0] if case not in ("short_conv",) else case
+    assert KIND_MODULES[kind].weights(tiny(kind, block), block) == expected
+
+
+def test_model_total_adds_embeddings_head_norms_and_mtp():
+    block = MLP(intermediate_size=96)
+    spec = tiny("mlp", block)
+    layer = 3 * 64 * 96 + H  # the MLP and its norm
+    assert weights.total_params(spec) == layer + 2 * 100 * H + H  # embedding, untied head, final norm
+    tied = ModelSpec(**{**{f: getattr(spec, f) for f in spec.__struct_fields__}, "tie_embeddings": True})
+    assert weights.total_params(tied) == layer + 100 * H + H
+
+
+def test_shared_blocks_count_once_per_copy():
+    """Zamba2-style: two copies of a shared attention block serve three layers."""
+    attn = Attention(num_heads=4, num_kv_heads=4, head_dim=16, input_size=128, shared_blocks=2)
+    spec = ModelSpec(name="t", source="t", hidden_size=H, vocab_size=100, num_layers=3,
+                     layers=Layers(types=["attention"] * 3), attention=attn, tie_embeddings=True)
+    block = 128 * 64 * 3 + 64 * 64  # q, k, v read the 128-wide input; o writes 64
+    assert weights.total_params(spec) == 2 * block + 3 * H + 100 * H + H
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+@pytest.mark.parametrize("name", ["nemotron-h-8b", "qwen3-next-80b-a3b", "zamba2-2.7b"])
+def test_tp_ranks_together_hold_the_model(name, tp):
+    spec = load_spec(name)
+    ctx = RankContext.build(spec, ParallelLayout(tp=tp), RuntimeConfig(), resolve_dtypes(spec), 0)
+    missing = weights.total_params(spec) - weights.rank_params(ctx) * tp
+    assert 0 <= missing <= spec.hidden_size  # at most the final norm, which the per-rank count leaves out

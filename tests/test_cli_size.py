@@ -142,3 +142,11 @@ def test_size_does_not_import_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_dtype_sources_are_reported():
+    report = run_json("kimi-linear-48b-a3b", "--kv-dtype", "fp8")
+    assert report["dtypes"]["kv"] == "float8_e4m3fn"
+    assert report["dtype_sources"] == {"kv": "--kv-dtype", "conv": "model dtype",
+                                       "ssm": "model dtype; KDA state always float32"}
+    assert run_json("nemotron-h-8b")["dtype_sources"]["ssm"] == "spec ssm_dtype"

@@ -41,7 +41,8 @@ def dtype_sources(spec: ModelSpec, kv: str | None = None, conv: str | None = Non
             return f"--{field.replace('_', '-')}"
         return f"spec {field}" if getattr(spec, field) else "model dtype"
 
-    return {"kv": source(kv, "kv_dtype"), "conv": source(conv, "conv_dtype"), "ssm": source(ssm, "ssm_dtype")}
+    ssm_source = source(ssm, "ssm_dtype") + ("; KDA state always float32" if spec.kda is not None else "")
+    return {"kv": source(kv, "kv_dtype"), "conv": source(conv, "conv_dtype"), "ssm": ssm_source}
 
 
 class RankContext(Struct, frozen=True, dict=True):

@@ -150,3 +150,28 @@ def test_dtype_sources_are_reported():
     assert report["dtype_sources"] == {"kv": "--kv-dtype", "conv": "model dtype",
                                        "ssm": "model dtype; KDA state always float32"}
     assert run_json("nemotron-h-8b")["dtype_sources"]["ssm"] == "spec ssm_dtype"
+
+
+def test_verify_reports_zero_difference(capsys):
+    assert main(["size", "qwen3-next-80b-a3b", "--verify", "--draft", "2", "--spec-scheme", "replay",
+                 "--snapshot-slots", "2", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["differences"] == 0 and out["device"] == "meta"
+    assert {r["buffer"] for r in out["rows"]} >= {"gdn.ssm", "gdn.ring_k", "replay_buf_idx", "gdn.snap_ssm"}
+    assert all(r["estimated"] == r["allocated"] > 0 for r in out["rows"])
+
+
+def test_verify_exits_1_on_a_difference(monkeypatch, capsys):
+    import mcache.core.manager as manager
+
+    real = manager.verify
+
+    def off_by_one(est, device="meta", pool_layout="layer"):
+        rows = real(est, device, pool_layout)
+        first = rows[0]
+        return [manager.VerifyRow(first.stage, first.tp_rank, first.key, first.component, first.estimated,
+                                  first.allocated + 1), *rows[1:]]
+
+    monkeypatch.setattr(manager, "verify", off_by_one)
+    assert main(["size", "nemotron-h-8b", "--verify", "--format", "markdown"]) == 1
+    assert "1 differ" in capsys.readouterr().out

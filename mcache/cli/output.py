@@ -213,3 +213,30 @@ def emit_json(data, output: Path | None) -> None:
     import json
 
     emit_text(json.dumps(data, indent=2), output)
+
+
+_VERIFY_HEAD = ("stage", "buffer", "component", "estimated", "allocated", "difference")
+
+
+def emit_verify(model: str, device: str, layout: str, rows, fmt: str, output: Path | None) -> None:
+    """Render `mcache size --verify`: per buffer, the estimate, the bytes allocated and the difference."""
+    bad = sum(1 for r in rows if r.difference)
+    summary = (f"{model}: {len(rows)} buffers allocated on {device} ({layout}-major pools), "
+               f"{'no differences' if not bad else f'{bad} differ'}")
+    cells = [[str(r.stage), r.key, r.component, str(r.estimated), str(r.allocated), f"{r.difference:+d}"] for r in rows]
+    if fmt == "json":
+        emit_json({"model": model, "device": device, "pool_layout": layout, "differences": bad,
+                   "rows": [dict(zip(_VERIFY_HEAD, (r.stage, r.key, r.component, r.estimated, r.allocated,
+                                                    r.difference), strict=True)) for r in rows]}, output)
+    elif fmt in ("markdown", "csv"):
+        emit_text(f"**{summary}**\n\n{_markdown_table(_VERIFY_HEAD, cells)}" if fmt == "markdown"
+                  else "\n".join(",".join(c) for c in [list(_VERIFY_HEAD), *cells]), output)
+    else:
+        from rich.table import Table
+
+        table = Table()
+        for i, head in enumerate(_VERIFY_HEAD):
+            table.add_column(head, justify="right" if i >= 3 else "left")
+        for row in cells:
+            table.add_row(*row)
+        _print_tables([summary, table], output)

@@ -52,7 +52,7 @@ def size(
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
     device: Annotated[Device, typer.Option(help="Device for --verify.")] = "meta",
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
-) -> None:
+) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.output import emit_report
     from mcache.core.capacity import Budget
@@ -83,9 +83,9 @@ def size(
     if verify:
         from mcache.cli.verify import run_verify
 
-        run_verify(est, device, pool_layout, fmt, output)
-        return
+        return run_verify(est, device, pool_layout, fmt, output)
     emit_report(report, fmt, output)
+    return 0
 
 
 def _ints(text: str, field: str) -> tuple[int, ...]:

@@ -24,7 +24,8 @@ class Row(Record, kw_only=True):
 
     `impl` is `triton` (mcache's kernel), `torch-index` (the indexing baseline), `torch` (the
     reference on CPU) or `host` (allocator work timed on the CPU). `status` is `ok` or `skipped`
-    (with `reason`, e.g. out of memory); skipped rows carry no times.
+    (with `reason`, e.g. out of memory); skipped rows carry no times. `timer` is set only where a
+    row was timed differently from the run's `meta.timer`.
     """
 
     op: str
@@ -43,6 +44,7 @@ class Row(Record, kw_only=True):
     pct_size_matched: float | None = None
     size_matched_us: float | None = None
     speedup_vs_baseline: float | None = None
+    timer: str | None = None
 
     @property
     def key(self) -> str:

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from mcache.cli import compare, export, import_hf, size, spec
+from mcache.cli import bench, compare, export, import_hf, size, spec
 
 app = typer.Typer(
     name="mcache",
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 app.command("size")(size.size)
 app.command("import-hf")(import_hf.import_hf)
+app.command("bench")(bench.bench)
 app.command("compare")(compare.compare)
 app.command("export")(export.export)
 app.add_typer(spec.app, name="spec")

@@ -240,3 +240,50 @@ def emit_verify(model: str, device: str, layout: str, rows, fmt: str, output: Pa
         for row in cells:
             table.add_row(*row)
         _print_tables([summary, table], output)
+
+
+_BENCH_HEAD = ("op", "kind", "layer", "batch", "impl", "median us", "p10", "p90", "bytes", "GB/s", "% ceiling",
+               "% size-matched", "speed-up")
+
+
+def _bench_cells(row) -> list[str]:
+    def num(v, fmt="{:.1f}") -> str:
+        return "-" if v is None else fmt.format(v)
+
+    if row.status != "ok":
+        return [row.op, row.kind, num(row.layer, "{}"), str(row.batch), row.impl, "skipped", "", "", "", "", "", "",
+                row.reason or ""]
+    return [row.op, row.kind, num(row.layer, "{}"), str(row.batch), row.impl, num(row.median_us, "{:.2f}"),
+            num(row.p10_us, "{:.2f}"), num(row.p90_us, "{:.2f}"), human_bytes(row.bytes), num(row.gbps),
+            num(row.pct_ceiling), num(row.pct_size_matched), num(row.speedup_vs_baseline, "{:.2f}x")]
+
+
+def emit_bench(results, output: Path | None) -> None:
+    """Write a bench run to `output` (JSON, atomically) and print its table on stdout."""
+    from mcache.bench.results import save
+
+    if output is not None:
+        try:
+            save(results, output)
+        except OSError as err:
+            from mcache.core.errors import McacheError
+
+            raise McacheError(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
+    from rich.table import Table
+
+    meta = results.meta
+    ceiling = f"ceiling {meta.ceiling.gbps:.0f} GB/s ({human_bytes(meta.ceiling.bytes)} copy)" if meta.ceiling else "no ceiling"
+    memory = ""
+    if meta.memory:
+        memory = (f" · memory: estimated {human_bytes(meta.memory.estimated_bytes)}, allocated "
+                  f"{human_bytes(meta.memory.allocated_bytes)}, torch {human_bytes(meta.memory.torch_allocated_bytes)}, "
+                  f"NVML {human_bytes(meta.memory.nvml_used_delta_bytes)}")
+    device = meta.gpu.name if meta.gpu else meta.device
+    title = (f"{meta.spec_name} on {device} · {meta.runtime.get('spec_scheme')} · {ceiling}{memory}"
+             f"{' · INTERRUPTED' if meta.interrupted else ''}{'' if meta.comparable else ' · CPU smoke run, not comparable'}")
+    table = Table()
+    for i, head in enumerate(_BENCH_HEAD):
+        table.add_column(head, justify="right" if i >= 5 or head in ("layer", "batch") else "left")
+    for row in results.rows:
+        table.add_row(*_bench_cells(row))
+    _print_tables([title, table], None)

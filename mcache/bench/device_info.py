@@ -1,0 +1,85 @@
+"""Run metadata: the GPU through NVML, library versions, the git commit, the spec's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from mcache.bench.results import GPU
+
+
+def gpu_info(index: int) -> GPU | None:
+    """Name, UUID, memory, current and max SM clocks, memory clock and driver of GPU `index`."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+
+        def text(value) -> str:
+            return value.decode() if isinstance(value, bytes) else str(value)
+
+        return GPU(
+            name=text(pynvml.nvmlDeviceGetName(h)),
+            uuid=text(pynvml.nvmlDeviceGetUUID(h)),
+            memory_bytes=int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
+            sm_clock_mhz=int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            mem_clock_mhz=int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+            max_sm_clock_mhz=int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            driver=text(pynvml.nvmlSystemGetDriverVersion()),
+        )
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def nvml_used_bytes(index: int) -> int | None:
+    """Device memory in use on GPU `index` (all processes), or None without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except (ImportError, Exception):  # noqa: BLE001 - NVML raises its own error types
+        return None
+    try:
+        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).used)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def versions() -> dict[str, str]:
+    """torch, CUDA, triton and Python versions."""
+    import platform
+
+    import torch
+
+    out = {"python": platform.python_version(), "torch": str(torch.__version__), "cuda": str(torch.version.cuda)}
+    try:
+        import triton
+
+        out["triton"] = str(triton.__version__)
+    except ImportError:
+        pass
+    return out
+
+
+def git_commit() -> str | None:
+    """The commit of the mcache checkout, if it is one."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

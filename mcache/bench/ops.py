@@ -1,0 +1,205 @@
+"""The cache operations `mcache bench` times: each as mcache's kernel and as the torch-indexing baseline.
+
+An `OpCase` binds one op of one layer kind (all its layers, or one layer) at one batch size to the
+manager's pools: `run` calls `mcache.kernels` (Triton on CUDA, the torch reference on the CPU),
+`baseline` does the same with the torch indexing that serving code writes in Python, `nbytes` is the
+least the op must read plus write, and `check` compares the op's output with the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from mcache import kernels as K
+from mcache.kernels.replay_fold import reference as fold_ref
+
+OPS = ("alloc", "reset", "commit", "replay", "relocate", "snapshot", "pack", "transfer")
+FOLD_INPUTS = {"mamba2": ("x", "B", "dt", "dA"), "gdn": ("k", "v", "g", "beta"), "kda": ("k", "v", "g", "beta")}
+FOLDS = {"mamba2": K.replay_fold_mamba2, "gdn": K.replay_fold_gdn, "kda": K.replay_fold_kda}
+FOLD_REFS = {"mamba2": fold_ref.replay_fold_mamba2_reference, "gdn": fold_ref.replay_fold_gdn_reference,
+             "kda": fold_ref.replay_fold_kda_reference}
+
+
+@dataclass
+class OpCase:
+    """One timed op: the kernel, its baseline, the bytes it moves, and a correctness check."""
+
+    op: str
+    kind: str
+    batch: int
+    nbytes: int
+    run: Callable[[], None]
+    baseline: Callable[[], None] | None
+    check: Callable[[], bool]
+    graph_baseline: bool = True
+
+
+def _nbytes(views: list[torch.Tensor], batch: int, per_state: int = 2) -> int:
+    """Bytes of `batch` slots of every view, `per_state` times (2: read + write)."""
+    return sum(per_state * batch * v.shape[0] * v[0, 0].numel() * v.element_size() for v in views)
+
+
+def _index_put(dst: torch.Tensor, slots: torch.Tensor, value: torch.Tensor | float) -> None:
+    dst[:, slots] = value
+
+
+class CaseBuilder:
+    """Builds `OpCase`s over the pools of one manager (`pools`: buffer key -> `[L, units, *shape]` view)."""
+
+    def __init__(self, pools: dict[str, torch.Tensor], kind: str, local_layer: int | None, free_slots: int,
+                 tokens_per_step: int, history: int, generator: torch.Generator):
+        """`local_layer` picks one layer of the kind's pools (`None`: all of them in one launch)."""
+        sl = slice(local_layer, local_layer + 1) if local_layer is not None else slice(None)
+        self.kind, self.gen = kind, generator
+        self.views = {k.split(".", 1)[1]: v[sl] for k, v in pools.items() if k.startswith(f"{kind}.")}
+        self.states = [self.views[n] for n in ("conv", "ssm") if n in self.views]
+        self.free_slots, self.tokens, self.history = free_slots, tokens_per_step, history
+
+    def _slots(self, batch: int, sets: int = 1) -> torch.Tensor:
+        """`sets` disjoint random sets of `batch` slots, as `[sets * batch]` (fewer slots: sets overlap)."""
+        device = self.states[0].device
+        perm = torch.randperm(self.free_slots, generator=self.gen)
+        if len(perm) < sets * batch:
+            perm = perm.repeat(sets)
+        return perm[: sets * batch].to(device)
+
+    def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True) -> OpCase:
+        return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline)
+
+    def reset(self, batch: int) -> OpCase:
+        slots = self._slots(batch)
+        views = self.states
+
+        def check() -> bool:
+            return all(bool((v[:, slots] == 0).all()) for v in views)
+
+        return self._case("reset", batch, _nbytes(views, batch, 1), lambda: K.reset_slots(views, slots, check=False),
+                          lambda: [_index_put(v, slots, 0) for v in views], check)
+
+    def commit(self, batch: int) -> OpCase | None:
+        pairs = [(self.views[n], self.views[f"inter_{n}"]) for n in ("conv", "ssm") if f"inter_{n}" in self.views]
+        if not pairs:
+            return None
+        device = pairs[0][0].device
+        slots = self._slots(batch)
+        rows = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(device)
+        accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(device)
+
+        def run() -> None:
+            for pool, inter in pairs:
+                K.commit_intermediate(pool, inter, slots, rows, accepted, check=False)
+
+        def baseline() -> None:
+            for pool, inter in pairs:
+                pool[:, slots] = inter[:, rows, accepted - 1]
+
+        def check() -> bool:
+            return all(torch.equal(pool[:, slots], inter[:, rows, accepted - 1]) for pool, inter in pairs)
+
+        return self._case("commit", batch, _nbytes([p for p, _ in pairs], batch), run, baseline, check)
+
+    def replay(self, batch: int) -> OpCase | None:
+        names = FOLD_INPUTS.get(self.kind)
+        if names is None or f"ring_{names[0]}" not in self.views:
+            return None
+        device = self.states[0].device
+        slots = self._slots(batch)
+        buf = torch.randint(0, 2, (batch,), generator=self.gen).to(device)
+        count = torch.full((batch,), self.history, dtype=torch.int64, device=device)
+        ssm, conv = self.views["ssm"], self.views["conv"]
+        rings = [self.views[f"ring_{n}"] for n in names]
+        conv_in = self.views["ring_conv_in"]
+        fold, fold_ref_fn = FOLDS[self.kind], FOLD_REFS[self.kind]
+        # Each fold reads the state once, writes it once, and reads `count` tokens of every ring entry.
+        ring_bytes = sum(batch * r.shape[0] * r[0, 0, 0, 0].numel() * r.element_size() * self.history
+                         for r in [*rings, conv_in])
+        nbytes = _nbytes([ssm, conv], batch) + ring_bytes
+
+        def run() -> None:
+            fold(ssm, *rings, slots, buf, count, check=False)
+            K.replay_fold_conv(conv, conv_in, slots, buf, count, check=False)
+
+        def baseline() -> None:
+            fold_ref_fn(ssm, *rings, slots, buf, count)
+            fold_ref.replay_fold_conv_reference(conv, conv_in, slots, buf, count)
+
+        def check() -> bool:
+            before = [ssm[:, slots].clone(), conv[:, slots].clone()]
+            run()
+            got = [ssm[:, slots].clone(), conv[:, slots].clone()]
+            ssm[:, slots], conv[:, slots] = before
+            baseline()
+            want = [ssm[:, slots].float(), conv[:, slots].float()]
+            return all(torch.allclose(g.float(), w, rtol=2e-2, atol=2e-2) for g, w in zip(got, want, strict=True))
+
+        return self._case("replay", batch, nbytes, run, baseline, check, graph_baseline=False)
+
+    def relocate(self, batch: int) -> OpCase:
+        src, dst = self._slots(batch, 2).split(batch)
+        views = self.states
+
+        def check() -> bool:
+            return all(torch.equal(v[:, dst], v[:, src]) for v in views)
+
+        return self._case("relocate", batch, _nbytes(views, batch),
+                          lambda: [K.copy_slots(v, src, v, dst, check=False) for v in views],
+                          lambda: [_index_put(v, dst, v[:, src]) for v in views], check)
+
+    def snapshot(self, batch: int) -> OpCase | None:
+        pairs = [(self.views[n], self.views[f"snap_{n}"]) for n in ("conv", "ssm") if f"snap_{n}" in self.views]
+        if not pairs or pairs[0][1].shape[1] < batch:
+            return None
+        slots = self._slots(batch)
+        snaps = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(slots.device)
+
+        def check() -> bool:
+            return all(torch.equal(snap[:, snaps], pool[:, slots]) for pool, snap in pairs)
+
+        return self._case("snapshot", batch, _nbytes([p for p, _ in pairs], batch),
+                          lambda: [K.copy_slots(p, slots, s, snaps, check=False) for p, s in pairs],
+                          lambda: [_index_put(s, snaps, p[:, slots]) for p, s in pairs], check)
+
+    def _packed(self, batch: int) -> list[tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]]:
+        return [(v, torch.empty((batch, v.shape[0], v[0, 0].numel()), dtype=v.dtype, device=v.device),
+                 [(0, v[0, 0].numel())]) for v in self.states]
+
+    def pack(self, batch: int) -> OpCase:
+        slots = self._slots(batch)
+        packed = self._packed(batch)
+
+        def baseline() -> None:
+            for v, out, _ in packed:
+                out.copy_(v[:, slots].flatten(2).transpose(0, 1))
+
+        def check() -> bool:
+            return all(torch.equal(out, v[:, slots].flatten(2).transpose(0, 1)) for v, out, _ in packed)
+
+        return self._case("pack", batch, _nbytes(self.states, batch),
+                          lambda: [K.pack(v, slots, r, out, check=False) for v, out, r in packed], baseline, check)
+
+    def transfer(self, batch: int) -> OpCase:
+        """Pack a request's state on the sender, unpack it into other slots on the receiver (same TP)."""
+        src, dst = self._slots(batch, 2).split(batch)
+        packed = self._packed(batch)
+
+        def run() -> None:
+            for v, out, r in packed:
+                K.pack(v, src, r, out, check=False)
+                K.unpack(out, v, dst, r, check=False)
+
+        def baseline() -> None:
+            for v, out, _ in packed:
+                out.copy_(v[:, src].flatten(2).transpose(0, 1))
+                v[:, dst] = out.transpose(0, 1).reshape(v[:, dst].shape)
+
+        def check() -> bool:
+            return all(torch.equal(v[:, dst], v[:, src]) for v, _, _ in packed)
+
+        return self._case("transfer", batch, 2 * _nbytes(self.states, batch), run, baseline, check)
+
+    def build(self, op: str, batch: int) -> OpCase | None:
+        """The case of `op` at `batch`, or None when this kind or scheme has no such op."""
+        return getattr(self, op)(batch)

@@ -1,0 +1,282 @@
+"""`mcache bench`: build the real cache manager of one rank and time its operations.
+
+For each layer kind with recurrent state, each op and each batch size the runner times mcache's
+kernel and the torch-indexing baseline, sets each against a contiguous copy of the same number of
+bytes and against the large-copy ceiling measured in the same process, and checks the kernel's
+output against the reference first (a row whose output disagrees is recorded as skipped, never timed).
+Out-of-memory cases become skipped rows; Ctrl-C ends the run with the rows done so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import torch
+
+from mcache import __version__
+from mcache.bench import device_info
+from mcache.bench.ops import OPS, CaseBuilder, OpCase
+from mcache.bench.results import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
+from mcache.bench.timing import Timing, copy_time, gbps, time_op
+from mcache.core.estimator import estimate_rank
+from mcache.core.kinds import RECURRENT_KINDS
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.manager import CacheManager
+from mcache.core.rank import RankContext, resolve_dtypes
+from mcache.core.spec_loader import load_spec, resolve
+
+CEILING_BYTES = 4 << 30  # source size of the ceiling copy (8 GiB moved, read + write)
+
+
+@dataclass
+class BenchConfig:
+    """What to run: one rank of a deployment, the ops, the batch sizes, the scheme."""
+
+    spec: str
+    tp: int = 1
+    pp: int = 1
+    stage: int = 0
+    tp_rank: int = 0
+    attention_dp: bool = False
+    batches: list[int] = field(default_factory=lambda: [1, 8, 32, 64])
+    ops: list[str] = field(default_factory=lambda: list(OPS))
+    scheme: str = "intermediate"
+    draft: int = 3
+    max_batch: int | None = None
+    max_seq_len: int = 4096
+    per_layer: bool = False
+    device: str = "cuda"
+    pool_layout: str = "layer"
+    reps: int = 30
+    seed: int = 0
+
+
+Progress = Callable[[str, int], None]  # (description, total steps) on start; ("", 0) per step
+
+
+class Runner:
+    """Runs one `BenchConfig`; `rows` fills as it goes, so an interrupted run keeps what it measured."""
+
+    def __init__(self, cfg: BenchConfig):
+        self.cfg = cfg
+        self.device = torch.device(cfg.device)
+        self.rows: list[Row] = []
+        self.spec_path = resolve(cfg.spec)
+        self.spec = load_spec(cfg.spec)
+        self.layout = ParallelLayout(tp=cfg.tp, pp=cfg.pp, attention_dp=cfg.attention_dp)
+        max_batch = cfg.max_batch or max(cfg.batches)
+        self.runtime = RuntimeConfig(
+            max_batch=max_batch, max_seq_len=cfg.max_seq_len, draft_tokens=cfg.draft if cfg.scheme != "none" else 0,
+            spec_scheme=cfg.scheme, snapshot_slots=max_batch if "snapshot" in cfg.ops else 0)
+        self.ctx = RankContext.build(self.spec, self.layout, self.runtime, resolve_dtypes(self.spec), cfg.stage)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.ceiling: Ceiling | None = None
+        self.memory: Memory | None = None
+        self.interrupted = False
+        self._copy_cache: dict[int, Timing] = {}
+
+    # -- the run ----------------------------------------------------------------------------------
+    def run(self, progress: Progress | None = None) -> Results:
+        """Measure everything the config asks for; returns the results (also when interrupted)."""
+        tick = progress or (lambda desc, total: None)
+        try:
+            manager = self._build_manager()
+            self.ceiling = self._ceiling()
+            kinds = [k for k in self.ctx.kinds if k in RECURRENT_KINDS]
+            layers = self._layers(kinds)
+            ops = [op for op in self.cfg.ops if op != "alloc"]
+            tick("ops", len(kinds) * len(ops) * len(self.cfg.batches) * (1 + len(layers)))
+            pools = {key: pool.view for key, pool in manager.pools.items()}
+            free = len(manager.free_slots)
+            for kind in kinds:
+                for local, layer in [(None, None), *enumerate(layers.get(kind, []))]:
+                    builder = CaseBuilder(pools, kind, local, free, self.runtime.tokens_per_step,
+                                          self.runtime.history, self.gen)
+                    for op in ops:
+                        for batch in self.cfg.batches:
+                            self._measure(builder, op, batch, layer)
+                            tick("", 0)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        return self.results()
+
+    def results(self) -> Results:
+        """The run so far as a results file."""
+        cfg, gpu = self.cfg, None
+        if self.device.type == "cuda":
+            gpu = device_info.gpu_info(self.device.index or 0)
+        meta = Meta(
+            mcache_version=__version__,
+            git_commit=device_info.git_commit(),
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            device=str(self.device),
+            comparable=self.device.type == "cuda",
+            gpu=gpu,
+            versions=device_info.versions(),
+            spec_name=self.spec.name,
+            spec_file=str(self.spec_path),
+            spec_sha256=device_info.sha256_of(self.spec_path) if self.spec_path.is_file() else "",
+            layout={"tp": cfg.tp, "pp": cfg.pp, "stage": cfg.stage, "tp_rank": cfg.tp_rank,
+                    "attention_dp": cfg.attention_dp},
+            runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,
+                     "draft_tokens": self.runtime.draft_tokens, "spec_scheme": self.runtime.spec_scheme,
+                     "history": self.runtime.history, "pool_layout": cfg.pool_layout},
+            timer="cuda-graph replays, CUDA events, L2 flushed" if self.device.type == "cuda" else "wall clock (CPU)",
+            cuda_graphs=self.device.type == "cuda",
+            ceiling=self.ceiling,
+            memory=self.memory,
+            interrupted=self.interrupted,
+        )
+        return Results(schema_version=SCHEMA_VERSION, meta=meta, rows=list(self.rows))
+
+    # -- pieces -----------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _build_manager(self) -> CacheManager:
+        """Build the manager (timing the allocation), fill its state with random values, record memory."""
+        estimated = estimate_rank(self.ctx).cache_bytes
+        is_cuda = self.device.type == "cuda"
+        before = torch.cuda.memory_allocated(self.device) if is_cuda else 0
+        nvml_before = device_info.nvml_used_bytes(self.device.index or 0) if is_cuda else None
+        samples = []
+        manager = None
+        for _ in range(3 if "alloc" in self.cfg.ops else 1):
+            manager = None
+            if is_cuda:
+                torch.cuda.empty_cache()
+            start = time.perf_counter()
+            manager = CacheManager(self.ctx, tp_rank=self.cfg.tp_rank, device=self.device,
+                                   pool_layout=self.cfg.pool_layout)
+            self._sync()
+            samples.append((time.perf_counter() - start) * 1e6)
+        nvml_after = device_info.nvml_used_bytes(self.device.index or 0) if is_cuda else None
+        self.memory = Memory(
+            estimated_bytes=estimated,
+            allocated_bytes=sum(manager.allocated_bytes().values()),
+            torch_allocated_bytes=torch.cuda.memory_allocated(self.device) - before if is_cuda else None,
+            torch_reserved_bytes=torch.cuda.memory_reserved(self.device) if is_cuda else None,
+            nvml_used_delta_bytes=nvml_after - nvml_before if nvml_before is not None and nvml_after is not None else None,
+        )
+        if "alloc" in self.cfg.ops:
+            self._host_row("alloc", "pools", self.runtime.max_batch, samples, self.memory.allocated_bytes)
+            self._host_row("alloc", "add+free", 1, self._add_free(manager), None)
+        self._randomize(manager)
+        return manager
+
+    def _add_free(self, manager: CacheManager, n: int = 200) -> list[float]:
+        """Host time of one add_request + free pair (slot reset and seed included), n times."""
+        samples = []
+        for i in range(n):
+            start = time.perf_counter()
+            manager.add_request(("bench", i))
+            manager.free(("bench", i))
+            samples.append((time.perf_counter() - start) * 1e6)
+        return samples
+
+    def _host_row(self, op: str, kind: str, batch: int, samples: list[float], nbytes: int | None) -> None:
+        from mcache.bench.timing import summarize
+
+        t = summarize(samples)
+        self.rows.append(Row(op=op, impl="host", kind=kind, batch=batch, median_us=t.median_us, p10_us=t.p10_us,
+                             p90_us=t.p90_us, bytes=nbytes, timer="wall clock"))
+
+    def _randomize(self, manager: CacheManager) -> None:
+        """Random, never-zero values in every recurrent-state pool and ring (gates and steps kept stable)."""
+        ranges = {"dt": (0.0, 0.1), "dA": (-0.5, -0.01), "g": (-0.5, -0.01), "beta": (0.05, 1.0),
+                  "k": (-0.1, 0.1)}
+        for key, pool in manager.pools.items():
+            kind, _, name = key.partition(".")
+            if kind not in RECURRENT_KINDS or not pool.storage.is_floating_point():
+                continue
+            lo, hi = ranges.get(name.removeprefix("ring_"), (-1.0, 1.0))
+            pool.storage.uniform_(lo, hi, generator=None)
+        self._sync()
+
+    def _ceiling(self) -> Ceiling | None:
+        """The large device-to-device copy: 4 GiB if memory allows, else the largest of 2 GiB, 1 GiB, 512 MiB."""
+        if self.device.type != "cuda":
+            return None
+        for size in (CEILING_BYTES, CEILING_BYTES // 2, CEILING_BYTES // 4, CEILING_BYTES // 8):
+            try:
+                t = copy_time(2 * size, self.device, reps=self.cfg.reps)
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()
+                continue
+            return Ceiling(bytes=2 * size, median_us=t.median_us, gbps=gbps(2 * size, t.median_us))
+        return None
+
+    def _layers(self, kinds: list[str]) -> dict[str, list[int]]:
+        """Global layer indices of each kind on this rank, for `--per-layer` rows."""
+        if not self.cfg.per_layer:
+            return {}
+        from mcache.core.spec import layer_kinds
+
+        kinds_of = layer_kinds(self.spec)
+        return {k: [i for i in self.ctx.layers if k in kinds_of[i]] for k in kinds}
+
+    def _matched(self, nbytes: int) -> Timing | None:
+        if self.device.type != "cuda":
+            return None
+        if nbytes not in self._copy_cache:
+            self._copy_cache[nbytes] = copy_time(nbytes, self.device, reps=self.cfg.reps)
+        return self._copy_cache[nbytes]
+
+    def _measure(self, builder: CaseBuilder, op: str, batch: int, layer: int | None) -> None:
+        """Check, then time one case and its baseline; OOM and wrong output become skipped rows."""
+        kind = builder.kind
+        impl = "triton" if self.device.type == "cuda" else "torch"
+        try:
+            if op in ("relocate", "transfer") and 2 * batch > builder.free_slots:
+                raise _Skip(f"needs {2 * batch} free slots (two disjoint sets), the pool has {builder.free_slots}")
+            case = builder.build(op, batch)
+            if case is None:
+                raise _Skip(f"no {op} buffers for {kind} with scheme {self.runtime.spec_scheme}")
+            self._time_case(case, impl, layer)
+        except _Skip as skip:
+            self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped",
+                                 reason=str(skip)))
+        except torch.cuda.OutOfMemoryError as err:
+            torch.cuda.empty_cache()
+            self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped",
+                                 reason=f"out of memory: {str(err).splitlines()[0][:200]}"))
+
+    def _time_case(self, case: OpCase, impl: str, layer: int | None) -> None:
+        case.run()
+        self._sync()
+        if not case.check():
+            raise _Skip("output disagrees with the reference; not timed")
+        reps = self.cfg.reps
+        kernel = time_op(case.run, self.device, reps=reps)
+        matched = self._matched(case.nbytes)
+        base = None
+        if case.baseline is not None:
+            base = time_op(case.baseline, self.device, reps=reps if case.graph_baseline else max(3, reps // 10),
+                           graph=case.graph_baseline)
+        self.rows.append(self._row(case, impl, layer, kernel, matched, base))
+        if base is not None:
+            timer = None if case.graph_baseline or self.device.type != "cuda" else "CUDA events (eager: host syncs)"
+            self.rows.append(self._row(case, "torch-index", layer, base, matched, None, timer))
+
+    def _row(self, case: OpCase, impl: str, layer: int | None, t: Timing, matched: Timing | None,
+             base: Timing | None, timer: str | None = None) -> Row:
+        bw = gbps(case.nbytes, t.median_us)
+        ceiling = self.ceiling.gbps if self.ceiling else None
+        return Row(
+            op=case.op, impl=impl, kind=case.kind, batch=case.batch, layer=layer,
+            median_us=round(t.median_us, 3), p10_us=round(t.p10_us, 3), p90_us=round(t.p90_us, 3),
+            bytes=case.nbytes, gbps=round(bw, 1),
+            pct_ceiling=round(100 * bw / ceiling, 1) if ceiling else None,
+            size_matched_us=round(matched.median_us, 3) if matched else None,
+            pct_size_matched=round(100 * matched.median_us / t.median_us, 1) if matched else None,
+            speedup_vs_baseline=round(base.median_us / t.median_us, 2) if base else None,
+            timer=timer,
+        )
+
+
+class _Skip(Exception):
+    """A case that cannot run here; its reason goes into a skipped row."""

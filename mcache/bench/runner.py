@@ -255,8 +255,9 @@ class Runner:
         matched = self._matched(case.nbytes)
         base = None
         if case.baseline is not None:
-            base = time_op(case.baseline, self.device, reps=reps if case.graph_baseline else max(3, reps // 10),
-                           graph=case.graph_baseline)
+            eager = not case.graph_baseline  # host-synchronizing reference loops: few, unwarmed-once runs
+            base = time_op(case.baseline, self.device, reps=max(3, reps // 10) if eager else reps,
+                           warmup=1 if eager else 5, graph=not eager)
         self.rows.append(self._row(case, impl, layer, kernel, matched, base))
         if base is not None:
             timer = None if case.graph_baseline or self.device.type != "cuda" else "CUDA events (eager: host syncs)"

@@ -1,0 +1,24 @@
+"""`mcache bench` on a GPU: every op of the tiny spec checks out against its reference and is timed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcache.bench.runner import BenchConfig, Runner
+
+TINY = str(Path(__file__).parent / "specs" / "tiny-hybrid.yaml")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scheme", ["intermediate", "replay"])
+def test_gpu_run_of_every_op(scheme):
+    run = Runner(BenchConfig(spec=TINY, device="cuda", batches=[1, 3], max_batch=8, reps=5, scheme=scheme)).run()
+    assert run.meta.comparable and run.meta.ceiling.gbps > 0
+    assert run.meta.memory.allocated_bytes == run.meta.memory.estimated_bytes
+    bad = [r for r in run.rows if r.status == "skipped" and "disagrees" in (r.reason or "")]
+    assert not bad, bad
+    triton = [r for r in run.rows if r.impl == "triton" and r.status == "ok"]
+    assert {r.op for r in triton} >= {"reset", "relocate", "snapshot", "pack", "transfer"}
+    assert all(r.pct_ceiling is not None and r.speedup_vs_baseline is not None for r in triton)

@@ -1,0 +1,86 @@
+"""Recurrent kinds (conv window and/or SSM state per slot): the behaviour every one of them shares.
+
+Pools of a kind `k` with base states `s` (`conv`, `ssm`): `k.s` `[L, S, *s]`, and per scheme
+`k.inter_s` `[L, R, T, *s]` (intermediate), `k.s_versions` `[L, S, T, *s]` (index), `k.ring_*`
+`[L, S, 2, Hist, *input]` (replay, see `replay.py`), `k.snap_s` `[L, snapshots, *s]`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mcache import kernels as K
+from mcache.core.states import register
+from mcache.core.states.base import Pool, ReplayMeta, StateKind, Step, arange
+
+
+@register("mamba1", "lightning")
+class RecurrentState(StateKind):
+    """Conv/SSM slots with intermediate-state and index-only commits, snapshots and transfers.
+
+    Kinds without a replay recurrence (Mamba1, lightning) use this as is; under the replay scheme the
+    aux registry gives them intermediate states, which `commit` handles the same way.
+    """
+
+    def __init__(self, kind: str, ctx, pools: list[Pool], book=None):
+        super().__init__(kind, ctx, pools, book)
+        self.shapes = {s.name: s for s in ctx.states(kind)}
+        by = {(p.role, p.decl.name): p for p in pools}
+
+        def pick(role: str, name: str) -> dict[str, Pool]:
+            return {n: by[(role, name.format(n))] for n in self.shapes if (role, name.format(n)) in by}
+
+        self.base = pick("base", "{}")
+        self.inter = pick("spec.intermediate", "inter_{}")
+        self.versions = pick("spec.index", "{}_versions")
+        self.snap = pick("snapshot", "snap_{}")
+        replay = ctx.runtime.spec_scheme == "replay"
+        self.inputs = tuple(ctx.replay_inputs(kind) or []) if replay else ()
+        self.rings = {r.name: by[("spec.replay", f"ring_{r.name}")] for r in self.inputs}
+
+    def commit(self, step: Step, accepted: torch.Tensor) -> None:
+        for name, inter in self.inter.items():
+            K.commit_intermediate(self.base[name].view, inter.view, step.slots, step.rows, accepted)
+
+    def current(self, slots: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        if not self.versions:
+            return {n: (p.view, slots) for n, p in self.base.items()}
+        version = self.book.versions_of(slots)
+        pos = arange(len(slots), slots.device)
+        out = {}
+        for name, p in self.base.items():
+            tmp = torch.empty((p.view.shape[0], len(slots), *p.view.shape[2:]), dtype=p.view.dtype, device=slots.device)
+            for v in sorted(set(version)):
+                sel = torch.tensor([i for i, x in enumerate(version) if x == v], device=slots.device)
+                src = p.view if v == 0 else self.versions[name].view.select(2, v - 1)
+                K.copy_slots(src, slots[sel], tmp, pos[sel])
+            out[name] = (tmp, pos)
+        return out
+
+    def write(self, slots: torch.Tensor, values: dict[str, torch.Tensor]) -> None:
+        pos = arange(len(slots), slots.device)
+        for name, value in values.items():
+            pool = self.base[name].view
+            K.copy_slots(value.to(pool.device, pool.dtype), pos, pool, slots)
+
+    def snapshot(self, slot: torch.Tensor, snap: torch.Tensor) -> None:
+        for name, (src, index) in self.current(slot).items():
+            K.copy_slots(src, index, self.snap[name].view, snap)
+
+    def restore(self, snap: torch.Tensor, slot: torch.Tensor) -> None:
+        for name, pool in self.snap.items():
+            K.copy_slots(pool.view, snap, self.base[name].view, slot)
+
+    def on_transfer_complete(self, slots: torch.Tensor) -> None:
+        # The received base state is the whole state: stale rings and versions of the slot go.
+        views = [p.view for p in (*self.rings.values(), *self.versions.values())]
+        if views:
+            K.reset_slots(views, slots)
+
+    def replay_metadata(self) -> ReplayMeta | None:
+        if not self.rings:
+            return None
+        return ReplayMeta(self.kind, self.runtime.history, self.inputs, {n: p.view for n, p in self.rings.items()})
+
+    def transfer_states(self) -> list[str]:
+        return list(self.base)

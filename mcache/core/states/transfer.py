@@ -1,0 +1,168 @@
+"""Moving a request's base conv/SSM state between managers of possibly different TP (disaggregated serving).
+
+Axis 0 of every recurrent state is what TP splits: heads (SSM), or channel sections of the conv window
+(`[x|B|C]`, `[q|k|v]`; a state without sections is one section `all`). A `Piece` is a run of rows of
+one section in global (TP 1) coordinates, so a receiver of another TP can take exactly its rows: the
+sender's pieces are intersected with the receiver's, section by section. Mamba2 groups replicated over
+ranks (`tp > n_groups`) are pieces that several ranks hold; a receiver takes them from any sender.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from mcache import kernels as K
+from mcache.core.errors import LayoutError
+from mcache.core.kinds import KIND_MODULES
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Rows `start .. start + rows` of `section` in global coordinates; `local` is the first row on the rank."""
+
+    section: str
+    start: int
+    rows: int
+    local: int = 0
+
+
+@dataclass(frozen=True)
+class Region:
+    """One layer's worth of one state to send: `pieces` (global rows) laid end to end in `data`.
+
+    `role` is the pool key (`mamba2.ssm`), `layer` the global layer index, `row_elems` the elements of one
+    row (a head or a channel), `data` a 1-D tensor in the state's dtype.
+    """
+
+    role: str
+    layer: int
+    pieces: tuple[Piece, ...]
+    row_elems: int
+    data: torch.Tensor
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.numel() * self.data.element_size()
+
+
+def _start(total: int, local: int, tp: int, rank: int, field: str) -> int:
+    """First global row of a rank's share of a section: split, replicated whole, or replicated per group."""
+    if local * tp == total:
+        return rank * local
+    if local == total:
+        return 0
+    parts = total // local
+    if total % local == 0 and tp % parts == 0:
+        return rank // (tp // parts) * local
+    raise LayoutError(field, f"a share of {local} of {total} rows cannot be placed over tp={tp}")
+
+
+def pieces(ctx, kind: str, name: str, tp: int, rank: int) -> tuple[list[Piece], int]:
+    """The pieces of state `name` of `kind` that TP rank `rank` of a `tp`-way split holds, and the row size."""
+    module, block = KIND_MODULES[kind], getattr(ctx.spec, kind)
+    local = {s.name: s for s in module.states(ctx.spec, block, tp, ctx.dtypes)}[name]
+    whole = {s.name: s for s in module.states(ctx.spec, block, 1, ctx.dtypes)}[name]
+    row_elems = _row(local.shape)
+    out, offset = [], 0
+    for (section, rows), (_, total) in zip(_sections(local), _sections(whole), strict=True):
+        out.append(Piece(section, _start(total, rows, tp, rank, f"{kind}.{name}"), rows, offset))
+        offset += rows
+    return out, row_elems
+
+
+def _sections(state) -> tuple[tuple[str, int], ...]:
+    return state.sections or (("all", state.shape[0]),)
+
+
+def _row(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape[1:]:
+        n *= d
+    return n
+
+
+def intersect(mine: list[Piece], theirs: list[Piece]) -> list[tuple[Piece, Piece]]:
+    """`(part of mine, the piece of theirs it falls in)` for every overlap of the same section."""
+    out = []
+    for a in mine:
+        for b in theirs:
+            lo, hi = max(a.start, b.start), min(a.start + a.rows, b.start + b.rows)
+            if a.section == b.section and lo < hi:
+                out.append((Piece(a.section, lo, hi - lo, a.local + lo - a.start), b))
+    return out
+
+
+def export_regions(handlers, ctx, rank: int, slot: torch.Tensor, to: tuple[int, int] | None) -> list[Region]:
+    """Regions of the current state of `slot`; with `to = (tp, rank)` only what that receiver holds."""
+    regions = []
+    for h in handlers:
+        names = h.transfer_states()
+        if not names:
+            continue
+        current = h.current(slot)
+        for name in names:
+            mine, row = pieces(ctx, h.kind, name, ctx.tp_for(h.kind), rank)
+            if to is not None:
+                theirs, _ = pieces(ctx, h.kind, name, to[0], to[1])
+                mine = [a for a, _ in intersect(mine, theirs)]
+            if not mine:
+                continue
+            src, index = current[name]
+            out = torch.empty((1, src.shape[0], sum(p.rows for p in mine) * row), dtype=src.dtype, device=src.device)
+            K.pack(src, index, [(p.local * row, p.rows * row) for p in mine], out)
+            send = tuple(Piece(p.section, p.start, p.rows) for p in mine)
+            regions += [Region(f"{h.kind}.{name}", layer, send, row, out[0, j]) for j, layer in enumerate(h.layers)]
+    return regions
+
+
+@dataclass
+class Write:
+    """One planned unpack: `packed` `[1, 1, n]` into `ranges` of layer `layer` of `pool`."""
+
+    pool: torch.Tensor
+    layer: int
+    ranges: list[tuple[int, int]]
+    packed: torch.Tensor
+
+
+def plan_import(handlers, ctx, rank: int, regions: list[Region]) -> list[Write]:
+    """Where each received row goes; raises `ValueError` unless every row of the rank's state is covered."""
+    targets = {}
+    for h in handlers:
+        for name in h.transfer_states():
+            mine, row = pieces(ctx, h.kind, name, ctx.tp_for(h.kind), rank)
+            targets[f"{h.kind}.{name}"] = (h, name, mine, row)
+    covered = {(key, layer): set() for key, (h, *_) in targets.items() for layer in h.layers}
+    writes = []
+    for reg in regions:
+        if reg.role not in targets or (reg.role, reg.layer) not in covered:
+            continue  # another stage's layer, or a kind this rank does not hold
+        h, name, mine, row = targets[reg.role]
+        pool = h.base[name].view
+        if reg.row_elems != row or reg.data.dtype != pool.dtype:
+            raise ValueError(f"{reg.role}: received rows of {reg.row_elems} {reg.data.dtype}, this rank holds rows of {row} {pool.dtype}")
+        src, dst, offset = [], [], 0
+        for p in reg.pieces:
+            for part, target in intersect([Piece(p.section, p.start, p.rows, offset)], mine):
+                src.append((part.local * row, part.rows * row))
+                local = target.local + part.start - target.start
+                dst.append((local * row, part.rows * row))
+                covered[(reg.role, reg.layer)].update(range(local, local + part.rows))
+            offset += p.rows
+        if dst:
+            data = reg.data.to(pool.device)
+            packed = torch.cat([data[a : a + n] for a, n in src]).view(1, 1, -1)
+            writes.append(Write(pool, h.layers.index(reg.layer), dst, packed))
+    for (key, layer), rows in covered.items():
+        total = sum(p.rows for p in targets[key][2])
+        if len(rows) != total:
+            raise ValueError(f"incomplete transfer: {key} layer {layer} got {len(rows)} of {total} rows")
+    return writes
+
+
+def apply_import(writes: list[Write], slot: torch.Tensor) -> None:
+    """Write the planned rows into `slot`."""
+    for w in writes:
+        K.unpack(w.packed, w.pool[w.layer : w.layer + 1], slot, w.ranges)

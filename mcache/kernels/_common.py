@@ -1,0 +1,116 @@
+"""Host-side checks and views shared by the Triton launchers (no Triton import here).
+
+The launchers check everything a kernel would otherwise get silently wrong: dtypes, one device, shapes,
+state dims contiguous, and index ranges. Index ranges are read on the host: free for CPU index tensors, one
+synchronization for GPU ones (callers that capture CUDA graphs or validated the indices pass `check=False`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+class KernelArgError(ValueError):
+    """An argument a kernel cannot run on (wrong dtype, device, shape, layout or index range)."""
+
+
+def fail(msg: str) -> None:
+    raise KernelArgError(msg)
+
+
+def state_numel(t: torch.Tensor, nlead: int, name: str) -> int:
+    """Elements of one state in a `[*lead(nlead), *state]` tensor whose state dims must be contiguous."""
+    if t.dim() < nlead:
+        fail(f"{name}: expected at least {nlead} dims, got shape {tuple(t.shape)}")
+    state = t.shape[nlead:]
+    expect = 1
+    for size, stride in reversed(list(zip(state, t.stride()[nlead:], strict=True))):
+        if size != 1 and stride != expect:
+            fail(f"{name}: state dims {tuple(state)} must be contiguous (strides {t.stride()[nlead:]})")
+        expect *= size
+    return math.prod(state)
+
+
+def same_device(**tensors: torch.Tensor) -> torch.device:
+    devs = {n: t.device for n, t in tensors.items()}
+    first = next(iter(devs.values()))
+    for n, d in devs.items():
+        if d != first:
+            fail(f"all tensors must be on one device: {n} is on {d}, expected {first}")
+    return first
+
+
+def as_index(name: str, t: torch.Tensor, n: int | None, device: torch.device) -> torch.Tensor:
+    """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU."""
+    if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES:
+        fail(f"{name}: expected an int32/int64 tensor, got {getattr(t, 'dtype', type(t))}")
+    if t.dim() != 1 or (n is not None and t.shape[0] != n):
+        fail(f"{name}: expected shape [{'B' if n is None else n}], got {tuple(t.shape)}")
+    if t.device != device:
+        if t.device.type != "cpu":
+            fail(f"{name}: on {t.device}, expected {device} or the CPU")
+        t = t.to(device, non_blocking=True)
+    return t.contiguous()
+
+
+def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
+    """Check `lo <= t < hi` for each `(name, t, lo, hi)`; all GPU tensors are read in one synchronization."""
+    items = [it for it in items if it[1].numel() > 0]
+    if not items:
+        return
+    stats = (
+        torch.stack([torch.stack([t.min(), t.max()]).long().cpu() for _, t, _, _ in items])
+        if all(t.device.type == "cpu" for _, t, _, _ in items)
+        else torch.stack([torch.stack([t.min().long(), t.max().long()]) for _, t, _, _ in items]).cpu()
+    )
+    for (name, _, lo, hi), (mn, mx) in zip(items, stats.tolist(), strict=True):
+        if mn < lo or mx >= hi:
+            fail(f"{name}: values must lie in [{lo}, {hi}), got min {mn}, max {mx}")
+
+
+def word_size(t: torch.Tensor, nlead: int, extra: Sequence[int] = ()) -> int:
+    """Widest word (4, 2 or 1 bytes) that divides the state size, the lead strides, the storage offset and
+    every element offset in `extra`, so that the tensor can be moved as words of that size."""
+    es = t.element_size()
+    vals = [t.storage_offset(), *t.stride()[:nlead], math.prod(t.shape[nlead:]), *extra]
+    for w in (4, 2, 1):
+        if all((v * es) % w == 0 for v in vals) and t.data_ptr() % w == 0:
+            return w
+    return 1
+
+
+_WORD_DTYPES = {4: torch.int32, 2: torch.int16, 1: torch.uint8}
+
+
+def word_view(t: torch.Tensor, nlead: int, w: int) -> torch.Tensor:
+    """`[*lead, *state]` -> `[*lead, state_words]` reinterpreted as `w`-byte integers (a view, no copy)."""
+    flat = t.reshape(*t.shape[:nlead], -1)
+    if flat.numel() and flat.data_ptr() != t.data_ptr():
+        fail("internal: state view is not a view")
+    if flat.shape[-1] == 1:
+        flat = flat.as_strided(flat.shape, (*flat.stride()[:-1], 1))
+    return flat.view(_WORD_DTYPES[w])
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def copy_config(words: int, word_bytes: int, config: tuple[int, int] | None = None) -> tuple[int, int]:
+    """`(BLOCK words per program, num_warps)` for a copy-like kernel over states of `words` words.
+
+    128 KiB per program at 16 warps (64 bytes in flight per thread): the fastest of the configurations
+    timed on an H200 (32 KiB programs ran about 4% slower at every batch size; results/kernels_h200.md).
+    """
+    if config is not None:
+        return config
+    block = max(16, min(next_pow2(words), (128 << 10) // word_bytes))
+    nbytes = block * word_bytes
+    warps = 16 if nbytes >= 64 << 10 else 8 if nbytes >= 16 << 10 else 4
+    return block, warps

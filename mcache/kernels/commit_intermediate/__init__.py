@@ -1,0 +1,27 @@
+"""`commit_intermediate`: copy each request's accepted speculative state into its slot."""
+
+from __future__ import annotations
+
+import torch
+
+from .reference import commit_intermediate_reference
+
+__all__ = ["commit_intermediate", "commit_intermediate_reference"]
+
+
+def commit_intermediate(
+    pool: torch.Tensor,
+    inter: torch.Tensor,
+    slots: torch.Tensor,
+    rows: torch.Tensor,
+    accepted: torch.Tensor,
+    *,
+    check: bool = True,
+) -> None:
+    """`pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]`, skipping `accepted[b] == 0`."""
+    if pool.is_cuda:
+        from .kernel import commit_intermediate_triton
+
+        commit_intermediate_triton(pool, inter, slots, rows, accepted, check=check)
+    else:
+        commit_intermediate_reference(pool, inter, slots, rows, accepted)

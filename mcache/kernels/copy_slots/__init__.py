@@ -1,0 +1,22 @@
+"""`copy_slots`: copy whole slots within a pool (relocation) or between pools (snapshot, restore)."""
+
+from __future__ import annotations
+
+import torch
+
+from .reference import copy_slots_reference
+
+__all__ = ["copy_slots", "copy_slots_reference"]
+
+
+def copy_slots(src: torch.Tensor, src_slots: torch.Tensor, dst: torch.Tensor, dst_slots: torch.Tensor, *, check: bool = True) -> None:
+    """`dst[:, dst_slots[b]] = src[:, src_slots[b]]` (Triton on CUDA, torch otherwise).
+
+    Within one pool, a slot may not be both read and written by one call (the kernel does not gather first).
+    """
+    if dst.is_cuda:
+        from .kernel import copy_slots_triton
+
+        copy_slots_triton(src, src_slots, dst, dst_slots, check=check)
+    else:
+        copy_slots_reference(src, src_slots, dst, dst_slots)

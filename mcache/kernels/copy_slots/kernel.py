@@ -1,0 +1,84 @@
+"""Triton slot copy: `dst[:, dst_slots[b]] = src[:, src_slots[b]]`, all layers in one launch.
+
+Units `(layer, request, chunk)`, chunk fastest; states are moved as 4-, 2- or 1-byte words; int64 offsets.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+
+
+@triton.jit
+def _copy_slots_kernel(
+    src, src_slots, ss0, ss1,
+    dst, dst_slots, ds0, ds1,
+    B, D, NCH,
+    BLOCK: tl.constexpr, EVEN: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    chunk = pid % NCH
+    rest = pid // NCH
+    b = rest % B
+    layer = (rest // B).to(tl.int64)
+    start = chunk.to(tl.int64) * BLOCK
+    s_slot = tl.load(src_slots + b).to(tl.int64)
+    d_slot = tl.load(dst_slots + b).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    s_ptr = src + (layer * ss0 + s_slot * ss1 + start) + offs
+    d_ptr = dst + (layer * ds0 + d_slot * ds1 + start) + offs
+    if EVEN:
+        tl.store(d_ptr, tl.load(s_ptr, eviction_policy="evict_first"))
+    else:
+        mask = offs < D - start
+        tl.store(d_ptr, tl.load(s_ptr, mask=mask, eviction_policy="evict_first"), mask=mask)
+
+
+def copy_slots_triton(
+    src: torch.Tensor,
+    src_slots: torch.Tensor,
+    dst: torch.Tensor,
+    dst_slots: torch.Tensor,
+    *,
+    check: bool = True,
+    config: tuple[int, int] | None = None,
+) -> None:
+    """`dst[:, dst_slots[b]] = src[:, src_slots[b]]`; see `reference.copy_slots_reference`.
+
+    A pure bit copy: `src` and `dst` must have one dtype. Within one pool the read and written slot sets must
+    be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
+    """
+    dev = same_device(src=src, dst=dst)
+    if src.dtype != dst.dtype:
+        fail(f"copy_slots: src is {src.dtype}, dst is {dst.dtype}; the copy does not convert")
+    if src.dim() < 2 or src.shape[0] != dst.shape[0] or src.shape[2:] != dst.shape[2:]:
+        fail(f"copy_slots: src {tuple(src.shape)} and dst {tuple(dst.shape)} need the same L and state shape")
+    state_numel(src, 2, "src")
+    state_numel(dst, 2, "dst")
+    src_slots = as_index("src_slots", src_slots, None, dev)
+    dst_slots = as_index("dst_slots", dst_slots, src_slots.shape[0], dev)
+    if check:
+        items = [("src_slots", src_slots, 0, src.shape[1]), ("dst_slots", dst_slots, 0, dst.shape[1])]
+        if src.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr() and src_slots.numel():
+            shared = torch.isin(dst_slots, src_slots).any().long().view(1)
+            items.append(("slots both read and written in one pool (count)", shared, 0, 1))
+        check_ranges(items)
+    nb = src_slots.numel()
+    if nb == 0 or src.numel() == 0:
+        return
+    w = min(word_size(src, 2), word_size(dst, 2))
+    sv, dv = word_view(src, 2, w), word_view(dst, 2, w)
+    d = sv.shape[2]
+    block, warps = copy_config(d, w, config)
+    nch = triton.cdiv(d, block)
+    grid = sv.shape[0] * nb * nch
+    if grid >= 2**31:
+        fail(f"copy_slots: {grid} programs exceed the launch grid")
+    _copy_slots_kernel[(grid,)](
+        sv, src_slots, sv.stride(0), sv.stride(1),
+        dv, dst_slots, dv.stride(0), dv.stride(1),
+        nb, d, nch, BLOCK=block, EVEN=d % block == 0, num_warps=warps,
+    )  # fmt: skip

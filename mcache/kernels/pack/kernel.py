@@ -1,0 +1,114 @@
+"""Triton pack/unpack of state slices between a pool and a `[B, L, total]` transfer buffer.
+
+The `(start, length)` ranges are split on the host into chunks of at most BLOCK words, kept in a small
+device table (cached per ranges, word size, block and device); programs walk `(layer, request, chunk)`,
+chunk fastest. Full chunks take the unmasked path; `ALIGN` tells Triton how aligned every chunk start and
+length is so that accesses stay 16 bytes wide. Offsets are int64.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import torch
+import triton
+import triton.language as tl
+
+from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+
+
+@triton.jit
+def _pack_kernel(
+    pool, slots, ps0, ps1,
+    packed, qs0, qs1,
+    table, B, NCH,
+    TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    j = pid % NCH
+    rest = pid // NCH
+    b = rest % B
+    layer = (rest // B).to(tl.int64)
+    p_start = tl.multiple_of(tl.load(table + 3 * j), ALIGN)
+    q_start = tl.multiple_of(tl.load(table + 3 * j + 1), ALIGN)
+    length = tl.multiple_of(tl.load(table + 3 * j + 2), ALIGN)
+    slot = tl.load(slots + b).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    p_ptr = pool + (layer * ps0 + slot * ps1 + p_start) + offs
+    q_ptr = packed + (b.to(tl.int64) * qs0 + layer * qs1 + q_start) + offs
+    if TO_POOL:
+        src_ptr, dst_ptr = q_ptr, p_ptr
+    else:
+        src_ptr, dst_ptr = p_ptr, q_ptr
+    if length == BLOCK:
+        tl.store(dst_ptr, tl.load(src_ptr, eviction_policy="evict_first"))
+    else:
+        mask = offs < length
+        tl.store(dst_ptr, tl.load(src_ptr, mask=mask, eviction_policy="evict_first"), mask=mask)
+
+
+@lru_cache(maxsize=256)
+def _chunk_table(ranges: tuple[tuple[int, int], ...], block: int, device: torch.device):
+    """Rows `(state_start, packed_start, length)` in words, each chunk at most `block` words; and ALIGN."""
+    rows, q = [], 0
+    for start, length in ranges:
+        for off in range(0, length, block):
+            rows.append((start + off, q + off, min(block, length - off)))
+        q += length
+    g = 0
+    for r in rows:
+        g = math.gcd(g, math.gcd(math.gcd(r[0], r[1]), r[2]))
+    align = 16
+    while align > 1 and g % align:
+        align //= 2
+    tab = torch.tensor(rows, dtype=torch.int64).reshape(-1).to(device)
+    return tab, len(rows), align
+
+
+def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
+    name = "unpack" if to_pool else "pack"
+    dev = same_device(pool=pool, packed=packed)
+    if pool.dtype != packed.dtype:
+        fail(f"{name}: pool is {pool.dtype}, buffer is {packed.dtype}; the copy does not convert")
+    numel = state_numel(pool, 2, "pool")
+    slots = as_index("slots", slots, None, dev)
+    nb, nl = slots.shape[0], pool.shape[0]
+    ranges = tuple((int(s), int(n)) for s, n in ranges)
+    for s, n in ranges:
+        if s < 0 or n < 0 or s + n > numel:
+            fail(f"{name}: range (start={s}, length={n}) is outside the state of {numel} elements")
+    total = sum(n for _, n in ranges)
+    if packed.dim() != 3 or tuple(packed.shape) != (nb, nl, total) or (total > 1 and packed.stride(2) != 1):
+        fail(f"{name}: buffer must be [B={nb}, L={nl}, total={total}] with a contiguous last dim, "
+             f"got {tuple(packed.shape)} strides {packed.stride()}")  # fmt: skip
+    ranges = tuple(r for r in ranges if r[1] > 0)
+    if check:
+        check_ranges([("slots", slots, 0, pool.shape[1])])
+    if nb == 0 or total == 0 or nl == 0:
+        return
+    flat = [v for r in ranges for v in r]
+    w = min(word_size(pool, 2, flat), word_size(packed, 2, [0, total]))
+    pv, qv = word_view(pool, 2, w), word_view(packed, 2, w)
+    es = pool.element_size()  # word_size made every start and length a whole number of words
+    words = tuple((s * es // w, n * es // w) for s, n in ranges)
+    block, warps = copy_config(max(n for _, n in words), w, config)
+    tab, nch, align = _chunk_table(words, block, pv.device)
+    grid = nl * nb * nch
+    if grid >= 2**31:
+        fail(f"{name}: {grid} programs exceed the launch grid")
+    _pack_kernel[(grid,)](
+        pv, slots, pv.stride(0), pv.stride(1),
+        qv, qv.stride(0), qv.stride(1),
+        tab, nb, nch, TO_POOL=to_pool, BLOCK=block, ALIGN=align, num_warps=warps,
+    )  # fmt: skip
+
+
+def pack_triton(pool, slots, ranges, out, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.pack_reference`: `pool` `[L, S, *st]` -> `out` `[B, L, total]` (one dtype, bit copy)."""
+    _run(pool, slots, ranges, out, False, check, config)
+
+
+def unpack_triton(packed, pool, slots, ranges, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.unpack_reference`: `packed` `[B, L, total]` -> `pool` `[L, S, *st]`."""
+    _run(pool, slots, ranges, packed, True, check, config)

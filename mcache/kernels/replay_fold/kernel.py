@@ -1,0 +1,328 @@
+"""Triton replay folds: fold `count[b]` ring tokens into the checkpoint state, reading and writing it once.
+
+Instead of stepping token by token over the state (a few FLOPs per state element per token, which makes a
+16-token fold compute-bound on bf16 states), each kernel folds all tokens in closed form with small matrix
+products on the tensor cores (fp32 operands, `tf32x3`: about fp32 accuracy):
+
+- Mamba2 (scalar decay per head) is linear in `h`: `h_c = exp(sum dA) h_0 + (x * w)^T B` with
+  `w_t = dt_t exp(sum_{s>t} dA_s)`, one `[P, c] x [c, N]` product per head.
+- GatedDeltaNet / KDA (delta rule) use the WY/UT form of chunked delta-rule kernels: with `G` the cumulative
+  log gate, `A_ij = beta_j <k_i, k_j exp(G_i - G_j)>` for `j < i`, `T = (I + A)^-1` (forward substitution,
+  `c x c`), errors `E = T (V - (k exp G) S_0^T)` and `S_c = S_0 exp(G_c) + E^T (beta k exp(G_c - G))`.
+  Every exponent is `<= 0` for decaying gates, so nothing is divided by a vanishing gate product.
+
+Tokens past `count` are loaded as zeros (k, v, beta, x, dt, dA, g = 0), which makes them identity steps.
+Offsets are int64; `[L, S, ...]` dims 0/1 of the state and dims 0..3 of the ring tensors may have any strides.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._common import FLOAT_DTYPES, as_index, check_ranges, fail, next_pow2, same_device, state_numel
+
+PRECISION = "tf32x3"
+
+
+def mamba2_config(P: int, bn: int) -> tuple[int, int]:
+    """`(BP, num_warps)`: a quarter head of P rows per program keeps many programs per SM in flight."""
+    return max(16, min(next_pow2(P), 4096 // bn)), 4
+
+
+def delta_config(V: int, bk: int, dtype: torch.dtype) -> tuple[int, int, int]:
+    """`(BV, num_warps, inverse)`. `inverse` 0 solves `(I + A) T = I` by forward substitution (float32 states:
+    exact to float32 rounding); 1 multiplies out the nilpotent series on tensor cores, which is faster but
+    loses a few float32 digits when keys are nearly parallel (about 1e-4 relative): invisible in bf16/f16."""
+    return max(16, min(next_pow2(V), 8192 // bk)), 4, int(dtype != torch.float32)
+
+
+@triton.jit
+def _ring_base(ptr, s0, s1, s2, layer, slot, r):
+    return ptr + (layer * s0 + slot * s1 + r * s2)
+
+
+@triton.jit
+def _mamba2_kernel(
+    ssm, ss0, ss1,
+    x, xs0, xs1, xs2, xs3,
+    Bm, bs0, bs1, bs2, bs3,
+    dt, ts0, ts1, ts2, ts3,
+    dA, as0, as1, as2, as3,
+    slots, bufs, counts,
+    NB, H, P, N, HPG, NPB,
+    BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    pb = pid % NPB
+    rest = pid // NPB
+    h = (rest % H).to(tl.int64)
+    rest = rest // H
+    b = rest % NB
+    layer = (rest // NB).to(tl.int64)
+    c = tl.load(counts + b).to(tl.int32)
+    if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
+        p = pb * BP + tl.arange(0, BP)
+        n = tl.arange(0, BN)
+        pm = p < P
+        nm = n < N
+        # The state load goes first so that its latency overlaps the ring loads and the product.
+        sp = ssm + (layer * ss0 + slot * ss1) + (h * P + p[:, None]) * N + n[None, :]
+        sm = pm[:, None] & nm[None, :]
+        h0 = tl.load(sp, mask=sm, other=0.0).to(tl.float32)
+        t = tl.arange(0, CP)
+        tm = t < c
+        dav = tl.load(_ring_base(dA, as0, as1, as2, layer, slot, r) + t * as3 + h, mask=tm, other=0.0).to(tl.float32)
+        dtv = tl.load(_ring_base(dt, ts0, ts1, ts2, layer, slot, r) + t * ts3 + h, mask=tm, other=0.0).to(tl.float32)
+        total = tl.sum(dav, 0)
+        w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
+        xb = _ring_base(x, xs0, xs1, xs2, layer, slot, r)
+        xt = tl.load(xb + t[None, :] * xs3 + (h * P + p[:, None]), mask=tm[None, :] & pm[:, None], other=0.0)
+        xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
+        bb = _ring_base(Bm, bs0, bs1, bs2, layer, slot, r)
+        g = h // HPG
+        bt = tl.load(bb + t[:, None] * bs3 + (g * N + n[None, :]), mask=tm[:, None] & nm[None, :], other=0.0)
+        h1 = tl.dot(xw, bt.to(tl.float32), acc=h0 * tl.exp(total), input_precision=PREC)  # [BP, BN]
+        tl.store(sp, h1.to(ssm.dtype.element_ty), mask=sm)
+
+
+@triton.jit
+def _delta_kernel(
+    ssm, ss0, ss1,
+    k, ks0, ks1, ks2, ks3,
+    v, vs0, vs1, vs2, vs3,
+    g, gs0, gs1, gs2, gs3,
+    beta, es0, es1, es2, es3,
+    slots, bufs, counts,
+    NB, H, V, K, HPG, NVB,
+    BV: tl.constexpr, BK: tl.constexpr, CP: tl.constexpr, LOG2CP: tl.constexpr, PER_CHANNEL: tl.constexpr,
+    INVERSE: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    vb = pid % NVB
+    rest = pid // NVB
+    h = (rest % H).to(tl.int64)
+    rest = rest // H
+    b = rest % NB
+    layer = (rest // NB).to(tl.int64)
+    c = tl.load(counts + b).to(tl.int32)
+    if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
+        kk = tl.arange(0, BK)
+        km = kk < K
+        vv = vb * BV + tl.arange(0, BV)
+        vm = vv < V
+        # The state load goes first so that its latency overlaps the token loads and the c x c solve.
+        sp = ssm + (layer * ss0 + slot * ss1) + (h * V + vv[:, None]) * K + kk[None, :]
+        sm = vm[:, None] & km[None, :]
+        s0 = tl.load(sp, mask=sm, other=0.0).to(tl.float32)  # [BV, BK]
+        t = tl.arange(0, CP)
+        tj = tl.arange(0, CP)
+        tm = t < c
+        tkm = tm[:, None] & km[None, :]
+        kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r)
+        kt = tl.load(kb + t[:, None] * ks3 + ((h // HPG) * K + kk[None, :]), mask=tkm, other=0.0).to(tl.float32)
+        eb = _ring_base(beta, es0, es1, es2, layer, slot, r)
+        bt = tl.load(eb + t * es3 + h, mask=tm, other=0.0).to(tl.float32)
+        gb = _ring_base(g, gs0, gs1, gs2, layer, slot, r)
+        lower = t[:, None] > tj[None, :]
+        if PER_CHANNEL:
+            gt = tl.load(gb + t[:, None] * gs3 + (h * K + kk[None, :]), mask=tkm, other=0.0).to(tl.float32)
+            G = tl.cumsum(gt, 0)  # [CP, BK]
+            gc = tl.sum(gt, 0)  # [BK]
+            kg = kt * tl.exp(G)
+            ktil = kt * tl.exp(gc[None, :] - G) * bt[:, None]
+            A = tl.zeros([CP, CP], dtype=tl.float32)
+            for j in tl.static_range(CP):
+                sel = (t == j)[:, None]
+                kj = tl.sum(tl.where(sel, kt, 0.0), 0)
+                Gj = tl.sum(tl.where(sel, G, 0.0), 0)
+                dec = tl.exp(tl.where((t > j)[:, None], G - Gj[None, :], float("-inf")))
+                col = tl.sum(kt * kj[None, :] * dec, 1)  # [CP]: <k_i, k_j exp(G_i - G_j)>
+                A = tl.where((tj == j)[None, :], col[:, None], A)
+            A = A * bt[None, :]
+        else:
+            gt = tl.load(gb + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+            G = tl.cumsum(gt, 0)  # [CP]
+            gc = tl.sum(gt, 0)
+            kg = kt * tl.exp(G)[:, None]
+            ktil = kt * (bt * tl.exp(gc - G))[:, None]
+            kk_t = tl.dot(kt, tl.trans(kt), input_precision=PREC)  # [CP, CP]
+            dec = tl.exp(tl.where(lower, G[:, None] - G[None, :], float("-inf")))
+            A = kk_t * dec * bt[None, :]
+        A = tl.where(lower, A, 0.0)
+        eye = tl.where(t[:, None] == tj[None, :], 1.0, 0.0)
+        if INVERSE == 0:
+            # T = (I + A)^-1 by forward substitution; A is strictly lower triangular.
+            T = eye
+            for i in tl.static_range(1, CP):
+                rowsel = (t == i)[:, None]
+                a_i = tl.sum(tl.where(rowsel, A, 0.0), 0)  # [CP] over j
+                s_i = tl.sum(a_i[:, None] * T, 0)  # sum_j A_ij T_j (rows j < i are final)
+                T = tl.where(rowsel, T - s_i[None, :], T)
+        else:
+            # A is nilpotent (A^CP = 0): (I + A)^-1 = (I - A)(I + A^2)(I + A^4)...(I + A^(CP/2)), all on tensor cores.
+            T = eye - A
+            Ap = A
+            for _ in tl.static_range(LOG2CP - 1):
+                Ap = tl.dot(Ap, Ap, input_precision=PREC)
+                T = tl.dot(T, eye + Ap, input_precision=PREC)
+        vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r)
+        vt = tl.load(vbase + t[:, None] * vs3 + (h * V + vv[None, :]), mask=tm[:, None] & vm[None, :], other=0.0)
+        rhs = vt.to(tl.float32) - tl.dot(kg, tl.trans(s0), input_precision=PREC)  # [CP, BV]
+        err = tl.dot(T, rhs, input_precision=PREC)  # [CP, BV]
+        decay = tl.exp(gc)[None, :] if PER_CHANNEL else tl.exp(gc)
+        s_new = tl.dot(tl.trans(err), ktil, acc=s0 * decay, input_precision=PREC)  # [BV, BK]
+        tl.store(sp, s_new.to(ssm.dtype.element_ty), mask=sm)
+
+
+@triton.jit
+def _conv_kernel(
+    conv, cs0, cs1,
+    cin, is0, is1, is2, is3,
+    slots, bufs, counts,
+    NB, C, NCB,
+    KM1: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    # Each program owns BC whole channels (BC * KM1 consecutive elements of the window, stored contiguously).
+    pid = tl.program_id(0)
+    cb = pid % NCB
+    rest = pid // NCB
+    b = rest % NB
+    layer = (rest // NB).to(tl.int64)
+    c = tl.load(counts + b).to(tl.int32)
+    if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
+        f = tl.arange(0, BLOCK)
+        start = cb.to(tl.int64) * (BC * KM1)
+        m = (f < BC * KM1) & (f < C * KM1 - start)
+        ch = cb * BC + f // KM1
+        j = f % KM1
+        src_t = c + j - KM1  # column j of the new window is token src_t, or old column j + c when negative
+        old_col = src_t < 0
+        cp = conv + (layer * cs0 + slot * cs1 + start)
+        old = tl.load(cp + f + c, mask=m & old_col, other=0.0)
+        ib = _ring_base(cin, is0, is1, is2, layer, slot, r)
+        new = tl.load(ib + src_t.to(tl.int64) * is3 + ch, mask=m & (src_t >= 0), other=0.0)
+        val = tl.where(old_col, old, new.to(conv.dtype.element_ty))
+        tl.debug_barrier()  # every old column is read before any is overwritten (threads share a channel)
+        tl.store(cp + f, val, mask=m)
+
+
+def _ring(name: str, t: torch.Tensor, L: int, S: int, tail: tuple[int, ...]) -> tuple[int, int]:
+    """Check a ring tensor `[L, S, NBUF, Hist, *tail]`; returns `(NBUF, Hist)`."""
+    if t.dtype not in FLOAT_DTYPES:
+        fail(f"{name}: expected float32/bfloat16/float16, got {t.dtype}")
+    if t.dim() != 4 + len(tail) or tuple(t.shape[:2]) != (L, S) or tuple(t.shape[4:]) != tail:
+        fail(f"{name}: expected [L={L}, S={S}, 2, Hist, {', '.join(map(str, tail))}], got {tuple(t.shape)}")
+    state_numel(t, 4, name)
+    return t.shape[2], t.shape[3]
+
+
+def _state(name: str, t: torch.Tensor, ndim: int) -> None:
+    if t.dtype not in FLOAT_DTYPES:
+        fail(f"{name}: expected float32/bfloat16/float16, got {t.dtype}")
+    if t.dim() != ndim:
+        fail(f"{name}: expected {ndim} dims, got shape {tuple(t.shape)}")
+    state_numel(t, 2, name)
+
+
+def _indices(dev, slots, buf, count, S, nbuf, hist, check):
+    slots = as_index("slots", slots, None, dev)
+    nb = slots.shape[0]
+    buf = as_index("buf", buf, nb, dev)
+    count = as_index("count", count, nb, dev)
+    if check:
+        check_ranges([("slots", slots, 0, S), ("buf", buf, 0, nbuf), ("count", count, 0, hist + 1)])
+    return slots, buf, count, nb
+
+
+def _strides4(t: torch.Tensor) -> tuple[int, int, int, int]:
+    return t.stride(0), t.stride(1), t.stride(2), t.stride(3)
+
+
+def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.replay_fold_mamba2_reference`. `config` = `(BP rows of P per program, num_warps)`."""
+    _state("ssm", ssm, 5)
+    L, S, H, P, N = ssm.shape
+    dev = same_device(ssm=ssm, x=x, B=B, dt=dt, dA=dA)
+    if B.dim() != 6 or B.shape[-2] < 1 or H % B.shape[-2]:
+        fail(f"B: expected [L, S, 2, Hist, G, N] with H={H} divisible by G, got {tuple(B.shape)}")
+    G = B.shape[-2]
+    nbuf, hist = _ring("x", x, L, S, (H, P))
+    for name, t, tail in (("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,))):
+        if _ring(name, t, L, S, tail) != (nbuf, hist):
+            fail(f"{name}: ring dims {tuple(t.shape[2:4])} differ from x's {(nbuf, hist)}")
+    slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
+    if nb == 0 or ssm.numel() == 0:
+        return
+    bn = max(16, next_pow2(N))
+    bp, warps = config or mamba2_config(P, bn)
+    npb = triton.cdiv(P, bp)
+    _mamba2_kernel[(L * nb * H * npb,)](
+        ssm, ssm.stride(0), ssm.stride(1),
+        x, *_strides4(x), B, *_strides4(B), dt, *_strides4(dt), dA, *_strides4(dA),
+        slots, buf, count, nb, H, P, N, H // G, npb,
+        BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, num_warps=warps,
+    )  # fmt: skip
+
+
+def _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel: bool) -> None:
+    _state("ssm", ssm, 5)
+    L, S, H, V, K = ssm.shape
+    dev = same_device(ssm=ssm, k=k, v=v, g=g, beta=beta)
+    if k.dim() != 6 or k.shape[-2] < 1 or H % k.shape[-2]:
+        fail(f"k: expected [L, S, 2, Hist, Hk, K] with H={H} divisible by Hk, got {tuple(k.shape)}")
+    hk = k.shape[-2]
+    nbuf, hist = _ring("k", k, L, S, (hk, K))
+    gtail = (H, K) if per_channel else (H,)
+    for name, t, tail in (("v", v, (H, V)), ("g", g, gtail), ("beta", beta, (H,))):
+        if _ring(name, t, L, S, tail) != (nbuf, hist):
+            fail(f"{name}: ring dims {tuple(t.shape[2:4])} differ from k's {(nbuf, hist)}")
+    slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
+    if nb == 0 or ssm.numel() == 0:
+        return
+    bk = max(16, next_pow2(K))
+    bv, warps, inverse = (*config, 0)[:3] if config else delta_config(V, bk, ssm.dtype)
+    nvb = triton.cdiv(V, bv)
+    cp = max(16, next_pow2(hist))
+    _delta_kernel[(L * nb * H * nvb,)](
+        ssm, ssm.stride(0), ssm.stride(1),
+        k, *_strides4(k), v, *_strides4(v), g, *_strides4(g), beta, *_strides4(beta),
+        slots, buf, count, nb, H, V, K, H // hk, nvb,
+        BV=bv, BK=bk, CP=cp, LOG2CP=cp.bit_length() - 1, PER_CHANNEL=per_channel, INVERSE=inverse,
+        PREC=PRECISION, num_warps=warps,
+    )  # fmt: skip
+
+
+def replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.replay_fold_gdn_reference`. `config` = `(BV rows of V per program, num_warps)`."""
+    _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel=False)
+
+
+def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.replay_fold_kda_reference`. `config` = `(BV rows of V per program, num_warps)`."""
+    _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel=True)
+
+
+def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.replay_fold_conv_reference`. `config` = `(elements per program, num_warps)`."""
+    _state("conv", conv, 4)
+    L, S, C, km1 = conv.shape
+    dev = same_device(conv=conv, conv_in=conv_in)
+    nbuf, hist = _ring("conv_in", conv_in, L, S, (C,))
+    slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
+    if nb == 0 or conv.numel() == 0:
+        return
+    block, warps = config or (4096, 4)
+    bc = max(1, (block // km1) // 8 * 8 or block // km1)  # whole channels, 16-byte aligned starts when possible
+    ncb = triton.cdiv(C, bc)
+    _conv_kernel[(L * nb * ncb,)](
+        conv, conv.stride(0), conv.stride(1), conv_in, *_strides4(conv_in),
+        slots, buf, count, nb, C, ncb, KM1=km1, BC=bc, BLOCK=next_pow2(bc * km1), num_warps=warps,
+    )  # fmt: skip

@@ -1,0 +1,113 @@
+"""Triton slot reset: one launch zeroes `pool[:, slots]` in up to four pools (any float dtypes, both layouts).
+
+Programs walk units `(pool, layer, request, chunk)`; the chunk axis varies fastest so neighbouring programs
+write neighbouring memory. Pools are moved as 4-, 2- or 1-byte words; offsets are computed in int64.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+
+MAX_POOLS = 4
+
+
+@triton.jit
+def _zero_unit(ptr, st0, st1, D, nch, u, slots_ptr, B, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    chunk = u % nch
+    rest = u // nch
+    b = rest % B
+    layer = rest // B
+    slot = tl.load(slots_ptr + b).to(tl.int64)
+    start = chunk.to(tl.int64) * BLOCK
+    base = layer.to(tl.int64) * st0 + slot * st1 + start
+    offs = tl.arange(0, BLOCK)
+    zero = tl.zeros([BLOCK], dtype=ptr.dtype.element_ty)
+    if EVEN:
+        tl.store(ptr + base + offs, zero)
+    else:
+        tl.store(ptr + base + offs, zero, mask=offs < D - start)
+
+
+@triton.jit
+def _reset_kernel(
+    slots_ptr, B,
+    p0, a0, b0, d0, n0, u0,
+    p1, a1, b1, d1, n1, u1,
+    p2, a2, b2, d2, n2, u2,
+    p3, a3, b3, d3, n3,
+    NPOOLS: tl.constexpr, BLOCK: tl.constexpr,
+    E0: tl.constexpr, E1: tl.constexpr, E2: tl.constexpr, E3: tl.constexpr,
+):  # fmt: skip
+    # u0..u2 are the cumulative unit counts at the end of pools 0..2; NPOOLS branches are resolved at compile time.
+    pid = tl.program_id(0)
+    if pid < u0:
+        _zero_unit(p0, a0, b0, d0, n0, pid, slots_ptr, B, BLOCK, E0)
+    else:
+        if NPOOLS > 1:
+            if pid < u1:
+                _zero_unit(p1, a1, b1, d1, n1, pid - u0, slots_ptr, B, BLOCK, E1)
+            else:
+                if NPOOLS > 2:
+                    if pid < u2:
+                        _zero_unit(p2, a2, b2, d2, n2, pid - u1, slots_ptr, B, BLOCK, E2)
+                    else:
+                        if NPOOLS > 3:
+                            _zero_unit(p3, a3, b3, d3, n3, pid - u2, slots_ptr, B, BLOCK, E3)
+
+
+def reset_slots_triton(
+    pools: list[torch.Tensor], slots: torch.Tensor, *, check: bool = True, config: tuple[int, int] | None = None
+) -> None:
+    """Zero `pool[:, slots]` for every `[L, S, *state]` pool; see `reference.reset_slots_reference`."""
+    pools = list(pools)
+    if not pools:
+        return
+    dev = same_device(**{f"pools[{i}]": p for i, p in enumerate(pools)})
+    slots = as_index("slots", slots, None, dev)
+    for i, p in enumerate(pools):
+        state_numel(p, 2, f"pools[{i}]")
+    if check:
+        check_ranges([("slots", slots, 0, min(p.shape[1] for p in pools))])
+    if slots.numel() == 0:
+        return
+    views = [word_view(p, 2, word_size(p, 2)) for p in pools if p.numel() > 0]
+    # One launch per group of up to MAX_POOLS pools with one word type (in practice: one launch).
+    groups: dict[torch.dtype, list[torch.Tensor]] = {}
+    for v in views:
+        groups.setdefault(v.dtype, []).append(v)
+    for group in groups.values():
+        for i in range(0, len(group), MAX_POOLS):
+            _launch(group[i : i + MAX_POOLS], slots, config)
+
+
+def _launch(views: list[torch.Tensor], slots: torch.Tensor, config: tuple[int, int] | None) -> None:
+    wb = views[0].element_size()
+    block, warps = copy_config(max(v.shape[2] for v in views), wb, config)
+    nb = slots.numel()
+    args, evens, ends, total = [], [], [], 0
+    for v in views:
+        d = v.shape[2]
+        nch = triton.cdiv(d, block)
+        total += v.shape[0] * nb * nch
+        ends.append(total)
+        evens.append(d % block == 0)
+        args.append((v, v.stride(0), v.stride(1), d, nch))
+    if total >= 2**31:
+        fail(f"reset_slots: {total} programs exceed the launch grid")
+    while len(args) < MAX_POOLS:
+        args.append(args[0])
+        evens.append(evens[0])
+        ends.append(total)
+    flat = []
+    for i, a in enumerate(args):
+        flat.extend(a)
+        if i < MAX_POOLS - 1:
+            flat.append(ends[i])
+    _reset_kernel[(total,)](
+        slots, nb, *flat, NPOOLS=len(views), BLOCK=block,
+        E0=evens[0], E1=evens[1], E2=evens[2], E3=evens[3], num_warps=warps,
+    )  # fmt: skip

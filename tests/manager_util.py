@@ -1,0 +1,137 @@
+"""Tiny inline specs and helpers shared by the cache-manager tests."""
+
+from __future__ import annotations
+
+import torch
+
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.manager import CacheManager
+from mcache.core.spec_loader import parse_spec
+
+# Every recurrent kind once, two KV kinds, odd dims; heads and channels split over TP 1/2/4.
+# Mamba2 has 2 groups, so TP 4 replicates them (two ranks hold each group).
+ALL_KINDS = """
+name: tiny-all
+source: test
+hidden_size: 12
+vocab_size: 100
+num_layers: 9
+dtype: float32
+layers: {types: [mamba2, attention, gdn, kda, mamba1, short_conv, lightning, mla, mamba2]}
+attention: {num_heads: 4, num_kv_heads: 2, head_dim: 6}
+mla: {num_heads: 4, kv_lora_rank: 6, qk_rope_head_dim: 2, qk_nope_head_dim: 4, v_head_dim: 4}
+mamba2: {num_heads: 4, head_dim: 3, state_size: 5, n_groups: 2, conv_kernel: 4}
+gdn: {num_k_heads: 4, num_v_heads: 8, k_head_dim: 3, v_head_dim: 5}
+kda: {num_heads: 4, head_dim: 3}
+mamba1: {intermediate_size: 8, state_size: 3}
+short_conv: {conv_kernel: 3}
+lightning: {num_heads: 4, head_dim: 3}
+aux_buffers:
+  - {name: extra, shape: [3, "mamba2.num_heads // tp"], dtype: float32, per: slot, layer_kind: mamba2}
+  - {name: step_counter, shape: [2], dtype: int32, per: rank}
+"""
+
+# Small enough for thousands of random operations: Mamba2 + windowed attention + short conv, bf16 conv.
+SMALL = """
+name: tiny-small
+source: test
+hidden_size: 6
+vocab_size: 100
+num_layers: 4
+dtype: bfloat16
+ssm_dtype: float32
+layers: {types: [mamba2, attention, short_conv, mamba2]}
+attention: {num_heads: 2, num_kv_heads: 2, head_dim: 4, sliding_window: 10}
+mamba2: {num_heads: 2, head_dim: 3, state_size: 2, n_groups: 1, conv_kernel: 3}
+short_conv: {conv_kernel: 3}
+aux_buffers:
+  - {name: extra, shape: [2], dtype: int32, per: slot}
+"""
+
+
+def spec_of(text: str):
+    return parse_spec(text, "<inline>")
+
+
+def make(
+    text: str = ALL_KINDS,
+    *,
+    tp: int = 1,
+    tp_rank: int = 0,
+    pp: int = 1,
+    stage: int = 0,
+    attention_dp: bool = False,
+    pool_layout: str = "layer",
+    pp_partition=None,
+    device: str = "cpu",
+    **runtime,
+) -> CacheManager:
+    """A CPU manager of a tiny spec; `runtime` are `RuntimeConfig` fields (small defaults)."""
+    runtime.setdefault("max_batch", 3)
+    runtime.setdefault("max_seq_len", 64)
+    runtime.setdefault("tokens_per_block", 4)
+    if runtime.get("draft_tokens") and "spec_scheme" not in runtime:
+        runtime["spec_scheme"] = "intermediate"
+    layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=pp_partition)
+    return CacheManager.build(
+        spec_of(text), layout, RuntimeConfig(**runtime), stage=stage, tp_rank=tp_rank, pool_layout=pool_layout, device=device
+    )
+
+
+def fill(mgr: CacheManager, value: float = float("nan")) -> None:
+    """Fill every pool with a sentinel (NaN for floats, -7 for integers), as fresh GPU memory might be."""
+    for pool in mgr.pools.values():
+        if pool.storage.dtype.is_floating_point:
+            pool.storage.fill_(value)
+        else:
+            pool.storage.fill_(-7)
+
+
+def state_shapes(mgr: CacheManager) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """`kind.name -> ([L, *shape], dtype)` of every base state that `state()` returns."""
+    out = {}
+    for h in mgr.handlers:
+        for name in h.transfer_states():
+            view = h.base[name].view
+            out[f"{h.kind}.{name}"] = ((view.shape[0], *view.shape[2:]), view.dtype)
+    return out
+
+
+def random_state(mgr: CacheManager, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """A random base state for one request of `mgr` (every value distinct in practice)."""
+    return {k: torch.randn(shape, generator=gen).to(dtype) for k, (shape, dtype) in state_shapes(mgr).items()}
+
+
+def assert_states_equal(got: dict, want: dict, what: str = "") -> None:
+    assert got.keys() == want.keys(), f"{what}: keys {sorted(got)} != {sorted(want)}"
+    for k in want:
+        assert got[k].dtype == want[k].dtype, f"{what}: {k} dtype {got[k].dtype} != {want[k].dtype}"
+        assert torch.equal(got[k], want[k]), f"{what}: {k} differs"
+
+
+def clone_pools(mgr: CacheManager) -> dict[str, torch.Tensor]:
+    return {k: p.storage.clone() for k, p in mgr.pools.items()}
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw bytes of a tensor, so NaN sentinels and uninitialized memory compare bitwise."""
+    return t.contiguous().flatten().view(torch.uint8)
+
+
+def assert_pools_equal(mgr: CacheManager, before: dict[str, torch.Tensor]) -> None:
+    for k, p in mgr.pools.items():
+        assert torch.equal(bits(p.storage), bits(before[k])), f"pool {k} changed"
+
+
+def write_replay_step(mgr: CacheManager, step, gen: torch.Generator, scale: float = 1.0) -> None:
+    """What a verify step of the model writes under the replay scheme: random ring inputs for the kinds
+    with a replay recurrence, random intermediate states for the others (Mamba1, lightning)."""
+    for row, request in enumerate(step.requests):
+        slot, buf = mgr.slot_of(request), int(step.ring_buf[row])
+        for meta in mgr.replay_metadata().values():
+            for view in meta.rings.values():
+                view[:, slot, buf] = (torch.rand(view.shape[3:], generator=gen) * scale).to(view.device)
+        for pool in mgr.pools.values():
+            if pool.role == "spec.intermediate":
+                view = pool.view[:, row]
+                view.copy_(torch.randn(view.shape, generator=gen).to(view.device))

@@ -1,0 +1,157 @@
+"""Replay folds (Mamba2, GatedDeltaNet, KDA, conv window) against their torch references.
+
+Arithmetic is checked in float32 in the interpreter (its bf16 arithmetic is not faithful) and in
+bf16/fp16/fp32 on the GPU; the relative error is printed on failure. States of requests with `count == 0`
+and of every other slot must stay bit-identical; the conv fold is a pure copy and is compared bitwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernel_cases import LAYOUTS, distinct_slots, make_pool, rel_err
+
+HAS_CUDA = torch.cuda.is_available()
+INTERP = pytest.param("cpu", marks=pytest.mark.skipif(HAS_CUDA, reason="interpreter runs only without CUDA"))
+CASES = [
+    pytest.param("cpu", torch.float32, id="interp-f32", marks=INTERP.marks),
+    pytest.param("cuda", torch.float32, id="cuda-f32", marks=pytest.mark.gpu),
+    pytest.param("cuda", torch.bfloat16, id="cuda-bf16", marks=pytest.mark.gpu),
+    pytest.param("cuda", torch.float16, id="cuda-f16", marks=pytest.mark.gpu),
+]
+TOL = {torch.float32: 2e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+def _ring(L, S, hist, tail, layout, device, gen, fn=torch.randn):
+    """A ring tensor `[L, S, 2, hist, *tail]` in either layout (float32 values; callers cast)."""
+    if layout == "layer_major":
+        return fn(L, S, 2, hist, *tail, generator=gen).to(device)
+    return fn(S, L, 2, hist, *tail, generator=gen).to(device).transpose(0, 1)
+
+
+def _requests(nb, S, hist, gen, device):
+    slots = distinct_slots(nb, S, gen, device)
+    buf = torch.randint(0, 2, (nb,), generator=gen).to(device)
+    count = torch.randint(1, hist + 1, (nb,), generator=gen)
+    if nb > 2:
+        count[0], count[1] = 0, hist  # a request with nothing to fold and a full ring
+    elif nb == 1:
+        count[0] = hist
+    return slots, buf, count.to(device)
+
+
+def _check(name, out, expect, before, slots, count, dtype):
+    active = slots[count > 0]
+    err = rel_err(out[:, active], expect[:, active])
+    assert err < TOL[dtype], f"{name}: relative error {err:.3e} > {TOL[dtype]:.0e}"
+    mask = torch.ones(out.shape[1], dtype=torch.bool, device=out.device)
+    mask[active] = False
+    assert torch.equal(out[:, mask], before[:, mask]), f"{name}: a slot that must not change changed"
+
+
+def _dims(device):
+    # Interpreter: tiny, odd sizes (nothing a multiple of a block); GPU: head-sized states.
+    if device == "cpu":
+        return dict(L=2, S=9, H=4, P=20, N=24, G=2, V=12, K=20, Hk=2, C=37, batches=(1, 5), hists=(5, 17))
+    return dict(L=3, S=40, H=8, P=64, N=128, G=2, V=128, K=128, Hk=4, C=1000, batches=(1, 7, 40), hists=(16, 6))
+
+
+@pytest.mark.parametrize("device,dtype", CASES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_replay_fold_mamba2(device, dtype, layout):
+    from mcache.kernels.replay_fold.kernel import replay_fold_mamba2_triton
+    from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
+
+    d = _dims(device)
+    L, S, H, P, N, G = d["L"], d["S"], d["H"], d["P"], d["N"], d["G"]
+    gen = torch.Generator().manual_seed(11)
+    for hist in d["hists"]:
+        for nb in d["batches"]:
+            ssm = make_pool(L, S, (H, P, N), dtype, layout, device, gen)
+            x = _ring(L, S, hist, (H, P), layout, device, gen).to(dtype)
+            B = _ring(L, S, hist, (G, N), layout, device, gen).to(dtype)
+            dt = (_ring(L, S, hist, (H,), layout, device, gen, torch.rand) * 0.5).to(dtype)
+            dA = -dt.float() * _ring(L, S, hist, (H,), layout, device, gen, torch.rand).add(0.5) * 2
+            slots, buf, count = _requests(nb, S, hist, gen, device)
+            before = ssm.clone()
+            expect = ssm.clone()
+            replay_fold_mamba2_reference(expect, x, B, dt, dA, slots, buf, count)
+            replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count)
+            _check(f"mamba2 hist={hist} batch={nb}", ssm, expect, before, slots, count, dtype)
+
+
+def _delta_inputs(d, hist, layout, device, gen, dtype, per_channel):
+    L, S, H, V, K, Hk = d["L"], d["S"], d["H"], d["V"], d["K"], d["Hk"]
+    k = torch.nn.functional.normalize(_ring(L, S, hist, (Hk, K), layout, device, gen), dim=-1).to(dtype)
+    v = _ring(L, S, hist, (H, V), layout, device, gen).to(dtype)
+    gshape = (H, K) if per_channel else (H,)
+    g = -_ring(L, S, hist, gshape, layout, device, gen, torch.rand)  # log gates in (-1, 0]
+    beta = _ring(L, S, hist, (H,), layout, device, gen, torch.rand).to(dtype)
+    return k, v, g, beta
+
+
+@pytest.mark.parametrize("device,dtype", CASES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kind", ["gdn", "kda"])
+@pytest.mark.parametrize("inverse", ["default", "substitution", "product"])
+def test_replay_fold_delta(device, dtype, layout, kind, inverse):
+    from mcache.kernels.replay_fold import kernel, reference
+
+    if inverse != "default" and layout == "slot_major":
+        pytest.skip("the inverse method does not interact with the layout")
+    triton_fn = getattr(kernel, f"replay_fold_{kind}_triton")
+    ref_fn = getattr(reference, f"replay_fold_{kind}_reference")
+    d = _dims(device)
+    gen = torch.Generator().manual_seed(12)
+    for hist in d["hists"]:
+        for nb in d["batches"]:
+            ssm = make_pool(d["L"], d["S"], (d["H"], d["V"], d["K"]), dtype, layout, device, gen)
+            k, v, g, beta = _delta_inputs(d, hist, layout, device, gen, dtype, kind == "kda")
+            slots, buf, count = _requests(nb, d["S"], hist, gen, device)
+            before = ssm.clone()
+            expect = ssm.clone()
+            ref_fn(expect, k, v, g, beta, slots, buf, count)
+            config = None if inverse == "default" else (16, 4, int(inverse == "product"))
+            triton_fn(ssm, k, v, g, beta, slots, buf, count, config=config)
+            _check(f"{kind} hist={hist} batch={nb} inverse={inverse}", ssm, expect, before, slots, count, dtype)
+
+
+@pytest.mark.parametrize("device,dtype", CASES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("config", [None, (64, 4)], ids=["default", "small-blocks"])
+def test_replay_fold_conv(device, dtype, layout, config):
+    from mcache.kernels.replay_fold.kernel import replay_fold_conv_triton
+    from mcache.kernels.replay_fold.reference import replay_fold_conv_reference
+
+    d = _dims(device)
+    L, S, C = d["L"], d["S"], d["C"]
+    gen = torch.Generator().manual_seed(13)
+    for km1 in (3, 1, 5):
+        for hist in d["hists"]:
+            for nb in d["batches"]:
+                conv = make_pool(L, S, (C, km1), dtype, layout, device, gen)
+                conv_in = _ring(L, S, hist, (C,), layout, device, gen).to(dtype)
+                slots, buf, count = _requests(nb, S, hist, gen, device)
+                if nb > 3:
+                    count[2] = 1  # fewer new tokens than the window: old columns shift left
+                expect = conv.clone()
+                replay_fold_conv_reference(expect, conv_in, slots, buf, count)
+                replay_fold_conv_triton(conv, conv_in, slots, buf, count, config=config)
+                assert torch.equal(conv, expect), f"conv K-1={km1} hist={hist} batch={nb} count={count.tolist()}"
+
+
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_public_ops_dispatch_to_triton_on_cuda(device):
+    """The manager calls the public ops; on CUDA they must take the Triton path and agree with the reference."""
+    import mcache.kernels as K
+    from mcache.kernels.replay_fold.reference import replay_fold_gdn_reference
+
+    d = _dims(device)
+    gen = torch.Generator().manual_seed(14)
+    ssm = make_pool(d["L"], d["S"], (d["H"], d["V"], d["K"]), torch.bfloat16, "slot_major", device, gen)
+    k, v, g, beta = _delta_inputs(d, 16, "layer_major", device, gen, torch.bfloat16, False)
+    slots, buf, count = _requests(7, d["S"], 16, gen, device)
+    expect = ssm.clone()
+    replay_fold_gdn_reference(expect, k, v, g, beta, slots, buf, count)
+    K.replay_fold_gdn(ssm, k, v, g, beta, slots.cpu(), buf, count)
+    assert rel_err(ssm, expect) < 1e-2

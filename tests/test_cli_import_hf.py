@@ -16,8 +16,7 @@ from mcache.core.spec_loader import load_spec, parse_spec
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = next((p for p in (ROOT / "shared" / "hf_configs", ROOT.parent / "shared" / "hf_configs") if p.is_dir()), None)
-pytestmark = pytest.mark.skipif(SHARED is None, reason="shared/hf_configs not found")
+SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 
 
 def config(stem: str) -> Path:

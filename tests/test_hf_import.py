@@ -19,8 +19,7 @@ from mcache.core.spec_dump import compact_layers, spec_to_yaml
 from mcache.core.spec_loader import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = next((p for p in (ROOT / "shared" / "hf_configs", ROOT.parent / "shared" / "hf_configs") if p.is_dir()), None)
-needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/hf_configs not found")
+SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 
 # config file stem -> the bundled hand-written spec of the same model
 BUNDLED = {
@@ -89,12 +88,10 @@ def kinds(spec: ModelSpec) -> list[str]:
 # --- the shared real configs -------------------------------------------------------------------------------
 
 
-@needs_shared
 def test_every_shared_config_has_a_bundled_counterpart():
     assert {p.stem for p in SHARED.glob("*.json")} == set(BUNDLED)
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", sorted(BUNDLED))
 def test_shared_config_imports_with_source_and_type(stem):
     spec = import_hf(shared(stem))
@@ -103,14 +100,12 @@ def test_shared_config_imports_with_source_and_type(stem):
     assert spec.name == stem
 
 
-@needs_shared
 @pytest.mark.parametrize("tp", [1, 2, 4])
 @pytest.mark.parametrize("stem", sorted(BUNDLED))
 def test_imported_and_bundled_give_the_same_rank_bytes(stem, tp):
     assert cache_bytes(import_hf(shared(stem)), tp) == cache_bytes(load_spec(BUNDLED[stem]), tp)
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", sorted(set(BUNDLED) - {"zamba2-2.7b"}))
 def test_imported_and_bundled_give_the_same_weights(stem):
     """(Zamba2 differs: the config leaves tie_word_embeddings to Zamba2Config's default, true; the
@@ -118,7 +113,6 @@ def test_imported_and_bundled_give_the_same_weights(stem):
     assert rank(import_hf(shared(stem))).param_count == rank(load_spec(BUNDLED[stem])).param_count
 
 
-@needs_shared
 @pytest.mark.parametrize("tp", [1, 2, 4])
 @pytest.mark.parametrize("stem", sorted(BUNDLED))
 def test_round_trip_import_yaml_load(stem, tp, tmp_path):
@@ -323,7 +317,6 @@ MAMBA1_SSM = {"d_model": 2560, "n_layer": 64, "vocab_size": 50277, "ssm_cfg": {}
               "residual_in_fp32": True, "fused_add_norm": True, "pad_vocab_size_multiple": 8}
 
 
-@needs_shared
 @pytest.mark.parametrize(("ssm_config", "stem"), [(MAMBA2_SSM, "mamba2-2.7b"), (MAMBA1_SSM, "mamba-2.8b")])
 def test_mamba_ssm_format_equals_the_transformers_format(tmp_path, ssm_config, stem):
     """The state-spaces configs leave the mixer at mamba_ssm's defaults; applied, they match the -hf form."""
@@ -349,7 +342,6 @@ def test_mamba_ssm_defaults_and_overrides(tmp_path):
     assert custom.attention.head_dim == 64 and custom.mlp.intermediate_size == 1024  # GatedMLP rounds to 128
 
 
-@needs_shared
 def test_lfm2_full_attn_idxs_alone(tmp_path):
     data = shared_data("lfm2-1.2b")
     del data["layer_types"]
@@ -359,7 +351,6 @@ def test_lfm2_full_attn_idxs_alone(tmp_path):
     assert spec.mlp.intermediate_size == 8192  # int(2 * 12288 / 3), rounded up to 256
 
 
-@needs_shared
 def test_minimax_text_01_attn_type_list(tmp_path):
     data = shared_data("minimax-text-01")
     codes = [1 if t == "full_attention" else 0 for t in data.pop("layer_types")]
@@ -370,7 +361,6 @@ def test_minimax_text_01_attn_type_list(tmp_path):
         assert full_output(spec, tp) == full_output(import_hf(shared("minimax-text-01")), tp)
 
 
-@needs_shared
 def test_checkpoint_directory(tmp_path):
     folder = tmp_path / "Qwen3-Next-80B-A3B"
     folder.mkdir()
@@ -474,7 +464,6 @@ def test_truncated_json_names_the_line(tmp_path):
 MANGLED = [None, "x", -1, 0, 1.5, True, 10**30, [], {}, [1, "a"], {"a": 1}]
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", sorted(BUNDLED))
 def test_any_single_field_damage_is_a_spec_error_or_imports(stem, tmp_path):
     """Drop or mangle each field (and each nested field) in turn: never anything but a `SpecError`."""

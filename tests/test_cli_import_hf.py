@@ -15,7 +15,6 @@ from mcache.core.hf import import_hf
 from mcache.core.spec_loader import load_spec, parse_spec
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 
 

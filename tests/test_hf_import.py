@@ -18,7 +18,6 @@ from mcache.core.spec import ModelSpec, layer_kinds
 from mcache.core.spec_dump import compact_layers, spec_to_yaml
 from mcache.core.spec_loader import load_spec, parse_spec
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 
 # config file stem -> the bundled hand-written spec of the same model

@@ -258,10 +258,13 @@ class Runner:
             eager = not case.graph_baseline  # host-synchronizing reference loops: few, unwarmed-once runs
             base = time_op(case.baseline, self.device, reps=max(3, reps // 10) if eager else reps,
                            warmup=1 if eager else 5, graph=not eager)
-        self.rows.append(self._row(case, impl, layer, kernel, matched, base))
+        self.rows.append(self._row(case, impl, layer, kernel, matched, base, self._timer(kernel)))
         if base is not None:
-            timer = None if case.graph_baseline or self.device.type != "cuda" else "CUDA events (eager: host syncs)"
-            self.rows.append(self._row(case, "torch-index", layer, base, matched, None, timer))
+            self.rows.append(self._row(case, "torch-index", layer, base, matched, None, self._timer(base)))
+
+    def _timer(self, t: Timing) -> str | None:
+        """A row's own timer where it differs from the run's (CUDA-graph replays)."""
+        return "CUDA events, eager launches (not capturable)" if self.device.type == "cuda" and not t.graph else None
 
     def _row(self, case: OpCase, impl: str, layer: int | None, t: Timing, matched: Timing | None,
              base: Timing | None, timer: str | None = None) -> Row:

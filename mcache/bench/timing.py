@@ -18,11 +18,12 @@ L2_FLUSH_BYTES = 256 << 20
 
 
 class Timing(msgspec.Struct, frozen=True):
-    """Median and spread of one op, in microseconds."""
+    """Median and spread of one op, in microseconds; `graph` says whether CUDA-graph replays were timed."""
 
     median_us: float
     p10_us: float
     p90_us: float
+    graph: bool = False
 
 
 def summarize(samples_us: list[float]) -> Timing:
@@ -57,9 +58,13 @@ def time_op(fn: Callable[[], None], device, reps: int = 30, warmup: int = 5, gra
     run = fn
     if graph:
         cuda_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(cuda_graph):
-            fn()
-        run = cuda_graph.replay
+        try:
+            with torch.cuda.graph(cuda_graph):
+                fn()
+            run = cuda_graph.replay
+        except RuntimeError:  # not capturable (a host sync inside): time eager launches instead
+            torch.cuda.synchronize(device)
+            graph = False
         for _ in range(2):
             run()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
@@ -71,7 +76,8 @@ def time_op(fn: Callable[[], None], device, reps: int = 30, warmup: int = 5, gra
         run()
         ends[i].record()
     torch.cuda.synchronize(device)
-    return summarize([s.elapsed_time(e) * 1000 for s, e in zip(starts, ends, strict=True)])
+    t = summarize([s.elapsed_time(e) * 1000 for s, e in zip(starts, ends, strict=True)])
+    return Timing(t.median_us, t.p10_us, t.p90_us, graph)
 
 
 def copy_time(nbytes: int, device, reps: int = 30) -> Timing:

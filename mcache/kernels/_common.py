@@ -64,11 +64,8 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
     items = [it for it in items if it[1].numel() > 0]
     if not items:
         return
-    stats = (
-        torch.stack([torch.stack([t.min(), t.max()]).long().cpu() for _, t, _, _ in items])
-        if all(t.device.type == "cpu" for _, t, _, _ in items)
-        else torch.stack([torch.stack([t.min().long(), t.max().long()]) for _, t, _, _ in items]).cpu()
-    )
+    # Index tensors of one call share a device (as_index moved them): one .cpu() reads every min and max.
+    stats = torch.stack([torch.stack([t.min().long(), t.max().long()]) for _, t, _, _ in items]).cpu()
     for (name, _, lo, hi), (mn, mx) in zip(items, stats.tolist(), strict=True):
         if mn < lo or mx >= hi:
             fail(f"{name}: values must lie in [{lo}, {hi}), got min {mn}, max {mx}")

@@ -1,15 +1,12 @@
 """Triton replay folds: fold `count[b]` ring tokens into the checkpoint state, reading and writing it once.
 
-Instead of stepping token by token over the state (a few FLOPs per state element per token, which makes a
-16-token fold compute-bound on bf16 states), each kernel folds all tokens in closed form with small matrix
-products on the tensor cores (fp32 operands, `tf32x3`: about fp32 accuracy):
-
-- Mamba2 (scalar decay per head) is linear in `h`: `h_c = exp(sum dA) h_0 + (x * w)^T B` with
-  `w_t = dt_t exp(sum_{s>t} dA_s)`, one `[P, c] x [c, N]` product per head.
-- GatedDeltaNet / KDA (delta rule) use the WY/UT form of chunked delta-rule kernels: with `G` the cumulative
-  log gate, `A_ij = beta_j <k_i, k_j exp(G_i - G_j)>` for `j < i`, `T = (I + A)^-1` (forward substitution,
-  `c x c`), errors `E = T (V - (k exp G) S_0^T)` and `S_c = S_0 exp(G_c) + E^T (beta k exp(G_c - G))`.
-  Every exponent is `<= 0` for decaying gates, so nothing is divided by a vanishing gate product.
+- Mamba2 (scalar decay per head) is linear in `h`, so all tokens fold in closed form with small matrix
+  products on the tensor cores (fp32 operands, `tf32x3`: about fp32 accuracy):
+  `h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`, one `[P, c] x [c, N]` product
+  per head.
+- GatedDeltaNet / KDA (delta rule): every row `S[v, :]` of the state evolves on its own (it needs only
+  `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens.
+  This beat the chunked WY form on tensor cores by 1.4-1.8x (GatedDeltaNet) and 4.5x (KDA) on an H200.
 
 Tokens past `count` are loaded as zeros (k, v, beta, x, dt, dA, g = 0), which makes them identity steps.
 Offsets are int64; `[L, S, ...]` dims 0/1 of the state and dims 0..3 of the ring tensors may have any strides.
@@ -31,11 +28,11 @@ def mamba2_config(P: int, bn: int) -> tuple[int, int]:
     return max(16, min(next_pow2(P), 4096 // bn)), 4
 
 
-def delta_config(V: int, bk: int, dtype: torch.dtype) -> tuple[int, int, int]:
-    """`(BV, num_warps, inverse)`. `inverse` 0 solves `(I + A) T = I` by forward substitution (float32 states:
-    exact to float32 rounding); 1 multiplies out the nilpotent series on tensor cores, which is faster but
-    loses a few float32 digits when keys are nearly parallel (about 1e-4 relative): invisible in bf16/f16."""
-    return max(16, min(next_pow2(V), 8192 // bk)), 4, int(dtype != torch.float32)
+def delta_config(dtype: torch.dtype) -> tuple[int, int]:
+    """`(BV rows of V per program, num_warps)`, the fastest of a sweep over BV 8..64 and 1..8 warps on an
+    H200 for `[32, 128, 128]` states (GatedDeltaNet bf16 and f32, KDA f32): one warp per program, 16 rows
+    for 2-byte states, 32 for float32."""
+    return (16, 1) if dtype in (torch.bfloat16, torch.float16) else (32, 1)
 
 
 @triton.jit
@@ -98,9 +95,10 @@ def _delta_kernel(
     beta, es0, es1, es2, es3,
     slots, bufs, counts,
     NB, H, V, K, HPG, NVB,
-    BV: tl.constexpr, BK: tl.constexpr, CP: tl.constexpr, LOG2CP: tl.constexpr, PER_CHANNEL: tl.constexpr,
-    INVERSE: tl.constexpr, PREC: tl.constexpr,
+    BV: tl.constexpr, BK: tl.constexpr, PER_CHANNEL: tl.constexpr,
 ):  # fmt: skip
+    # Rows of the state are independent under the delta rule (`S[v, :]` needs only `v[v]`, k, g and beta),
+    # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
     pid = tl.program_id(0)
     vb = pid % NVB
     rest = pid // NVB
@@ -116,68 +114,24 @@ def _delta_kernel(
         km = kk < K
         vv = vb * BV + tl.arange(0, BV)
         vm = vv < V
-        # The state load goes first so that its latency overlaps the token loads and the c x c solve.
         sp = ssm + (layer * ss0 + slot * ss1) + (h * V + vv[:, None]) * K + kk[None, :]
         sm = vm[:, None] & km[None, :]
-        s0 = tl.load(sp, mask=sm, other=0.0).to(tl.float32)  # [BV, BK]
-        t = tl.arange(0, CP)
-        tj = tl.arange(0, CP)
-        tm = t < c
-        tkm = tm[:, None] & km[None, :]
-        kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r)
-        kt = tl.load(kb + t[:, None] * ks3 + ((h // HPG) * K + kk[None, :]), mask=tkm, other=0.0).to(tl.float32)
-        eb = _ring_base(beta, es0, es1, es2, layer, slot, r)
-        bt = tl.load(eb + t * es3 + h, mask=tm, other=0.0).to(tl.float32)
+        s = tl.load(sp, mask=sm, other=0.0).to(tl.float32)  # [BV, BK]
+        kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K + kk
+        vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V + vv
         gb = _ring_base(g, gs0, gs1, gs2, layer, slot, r)
-        lower = t[:, None] > tj[None, :]
-        if PER_CHANNEL:
-            gt = tl.load(gb + t[:, None] * gs3 + (h * K + kk[None, :]), mask=tkm, other=0.0).to(tl.float32)
-            G = tl.cumsum(gt, 0)  # [CP, BK]
-            gc = tl.sum(gt, 0)  # [BK]
-            kg = kt * tl.exp(G)
-            ktil = kt * tl.exp(gc[None, :] - G) * bt[:, None]
-            A = tl.zeros([CP, CP], dtype=tl.float32)
-            for j in tl.static_range(CP):
-                sel = (t == j)[:, None]
-                kj = tl.sum(tl.where(sel, kt, 0.0), 0)
-                Gj = tl.sum(tl.where(sel, G, 0.0), 0)
-                dec = tl.exp(tl.where((t > j)[:, None], G - Gj[None, :], float("-inf")))
-                col = tl.sum(kt * kj[None, :] * dec, 1)  # [CP]: <k_i, k_j exp(G_i - G_j)>
-                A = tl.where((tj == j)[None, :], col[:, None], A)
-            A = A * bt[None, :]
-        else:
-            gt = tl.load(gb + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
-            G = tl.cumsum(gt, 0)  # [CP]
-            gc = tl.sum(gt, 0)
-            kg = kt * tl.exp(G)[:, None]
-            ktil = kt * (bt * tl.exp(gc - G))[:, None]
-            kk_t = tl.dot(kt, tl.trans(kt), input_precision=PREC)  # [CP, CP]
-            dec = tl.exp(tl.where(lower, G[:, None] - G[None, :], float("-inf")))
-            A = kk_t * dec * bt[None, :]
-        A = tl.where(lower, A, 0.0)
-        eye = tl.where(t[:, None] == tj[None, :], 1.0, 0.0)
-        if INVERSE == 0:
-            # T = (I + A)^-1 by forward substitution; A is strictly lower triangular.
-            T = eye
-            for i in tl.static_range(1, CP):
-                rowsel = (t == i)[:, None]
-                a_i = tl.sum(tl.where(rowsel, A, 0.0), 0)  # [CP] over j
-                s_i = tl.sum(a_i[:, None] * T, 0)  # sum_j A_ij T_j (rows j < i are final)
-                T = tl.where(rowsel, T - s_i[None, :], T)
-        else:
-            # A is nilpotent (A^CP = 0): (I + A)^-1 = (I - A)(I + A^2)(I + A^4)...(I + A^(CP/2)), all on tensor cores.
-            T = eye - A
-            Ap = A
-            for _ in tl.static_range(LOG2CP - 1):
-                Ap = tl.dot(Ap, Ap, input_precision=PREC)
-                T = tl.dot(T, eye + Ap, input_precision=PREC)
-        vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r)
-        vt = tl.load(vbase + t[:, None] * vs3 + (h * V + vv[None, :]), mask=tm[:, None] & vm[None, :], other=0.0)
-        rhs = vt.to(tl.float32) - tl.dot(kg, tl.trans(s0), input_precision=PREC)  # [CP, BV]
-        err = tl.dot(T, rhs, input_precision=PREC)  # [CP, BV]
-        decay = tl.exp(gc)[None, :] if PER_CHANNEL else tl.exp(gc)
-        s_new = tl.dot(tl.trans(err), ktil, acc=s0 * decay, input_precision=PREC)  # [BV, BK]
-        tl.store(sp, s_new.to(ssm.dtype.element_ty), mask=sm)
+        eb = _ring_base(beta, es0, es1, es2, layer, slot, r) + h
+        for t in range(0, c):
+            kt = tl.load(kb + t * ks3, mask=km, other=0.0).to(tl.float32)
+            vt = tl.load(vbase + t * vs3, mask=vm, other=0.0).to(tl.float32)
+            bt = tl.load(eb + t * es3).to(tl.float32)
+            if PER_CHANNEL:
+                s = s * tl.exp(tl.load(gb + t * gs3 + h * K + kk, mask=km, other=0.0).to(tl.float32))[None, :]
+            else:
+                s = s * tl.exp(tl.load(gb + t * gs3 + h).to(tl.float32))
+            u = bt * (vt - tl.sum(s * kt[None, :], 1))  # [BV]: beta (v - S k)
+            s = s + u[:, None] * kt[None, :]
+        tl.store(sp, s.to(ssm.dtype.element_ty), mask=sm)
 
 
 @triton.jit
@@ -288,15 +242,13 @@ def _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel: bo
     if nb == 0 or ssm.numel() == 0:
         return
     bk = max(16, next_pow2(K))
-    bv, warps, inverse = (*config, 0)[:3] if config else delta_config(V, bk, ssm.dtype)
+    bv, warps = config or delta_config(ssm.dtype)
     nvb = triton.cdiv(V, bv)
-    cp = max(16, next_pow2(hist))
     _delta_kernel[(L * nb * H * nvb,)](
         ssm, ssm.stride(0), ssm.stride(1),
         k, *_strides4(k), v, *_strides4(v), g, *_strides4(g), beta, *_strides4(beta),
         slots, buf, count, nb, H, V, K, H // hk, nvb,
-        BV=bv, BK=bk, CP=cp, LOG2CP=cp.bit_length() - 1, PER_CHANNEL=per_channel, INVERSE=inverse,
-        PREC=PRECISION, num_warps=warps,
+        BV=bv, BK=bk, PER_CHANNEL=per_channel, num_warps=warps,
     )  # fmt: skip
 
 

@@ -26,7 +26,7 @@ def test_cpu_smoke_run_writes_a_valid_results_file(tmp_path, capsys):
     assert run.meta.memory.estimated_bytes == run.meta.memory.allocated_bytes > 0
     done = {(r.op, r.kind, r.batch, r.impl) for r in run.rows if r.status == "ok"}
     for kind in ("mamba2", "gdn"):  # kinds with a replay recurrence
-        assert {("replay", kind, 2, "torch"), ("replay", kind, 2, "torch-index")} <= done
+        assert {("replay", kind, 2, "torch"), ("replay", kind, 2, "torch-loop")} <= done
     assert ("commit", "mamba1", 1, "torch") in done  # mamba1 falls back to intermediate states
     assert {("reset", "mamba1", 2, "torch"), ("relocate", "gdn", 2, "torch"), ("transfer", "mamba2", 2, "torch"),
             ("snapshot", "gdn", 2, "torch"), ("pack", "mamba2", 1, "torch")} <= done

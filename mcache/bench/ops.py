@@ -35,6 +35,7 @@ class OpCase:
     baseline: Callable[[], None] | None
     check: Callable[[], bool]
     graph_baseline: bool = True
+    baseline_impl: str = "torch-index"
 
 
 def _nbytes(views: list[torch.Tensor], batch: int, per_state: int = 2) -> int:
@@ -66,8 +67,8 @@ class CaseBuilder:
             perm = perm.repeat(sets)
         return perm[: sets * batch].to(device)
 
-    def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True) -> OpCase:
-        return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline)
+    def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True, baseline_impl="torch-index") -> OpCase:
+        return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline, baseline_impl)
 
     def reset(self, batch: int) -> OpCase:
         slots = self._slots(batch)
@@ -135,7 +136,7 @@ class CaseBuilder:
             want = [ssm[:, slots].float(), conv[:, slots].float()]
             return all(torch.allclose(g.float(), w, rtol=2e-2, atol=2e-2) for g, w in zip(got, want, strict=True))
 
-        return self._case("replay", batch, nbytes, run, baseline, check, graph_baseline=False)
+        return self._case("replay", batch, nbytes, run, baseline, check, graph_baseline=False, baseline_impl="torch-loop")
 
     def relocate(self, batch: int) -> OpCase:
         src, dst = self._slots(batch, 2).split(batch)

@@ -22,8 +22,9 @@ class Record(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=False):
 class Row(Record, kw_only=True):
     """One measurement: an op on one layer kind (or one layer) at one batch size, one implementation.
 
-    `impl` is `triton` (mcache's kernel), `torch-index` (the indexing baseline), `torch` (the
-    reference on CPU) or `host` (allocator work timed on the CPU). `status` is `ok` or `skipped`
+    `impl` is `triton` (mcache's kernel), `torch-index` (the baseline: torch indexing as serving code
+    writes it), `torch-loop` (the replay baseline: the plain-torch recurrence, slot by slot), `torch`
+    (mcache's op on the CPU, i.e. the torch reference) or `host` (allocator work timed on the CPU). `status` is `ok` or `skipped`
     (with `reason`, e.g. out of memory); skipped rows carry no times. `timer` is set only where a
     row was timed differently from the run's `meta.timer`.
     """

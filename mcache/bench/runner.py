@@ -260,7 +260,7 @@ class Runner:
                            warmup=1 if eager else 5, graph=not eager)
         self.rows.append(self._row(case, impl, layer, kernel, matched, base, self._timer(kernel)))
         if base is not None:
-            self.rows.append(self._row(case, "torch-index", layer, base, matched, None, self._timer(base)))
+            self.rows.append(self._row(case, case.baseline_impl, layer, base, matched, None, self._timer(base)))
 
     def _timer(self, t: Timing) -> str | None:
         """A row's own timer where it differs from the run's (CUDA-graph replays)."""

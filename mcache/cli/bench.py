@@ -9,7 +9,7 @@ Scheme = Literal["intermediate", "replay", "index"]
 
 
 def bench(
-    spec: Annotated[str, typer.Argument(help="Spec file, bundled spec name, or HF config.json.")],
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled spec name, or HF config.json.")],
     tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
     rank: Annotated[int, typer.Option(help="Global rank to build: stage = rank // tp, TP rank = rank % tp.")] = 0,

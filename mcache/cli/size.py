@@ -26,7 +26,7 @@ OPTION_OF = {
 
 
 def size(
-    spec: Annotated[str, typer.Argument(help="Spec file, bundled spec name (`mcache spec list`), or HF config.json / checkpoint folder.")],
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled name (`mcache spec list`), HF config.json or folder.")],
     tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,

@@ -119,3 +119,16 @@ def test_file_path_loads(tmp_path):
     path = tmp_path / "ok.yaml"
     path.write_text(VALID)
     assert load_spec(str(path)).name == "tiny"
+
+
+@pytest.mark.parametrize(("text", "field", "line"), CASES)
+def test_broken_spec_through_the_cli_is_one_line(text, field, line, tmp_path, capsys):
+    from mcache.cli.main import main
+
+    path = tmp_path / FILE
+    path.write_text(text)
+    for command in (["size", str(path)], ["spec", "validate", str(path)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"mcache: {path}") and f": {field}: " in err
+        assert err.count("\n") == 1 and "Traceback" not in err

@@ -175,3 +175,11 @@ def test_verify_exits_1_on_a_difference(monkeypatch, capsys):
     monkeypatch.setattr(manager, "verify", off_by_one)
     assert main(["size", "nemotron-h-8b", "--verify", "--format", "markdown"]) == 1
     assert "1 differ" in capsys.readouterr().out
+
+
+def test_tightest_stage_without_a_gpu():
+    # 40 layers (30 GDN, 10 attention) on stage 0 against 8 (6 GDN, 2 attention) on stage 1
+    report = run_json("qwen3-next-80b-a3b", "--pp", "2", "--pp-partition", "40,8")
+    assert report["capacity"] is None and report["tightest_stage"] == 0
+    bytes_of = [r["weight_bytes"] + r["cache_bytes"] for r in report["ranks"]]
+    assert bytes_of[0] > bytes_of[1]

@@ -91,6 +91,7 @@ def _per_rank_lines(report: dict) -> list[str]:
             f"KV {human_bytes(r['kv_bytes_per_token'])}/token · state {human_bytes(r['state_bytes_per_slot'])}/slot "
             f"(conv {human_bytes(r['conv_bytes_per_slot'])}, SSM {human_bytes(r['ssm_bytes_per_slot'])}) · "
             f"cache {human_bytes(r['cache_bytes'])} · weights {human_bytes(r['weight_bytes'])}"
+            + (" · tightest" if len(report["ranks"]) > 1 and r["stage"] == report["tightest_stage"] else "")
         )
     return lines
 

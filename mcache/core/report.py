@@ -83,6 +83,8 @@ def size_report(
         "dtypes": asdict(est.dtypes),
         "dtype_sources": dtype_sources or {},
         "ranks": [_rank(r) for r in est.ranks],
+        # Without a GPU the tightest stage is the one holding the most bytes (weights + cache).
+        "tightest_stage": max(est.ranks, key=lambda r: r.weight_bytes + r.cache_bytes).ctx.stage,
         "capacity": None,
     }
     if budget is not None:
@@ -97,4 +99,5 @@ def size_report(
             "tightest_stage": tightest,
             "ranks": [asdict(c) for c in caps],
         }
+        report["tightest_stage"] = tightest
     return report

@@ -49,6 +49,11 @@ aux_buffers:
 """
 
 
+def scheme_runtime(scheme: str, **runtime) -> dict:
+    """`make` keywords for speculative `scheme`: 2 draft tokens (none for "none"), 2 snapshot slots, and `runtime`."""
+    return dict(draft_tokens=0 if scheme == "none" else 2, spec_scheme=scheme, snapshot_slots=2, **runtime)
+
+
 def spec_of(text: str):
     return parse_spec(text, "<inline>")
 

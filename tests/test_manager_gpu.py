@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from manager_util import ALL_KINDS, make, random_state, state_shapes, write_replay_step
+from manager_util import ALL_KINDS, make, random_state, scheme_runtime, state_shapes, write_replay_step
 
 from mcache.core.estimator import estimate
 from mcache.core.layout import ParallelLayout, RuntimeConfig
@@ -22,17 +22,7 @@ pytestmark = pytest.mark.gpu
 def _script(device: str, scheme: str, pool_layout: str) -> tuple[dict, object]:
     """add, tag, three verify steps, relocation, snapshot/restore, free and re-add: the states at the end."""
     gen = torch.Generator().manual_seed(5)
-    draft = 0 if scheme == "none" else 2
-    mgr = make(
-        ALL_KINDS,
-        device=device,
-        pool_layout=pool_layout,
-        draft_tokens=draft,
-        spec_scheme=scheme,
-        snapshot_slots=2,
-        replay_history=4,
-        max_batch=4,
-    )
+    mgr = make(ALL_KINDS, device=device, pool_layout=pool_layout, **scheme_runtime(scheme, replay_history=4, max_batch=4))
     reqs = ["a", "b", "c"]
     for r in reqs:
         mgr.add_request(r, tokens=3)

@@ -19,44 +19,19 @@ import torch
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from manager_util import bits, make, random_state, state_shapes
+from manager_util import SMALL, bits, make, random_state, scheme_runtime, state_shapes
 
 from mcache.core.errors import CapacityError
 from mcache.core.manager import derive_seed
 
-# Stage 0 of PP 2 holds Mamba2, windowed attention and short conv; 4 live requests share 6 KV blocks.
-SPEC = """
-name: tiny-machine
-source: test
-hidden_size: 6
-vocab_size: 100
-num_layers: 4
-dtype: bfloat16
-ssm_dtype: float32
-layers: {types: [mamba2, attention, short_conv, mamba2]}
-attention: {num_heads: 2, num_kv_heads: 2, head_dim: 4, sliding_window: 10}
-mamba2: {num_heads: 2, head_dim: 3, state_size: 2, n_groups: 1, conv_kernel: 3}
-short_conv: {conv_kernel: 3}
-aux_buffers:
-  - {name: extra, shape: [2], dtype: int32, per: slot}
-"""
+# SMALL's stage 0 of PP 2 holds Mamba2, windowed attention (window 10) and short conv; 4 live requests share
+# 6 KV blocks.
 WINDOW, BLOCK, MAX_SEQ = 10, 4, 16
 SEQUENCES, STEPS = 260, 16  # per scheme; 4 schemes
 
 
 def _config(scheme: str) -> dict:
-    draft = 0 if scheme == "none" else 2
-    return dict(
-        pp=2,
-        pp_partition=(3, 1),
-        max_batch=2,
-        max_seq_len=MAX_SEQ,
-        tokens_per_block=BLOCK,
-        draft_tokens=draft,
-        spec_scheme=scheme,
-        snapshot_slots=2,
-        replay_history=3,
-    )
+    return scheme_runtime(scheme, pp=2, pp_partition=(3, 1), max_batch=2, max_seq_len=MAX_SEQ, tokens_per_block=BLOCK, replay_history=3)
 
 
 def _fingerprint(mgr) -> tuple:
@@ -74,9 +49,9 @@ class ManagerMachine(RuleBasedStateMachine):
     @initialize(layout=st.sampled_from(["layer", "slot"]), peer_layout=st.sampled_from(["layer", "slot"]), seed=st.integers(0, 2**16))
     def setup(self, layout, peer_layout, seed):
         cfg = _config(self.scheme)
-        self.mgr = make(SPEC, pool_layout=layout, **cfg)
-        self.peer = make(SPEC, pool_layout=peer_layout, **cfg)
-        self.halves = [make(SPEC, tp=2, tp_rank=q, pool_layout=peer_layout, **cfg) for q in range(2)]
+        self.mgr = make(SMALL, pool_layout=layout, **cfg)
+        self.peer = make(SMALL, pool_layout=peer_layout, **cfg)
+        self.halves = [make(SMALL, tp=2, tp_rank=q, pool_layout=peer_layout, **cfg) for q in range(2)]
         self.gen = torch.Generator().manual_seed(seed)
         self.t = self.mgr.ctx.runtime.tokens_per_step
         self.want: dict[str, dict] = {}

@@ -46,6 +46,13 @@ def same_device(**tensors: torch.Tensor) -> torch.device:
     return first
 
 
+def same_dtype(op: str, **pair: torch.Tensor) -> None:
+    """The two tensors of a bit copy must share a dtype (the copy does not convert)."""
+    (a, ta), (b, tb) = pair.items()
+    if ta.dtype != tb.dtype:
+        fail(f"{op}: {a} is {ta.dtype}, {b} is {tb.dtype}; the copy does not convert")
+
+
 def as_index(name: str, t: torch.Tensor, n: int | None, device: torch.device) -> torch.Tensor:
     """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU."""
     if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES:
@@ -71,6 +78,29 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
             fail(f"{name}: values must lie in [{lo}, {hi}), got min {mn}, max {mx}")
 
 
+def as_indices(device: torch.device, check: bool, *items: tuple[str, torch.Tensor, int, int]) -> list[torch.Tensor]:
+    """Index vectors `(name, t, lo, hi)` of the first one's length through `as_index`, then (when `check`)
+    `lo <= t < hi` for all of them in one `check_ranges`."""
+    out: list[torch.Tensor] = []
+    for name, t, _, _ in items:
+        out.append(as_index(name, t, out[0].shape[0] if out else None, device))
+    if check:
+        check_ranges([(name, t, lo, hi) for (name, _, lo, hi), t in zip(items, out, strict=True)])
+    return out
+
+
+def lead_strides(t: torch.Tensor, n: int) -> tuple[int, ...]:
+    """The element strides of the first `n` dims, as the kernels take them."""
+    return t.stride()[:n]
+
+
+def launch_grid(op: str, programs: int) -> int:
+    """`programs`, checked to fit the 1-D launch grid (fewer than 2**31)."""
+    if programs >= 2**31:
+        fail(f"{op}: {programs} programs exceed the launch grid")
+    return programs
+
+
 def word_size(t: torch.Tensor, nlead: int, extra: Sequence[int] = ()) -> int:
     """Widest word (4, 2 or 1 bytes) that divides the state size, the lead strides, the storage offset and
     every element offset in `extra`, so that the tensor can be moved as words of that size."""
@@ -93,6 +123,14 @@ def word_view(t: torch.Tensor, nlead: int, w: int) -> torch.Tensor:
     if flat.shape[-1] == 1:
         flat = flat.as_strided(flat.shape, (*flat.stride()[:-1], 1))
     return flat.view(_WORD_DTYPES[w])
+
+
+def word_views(
+    a: torch.Tensor, a_lead: int, b: torch.Tensor, b_lead: int, a_extra: Sequence[int] = (), b_extra: Sequence[int] = ()
+) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """`(w, a_words, b_words)`: both tensors viewed as words of the widest size `w` that suits both."""
+    w = min(word_size(a, a_lead, a_extra), word_size(b, b_lead, b_extra))
+    return w, word_view(a, a_lead, w), word_view(b, b_lead, w)
 
 
 def next_pow2(n: int) -> int:

@@ -162,19 +162,26 @@ class Draft:
         return spec
 
 
+def _state_dtype(cfg: Cfg, key: str, also: str = "") -> str | None:
+    """The canonical state dtype that `key` of `cfg` names; None when it is unset or "auto"."""
+    value = cfg.data.get(key)
+    if value is None or value == "auto":
+        return None
+    try:
+        name = dtypes.canonical(str(value))
+    except KeyError:
+        name = None
+    if name not in dtypes.STATE_DTYPES:
+        raise cfg.error(key, f"one of {', '.join(dtypes.STATE_DTYPES)}{also}, got {value!r}")
+    return name
+
+
 def _model_dtype(cfg: Cfg, top: Cfg) -> tuple[str, str]:
     for c in (cfg, top):
         for key in ("torch_dtype", "dtype"):
-            value = c.data.get(key)
-            if value is None or value == "auto":
-                continue
-            try:
-                name = dtypes.canonical(str(value))
-            except KeyError:
-                name = None
-            if name not in dtypes.STATE_DTYPES:
-                raise c.error(key, f"one of {', '.join(dtypes.STATE_DTYPES)}, got {value!r}")
-            return name, ""
+            name = _state_dtype(c, key)
+            if name is not None:
+                return name, ""
     return "bfloat16", "dtype bfloat16 assumed (the config names no torch_dtype)."
 
 
@@ -182,16 +189,9 @@ def _ssm_dtype(cfg: Cfg, kinds: set[str], model: str, family: tuple[str, str] | 
     """The SSM dtype and a note saying where it came from."""
     stateful = kinds & {"mamba1", "mamba2", "gdn", "lightning"}
     for key in SSM_HINTS:
-        value = cfg.data.get(key)
-        if value is None or value == "auto":
-            continue
-        try:
-            name = dtypes.canonical(str(value))
-        except KeyError:
-            name = None
-        if name not in dtypes.STATE_DTYPES:
-            raise cfg.error(key, f"one of {', '.join(dtypes.STATE_DTYPES)} or auto, got {value!r}")
-        return name, f"ssm_dtype {name} from {cfg.prefix}{key}."
+        name = _state_dtype(cfg, key, " or auto")
+        if name is not None:
+            return name, f"ssm_dtype {name} from {cfg.prefix}{key}."
     notes = []
     if "kda" in kinds:
         notes.append("The KDA recurrent state is float32 whatever the ssm dtype.")

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_index, check_ranges, fail, same_device
+from .._common import as_indices, fail, same_device
 
 BLOCK = 1024
 
@@ -30,10 +30,7 @@ def commit_index_triton(
     if int(num_versions) < 1:
         fail(f"commit_index: num_versions must be >= 1, got {num_versions}")
     dev = same_device(version_idx=version_idx)
-    slots = as_index("slots", slots, None, dev)
-    accepted = as_index("accepted", accepted, slots.shape[0], dev)
-    if check:
-        check_ranges([("slots", slots, 0, version_idx.shape[0]), ("accepted", accepted, 0, 2**62)])
+    slots, accepted = as_indices(dev, check, ("slots", slots, 0, version_idx.shape[0]), ("accepted", accepted, 0, 2**62))
     nb = slots.shape[0]
     if nb == 0:
         return

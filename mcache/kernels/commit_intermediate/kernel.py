@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+from .._common import as_indices, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
@@ -52,36 +52,29 @@ def commit_intermediate_triton(
 ) -> None:
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
     dev = same_device(pool=pool, inter=inter)
-    if pool.dtype != inter.dtype:
-        fail(f"commit_intermediate: pool is {pool.dtype}, inter is {inter.dtype}; the copy does not convert")
+    same_dtype("commit_intermediate", pool=pool, inter=inter)
     if pool.dim() < 2 or inter.dim() != pool.dim() + 1 or inter.shape[0] != pool.shape[0]:
         fail(f"commit_intermediate: pool {tuple(pool.shape)} needs inter [L, R, T, *state], got {tuple(inter.shape)}")
     if inter.shape[3:] != pool.shape[2:]:
         fail(f"commit_intermediate: state shapes differ: {tuple(pool.shape[2:])} vs {tuple(inter.shape[3:])}")
     state_numel(pool, 2, "pool")
     state_numel(inter, 3, "inter")
-    slots = as_index("slots", slots, None, dev)
+    slots, rows, accepted = as_indices(
+        dev, check,
+        ("slots", slots, 0, pool.shape[1]),
+        ("rows", rows, 0, inter.shape[1]),
+        ("accepted", accepted, 0, inter.shape[2] + 1),
+    )  # fmt: skip
     nb = slots.shape[0]
-    rows = as_index("rows", rows, nb, dev)
-    accepted = as_index("accepted", accepted, nb, dev)
-    if check:
-        check_ranges([
-            ("slots", slots, 0, pool.shape[1]),
-            ("rows", rows, 0, inter.shape[1]),
-            ("accepted", accepted, 0, inter.shape[2] + 1),
-        ])  # fmt: skip
     if nb == 0 or pool.numel() == 0:
         return
-    w = min(word_size(pool, 2), word_size(inter, 3))
-    pv, iv = word_view(pool, 2, w), word_view(inter, 3, w)
+    w, pv, iv = word_views(pool, 2, inter, 3)
     d = pv.shape[2]
     block, warps = copy_config(d, w, config)
     nch = triton.cdiv(d, block)
-    grid = pv.shape[0] * nb * nch
-    if grid >= 2**31:
-        fail(f"commit_intermediate: {grid} programs exceed the launch grid")
+    grid = launch_grid("commit_intermediate", pv.shape[0] * nb * nch)
     _commit_intermediate_kernel[(grid,)](
-        pv, slots, pv.stride(0), pv.stride(1),
-        iv, rows, accepted, iv.stride(0), iv.stride(1), iv.stride(2),
+        pv, slots, *lead_strides(pv, 2),
+        iv, rows, accepted, *lead_strides(iv, 3),
         nb, d, nch, BLOCK=block, EVEN=d % block == 0, num_warps=warps,
     )  # fmt: skip

@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+from .._common import as_index, check_ranges, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
@@ -52,8 +52,7 @@ def copy_slots_triton(
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
     dev = same_device(src=src, dst=dst)
-    if src.dtype != dst.dtype:
-        fail(f"copy_slots: src is {src.dtype}, dst is {dst.dtype}; the copy does not convert")
+    same_dtype("copy_slots", src=src, dst=dst)
     if src.dim() < 2 or src.shape[0] != dst.shape[0] or src.shape[2:] != dst.shape[2:]:
         fail(f"copy_slots: src {tuple(src.shape)} and dst {tuple(dst.shape)} need the same L and state shape")
     state_numel(src, 2, "src")
@@ -69,16 +68,13 @@ def copy_slots_triton(
     nb = src_slots.numel()
     if nb == 0 or src.numel() == 0:
         return
-    w = min(word_size(src, 2), word_size(dst, 2))
-    sv, dv = word_view(src, 2, w), word_view(dst, 2, w)
+    w, sv, dv = word_views(src, 2, dst, 2)
     d = sv.shape[2]
     block, warps = copy_config(d, w, config)
     nch = triton.cdiv(d, block)
-    grid = sv.shape[0] * nb * nch
-    if grid >= 2**31:
-        fail(f"copy_slots: {grid} programs exceed the launch grid")
+    grid = launch_grid("copy_slots", sv.shape[0] * nb * nch)
     _copy_slots_kernel[(grid,)](
-        sv, src_slots, sv.stride(0), sv.stride(1),
-        dv, dst_slots, dv.stride(0), dv.stride(1),
+        sv, src_slots, *lead_strides(sv, 2),
+        dv, dst_slots, *lead_strides(dv, 2),
         nb, d, nch, BLOCK=block, EVEN=d % block == 0, num_warps=warps,
     )  # fmt: skip

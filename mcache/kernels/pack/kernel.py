@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+from .._common import as_index, check_ranges, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
@@ -69,8 +69,7 @@ def _chunk_table(ranges: tuple[tuple[int, int], ...], block: int, device: torch.
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
     name = "unpack" if to_pool else "pack"
     dev = same_device(pool=pool, packed=packed)
-    if pool.dtype != packed.dtype:
-        fail(f"{name}: pool is {pool.dtype}, buffer is {packed.dtype}; the copy does not convert")
+    same_dtype(name, pool=pool, buffer=packed)
     numel = state_numel(pool, 2, "pool")
     slots = as_index("slots", slots, None, dev)
     nb, nl = slots.shape[0], pool.shape[0]
@@ -88,18 +87,15 @@ def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> Non
     if nb == 0 or total == 0 or nl == 0:
         return
     flat = [v for r in ranges for v in r]
-    w = min(word_size(pool, 2, flat), word_size(packed, 2, [0, total]))
-    pv, qv = word_view(pool, 2, w), word_view(packed, 2, w)
+    w, pv, qv = word_views(pool, 2, packed, 2, flat, [0, total])
     es = pool.element_size()  # word_size made every start and length a whole number of words
     words = tuple((s * es // w, n * es // w) for s, n in ranges)
     block, warps = copy_config(max(n for _, n in words), w, config)
     tab, nch, align = _chunk_table(words, block, pv.device)
-    grid = nl * nb * nch
-    if grid >= 2**31:
-        fail(f"{name}: {grid} programs exceed the launch grid")
+    grid = launch_grid(name, nl * nb * nch)
     _pack_kernel[(grid,)](
-        pv, slots, pv.stride(0), pv.stride(1),
-        qv, qv.stride(0), qv.stride(1),
+        pv, slots, *lead_strides(pv, 2),
+        qv, *lead_strides(qv, 2),
         tab, nb, nch, TO_POOL=to_pool, BLOCK=block, ALIGN=align, num_warps=warps,
     )  # fmt: skip
 

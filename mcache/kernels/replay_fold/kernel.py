@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import FLOAT_DTYPES, as_index, check_ranges, fail, next_pow2, same_device, state_numel
+from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, state_numel
 
 PRECISION = "tf32x3"
 
@@ -41,6 +41,19 @@ def _ring_base(ptr, s0, s1, s2, layer, slot, r):
 
 
 @triton.jit
+def _head_unit(NBLK, H, NB):
+    """`(block, head, request, layer)` of this program; units `(layer, request, head, block)`, block fastest."""
+    pid = tl.program_id(0)
+    blk = pid % NBLK
+    rest = pid // NBLK
+    h = (rest % H).to(tl.int64)
+    rest = rest // H
+    b = rest % NB
+    layer = (rest // NB).to(tl.int64)
+    return blk, h, b, layer
+
+
+@triton.jit
 def _mamba2_kernel(
     ssm, ss0, ss1,
     x, xs0, xs1, xs2, xs3,
@@ -51,13 +64,7 @@ def _mamba2_kernel(
     NB, H, P, N, HPG, NPB,
     BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0)
-    pb = pid % NPB
-    rest = pid // NPB
-    h = (rest % H).to(tl.int64)
-    rest = rest // H
-    b = rest % NB
-    layer = (rest // NB).to(tl.int64)
+    pb, h, b, layer = _head_unit(NPB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
         slot = tl.load(slots + b).to(tl.int64)
@@ -99,13 +106,7 @@ def _delta_kernel(
 ):  # fmt: skip
     # Rows of the state are independent under the delta rule (`S[v, :]` needs only `v[v]`, k, g and beta),
     # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
-    pid = tl.program_id(0)
-    vb = pid % NVB
-    rest = pid // NVB
-    h = (rest % H).to(tl.int64)
-    rest = rest // H
-    b = rest % NB
-    layer = (rest // NB).to(tl.int64)
+    vb, h, b, layer = _head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
         slot = tl.load(slots + b).to(tl.int64)
@@ -168,36 +169,48 @@ def _conv_kernel(
         tl.store(cp + f, val, mask=m)
 
 
-def _ring(name: str, t: torch.Tensor, L: int, S: int, tail: tuple[int, ...]) -> tuple[int, int]:
-    """Check a ring tensor `[L, S, NBUF, Hist, *tail]`; returns `(NBUF, Hist)`."""
+def _float(name: str, t: torch.Tensor) -> None:
+    """States and ring inputs are float32, bfloat16 or float16."""
     if t.dtype not in FLOAT_DTYPES:
         fail(f"{name}: expected float32/bfloat16/float16, got {t.dtype}")
+
+
+def _ring(name: str, t: torch.Tensor, L: int, S: int, tail: tuple[int, ...]) -> tuple[int, int]:
+    """Check a ring tensor `[L, S, NBUF, Hist, *tail]`; returns `(NBUF, Hist)`."""
+    _float(name, t)
     if t.dim() != 4 + len(tail) or tuple(t.shape[:2]) != (L, S) or tuple(t.shape[4:]) != tail:
         fail(f"{name}: expected [L={L}, S={S}, 2, Hist, {', '.join(map(str, tail))}], got {tuple(t.shape)}")
     state_numel(t, 4, name)
     return t.shape[2], t.shape[3]
 
 
+def _rings(L: int, S: int, *rings: tuple[str, torch.Tensor, tuple[int, ...]]) -> tuple[int, int]:
+    """Check ring tensors `(name, t, tail)` (see `_ring`) with the ring dims of the first; returns `(NBUF, Hist)`."""
+    first, t0, tail0 = rings[0]
+    dims = _ring(first, t0, L, S, tail0)
+    for name, t, tail in rings[1:]:
+        if _ring(name, t, L, S, tail) != dims:
+            fail(f"{name}: ring dims {tuple(t.shape[2:4])} differ from {first}'s {dims}")
+    return dims
+
+
+def _groups(name: str, t: torch.Tensor, H: int, group: str, dim: str) -> int:
+    """Head groups of a grouped ring tensor `[L, S, 2, Hist, groups, dim]`; they must divide the H heads."""
+    if t.dim() != 6 or t.shape[-2] < 1 or H % t.shape[-2]:
+        fail(f"{name}: expected [L, S, 2, Hist, {group}, {dim}] with H={H} divisible by {group}, got {tuple(t.shape)}")
+    return t.shape[-2]
+
+
 def _state(name: str, t: torch.Tensor, ndim: int) -> None:
-    if t.dtype not in FLOAT_DTYPES:
-        fail(f"{name}: expected float32/bfloat16/float16, got {t.dtype}")
+    _float(name, t)
     if t.dim() != ndim:
         fail(f"{name}: expected {ndim} dims, got shape {tuple(t.shape)}")
     state_numel(t, 2, name)
 
 
 def _indices(dev, slots, buf, count, S, nbuf, hist, check):
-    slots = as_index("slots", slots, None, dev)
-    nb = slots.shape[0]
-    buf = as_index("buf", buf, nb, dev)
-    count = as_index("count", count, nb, dev)
-    if check:
-        check_ranges([("slots", slots, 0, S), ("buf", buf, 0, nbuf), ("count", count, 0, hist + 1)])
-    return slots, buf, count, nb
-
-
-def _strides4(t: torch.Tensor) -> tuple[int, int, int, int]:
-    return t.stride(0), t.stride(1), t.stride(2), t.stride(3)
+    slots, buf, count = as_indices(dev, check, ("slots", slots, 0, S), ("buf", buf, 0, nbuf), ("count", count, 0, hist + 1))
+    return slots, buf, count, slots.shape[0]
 
 
 def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
@@ -205,13 +218,8 @@ def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bo
     _state("ssm", ssm, 5)
     L, S, H, P, N = ssm.shape
     dev = same_device(ssm=ssm, x=x, B=B, dt=dt, dA=dA)
-    if B.dim() != 6 or B.shape[-2] < 1 or H % B.shape[-2]:
-        fail(f"B: expected [L, S, 2, Hist, G, N] with H={H} divisible by G, got {tuple(B.shape)}")
-    G = B.shape[-2]
-    nbuf, hist = _ring("x", x, L, S, (H, P))
-    for name, t, tail in (("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,))):
-        if _ring(name, t, L, S, tail) != (nbuf, hist):
-            fail(f"{name}: ring dims {tuple(t.shape[2:4])} differ from x's {(nbuf, hist)}")
+    G = _groups("B", B, H, "G", "N")
+    nbuf, hist = _rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
     slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
     if nb == 0 or ssm.numel() == 0:
         return
@@ -219,8 +227,8 @@ def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bo
     bp, warps = config or mamba2_config(P, bn)
     npb = triton.cdiv(P, bp)
     _mamba2_kernel[(L * nb * H * npb,)](
-        ssm, ssm.stride(0), ssm.stride(1),
-        x, *_strides4(x), B, *_strides4(B), dt, *_strides4(dt), dA, *_strides4(dA),
+        ssm, *lead_strides(ssm, 2),
+        x, *lead_strides(x, 4), B, *lead_strides(B, 4), dt, *lead_strides(dt, 4), dA, *lead_strides(dA, 4),
         slots, buf, count, nb, H, P, N, H // G, npb,
         BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, num_warps=warps,
     )  # fmt: skip
@@ -230,14 +238,9 @@ def _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel: bo
     _state("ssm", ssm, 5)
     L, S, H, V, K = ssm.shape
     dev = same_device(ssm=ssm, k=k, v=v, g=g, beta=beta)
-    if k.dim() != 6 or k.shape[-2] < 1 or H % k.shape[-2]:
-        fail(f"k: expected [L, S, 2, Hist, Hk, K] with H={H} divisible by Hk, got {tuple(k.shape)}")
-    hk = k.shape[-2]
-    nbuf, hist = _ring("k", k, L, S, (hk, K))
+    hk = _groups("k", k, H, "Hk", "K")
     gtail = (H, K) if per_channel else (H,)
-    for name, t, tail in (("v", v, (H, V)), ("g", g, gtail), ("beta", beta, (H,))):
-        if _ring(name, t, L, S, tail) != (nbuf, hist):
-            fail(f"{name}: ring dims {tuple(t.shape[2:4])} differ from k's {(nbuf, hist)}")
+    nbuf, hist = _rings(L, S, ("k", k, (hk, K)), ("v", v, (H, V)), ("g", g, gtail), ("beta", beta, (H,)))
     slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
     if nb == 0 or ssm.numel() == 0:
         return
@@ -245,8 +248,8 @@ def _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel: bo
     bv, warps = config or delta_config(ssm.dtype)
     nvb = triton.cdiv(V, bv)
     _delta_kernel[(L * nb * H * nvb,)](
-        ssm, ssm.stride(0), ssm.stride(1),
-        k, *_strides4(k), v, *_strides4(v), g, *_strides4(g), beta, *_strides4(beta),
+        ssm, *lead_strides(ssm, 2),
+        k, *lead_strides(k, 4), v, *lead_strides(v, 4), g, *lead_strides(g, 4), beta, *lead_strides(beta, 4),
         slots, buf, count, nb, H, V, K, H // hk, nvb,
         BV=bv, BK=bk, PER_CHANNEL=per_channel, num_warps=warps,
     )  # fmt: skip
@@ -267,7 +270,7 @@ def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = T
     _state("conv", conv, 4)
     L, S, C, km1 = conv.shape
     dev = same_device(conv=conv, conv_in=conv_in)
-    nbuf, hist = _ring("conv_in", conv_in, L, S, (C,))
+    nbuf, hist = _rings(L, S, ("conv_in", conv_in, (C,)))
     slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
     if nb == 0 or conv.numel() == 0:
         return
@@ -275,6 +278,6 @@ def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = T
     bc = max(1, (block // km1) // 8 * 8 or block // km1)  # whole channels, 16-byte aligned starts when possible
     ncb = triton.cdiv(C, bc)
     _conv_kernel[(L * nb * ncb,)](
-        conv, conv.stride(0), conv.stride(1), conv_in, *_strides4(conv_in),
+        conv, *lead_strides(conv, 2), conv_in, *lead_strides(conv_in, 4),
         slots, buf, count, nb, C, ncb, KM1=km1, BC=bc, BLOCK=next_pow2(bc * km1), num_warps=warps,
     )  # fmt: skip

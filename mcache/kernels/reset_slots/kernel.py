@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_index, check_ranges, copy_config, fail, same_device, state_numel, word_size, word_view
+from .._common import as_index, check_ranges, copy_config, launch_grid, lead_strides, same_device, state_numel, word_size, word_view
 
 MAX_POOLS = 4
 
@@ -95,9 +95,8 @@ def _launch(views: list[torch.Tensor], slots: torch.Tensor, config: tuple[int, i
         total += v.shape[0] * nb * nch
         ends.append(total)
         evens.append(d % block == 0)
-        args.append((v, v.stride(0), v.stride(1), d, nch))
-    if total >= 2**31:
-        fail(f"reset_slots: {total} programs exceed the launch grid")
+        args.append((v, *lead_strides(v, 2), d, nch))
+    launch_grid("reset_slots", total)
     while len(args) < MAX_POOLS:
         args.append(args[0])
         evens.append(evens[0])

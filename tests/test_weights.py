@@ -56,8 +56,7 @@ def test_bundled_estimate_is_within_5_percent_of_the_published_count(name):
     assert abs(error) <= TOLERANCE, f"{name}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = next((p for p in (ROOT / "shared" / "hf_configs", ROOT.parent / "shared" / "hf_configs") if p.is_dir()), None)
+SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 CONFIG_OF = {  # the bundled name of each shared HF config whose name differs
     "kimi-linear-48b-a3b-instruct": "kimi-linear-48b-a3b",
     "nemotron-h-56b-base-8k": "nemotron-h-56b",
@@ -66,8 +65,7 @@ CONFIG_OF = {  # the bundled name of each shared HF config whose name differs
 }
 
 
-@pytest.mark.skipif(SHARED is None, reason="shared/hf_configs not found")
-@pytest.mark.parametrize("stem", sorted(p.stem for p in SHARED.glob("*.json")) if SHARED else [])
+@pytest.mark.parametrize("stem", sorted(p.stem for p in SHARED.glob("*.json")))
 def test_imported_estimate_is_within_5_percent_of_the_published_count(stem):
     from mcache.core.hf import import_hf
 

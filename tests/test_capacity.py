@@ -95,3 +95,38 @@ def test_gpu_catalogue_and_sizes():
         parse_size("80 parsecs", "gpu_memory")
     with pytest.raises(LayoutError, match="utilization"):
         Budget("x", 1, 0.0)
+
+
+def test_pp_sizes_kv_for_every_request_in_flight():
+    spec = parse_spec(TINY, "tiny.yaml")
+    rt = RuntimeConfig(max_batch=4, max_seq_len=100, tokens_per_block=16)
+    est = estimate(spec, ParallelLayout(pp=2), rt, resolve_dtypes(spec))
+    mamba_stage, attention_stage = est.ranks
+    # 4 requests per micro-batch x 2 stages = 8 in flight: 8 slots + 1 padding, 8 x 112 KV tokens
+    assert mamba_stage.ctx.num_slots == 9 and mamba_stage.bytes_of("kv") == 0
+    assert attention_stage.ctx.num_slots == 0 and attention_stage.bytes_of("kv") == 8 * 112 * 128
+    caps, _ = capacity(est, Budget("test", 1_000_000, 1.0, 0), context=100, concurrency=4)
+    assert [c.max_sequences for c in caps] == [8, 8]
+    assert [c.binding for c in caps] == ["state slots", "max batch"]
+
+
+def test_kv_tokens_caps_the_pool():
+    spec = parse_spec(TINY, "tiny.yaml")
+    rt = RuntimeConfig(max_batch=4, max_seq_len=100, tokens_per_block=16, kv_tokens=100)
+    est = estimate(spec, ParallelLayout(), rt, resolve_dtypes(spec))
+    assert est.ranks[0].bytes_of("kv") == 112 * 128  # 100 tokens round up to 7 blocks
+
+
+def test_per_token_aux_buffers_count_once():
+    text = TINY + "aux_buffers:\n  - {name: logits, shape: [32], dtype: float32, per: token}\n"
+    spec = parse_spec(text, "aux.yaml")
+    est = estimate(spec, ParallelLayout(), RuntimeConfig(max_batch=4, max_seq_len=100, tokens_per_block=16),
+                   resolve_dtypes(spec))
+    caps, _ = capacity(est, Budget("test", 1_000_000, 1.0, 0), context=100, concurrency=4)
+    cap = caps[0]
+    # per token: 128 B of KV + 32 x 4 B of aux = 256 B; fixed = slots and seeds only (7,080 B)
+    assert cap.fixed_bytes == 5 * 1408 + 5 * 8
+    assert cap.kv_budget_bytes == 1_000_000 - WEIGHTS - 7_080
+    assert cap.kv_tokens == (1_000_000 - WEIGHTS - 7_080) // 256
+    # 4 sequences x blocks x 16 x 256 <= 924,864 -> 56 blocks = 896 tokens
+    assert cap.max_context == 896

@@ -144,8 +144,8 @@ def test_kv_blocks_grow_with_tokens_and_return_on_free():
 
 
 def test_running_out_of_kv_blocks_changes_nothing():
-    # PP 2: 4 live requests (max batch x pp) share a stage's 8 blocks (max batch x max seq).
-    mgr = make(ALL_KINDS, pp=2, max_batch=2, max_seq_len=16, tokens_per_block=4)
+    # PP 2: 4 live requests (max batch x pp) share a KV pool capped at 32 tokens = 8 blocks.
+    mgr = make(ALL_KINDS, pp=2, max_batch=2, max_seq_len=16, tokens_per_block=4, kv_tokens=32)
     mgr.add_request("a", tokens=16)
     mgr.add_request("b", tokens=8)
     mgr.add_request("c", tokens=2)

@@ -65,7 +65,8 @@ def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:
     rank = report["ranks"][cap["stage"]]
     return [str(cap["stage"]), size(rank["weight_bytes"]), size(cap["cache_budget_bytes"]), size(cap["fixed_bytes"]),
             size(cap["kv_budget_bytes"]), "-" if cap["kv_tokens"] is None else str(cap["kv_tokens"]),
-            str(cap["max_sequences"]), cap["binding"], str(cap["sequences_if_resized"]),
+            str(cap["max_sequences"]), cap["binding"],
+            "unbounded" if cap["sequences_if_resized"] is None else str(cap["sequences_if_resized"]),
             "unbounded" if cap["max_context"] is None else str(cap["max_context"])]
 
 

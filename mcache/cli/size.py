@@ -18,7 +18,8 @@ PoolLayout = Literal["layer", "slot"]
 OPTION_OF = {
     "tp": "--tp", "pp": "--pp", "tp/pp": "--tp/--pp", "pp_partition": "--pp-partition", "max_batch": "--max-batch",
     "max_seq_len": "--max-seq-len", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
-    "spec_scheme": "--spec-scheme", "snapshot_slots": "--snapshot-slots", "replay_history": "--replay-history",
+    "kv_tokens": "--kv-tokens", "reserved_slots": "--reserved-slots",
+    "spec_scheme": "--spec-scheme", "snapshot_slots": "--snapshot-slots",
     "gpu": "--gpu", "gpu_memory": "--gpu-memory", "utilization": "--utilization", "reserve": "--reserve",
     "context": "--context", "concurrency": "--concurrency", "ssm_dtype": "--ssm-dtype", "kv_dtype": "--kv-dtype",
     "conv_dtype": "--conv-dtype",
@@ -34,6 +35,7 @@ def size(
     max_batch: Annotated[int, typer.Option(help="Max concurrent requests per rank (state slots).")] = 64,
     max_seq_len: Annotated[int, typer.Option(help="Max tokens per sequence (sizes the KV pool).")] = 8192,
     block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 32,
+    kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
     draft: Annotated[int, typer.Option(help="Speculative draft tokens per step.")] = 0,
     spec_scheme: Annotated[Scheme | None, typer.Option(help="Speculative state scheme (default: intermediate with --draft).")] = None,
     reserved_slots: Annotated[int | None, typer.Option(help="Reserved padding slots (default: draft+1, +1 with attention-DP).")] = None,
@@ -71,7 +73,7 @@ def size(
         scheme = spec_scheme if spec_scheme else ("intermediate" if draft else "none")
         runtime = RuntimeConfig(max_batch=max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
                                 draft_tokens=draft, spec_scheme=scheme, reserved_slots=reserved_slots,
-                                snapshot_slots=snapshot_slots)
+                                snapshot_slots=snapshot_slots, kv_tokens=kv_tokens)
         dtypes = _dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
         est = estimate(model, layout, runtime, dtypes)
         target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()

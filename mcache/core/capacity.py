@@ -29,7 +29,7 @@ class RankCapacity(Struct, frozen=True):
     `max_sequences` keeps the configured slot pool (max batch); `binding` says what stops it:
     `state slots`, `KV`, `max batch` (a rank with no state), or `memory` (weights and fixed
     buffers alone exceed the budget).
-    `sequences_if_resized` is how many fit if the state pool were sized to match instead.
+    `sequences_if_resized` is how many fit if the state pool were sized to match instead (None: no limit).
     `max_context` is the longest context every one of `concurrency` sequences can hold (None: no KV).
     """
 
@@ -41,26 +41,25 @@ class RankCapacity(Struct, frozen=True):
     context: int
     max_sequences: int
     binding: str
-    sequences_if_resized: int
+    sequences_if_resized: int | None
     concurrency: int
     max_context: int | None
 
 
 def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency: int) -> RankCapacity:
     """Capacity of one rank; see `RankCapacity`."""
-    rt = rank.ctx.runtime
     cache_budget = int(budget.gpu_bytes * budget.utilization) - rank.weight_bytes - budget.reserve_bytes
-    kv_total = rank.bytes_of("kv")
-    fixed = rank.cache_bytes - kv_total
+    per_token, token_total = rank.token_bytes()
+    fixed = rank.cache_bytes - token_total
     kv_budget = cache_budget - fixed
-    per_token = rank.kv_bytes_per_token
     kv_per_seq = rank.kv_bytes_per_seq(context)
+    most = rank.ctx.max_requests
     if kv_budget < 0:
         sequences, binding = 0, "memory"
-    elif kv_per_seq and kv_budget // kv_per_seq < rt.max_batch:
+    elif kv_per_seq and kv_budget // kv_per_seq < most:
         sequences, binding = kv_budget // kv_per_seq, "KV"
     else:
-        sequences, binding = rt.max_batch, "state slots" if rank.ctx.num_slots else "max batch"
+        sequences, binding = most, "state slots" if rank.ctx.num_slots else "max batch"
     return RankCapacity(
         stage=rank.ctx.stage,
         cache_budget_bytes=cache_budget,
@@ -76,23 +75,26 @@ def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency:
     )
 
 
-def _resized(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int:
-    """Sequences that fit if slots = sequences: each brings a state slot, its scratch and its KV."""
+def _resized(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int | None:
+    """Sequences that fit if slots = sequences: each brings a state slot, its scratch and its KV
+    (None: a sequence costs nothing on this rank, so it never binds)."""
     ctx = rank.ctx
     reserved = ctx.runtime.reserved(ctx.layout.attention_dp) if ctx.num_slots else 0
     per_slot = sum(c.decl.bytes_per_unit for c in rank.components if c.decl.per == "slot")
     per_seq = per_slot + rank.bytes_per_request + kv_per_seq
+    if per_seq == 0:
+        return None
     available = cache_budget - rank.fixed_bytes - reserved * per_slot
-    if per_seq == 0 or available <= 0:
-        return 0
-    return available // per_seq
+    return max(0, available // per_seq)
 
 
 def _longest_context(rank: RankEstimate, kv_budget: int, concurrency: int) -> int | None:
-    """Largest block-aligned context that `concurrency` sequences can all hold (binary search)."""
-    if rank.kv_bytes_per_token == 0:
-        return None
-    if kv_budget <= 0 or concurrency < 1:
+    """Largest block-aligned context that `concurrency` sequences can all hold (binary search);
+    None when no per-token buffer grows with the context (none at all, or only window-capped ones)."""
+    if not any(c.decl.per == "token" and c.decl.window is None for c in rank.components):
+        windows = max((c.decl.window for c in rank.components if c.decl.per == "token"), default=0)
+        return None if concurrency * rank.kv_bytes_per_seq(windows) <= kv_budget else 0
+    if kv_budget <= 0:
         return 0
     block = rank.ctx.runtime.tokens_per_block
     lo, hi = 0, kv_budget // block + 1  # in blocks; a context of hi blocks cannot fit
@@ -102,8 +104,6 @@ def _longest_context(rank: RankEstimate, kv_budget: int, concurrency: int) -> in
             lo = mid
         else:
             hi = mid
-    if lo == kv_budget // block:  # only window-capped layers: any context fits
-        return None
     return lo * block
 
 
@@ -114,7 +114,9 @@ def capacity(est: Estimate, budget: Budget, context: int, concurrency: int) -> t
     caps = [rank_capacity(r, budget, context, concurrency) for r in est.ranks]
 
     def tightness(c: RankCapacity) -> tuple:
-        return (c.max_sequences, c.sequences_if_resized, c.max_context if c.max_context is not None else 1 << 62)
+        unbounded = 1 << 62
+        resized = c.sequences_if_resized if c.sequences_if_resized is not None else unbounded
+        return (c.max_sequences, resized, c.max_context if c.max_context is not None else unbounded)
 
     tightest = min(range(len(caps)), key=lambda i: tightness(caps[i]))
     return caps, tightest

@@ -35,7 +35,8 @@ def units_of(decl: BufferDecl, ctx: RankContext) -> int:
     if decl.per == "request":
         return rt.max_batch
     if decl.per == "token":
-        return rt.max_batch * rt.kv_tokens_per_seq(rt.max_seq_len, decl.window)
+        tokens = ctx.max_requests * rt.kv_tokens_per_seq(rt.max_seq_len, decl.window)
+        return min(tokens, rt.kv_tokens_per_seq(rt.kv_tokens)) if rt.kv_tokens else tokens
     if decl.per == "snapshot":
         return rt.snapshot_slots
     return 1
@@ -91,6 +92,11 @@ class RankEstimate(Struct, frozen=True):
     def cache_bytes(self) -> int:
         """All cache buffers of the rank."""
         return sum(c.total_bytes for c in self.components)
+
+    def token_bytes(self) -> tuple[int, int]:
+        """(bytes one token adds, total bytes) over every per-token buffer (KV and per-token aux)."""
+        comps = [c for c in self.components if c.decl.per == "token"]
+        return sum(c.decl.bytes_per_unit for c in comps), sum(c.total_bytes for c in comps)
 
     def kv_bytes_per_seq(self, seq_len: int) -> int:
         """KV bytes one sequence of `seq_len` tokens holds (blocks rounded up, windows capped)."""

@@ -49,7 +49,9 @@ class RuntimeConfig(Struct, frozen=True):
     """Serving settings that size the pools of one rank.
 
     `reserved_slots` defaults to one CUDA-graph padding slot per possible draft length
-    (`draft_tokens + 1`) plus one for the attention-DP dummy request.
+    (`draft_tokens + 1`) plus one for the attention-DP dummy request. `kv_tokens` caps the KV pool
+    of each attention layer (default: every request in flight at `max_seq_len`), as engines that
+    size KV from free memory do.
     """
 
     max_batch: int = 64
@@ -60,11 +62,16 @@ class RuntimeConfig(Struct, frozen=True):
     reserved_slots: int | None = None
     snapshot_slots: int = 0
     replay_history: int | None = None
+    kv_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_batch", "max_seq_len", "tokens_per_block"):
             if getattr(self, name) < 1:
                 raise LayoutError(name, f"a positive integer, got {getattr(self, name)}")
+        if self.kv_tokens is not None and self.kv_tokens < self.tokens_per_block:
+            raise LayoutError("kv_tokens", f"at least one block ({self.tokens_per_block} tokens), got {self.kv_tokens}")
+        if self.reserved_slots is not None and self.reserved_slots < 0:
+            raise LayoutError("reserved_slots", f"zero or more, got {self.reserved_slots}")
         for name in ("draft_tokens", "snapshot_slots"):
             if getattr(self, name) < 0:
                 raise LayoutError(name, f"zero or more, got {getattr(self, name)}")

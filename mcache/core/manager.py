@@ -55,7 +55,7 @@ class CacheManager:
         self.pools: dict[str, Pool] = allocate_pools(ctx, self.device, pool_layout)
         self.book, self.handlers = assign_pools(ctx, self.pools)
         self.num_slots = ctx.num_slots
-        self.max_requests = rt.max_batch * ctx.layout.pp
+        self.max_requests = ctx.max_requests
         reserved = range(self.max_requests, self.num_slots) if self.num_slots else range(0)
         self._slots = FreeList(self.num_slots, "state slots", reserved)
         self._groups: dict[int | None, BlockGroup] = {}

@@ -95,8 +95,13 @@ class RankContext(Struct, frozen=True, dict=True):
         return fn(self.spec, getattr(self.spec, kind), self.tp_for(kind), self.dtypes) if fn else None
 
     @property
+    def max_requests(self) -> int:
+        """Requests in flight on the rank: max batch (per micro-batch) x pp stages."""
+        return self.runtime.max_batch * self.layout.pp
+
+    @property
     def num_slots(self) -> int:
-        """State slots of the pool: 0 without recurrent layers, else max batch x pp + reserved."""
+        """State slots of the pool: 0 without recurrent layers, else max requests + reserved."""
         if not self.recurrent_kinds:
             return 0
-        return self.runtime.max_batch * self.layout.pp + self.runtime.reserved(self.layout.attention_dp)
+        return self.max_requests + self.runtime.reserved(self.layout.attention_dp)

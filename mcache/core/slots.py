@@ -5,22 +5,29 @@ Every `take` checks capacity before it changes anything, so a `CapacityError` le
 
 from __future__ import annotations
 
+import heapq
 from math import ceil
 
 from mcache.core.errors import CapacityError
 
 
 class FreeList:
-    """Ids `0 .. size` minus `reserved`; `take` hands out the lowest free ids, `give` returns them."""
+    """Ids `0 .. size` minus `reserved`; `take` hands out the lowest free ids, `give` returns them.
+
+    A set answers "is it free?" and a heap gives the lowest free id (ids taken out of order by
+    `take_id` are dropped from the heap lazily), so every operation is O(log n) per id.
+    """
 
     def __init__(self, size: int, what: str, reserved: range | tuple[int, ...] = ()):
         self.size, self.what, self.reserved = size, what, tuple(reserved)
-        self._free = sorted(set(range(size)) - set(self.reserved), reverse=True)
+        self._reserved = frozenset(self.reserved)
+        self._free = set(range(size)) - self._reserved
+        self._heap = sorted(self._free)
 
     @property
     def free(self) -> list[int]:
         """Free ids, lowest first."""
-        return self._free[::-1]
+        return sorted(self._free)
 
     @property
     def capacity(self) -> int:
@@ -35,23 +42,32 @@ class FreeList:
     def take(self, n: int = 1, detail: str = "") -> list[int]:
         """The `n` lowest free ids, removed from the list."""
         self.check(n, detail)
-        taken = [self._free.pop() for _ in range(n)]
+        taken: list[int] = []
+        while len(taken) < n:
+            i = heapq.heappop(self._heap)
+            if i in self._free:  # else: taken earlier by take_id
+                self._free.discard(i)
+                taken.append(i)
         return taken
 
     def take_id(self, i: int) -> None:
         """Remove the free id `i`; `ValueError` if it is reserved, out of range or in use."""
-        if i in self.reserved or not 0 <= i < self.size:
+        if i in self._reserved or not 0 <= i < self.size:
             raise ValueError(f"{self.what} {i} is reserved or out of range (0..{self.size - 1})")
         if i not in self._free:
             raise ValueError(f"{self.what} {i} is in use")
-        self._free.remove(i)
+        self._free.discard(i)
 
     def give(self, ids: list[int]) -> None:
         """Return ids to the list; returning a free or reserved id is a bug and raises `ValueError`."""
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{self.what}: an id is returned twice in {ids}")
         for i in ids:
-            if i in self.reserved or i in self._free or not 0 <= i < self.size:
+            if i in self._reserved or i in self._free or not 0 <= i < self.size:
                 raise ValueError(f"{self.what} {i} returned twice, reserved or out of range")
-        self._free = sorted(self._free + list(ids), reverse=True)
+        for i in ids:
+            self._free.add(i)
+            heapq.heappush(self._heap, i)
 
 
 class BlockGroup:

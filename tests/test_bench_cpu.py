@@ -93,7 +93,12 @@ def test_ctrl_c_keeps_the_rows_done(monkeypatch, tmp_path):
         (["--ops", "reset,dance"], "--ops: one or more of"),
         (["--batch", "0"], "--batch: positive integers"),
         (["--rank", "3", "--tp", "2"], "--rank: 0 .. 1"),
-        (["--device", "tpu"], "--device: cuda, cuda:N or cpu"),
+        (["--device", "tpu"], "--device: cuda, cpu (or cuda:N)"),
+        (["--device", "meta"], "--device: cuda, cpu (or cuda:N)"),
+        (["--batch", "8", "--max-batch", "4"], "--batch: at most --max-batch (4)"),
+        (["--reps", "0"], "Invalid value for '--reps'"),
+        (["-o", "/nonexistent/dir/x.json"], "output: a file in an existing folder"),
+        (["--draft", "0"], "Invalid value for '--draft'"),
     ],
 )
 def test_bad_bench_options(args, needle, capsys):

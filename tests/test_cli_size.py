@@ -94,7 +94,7 @@ def test_output_file_is_written(tmp_path):
     [
         (["size", "no-such-model"], "no-such-model: file: an existing file or a bundled spec name"),
         (["size", "qwen3-next-80b-a3b", "--tp", "3"], "attention.num_kv_heads: 2 cannot be split over tp=3"),
-        (["size", "nemotron-h-8b", "--pp", "2", "--pp-partition", "1,2"], "--pp-partition: 2 non-negative counts summing to 52"),
+        (["size", "nemotron-h-8b", "--pp", "2", "--pp-partition", "1,2"], "--pp-partition: 2 positive counts summing to 52"),
         (["size", "nemotron-h-8b", "--draft", "2", "--spec-scheme", "none"], "--spec-scheme:"),
         (["size", "nemotron-h-8b", "--gpu", "tpu"], "--gpu: one of h100-80gb"),
         (["size", "nemotron-h-8b", "--gpu-memory", "lots"], "--gpu-memory: a size such as 141GiB"),
@@ -183,3 +183,9 @@ def test_tightest_stage_without_a_gpu():
     assert report["capacity"] is None and report["tightest_stage"] == 0
     bytes_of = [r["weight_bytes"] + r["cache_bytes"] for r in report["ranks"]]
     assert bytes_of[0] > bytes_of[1]
+
+
+def test_bare_group_prints_help_without_an_error_line(capsys):
+    assert main([]) == 2
+    captured = capsys.readouterr()
+    assert "Usage: mcache" in captured.out + captured.err and "mcache: \n" not in captured.err

@@ -375,19 +375,13 @@ def test_pp_explicit_partition():
     assert (last.state_bytes_per_slot, last.kv_bytes_per_token) == (1 * MAMBA_LAYER, 4 * ATTN_LAYER)
 
 
-def test_pp_partition_may_leave_a_stage_empty():
-    spec = make_spec(PP_SPEC)
-    empty = rank_of(spec, pp=2, stage=0, partition=(0, 8))
-    assert empty.ctx.layers == range(0, 0)
-    assert empty.components == []
-
-
 @pytest.mark.parametrize(
     ("pp", "partition", "field"),
     [
         pytest.param(2, (3, 4), "pp_partition", id="sum-short"),
         pytest.param(2, (8,), "pp_partition", id="wrong-length"),
         pytest.param(2, (9, -1), "pp_partition", id="negative"),
+        pytest.param(2, (0, 8), "pp_partition", id="empty-stage"),
         pytest.param(9, None, "pp", id="more-stages-than-layers"),
     ],
 )

@@ -216,3 +216,27 @@ def test_buffer_decl_rejects(kwargs, message):
               "axes": ("a", "b"), "dtype": "int32"} | kwargs
     with pytest.raises(ValueError, match=message):
         BufferDecl(**fields)
+
+
+def test_spec_aux_buffer_problems_are_layout_errors():
+    import pytest as _pytest
+
+    from mcache.core.errors import LayoutError, SpecError
+    from mcache.core.estimator import estimate
+    from mcache.core.layout import ParallelLayout, RuntimeConfig
+    from mcache.core.rank import resolve_dtypes
+    from mcache.core.spec_loader import parse_spec
+
+    base = ("name: t\nsource: t\nhidden_size: 64\nvocab_size: 10\nnum_layers: 1\nlayers: {types: [mamba2]}\n"
+            "mamba2: {num_heads: 4, head_dim: 8, state_size: 16}\naux_buffers:\n")
+
+    def run(aux: str, **runtime):
+        spec = parse_spec(base + aux, "t.yaml")
+        return estimate(spec, ParallelLayout(), RuntimeConfig(**runtime), resolve_dtypes(spec))
+
+    with _pytest.raises(SpecError, match="aux_buffers"):
+        run("  - {name: x, shape: [-5], dtype: int32, per: slot}\n")
+    with _pytest.raises(LayoutError, match="divide by zero"):
+        run("  - {name: x, shape: [hidden_size // draft_tokens], dtype: int32, per: slot}\n")
+    with _pytest.raises(LayoutError, match=r"aux_buffers\[0\]\.name.*'seed'"):
+        run("  - {name: seed, shape: [1], dtype: int64, per: slot}\n")

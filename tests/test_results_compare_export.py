@@ -164,3 +164,37 @@ def test_export_cli_writes_files(tmp_path, capsys):
     assert main(["export", src, "--to", "bencher"]) == 0
     assert "latency" in capsys.readouterr().out
     assert main(["export", src, "--to", "nowhere"]) == 2
+
+
+def test_saved_files_get_the_usual_mode(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "run.json"
+    old = os.umask(0o022)
+    try:
+        results.save(make_run(BASE), path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_refuses_runs_with_other_settings_unless_forced():
+    other = make_run(NEW)
+    other.meta.runtime["max_batch"] = 128
+    with pytest.raises(McacheError, match="different settings"):
+        compare(make_run(BASE), other, "a", "b")
+    assert compare(make_run(BASE), other, "a", "b", force=True).regressions
+
+
+def test_a_zero_base_time_is_not_divided_by():
+    base = [row("reset", 100, 98, 102)]
+    base[0].median_us = 0.0
+    comp = compare(make_run(base), make_run(NEW), "a", "b")
+    assert {c.op: c.verdict for c in comp.changes}["reset"] == "skipped"
+
+
+def test_export_without_a_ceiling():
+    run = make_run([row("reset", 100, 98, 102)])
+    run.rows[0].pct_ceiling = None
+    assert to_github_action_benchmark(run, "time")[0]["extra"] == "100000000 bytes"

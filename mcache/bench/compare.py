@@ -43,13 +43,18 @@ class Comparison(msgspec.Struct, kw_only=True):
 
 
 def check_comparable(base: Results, new: Results, force: bool) -> None:
-    """Refuse runs from different GPUs or specs (or a CPU run against a GPU run) unless `force`."""
+    """Refuse runs from different GPUs, specs or settings (or a CPU run against a GPU run) unless `force`."""
     if force:
         return
     b, n = base.meta, new.meta
     b_gpu, n_gpu = (b.gpu.name if b.gpu else b.device), (n.gpu.name if n.gpu else n.device)
     if b.comparable != n.comparable or b_gpu != n_gpu:
         raise McacheError(f"compare: runs from different devices ({b_gpu} vs {n_gpu}); pass --force to compare anyway")
+    if (b.layout, b.runtime) != (n.layout, n.runtime):
+        raise McacheError(
+            f"compare: runs with different settings (layout {b.layout} runtime {b.runtime} vs layout {n.layout} "
+            f"runtime {n.runtime}); pass --force to compare anyway"
+        )
     if b.spec_sha256 != n.spec_sha256:
         raise McacheError(
             f"compare: runs of different specs ({b.spec_name} {b.spec_sha256[:12]} vs {n.spec_name} "
@@ -58,7 +63,7 @@ def check_comparable(base: Results, new: Results, force: bool) -> None:
 
 
 def _verdict(base: Row, new: Row, threshold_pct: float) -> tuple[float | None, str]:
-    if base.status != "ok" or new.status != "ok" or base.median_us is None or new.median_us is None:
+    if base.status != "ok" or new.status != "ok" or not base.median_us or new.median_us is None:
         return None, "skipped"
     delta = (new.median_us - base.median_us) / base.median_us * 100
     lo_b, hi_b = base.p10_us or base.median_us, base.p90_us or base.median_us

@@ -25,7 +25,9 @@ def to_github_action_benchmark(results: Results, metric: str) -> list[dict]:
     for row in results.rows:
         if row.status != "ok" or row.median_us is None:
             continue
-        extra = f"{row.bytes} bytes; {row.pct_ceiling}% of copy ceiling" if row.bytes else ""
+        extra = f"{row.bytes} bytes" if row.bytes else ""
+        if row.bytes and row.pct_ceiling is not None:
+            extra += f"; {row.pct_ceiling}% of copy ceiling"
         if metric == "time":
             spread = max(row.median_us - (row.p10_us or row.median_us), (row.p90_us or row.median_us) - row.median_us)
             entry = {"name": _name(results, row.key), "unit": "us", "value": row.median_us, "range": f"±{spread:.2f}"}

@@ -18,69 +18,54 @@ def bench(
     ops: Annotated[str, typer.Option(help="Ops: alloc,reset,commit,replay,relocate,snapshot,pack,transfer.")] = (
         "alloc,reset,commit,replay,relocate,snapshot,pack,transfer"),
     scheme: Annotated[Scheme, typer.Option(help="Speculative scheme the manager is built with.")] = "intermediate",
-    draft: Annotated[int, typer.Option(help="Draft tokens per step (T = draft + 1).")] = 3,
-    max_batch: Annotated[int | None, typer.Option(help="Slots per rank (default: the largest batch).")] = None,
-    max_seq_len: Annotated[int, typer.Option(help="Tokens per sequence the KV pool holds.")] = 4096,
+    draft: Annotated[int, typer.Option(min=1, help="Draft tokens per step (T = draft + 1).")] = 3,
+    max_batch: Annotated[int | None, typer.Option(min=1, help="Slots per rank (default: the largest batch).")] = None,
+    max_seq_len: Annotated[int, typer.Option(min=1, help="Tokens per sequence the KV pool holds.")] = 4096,
     per_layer: Annotated[bool, typer.Option("--per-layer", help="Also time every layer on its own.")] = False,
     device: Annotated[str, typer.Option(help="cuda, cuda:N, or cpu (a smoke run, not comparable with GPU runs).")] = "cuda",
     pool_layout: Annotated[Literal["layer", "slot"], typer.Option(help="Pool layout.")] = "layer",
-    reps: Annotated[int, typer.Option(help="Timed repetitions per measurement.")] = 30,
+    reps: Annotated[int, typer.Option(min=1, help="Timed repetitions per measurement.")] = 30,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Results JSON (written atomically).")] = None,
 ) -> int:
     """Build the real cache manager of one rank and time its kernels against the copy ceiling."""
+    from mcache.cli.args import check_device, comma_ints, located, require_torch
     from mcache.cli.output import emit_bench
-    from mcache.core.errors import McacheError
+    from mcache.core.errors import LayoutError, McacheError
 
-    batches = _ints(batch, "--batch")
-    chosen = [op.strip() for op in ops.split(",") if op.strip()]
     try:
-        import torch  # noqa: F401 - the gpu extra
-    except ImportError:
-        raise McacheError("bench: needs torch (pip install 'mcache[gpu]')") from None
+        batches = list(comma_ints(batch, "batch"))
+    except LayoutError:
+        batches = []
+    if not batches or min(batches) < 1:
+        raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
+    chosen = [op.strip() for op in ops.split(",") if op.strip()]
+    require_torch("bench")
     from mcache.bench.ops import OPS
     from mcache.bench.runner import BenchConfig, Runner
 
     unknown = [op for op in chosen if op not in OPS]
-    if unknown:
-        raise McacheError(f"bench: --ops: one or more of {', '.join(OPS)}, got {', '.join(unknown)}")
+    if unknown or not chosen:
+        raise McacheError(f"bench: --ops: one or more of {', '.join(OPS)}, got {ops!r}")
     if not 0 <= rank < tp * pp:
         raise McacheError(f"bench: --rank: 0 .. {tp * pp - 1} for tp={tp} pp={pp}, got {rank}")
-    _check_device(device)
+    if max_batch is not None and max(batches) > max_batch:
+        raise McacheError(f"bench: --batch: at most --max-batch ({max_batch}) requests, got {max(batches)}")
+    if output is not None and not (output.parent if str(output.parent) else Path(".")).is_dir():
+        raise McacheError(f"{output}: output: a file in an existing folder")
+    check_device(device, "bench", ("cuda", "cpu"))
     cfg = BenchConfig(spec=spec, tp=tp, pp=pp, stage=rank // tp, tp_rank=rank % tp, attention_dp=attention_dp,
                       batches=batches, ops=chosen, scheme=scheme, draft=draft, max_batch=max_batch,
                       max_seq_len=max_seq_len, per_layer=per_layer, device=device, pool_layout=pool_layout,
                       reps=reps)
-    runner = Runner(cfg)
+    from mcache.core.spec_loader import resolve
+
+    try:
+        runner = Runner(cfg)
+    except LayoutError as err:
+        raise located(err, str(resolve(spec))) from None
     results = _run_with_progress(runner)
     emit_bench(results, output)
     return 130 if results.meta.interrupted else 0
-
-
-def _ints(text: str, option: str) -> list[int]:
-    from mcache.core.errors import McacheError
-
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1:
-        raise McacheError(f"bench: {option}: positive integers separated by commas, got {text!r}")
-    return values
-
-
-def _check_device(device: str) -> None:
-    import torch
-
-    from mcache.core.errors import McacheError
-
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise McacheError(f"bench: --device: cuda, cuda:N or cpu, got {device!r}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise McacheError("bench: --device: no CUDA device here (use --device cpu for a smoke run)")
-    if dev.type not in ("cuda", "cpu"):
-        raise McacheError(f"bench: --device: cuda, cuda:N or cpu, got {device!r}")
 
 
 def _run_with_progress(runner):

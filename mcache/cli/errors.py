@@ -22,6 +22,8 @@ def run(app: typer.Typer, argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except typer.TyperException as err:  # usage errors: bad option, missing argument
+        if not err.format_message():  # help shown for a bare group (`mcache`, `mcache spec`)
+            return 2
         ctx = getattr(err, "ctx", None)
         where = f" {ctx.command_path.removeprefix('mcache').strip()}" if ctx else ""
         return _fail(f"{where.strip() + ': ' if where.strip() else ''}{err.format_message()}", 2)

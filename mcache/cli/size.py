@@ -1,29 +1,17 @@
 """`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit."""
 
-import contextlib
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from mcache.core.errors import LayoutError, SpecError
+from mcache.cli.args import comma_ints, located
+from mcache.core.errors import LayoutError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
 Format = Literal["table", "json", "markdown", "csv"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
-
-
-# Settings errors name the option a user typed; every other field is a spec field.
-OPTION_OF = {
-    "tp": "--tp", "pp": "--pp", "tp/pp": "--tp/--pp", "pp_partition": "--pp-partition", "max_batch": "--max-batch",
-    "max_seq_len": "--max-seq-len", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
-    "kv_tokens": "--kv-tokens", "reserved_slots": "--reserved-slots",
-    "spec_scheme": "--spec-scheme", "snapshot_slots": "--snapshot-slots",
-    "gpu": "--gpu", "gpu_memory": "--gpu-memory", "utilization": "--utilization", "reserve": "--reserve",
-    "context": "--context", "concurrency": "--concurrency", "ssm_dtype": "--ssm-dtype", "kv_dtype": "--kv-dtype",
-    "conv_dtype": "--conv-dtype",
-}
 
 
 def size(
@@ -47,8 +35,8 @@ def size(
     gpu_memory: Annotated[str | None, typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
     utilization: Annotated[float, typer.Option(help="Fraction of GPU memory the engine may use.")] = 0.9,
     reserve: Annotated[str, typer.Option(help="Memory kept for activations and workspace.")] = "2GiB",
-    context: Annotated[int | None, typer.Option(help="Context for the max-sequences figure (default: max seq len).")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Sequences for the longest-context figure (default: max batch).")] = None,
+    context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (default: max batch).")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
@@ -57,7 +45,7 @@ def size(
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.output import emit_report
-    from mcache.core.capacity import Budget
+    from mcache.core.capacity import Budget, check_budget
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout, RuntimeConfig
@@ -68,7 +56,7 @@ def size(
     model = load_spec(spec)
     origin = str(resolve(spec))
     try:
-        partition = _ints(pp_partition, "pp_partition") if pp_partition else None
+        partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
         scheme = spec_scheme if spec_scheme else ("intermediate" if draft else "none")
         runtime = RuntimeConfig(max_batch=max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
@@ -76,25 +64,21 @@ def size(
                                 snapshot_slots=snapshot_slots, kv_tokens=kv_tokens)
         dtypes = _dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
         est = estimate(model, layout, runtime, dtypes)
-        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
-        budget = Budget(target[0], target[1], utilization, parse_size(reserve, "reserve")) if target else None
-        sources = dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype)
-        report = size_report(est, origin, budget, context or max_seq_len, concurrency or max_batch, sources)
-    except LayoutError as err:
-        raise _located(err, origin) from None
-    if verify:
-        from mcache.cli.verify import run_verify
+        if verify:
+            from mcache.cli.verify import run_verify
 
-        return run_verify(est, device, pool_layout, fmt, output)
+            return run_verify(est, device, pool_layout, fmt, output)
+        reserve_bytes = parse_size(reserve, "reserve")
+        check_budget(utilization, reserve_bytes)
+        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
+        budget = Budget(target[0], target[1], utilization, reserve_bytes) if target else None
+        sources = dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype)
+        report = size_report(est, origin, budget, max_seq_len if context is None else context,
+                             max_batch if concurrency is None else concurrency, sources)
+    except LayoutError as err:
+        raise located(err, origin) from None
     emit_report(report, fmt, output)
     return 0
-
-
-def _ints(text: str, field: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise LayoutError(field, f"comma-separated layer counts such as 20,32, got {text!r}") from None
 
 
 def _dtypes(model, kv: str | None, conv: str | None, ssm: str | None):
@@ -113,17 +97,3 @@ def _dtypes(model, kv: str | None, conv: str | None, ssm: str | None):
         if not ok:
             raise LayoutError(field, f"one of {', '.join(allowed)}, got {value!r}")
     return resolve_dtypes(model, kv, conv, ssm)
-
-
-def _located(err: LayoutError, origin: str) -> Exception:
-    """Name the option a user typed, or the spec file (and line) of a spec field."""
-    from mcache.core.errors import McacheError
-    from mcache.core.spec_loader import line_of
-
-    if err.field in OPTION_OF:
-        return McacheError(f"{OPTION_OF[err.field]}: {err.expected}")
-    line = None
-    if origin.endswith((".yaml", ".yml")):
-        with contextlib.suppress(OSError):
-            line = line_of(Path(origin).read_text(), err.field)
-    return SpecError(origin, err.field, err.expected, line)

@@ -164,7 +164,10 @@ def evaluate(expr: str, names: dict[str, int], field: str) -> int:
                 raise LayoutError(field, f"known names ({', '.join(sorted(names))}), got {key!r}")
             return names[key]
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+            try:
+                return _OPS[type(node.op)](walk(node.left), walk(node.right))
+            except ZeroDivisionError:
+                raise LayoutError(field, f"a shape that does not divide by zero, got {expr!r}") from None
         raise LayoutError(field, f"integers, names and + - * // only, got {ast.unparse(node)!r}")
 
     try:

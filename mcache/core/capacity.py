@@ -8,6 +8,14 @@ from mcache.core.errors import LayoutError
 from mcache.core.estimator import Estimate, RankEstimate
 
 
+def check_budget(utilization: float, reserve_bytes: int) -> None:
+    """Raise `LayoutError` unless 0 < utilization <= 1 and the reserve is not negative."""
+    if not 0 < utilization <= 1:
+        raise LayoutError("utilization", f"a fraction in (0, 1], got {utilization}")
+    if reserve_bytes < 0:
+        raise LayoutError("reserve", f"zero or more bytes, got {reserve_bytes}")
+
+
 class Budget(Struct, frozen=True):
     """Memory available to one rank: `gpu_bytes * utilization - weights - reserve` goes to caches."""
 
@@ -17,10 +25,7 @@ class Budget(Struct, frozen=True):
     reserve_bytes: int = 2 << 30
 
     def __post_init__(self) -> None:
-        if not 0 < self.utilization <= 1:
-            raise LayoutError("utilization", f"a fraction in (0, 1], got {self.utilization}")
-        if self.reserve_bytes < 0:
-            raise LayoutError("reserve", f"zero or more bytes, got {self.reserve_bytes}")
+        check_budget(self.utilization, self.reserve_bytes)
 
 
 class RankCapacity(Struct, frozen=True):

@@ -7,6 +7,7 @@ from msgspec import Struct
 from mcache.core import weights
 from mcache.core.aux import aux_declarations
 from mcache.core.buffers import BufferDecl
+from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.layout import ParallelLayout, RuntimeConfig
 from mcache.core.rank import RankContext
@@ -23,8 +24,16 @@ def base_declarations(ctx: RankContext) -> list[BufferDecl]:
 
 
 def declarations(ctx: RankContext) -> list[BufferDecl]:
-    """Every buffer of the rank: base states, then the auxiliary registry's."""
-    return base_declarations(ctx) + aux_declarations(ctx)
+    """Every buffer of the rank: base states, then the auxiliary registry's (keys must be unique)."""
+    decls = base_declarations(ctx) + aux_declarations(ctx)
+    seen: set[str] = set()
+    for decl in decls:
+        if decl.key in seen:
+            names = [a.name for a in ctx.spec.aux_buffers]
+            field = f"aux_buffers[{names.index(decl.name)}].name" if decl.name in names else "aux_buffers"
+            raise LayoutError(field, f"a name no other buffer of the rank has, got {decl.key!r}")
+        seen.add(decl.key)
+    return decls
 
 
 def units_of(decl: BufferDecl, ctx: RankContext) -> int:

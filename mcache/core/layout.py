@@ -33,8 +33,8 @@ class ParallelLayout(Struct, frozen=True):
         (the first `num_layers % pp` stages take one extra layer)."""
         if self.pp_partition is not None:
             part = self.pp_partition
-            if len(part) != self.pp or sum(part) != num_layers or min(part) < 0:
-                expected = f"{self.pp} non-negative counts summing to {num_layers}, got {list(part)}"
+            if len(part) != self.pp or sum(part) != num_layers or min(part) < 1:
+                expected = f"{self.pp} positive counts summing to {num_layers}, got {list(part)}"
                 raise LayoutError("pp_partition", expected)
         else:
             if self.pp > num_layers:

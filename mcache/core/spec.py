@@ -15,8 +15,9 @@ from msgspec import Meta, Struct
 from mcache.core import dtypes
 from mcache.core.errors import SpecError
 
-Pos = Annotated[int, Meta(gt=0)]
-NonNeg = Annotated[int, Meta(ge=0)]
+Pos = Annotated[int, Meta(gt=0, le=1 << 40)]
+NonNeg = Annotated[int, Meta(ge=0, le=1 << 40)]
+LayerCount = Annotated[int, Meta(gt=0, le=100_000)]
 Dtype = Annotated[str, Meta(description="float32 | bfloat16 | float16 (fp8 variants for kv_dtype)")]
 
 
@@ -146,7 +147,7 @@ class AuxBuffer(Block):
     """A spec-declared auxiliary buffer; `shape` entries are integers or expressions of names."""
 
     name: str
-    shape: list[int | str]
+    shape: list[Pos | str]
     dtype: str
     per: Literal["slot", "request", "token", "snapshot", "rank"]
     layer_kind: str | None = None
@@ -159,7 +160,7 @@ class ModelSpec(Block):
     source: str
     hidden_size: Pos
     vocab_size: Pos
-    num_layers: Pos
+    num_layers: LayerCount
     layers: Layers
     notes: str = ""
     dtype: str = "bfloat16"

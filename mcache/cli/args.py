@@ -1,0 +1,66 @@
+"""Parsing and checks shared by commands: comma lists, the torch extra, devices, and error locations."""
+
+import contextlib
+from pathlib import Path
+
+from mcache.core.errors import LayoutError, McacheError, SpecError
+
+# Settings errors name the option a user typed; every other field is a spec field.
+OPTION_OF = {
+    "tp": "--tp", "pp": "--pp", "tp/pp": "--tp/--pp", "pp_partition": "--pp-partition", "max_batch": "--max-batch",
+    "max_seq_len": "--max-seq-len", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
+    "kv_tokens": "--kv-tokens", "reserved_slots": "--reserved-slots", "spec_scheme": "--spec-scheme",
+    "snapshot_slots": "--snapshot-slots", "gpu": "--gpu", "gpu_memory": "--gpu-memory",
+    "utilization": "--utilization", "reserve": "--reserve", "context": "--context", "concurrency": "--concurrency",
+    "ssm_dtype": "--ssm-dtype", "kv_dtype": "--kv-dtype", "conv_dtype": "--conv-dtype",
+}
+
+
+def comma_ints(text: str, field: str) -> tuple[int, ...]:
+    """`"1,8,32"` -> `(1, 8, 32)`; a `LayoutError` naming `field` for anything else."""
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise LayoutError(field, f"integers separated by commas, such as 20,32, got {text!r}") from None
+    return values
+
+
+def located(err: LayoutError, origin: str) -> McacheError:
+    """Name the option a user typed, or the spec file (and line) of a spec field."""
+    from mcache.core.spec_loader import line_of
+
+    if err.field in OPTION_OF:
+        return McacheError(f"{OPTION_OF[err.field]}: {err.expected}")
+    line = None
+    if origin.endswith((".yaml", ".yml")):
+        with contextlib.suppress(OSError):
+            line = line_of(Path(origin).read_text(), err.field)
+    return SpecError(origin, err.field, err.expected, line)
+
+
+def require_torch(command: str) -> None:
+    """Raise a one-line error when the `gpu` extra (torch) is not installed."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise McacheError(f"{command}: needs torch (pip install 'mcache[gpu]')") from None
+
+
+def check_device(device: str, command: str, allowed: tuple[str, ...] = ("cuda", "cpu", "meta")) -> None:
+    """A device of one of the `allowed` types (`cuda:N` must exist here); else a one-line error."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in allowed:
+        raise McacheError(f"{command}: --device: {', '.join(allowed)} (or cuda:N), got {device!r}")
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise McacheError(f"{command}: --device: {device} is not a CUDA device here (try --device cpu)")
+
+
+def allocation_error(command: str, err: Exception, device: str) -> McacheError:
+    """A failed pool allocation (out of memory, or too large for the device) as one line."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return McacheError(f"{command}: cannot allocate the cache on {device}: {first[:200]}")

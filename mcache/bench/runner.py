@@ -119,7 +119,7 @@ class Runner:
             versions=device_info.versions(),
             spec_name=self.spec.name,
             spec_file=str(self.spec_path),
-            spec_sha256=device_info.sha256_of(self.spec_path) if self.spec_path.is_file() else "",
+            spec_sha256=device_info.sha256_of(self.spec_path if self.spec_path.is_file() else self.spec_path / "config.json"),
             layout={"tp": cfg.tp, "pp": cfg.pp, "stage": cfg.stage, "tp_rank": cfg.tp_rank,
                     "attention_dp": cfg.attention_dp},
             runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,

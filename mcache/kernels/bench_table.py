@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 import mcache.kernels as K
+from mcache.core.atomic import write_atomic
 
 MODELS = {
     # Nemotron-H-8B, TP1: 24 Mamba2 layers; heads 128, head dim 64, 8 groups, state 128, conv K=4.
@@ -594,9 +595,11 @@ def main(argv=None) -> int:
     command = "PYTHONPATH=. python3 -m mcache.kernels.bench_table " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "kernels_h200.json").write_text(json.dumps({"schema_version": 1, "meta": md_meta, "rows": rows}, indent=1))
+    # Its own format (not a `mcache bench` results file, which `compare` and `export` read).
+    table = {"kernel_table_version": 1, "meta": md_meta, "rows": rows}
+    write_atomic(out / "kernels_h200.json", json.dumps(table, indent=1) + "\n")
     text = markdown(rows, md_meta, command)
-    (out / "kernels_h200.md").write_text(text)
+    write_atomic(out / "kernels_h200.md", text)
     print(text)
     return 0
 

@@ -225,8 +225,8 @@ def lfm2(cfg: Cfg) -> Draft:
     if cfg.bool("block_auto_adjust_ff_dim", True):
         size = int(2 * ff / 3)
         mult = cfg.raw("block_ffn_dim_multiplier", 1.0)
-        if isinstance(mult, bool) or not isinstance(mult, int | float) or mult <= 0:
-            raise cfg.error("block_ffn_dim_multiplier", f"a positive number, got {mult!r}")
+        if isinstance(mult, bool) or not isinstance(mult, int | float) or not 0 < mult < 1e6:
+            raise cfg.error("block_ffn_dim_multiplier", f"a positive number below 1e6, got {mult!r}")
         size = int(mult * size)
         step = cfg.int("block_multiple_of", 256)
         size = -(-size // step) * step

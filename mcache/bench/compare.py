@@ -11,7 +11,7 @@ from mcache.core.errors import McacheError
 class Change(msgspec.Struct, kw_only=True):
     """One row of a comparison. `verdict` is one of:
 
-    - `same`: the medians' change is inside both runs' p10..p90 spread, or within the threshold;
+    - `same`: the two runs' p10..p90 ranges overlap (the change is within the noise);
     - `faster` / `slower`: outside the spread but within the threshold;
     - `improvement` / `regression`: outside the spread and beyond the threshold;
     - `new` / `gone`: the row is in one run only; `skipped`: skipped in either run.

@@ -1,4 +1,4 @@
 """Pure-Python core: specs, buffer declarations, the estimator and capacity planning.
 
-Nothing here imports torch; the cache manager (which does) lives in `mcache.core.manager`.
+Sizing imports no torch; only the cache manager does (`manager.py`, `pools.py` and `states/`).
 """

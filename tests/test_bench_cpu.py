@@ -105,3 +105,13 @@ def test_bad_bench_options(args, needle, capsys):
     assert main(["bench", TINY, "--device", "cpu", *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_a_rank_without_state_has_nothing_to_time(tmp_path, capsys):
+    spec = tmp_path / "attention-only.yaml"
+    spec.write_text("name: attn\nsource: test\nhidden_size: 64\nvocab_size: 10\nnum_layers: 2\n"
+                    "layers: {types: [attention, mlp]}\nattention: {num_heads: 4, num_kv_heads: 2, head_dim: 16}\n"
+                    "mlp: {intermediate_size: 128}\n")
+    assert main(["bench", str(spec), "--device", "cpu", "--batch", "1"]) == 2
+    assert "no recurrent layers on stage 0" in capsys.readouterr().err
+    assert main(["bench", str(spec), "--device", "cpu", "--batch", "1", "--ops", "alloc", "--reps", "2"]) == 0

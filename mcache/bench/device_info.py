@@ -46,7 +46,7 @@ def nvml_used_bytes(index: int) -> int | None:
         import pynvml
 
         pynvml.nvmlInit()
-    except (ImportError, Exception):  # noqa: BLE001 - NVML raises its own error types
+    except Exception:  # noqa: BLE001 - no nvidia-ml-py, or NVML's own error types
         return None
     try:
         return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).used)

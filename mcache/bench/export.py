@@ -5,7 +5,6 @@ from __future__ import annotations
 from mcache.bench.results import Results
 from mcache.core.errors import McacheError
 
-TARGETS = ("github-action-benchmark", "bencher")
 METRICS = ("time", "bandwidth")
 
 

@@ -70,9 +70,12 @@ class Runner:
         self.layout = ParallelLayout(tp=cfg.tp, pp=cfg.pp, attention_dp=cfg.attention_dp)
         max_batch = cfg.max_batch or max(cfg.batches)
         self.runtime = RuntimeConfig(
-            max_batch=max_batch, max_seq_len=cfg.max_seq_len, draft_tokens=cfg.draft if cfg.scheme != "none" else 0,
+            max_batch=max_batch, max_seq_len=cfg.max_seq_len, draft_tokens=cfg.draft,
             spec_scheme=cfg.scheme, snapshot_slots=max_batch if "snapshot" in cfg.ops else 0)
         self.ctx = RankContext.build(self.spec, self.layout, self.runtime, resolve_dtypes(self.spec), cfg.stage)
+        if not self.ctx.recurrent_kinds and set(cfg.ops) - {"alloc"}:
+            raise McacheError(f"bench: {self.spec.name} has no recurrent layers on stage {cfg.stage}: "
+                              "no state op to time (--ops alloc times the allocation alone)")
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.ceiling: Ceiling | None = None
         self.memory: Memory | None = None
@@ -192,6 +195,7 @@ class Runner:
 
     def _randomize(self, manager: CacheManager) -> None:
         """Random, never-zero values in every recurrent-state pool and ring (gates and steps kept stable)."""
+        values = torch.Generator(device=self.device).manual_seed(self.cfg.seed)
         ranges = {"dt": (0.0, 0.1), "dA": (-0.5, -0.01), "g": (-0.5, -0.01), "beta": (0.05, 1.0),
                   "k": (-0.1, 0.1)}
         for key, pool in manager.pools.items():
@@ -199,7 +203,7 @@ class Runner:
             if kind not in RECURRENT_KINDS or not pool.storage.is_floating_point():
                 continue
             lo, hi = ranges.get(name.removeprefix("ring_"), (-1.0, 1.0))
-            pool.storage.uniform_(lo, hi, generator=None)
+            pool.storage.uniform_(lo, hi, generator=values)
         self._sync()
 
     def _ceiling(self) -> Ceiling | None:

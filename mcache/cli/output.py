@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-FORMATS = ("table", "json", "markdown", "csv")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 

@@ -25,7 +25,7 @@ class ParallelLayout(Struct, frozen=True):
 
     @property
     def state_tp(self) -> int:
-        """TP that shards recurrent state: 1 under attention-DP (each rank holds whole state)."""
+        """TP that shards the state and the KV heads: 1 under attention-DP (each rank holds them whole)."""
         return 1 if self.attention_dp else self.tp
 
     def stages(self, num_layers: int) -> list[range]:

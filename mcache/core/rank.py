@@ -13,8 +13,6 @@ from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.layout import ParallelLayout, RuntimeConfig
 from mcache.core.spec import KINDS, ModelSpec, layer_kinds
 
-KV_KINDS = ("attention", "mla")
-
 
 def resolve_dtypes(
     spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None
@@ -74,14 +72,10 @@ class RankContext(Struct, frozen=True, dict=True):
         """Kinds with per-slot state on this rank."""
         return [k for k in self.kinds if k in RECURRENT_KINDS]
 
-    def tp_for(self, kind: str) -> int:
-        """TP that shards `kind`: attention-DP keeps whole heads and whole state on every rank."""
-        return 1 if self.layout.attention_dp else self.layout.tp
-
     @cached_property
     def _states(self) -> dict[str, list[StateShape]]:
         return {
-            k: KIND_MODULES[k].states(self.spec, getattr(self.spec, k), self.tp_for(k), self.dtypes)
+            k: KIND_MODULES[k].states(self.spec, getattr(self.spec, k), self.layout.state_tp, self.dtypes)
             for k in self.kinds
         }
 
@@ -92,7 +86,7 @@ class RankContext(Struct, frozen=True, dict=True):
     def replay_inputs(self, kind: str) -> list[StateShape] | None:
         """Per-token replay-ring entries of `kind`, or None if it has no replay (uses intermediate states)."""
         fn = getattr(KIND_MODULES[kind], "replay_inputs", None)
-        return fn(self.spec, getattr(self.spec, kind), self.tp_for(kind), self.dtypes) if fn else None
+        return fn(self.spec, getattr(self.spec, kind), self.layout.state_tp, self.dtypes) if fn else None
 
     @property
     def max_requests(self) -> int:

@@ -103,7 +103,7 @@ def export_regions(handlers, ctx, rank: int, slot: torch.Tensor, to: tuple[int, 
             continue
         current = h.current(slot)
         for name in names:
-            mine, row = pieces(ctx, h.kind, name, ctx.tp_for(h.kind), rank)
+            mine, row = pieces(ctx, h.kind, name, ctx.layout.state_tp, rank)
             if to is not None:
                 theirs, _ = pieces(ctx, h.kind, name, to[0], to[1])
                 mine = [a for a, _ in intersect(mine, theirs)]
@@ -132,7 +132,7 @@ def plan_import(handlers, ctx, rank: int, regions: list[Region]) -> list[Write]:
     targets = {}
     for h in handlers:
         for name in h.transfer_states():
-            mine, row = pieces(ctx, h.kind, name, ctx.tp_for(h.kind), rank)
+            mine, row = pieces(ctx, h.kind, name, ctx.layout.state_tp, rank)
             targets[f"{h.kind}.{name}"] = (h, name, mine, row)
     covered = {(key, layer): set() for key, (h, *_) in targets.items() for layer in h.layers}
     writes = []

@@ -7,51 +7,30 @@ import subprocess
 from pathlib import Path
 
 from mcache.bench.results import GPU
+from mcache.core.gpus import nvml_query, nvml_text
 
 
 def gpu_info(index: int) -> GPU | None:
     """Name, UUID, memory, current and max SM clocks, memory clock and driver of GPU `index`."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return None
-    try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(index)
 
-        def text(value) -> str:
-            return value.decode() if isinstance(value, bytes) else str(value)
-
+    def query(nv) -> GPU:
+        h = nv.nvmlDeviceGetHandleByIndex(index)
         return GPU(
-            name=text(pynvml.nvmlDeviceGetName(h)),
-            uuid=text(pynvml.nvmlDeviceGetUUID(h)),
-            memory_bytes=int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
-            sm_clock_mhz=int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
-            mem_clock_mhz=int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
-            max_sm_clock_mhz=int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
-            driver=text(pynvml.nvmlSystemGetDriverVersion()),
+            name=nvml_text(nv.nvmlDeviceGetName(h)),
+            uuid=nvml_text(nv.nvmlDeviceGetUUID(h)),
+            memory_bytes=int(nv.nvmlDeviceGetMemoryInfo(h).total),
+            sm_clock_mhz=int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
+            mem_clock_mhz=int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
+            max_sm_clock_mhz=int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)),
+            driver=nvml_text(nv.nvmlSystemGetDriverVersion()),
         )
-    except pynvml.NVMLError:
-        return None
-    finally:
-        pynvml.nvmlShutdown()
+
+    return nvml_query(query)
 
 
 def nvml_used_bytes(index: int) -> int | None:
     """Device memory in use on GPU `index` (all processes), or None without NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no nvidia-ml-py, or NVML's own error types
-        return None
-    try:
-        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).used)
-    finally:
-        pynvml.nvmlShutdown()
+    return nvml_query(lambda nv: int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(index)).used))
 
 
 def versions() -> dict[str, str]:

@@ -18,16 +18,21 @@ def human_bytes(n: int | None) -> str:
     return f"{int(value)} B" if unit == 0 else f"{value:.2f} {_UNITS[unit]}"
 
 
+def write_file(output: Path, text: str) -> None:
+    """Write `text` to `output` atomically; a failure is one line naming the file."""
+    from mcache.core.atomic import write_atomic
+    from mcache.core.errors import McacheError
+
+    try:
+        write_atomic(output, text)
+    except OSError as err:
+        raise McacheError(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
+
+
 def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` to `output` atomically, or to stdout."""
     if output is not None:
-        from mcache.core.atomic import write_atomic
-        from mcache.core.errors import McacheError
-
-        try:
-            write_atomic(output, text if text.endswith("\n") else text + "\n")
-        except OSError as err:
-            raise McacheError(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
+        write_file(output, text if text.endswith("\n") else text + "\n")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -261,15 +266,10 @@ def _bench_cells(row) -> list[str]:
 
 def emit_bench(results, output: Path | None) -> None:
     """Write a bench run to `output` (JSON, atomically) and print its table on stdout."""
-    from mcache.bench.results import save
+    from mcache.bench.results import dump
 
     if output is not None:
-        try:
-            save(results, output)
-        except OSError as err:
-            from mcache.core.errors import McacheError
-
-            raise McacheError(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
+        write_file(output, dump(results))
     from rich.table import Table
 
     meta = results.meta

@@ -86,14 +86,7 @@ def _dtypes(model, kv: str | None, conv: str | None, ssm: str | None):
     from mcache.core import dtypes as names
     from mcache.core.rank import resolve_dtypes
 
-    for field, value, allowed in (("kv_dtype", kv, names.KV_DTYPES), ("conv_dtype", conv, names.STATE_DTYPES),
-                                  ("ssm_dtype", ssm, names.STATE_DTYPES)):
-        if value is None:
-            continue
-        try:
-            ok = names.canonical(value) in allowed
-        except KeyError:
-            ok = False
-        if not ok:
-            raise LayoutError(field, f"one of {', '.join(allowed)}, got {value!r}")
+    for field, value in (("kv_dtype", kv), ("conv_dtype", conv), ("ssm_dtype", ssm)):
+        if value is not None and names.for_role(value, field) is None:
+            raise LayoutError(field, f"one of {names.allowed_for(field)}, got {value!r}")
     return resolve_dtypes(model, kv, conv, ssm)

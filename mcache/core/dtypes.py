@@ -39,6 +39,22 @@ def canonical(name: str) -> str:
     return key
 
 
+def for_role(name: str, role: str) -> str | None:
+    """The canonical name if `name` is a dtype the cache `role` accepts (`kv_dtype` takes fp8 too,
+    every other role a float state dtype); None if it is not."""
+    allowed = KV_DTYPES if role == "kv_dtype" else STATE_DTYPES
+    try:
+        key = canonical(name)
+    except KeyError:
+        return None
+    return key if key in allowed else None
+
+
+def allowed_for(role: str) -> str:
+    """The dtypes `role` accepts, for error messages."""
+    return ", ".join(KV_DTYPES if role == "kv_dtype" else STATE_DTYPES)
+
+
 def itemsize(dtype: str) -> int:
     """Bytes per element of a canonical dtype name."""
     return ITEMSIZE[dtype]

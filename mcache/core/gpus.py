@@ -42,8 +42,8 @@ def lookup(name: str) -> tuple[str, int]:
     return CATALOGUE[key]
 
 
-def local_gpu() -> tuple[str, int] | None:
-    """(name, total bytes) of local GPU 0 through NVML, or None when there is none (or no nvidia-ml-py)."""
+def nvml_query(query):
+    """Run `query(pynvml)` with NVML initialised; None when nvidia-ml-py, the driver or the GPU is missing."""
     from importlib.util import find_spec
 
     if find_spec("pynvml") is None:
@@ -52,11 +52,26 @@ def local_gpu() -> tuple[str, int] | None:
 
     try:
         pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            name = pynvml.nvmlDeviceGetName(handle)
-            return (name.decode() if isinstance(name, bytes) else name), int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
-        finally:
-            pynvml.nvmlShutdown()
     except pynvml.NVMLError:
         return None
+    try:
+        return query(pynvml)
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def nvml_text(value) -> str:
+    """NVML strings are bytes in older nvidia-ml-py releases."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def local_gpu() -> tuple[str, int] | None:
+    """(name, total bytes) of local GPU 0 through NVML, or None when there is none (or no nvidia-ml-py)."""
+
+    def query(nv):
+        handle = nv.nvmlDeviceGetHandleByIndex(0)
+        return nvml_text(nv.nvmlDeviceGetName(handle)), int(nv.nvmlDeviceGetMemoryInfo(handle).total)
+
+    return nvml_query(query)

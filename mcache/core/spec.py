@@ -236,13 +236,8 @@ def check_spec(spec: ModelSpec, file: str) -> None:
         value = getattr(spec, field)
         if value is None:
             continue
-        allowed = dtypes.KV_DTYPES if field == "kv_dtype" else dtypes.STATE_DTYPES
-        try:
-            name = dtypes.canonical(value)
-        except KeyError:
-            name = None
-        if name not in allowed:
-            raise SpecError(file, field, f"one of {', '.join(allowed)}, got {value!r}")
+        if dtypes.for_role(value, field) is None:
+            raise SpecError(file, field, f"one of {dtypes.allowed_for(field)}, got {value!r}")
     if spec.mtp is not None:
         for kind in spec.mtp.layer.split("+"):
             if kind not in KINDS or getattr(spec, kind) is None:

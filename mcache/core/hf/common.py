@@ -167,12 +167,9 @@ def _state_dtype(cfg: Cfg, key: str, also: str = "") -> str | None:
     value = cfg.data.get(key)
     if value is None or value == "auto":
         return None
-    try:
-        name = dtypes.canonical(str(value))
-    except KeyError:
-        name = None
-    if name not in dtypes.STATE_DTYPES:
-        raise cfg.error(key, f"one of {', '.join(dtypes.STATE_DTYPES)}{also}, got {value!r}")
+    name = dtypes.for_role(str(value), "ssm_dtype")
+    if name is None:
+        raise cfg.error(key, f"one of {dtypes.allowed_for('ssm_dtype')}{also}, got {value!r}")
     return name
 
 

@@ -535,7 +535,7 @@ def test_snapshot_slots_copy_every_state():
     rank = rank_of(make_spec(SPEC_SPEC), max_batch=4, snapshot_slots=3)
     pools = by_key(rank)
     assert (pools["mamba2.snap_conv"], pools["mamba2.snap_ssm"]) == (2 * 768 * 2, 2 * 4096 * 2)
-    assert rank.fixed_bytes == 3 * (2 * 768 * 2 + 2 * 4096 * 2)
+    assert rank.static_bytes == 3 * (2 * 768 * 2 + 2 * 4096 * 2)
 
 
 @pytest.mark.parametrize(

@@ -257,3 +257,17 @@ def test_public_ops_use_the_reference_on_cpu_without_importing_triton():
     env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+def test_cpu_path_refuses_mixed_dtypes_like_the_launchers():
+    from mcache import kernels as K
+    from mcache.kernels._common import KernelArgError
+
+    f32, bf16 = torch.ones(2, 4, 3), torch.ones(2, 4, 3, dtype=torch.bfloat16)
+    idx = torch.tensor([0, 1])
+    with pytest.raises(KernelArgError, match="does not convert"):
+        K.copy_slots(f32, idx, bf16, idx)
+    with pytest.raises(KernelArgError, match="does not convert"):
+        K.pack(f32, idx, [(0, 3)], torch.empty(2, 2, 3, dtype=torch.bfloat16))
+    with pytest.raises(KernelArgError, match="does not convert"):
+        K.commit_intermediate(f32, torch.ones(2, 4, 2, 3, dtype=torch.bfloat16), idx, idx, idx + 1)

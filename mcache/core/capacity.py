@@ -89,7 +89,7 @@ def _resized(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int | No
     per_seq = per_slot + rank.bytes_per_request + kv_per_seq
     if per_seq == 0:
         return None
-    available = cache_budget - rank.fixed_bytes - reserved * per_slot
+    available = cache_budget - rank.static_bytes - reserved * per_slot
     return max(0, available // per_seq)
 
 

@@ -122,8 +122,8 @@ class RankEstimate(Struct, frozen=True):
         return sum(c.decl.bytes_per_unit for c in self.components if c.decl.per == "request")
 
     @property
-    def fixed_bytes(self) -> int:
-        """Bytes that do not grow with sequences: per-rank and snapshot buffers."""
+    def static_bytes(self) -> int:
+        """Bytes that do not scale with requests or tokens: per-rank and snapshot buffers."""
         return sum(c.total_bytes for c in self.components if c.decl.per in ("rank", "snapshot"))
 
 

@@ -36,16 +36,16 @@ def registered() -> dict[str, Estimator]:
     return dict(_REGISTRY)
 
 
-def aux_declarations(ctx: RankContext) -> list[BufferDecl]:
-    """Declarations of every registered auxiliary buffer on this rank."""
-    return [decl for estimator in _REGISTRY.values() for decl in estimator(ctx)]
+def aux_declarations(ctx: RankContext) -> list[tuple[str, BufferDecl]]:
+    """`(registry key, declaration)` of every registered auxiliary buffer on this rank."""
+    return [(key, decl) for key, estimator in _REGISTRY.items() for decl in estimator(ctx)]
 
 
 def estimate_aux_bytes(ctx: RankContext) -> int:
     """Total bytes of all registered auxiliary buffers on this rank."""
     from mcache.core.estimator import units_of  # the estimator imports this module
 
-    return sum(d.bytes_per_unit * units_of(d, ctx) for d in aux_declarations(ctx))
+    return sum(d.bytes_per_unit * units_of(d, ctx) for _, d in aux_declarations(ctx))
 
 
 def _decl(name, component, kind, layers, per, shape, axes, dtype) -> BufferDecl:

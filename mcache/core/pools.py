@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from mcache.core.aux import registered
-from mcache.core.buffers import BufferDecl
-from mcache.core.estimator import base_declarations, declarations, units_of
+from mcache.core.estimator import tagged_declarations, units_of
 from mcache.core.rank import RankContext
 from mcache.core.states import state_class
 from mcache.core.states.aux import AuxState
@@ -22,22 +20,10 @@ KIND_ROLES = ("base", "spec.intermediate", "spec.replay", "spec.index", "snapsho
 BOOK_ROLES = ("slot.seed", "spec.replay", "spec.index")
 
 
-def tagged_declarations(ctx: RankContext) -> list[tuple[str, BufferDecl]]:
-    """`(role, decl)` for every declaration of the rank, in `declarations(ctx)` order; the role is the aux
-    registry key that declared it, or `base`."""
-    tagged = [("base", d) for d in base_declarations(ctx)]
-    tagged += [(key, d) for key, estimator in registered().items() for d in estimator(ctx)]
-    if [d for _, d in tagged] != declarations(ctx):
-        raise RuntimeError("the aux registry changed while the manager read it")
-    return tagged
-
-
 def allocate_pools(ctx: RankContext, device: torch.device, layout: str) -> dict[str, Pool]:
     """One pool per declaration, by buffer key, sized by `units_of` exactly as the estimator counts it."""
     pools: dict[str, Pool] = {}
-    for role, decl in tagged_declarations(ctx):
-        if decl.key in pools:
-            raise ValueError(f"two buffers of the rank are both named {decl.key!r}")
+    for role, decl in tagged_declarations(ctx):  # keys are unique: the estimator checks
         pools[decl.key] = allocate(decl, role, units_of(decl, ctx), layout, device, ctx.runtime.tokens_per_block)
     return pools
 

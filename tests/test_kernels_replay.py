@@ -58,11 +58,16 @@ def _dims(device):
 
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_replay_fold_mamba2(device, dtype, layout):
+@pytest.mark.parametrize("even", [False, True], ids=["odd-head", "whole-blocks"])
+def test_replay_fold_mamba2(device, dtype, layout, even):
     from mcache.kernels.replay_fold.kernel import replay_fold_mamba2_triton
     from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
 
     d = _dims(device)
+    if even:  # heads that split into whole blocks: the kernel's unmasked path
+        d = {**d, "P": 32, "N": 16} if device == "cpu" else d
+    elif device != "cpu":
+        d = {**d, "P": 40, "N": 96}
     L, S, H, P, N, G = d["L"], d["S"], d["H"], d["P"], d["N"], d["G"]
     gen = torch.Generator().manual_seed(11)
     for hist in d["hists"]:

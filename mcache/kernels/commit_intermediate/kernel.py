@@ -34,10 +34,10 @@ def _commit_intermediate_kernel(
         s_ptr = inter + (layer * is0 + row * is1 + (acc - 1) * is2 + start) + offs
         d_ptr = pool + (layer * ps0 + slot * ps1 + start) + offs
         if EVEN:
-            tl.store(d_ptr, tl.load(s_ptr, eviction_policy="evict_first"))
+            tl.store(d_ptr, tl.load(s_ptr, cache_modifier=".cg"))
         else:
             mask = offs < D - start
-            tl.store(d_ptr, tl.load(s_ptr, mask=mask, eviction_policy="evict_first"), mask=mask)
+            tl.store(d_ptr, tl.load(s_ptr, mask=mask, cache_modifier=".cg"), mask=mask)
 
 
 def commit_intermediate_triton(

@@ -31,10 +31,10 @@ def _copy_slots_kernel(
     s_ptr = src + (layer * ss0 + s_slot * ss1 + start) + offs
     d_ptr = dst + (layer * ds0 + d_slot * ds1 + start) + offs
     if EVEN:
-        tl.store(d_ptr, tl.load(s_ptr, eviction_policy="evict_first"))
+        tl.store(d_ptr, tl.load(s_ptr, cache_modifier=".cg"))
     else:
         mask = offs < D - start
-        tl.store(d_ptr, tl.load(s_ptr, mask=mask, eviction_policy="evict_first"), mask=mask)
+        tl.store(d_ptr, tl.load(s_ptr, mask=mask, cache_modifier=".cg"), mask=mask)
 
 
 def copy_slots_triton(

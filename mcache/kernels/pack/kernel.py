@@ -42,10 +42,10 @@ def _pack_kernel(
     else:
         src_ptr, dst_ptr = p_ptr, q_ptr
     if length == BLOCK:
-        tl.store(dst_ptr, tl.load(src_ptr, eviction_policy="evict_first"))
+        tl.store(dst_ptr, tl.load(src_ptr, cache_modifier=".cg"))
     else:
         mask = offs < length
-        tl.store(dst_ptr, tl.load(src_ptr, mask=mask, eviction_policy="evict_first"), mask=mask)
+        tl.store(dst_ptr, tl.load(src_ptr, mask=mask, cache_modifier=".cg"), mask=mask)
 
 
 @lru_cache(maxsize=256)

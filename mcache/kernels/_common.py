@@ -142,8 +142,6 @@ def copy_config(words: int, word_bytes: int, config: tuple[int, int] | None = No
 
     128 KiB per program at 16 warps (64 bytes in flight per thread): the fastest of the configurations
     timed on an H200 (32 KiB programs ran about 4% slower at every batch size; results/kernels_h200.md).
-    The kernels load with `cache_modifier=".cg"` (cached in L2 only, not L1): 2-3% faster on an H200 than
-    the default load with an L2 evict-first hint, at every batch size, for both benchmark shapes.
     """
     if config is not None:
         return config

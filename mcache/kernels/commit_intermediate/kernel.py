@@ -10,6 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._blocks import chunk_unit, move_block
 from .._common import as_indices, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
@@ -20,11 +21,7 @@ def _commit_intermediate_kernel(
     B, D, NCH,
     BLOCK: tl.constexpr, EVEN: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0)
-    chunk = pid % NCH
-    rest = pid // NCH
-    b = rest % B
-    layer = (rest // B).to(tl.int64)
+    chunk, b, layer = chunk_unit(NCH, B)
     acc = tl.load(accepted + b).to(tl.int64)
     if acc > 0:
         start = chunk.to(tl.int64) * BLOCK
@@ -33,11 +30,7 @@ def _commit_intermediate_kernel(
         offs = tl.arange(0, BLOCK)
         s_ptr = inter + (layer * is0 + row * is1 + (acc - 1) * is2 + start) + offs
         d_ptr = pool + (layer * ps0 + slot * ps1 + start) + offs
-        if EVEN:
-            tl.store(d_ptr, tl.load(s_ptr, cache_modifier=".cg"))
-        else:
-            mask = offs < D - start
-            tl.store(d_ptr, tl.load(s_ptr, mask=mask, cache_modifier=".cg"), mask=mask)
+        move_block(s_ptr, d_ptr, offs, D - start, EVEN)
 
 
 def commit_intermediate_triton(

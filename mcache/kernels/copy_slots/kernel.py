@@ -9,6 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._blocks import chunk_unit, move_block
 from .._common import as_index, check_ranges, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
@@ -19,22 +20,14 @@ def _copy_slots_kernel(
     B, D, NCH,
     BLOCK: tl.constexpr, EVEN: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0)
-    chunk = pid % NCH
-    rest = pid // NCH
-    b = rest % B
-    layer = (rest // B).to(tl.int64)
+    chunk, b, layer = chunk_unit(NCH, B)
     start = chunk.to(tl.int64) * BLOCK
     s_slot = tl.load(src_slots + b).to(tl.int64)
     d_slot = tl.load(dst_slots + b).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     s_ptr = src + (layer * ss0 + s_slot * ss1 + start) + offs
     d_ptr = dst + (layer * ds0 + d_slot * ds1 + start) + offs
-    if EVEN:
-        tl.store(d_ptr, tl.load(s_ptr, cache_modifier=".cg"))
-    else:
-        mask = offs < D - start
-        tl.store(d_ptr, tl.load(s_ptr, mask=mask, cache_modifier=".cg"), mask=mask)
+    move_block(s_ptr, d_ptr, offs, D - start, EVEN)
 
 
 def copy_slots_triton(

@@ -15,6 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._blocks import chunk_unit, move_block
 from .._common import as_index, check_ranges, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
@@ -25,11 +26,7 @@ def _pack_kernel(
     table, B, NCH,
     TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0)
-    j = pid % NCH
-    rest = pid // NCH
-    b = rest % B
-    layer = (rest // B).to(tl.int64)
+    j, b, layer = chunk_unit(NCH, B)
     p_start = tl.multiple_of(tl.load(table + 3 * j), ALIGN)
     q_start = tl.multiple_of(tl.load(table + 3 * j + 1), ALIGN)
     length = tl.multiple_of(tl.load(table + 3 * j + 2), ALIGN)
@@ -41,11 +38,7 @@ def _pack_kernel(
         src_ptr, dst_ptr = q_ptr, p_ptr
     else:
         src_ptr, dst_ptr = p_ptr, q_ptr
-    if length == BLOCK:
-        tl.store(dst_ptr, tl.load(src_ptr, cache_modifier=".cg"))
-    else:
-        mask = offs < length
-        tl.store(dst_ptr, tl.load(src_ptr, mask=mask, cache_modifier=".cg"), mask=mask)
+    move_block(src_ptr, dst_ptr, offs, length, length == BLOCK)
 
 
 @lru_cache(maxsize=256)

@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._blocks import chunk_unit
 from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, state_numel
 
 PRECISION = "tf32x3"
@@ -152,11 +153,7 @@ def _conv_kernel(
     KM1: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     # Each program owns BC whole channels (BC * KM1 consecutive elements of the window, stored contiguously).
-    pid = tl.program_id(0)
-    cb = pid % NCB
-    rest = pid // NCB
-    b = rest % NB
-    layer = (rest // NB).to(tl.int64)
+    cb, b, layer = chunk_unit(NCB, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
         slot = tl.load(slots + b).to(tl.int64)

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
+from paths import TINY_SPEC
 
 from mcache.bench import results
 from mcache.bench.ops import CaseBuilder
 from mcache.bench.runner import BenchConfig, Runner
 from mcache.cli.main import main
 
-TINY = str(Path(__file__).parent / "specs" / "tiny-hybrid.yaml")
-
 
 def test_cpu_smoke_run_writes_a_valid_results_file(tmp_path, capsys):
     out = tmp_path / "smoke.json"
-    rc = main(["bench", TINY, "--device", "cpu", "--batch", "1,2", "--max-batch", "4", "--reps", "2",
+    rc = main(["bench", TINY_SPEC, "--device", "cpu", "--batch", "1,2", "--max-batch", "4", "--reps", "2",
                "--scheme", "replay", "-o", str(out)])
     assert rc == 0
     run = results.load(out)
@@ -37,7 +35,7 @@ def test_cpu_smoke_run_writes_a_valid_results_file(tmp_path, capsys):
 
 
 def test_per_layer_rows():
-    cfg = BenchConfig(spec=TINY, device="cpu", batches=[1], ops=["reset"], per_layer=True, reps=2)
+    cfg = BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1], ops=["reset"], per_layer=True, reps=2)
     run = Runner(cfg).run()
     layers = sorted({(r.kind, r.layer) for r in run.rows if r.layer is not None})
     assert layers == [("gdn", 1), ("mamba1", 3), ("mamba2", 0), ("mamba2", 4)]  # global layer ids
@@ -52,7 +50,7 @@ def test_out_of_memory_becomes_a_skipped_row(monkeypatch):
         return real(self, op, batch)
 
     monkeypatch.setattr(CaseBuilder, "build", build)
-    run = Runner(BenchConfig(spec=TINY, device="cpu", batches=[1, 2], ops=["pack", "reset"], reps=2)).run()
+    run = Runner(BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1, 2], ops=["pack", "reset"], reps=2)).run()
     skipped = [r for r in run.rows if r.status == "skipped"]
     assert {(r.op, r.batch) for r in skipped} == {("pack", 2)}
     assert all(r.reason.startswith("out of memory: CUDA out of memory") for r in skipped)
@@ -63,7 +61,7 @@ def test_wrong_output_is_not_timed(monkeypatch):
     import mcache.bench.ops as ops
 
     monkeypatch.setattr(ops.K, "reset_slots", lambda pools, slots, check=True: None)  # a kernel that does nothing
-    run = Runner(BenchConfig(spec=TINY, device="cpu", batches=[1], ops=["reset"], reps=2)).run()
+    run = Runner(BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1], ops=["reset"], reps=2)).run()
     assert run.rows and all(r.status == "skipped" and "disagrees" in r.reason for r in run.rows)
 
 
@@ -79,7 +77,7 @@ def test_ctrl_c_keeps_the_rows_done(monkeypatch, tmp_path):
 
     monkeypatch.setattr(CaseBuilder, "build", build)
     out = tmp_path / "partial.json"
-    rc = main(["bench", TINY, "--device", "cpu", "--batch", "1", "--ops", "reset,pack,snapshot", "--reps", "2",
+    rc = main(["bench", TINY_SPEC, "--device", "cpu", "--batch", "1", "--ops", "reset,pack,snapshot", "--reps", "2",
                "-o", str(out)])
     assert rc == 130
     data = json.loads(out.read_text())
@@ -102,7 +100,7 @@ def test_ctrl_c_keeps_the_rows_done(monkeypatch, tmp_path):
     ],
 )
 def test_bad_bench_options(args, needle, capsys):
-    assert main(["bench", TINY, "--device", "cpu", *args]) == 2
+    assert main(["bench", TINY_SPEC, "--device", "cpu", *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from paths import TINY_SPEC
 
 from mcache.bench.runner import BenchConfig, Runner
-
-TINY = str(Path(__file__).parent / "specs" / "tiny-hybrid.yaml")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("scheme", ["intermediate", "replay"])
 def test_gpu_run_of_every_op(scheme):
-    run = Runner(BenchConfig(spec=TINY, device="cuda", batches=[1, 3], max_batch=8, reps=5, scheme=scheme)).run()
+    run = Runner(BenchConfig(spec=TINY_SPEC, device="cuda", batches=[1, 3], max_batch=8, reps=5, scheme=scheme)).run()
     assert run.meta.comparable and run.meta.ceiling.gbps > 0
     assert run.meta.memory.allocated_bytes == run.meta.memory.estimated_bytes
     bad = [r for r in run.rows if r.status == "skipped" and "disagrees" in (r.reason or "")]

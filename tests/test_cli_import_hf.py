@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import HF_CONFIGS
 from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
@@ -15,11 +16,10 @@ from mcache.core.hf import import_hf
 from mcache.core.spec_loader import load_spec, parse_spec
 
 runner = CliRunner()
-SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 
 
 def config(stem: str) -> Path:
-    return SHARED / f"{stem}.json"
+    return HF_CONFIGS / f"{stem}.json"
 
 
 def test_import_to_stdout_loads_back_equal():

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from paths import HF_CONFIGS
 
 from mcache.core.errors import SpecError
 from mcache.core.estimator import RankEstimate, estimate
@@ -17,8 +18,6 @@ from mcache.core.rank import resolve_dtypes
 from mcache.core.spec import ModelSpec, layer_kinds
 from mcache.core.spec_dump import compact_layers, spec_to_yaml
 from mcache.core.spec_loader import load_spec, parse_spec
-
-SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 
 # config file stem -> the bundled hand-written spec of the same model
 BUNDLED = {
@@ -41,7 +40,7 @@ BUNDLED = {
 
 
 def shared(stem: str) -> Path:
-    return SHARED / f"{stem}.json"
+    return HF_CONFIGS / f"{stem}.json"
 
 
 def shared_data(stem: str) -> dict:
@@ -88,7 +87,7 @@ def kinds(spec: ModelSpec) -> list[str]:
 
 
 def test_every_shared_config_has_a_bundled_counterpart():
-    assert {p.stem for p in SHARED.glob("*.json")} == set(BUNDLED)
+    assert {p.stem for p in HF_CONFIGS.glob("*.json")} == set(BUNDLED)
 
 
 @pytest.mark.parametrize("stem", sorted(BUNDLED))
@@ -171,6 +170,14 @@ def test_nemotron_attention_head_dim_spelling(tmp_path):
     spec = imported(tmp_path, data)
     assert spec.attention.head_dim == 48  # not hidden / heads = 64
     assert rank(spec).kv_bytes_per_token == 2 * 2 * 48 * 2
+
+
+def test_attention_head_dim_defaults_to_width_over_heads(tmp_path):
+    qwen = imported(tmp_path, {**QWEN_NEXT, "head_dim": None, "num_attention_heads": 8}, "q.json")
+    assert (qwen.attention.num_heads, qwen.attention.num_kv_heads, qwen.attention.head_dim) == (8, 2, 32)  # 256 / 8
+    zamba = imported(tmp_path, {**ZAMBA, "attention_head_dim": None, "num_key_value_heads": None}, "z.json")
+    # Zamba2's attention reads the concatenated 2 x hidden input: 256 / 4 heads; KV heads default to the heads
+    assert (zamba.attention.num_kv_heads, zamba.attention.head_dim) == (4, 64)
 
 
 def test_nemotron_ssm_dtype_hint_and_family_default(tmp_path):
@@ -413,6 +420,11 @@ BROKEN = {
     "a-billion-layers": ({**FALCON, "num_hidden_layers": 10**9}, "num_hidden_layers"),
     "list-entry-wrong-type": ({**ZAMBA, "layers_block_type": ["mamba", 1, "mamba", "mamba", "hybrid", "hybrid"]},
                               "layers_block_type[1]"),
+    # no head dim given, and the heads do not divide the attention width
+    "qwen3-next-heads-do-not-divide": ({**QWEN_NEXT, "head_dim": None, "num_attention_heads": 3}, "head_dim"),
+    "jamba-heads-do-not-divide": ({**JAMBA, "num_attention_heads": 3}, "num_attention_heads"),
+    "zamba2-heads-do-not-divide": ({**ZAMBA, "attention_head_dim": None, "num_attention_heads": 3},
+                                   "attention_head_dim"),
 }
 
 

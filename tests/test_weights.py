@@ -3,9 +3,8 @@ kind counted by hand, tensor by tensor (biases only where the model has them).""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from paths import HF_CONFIGS
 
 from mcache.core import weights
 from mcache.core.kinds import KIND_MODULES
@@ -56,7 +55,6 @@ def test_bundled_estimate_is_within_5_percent_of_the_published_count(name):
     assert abs(error) <= TOLERANCE, f"{name}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
-SHARED = Path(__file__).parent / "data" / "hf_configs"  # copies of ../shared/hf_configs
 CONFIG_OF = {  # the bundled name of each shared HF config whose name differs
     "kimi-linear-48b-a3b-instruct": "kimi-linear-48b-a3b",
     "nemotron-h-56b-base-8k": "nemotron-h-56b",
@@ -65,12 +63,12 @@ CONFIG_OF = {  # the bundled name of each shared HF config whose name differs
 }
 
 
-@pytest.mark.parametrize("stem", sorted(p.stem for p in SHARED.glob("*.json")))
+@pytest.mark.parametrize("stem", sorted(p.stem for p in HF_CONFIGS.glob("*.json")))
 def test_imported_estimate_is_within_5_percent_of_the_published_count(stem):
     from mcache.core.hf import import_hf
 
     published, source = PUBLISHED[CONFIG_OF.get(stem, stem)]
-    estimated = weights.total_params(import_hf(SHARED / f"{stem}.json"))
+    estimated = weights.total_params(import_hf(HF_CONFIGS / f"{stem}.json"))
     error = estimated / published - 1
     assert abs(error) <= TOLERANCE, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 

@@ -206,6 +206,27 @@ def dt_rank_auto(hidden: int) -> int:
     return ceil(hidden / 16)
 
 
+def attention_block(
+    cfg: Cfg,
+    width: int,
+    *,
+    heads_key: str = "num_attention_heads",
+    kv_key: str = "num_key_value_heads",
+    head_dim_keys: tuple[str, ...] = ("head_dim",),
+    **extra: Any,
+) -> dict:
+    """The `attention` block: query heads, KV heads (as many as query heads when `kv_key` is absent) and the
+    head dim, from the first of `head_dim_keys` the config has, else `width // heads` (which must divide)."""
+    heads = cfg.int(heads_key)
+    head_dim = next((cfg.int(k) for k in head_dim_keys if cfg.has(k)), None)
+    if head_dim is None:
+        if width % heads:
+            key = head_dim_keys[0] if head_dim_keys else heads_key
+            raise cfg.error(key, f"a value, since the attention width {width} is not a multiple of {heads} heads")
+        head_dim = width // heads
+    return {"num_heads": heads, "num_kv_heads": cfg.int(kv_key, heads), "head_dim": head_dim, **extra}
+
+
 def check_product(cfg: Cfg, heads_key: str, heads: int, dim: int, total: int, what: str) -> None:
     """Heads x head dim must equal the inner size the config implies elsewhere."""
     if heads * dim != total:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, count_note, mtp_layers
+from mcache.core.hf.common import Cfg, Draft, attention_block, count_note, mtp_layers
 
 QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
 
@@ -54,13 +54,7 @@ def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
     tie = text.bool("tie_word_embeddings", cfg.bool("tie_word_embeddings", False))
     draft = Draft(cfg, hidden, text.int("vocab_size"), entries, blocks=blocks, tie_embeddings=tie, dtype_cfg=text)
     if "attention" in mixers:
-        heads = text.int("num_attention_heads")
-        draft.blocks["attention"] = {
-            "num_heads": heads,
-            "num_kv_heads": text.int("num_key_value_heads", heads),
-            "head_dim": text.int("head_dim", hidden // heads),
-            "output_gate": text.bool("attn_output_gate", True),
-        }
+        draft.blocks["attention"] = attention_block(text, hidden, output_gate=text.bool("attn_output_gate", True))
     if "gdn" in mixers:
         draft.blocks["gdn"] = {
             "num_k_heads": text.int("linear_num_key_heads"),
@@ -187,8 +181,7 @@ def minimax(cfg: Cfg) -> Draft:
     if "lightning" in mixers:
         draft.blocks["lightning"] = {"num_heads": heads, "head_dim": head_dim}
     if "attention" in mixers:
-        draft.blocks["attention"] = {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads),
-                                     "head_dim": head_dim}
+        draft.blocks["attention"] = attention_block(cfg, hidden)
     shared = cfg.int("shared_intermediate_size", 0, minimum=0)
     draft.blocks["moe"] = {
         "num_experts": cfg.int("num_local_experts"),
@@ -233,9 +226,7 @@ def lfm2(cfg: Cfg) -> Draft:
         how += f" adjusted by block_auto_adjust_ff_dim (x2/3, x{mult}, rounded up to {step}) to {size}"
     draft.blocks["mlp"] = {"intermediate_size": size}
     if "attention" in mixers:
-        heads = cfg.int("num_attention_heads")
-        draft.blocks["attention"] = {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads),
-                                     "head_dim": cfg.int("head_dim", hidden // heads)}
+        draft.blocks["attention"] = attention_block(cfg, hidden)
     if "short_conv" in mixers:
         draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache", 3)}
     draft.notes.append(count_note(entries) + f" MLP size: {how}.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, check_product, count_note
+from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note
 
 NEMOTRON_CHARS = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
@@ -18,16 +18,6 @@ def _mamba2(cfg: Cfg, heads: str, head_dim: str, state: str, groups: str, conv: 
         "n_groups": cfg.int(groups, 1),
         "conv_kernel": cfg.int(conv, 4),
     }
-
-
-def _attention(cfg: Cfg, hidden: int, head_dim_keys: tuple[str, ...] = ("head_dim",), **extra) -> dict:
-    heads = cfg.int("num_attention_heads")
-    head_dim = next((cfg.int(k) for k in head_dim_keys if cfg.has(k)), None)
-    if head_dim is None:
-        if hidden % heads:
-            raise cfg.error(head_dim_keys[0], f"a value, since hidden_size {hidden} is not a multiple of {heads} heads")
-        head_dim = hidden // heads
-    return {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads), "head_dim": head_dim, **extra}
 
 
 def _inner_heads(cfg: Cfg, hidden: int, prefix: str = "mamba_") -> dict:
@@ -69,7 +59,7 @@ def nemotron_h(cfg: Cfg) -> Draft:
     if "attention" in kinds:
         if not (cfg.has("attention_head_dim") or cfg.has("head_dim")):
             raise cfg.error("head_dim", "a value (or attention_head_dim) for model_type nemotron_h, missing")
-        draft.blocks["attention"] = _attention(cfg, hidden, ("attention_head_dim", "head_dim"))
+        draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=("attention_head_dim", "head_dim"))
     if "mlp" in kinds:
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "gated": False}
     if "moe" in kinds:
@@ -95,7 +85,7 @@ def bamba(cfg: Cfg) -> Draft:
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
     draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
     if attn:
-        draft.blocks["attention"] = _attention(cfg, hidden)
+        draft.blocks["attention"] = attention_block(cfg, hidden)
     draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     draft.notes.append(count_note(entries) + " Attention layers from attn_layer_indices (0-based).")
     return draft
@@ -114,7 +104,7 @@ def granitemoehybrid(cfg: Cfg) -> Draft:
     if "mamba2" in mixers:
         draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
     if "attention" in mixers:
-        draft.blocks["attention"] = _attention(cfg, hidden)
+        draft.blocks["attention"] = attention_block(cfg, hidden)
     shared = cfg.int("shared_intermediate_size", 0, minimum=0)
     if experts:
         draft.blocks["moe"] = {
@@ -146,7 +136,7 @@ def falcon_h1(cfg: Cfg) -> Draft:
         "n_groups": cfg.int("mamba_n_groups", 1),
         "conv_kernel": cfg.int("mamba_d_conv", 4),
     }
-    draft.blocks["attention"] = _attention(cfg, hidden)
+    draft.blocks["attention"] = attention_block(cfg, hidden)
     draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     draft.notes.append(f"{n} layers, each Mamba2 and attention in parallel, then a gated MLP (falcon_h1).")
     return draft
@@ -172,15 +162,9 @@ def zamba2(cfg: Cfg) -> Draft:
     if "mamba2+attention+mlp" in types:
         blocks = cfg.int("num_mem_blocks", 1)
         attn_in = cfg.int("attention_hidden_size", 2 * hidden)
-        heads = cfg.int("num_attention_heads")
-        head_dim = cfg.int("attention_head_dim", attn_in // heads)
-        draft.blocks["attention"] = {
-            "num_heads": heads,
-            "num_kv_heads": cfg.int("num_key_value_heads", heads),
-            "head_dim": head_dim,
-            "input_size": attn_in,
-            "shared_blocks": blocks,
-        }
+        draft.blocks["attention"] = attention_block(
+            cfg, attn_in, head_dim_keys=("attention_head_dim",), input_size=attn_in, shared_blocks=blocks
+        )
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "shared_blocks": blocks}
     draft.notes.append(
         count_note(types) + " Hybrid layers run the shared attention + MLP block (weights counted "

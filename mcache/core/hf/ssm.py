@@ -3,7 +3,7 @@ library's `d_model`/`n_layer`/`ssm_cfg` format), `jamba`."""
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, check_product, count_note, dt_rank_auto
+from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, dt_rank_auto
 
 # Mixer defaults of the mamba_ssm library: a config's `ssm_cfg` only lists what differs from them.
 MAMBA_SSM_DEFAULTS = {
@@ -87,13 +87,7 @@ def mamba_ssm(cfg: Cfg) -> Draft:
             "dt_rank": mixer.int_or_auto("dt_rank", dt_rank_auto(hidden)),
         }
     if attn:
-        at = top.sub("attn_cfg")
-        heads = at.int("num_heads")
-        draft.blocks["attention"] = {
-            "num_heads": heads,
-            "num_kv_heads": at.int("num_heads_kv", heads),
-            "head_dim": at.int("head_dim", hidden // heads),
-        }
+        draft.blocks["attention"] = attention_block(top.sub("attn_cfg"), hidden, heads_key="num_heads", kv_key="num_heads_kv")
     if ffn:
         draft.blocks["mlp"] = {"intermediate_size": -(-ffn // 128) * 128}  # GatedMLP rounds up to 128
     given = ", ".join(f"{k} {v}" for k, v in ssm.data.items() if k != "layer") or "none"
@@ -125,9 +119,7 @@ def jamba(cfg: Cfg) -> Draft:
     ]
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
     if any(e.startswith("attention") for e in entries):
-        heads = cfg.int("num_attention_heads")
-        draft.blocks["attention"] = {"num_heads": heads, "num_kv_heads": cfg.int("num_key_value_heads", heads),
-                                     "head_dim": hidden // heads}
+        draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=())
     draft.blocks["mamba1"] = {
         "intermediate_size": cfg.int("mamba_expand", 2) * hidden,
         "state_size": cfg.int("mamba_d_state", 16),

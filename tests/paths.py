@@ -1,0 +1,7 @@
+"""Where the test data lives."""
+
+from pathlib import Path
+
+HERE = Path(__file__).parent
+HF_CONFIGS = HERE / "data" / "hf_configs"  # copies of ../shared/hf_configs, so the tests never skip
+TINY_SPEC = str(HERE / "specs" / "tiny-hybrid.yaml")

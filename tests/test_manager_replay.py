@@ -124,7 +124,7 @@ def test_replay_commit_equals_token_by_token(kind, draft, history, pool_layout):
             assert all(torch.equal(v, raw[k]) for k, v in mgr.slot_buffers(r).items()), "state() mutated the slot"
         if i == steps // 2:  # relocation and snapshots carry pending ring tokens along
             mgr.relocate("b")
-            snap = mgr.snapshot("a", at_token=i)
+            snap = mgr.snapshot("a", at_token=mgr.num_tokens("a"))
             mgr.free("c")
             mgr.add_request("c")
             mgr.restore(snap, "c")

@@ -143,13 +143,16 @@ def test_snapshot_and_restore(scheme, draft, pool_layout):
     mgr.write_state("a", random_state(mgr, GEN))
     mgr.restore(snap, "a")
     assert_states_equal(mgr.state("a"), want, "restored over a changed state")
-    mgr.snapshot("b", at_token=5)
+    mgr.snapshot("b", at_token=0)
     before = clone_pools(mgr)
     with pytest.raises(CapacityError, match="out of snapshot slots"):
-        mgr.snapshot("a", at_token=6)
+        mgr.snapshot("a", at_token=4)
     assert all(torch.equal(p.storage, before[k]) for k, p in mgr.pools.items() if p.decl.per == "snapshot")
     mgr.drop_snapshot(snap)
-    assert mgr.snapshot("a", at_token=6) == snap
+    assert mgr.snapshot("a", at_token=4) == snap
+    for bad in (-1, 6, 2.0, True, None):  # past its 5 tokens, negative, not an int: refused, nothing taken
+        with pytest.raises(ValueError, match="expected an int in 0..5"):
+            mgr.snapshot("a", at_token=bad)
 
 
 def test_no_snapshot_slots_configured():

@@ -271,8 +271,15 @@ class CacheManager:
 
     # -- snapshots --------------------------------------------------------------------------------
     def snapshot(self, request: Hashable, at_token: int) -> int:
-        """Copy the request's current state into a free snapshot slot; returns the snapshot id."""
+        """Copy the request's current state into a free snapshot slot; returns the snapshot id.
+
+        `at_token` labels the token boundary the state stands at (see `snapshot_token`); it cannot lie past
+        the tokens the request holds.
+        """
         self._idle()
+        held = self.num_tokens(request)
+        if isinstance(at_token, bool) or not isinstance(at_token, int) or not 0 <= at_token <= held:
+            raise ValueError(f"snapshot of {request!r} at token {at_token!r}: expected an int in 0..{held} (its tokens)")
         slot = self._slot_tensor(request)
         if not self.ctx.runtime.snapshot_slots:
             raise CapacityError("no snapshot slots: the runtime config has snapshot_slots = 0")

@@ -60,12 +60,10 @@ class CaseBuilder:
         self.free_slots, self.tokens, self.history = free_slots, tokens_per_step, history
 
     def _slots(self, batch: int, sets: int = 1) -> torch.Tensor:
-        """`sets` disjoint random sets of `batch` slots, as `[sets * batch]` (fewer slots: sets overlap)."""
-        device = self.states[0].device
+        """`sets` disjoint random sets of `batch` slots, as `[sets * batch]` (the runner skips a batch whose
+        sets do not fit in the free slots)."""
         perm = torch.randperm(self.free_slots, generator=self.gen)
-        if len(perm) < sets * batch:
-            perm = perm.repeat(sets)
-        return perm[: sets * batch].to(device)
+        return perm[: sets * batch].to(self.states[0].device)
 
     def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True, baseline_impl="torch-index") -> OpCase:
         return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline, baseline_impl)

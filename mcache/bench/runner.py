@@ -89,7 +89,7 @@ class Runner:
         try:
             manager = self._build_manager()
             self.ceiling = self._ceiling()
-            kinds = [k for k in self.ctx.kinds if k in RECURRENT_KINDS]
+            kinds = self.ctx.recurrent_kinds
             layers = self._layers(kinds)
             ops = [op for op in self.cfg.ops if op != "alloc"]
             tick("ops", len(kinds) * len(ops) * len(self.cfg.batches) * (1 + len(layers)))

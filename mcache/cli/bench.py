@@ -50,7 +50,7 @@ def bench(
         raise McacheError(f"bench: --rank: 0 .. {tp * pp - 1} for tp={tp} pp={pp}, got {rank}")
     if max_batch is not None and max(batches) > max_batch:
         raise McacheError(f"bench: --batch: at most --max-batch ({max_batch}) requests, got {max(batches)}")
-    if output is not None and not (output.parent if str(output.parent) else Path(".")).is_dir():
+    if output is not None and not output.parent.is_dir():
         raise McacheError(f"{output}: output: a file in an existing folder")
     check_device(device, "bench", ("cuda", "cpu"))
     cfg = BenchConfig(spec=spec, tp=tp, pp=pp, stage=rank // tp, tp_rank=rank % tp, attention_dp=attention_dp,

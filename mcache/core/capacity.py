@@ -70,7 +70,7 @@ def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency:
         cache_budget_bytes=cache_budget,
         fixed_bytes=fixed,
         kv_budget_bytes=kv_budget,
-        kv_tokens=kv_budget // per_token if per_token and kv_budget > 0 else (None if not per_token else 0),
+        kv_tokens=max(kv_budget, 0) // per_token if per_token else None,
         context=context,
         max_sequences=sequences,
         binding=binding,

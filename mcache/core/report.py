@@ -5,13 +5,13 @@ from __future__ import annotations
 from msgspec.structs import asdict
 
 from mcache import __version__
+from mcache.core.buffers import COMPONENTS
 from mcache.core.capacity import Budget, capacity
 from mcache.core.dtypes import itemsize
 from mcache.core.estimator import Estimate, RankEstimate
 from mcache.core.weights import total_params
 
 SCHEMA_VERSION = 1
-COMPONENTS = ("kv", "conv", "ssm", "spec", "aux")
 
 
 def _rank(r: RankEstimate) -> dict:

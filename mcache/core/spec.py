@@ -14,6 +14,7 @@ from msgspec import Meta, Struct
 
 from mcache.core import dtypes
 from mcache.core.errors import SpecError
+from mcache.core.kinds import NAMES as KINDS
 
 Pos = Annotated[int, Meta(gt=0, le=1 << 40)]
 NonNeg = Annotated[int, Meta(ge=0, le=1 << 40)]
@@ -183,7 +184,6 @@ class ModelSpec(Block):
 
 
 # Every kind a layer may name, in the order components are reported.
-KINDS = ("attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "mlp", "moe")
 NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 
 

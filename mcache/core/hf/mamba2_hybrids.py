@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note
+from mcache.core.spec import NEMOTRON_LEGEND
 
-NEMOTRON_CHARS = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
 MIXER_NAMES = {"mamba": "mamba2", "attention": "attention", "linear_attention": "mamba2",
                "full_attention": "attention"}
@@ -44,9 +44,9 @@ def nemotron_h(cfg: Cfg) -> Draft:
         if len(pattern) != n:
             raise cfg.error("hybrid_override_pattern", f"{n} characters (num_hidden_layers), got {len(pattern)}")
         for i, ch in enumerate(pattern):
-            if ch not in NEMOTRON_CHARS:
+            if ch not in NEMOTRON_LEGEND:
                 raise cfg.error(f"hybrid_override_pattern[{i}]", f"one of M * - E, got {ch!r}")
-        entries = [NEMOTRON_CHARS[ch] for ch in pattern]
+        entries = [NEMOTRON_LEGEND[ch] for ch in pattern]
     else:
         if not cfg.has("layers_block_type"):
             raise cfg.error("hybrid_override_pattern", "a value (or layers_block_type), missing")

@@ -38,10 +38,6 @@ class Pool:
     layout: str
 
     @property
-    def key(self) -> str:
-        return self.decl.key
-
-    @property
     def view(self) -> torch.Tensor:
         """`[L, units, *shape]` (per-token: `[L, blocks, block, *shape]`) whatever the storage layout."""
         return self.storage if self.layout == "layer" else self.storage.transpose(0, 1)
@@ -124,10 +120,6 @@ class StateKind:
         self.runtime = ctx.runtime
         kinds = layer_kinds(ctx.spec)
         self.layers = [0] if kind is None else [i for i in ctx.layers if kind in kinds[i]]
-
-    def declarations(self) -> list[BufferDecl]:
-        """The declarations of the pools this kind owns."""
-        return [p.decl for p in self.pools]
 
     def slot_pools(self) -> list[Pool]:
         """Pools indexed by state slot (reset and moved with the slot)."""

@@ -80,7 +80,7 @@ def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> Non
     if nb == 0 or total == 0 or nl == 0:
         return
     flat = [v for r in ranges for v in r]
-    w, pv, qv = word_views(pool, 2, packed, 2, flat, [0, total])
+    w, pv, qv = word_views(pool, 2, packed, 2, flat)
     es = pool.element_size()  # word_size made every start and length a whole number of words
     words = tuple((s * es // w, n * es // w) for s, n in ranges)
     block, warps = copy_config(max(n for _, n in words), w, config)

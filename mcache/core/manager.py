@@ -258,11 +258,13 @@ class CacheManager:
         """Keep, for each row of `step`, the state after its `accepted` tokens (0 .. T)."""
         if step is not self._step:
             raise ValueError("commit of a step that is not in progress")
-        acc = torch.as_tensor(accepted, dtype=torch.int64).to(self.device)
+        acc = torch.as_tensor(accepted, dtype=torch.int64)
         if acc.shape != (len(step.requests),):
             raise ValueError(f"accepted needs one count per row ({len(step.requests)}), got shape {tuple(acc.shape)}")
-        if len(acc) and (int(acc.min()) < 0 or int(acc.max()) > step.tokens):
+        lo, hi = torch.stack(torch.aminmax(acc)).tolist() if len(acc) else (0, 0)  # one read of a device tensor
+        if lo < 0 or hi > step.tokens:
             raise ValueError(f"accepted counts must be in 0..{step.tokens}, got {acc.tolist()}")
+        acc = acc.to(self.device)
         if self.has_state and len(acc):
             for h in self.handlers:
                 h.commit(step, acc)

@@ -69,15 +69,19 @@ def arange(n: int, device: torch.device) -> torch.Tensor:
 
 
 def gather(view: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-    """`view[:, slots]` as a new `[L, B, *rest]` tensor (through `copy_slots`)."""
+    """`view[:, slots]` as a new `[L, B, *rest]` tensor (through `copy_slots`).
+
+    Like every kernel call of the state handlers, the index ranges are not re-checked on the device (a
+    synchronization per launch): the manager hands out and validates the slots, rows and counts itself.
+    """
     out = torch.empty((view.shape[0], len(slots), *view.shape[2:]), dtype=view.dtype, device=view.device)
-    K.copy_slots(view, slots, out, arange(len(slots), view.device))
+    K.copy_slots(view, slots, out, arange(len(slots), view.device), check=False)
     return out
 
 
 def scatter(view: torch.Tensor, slots: torch.Tensor, values: torch.Tensor) -> None:
     """`view[:, slots] = values` for `values` `[L, B, *rest]` (through `copy_slots`)."""
-    K.copy_slots(values.to(view.device, view.dtype), arange(len(slots), view.device), view, slots)
+    K.copy_slots(values.to(view.device, view.dtype), arange(len(slots), view.device), view, slots, check=False)
 
 
 @dataclass

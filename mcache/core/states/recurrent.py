@@ -40,7 +40,7 @@ class RecurrentState(StateKind):
 
     def commit(self, step: Step, accepted: torch.Tensor) -> None:
         for name, inter in self.inter.items():
-            K.commit_intermediate(self.base[name].view, inter.view, step.slots, step.rows, accepted)
+            K.commit_intermediate(self.base[name].view, inter.view, step.slots, step.rows, accepted, check=False)
 
     def current(self, slots: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         if not self.versions:

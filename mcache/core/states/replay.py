@@ -21,7 +21,7 @@ class ReplayState(RecurrentState):
     def fold(self, states: dict[str, torch.Tensor], rings: dict[str, torch.Tensor], slots, buf, count) -> None:
         """Fold ring tokens `0 .. count[b]` of buffer `buf[b]` into `states` at `slots[b]` (`[L, S, ...]` views)."""
         if "conv" in states:
-            K.replay_fold_conv(states["conv"], rings["conv_in"], slots, buf, count)
+            K.replay_fold_conv(states["conv"], rings["conv_in"], slots, buf, count, check=False)
         if "ssm" in states:
             self.fold_ssm(states["ssm"], rings, slots, buf, count)
 
@@ -49,7 +49,7 @@ class Mamba2State(ReplayState):
     """Ring: x `[H, P]`, B `[G, N]`, dt and dA `[H]`, conv_in `[C]` per token."""
 
     def fold_ssm(self, ssm, rings, slots, buf, count) -> None:
-        K.replay_fold_mamba2(ssm, rings["x"], rings["B"], rings["dt"], rings["dA"], slots, buf, count)
+        K.replay_fold_mamba2(ssm, rings["x"], rings["B"], rings["dt"], rings["dA"], slots, buf, count, check=False)
 
 
 @register("gdn")
@@ -57,7 +57,7 @@ class GatedDeltaNetState(ReplayState):
     """Ring: normalized k `[Hk, K]`, v `[H, V]`, log gate g and beta `[H]`, conv_in `[C]` per token."""
 
     def fold_ssm(self, ssm, rings, slots, buf, count) -> None:
-        K.replay_fold_gdn(ssm, rings["k"], rings["v"], rings["g"], rings["beta"], slots, buf, count)
+        K.replay_fold_gdn(ssm, rings["k"], rings["v"], rings["g"], rings["beta"], slots, buf, count, check=False)
 
 
 @register("kda")
@@ -65,7 +65,7 @@ class KDAState(ReplayState):
     """Ring: like GatedDeltaNet with a per-channel log gate g `[H, K]`."""
 
     def fold_ssm(self, ssm, rings, slots, buf, count) -> None:
-        K.replay_fold_kda(ssm, rings["k"], rings["v"], rings["g"], rings["beta"], slots, buf, count)
+        K.replay_fold_kda(ssm, rings["k"], rings["v"], rings["g"], rings["beta"], slots, buf, count, check=False)
 
 
 @register("short_conv")

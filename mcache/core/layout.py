@@ -11,6 +11,12 @@ from mcache.core.errors import LayoutError
 SCHEMES = ("none", "intermediate", "replay", "index")
 
 
+
+def blocks_per_seq(tokens: int, window: int | None, block: int) -> int:
+    """KV blocks a sequence of `tokens` tokens holds: capped at `window`, in blocks of `block` tokens (the
+    estimate and the manager's block tables both count with this)."""
+    return ceil((min(tokens, window) if window else tokens) / block)
+
 class ParallelLayout(Struct, frozen=True):
     """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel."""
 
@@ -103,5 +109,4 @@ class RuntimeConfig(Struct, frozen=True):
 
     def kv_tokens_per_seq(self, seq_len: int, window: int | None = None) -> int:
         """KV tokens one sequence of `seq_len` holds: capped at `window`, rounded up to whole blocks."""
-        tokens = min(seq_len, window) if window else seq_len
-        return ceil(tokens / self.tokens_per_block) * self.tokens_per_block
+        return blocks_per_seq(seq_len, window, self.tokens_per_block) * self.tokens_per_block

@@ -6,9 +6,9 @@ Every `take` checks capacity before it changes anything, so a `CapacityError` le
 from __future__ import annotations
 
 import heapq
-from math import ceil
 
 from mcache.core.errors import CapacityError
+from mcache.core.layout import blocks_per_seq
 
 
 class FreeList:
@@ -82,4 +82,4 @@ class BlockGroup:
 
     def needed(self, tokens: int) -> int:
         """Blocks a sequence of `tokens` tokens holds."""
-        return ceil((min(tokens, self.window) if self.window else tokens) / self.block)
+        return blocks_per_seq(tokens, self.window, self.block)

@@ -20,7 +20,7 @@ from mcache.core.estimator import Estimate
 from mcache.core.pools import allocate_pools, assign_pools
 from mcache.core.rank import RankContext, resolve_dtypes
 from mcache.core.slots import BlockGroup, FreeList
-from mcache.core.states.base import Pool, Step, gather
+from mcache.core.states.base import Pool, Step, gather, reset_kinds
 from mcache.core.states.transfer import Region, apply_import, export_regions, plan_import
 
 
@@ -362,9 +362,7 @@ class CacheManager:
         if not slots:
             return
         index = self._index(slots)
-        for h in self.handlers:
-            h.reset(index)
-        self.book.reset(index)
+        reset_kinds([*self.handlers, self.book], index)
         self.book.reseed(index, seeds)
 
     def _check_tokens(self, total: int, held: dict) -> dict[int | None, int]:

@@ -84,6 +84,12 @@ def scatter(view: torch.Tensor, slots: torch.Tensor, values: torch.Tensor) -> No
     K.copy_slots(values.to(view.device, view.dtype), arange(len(slots), view.device), view, slots, check=False)
 
 
+def reset_kinds(kinds: list[StateKind], slots: torch.Tensor) -> None:
+    """Zero every per-slot pool of `kinds` at `slots` in one call (the kernel zeroes up to four pools per
+    launch), instead of a call per kind."""
+    K.reset_slots([p.view for k in kinds for p in k.slot_pools()], slots, check=False)
+
+
 @dataclass
 class Step:
     """One speculative verify step of a batch: which slots and rows, and where each scheme wants its data.
@@ -131,9 +137,7 @@ class StateKind:
 
     def reset(self, slots: torch.Tensor) -> None:
         """Zero every per-slot pool of the kind at `slots` (first use of a slot by a request)."""
-        views = [p.view for p in self.slot_pools()]
-        if views:
-            K.reset_slots(views, slots)
+        reset_kinds([self], slots)
 
     def relocate(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Copy every per-slot pool of the kind from slots `src` to slots `dst`."""

@@ -49,9 +49,7 @@ class Bookkeeping(StateKind):
 
     def clear_pending(self, slots: torch.Tensor) -> None:
         """The base state of `slots` is now the whole state: no pending replay tokens, version 0."""
-        views = [p.view for p in (self.prev, self.version) if p is not None]
-        if views:
-            K.reset_slots(views, slots)
+        K.reset_slots([p.view for p in (self.prev, self.version) if p is not None], slots, check=False)
 
     def begin_step(self, step: Step) -> None:
         t = step.tokens

@@ -73,9 +73,7 @@ class RecurrentState(StateKind):
 
     def on_transfer_complete(self, slots: torch.Tensor) -> None:
         # The received base state is the whole state: stale rings and versions of the slot go.
-        views = [p.view for p in (*self.rings.values(), *self.versions.values())]
-        if views:
-            K.reset_slots(views, slots)
+        K.reset_slots([p.view for p in (*self.rings.values(), *self.versions.values())], slots, check=False)
 
     def replay_metadata(self) -> ReplayMeta | None:
         if not self.rings:

@@ -11,7 +11,7 @@ import torch
 
 from mcache import kernels as K
 from mcache.core.states import register
-from mcache.core.states.base import Pool, ReplayMeta, StateKind, Step, arange
+from mcache.core.states.base import Pool, ReplayMeta, StateKind, Step, arange, scatter
 
 
 @register("mamba1", "lightning")
@@ -58,10 +58,8 @@ class RecurrentState(StateKind):
         return out
 
     def write(self, slots: torch.Tensor, values: dict[str, torch.Tensor]) -> None:
-        pos = arange(len(slots), slots.device)
         for name, value in values.items():
-            pool = self.base[name].view
-            K.copy_slots(value.to(pool.device, pool.dtype), pos, pool, slots)
+            scatter(self.base[name].view, slots, value)
 
     def snapshot(self, slot: torch.Tensor, snap: torch.Tensor) -> None:
         for name, (src, index) in self.current(slot).items():

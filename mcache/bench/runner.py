@@ -21,7 +21,7 @@ from mcache.bench import device_info
 from mcache.bench.ops import OPS, CaseBuilder, OpCase
 from mcache.bench.results import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
 from mcache.bench.timing import Timing, copy_time, gbps, time_op
-from mcache.core.errors import McacheError
+from mcache.core.errors import McacheError, allocation_error, first_line
 from mcache.core.estimator import estimate_rank
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.layout import ParallelLayout, RuntimeConfig
@@ -158,8 +158,7 @@ class Runner:
                 manager = CacheManager(self.ctx, tp_rank=self.cfg.tp_rank, device=self.device,
                                        pool_layout=self.cfg.pool_layout)
             except RuntimeError as err:  # torch's out-of-memory errors derive from RuntimeError
-                raise McacheError(f"bench: cannot allocate the cache on {self.device}: "
-                                  f"{str(err).strip().splitlines()[0][:200]}") from None
+                raise allocation_error("bench", err, self.device) from None
             self._sync()
             samples.append((time.perf_counter() - start) * 1e6)
         nvml_after = device_info.nvml_used_bytes(self.device.index or 0) if is_cuda else None
@@ -252,7 +251,7 @@ class Runner:
         except torch.cuda.OutOfMemoryError as err:
             torch.cuda.empty_cache()
             self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped",
-                                 reason=f"out of memory: {str(err).splitlines()[0][:200]}"))
+                                 reason=f"out of memory: {first_line(err)}"))
 
     def _time_case(self, case: OpCase, impl: str, layer: int | None) -> None:
         case.run()

@@ -60,7 +60,3 @@ def check_device(device: str, command: str, allowed: tuple[str, ...] = ("cuda", 
         raise McacheError(f"{command}: --device: {device} is not a CUDA device here (try --device cpu)")
 
 
-def allocation_error(command: str, err: Exception, device: str) -> McacheError:
-    """A failed pool allocation (out of memory, or too large for the device) as one line."""
-    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return McacheError(f"{command}: cannot allocate the cache on {device}: {first[:200]}")

@@ -5,8 +5,9 @@ from pathlib import Path
 
 def run_verify(est, device: str, pool_layout: str, fmt: str, output: Path | None) -> int:
     """Compare every buffer of every stage; 1 when any differs, else 0."""
-    from mcache.cli.args import allocation_error, check_device, require_torch
+    from mcache.cli.args import check_device, require_torch
     from mcache.cli.output import emit_verify
+    from mcache.core.errors import allocation_error
 
     require_torch("size --verify")
     check_device(device, "size --verify")

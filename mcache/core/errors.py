@@ -33,3 +33,14 @@ class CapacityError(McacheError):
     """The cache manager ran out of slots or KV blocks; nothing was changed."""
 
     exit_code = 1
+
+
+def first_line(err: Exception) -> str:
+    """The first line of an exception's message (at most 200 characters), or its type's name."""
+    text = str(err).strip()
+    return text.splitlines()[0][:200] if text else type(err).__name__
+
+
+def allocation_error(command: str, err: Exception, device: object) -> McacheError:
+    """A failed pool allocation (out of memory, or too large for the device) as one line."""
+    return McacheError(f"{command}: cannot allocate the cache on {device}: {first_line(err)}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from mcache.core.atomic import write_atomic
-from mcache.core.errors import SpecError
+from mcache.core.errors import SpecError, validation_parts
 
 SCHEMA_VERSION = 1
 
@@ -143,6 +143,5 @@ def load(path: str | Path) -> Results:
     try:
         return msgspec.convert(data, Results)
     except msgspec.ValidationError as err:
-        message = str(err)
-        field = message.rsplit(" - at `$", 1)[-1].rstrip("`").lstrip(".") if " - at `$" in message else "document"
-        raise SpecError(str(path), field, message.split(" - at ")[0]) from None
+        field, reason = validation_parts(str(err))
+        raise SpecError(str(path), field or "document", reason) from None

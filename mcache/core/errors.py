@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+_AT = re.compile(r" - at `\$(.*)`$")
+
 
 class McacheError(Exception):
     """Base class for errors a user can fix; `str(err)` is the one line to show."""
@@ -44,3 +48,9 @@ def first_line(err: Exception) -> str:
 def allocation_error(command: str, err: Exception, device: object) -> McacheError:
     """A failed pool allocation (out of memory, or too large for the device) as one line."""
     return McacheError(f"{command}: cannot allocate the cache on {device}: {first_line(err)}")
+
+
+def validation_parts(message: str) -> tuple[str, str]:
+    """`(field path, reason)` of a msgspec validation message (`"... - at `$.a.b`"`); path "" at the top."""
+    match = _AT.search(message)
+    return (match.group(1).lstrip(".") if match else ""), _AT.sub("", message)

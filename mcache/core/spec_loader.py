@@ -8,11 +8,10 @@ from pathlib import Path
 import msgspec
 import yaml
 
-from mcache.core.errors import SpecError
+from mcache.core.errors import SpecError, validation_parts
 from mcache.core.spec import ModelSpec, check_spec
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_AT = re.compile(r" - at `\$(.*)`$")
 
 
 def bundled_dir() -> Path:
@@ -66,10 +65,7 @@ def parse_spec(text: str, file: str) -> ModelSpec:
     try:
         spec = msgspec.convert(data, ModelSpec)
     except msgspec.ValidationError as err:
-        message = str(err)
-        match = _AT.search(message)
-        path = match.group(1).lstrip(".") if match else ""
-        reason = _AT.sub("", message)
+        path, reason = validation_parts(str(err))
         field = path or "document"
         unknown = re.match(r"Object contains unknown field `(.+)`", reason)
         if unknown:

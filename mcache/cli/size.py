@@ -49,7 +49,7 @@ def size(
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout, RuntimeConfig
-    from mcache.core.rank import dtype_sources
+    from mcache.core.rank import dtype_sources, resolve_dtypes
     from mcache.core.report import size_report
     from mcache.core.spec_loader import load_spec, resolve
 
@@ -62,7 +62,7 @@ def size(
         runtime = RuntimeConfig(max_batch=max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
                                 draft_tokens=draft, spec_scheme=scheme, reserved_slots=reserved_slots,
                                 snapshot_slots=snapshot_slots, kv_tokens=kv_tokens)
-        dtypes = _dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
+        dtypes = resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
         est = estimate(model, layout, runtime, dtypes)
         if verify:
             from mcache.cli.verify import run_verify
@@ -81,12 +81,3 @@ def size(
     return 0
 
 
-def _dtypes(model, kv: str | None, conv: str | None, ssm: str | None):
-    """Resolve the dtype policy, checking each override against what its role accepts."""
-    from mcache.core import dtypes as names
-    from mcache.core.rank import resolve_dtypes
-
-    for field, value in (("kv_dtype", kv), ("conv_dtype", conv), ("ssm_dtype", ssm)):
-        if value is not None and names.for_role(value, field) is None:
-            raise LayoutError(field, f"one of {names.allowed_for(field)}, got {value!r}")
-    return resolve_dtypes(model, kv, conv, ssm)

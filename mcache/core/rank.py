@@ -8,6 +8,7 @@ from functools import cached_property
 from msgspec import Struct
 
 from mcache.core import dtypes as dt_names
+from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES, RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.layout import ParallelLayout, RuntimeConfig
@@ -19,8 +20,12 @@ def resolve_dtypes(
 ) -> CacheDtypes:
     """Dtype policy: a command-line override, else the spec's field, else the model dtype.
 
-    (KDA ignores the SSM dtype: its state is always float32.)
+    An override its role does not accept raises `LayoutError` naming the role's field. (KDA ignores the SSM
+    dtype: its state is always float32.)
     """
+    for field, value in (("kv_dtype", kv), ("conv_dtype", conv), ("ssm_dtype", ssm)):
+        if value is not None and dt_names.for_role(value, field) is None:
+            raise LayoutError(field, f"one of {dt_names.allowed_for(field)}, got {value!r}")
     model = dt_names.canonical(spec.dtype)
 
     def pick(override: str | None, field: str | None) -> str:

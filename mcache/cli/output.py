@@ -107,23 +107,27 @@ def _capacity_title(cap: dict) -> str:
             f"max context at {cap['concurrency']} seqs; tightest stage {cap['tightest_stage']}")
 
 
-def _size_tables(report: dict):
+def _rich_table(head: tuple[str, ...], rows, right):
+    """A rich table of `rows` under `head`; `right(i, name)` says which columns are right-aligned."""
     from rich.table import Table
 
-    comps = Table()
-    for i, head in enumerate(_COMPONENT_HEAD):
-        comps.add_column(head, justify="right" if i >= 8 or head == "layers" else "left")
-    for stage, c in _component_rows(report):
-        comps.add_row(*_component_cells(stage, c, human=True))
+    table = Table()
+    for i, name in enumerate(head):
+        table.add_column(name, justify="right" if right(i, name) else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _size_tables(report: dict):
+    comps = _rich_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
+                        lambda i, head: i >= 8 or head == "layers")
     notes = " ".join(report["model"].get("notes", "").split())
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
     if cap:
-        table = Table()
-        for head in _CAPACITY_HEAD:
-            table.add_column(head, justify="left" if head in ("binds",) else "right")
-        for c in cap["ranks"]:
-            table.add_row(*_capacity_cells(report, c, human=True))
+        table = _rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
+                            lambda i, head: head != "binds")
         blocks += ["", _capacity_title(cap), table]
     return blocks
 
@@ -204,13 +208,7 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         rows = [_compare_cells(c) for c in comparison.changes]
         emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
-        from rich.table import Table
-
-        table = Table()
-        for i, head in enumerate(_COMPARE_HEAD):
-            table.add_column(head, justify="right" if 0 < i < 4 else "left")
-        for c in comparison.changes:
-            table.add_row(*_compare_cells(c))
+        table = _rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
         _print_tables([summary, table], output)
 
 
@@ -238,13 +236,7 @@ def emit_verify(model: str, device: str, layout: str, rows, fmt: str, output: Pa
         emit_text(f"**{summary}**\n\n{_markdown_table(_VERIFY_HEAD, cells)}" if fmt == "markdown"
                   else "\n".join(",".join(c) for c in [list(_VERIFY_HEAD), *cells]), output)
     else:
-        from rich.table import Table
-
-        table = Table()
-        for i, head in enumerate(_VERIFY_HEAD):
-            table.add_column(head, justify="right" if i >= 3 else "left")
-        for row in cells:
-            table.add_row(*row)
+        table = _rich_table(_VERIFY_HEAD, cells, lambda i, head: i >= 3)
         _print_tables([summary, table], output)
 
 
@@ -270,7 +262,6 @@ def emit_bench(results, output: Path | None) -> None:
 
     if output is not None:
         write_file(output, dump(results))
-    from rich.table import Table
 
     meta = results.meta
     ceiling = f"ceiling {meta.ceiling.gbps:.0f} GB/s ({human_bytes(meta.ceiling.bytes)} copy)" if meta.ceiling else "no ceiling"
@@ -282,9 +273,6 @@ def emit_bench(results, output: Path | None) -> None:
     device = meta.gpu.name if meta.gpu else meta.device
     title = (f"{meta.spec_name} on {device} · {meta.runtime.get('spec_scheme')} · {ceiling}{memory}"
              f"{' · INTERRUPTED' if meta.interrupted else ''}{'' if meta.comparable else ' · CPU smoke run, not comparable'}")
-    table = Table()
-    for i, head in enumerate(_BENCH_HEAD):
-        table.add_column(head, justify="right" if i >= 5 or head in ("layer", "batch") else "left")
-    for row in results.rows:
-        table.add_row(*_bench_cells(row))
+    table = _rich_table(_BENCH_HEAD, [_bench_cells(row) for row in results.rows],
+                        lambda i, head: i >= 5 or head in ("layer", "batch"))
     _print_tables([title, table], None)

@@ -66,8 +66,7 @@ def _verdict(base: Row, new: Row, threshold_pct: float) -> tuple[float | None, s
     if base.status != "ok" or new.status != "ok" or not base.median_us or new.median_us is None:
         return None, "skipped"
     delta = (new.median_us - base.median_us) / base.median_us * 100
-    lo_b, hi_b = base.p10_us or base.median_us, base.p90_us or base.median_us
-    lo_n, hi_n = new.p10_us or new.median_us, new.p90_us or new.median_us
+    (lo_b, hi_b), (lo_n, hi_n) = base.spread_us, new.spread_us
     overlap = lo_n <= hi_b and lo_b <= hi_n
     if overlap or delta == 0:
         return delta, "same"

@@ -28,7 +28,8 @@ def to_github_action_benchmark(results: Results, metric: str) -> list[dict]:
         if row.bytes and row.pct_ceiling is not None:
             extra += f"; {row.pct_ceiling}% of copy ceiling"
         if metric == "time":
-            spread = max(row.median_us - (row.p10_us or row.median_us), (row.p90_us or row.median_us) - row.median_us)
+            lo, hi = row.spread_us
+            spread = max(row.median_us - lo, hi - row.median_us)
             entry = {"name": _name(results, row.key), "unit": "us", "value": row.median_us, "range": f"±{spread:.2f}"}
         elif row.gbps is not None:
             entry = {"name": _name(results, row.key), "unit": "GB/s", "value": row.gbps}
@@ -52,8 +53,8 @@ def to_bencher(results: Results) -> dict:
         measures = {
             "latency": {
                 "value": row.median_us * 1000,
-                "lower_value": (row.p10_us or row.median_us) * 1000,
-                "upper_value": (row.p90_us or row.median_us) * 1000,
+                "lower_value": row.spread_us[0] * 1000,
+                "upper_value": row.spread_us[1] * 1000,
             }
         }
         if row.gbps is not None:

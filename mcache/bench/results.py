@@ -53,6 +53,11 @@ class Row(Record, kw_only=True):
         layer = f"/L{self.layer}" if self.layer is not None else ""
         return f"{self.op}/{self.kind}{layer}/{self.impl}/b{self.batch}"
 
+    @property
+    def spread_us(self) -> tuple[float, float]:
+        """`(p10, p90)` of a timed row, each falling back to the median where it was not recorded."""
+        return self.p10_us or self.median_us, self.p90_us or self.median_us
+
 
 class GPU(Record, kw_only=True):
     """The device, as NVML and torch report it."""

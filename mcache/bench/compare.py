@@ -47,7 +47,7 @@ def check_comparable(base: Results, new: Results, force: bool) -> None:
     if force:
         return
     b, n = base.meta, new.meta
-    b_gpu, n_gpu = (b.gpu.name if b.gpu else b.device), (n.gpu.name if n.gpu else n.device)
+    b_gpu, n_gpu = b.device_name, n.device_name
     if b.comparable != n.comparable or b_gpu != n_gpu:
         raise McacheError(f"compare: runs from different devices ({b_gpu} vs {n_gpu}); pass --force to compare anyway")
     if (b.layout, b.runtime) != (n.layout, n.runtime):

@@ -110,6 +110,11 @@ class Meta(Record, kw_only=True):
     memory: Memory | None
     interrupted: bool = False
 
+    @property
+    def device_name(self) -> str:
+        """The GPU's name, or the device string where no GPU was read (CPU runs)."""
+        return self.gpu.name if self.gpu else self.device
+
 
 class Results(Record, kw_only=True):
     """A whole run."""

@@ -270,8 +270,7 @@ def emit_bench(results, output: Path | None) -> None:
         memory = (f" · memory: estimated {human_bytes(meta.memory.estimated_bytes)}, allocated "
                   f"{human_bytes(meta.memory.allocated_bytes)}, torch {human_bytes(meta.memory.torch_allocated_bytes)}, "
                   f"NVML {human_bytes(meta.memory.nvml_used_delta_bytes)}")
-    device = meta.gpu.name if meta.gpu else meta.device
-    title = (f"{meta.spec_name} on {device} · {meta.runtime.get('spec_scheme')} · {ceiling}{memory}"
+    title = (f"{meta.spec_name} on {meta.device_name} · {meta.runtime.get('spec_scheme')} · {ceiling}{memory}"
              f"{' · INTERRUPTED' if meta.interrupted else ''}{'' if meta.comparable else ' · CPU smoke run, not comparable'}")
     table = _rich_table(_BENCH_HEAD, [_bench_cells(row) for row in results.rows],
                         lambda i, head: i >= 5 or head in ("layer", "batch"))

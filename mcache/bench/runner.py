@@ -92,7 +92,8 @@ class Runner:
             kinds = self.ctx.recurrent_kinds
             layers = self._layers(kinds)
             ops = [op for op in self.cfg.ops if op != "alloc"]
-            tick("ops", len(kinds) * len(ops) * len(self.cfg.batches) * (1 + len(layers)))
+            units = sum(1 + len(layers.get(kind, [])) for kind in kinds)  # all layers, then each alone
+            tick("ops", units * len(ops) * len(self.cfg.batches))
             pools = {key: pool.view for key, pool in manager.pools.items()}
             free = len(manager.free_slots)
             for kind in kinds:

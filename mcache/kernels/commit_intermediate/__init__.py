@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from .._common import same_dtype
 from .reference import commit_intermediate_reference
 
 __all__ = ["commit_intermediate", "commit_intermediate_reference"]
@@ -25,5 +24,4 @@ def commit_intermediate(
 
         commit_intermediate_triton(pool, inter, slots, rows, accepted, check=check)
     else:
-        same_dtype("commit_intermediate", pool=pool, inter=inter)  # the launcher checks the same on CUDA
         commit_intermediate_reference(pool, inter, slots, rows, accepted)

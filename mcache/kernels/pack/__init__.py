@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from .._common import same_dtype
 from .reference import pack_reference, unpack_reference
 
 __all__ = ["pack", "pack_reference", "unpack", "unpack_reference"]
@@ -17,7 +16,6 @@ def pack(pool: torch.Tensor, slots: torch.Tensor, ranges: list[tuple[int, int]],
 
         pack_triton(pool, slots, ranges, out, check=check)
     else:
-        same_dtype("pack", pool=pool, buffer=out)  # the launcher checks the same on CUDA
         pack_reference(pool, slots, ranges, out)
 
 
@@ -28,5 +26,4 @@ def unpack(packed: torch.Tensor, pool: torch.Tensor, slots: torch.Tensor, ranges
 
         unpack_triton(packed, pool, slots, ranges, check=check)
     else:
-        same_dtype("unpack", pool=pool, buffer=packed)
         unpack_reference(packed, pool, slots, ranges)

@@ -149,3 +149,11 @@ def copy_config(words: int, word_bytes: int, config: tuple[int, int] | None = No
     nbytes = block * word_bytes
     warps = 16 if nbytes >= 64 << 10 else 8 if nbytes >= 16 << 10 else 4
     return block, warps
+
+
+def chunk_plan(op: str, words: int, word_bytes: int, units: int, config: tuple[int, int] | None) -> tuple[int, int, int, int]:
+    """`(BLOCK, num_warps, chunks per unit, grid)` of a copy-like launch over `units` (layer, request) units of
+    `words` words each; see `copy_config`."""
+    block, warps = copy_config(words, word_bytes, config)
+    nch = -(-words // block)
+    return block, warps, nch, launch_grid(op, units * nch)

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_indices, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import as_indices, chunk_plan, fail, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
@@ -63,9 +63,7 @@ def commit_intermediate_triton(
         return
     w, pv, iv = word_views(pool, 2, inter, 3)
     d = pv.shape[2]
-    block, warps = copy_config(d, w, config)
-    nch = triton.cdiv(d, block)
-    grid = launch_grid("commit_intermediate", pv.shape[0] * nb * nch)
+    block, warps, nch, grid = chunk_plan("commit_intermediate", d, w, pv.shape[0] * nb, config)
     _commit_intermediate_kernel[(grid,)](
         pv, slots, *lead_strides(pv, 2),
         iv, rows, accepted, *lead_strides(iv, 3),

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_index, check_ranges, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import as_index, check_ranges, chunk_plan, fail, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
@@ -63,9 +63,7 @@ def copy_slots_triton(
         return
     w, sv, dv = word_views(src, 2, dst, 2)
     d = sv.shape[2]
-    block, warps = copy_config(d, w, config)
-    nch = triton.cdiv(d, block)
-    grid = launch_grid("copy_slots", sv.shape[0] * nb * nch)
+    block, warps, nch, grid = chunk_plan("copy_slots", d, w, sv.shape[0] * nb, config)
     _copy_slots_kernel[(grid,)](
         sv, src_slots, *lead_strides(sv, 2),
         dv, dst_slots, *lead_strides(dv, 2),

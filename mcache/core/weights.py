@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from mcache.core import dtypes
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.rank import RankContext
 from mcache.core.spec import ModelSpec, layer_kinds
@@ -58,14 +57,11 @@ def rank_params(ctx: RankContext) -> int:
     """Parameters one rank holds: its stage's layers sharded by TP (mixers kept whole under
     attention-DP), embeddings on the first stage, the head and MTP layers on the last."""
     spec, tp = ctx.spec, ctx.layout.tp
-    kinds = layer_kinds(spec)
-    total = 0
-    for i in ctx.layers:
-        for kind in kinds[i]:
-            share = layer_params(spec, (kind,))
-            total += share // (tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1)
-    used = {k for i in ctx.layers for k in kinds[i]}
-    total += shared_params(spec, used) // tp
+
+    def shard(kind: str) -> int:
+        return layer_params(spec, (kind,)) // (tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1)
+
+    total = sum(ctx.counts[k] * shard(k) for k in ctx.kinds) + shared_params(spec, set(ctx.kinds)) // tp
     emb, head = embedding_params(spec)
     last = ctx.stage == ctx.layout.pp - 1
     if ctx.stage == 0:
@@ -74,7 +70,3 @@ def rank_params(ctx: RankContext) -> int:
         total += (head or (emb if ctx.layout.pp > 1 else 0)) // tp + mtp_params(spec) // tp
     return total
 
-
-def itemsize_of(ctx: RankContext) -> int:
-    """Bytes per weight element (the model dtype)."""
-    return dtypes.itemsize(ctx.dtypes.model)

@@ -84,8 +84,8 @@ def _resized(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int | No
     """Sequences that fit if slots = sequences: each brings a state slot, its scratch and its KV
     (None: a sequence costs nothing on this rank, so it never binds)."""
     ctx = rank.ctx
-    reserved = ctx.runtime.reserved(ctx.layout.attention_dp) if ctx.num_slots else 0
-    per_slot = sum(c.decl.bytes_per_unit for c in rank.components if c.decl.per == "slot")
+    reserved = ctx.num_slots - ctx.max_requests if ctx.num_slots else 0
+    per_slot = rank.bytes_per_unit("slot")
     per_seq = per_slot + rank.bytes_per_request + kv_per_seq
     if per_seq == 0:
         return None

@@ -111,8 +111,7 @@ class RankEstimate(Struct, frozen=True):
 
     def token_bytes(self) -> tuple[int, int]:
         """(bytes one token adds, total bytes) over every per-token buffer (KV and per-token aux)."""
-        comps = [c for c in self.components if c.decl.per == "token"]
-        return sum(c.decl.bytes_per_unit for c in comps), sum(c.total_bytes for c in comps)
+        return self.bytes_per_unit("token"), sum(c.total_bytes for c in self.components if c.decl.per == "token")
 
     def kv_bytes_per_seq(self, seq_len: int) -> int:
         """KV bytes one sequence of `seq_len` tokens holds (blocks rounded up, windows capped)."""
@@ -123,10 +122,14 @@ class RankEstimate(Struct, frozen=True):
             if c.decl.per == "token"
         )
 
+    def bytes_per_unit(self, per: str) -> int:
+        """Bytes one unit of `per` (slot, request, token, ...) adds across every buffer of the rank."""
+        return sum(c.decl.bytes_per_unit for c in self.components if c.decl.per == per)
+
     @property
     def bytes_per_request(self) -> int:
         """Per-batch-row buffers (speculative scratch) for one running request."""
-        return sum(c.decl.bytes_per_unit for c in self.components if c.decl.per == "request")
+        return self.bytes_per_unit("request")
 
     @property
     def static_bytes(self) -> int:

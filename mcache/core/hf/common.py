@@ -227,6 +227,13 @@ def attention_block(
     return {"num_heads": heads, "num_kv_heads": cfg.int(kv_key, heads), "head_dim": head_dim, **extra}
 
 
+def moe_block(experts: int, top_k: int, expert_size: int, shared: int, **extra: Any) -> dict:
+    """The `moe` block: routed experts, and one shared expert of intermediate size `shared` (0: none)."""
+    block = {"num_experts": experts, "top_k": top_k, "expert_intermediate_size": expert_size,
+             "shared_experts": 1 if shared else 0, **extra}
+    return block | ({"shared_intermediate_size": shared} if shared else {})
+
+
 def check_product(cfg: Cfg, heads_key: str, heads: int, dim: int, total: int, what: str) -> None:
     """Heads x head dim must equal the inner size the config implies elsewhere."""
     if heads * dim != total:

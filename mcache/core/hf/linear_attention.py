@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, attention_block, count_note, mtp_layers
+from mcache.core.hf.common import Cfg, Draft, attention_block, count_note, moe_block, mtp_layers
 
 QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
 
@@ -34,13 +34,9 @@ def _qwen_ffn(cfg: Cfg, n: int, moe: bool) -> tuple[list[str], dict]:
     dense = cfg.indices("mlp_only_layers", n) if cfg.has("mlp_only_layers") else set()
     ffn = ["moe" if i not in dense and (i + 1) % step == 0 else "mlp" for i in range(n)]
     shared = cfg.int("shared_expert_intermediate_size", 0, minimum=0)
-    blocks["moe"] = {
-        "num_experts": cfg.int("num_experts"),
-        "top_k": cfg.int("num_experts_per_tok"),
-        "expert_intermediate_size": cfg.int("moe_intermediate_size"),
-        "shared_experts": 1 if shared else 0,
-        **({"shared_intermediate_size": shared} if shared else {}),
-    }
+    blocks["moe"] = moe_block(
+        cfg.int("num_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared
+    )
     if "mlp" in ffn:
         blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     return ffn, blocks
@@ -183,13 +179,9 @@ def minimax(cfg: Cfg) -> Draft:
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden)
     shared = cfg.int("shared_intermediate_size", 0, minimum=0)
-    draft.blocks["moe"] = {
-        "num_experts": cfg.int("num_local_experts"),
-        "top_k": cfg.int("num_experts_per_tok"),
-        "expert_intermediate_size": cfg.int("intermediate_size"),
-        "shared_experts": 1 if shared else 0,
-        **({"shared_intermediate_size": shared} if shared else {}),
-    }
+    draft.blocks["moe"] = moe_block(
+        cfg.int("num_local_experts"), cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"), shared
+    )
     draft.notes.append(count_note(entries) + f" Layer types from {key}.")
     return draft
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note
+from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, moe_block
 from mcache.core.spec import NEMOTRON_LEGEND
 
 NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
@@ -64,14 +64,10 @@ def nemotron_h(cfg: Cfg) -> Draft:
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "gated": False}
     if "moe" in kinds:
         shared = cfg.int("moe_shared_expert_intermediate_size", 0, minimum=0)
-        draft.blocks["moe"] = {
-            "num_experts": cfg.int("n_routed_experts"),
-            "top_k": cfg.int("num_experts_per_tok"),
-            "expert_intermediate_size": cfg.int("moe_intermediate_size"),
-            "shared_experts": 1 if shared else 0,
-            "gated": False,
-            **({"shared_intermediate_size": shared} if shared else {}),
-        }
+        draft.blocks["moe"] = moe_block(
+            cfg.int("n_routed_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared,
+            gated=False,
+        )
     draft.notes.append(count_note(entries) + " MLP and experts are squared-ReLU up/down (not gated).")
     draft.ssm_default = ("float32", "nemotron_h default (vLLM uses float32 when mamba_ssm_cache_dtype is absent)")
     return draft
@@ -107,13 +103,7 @@ def granitemoehybrid(cfg: Cfg) -> Draft:
         draft.blocks["attention"] = attention_block(cfg, hidden)
     shared = cfg.int("shared_intermediate_size", 0, minimum=0)
     if experts:
-        draft.blocks["moe"] = {
-            "num_experts": experts,
-            "top_k": cfg.int("num_experts_per_tok"),
-            "expert_intermediate_size": cfg.int("intermediate_size"),
-            "shared_experts": 1 if shared else 0,
-            **({"shared_intermediate_size": shared} if shared else {}),
-        }
+        draft.blocks["moe"] = moe_block(experts, cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"), shared)
     else:
         draft.blocks["mlp"] = {"intermediate_size": shared or cfg.int("intermediate_size")}
     draft.notes.append(count_note(entries) + f" Mixers from {key}.")

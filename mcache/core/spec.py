@@ -16,9 +16,11 @@ from mcache.core import dtypes
 from mcache.core.errors import SpecError
 from mcache.core.kinds import NAMES as KINDS
 
-Pos = Annotated[int, Meta(gt=0, le=1 << 40)]
-NonNeg = Annotated[int, Meta(ge=0, le=1 << 40)]
-LayerCount = Annotated[int, Meta(gt=0, le=100_000)]
+MAX_INT = 1 << 40  # bounds every size, so a typo cannot ask for an absurd allocation
+MAX_LAYERS = 100_000  # bounds layer counts, so a typo cannot build a billion-entry layer list
+Pos = Annotated[int, Meta(gt=0, le=MAX_INT)]
+NonNeg = Annotated[int, Meta(ge=0, le=MAX_INT)]
+LayerCount = Annotated[int, Meta(gt=0, le=MAX_LAYERS)]
 Dtype = Annotated[str, Meta(description="float32 | bfloat16 | float16 (fp8 variants for kv_dtype)")]
 
 

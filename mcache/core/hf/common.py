@@ -4,20 +4,17 @@ assembly of a converter's blocks into a validated `ModelSpec`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import ceil
 from typing import Any
 
 import msgspec
 
 from mcache.core import dtypes
 from mcache.core.errors import SpecError
-from mcache.core.spec import ModelSpec, check_spec
+from mcache.core.spec import MAX_INT, MAX_LAYERS, ModelSpec, check_spec
 from mcache.core.spec_dump import compact_layers
 
 _MISSING = object()
 SSM_HINTS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
-MAX_INT = 2**40
-MAX_LAYERS = 100_000
 
 
 class Cfg:
@@ -199,11 +196,6 @@ def _ssm_dtype(cfg: Cfg, kinds: set[str], model: str, family: tuple[str, str] | 
         hints = " or ".join(SSM_HINTS)
         notes.append(f"ssm_dtype not set: the config has no {hints}, so the state uses the model dtype ({model}).")
     return None, " ".join(notes)
-
-
-def dt_rank_auto(hidden: int) -> int:
-    """Mamba1's `dt_rank="auto"`: `ceil(hidden / 16)`."""
-    return ceil(hidden / 16)
 
 
 def attention_block(

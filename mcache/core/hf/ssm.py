@@ -3,7 +3,8 @@ library's `d_model`/`n_layer`/`ssm_cfg` format), `jamba`."""
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, dt_rank_auto
+from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note
+from mcache.core.kinds.mamba1 import dt_rank_auto
 
 # Mixer defaults of the mamba_ssm library: a config's `ssm_cfg` only lists what differs from them.
 MAMBA_SSM_DEFAULTS = {

@@ -9,6 +9,11 @@ from mcache.core.kinds.base import CacheDtypes, StateShape, split
 NAME = "mamba1"
 
 
+def dt_rank_auto(hidden: int) -> int:
+    """Mamba1's `dt_rank="auto"`: `ceil(hidden / 16)`."""
+    return ceil(hidden / 16)
+
+
 def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     """Conv window and SSM state over the rank's share of d_inner."""
     inner = split(p.intermediate_size, tp, f"{NAME}.intermediate_size", "channels")
@@ -21,7 +26,7 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
 def weights(spec, p) -> int:
     """in_proj, conv, x_proj, dt_proj, A, D, out_proj."""
     i, n = p.intermediate_size, p.state_size
-    dt_rank = p.dt_rank or ceil(spec.hidden_size / 16)
+    dt_rank = p.dt_rank or dt_rank_auto(spec.hidden_size)
     in_proj = spec.hidden_size * 2 * i
     conv = i * (p.conv_kernel + 1)
     return in_proj + conv + i * (dt_rank + 2 * n) + dt_rank * i + i + i * n + i + i * spec.hidden_size

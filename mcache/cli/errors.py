@@ -25,8 +25,8 @@ def run(app: typer.Typer, argv: list[str] | None) -> int:
         if not err.format_message():  # help shown for a bare group (`mcache`, `mcache spec`)
             return 2
         ctx = getattr(err, "ctx", None)
-        where = f" {ctx.command_path.removeprefix('mcache').strip()}" if ctx else ""
-        return _fail(f"{where.strip() + ': ' if where.strip() else ''}{err.format_message()}", 2)
+        where = ctx.command_path.removeprefix("mcache").strip() if ctx else ""
+        return _fail(f"{where}: {err.format_message()}" if where else err.format_message(), 2)
     return result if isinstance(result, int) else 0
 
 

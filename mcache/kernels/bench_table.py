@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 import mcache.kernels as K
+from mcache.bench.ops import FOLD_INPUTS, FOLDS
 from mcache.core.atomic import write_atomic
 
 MODELS = {
@@ -253,12 +254,9 @@ def op_fold(m, pools, nb):
     ssm, ring = pools["ssm"], pools["ring"]
     sets = _fold_sets(nb)
     count = torch.full((nb,), HIST, dtype=torch.int64, device=DEV)
-    if m["kind"] == "mamba2":
-        args = [ring[k] for k in ("x", "B", "dt", "dA")]
-        fn, base_fn = K.replay_fold_mamba2, _fold_baseline_mamba2
-    else:
-        args = [ring[k] for k in ("k", "v", "g", "beta")]
-        fn, base_fn = K.replay_fold_gdn, _fold_baseline_gdn
+    args = [ring[k] for k in FOLD_INPUTS[m["kind"]]]
+    fn = FOLDS[m["kind"]]
+    base_fn = _fold_baseline_mamba2 if m["kind"] == "mamba2" else _fold_baseline_gdn
     kern = [lambda s=s, r=r: fn(ssm, *args, s, r, count, check=False) for s, r in sets]
     base = [lambda s=s, r=r: base_fn(m, pools, s, r) for s, r in sets]
     tok_bytes = sum(t[0, 0, 0, 0].nbytes for t in args)
@@ -492,10 +490,8 @@ def sweep(args, copyref):
             print(f"SWEEP copy {name} b={nb} copy={tc:.1f}us | " + " | ".join(line), flush=True)
             count = torch.full((nb,), HIST, dtype=torch.int64, device=DEV)
             ring = pools["ring"]
-            if m["kind"] == "mamba2":
-                fn, targs = replay_fold_mamba2_triton, [ring[k] for k in ("x", "B", "dt", "dA")]
-            else:
-                fn, targs = replay_fold_gdn_triton, [ring[k] for k in ("k", "v", "g", "beta")]
+            fn = replay_fold_mamba2_triton if m["kind"] == "mamba2" else replay_fold_gdn_triton
+            targs = [ring[k] for k in FOLD_INPUTS[m["kind"]]]
             fsets = _fold_sets(nb)
             fbytes = nb * m["L"] * (2 * src[0, 0].nbytes + HIST * sum(t[0, 0, 0, 0].nbytes for t in targs))
             tcf = copyref(fbytes)["median"]

@@ -223,10 +223,7 @@ class Runner:
         """Global layer indices of each kind on this rank, for `--per-layer` rows."""
         if not self.cfg.per_layer:
             return {}
-        from mcache.core.spec import layer_kinds
-
-        kinds_of = layer_kinds(self.spec)
-        return {k: [i for i in self.ctx.layers if k in kinds_of[i]] for k in kinds}
+        return {k: self.ctx.layers_of(k) for k in kinds}
 
     def _matched(self, nbytes: int) -> Timing | None:
         if self.device.type != "cuda":

@@ -78,6 +78,14 @@ class RankContext(Struct, frozen=True, dict=True):
         return [k for k in self.kinds if k in RECURRENT_KINDS]
 
     @cached_property
+    def _kinds_of_layers(self) -> tuple[tuple[str, ...], ...]:
+        return layer_kinds(self.spec)
+
+    def layers_of(self, kind: str) -> list[int]:
+        """Global indices of this rank's layers that hold `kind`."""
+        return [i for i in self.layers if kind in self._kinds_of_layers[i]]
+
+    @cached_property
     def _states(self) -> dict[str, list[StateShape]]:
         return {
             k: KIND_MODULES[k].states(self.spec, getattr(self.spec, k), self.layout.state_tp, self.dtypes)

@@ -14,7 +14,6 @@ import torch
 
 from mcache import kernels as K
 from mcache.core.buffers import BufferDecl
-from mcache.core.spec import layer_kinds
 
 if TYPE_CHECKING:
     from mcache.core.rank import RankContext
@@ -128,8 +127,7 @@ class StateKind:
     def __init__(self, kind: str | None, ctx: RankContext, pools: list[Pool], book=None):
         self.kind, self.ctx, self.pools, self.book = kind, ctx, pools, book
         self.runtime = ctx.runtime
-        kinds = layer_kinds(ctx.spec)
-        self.layers = [0] if kind is None else [i for i in ctx.layers if kind in kinds[i]]
+        self.layers = [0] if kind is None else ctx.layers_of(kind)
 
     def slot_pools(self) -> list[Pool]:
         """Pools indexed by state slot (reset and moved with the slot)."""

@@ -175,9 +175,7 @@ class CacheManager:
         if len(self._requests) >= self.max_requests:
             raise CapacityError(f"out of request slots: all {self.max_requests} (max batch x pp) are in use")
         take = self._check_tokens(tokens, {w: [] for w in self._groups})
-        if self.has_state:
-            self._slots.check(1, f" (request {request!r})")
-        slot = self._slots.take()[0] if self.has_state else None
+        slot = self._slots.take(1, f" (request {request!r})")[0] if self.has_state else None
         blocks = {w: self._groups[w].blocks.take(n) for w, n in take.items()}
         self._requests[request] = _Request(slot, tokens, blocks, warmup)
         if slot is not None:

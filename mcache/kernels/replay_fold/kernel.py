@@ -4,9 +4,15 @@
   products on the tensor cores (fp32 operands, `tf32x3`: about fp32 accuracy):
   `h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`, one `[P, c] x [c, N]` product
   per head.
-- GatedDeltaNet / KDA (delta rule): every row `S[v, :]` of the state evolves on its own (it needs only
+- GatedDeltaNet (scalar gate per head) folds a block of rows of the state at once in chunked form, with the
+  cumulative log-gates `G` (`gamma = e^G`, `Gamma = e^{G_c}`):
+  `W = (I + A)^{-1} (beta (V - gamma S K^T))` with `A[s, t] = beta_s e^{G_s - G_t} k_s.k_t` (s > t), then
+  `S' = Gamma S + (W Gamma / gamma)^T K`. The two large products run on the tensor cores (16-bit k: exact
+  products with a bf16 hi + lo split of `W`; otherwise `tf32x3`) and `(I + A)^{-1}` is a forward substitution
+  in FP32 over the token columns. This is 1.8-2x faster than stepping the rows through the tokens.
+- KDA (a gate per K channel) steps: every row `S[v, :]` of the state evolves on its own (it needs only
   `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens.
-  This beat the chunked WY form on tensor cores by 1.4-1.8x (GatedDeltaNet) and 4.5x (KDA) on an H200.
+  (Its chunked form needs `e^{-G}` per channel, which overflows for strong gates.)
 
 Tokens past `count` are loaded as zeros (k, v, beta, x, dt, dA, g = 0), which makes them identity steps.
 Offsets are int64; `[L, S, ...]` dims 0/1 of the state and dims 0..3 of the ring tensors may have any strides.
@@ -31,10 +37,21 @@ def mamba2_config(P: int, bn: int) -> tuple[int, int]:
     return max(16, min(next_pow2(P), 2048 // bn)), 2
 
 
-def delta_config(dtype: torch.dtype) -> tuple[int, int]:
-    """`(BV rows of V per program, num_warps)`, the fastest of a sweep over BV 8..64 and 1..8 warps on an
-    H200 for `[32, 128, 128]` states (GatedDeltaNet bf16 and f32, KDA f32): one warp per program, 16 rows
-    for 2-byte states, 32 for float32."""
+def gdn_config(dtype: torch.dtype) -> tuple[int, int]:
+    """`(BV rows of V per program, num_warps)` of the GatedDeltaNet fold: 64 rows on four warps (one warpgroup
+    product) was the fastest of BV 32..128 on 1..8 warps on an H200 for `[32, 128, 128]` states, bf16 and f32."""
+    return 64, 4
+
+
+def gdn_max_registers(dtype: torch.dtype) -> int | None:
+    """Register cap of the GatedDeltaNet fold: 96 for 16-bit states (five programs per SM instead of four, +4 to
+    +7 points on an H200, no spills); none for float32 states, whose three-way split needs the registers."""
+    return 96 if dtype in (torch.bfloat16, torch.float16) else None
+
+
+def kda_config(dtype: torch.dtype) -> tuple[int, int]:
+    """`(BV rows of V per program, num_warps)` of the KDA fold, the fastest of a sweep over BV 8..64 and 1..8
+    warps on an H200 for `[32, 128, 128]` states: one warp per program, 16 rows for 2-byte states, 32 for float32."""
     return (16, 1) if dtype in (torch.bfloat16, torch.float16) else (32, 1)
 
 
@@ -103,7 +120,17 @@ def _mamba2_kernel(
 
 
 @triton.jit
-def _delta_kernel(
+def _dot_nt(a, b, DOT16: tl.constexpr):
+    """`a @ b^T` in fp32: one pass when both are the same 16-bit type (exact products), else `tf32x3`."""
+    if DOT16 and a.dtype == b.dtype:
+        out = tl.dot(a, tl.trans(b))
+    else:
+        out = tl.dot(a.to(tl.float32), tl.trans(b.to(tl.float32)), input_precision="tf32x3")
+    return out
+
+
+@triton.jit
+def _gdn_kernel(
     ssm, ss0, ss1,
     k, ks0, ks1, ks2, ks3,
     v, vs0, vs1, vs2, vs3,
@@ -111,7 +138,67 @@ def _delta_kernel(
     beta, es0, es1, es2, es3,
     slots, bufs, counts,
     NB, H, V, K, HPG, NVB,
-    BV: tl.constexpr, BK: tl.constexpr, PER_CHANNEL: tl.constexpr,
+    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, EVEN: tl.constexpr,
+):  # fmt: skip
+    # One program folds rows vv of one head: P = S K^T, W = (I + A)^{-1} beta (V - gamma P), S' = Gamma S + W' K.
+    vb, h, b, layer = _head_unit(NVB, H, NB)
+    c = tl.load(counts + b).to(tl.int32)
+    if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
+        kk = tl.arange(0, BK)
+        vv = vb * BV + tl.arange(0, BV)
+        sbase = ssm + (layer * ss0 + slot * ss1 + h * V * K)
+        soff = vv[:, None] * K + kk[None, :]
+        sm = (vv[:, None] < V) & (kk[None, :] < K)
+        s = tl.load(sbase + soff) if EVEN else tl.load(sbase + soff, mask=sm, other=0.0)
+        t = tl.arange(0, CT)
+        tm = t < c
+        kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K
+        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)  # [CT, BK]
+        vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V
+        vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
+        gt = tl.load(_ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+        bt = tl.load(_ring_base(beta, es0, es1, es2, layer, slot, r) + t * es3 + h, mask=tm, other=0.0).to(tl.float32)
+        G = tl.cumsum(gt, 0)
+        Gc = tl.sum(gt, 0)
+        gram = _dot_nt(kt, kt, DOT16)
+        pT = _dot_nt(s, kt, DOT16)  # [BV, CT]
+        w = (vT - pT * tl.exp(G)[None, :]) * bt[None, :]  # [BV, CT], becomes W column by column
+        # aT[t, s] = A[s, t] for s > t (the Gram matrix is symmetric)
+        later = t[None, :] > t[:, None]
+        aT = tl.where(later, bt[None, :] * tl.exp(tl.where(later, G[None, :] - G[:, None], 0.0)) * gram, 0.0)
+        for j in tl.static_range(CT):  # forward substitution: once column j is final, take it out of the later ones
+            wj = tl.sum(tl.where(t[None, :] == j, w, 0.0), 1)
+            aj = tl.sum(tl.where(t[:, None] == j, aT, 0.0), 0)
+            w = w - wj[:, None] * aj[None, :]
+        w = w * tl.exp(Gc - G)[None, :]
+        acc = s.to(tl.float32) * tl.exp(Gc)
+        if DOT16:  # W as 16-bit hi + lo (+ lo2 for float32 states): about fp32 accuracy on exact k
+            hi = w.to(kt.dtype)
+            lo = w - hi.to(tl.float32)
+            acc = tl.dot(hi, kt, acc=acc)
+            acc = tl.dot(lo.to(kt.dtype), kt, acc=acc)
+            if ssm.dtype.element_ty == tl.float32:
+                acc = tl.dot((lo - lo.to(kt.dtype).to(tl.float32)).to(kt.dtype), kt, acc=acc)
+        else:
+            acc = tl.dot(w, kt.to(tl.float32), acc=acc, input_precision="tf32x3")
+        if EVEN:
+            tl.store(sbase + soff, acc.to(ssm.dtype.element_ty))
+        else:
+            tl.store(sbase + soff, acc.to(ssm.dtype.element_ty), mask=sm)
+
+
+@triton.jit
+def _kda_kernel(
+    ssm, ss0, ss1,
+    k, ks0, ks1, ks2, ks3,
+    v, vs0, vs1, vs2, vs3,
+    g, gs0, gs1, gs2, gs3,
+    beta, es0, es1, es2, es3,
+    slots, bufs, counts,
+    NB, H, V, K, HPG, NVB,
+    BV: tl.constexpr, BK: tl.constexpr,
 ):  # fmt: skip
     # Rows of the state are independent under the delta rule (`S[v, :]` needs only `v[v]`, k, g and beta),
     # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
@@ -129,16 +216,13 @@ def _delta_kernel(
         s = tl.load(sp, mask=sm, other=0.0).to(tl.float32)  # [BV, BK]
         kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K + kk
         vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V + vv
-        gb = _ring_base(g, gs0, gs1, gs2, layer, slot, r)
+        gb = _ring_base(g, gs0, gs1, gs2, layer, slot, r) + h * K + kk
         eb = _ring_base(beta, es0, es1, es2, layer, slot, r) + h
         for t in range(0, c):
             kt = tl.load(kb + t * ks3, mask=km, other=0.0).to(tl.float32)
             vt = tl.load(vbase + t * vs3, mask=vm, other=0.0).to(tl.float32)
             bt = tl.load(eb + t * es3).to(tl.float32)
-            if PER_CHANNEL:
-                s = s * tl.exp(tl.load(gb + t * gs3 + h * K + kk, mask=km, other=0.0).to(tl.float32))[None, :]
-            else:
-                s = s * tl.exp(tl.load(gb + t * gs3 + h).to(tl.float32))
+            s = s * tl.exp(tl.load(gb + t * gs3, mask=km, other=0.0).to(tl.float32))[None, :]
             u = bt * (vt - tl.sum(s * kt[None, :], 1))  # [BV]: beta (v - S k)
             s = s + u[:, None] * kt[None, :]
         tl.store(sp, s.to(ssm.dtype.element_ty), mask=sm)
@@ -239,7 +323,8 @@ def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bo
     )  # fmt: skip
 
 
-def _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel: bool) -> None:
+def _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel: bool):
+    """Check a delta-rule fold's inputs; returns `(dims, args)` with `args` the kernels' leading arguments."""
     _state("ssm", ssm, 5)
     L, S, H, V, K = ssm.shape
     dev = same_device(ssm=ssm, k=k, v=v, g=g, beta=beta)
@@ -247,27 +332,38 @@ def _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel: bo
     gtail = (H, K) if per_channel else (H,)
     nbuf, hist = _rings(L, S, ("k", k, (hk, K)), ("v", v, (H, V)), ("g", g, gtail), ("beta", beta, (H,)))
     slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
-    if nb == 0 or ssm.numel() == 0:
-        return
-    bk = max(16, next_pow2(K))
-    bv, warps = config or delta_config(ssm.dtype)
-    nvb = triton.cdiv(V, bv)
-    _delta_kernel[(L * nb * H * nvb,)](
+    args = (
         ssm, *lead_strides(ssm, 2),
         k, *lead_strides(k, 4), v, *lead_strides(v, 4), g, *lead_strides(g, 4), beta, *lead_strides(beta, 4),
-        slots, buf, count, nb, H, V, K, H // hk, nvb,
-        BV=bv, BK=bk, PER_CHANNEL=per_channel, num_warps=warps,
+        slots, buf, count,
     )  # fmt: skip
+    return (L, H, V, K, H // hk, hist, nb), args
 
 
 def replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
-    """See `reference.replay_fold_gdn_reference`. `config` = `(BV rows of V per program, num_warps)`."""
-    _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel=False)
+    """See `reference.replay_fold_gdn_reference`. `config` = `(BV rows of V per program, at least 16; num_warps)`."""
+    (L, H, V, K, hpg, hist, nb), args = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=False)
+    if nb == 0 or ssm.numel() == 0:
+        return
+    bk = max(16, next_pow2(K))
+    bv, warps = config or gdn_config(ssm.dtype)
+    nvb = triton.cdiv(V, bv)
+    cap = gdn_max_registers(ssm.dtype)
+    _gdn_kernel[(L * nb * H * nvb,)](
+        *args, nb, H, V, K, hpg, nvb,
+        BV=bv, BK=bk, CT=max(16, next_pow2(hist)), DOT16=ssm.is_cuda and k.dtype in (torch.bfloat16, torch.float16),
+        EVEN=V % bv == 0 and bk == K, num_warps=warps, **({"maxnreg": cap} if cap else {}),
+    )  # fmt: skip
 
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_kda_reference`. `config` = `(BV rows of V per program, num_warps)`."""
-    _delta(ssm, k, v, g, beta, slots, buf, count, check, config, per_channel=True)
+    (L, H, V, K, hpg, _, nb), args = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=True)
+    if nb == 0 or ssm.numel() == 0:
+        return
+    bv, warps = config or kda_config(ssm.dtype)
+    nvb = triton.cdiv(V, bv)
+    _kda_kernel[(L * nb * H * nvb,)](*args, nb, H, V, K, hpg, nvb, BV=bv, BK=max(16, next_pow2(K)), num_warps=warps)
 
 
 def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:

@@ -118,11 +118,12 @@ def test_replay_folds_past_2g(arena):
     ssm = _big_layer(arena, L, S, (H, P, N))
     k = torch.nn.functional.normalize(torch.randn(L, S, 2, hist, 1, N), dim=-1)
     v, beta = torch.randn(L, S, 2, hist, H, P), torch.rand(L, S, 2, hist, H)
-    for kind, g in (("gdn", -torch.rand(L, S, 2, hist, H)), ("kda", -torch.rand(L, S, 2, hist, H, N))):
+    gdn_g, kda_g = -torch.rand(L, S, 2, hist, H), -torch.rand(L, S, 2, hist, H, N)
+    for kind, g, opts in (("gdn", gdn_g, {"form": "pointer"}), ("gdn", gdn_g, {"form": "tma"}), ("kda", kda_g, {})):
         expect = ssm.clone()
         getattr(reference, f"replay_fold_{kind}_reference")(expect, k, v, g, beta, slots, buf, count)
-        getattr(kernel, f"replay_fold_{kind}_triton")(ssm, k, v, g, beta, slots, buf, count)
-        assert rel_err(ssm, expect) < 2e-5, kind
+        getattr(kernel, f"replay_fold_{kind}_triton")(ssm, k, v, g, beta, slots, buf, count, **opts)
+        assert rel_err(ssm, expect) < 2e-5, (kind, opts)
 
     conv = _big_layer(arena, L, S, (19, 3))
     conv_in = torch.randn(L, S, 2, hist, 19)

@@ -97,13 +97,18 @@ def _delta_inputs(d, hist, layout, device, gen, dtype, per_channel):
 
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("kind", ["gdn", "kda"])
+@pytest.mark.parametrize("kind,form", [("gdn", "pointer"), ("gdn", "tma"), ("kda", None)], ids=["gdn", "gdn-tma", "kda"])
 @pytest.mark.parametrize("small", [False, True], ids=["default", "small-blocks"])
-def test_replay_fold_delta(device, dtype, layout, kind, small):
+def test_replay_fold_delta(device, dtype, layout, kind, form, small):
+    """GatedDeltaNet in both update forms (pointer, persistent TMA) and KDA."""
+    import functools
+
     from mcache.kernels.replay_fold import kernel, reference
 
     config = ((16, 2) if kind == "gdn" else (8, 2)) if small else None  # GatedDeltaNet products need 16 rows
     triton_fn = getattr(kernel, f"replay_fold_{kind}_triton")
+    if form:
+        triton_fn = functools.partial(triton_fn, form=form)
     ref_fn = getattr(reference, f"replay_fold_{kind}_reference")
     d = _dims(device)
     if small and kind == "gdn" and device == "cpu":
@@ -118,7 +123,7 @@ def test_replay_fold_delta(device, dtype, layout, kind, small):
             expect = ssm.clone()
             ref_fn(expect, k, v, g, beta, slots, buf, count)
             triton_fn(ssm, k, v, g, beta, slots, buf, count, config=config)
-            _check(f"{kind} hist={hist} batch={nb} config={config}", ssm, expect, before, slots, count, dtype)
+            _check(f"{kind} {form} hist={hist} batch={nb} config={config}", ssm, expect, before, slots, count, dtype)
 
 
 @pytest.mark.parametrize("device,dtype", CASES)

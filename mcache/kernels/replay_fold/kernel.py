@@ -20,18 +20,25 @@ Offsets are int64; `[L, S, ...]` dims 0/1 of the state and dims 0..3 of the ring
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._blocks import chunk_unit
 from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, state_numel
 
 PRECISION = "tf32x3"
 HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
-# `(BV rows of V per program, num_warps)` of the GatedDeltaNet fold: 64 rows on four warps (one warpgroup
+# `(BV rows of V per program, num_warps)` of the GatedDeltaNet update: 64 rows on four warps (one warpgroup
 # product) was the fastest of BV 32..128 on 1..8 warps on an H200 for `[32, 128, 128]` states, bf16 and f32.
 GDN_CONFIG = (64, 4)
+# The persistent TMA form: three programs per SM and three pipeline stages were the fastest of 2..4 each on an
+# H200 for bf16 `[32, 128, 128]` states (float32 states run faster in the pointer form: 53% against 43-48%).
+GDN_TMA_PER_SM = 3
+GDN_TMA_STAGES = 3
 
 
 def mamba2_config(P: int, bn: int) -> tuple[int, int]:
@@ -42,8 +49,8 @@ def mamba2_config(P: int, bn: int) -> tuple[int, int]:
 
 
 def gdn_max_registers(dtype: torch.dtype) -> int | None:
-    """Register cap of the GatedDeltaNet fold: 96 for 16-bit states (five programs per SM instead of four, +4 to
-    +7 points on an H200, no spills); none for float32 states, whose three-way split needs the registers."""
+    """Register cap of the GatedDeltaNet update in the pointer form: 96 for 16-bit states (five programs per SM
+    instead of four: 70-71% of the size-matched copy against 64-67% on an H200); none for float32 states."""
     return 96 if dtype in HALF else None
 
 
@@ -128,17 +135,74 @@ def _dot_nt(a, b, DOT16: tl.constexpr):
 
 
 @triton.jit
+def _gdn_mix_kernel(
+    k, ks0, ks1, ks2, ks3,
+    g, gs0, gs1, gs2, gs3,
+    beta, es0, es1, es2, es3,
+    slots, bufs, counts, mix,
+    NB, H, K, HPG,
+    BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
+):  # fmt: skip
+    # One program (one warp) per (layer, request, head): M = diag(beta) (I + U)^{-1} diag(e^{G_c - G}), the
+    # forward substitution X (I + U) = diag(beta) done column by column on the [CT, CT] tile.
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()  # the update kernel may launch now; it waits for M before reading it
+    _, h, b, layer = _head_unit(1, H, NB)
+    c = tl.load(counts + b).to(tl.int32)
+    if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
+        kk = tl.arange(0, BK)
+        t = tl.arange(0, CT)
+        tm = t < c
+        kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K
+        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)  # [CT, BK]
+        gt = tl.load(_ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+        bt = tl.load(_ring_base(beta, es0, es1, es2, layer, slot, r) + t * es3 + h, mask=tm, other=0.0).to(tl.float32)
+        G = tl.cumsum(gt, 0)
+        gram = _dot_nt(kt, kt, DOT16)
+        # uT[t, s] = U[t, s] = beta_s e^{G_s - G_t} k_t.k_s for s > t
+        later = t[None, :] > t[:, None]
+        u = tl.where(later, bt[None, :] * tl.exp(tl.where(later, G[None, :] - G[:, None], 0.0)) * gram, 0.0)
+        x = tl.where(t[:, None] == t[None, :], bt[:, None], 0.0)
+        for j in tl.static_range(CT):  # column j is final: take it out of the later columns
+            xj = tl.sum(tl.where(t[None, :] == j, x, 0.0), 1)
+            uj = tl.sum(tl.where(t[:, None] == j, u, 0.0), 0)
+            x = x - xj[:, None] * uj[None, :]
+        mb = mix + ((layer * NB + b) * H + h) * (CT * CT)
+        tl.store(mb + t[:, None] * CT + t[None, :], x * tl.exp(tl.sum(gt, 0) - G)[None, :])
+
+
+@triton.jit
+def _gdn_update(s, kt, vT, gt, m, DOT16: tl.constexpr):
+    """One tile's fold: `S' = e^{G_c} S + ((V^T - (S K^T) e^G) M) K` for s `[BV, BK]`, kt `[CT, BK]`,
+    vT `[BV, CT]` (fp32), gt `[CT]` log-gates (fp32) and M `[CT, CT]` (fp32); returns S' in fp32."""
+    pT = _dot_nt(s, kt, DOT16)  # [BV, CT]
+    w = tl.dot(vT - pT * tl.exp(tl.cumsum(gt, 0))[None, :], m, input_precision="tf32x3")
+    acc = s.to(tl.float32) * tl.exp(tl.sum(gt, 0))
+    if DOT16:  # W as 16-bit hi + lo (+ lo2 for float32 states): about fp32 accuracy on exact k
+        hi = w.to(kt.dtype)
+        lo = w - hi.to(tl.float32)
+        acc = tl.dot(hi, kt, acc=acc)
+        acc = tl.dot(lo.to(kt.dtype), kt, acc=acc)
+        if s.dtype == tl.float32:
+            acc = tl.dot((lo - lo.to(kt.dtype).to(tl.float32)).to(kt.dtype), kt, acc=acc)
+    else:
+        acc = tl.dot(w, kt.to(tl.float32), acc=acc, input_precision="tf32x3")
+    return acc
+
+
+@triton.jit
 def _gdn_kernel(
     ssm, ss0, ss1,
     k, ks0, ks1, ks2, ks3,
     v, vs0, vs1, vs2, vs3,
     g, gs0, gs1, gs2, gs3,
-    beta, es0, es1, es2, es3,
-    slots, bufs, counts,
+    slots, bufs, counts, mix,
     NB, H, V, K, HPG, NVB,
-    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, EVEN: tl.constexpr,
+    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, EVEN: tl.constexpr, PDL: tl.constexpr,
 ):  # fmt: skip
-    # One program folds rows vv of one head: P = S K^T, W = (I + A)^{-1} beta (V - gamma P), S' = Gamma S + W' K.
+    # One program folds BV rows of V of one head (pointer form).
     vb, h, b, layer = _head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
@@ -153,38 +217,59 @@ def _gdn_kernel(
         t = tl.arange(0, CT)
         tm = t < c
         kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K
-        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)  # [CT, BK]
+        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)
         vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V
         vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
         gt = tl.load(_ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
-        bt = tl.load(_ring_base(beta, es0, es1, es2, layer, slot, r) + t * es3 + h, mask=tm, other=0.0).to(tl.float32)
-        G = tl.cumsum(gt, 0)
-        Gc = tl.sum(gt, 0)
-        gram = _dot_nt(kt, kt, DOT16)
-        pT = _dot_nt(s, kt, DOT16)  # [BV, CT]
-        w = (vT - pT * tl.exp(G)[None, :]) * bt[None, :]  # [BV, CT], becomes W column by column
-        # aT[t, s] = A[s, t] for s > t (the Gram matrix is symmetric)
-        later = t[None, :] > t[:, None]
-        aT = tl.where(later, bt[None, :] * tl.exp(tl.where(later, G[None, :] - G[:, None], 0.0)) * gram, 0.0)
-        for j in tl.static_range(CT):  # forward substitution: once column j is final, take it out of the later ones
-            wj = tl.sum(tl.where(t[None, :] == j, w, 0.0), 1)
-            aj = tl.sum(tl.where(t[:, None] == j, aT, 0.0), 0)
-            w = w - wj[:, None] * aj[None, :]
-        w = w * tl.exp(Gc - G)[None, :]
-        acc = s.to(tl.float32) * tl.exp(Gc)
-        if DOT16:  # W as 16-bit hi + lo (+ lo2 for float32 states): about fp32 accuracy on exact k
-            hi = w.to(kt.dtype)
-            lo = w - hi.to(tl.float32)
-            acc = tl.dot(hi, kt, acc=acc)
-            acc = tl.dot(lo.to(kt.dtype), kt, acc=acc)
-            if ssm.dtype.element_ty == tl.float32:
-                acc = tl.dot((lo - lo.to(kt.dtype).to(tl.float32)).to(kt.dtype), kt, acc=acc)
-        else:
-            acc = tl.dot(w, kt.to(tl.float32), acc=acc, input_precision="tf32x3")
+        if PDL:
+            tl.extra.cuda.gdc_wait()  # M comes from the mix kernel, which may still be running
+        m = tl.load(mix + ((layer * NB + b) * H + h) * (CT * CT) + t[:, None] * CT + t[None, :])
+        acc = _gdn_update(s, kt, vT, gt, m, DOT16)
         if EVEN:
             tl.store(sbase + soff, acc.to(ssm.dtype.element_ty))
         else:
             tl.store(sbase + soff, acc.to(ssm.dtype.element_ty), mask=sm)
+
+
+@triton.jit
+def _gdn_tma_kernel(
+    sd,
+    k, ks0, ks1, ks2, ks3,
+    v, vs0, vs1, vs2, vs3,
+    g, gs0, gs1, gs2, gs3,
+    slots, bufs, counts, mix,
+    NB, H, V, K, HPG, NVB, NU, S,
+    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr, STAGES: tl.constexpr,
+):  # fmt: skip
+    # Persistent over units (layer, request, head, V block); state tiles move by TMA, and the pipeliner loads
+    # the next units' rings and M while this one is folded. A request with nothing to fold gets the slot
+    # coordinate S, out of bounds: the tile loads as zeros and its store is dropped.
+    t = tl.arange(0, CT)
+    kk = tl.arange(0, BK)
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+    for u in tl.range(tl.program_id(0), NU, tl.num_programs(0), num_stages=STAGES):
+        vb = u % NVB
+        hr = u // NVB  # (layer, request, head)
+        h = hr % H
+        b = (hr // H) % NB
+        layer = hr // (H * NB)
+        c = tl.load(counts + b).to(tl.int32)
+        slot = tl.load(slots + b)
+        r = tl.load(bufs + b).to(tl.int64)
+        ts = tl.where(c > 0, slot.to(tl.int32), S)
+        s = sd.load([layer, ts, h, vb * BV, 0]).reshape(BV, BK)
+        tm = t < c
+        vv = vb * BV + tl.arange(0, BV)
+        l64 = layer.to(tl.int64)
+        kb = _ring_base(k, ks0, ks1, ks2, l64, slot, r) + (h // HPG) * K
+        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)
+        vbase = _ring_base(v, vs0, vs1, vs2, l64, slot, r) + h * V
+        vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
+        gt = tl.load(_ring_base(g, gs0, gs1, gs2, l64, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+        m = tl.load(mix + hr.to(tl.int64) * (CT * CT) + t[:, None] * CT + t[None, :], mask=tm[:, None], other=0.0)
+        acc = _gdn_update(s, kt, vT, gt, m, DOT16)
+        sd.store([layer, ts, h, vb * BV, 0], acc.to(s.dtype).reshape(1, 1, 1, BV, BK))
 
 
 @triton.jit
@@ -321,8 +406,13 @@ def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bo
     )  # fmt: skip
 
 
+def _rings_with_strides(*rings: torch.Tensor) -> tuple:
+    """Each ring tensor followed by the strides of its four ring dims, as the kernels take them."""
+    return tuple(x for t in rings for x in (t, *lead_strides(t, 4)))
+
+
 def _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel: bool):
-    """Check a delta-rule fold's inputs; returns `(dims, args)` with `args` the kernels' leading arguments."""
+    """Check a delta-rule fold's inputs; returns `(dims, (slots, buf, count))` with the indices on the device."""
     _state("ssm", ssm, 5)
     L, S, H, V, K = ssm.shape
     dev = same_device(ssm=ssm, k=k, v=v, g=g, beta=beta)
@@ -330,38 +420,73 @@ def _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel: bool)
     gtail = (H, K) if per_channel else (H,)
     nbuf, hist = _rings(L, S, ("k", k, (hk, K)), ("v", v, (H, V)), ("g", g, gtail), ("beta", beta, (H,)))
     slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
-    args = (
-        ssm, *lead_strides(ssm, 2),
-        k, *lead_strides(k, 4), v, *lead_strides(v, 4), g, *lead_strides(g, 4), beta, *lead_strides(beta, 4),
-        slots, buf, count,
-    )  # fmt: skip
-    return (L, H, V, K, H // hk, hist, nb), args
+    return (L, H, V, K, H // hk, hist, nb), (slots, buf, count)
 
 
-def replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
-    """See `reference.replay_fold_gdn_reference`. `config` = `(BV rows of V per program, at least 16; num_warps)`."""
-    (L, H, V, K, hpg, hist, nb), args = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=False)
+@lru_cache
+def _sm_count(device: int) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def gdn_tma_fits(ssm: torch.Tensor, k: torch.Tensor) -> bool:
+    """Whether the persistent TMA form folds this pool by default: 16-bit states (and k of the same type) on a
+    Hopper or newer GPU, with the 16-byte aligned base and strides that TMA needs."""
+    es = ssm.element_size()
+    return (
+        ssm.is_cuda
+        and ssm.dtype in HALF
+        and k.dtype == ssm.dtype
+        and torch.cuda.get_device_capability(ssm.device)[0] >= 9
+        and ssm.data_ptr() % 16 == 0
+        and all(st * es % 16 == 0 for st in ssm.stride()[:4])
+    )
+
+
+def replay_fold_gdn_triton(
+    ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
+) -> None:
+    """See `reference.replay_fold_gdn_reference`. Two launches: the `[CT, CT]` mix matrix M of every (layer,
+    request, head), then the update of the state tiles, either persistent with TMA (`form="tma"`, the default
+    where `gdn_tma_fits`) or one program per tile (`form="pointer"`). `config` = `(BV rows of V per program,
+    at least 16; num_warps)`."""
+    (L, H, V, K, hpg, hist, nb), idx = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=False)
     if nb == 0 or ssm.numel() == 0:
         return
-    bk = max(16, next_pow2(K))
+    if form not in (None, "tma", "pointer"):
+        fail(f"form: expected 'tma' or 'pointer', got {form!r}")
+    bk, ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
+    dot16, pdl = ssm.is_cuda and k.dtype in HALF, ssm.is_cuda  # PDL: the update launches while M is computed
+    mix = torch.empty(L * nb * H * ct * ct, device=ssm.device, dtype=torch.float32)
+    _gdn_mix_kernel[(L * nb * H,)](
+        *_rings_with_strides(k, g, beta), *idx, mix, nb, H, K, hpg, BK=bk, CT=ct, DOT16=dot16, PDL=pdl, num_warps=1
+    )
     bv, warps = config or GDN_CONFIG
     nvb = triton.cdiv(V, bv)
-    cap = gdn_max_registers(ssm.dtype)
-    _gdn_kernel[(L * nb * H * nvb,)](
-        *args, nb, H, V, K, hpg, nvb,
-        BV=bv, BK=bk, CT=max(16, next_pow2(hist)), DOT16=ssm.is_cuda and k.dtype in HALF,
-        EVEN=V % bv == 0 and bk == K, num_warps=warps, **({"maxnreg": cap} if cap else {}),
-    )  # fmt: skip
+    common = (*_rings_with_strides(k, v, g), *idx, mix, nb, H, V, K, hpg, nvb)
+    opts = dict(BV=bv, BK=bk, CT=ct, DOT16=dot16, PDL=pdl, num_warps=warps, **({"launch_pdl": True} if pdl else {}))
+    if form == "tma" or (form is None and gdn_tma_fits(ssm, k)):
+        desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, bv, bk])
+        nu = L * nb * H * nvb
+        programs = GDN_TMA_PER_SM * _sm_count(ssm.device.index) if ssm.is_cuda else 3
+        _gdn_tma_kernel[(min(nu, programs),)](desc, *common, nu, ssm.shape[1], STAGES=GDN_TMA_STAGES, **opts)
+    else:
+        cap = gdn_max_registers(ssm.dtype)
+        _gdn_kernel[(L * nb * H * nvb,)](
+            ssm, *lead_strides(ssm, 2), *common, EVEN=V % bv == 0 and bk == K, **opts, **({"maxnreg": cap} if cap else {})
+        )
 
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_kda_reference`. `config` = `(BV rows of V per program, num_warps)`."""
-    (L, H, V, K, hpg, _, nb), args = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=True)
+    (L, H, V, K, hpg, _, nb), idx = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=True)
     if nb == 0 or ssm.numel() == 0:
         return
     bv, warps = config or kda_config(ssm.dtype)
     nvb = triton.cdiv(V, bv)
-    _kda_kernel[(L * nb * H * nvb,)](*args, nb, H, V, K, hpg, nvb, BV=bv, BK=max(16, next_pow2(K)), num_warps=warps)
+    _kda_kernel[(L * nb * H * nvb,)](
+        ssm, *lead_strides(ssm, 2), *_rings_with_strides(k, v, g, beta), *idx, nb, H, V, K, hpg, nvb,
+        BV=bv, BK=max(16, next_pow2(K)), num_warps=warps,
+    )  # fmt: skip
 
 
 def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:

@@ -4,12 +4,15 @@
   products on the tensor cores (fp32 operands, `tf32x3`: about fp32 accuracy):
   `h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`, one `[P, c] x [c, N]` product
   per head.
-- GatedDeltaNet (scalar gate per head) folds a block of rows of the state at once in chunked form, with the
-  cumulative log-gates `G` (`gamma = e^G`, `Gamma = e^{G_c}`):
-  `W = (I + A)^{-1} (beta (V - gamma S K^T))` with `A[s, t] = beta_s e^{G_s - G_t} k_s.k_t` (s > t), then
-  `S' = Gamma S + (W Gamma / gamma)^T K`. The two large products run on the tensor cores (16-bit k: exact
-  products with a bf16 hi + lo split of `W`; otherwise `tf32x3`) and `(I + A)^{-1}` is a forward substitution
-  in FP32 over the token columns. On an H200 this is 1.7-1.9x faster than stepping the rows through the tokens.
+- GatedDeltaNet (scalar gate per head) folds in chunked form with the cumulative log-gates `G` (`e^{G_c}` the
+  whole chunk's decay), in two launches. First one warp per (layer, request, head) computes the `[CT, CT]` mix
+  matrix `M = diag(beta) (I + U)^{-1} diag(e^{G_c - G})`, `U[t, s] = beta_s e^{G_s - G_t} k_t.k_s` (s > t), by a
+  forward substitution: it depends on the ring only. Then the update of each block of rows of the state is
+  substitution-free: `P = S K^T`, `W = (V^T - P e^G) M`, `S' = e^{G_c} S + W K`, the large products on the
+  tensor cores (16-bit k: exact products with a bf16 hi + lo split of `W`; otherwise `tf32x3`), the product with
+  M in `tf32x3`. For 16-bit states on Hopper the update is persistent and moves its tiles by TMA while the
+  pipeliner loads the next units' rings; it launches with PDL, so it starts while the mix kernel finishes. On an
+  H200 the Qwen3-Next replay op is 2.3-2.6x faster than with row stepping (batch 1-64).
 - KDA (a gate per K channel) steps: every row `S[v, :]` of the state evolves on its own (it needs only
   `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens.
   (Its chunked form needs `e^{-G}` per channel, which overflows for strong gates.)

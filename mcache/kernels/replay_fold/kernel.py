@@ -164,7 +164,7 @@ def _gdn_mix_kernel(
         bt = tl.load(_ring_base(beta, es0, es1, es2, layer, slot, r) + t * es3 + h, mask=tm, other=0.0).to(tl.float32)
         G = tl.cumsum(gt, 0)
         gram = _dot_nt(kt, kt, DOT16)
-        # uT[t, s] = U[t, s] = beta_s e^{G_s - G_t} k_t.k_s for s > t
+        # u[t, s] = U[t, s] = beta_s e^{G_s - G_t} k_t.k_s for s > t
         later = t[None, :] > t[:, None]
         u = tl.where(later, bt[None, :] * tl.exp(tl.where(later, G[None, :] - G[:, None], 0.0)) * gram, 0.0)
         x = tl.where(t[:, None] == t[None, :], bt[:, None], 0.0)
@@ -174,6 +174,23 @@ def _gdn_mix_kernel(
             x = x - xj[:, None] * uj[None, :]
         mb = mix + ((layer * NB + b) * H + h) * (CT * CT)
         tl.store(mb + t[:, None] * CT + t[None, :], x * tl.exp(tl.sum(gt, 0) - G)[None, :])
+
+
+@triton.jit
+def _gdn_rings(
+    k, ks0, ks1, ks2, ks3, v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3,
+    layer, slot, r, h, vv, t, c, V, K, HPG, BK: tl.constexpr,
+):  # fmt: skip
+    """One head's ring rows for the update: k `[CT, BK]`, V^T `[BV, CT]` and the log-gates `[CT]` (both fp32);
+    tokens past `c`, rows past V and channels past K load as zeros."""
+    kk = tl.arange(0, BK)
+    tm = t < c
+    kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K
+    kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)
+    vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V
+    vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
+    gt = tl.load(_ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+    return kt, vT, gt
 
 
 @triton.jit
@@ -218,12 +235,9 @@ def _gdn_kernel(
         sm = (vv[:, None] < V) & (kk[None, :] < K)
         s = tl.load(sbase + soff) if EVEN else tl.load(sbase + soff, mask=sm, other=0.0)
         t = tl.arange(0, CT)
-        tm = t < c
-        kb = _ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K
-        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)
-        vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V
-        vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
-        gt = tl.load(_ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+        kt, vT, gt = _gdn_rings(
+            k, ks0, ks1, ks2, ks3, v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3, layer, slot, r, h, vv, t, c, V, K, HPG, BK
+        )
         if PDL:
             tl.extra.cuda.gdc_wait()  # M comes from the mix kernel, which may still be running
         m = tl.load(mix + ((layer * NB + b) * H + h) * (CT * CT) + t[:, None] * CT + t[None, :])
@@ -248,7 +262,6 @@ def _gdn_tma_kernel(
     # the next units' rings and M while this one is folded. A request with nothing to fold gets the slot
     # coordinate S, out of bounds: the tile loads as zeros and its store is dropped.
     t = tl.arange(0, CT)
-    kk = tl.arange(0, BK)
     if PDL:
         tl.extra.cuda.gdc_wait()
     for u in tl.range(tl.program_id(0), NU, tl.num_programs(0), num_stages=STAGES):
@@ -262,15 +275,11 @@ def _gdn_tma_kernel(
         r = tl.load(bufs + b).to(tl.int64)
         ts = tl.where(c > 0, slot.to(tl.int32), S)
         s = sd.load([layer, ts, h, vb * BV, 0]).reshape(BV, BK)
-        tm = t < c
-        vv = vb * BV + tl.arange(0, BV)
-        l64 = layer.to(tl.int64)
-        kb = _ring_base(k, ks0, ks1, ks2, l64, slot, r) + (h // HPG) * K
-        kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)
-        vbase = _ring_base(v, vs0, vs1, vs2, l64, slot, r) + h * V
-        vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
-        gt = tl.load(_ring_base(g, gs0, gs1, gs2, l64, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
-        m = tl.load(mix + hr.to(tl.int64) * (CT * CT) + t[:, None] * CT + t[None, :], mask=tm[:, None], other=0.0)
+        kt, vT, gt = _gdn_rings(
+            k, ks0, ks1, ks2, ks3, v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3,
+            layer.to(tl.int64), slot, r, h, vb * BV + tl.arange(0, BV), t, c, V, K, HPG, BK,
+        )  # fmt: skip
+        m = tl.load(mix + hr.to(tl.int64) * (CT * CT) + t[:, None] * CT + t[None, :], mask=(t < c)[:, None], other=0.0)
         acc = _gdn_update(s, kt, vT, gt, m, DOT16)
         sd.store([layer, ts, h, vb * BV, 0], acc.to(s.dtype).reshape(1, 1, 1, BV, BK))
 
@@ -431,15 +440,19 @@ def _sm_count(device: int) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+def _hopper(t: torch.Tensor) -> bool:
+    """A CUDA tensor on a Hopper or newer GPU (TMA, PDL)."""
+    return t.is_cuda and torch.cuda.get_device_capability(t.device)[0] >= 9
+
+
 def gdn_tma_fits(ssm: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether the persistent TMA form folds this pool by default: 16-bit states (and k of the same type) on a
     Hopper or newer GPU, with the 16-byte aligned base and strides that TMA needs."""
     es = ssm.element_size()
     return (
-        ssm.is_cuda
+        _hopper(ssm)
         and ssm.dtype in HALF
         and k.dtype == ssm.dtype
-        and torch.cuda.get_device_capability(ssm.device)[0] >= 9
         and ssm.data_ptr() % 16 == 0
         and all(st * es % 16 == 0 for st in ssm.stride()[:4])
     )
@@ -458,7 +471,7 @@ def replay_fold_gdn_triton(
     if form not in (None, "tma", "pointer"):
         fail(f"form: expected 'tma' or 'pointer', got {form!r}")
     bk, ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
-    dot16, pdl = ssm.is_cuda and k.dtype in HALF, ssm.is_cuda  # PDL: the update launches while M is computed
+    dot16, pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
     mix = torch.empty(L * nb * H * ct * ct, device=ssm.device, dtype=torch.float32)
     _gdn_mix_kernel[(L * nb * H,)](
         *_rings_with_strides(k, g, beta), *idx, mix, nb, H, K, hpg, BK=bk, CT=ct, DOT16=dot16, PDL=pdl, num_warps=1

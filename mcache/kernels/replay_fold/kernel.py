@@ -198,7 +198,16 @@ def _gdn_update(s, kt, vT, gt, m, DOT16: tl.constexpr):
     """One tile's fold: `S' = e^{G_c} S + ((V^T - (S K^T) e^G) M) K` for s `[BV, BK]`, kt `[CT, BK]`,
     vT `[BV, CT]` (fp32), gt `[CT]` log-gates (fp32) and M `[CT, CT]` (fp32); returns S' in fp32."""
     pT = _dot_nt(s, kt, DOT16)  # [BV, CT]
-    w = tl.dot(vT - pT * tl.exp(tl.cumsum(gt, 0))[None, :], m, input_precision="tf32x3")
+    x = vT - pT * tl.exp(tl.cumsum(gt, 0))[None, :]
+    if DOT16 and s.dtype != tl.float32:  # bf16 hi + lo of both: 3 exact-product passes, far below 16-bit rounding
+        xh = x.to(tl.bfloat16)
+        xl = (x - xh.to(tl.float32)).to(tl.bfloat16)
+        mh = m.to(tl.bfloat16)
+        w = tl.dot(xh, mh)
+        w = tl.dot(xh, (m - mh.to(tl.float32)).to(tl.bfloat16), acc=w)
+        w = tl.dot(xl, mh, acc=w)
+    else:
+        w = tl.dot(x, m, input_precision="tf32x3")
     acc = s.to(tl.float32) * tl.exp(tl.sum(gt, 0))
     if DOT16:  # W as 16-bit hi + lo (+ lo2 for float32 states): about fp32 accuracy on exact k
         hi = w.to(kt.dtype)
@@ -255,12 +264,15 @@ def _gdn_tma_kernel(
     v, vs0, vs1, vs2, vs3,
     g, gs0, gs1, gs2, gs3,
     slots, bufs, counts, mix,
-    NB, H, V, K, HPG, NVB, NU, S,
+    NB, NU, S,
+    H: tl.constexpr, V: tl.constexpr, K: tl.constexpr, HPG: tl.constexpr, NVB: tl.constexpr,
     BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
     # Persistent over units (layer, request, head, V block); state tiles move by TMA, and the pipeliner loads
     # the next units' rings and M while this one is folded. A request with nothing to fold gets the slot
-    # coordinate S, out of bounds: the tile loads as zeros and its store is dropped.
+    # coordinate S, out of bounds: the tile loads as zeros and its store is dropped. The head dims are
+    # compile-time constants: the unit decode runs every iteration, and a division by a run-time value costs
+    # about 20 instructions (the decode was a quarter of the loop's instructions with H, HPG and NVB run-time).
     t = tl.arange(0, CT)
     if PDL:
         tl.extra.cuda.gdc_wait()
@@ -269,7 +281,7 @@ def _gdn_tma_kernel(
         hr = u // NVB  # (layer, request, head)
         h = hr % H
         b = (hr // H) % NB
-        layer = hr // (H * NB)
+        layer = hr // H // NB
         c = tl.load(counts + b).to(tl.int32)
         slot = tl.load(slots + b)
         r = tl.load(bufs + b).to(tl.int64)
@@ -478,18 +490,21 @@ def replay_fold_gdn_triton(
     )
     bv, warps = config or GDN_CONFIG
     nvb = triton.cdiv(V, bv)
-    common = (*_rings_with_strides(k, v, g), *idx, mix, nb, H, V, K, hpg, nvb)
+    rings = (*_rings_with_strides(k, v, g), *idx, mix, nb)
     opts = dict(BV=bv, BK=bk, CT=ct, DOT16=dot16, PDL=pdl, num_warps=warps, **({"launch_pdl": True} if pdl else {}))
     if form == "tma" or (form is None and gdn_tma_fits(ssm, k)):
         desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, bv, bk])
         nu = L * nb * H * nvb
         programs = GDN_TMA_PER_SM * _sm_count(ssm.device.index) if ssm.is_cuda else 3
-        _gdn_tma_kernel[(min(nu, programs),)](desc, *common, nu, ssm.shape[1], STAGES=GDN_TMA_STAGES, **opts)
+        _gdn_tma_kernel[(min(nu, programs),)](
+            desc, *rings, nu, ssm.shape[1], H=H, V=V, K=K, HPG=hpg, NVB=nvb, STAGES=GDN_TMA_STAGES, **opts
+        )
     else:
         cap = gdn_max_registers(ssm.dtype)
         _gdn_kernel[(L * nb * H * nvb,)](
-            ssm, *lead_strides(ssm, 2), *common, EVEN=V % bv == 0 and bk == K, **opts, **({"maxnreg": cap} if cap else {})
-        )
+            ssm, *lead_strides(ssm, 2), *rings, H, V, K, hpg, nvb,
+            EVEN=V % bv == 0 and bk == K, **opts, **({"maxnreg": cap} if cap else {}),
+        )  # fmt: skip
 
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:

@@ -12,7 +12,7 @@
   tensor cores (16-bit k: exact products with a bf16 hi + lo split of `W`; otherwise `tf32x3`), the product with
   M in `tf32x3`. For 16-bit states on Hopper the update is persistent and moves its tiles by TMA while the
   pipeliner loads the next units' rings; it launches with PDL, so it starts while the mix kernel finishes. On an
-  H200 the Qwen3-Next replay op is 2.3-2.6x faster than with row stepping (batch 1-64).
+  H200 the Qwen3-Next replay op is 2.3-2.7x faster than with row stepping (batch 1-64).
 - KDA (a gate per K channel) steps: every row `S[v, :]` of the state evolves on its own (it needs only
   `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens.
   (Its chunked form needs `e^{-G}` per channel, which overflows for strong gates.)

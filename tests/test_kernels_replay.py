@@ -126,6 +126,23 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
             _check(f"{kind} {form} hist={hist} batch={nb} config={config}", ssm, expect, before, slots, count, dtype)
 
 
+@pytest.mark.parametrize("device", [pytest.param("cpu", marks=INTERP.marks), pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_gdn_fold_rejects_a_bad_form(device):
+    """An unknown form, and the TMA form on a pool whose strides TMA cannot take (10 float32 = 40 bytes)."""
+    from mcache.kernels._common import KernelArgError
+    from mcache.kernels.replay_fold.kernel import replay_fold_gdn_triton
+
+    d = {**_dims(device), "K": 10}
+    gen = torch.Generator().manual_seed(15)
+    ssm = make_pool(d["L"], d["S"], (d["H"], d["V"], d["K"]), torch.float32, "layer_major", device, gen)
+    k, v, g, beta = _delta_inputs(d, 4, "layer_major", device, gen, torch.float32, False)
+    slots, buf, count = _requests(1, d["S"], 4, gen, device)
+    with pytest.raises(KernelArgError, match="form: expected"):
+        replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, form="fast")
+    with pytest.raises(KernelArgError, match="16-byte aligned"):
+        replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, form="tma")
+
+
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("config", [None, (64, 4)], ids=["default", "small-blocks"])

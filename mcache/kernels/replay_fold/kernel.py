@@ -457,17 +457,15 @@ def _hopper(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.cuda.get_device_capability(t.device)[0] >= 9
 
 
+def _tma_aligned(ssm: torch.Tensor) -> bool:
+    """TMA addresses the pool: a 16-byte aligned base and strides."""
+    return ssm.data_ptr() % 16 == 0 and all(st * ssm.element_size() % 16 == 0 for st in ssm.stride()[:4])
+
+
 def gdn_tma_fits(ssm: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether the persistent TMA form folds this pool by default: 16-bit states (and k of the same type) on a
-    Hopper or newer GPU, with the 16-byte aligned base and strides that TMA needs."""
-    es = ssm.element_size()
-    return (
-        _hopper(ssm)
-        and ssm.dtype in HALF
-        and k.dtype == ssm.dtype
-        and ssm.data_ptr() % 16 == 0
-        and all(st * es % 16 == 0 for st in ssm.stride()[:4])
-    )
+    Hopper or newer GPU, in a pool TMA can address."""
+    return _hopper(ssm) and ssm.dtype in HALF and k.dtype == ssm.dtype and _tma_aligned(ssm)
 
 
 def replay_fold_gdn_triton(
@@ -482,6 +480,8 @@ def replay_fold_gdn_triton(
         return
     if form not in (None, "tma", "pointer"):
         fail(f"form: expected 'tma' or 'pointer', got {form!r}")
+    if form == "tma" and not _tma_aligned(ssm):
+        fail(f"ssm: form='tma' needs a 16-byte aligned base and strides, got strides {ssm.stride()} of {ssm.dtype}")
     bk, ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
     dot16, pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
     mix = torch.empty(L * nb * H * ct * ct, device=ssm.device, dtype=torch.float32)

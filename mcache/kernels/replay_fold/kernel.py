@@ -10,9 +10,10 @@
   forward substitution: it depends on the ring only. Then the update of each block of rows of the state is
   substitution-free: `P = S K^T`, `W = (V^T - P e^G) M`, `S' = e^{G_c} S + W K`, the large products on the
   tensor cores (16-bit k: exact products with a bf16 hi + lo split of `W`; otherwise `tf32x3`), the product with
-  M in `tf32x3`. For 16-bit states on Hopper the update is persistent and moves its tiles by TMA while the
-  pipeliner loads the next units' rings; it launches with PDL, so it starts while the mix kernel finishes. On an
-  H200 the Qwen3-Next replay op is 2.3-2.7x faster than with row stepping (batch 1-64).
+  M as three exact bf16 passes for 16-bit states (`tf32x3` otherwise). For 16-bit states on Hopper the update
+  is persistent and moves its tiles by TMA while the pipeliner loads the next units' rings; it launches with
+  PDL, so it starts while the mix kernel finishes. On an H200 the Qwen3-Next replay op is 2.3-2.7x faster
+  than with row stepping (batch 1-64).
 - KDA (a gate per K channel) steps: every row `S[v, :]` of the state evolves on its own (it needs only
   `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens.
   (Its chunked form needs `e^{-G}` per channel, which overflows for strong gates.)
@@ -38,8 +39,8 @@ HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
 # `(BV rows of V per program, num_warps)` of the GatedDeltaNet update: 64 rows on four warps (one warpgroup
 # product) was the fastest of BV 32..128 on 1..8 warps on an H200 for `[32, 128, 128]` states, bf16 and f32.
 GDN_CONFIG = (64, 4)
-# The persistent TMA form: three programs per SM and three pipeline stages were the fastest of 2..4 each on an
-# H200 for bf16 `[32, 128, 128]` states (float32 states run faster in the pointer form: 53% against 43-48%).
+# The persistent TMA form: three programs per SM and three pipeline stages were the fastest of 2..5 programs and
+# 2..4 stages on an H200 for bf16 `[32, 128, 128]` states (float32 states run faster in the pointer form).
 GDN_TMA_PER_SM = 3
 GDN_TMA_STAGES = 3
 

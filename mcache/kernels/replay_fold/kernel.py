@@ -281,8 +281,9 @@ def _gdn_tma_kernel(
         vb = u % NVB
         hr = u // NVB  # (layer, request, head)
         h = hr % H
-        b = (hr // H) % NB
-        layer = hr // H // NB
+        lb = hr // H  # (layer, request)
+        b = lb % NB
+        layer = lb // NB
         c = tl.load(counts + b).to(tl.int32)
         slot = tl.load(slots + b)
         r = tl.load(bufs + b).to(tl.int64)

@@ -43,7 +43,7 @@ def _nbytes(views: list[torch.Tensor], batch: int, per_state: int = 2) -> int:
     return sum(per_state * batch * v.shape[0] * v[0, 0].numel() * v.element_size() for v in views)
 
 
-def _index_put(dst: torch.Tensor, slots: torch.Tensor, value: torch.Tensor | float) -> None:
+def _index_put(dst: torch.Tensor, slots: torch.Tensor, value: torch.Tensor) -> None:
     dst[:, slots] = value
 
 
@@ -75,8 +75,10 @@ class CaseBuilder:
         def check() -> bool:
             return all(bool((v[:, slots] == 0).all()) for v in views)
 
+        # Zeros on the device: a Python 0 is copied from the host on every call, which a CUDA graph cannot capture.
+        zeros = [torch.zeros((), dtype=v.dtype, device=v.device) for v in views]
         return self._case("reset", batch, _nbytes(views, batch, 1), lambda: K.reset_slots(views, slots, check=False),
-                          lambda: [_index_put(v, slots, 0) for v in views], check)
+                          lambda: [_index_put(v, slots, z) for v, z in zip(views, zeros, strict=True)], check)
 
     def commit(self, batch: int) -> OpCase | None:
         pairs = [(self.views[n], self.views[f"inter_{n}"]) for n in ("conv", "ssm") if f"inter_{n}" in self.views]

@@ -473,7 +473,7 @@ def sweep(args, copyref):
         "mamba2": [(16, 4), (32, 4), (32, 8), (64, 4)],
         "gdn": [(16, 2), (32, 2), (64, 4), (128, 8)],
     }
-    conv_cfgs = [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8)]
+    conv_cfgs = [(256, 2), (512, 2), (512, 4), (1024, 4), (2048, 8)]
     for name, m in MODELS.items():
         dtype = args.ssm_dtypes[name][0]
         pools = build_pools(m, dtype, torch.bfloat16, args.layout, need_inter=False)

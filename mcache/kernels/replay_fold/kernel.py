@@ -43,6 +43,10 @@ GDN_CONFIG = (64, 4)
 # 2..4 stages on an H200 for bf16 `[32, 128, 128]` states (float32 states run faster in the pointer form).
 GDN_TMA_PER_SM = 3
 GDN_TMA_STAGES = 3
+# `(channels per program, num_warps)` of the conv-window fold: 512 channels on two warps was the fastest of 256..2048
+# channels on 2..8 warps on an H200 for the Qwen3-Next and Nemotron-H windows (85-96% of the size-matched copy with
+# 16 new tokens, 65-88% with 2, where the old columns are read too).
+CONV_CONFIG = (512, 2)
 
 
 def mamba2_config(P: int, bn: int) -> tuple[int, int]:
@@ -343,28 +347,32 @@ def _conv_kernel(
     cin, is0, is1, is2, is3,
     slots, bufs, counts,
     NB, C, NCB,
-    KM1: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr,
+    KM1: tl.constexpr, BJ: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    # Each program owns BC whole channels (BC * KM1 consecutive elements of the window, stored contiguously).
+    # Each program owns BC channels, as `[BJ window columns, BC channels]` rows: the ring tokens load contiguously
+    # along the channels, and the rows are stored transposed (the window's time axis is its fastest).
     cb, b, layer = chunk_unit(NCB, NB)
     c = tl.load(counts + b).to(tl.int32)
+    slot = tl.load(slots + b).to(tl.int64)
+    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
-        slot = tl.load(slots + b).to(tl.int64)
-        r = tl.load(bufs + b).to(tl.int64)
-        f = tl.arange(0, BLOCK)
-        start = cb.to(tl.int64) * (BC * KM1)
-        m = (f < BC * KM1) & (f < C * KM1 - start)
-        ch = cb * BC + f // KM1
-        j = f % KM1
-        src_t = c + j - KM1  # column j of the new window is token src_t, or old column j + c when negative
-        old_col = src_t < 0
-        cp = conv + (layer * cs0 + slot * cs1 + start)
-        old = tl.load(cp + f + c, mask=m & old_col, other=0.0)
+        lc = tl.arange(0, BC)
+        ch = cb * BC + lc
+        j = tl.arange(0, BJ)
+        tok = c + j - KM1  # window column j is token tok, or old column j + c when tok < 0
+        m = (j < KM1)[:, None] & (ch < C)[None, :]
         ib = _ring_base(cin, is0, is1, is2, layer, slot, r)
-        new = tl.load(ib + src_t.to(tl.int64) * is3 + ch, mask=m & (src_t >= 0), other=0.0)
-        val = tl.where(old_col, old, new.to(conv.dtype.element_ty))
-        tl.debug_barrier()  # every old column is read before any is overwritten (threads share a channel)
-        tl.store(cp + f, val, mask=m)
+        rows = tl.load(ib + tok[:, None].to(tl.int64) * is3 + ch[None, :], mask=m & (tok >= 0)[:, None], other=0.0)
+        rows = rows.to(conv.dtype.element_ty)
+        cp = conv + (layer * cs0 + slot * cs1)
+        if c < KM1:  # fewer new tokens than the window: old columns c.. shift left
+            # The program's block of the old window loads contiguously; a gather in shared memory picks the columns.
+            f = tl.arange(0, BLOCK)
+            win = tl.load(cp + cb * (BC * KM1) + f, mask=f < tl.minimum(BC, C - cb * BC) * KM1, other=0.0)
+            idx = tl.where(m & (tok < 0)[:, None], lc[None, :] * KM1 + (j + c)[:, None], 0)
+            rows = tl.where((tok < 0)[:, None], tl.gather(win, tl.reshape(idx, [BJ * BC]), axis=0).reshape(BJ, BC), rows)
+            tl.debug_barrier()  # every old column is read before any is overwritten (threads share a channel)
+        tl.store(cp + ch[:, None] * KM1 + j[None, :], tl.trans(rows), mask=tl.trans(m))
 
 
 def _float(name: str, t: torch.Tensor) -> None:
@@ -523,7 +531,7 @@ def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool
 
 
 def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
-    """See `reference.replay_fold_conv_reference`. `config` = `(elements per program, num_warps)`."""
+    """See `reference.replay_fold_conv_reference`. `config` = `(channels per program, num_warps)`."""
     _state("conv", conv, 4)
     L, S, C, km1 = conv.shape
     dev = same_device(conv=conv, conv_in=conv_in)
@@ -531,10 +539,10 @@ def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = T
     slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
     if nb == 0 or conv.numel() == 0:
         return
-    block, warps = config or (4096, 4)
-    bc = max(1, (block // km1) // 8 * 8 or block // km1)  # whole channels, 16-byte aligned starts when possible
+    bc, warps = config or CONV_CONFIG
+    bc = min(next_pow2(bc), next_pow2(C))
     ncb = triton.cdiv(C, bc)
     _conv_kernel[(L * nb * ncb,)](
         conv, *lead_strides(conv, 2), conv_in, *lead_strides(conv_in, 4),
-        slots, buf, count, nb, C, ncb, KM1=km1, BC=bc, BLOCK=next_pow2(bc * km1), num_warps=warps,
+        slots, buf, count, nb, C, ncb, KM1=km1, BJ=next_pow2(km1), BC=bc, BLOCK=next_pow2(bc * km1), num_warps=warps,
     )  # fmt: skip

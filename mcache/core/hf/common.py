@@ -10,6 +10,7 @@ import msgspec
 
 from mcache.core import dtypes
 from mcache.core.errors import SpecError
+from mcache.core.kinds.mamba1 import dt_rank_auto
 from mcache.core.spec import MAX_INT, MAX_LAYERS, ModelSpec, check_spec
 from mcache.core.spec_dump import compact_layers
 
@@ -217,6 +218,22 @@ def attention_block(
             raise cfg.error(key, f"a value, since the attention width {width} is not a multiple of {heads} heads")
         head_dim = width // heads
     return {"num_heads": heads, "num_kv_heads": cfg.int(kv_key, heads), "head_dim": head_dim, **extra}
+
+
+def mamba2_block(cfg: Cfg, heads: int, head_dim: int, state: str, groups: str, conv: str, *,
+                 state_default: Any = _MISSING, groups_default: int = 1) -> dict:
+    """The `mamba2` block: the caller's head split, then the state size, groups and conv kernel read from the
+    keys `state`, `groups` and `conv` (the conv kernel defaults to 4, as in every Mamba2 config class)."""
+    return {"num_heads": heads, "head_dim": head_dim, "state_size": cfg.int(state, state_default),
+            "n_groups": cfg.int(groups, groups_default), "conv_kernel": cfg.int(conv, 4)}
+
+
+def mamba1_block(cfg: Cfg, inner: int, hidden: int, state: str, conv: str, dt_rank: str, *,
+                 state_default: Any = _MISSING) -> dict:
+    """The `mamba1` block: the inner size, then the state size, conv kernel (4 when absent) and the dt rank
+    (`"auto"` or absent: ceil(hidden / 16)) read from the keys `state`, `conv` and `dt_rank`."""
+    return {"intermediate_size": inner, "state_size": cfg.int(state, state_default), "conv_kernel": cfg.int(conv, 4),
+            "dt_rank": cfg.int_or_auto(dt_rank, dt_rank_auto(hidden))}
 
 
 def moe_block(experts: int, top_k: int, expert_size: int, shared: int, **extra: Any) -> dict:

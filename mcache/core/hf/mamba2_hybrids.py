@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, moe_block
+from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, mamba2_block, moe_block
 from mcache.core.spec import NEMOTRON_LEGEND
 
 NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
 MIXER_NAMES = {"mamba": "mamba2", "attention": "attention", "linear_attention": "mamba2",
                "full_attention": "attention"}
-
-
-def _mamba2(cfg: Cfg, heads: str, head_dim: str, state: str, groups: str, conv: str) -> dict:
-    return {
-        "num_heads": cfg.int(heads),
-        "head_dim": cfg.int(head_dim),
-        "state_size": cfg.int(state),
-        "n_groups": cfg.int(groups, 1),
-        "conv_kernel": cfg.int(conv, 4),
-    }
 
 
 def _inner_heads(cfg: Cfg, hidden: int, prefix: str = "mamba_") -> dict:
@@ -26,13 +16,7 @@ def _inner_heads(cfg: Cfg, hidden: int, prefix: str = "mamba_") -> dict:
     heads = cfg.int(f"{prefix}n_heads")
     head_dim = cfg.int_or_auto(f"{prefix}d_head", inner // heads)
     check_product(cfg, f"{prefix}n_heads", heads, head_dim, inner, f"{prefix}expand x hidden_size")
-    return {
-        "num_heads": heads,
-        "head_dim": head_dim,
-        "state_size": cfg.int(f"{prefix}d_state"),
-        "n_groups": cfg.int(f"{prefix}n_groups", 1),
-        "conv_kernel": cfg.int(f"{prefix}d_conv", 4),
-    }
+    return mamba2_block(cfg, heads, head_dim, f"{prefix}d_state", f"{prefix}n_groups", f"{prefix}d_conv")
 
 
 def nemotron_h(cfg: Cfg) -> Draft:
@@ -54,8 +38,8 @@ def nemotron_h(cfg: Cfg) -> Draft:
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
     kinds = set(entries)
     if "mamba2" in kinds:
-        draft.blocks["mamba2"] = _mamba2(cfg, "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
-                                         "conv_kernel")
+        draft.blocks["mamba2"] = mamba2_block(cfg, cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim"), "ssm_state_size",
+                                              "n_groups", "conv_kernel")
     if "attention" in kinds:
         if not (cfg.has("attention_head_dim") or cfg.has("head_dim")):
             raise cfg.error("head_dim", "a value (or attention_head_dim) for model_type nemotron_h, missing")
@@ -119,13 +103,7 @@ def falcon_h1(cfg: Cfg) -> Draft:
     check_product(cfg, "mamba_n_heads", heads, head_dim, inner, "mamba_d_ssm")
     entries = ["mamba2+attention+mlp"] * n
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
-    draft.blocks["mamba2"] = {
-        "num_heads": heads,
-        "head_dim": head_dim,
-        "state_size": cfg.int("mamba_d_state"),
-        "n_groups": cfg.int("mamba_n_groups", 1),
-        "conv_kernel": cfg.int("mamba_d_conv", 4),
-    }
+    draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "mamba_d_state", "mamba_n_groups", "mamba_d_conv")
     draft.blocks["attention"] = attention_block(cfg, hidden)
     draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     draft.notes.append(f"{n} layers, each Mamba2 and attention in parallel, then a gated MLP (falcon_h1).")
@@ -142,13 +120,7 @@ def zamba2(cfg: Cfg) -> Draft:
     heads = cfg.int("n_mamba_heads")
     head_dim = cfg.int("mamba_headdim", inner // heads)
     check_product(cfg, "n_mamba_heads", heads, head_dim, inner, "mamba_expand x hidden_size")
-    draft.blocks["mamba2"] = {
-        "num_heads": heads,
-        "head_dim": head_dim,
-        "state_size": cfg.int("mamba_d_state"),
-        "n_groups": cfg.int("mamba_ngroups", 1),
-        "conv_kernel": cfg.int("mamba_d_conv", 4),
-    }
+    draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "mamba_d_state", "mamba_ngroups", "mamba_d_conv")
     if "mamba2+attention+mlp" in types:
         blocks = cfg.int("num_mem_blocks", 1)
         attn_in = cfg.int("attention_hidden_size", 2 * hidden)

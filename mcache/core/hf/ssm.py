@@ -3,8 +3,7 @@ library's `d_model`/`n_layer`/`ssm_cfg` format), `jamba`."""
 
 from __future__ import annotations
 
-from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note
-from mcache.core.kinds.mamba1 import dt_rank_auto
+from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, mamba1_block, mamba2_block
 
 # Mixer defaults of the mamba_ssm library: a config's `ssm_cfg` only lists what differs from them.
 MAMBA_SSM_DEFAULTS = {
@@ -22,12 +21,7 @@ def mamba(cfg: Cfg) -> Draft:
         raise cfg.error("intermediate_size", f"expand x hidden_size = {inner}, got {cfg.int('intermediate_size')}")
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba1"] * n, tie_embeddings=cfg.bool("tie_word_embeddings",
                                                                                                True))
-    draft.blocks["mamba1"] = {
-        "intermediate_size": inner,
-        "state_size": cfg.int("state_size", 16),
-        "conv_kernel": cfg.int("conv_kernel", 4),
-        "dt_rank": cfg.int_or_auto("time_step_rank", dt_rank_auto(hidden)),
-    }
+    draft.blocks["mamba1"] = mamba1_block(cfg, inner, hidden, "state_size", "conv_kernel", "time_step_rank", state_default=16)
     draft.notes.append(f"{n} Mamba1 layers (transformers MambaConfig).")
     return draft
 
@@ -39,13 +33,8 @@ def mamba2(cfg: Cfg) -> Draft:
     check_product(cfg, "num_heads", heads, head_dim, cfg.int("expand", 2) * hidden, "expand x hidden_size")
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba2"] * n, tie_embeddings=cfg.bool("tie_word_embeddings",
                                                                                                False))
-    draft.blocks["mamba2"] = {
-        "num_heads": heads,
-        "head_dim": head_dim,
-        "state_size": cfg.int("state_size", 128),
-        "n_groups": cfg.int("n_groups", 8),
-        "conv_kernel": cfg.int("conv_kernel", 4),
-    }
+    draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "state_size", "n_groups", "conv_kernel", state_default=128,
+                                          groups_default=8)
     draft.notes.append(f"{n} Mamba2 layers (transformers Mamba2Config).")
     return draft
 
@@ -73,20 +62,9 @@ def mamba_ssm(cfg: Cfg) -> Draft:
         d_ssm = mixer.int("d_ssm", inner)
         if d_ssm % head_dim:
             raise mixer.error("headdim", f"a divisor of d_ssm {d_ssm}, got {head_dim}")
-        draft.blocks["mamba2"] = {
-            "num_heads": d_ssm // head_dim,
-            "head_dim": head_dim,
-            "state_size": mixer.int("d_state"),
-            "n_groups": mixer.int("ngroups"),
-            "conv_kernel": mixer.int("d_conv"),
-        }
+        draft.blocks["mamba2"] = mamba2_block(mixer, d_ssm // head_dim, head_dim, "d_state", "ngroups", "d_conv")
     else:
-        draft.blocks["mamba1"] = {
-            "intermediate_size": inner,
-            "state_size": mixer.int("d_state"),
-            "conv_kernel": mixer.int("d_conv"),
-            "dt_rank": mixer.int_or_auto("dt_rank", dt_rank_auto(hidden)),
-        }
+        draft.blocks["mamba1"] = mamba1_block(mixer, inner, hidden, "d_state", "d_conv", "dt_rank")
     if attn:
         draft.blocks["attention"] = attention_block(top.sub("attn_cfg"), hidden, heads_key="num_heads", kv_key="num_heads_kv")
     if ffn:
@@ -121,12 +99,8 @@ def jamba(cfg: Cfg) -> Draft:
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
     if any(e.startswith("attention") for e in entries):
         draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=())
-    draft.blocks["mamba1"] = {
-        "intermediate_size": cfg.int("mamba_expand", 2) * hidden,
-        "state_size": cfg.int("mamba_d_state", 16),
-        "conv_kernel": cfg.int("mamba_d_conv", 4),
-        "dt_rank": cfg.int_or_auto("mamba_dt_rank", dt_rank_auto(hidden)),
-    }
+    draft.blocks["mamba1"] = mamba1_block(cfg, cfg.int("mamba_expand", 2) * hidden, hidden, "mamba_d_state", "mamba_d_conv",
+                                          "mamba_dt_rank", state_default=16)
     if any(e.endswith("+mlp") for e in entries):
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     if any(e.endswith("+moe") for e in entries):

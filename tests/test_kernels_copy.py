@@ -271,3 +271,25 @@ def test_cpu_path_refuses_mixed_dtypes_like_the_launchers():
         K.pack(f32, idx, [(0, 3)], torch.empty(2, 2, 3, dtype=torch.bfloat16))
     with pytest.raises(KernelArgError, match="does not convert"):
         K.commit_intermediate(f32, torch.ones(2, 4, 2, 3, dtype=torch.bfloat16), idx, idx, idx + 1)
+
+
+@pytest.mark.parametrize("package,name", [
+    ("commit_index", "commit_index"), ("commit_intermediate", "commit_intermediate"), ("copy_slots", "copy_slots"),
+    ("pack", "pack"), ("pack", "unpack"), ("reset_slots", "reset_slots"), ("replay_fold", "replay_fold_mamba2"),
+    ("replay_fold", "replay_fold_gdn"), ("replay_fold", "replay_fold_kda"), ("replay_fold", "replay_fold_conv"),
+])  # fmt: skip
+def test_public_op_dispatches_cuda_tensors_to_its_triton_launcher(package, name, monkeypatch):
+    """Each public op sends CUDA tensors to `<package>.kernel.<name>_triton` (with `check`) and CPU tensors to
+    its reference; the launcher is replaced here, so this runs without a GPU."""
+    import importlib
+
+    import mcache.kernels as ops
+
+    module = importlib.import_module(f"mcache.kernels.{package}.kernel")
+    calls = []
+    monkeypatch.setattr(module, f"{name}_triton", lambda *args, check: calls.append((len(args), check)))
+    cuda = type("CudaTensor", (), {"is_cuda": True})()
+    op = getattr(ops, name)
+    args = [[cuda], None] if name == "reset_slots" else [cuda] * op.__code__.co_argcount  # reset takes a list of pools
+    op(*args, check=False)
+    assert calls == [(len(args), False)]

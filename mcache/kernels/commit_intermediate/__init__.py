@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from .._dispatch import run
 from .reference import commit_intermediate_reference
 
 __all__ = ["commit_intermediate", "commit_intermediate_reference"]
@@ -19,9 +20,4 @@ def commit_intermediate(
     check: bool = True,
 ) -> None:
     """`pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]`, skipping `accepted[b] == 0`."""
-    if pool.is_cuda:
-        from .kernel import commit_intermediate_triton
-
-        commit_intermediate_triton(pool, inter, slots, rows, accepted, check=check)
-    else:
-        commit_intermediate_reference(pool, inter, slots, rows, accepted)
+    run(pool.is_cuda, __package__, "commit_intermediate", commit_intermediate_reference, pool, inter, slots, rows, accepted, check=check)

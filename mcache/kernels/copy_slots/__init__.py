@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from .._dispatch import run
 from .reference import copy_slots_reference
 
 __all__ = ["copy_slots", "copy_slots_reference"]
@@ -14,9 +15,4 @@ def copy_slots(src: torch.Tensor, src_slots: torch.Tensor, dst: torch.Tensor, ds
 
     Within one pool, a slot may not be both read and written by one call (the kernel does not gather first).
     """
-    if dst.is_cuda:
-        from .kernel import copy_slots_triton
-
-        copy_slots_triton(src, src_slots, dst, dst_slots, check=check)
-    else:
-        copy_slots_reference(src, src_slots, dst, dst_slots)
+    run(dst.is_cuda, __package__, "copy_slots", copy_slots_reference, src, src_slots, dst, dst_slots, check=check)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from .._dispatch import run
 from .reference import (
     replay_fold_conv_reference,
     replay_fold_gdn_reference,
@@ -25,39 +26,19 @@ __all__ = [
 
 def replay_fold_mamba2(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True) -> None:
     """Mamba2 fold; shapes in `reference.replay_fold_mamba2_reference`."""
-    if ssm.is_cuda:
-        from .kernel import replay_fold_mamba2_triton
-
-        replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, check=check)
-    else:
-        replay_fold_mamba2_reference(ssm, x, B, dt, dA, slots, buf, count)
+    run(ssm.is_cuda, __package__, "replay_fold_mamba2", replay_fold_mamba2_reference, ssm, x, B, dt, dA, slots, buf, count, check=check)
 
 
 def replay_fold_gdn(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True) -> None:
     """GatedDeltaNet fold; shapes in `reference.replay_fold_gdn_reference`."""
-    if ssm.is_cuda:
-        from .kernel import replay_fold_gdn_triton
-
-        replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
-    else:
-        replay_fold_gdn_reference(ssm, k, v, g, beta, slots, buf, count)
+    run(ssm.is_cuda, __package__, "replay_fold_gdn", replay_fold_gdn_reference, ssm, k, v, g, beta, slots, buf, count, check=check)
 
 
 def replay_fold_kda(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True) -> None:
     """KDA fold (per-channel gate); shapes in `reference.replay_fold_kda_reference`."""
-    if ssm.is_cuda:
-        from .kernel import replay_fold_kda_triton
-
-        replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
-    else:
-        replay_fold_kda_reference(ssm, k, v, g, beta, slots, buf, count)
+    run(ssm.is_cuda, __package__, "replay_fold_kda", replay_fold_kda_reference, ssm, k, v, g, beta, slots, buf, count, check=check)
 
 
 def replay_fold_conv(conv: torch.Tensor, conv_in: torch.Tensor, slots, buf, count, *, check: bool = True) -> None:
     """Conv-window fold; shapes in `reference.replay_fold_conv_reference`."""
-    if conv.is_cuda:
-        from .kernel import replay_fold_conv_triton
-
-        replay_fold_conv_triton(conv, conv_in, slots, buf, count, check=check)
-    else:
-        replay_fold_conv_reference(conv, conv_in, slots, buf, count)
+    run(conv.is_cuda, __package__, "replay_fold_conv", replay_fold_conv_reference, conv, conv_in, slots, buf, count, check=check)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from .._dispatch import run
 from .reference import reset_slots_reference
 
 __all__ = ["reset_slots", "reset_slots_reference"]
@@ -14,9 +15,4 @@ def reset_slots(pools: list[torch.Tensor], slots: torch.Tensor, *, check: bool =
 
     `check=False` skips the host-side index-range check (which synchronizes when `slots` is on the GPU).
     """
-    if pools and pools[0].is_cuda:
-        from .kernel import reset_slots_triton
-
-        reset_slots_triton(pools, slots, check=check)
-    else:
-        reset_slots_reference(pools, slots)
+    run(bool(pools) and pools[0].is_cuda, __package__, "reset_slots", reset_slots_reference, pools, slots, check=check)

@@ -279,8 +279,8 @@ def test_cpu_path_refuses_mixed_dtypes_like_the_launchers():
     ("replay_fold", "replay_fold_gdn"), ("replay_fold", "replay_fold_kda"), ("replay_fold", "replay_fold_conv"),
 ])  # fmt: skip
 def test_public_op_dispatches_cuda_tensors_to_its_triton_launcher(package, name, monkeypatch):
-    """Each public op sends CUDA tensors to `<package>.kernel.<name>_triton` (with `check`) and CPU tensors to
-    its reference; the launcher is replaced here, so this runs without a GPU."""
+    """Each public op sends CUDA tensors to `<package>.kernel.<name>_triton`, with the caller's `check` (the CPU
+    path is every other test's); the launcher is replaced here, so this runs without a GPU."""
     import importlib
 
     import mcache.kernels as ops

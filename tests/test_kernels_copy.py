@@ -293,3 +293,21 @@ def test_public_op_dispatches_cuda_tensors_to_its_triton_launcher(package, name,
     args = [[cuda], None] if name == "reset_slots" else [cuda] * op.__code__.co_argcount  # reset takes a list of pools
     op(*args, check=False)
     assert calls == [(len(args), False)]
+
+
+def test_copy_config_runs_small_programs_when_a_launch_is_mostly_its_last_wave(monkeypatch):
+    from mcache.kernels import _common
+
+    monkeypatch.setattr(_common, "sm_count", lambda device: None if device.type == "cpu" else 132)
+    gpu, cpu = torch.device("cuda", 0), torch.device("cpu")
+    state = (1 << 20) // 4  # a 1 MiB state in 4-byte words
+    # Below 4 programs of 128 KiB per SM (4 * 132 * 128 KiB = 66 MiB): 32 KiB programs on 16 warps.
+    assert _common.copy_config(state, 4, None, 36 * state, gpu) == (8192, 16)  # 36 MiB
+    assert _common.copy_config(state, 4, None, 66 * state - 1, gpu) == (8192, 16)
+    assert _common.copy_config(state, 4, None, 66 * state, gpu) == (32768, 16)
+    assert _common.copy_config(state, 2, None, 36 * state, gpu) == (16384, 16)  # 2-byte words
+    assert _common.copy_config(1000, 4, None, 1000, gpu) == (1024, 4)  # a 4 KiB state: one block of it
+    assert _common.copy_config(state, 4, None, 36 * state, cpu) == (32768, 16)  # no SM count off the GPU
+    assert _common.copy_config(state, 4, (64, 2), 36 * state, gpu) == (64, 2)
+    plan = _common.chunk_plan("copy_slots", state, 4, 36, None, gpu)
+    assert plan == (8192, 16, 32, 36 * 32)

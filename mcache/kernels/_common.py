@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import torch
 
@@ -137,23 +138,49 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def copy_config(words: int, word_bytes: int, config: tuple[int, int] | None = None) -> tuple[int, int]:
-    """`(BLOCK words per program, num_warps)` for a copy-like kernel over states of `words` words.
+@lru_cache
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
-    128 KiB per program at 16 warps (64 bytes in flight per thread): the fastest of the configurations
-    timed on an H200 (32 KiB programs ran about 4% slower at every batch size; results/kernels_h200.md).
+
+def sm_count(device: torch.device) -> int | None:
+    """Streaming multiprocessors of a CUDA device; None for the CPU."""
+    if device.type != "cuda":
+        return None
+    return _sm_count(torch.cuda.current_device() if device.index is None else device.index)
+
+
+# A copy-like launch moving less than this many 128 KiB programs per SM runs 32 KiB programs instead.
+SMALL_LAUNCH_PER_SM = 4
+
+
+def copy_config(
+    words: int, word_bytes: int, config: tuple[int, int] | None = None, total_words: int = 0, device: torch.device | None = None
+) -> tuple[int, int]:
+    """`(BLOCK words per program, num_warps)` for a copy-like kernel over states of `words` words, moving
+    `total_words` in all on `device`.
+
+    128 KiB per program at 16 warps (64 bytes in flight per thread): the fastest of the configurations timed on
+    an H200 from a few programs per SM up. A launch with fewer than `SMALL_LAUNCH_PER_SM` of them per SM is
+    mostly its last wave, so it runs 32 KiB programs at 16 warps: on an H200 that took packing half the
+    Qwen3-Next heads of one request from 84% to 94% of the size-matched copy, and lost at most a point against
+    128 KiB programs in the launches it now covers (results/kernel_experiments.md).
     """
     if config is not None:
         return config
-    block = max(16, min(next_pow2(words), (128 << 10) // word_bytes))
+    sms = sm_count(device) if device is not None else None
+    small = sms is not None and total_words * word_bytes < SMALL_LAUNCH_PER_SM * sms * (128 << 10)
+    block = max(16, min(next_pow2(words), ((32 if small else 128) << 10) // word_bytes))
     nbytes = block * word_bytes
-    warps = 16 if nbytes >= 64 << 10 else 8 if nbytes >= 16 << 10 else 4
+    warps = 16 if nbytes >= (32 if small else 64) << 10 else 8 if nbytes >= 16 << 10 else 4
     return block, warps
 
 
-def chunk_plan(op: str, words: int, word_bytes: int, units: int, config: tuple[int, int] | None) -> tuple[int, int, int, int]:
+def chunk_plan(
+    op: str, words: int, word_bytes: int, units: int, config: tuple[int, int] | None, device: torch.device
+) -> tuple[int, int, int, int]:
     """`(BLOCK, num_warps, chunks per unit, grid)` of a copy-like launch over `units` (layer, request) units of
-    `words` words each; see `copy_config`."""
-    block, warps = copy_config(words, word_bytes, config)
+    `words` words each on `device`; see `copy_config`."""
+    block, warps = copy_config(words, word_bytes, config, units * words, device)
     nch = -(-words // block)
     return block, warps, nch, launch_grid(op, units * nch)

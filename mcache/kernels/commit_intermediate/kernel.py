@@ -23,10 +23,10 @@ def _commit_intermediate_kernel(
 ):  # fmt: skip
     chunk, b, layer = chunk_unit(NCH, B)
     acc = tl.load(accepted + b).to(tl.int64)
+    slot = tl.load(slots + b).to(tl.int64)  # all three indices in one round trip
+    row = tl.load(rows + b).to(tl.int64)
     if acc > 0:
         start = chunk.to(tl.int64) * BLOCK
-        slot = tl.load(slots + b).to(tl.int64)
-        row = tl.load(rows + b).to(tl.int64)
         offs = tl.arange(0, BLOCK)
         s_ptr = inter + (layer * is0 + row * is1 + (acc - 1) * is2 + start) + offs
         d_ptr = pool + (layer * ps0 + slot * ps1 + start) + offs
@@ -63,7 +63,7 @@ def commit_intermediate_triton(
         return
     w, pv, iv = word_views(pool, 2, inter, 3)
     d = pv.shape[2]
-    block, warps, nch, grid = chunk_plan("commit_intermediate", d, w, pv.shape[0] * nb, config)
+    block, warps, nch, grid = chunk_plan("commit_intermediate", d, w, pv.shape[0] * nb, config, pv.device)
     _commit_intermediate_kernel[(grid,)](
         pv, slots, *lead_strides(pv, 2),
         iv, rows, accepted, *lead_strides(iv, 3),

@@ -63,7 +63,7 @@ def copy_slots_triton(
         return
     w, sv, dv = word_views(src, 2, dst, 2)
     d = sv.shape[2]
-    block, warps, nch, grid = chunk_plan("copy_slots", d, w, sv.shape[0] * nb, config)
+    block, warps, nch, grid = chunk_plan("copy_slots", d, w, sv.shape[0] * nb, config, sv.device)
     _copy_slots_kernel[(grid,)](
         sv, src_slots, *lead_strides(sv, 2),
         dv, dst_slots, *lead_strides(dv, 2),

@@ -83,7 +83,7 @@ def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> Non
     w, pv, qv = word_views(pool, 2, packed, 2, flat)
     es = pool.element_size()  # word_size made every start and length a whole number of words
     words = tuple((s * es // w, n * es // w) for s, n in ranges)
-    block, warps = copy_config(max(n for _, n in words), w, config)
+    block, warps = copy_config(max(n for _, n in words), w, config, nl * nb * sum(n for _, n in words), pv.device)
     tab, nch, align = _chunk_table(words, block, pv.device)
     grid = launch_grid(name, nl * nb * nch)
     _pack_kernel[(grid,)](

@@ -24,15 +24,13 @@ Offsets are int64; `[L, S, ...]` dims 0/1 of the state and dims 0..3 of the ring
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._blocks import chunk_unit
-from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, state_numel
+from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, sm_count, state_numel
 
 PRECISION = "tf32x3"
 HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
@@ -99,9 +97,9 @@ def _mamba2_kernel(
 ):  # fmt: skip
     pb, h, b, layer = _head_unit(NPB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
+    slot = tl.load(slots + b).to(tl.int64)
+    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
-        slot = tl.load(slots + b).to(tl.int64)
-        r = tl.load(bufs + b).to(tl.int64)
         p = pb * BP + tl.arange(0, BP)
         n = tl.arange(0, BN)
         sm = (p[:, None] < P) & (n[None, :] < N)
@@ -157,9 +155,9 @@ def _gdn_mix_kernel(
         tl.extra.cuda.gdc_launch_dependents()  # the update kernel may launch now; it waits for M before reading it
     _, h, b, layer = _head_unit(1, H, NB)
     c = tl.load(counts + b).to(tl.int32)
+    slot = tl.load(slots + b).to(tl.int64)
+    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
-        slot = tl.load(slots + b).to(tl.int64)
-        r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         t = tl.arange(0, CT)
         tm = t < c
@@ -239,9 +237,9 @@ def _gdn_kernel(
     # One program folds BV rows of V of one head (pointer form).
     vb, h, b, layer = _head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
+    slot = tl.load(slots + b).to(tl.int64)
+    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
-        slot = tl.load(slots + b).to(tl.int64)
-        r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         vv = vb * BV + tl.arange(0, BV)
         sbase = ssm + (layer * ss0 + slot * ss1 + h * V * K)
@@ -317,9 +315,9 @@ def _kda_kernel(
     # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
     vb, h, b, layer = _head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
+    slot = tl.load(slots + b).to(tl.int64)
+    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
-        slot = tl.load(slots + b).to(tl.int64)
-        r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         km = kk < K
         vv = vb * BV + tl.arange(0, BV)
@@ -457,11 +455,6 @@ def _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel: bool)
     return (L, H, V, K, H // hk, hist, nb), (slots, buf, count)
 
 
-@lru_cache
-def _sm_count(device: int) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def _hopper(t: torch.Tensor) -> bool:
     """A CUDA tensor on a Hopper or newer GPU (TMA, PDL)."""
     return t.is_cuda and torch.cuda.get_device_capability(t.device)[0] >= 9
@@ -505,7 +498,7 @@ def replay_fold_gdn_triton(
     if form == "tma" or (form is None and gdn_tma_fits(ssm, k)):
         desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, bv, bk])
         nu = L * nb * H * nvb
-        programs = GDN_TMA_PER_SM * _sm_count(ssm.device.index) if ssm.is_cuda else 3
+        programs = GDN_TMA_PER_SM * sm_count(ssm.device) if ssm.is_cuda else 3
         _gdn_tma_kernel[(min(nu, programs),)](
             desc, *rings, nu, ssm.shape[1], H=H, V=V, K=K, HPG=hpg, NVB=nvb, STAGES=GDN_TMA_STAGES, **opts
         )

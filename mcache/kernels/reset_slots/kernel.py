@@ -86,8 +86,9 @@ def reset_slots_triton(
 
 def _launch(views: list[torch.Tensor], slots: torch.Tensor, config: tuple[int, int] | None) -> None:
     wb = views[0].element_size()
-    block, warps = copy_config(max(v.shape[2] for v in views), wb, config)
     nb = slots.numel()
+    moved = sum(v.shape[0] * v.shape[2] for v in views) * nb
+    block, warps = copy_config(max(v.shape[2] for v in views), wb, config, moved, views[0].device)
     args, evens, ends, total = [], [], [], 0
     for v in views:
         d = v.shape[2]

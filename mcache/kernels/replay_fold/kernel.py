@@ -97,9 +97,9 @@ def _mamba2_kernel(
 ):  # fmt: skip
     pb, h, b, layer = _head_unit(NPB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
-    slot = tl.load(slots + b).to(tl.int64)
-    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
         p = pb * BP + tl.arange(0, BP)
         n = tl.arange(0, BN)
         sm = (p[:, None] < P) & (n[None, :] < N)
@@ -155,9 +155,9 @@ def _gdn_mix_kernel(
         tl.extra.cuda.gdc_launch_dependents()  # the update kernel may launch now; it waits for M before reading it
     _, h, b, layer = _head_unit(1, H, NB)
     c = tl.load(counts + b).to(tl.int32)
-    slot = tl.load(slots + b).to(tl.int64)
-    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         t = tl.arange(0, CT)
         tm = t < c
@@ -237,9 +237,9 @@ def _gdn_kernel(
     # One program folds BV rows of V of one head (pointer form).
     vb, h, b, layer = _head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
-    slot = tl.load(slots + b).to(tl.int64)
-    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         vv = vb * BV + tl.arange(0, BV)
         sbase = ssm + (layer * ss0 + slot * ss1 + h * V * K)
@@ -315,9 +315,9 @@ def _kda_kernel(
     # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
     vb, h, b, layer = _head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
-    slot = tl.load(slots + b).to(tl.int64)
-    r = tl.load(bufs + b).to(tl.int64)
     if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         km = kk < K
         vv = vb * BV + tl.arange(0, BV)

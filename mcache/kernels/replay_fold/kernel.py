@@ -74,14 +74,8 @@ def _ring_base(ptr, s0, s1, s2, layer, slot, r):
 @triton.jit
 def _head_unit(NBLK, H, NB):
     """`(block, head, request, layer)` of this program; units `(layer, request, head, block)`, block fastest."""
-    pid = tl.program_id(0)
-    blk = pid % NBLK
-    rest = pid // NBLK
-    h = (rest % H).to(tl.int64)
-    rest = rest // H
-    b = rest % NB
-    layer = (rest // NB).to(tl.int64)
-    return blk, h, b, layer
+    hb, b, layer = chunk_unit(NBLK * H, NB)
+    return hb % NBLK, (hb // NBLK).to(tl.int64), b, layer
 
 
 @triton.jit

@@ -155,7 +155,7 @@ SMALL_LAUNCH_PER_SM = 4
 
 
 def copy_config(
-    words: int, word_bytes: int, config: tuple[int, int] | None = None, total_words: int = 0, device: torch.device | None = None
+    words: int, word_bytes: int, config: tuple[int, int] | None, total_words: int, device: torch.device
 ) -> tuple[int, int]:
     """`(BLOCK words per program, num_warps)` for a copy-like kernel over states of `words` words, moving
     `total_words` in all on `device`.
@@ -168,11 +168,12 @@ def copy_config(
     """
     if config is not None:
         return config
-    sms = sm_count(device) if device is not None else None
+    sms = sm_count(device)
     small = sms is not None and total_words * word_bytes < SMALL_LAUNCH_PER_SM * sms * (128 << 10)
-    block = max(16, min(next_pow2(words), ((32 if small else 128) << 10) // word_bytes))
+    program = (32 if small else 128) << 10  # bytes per program at most
+    block = max(16, min(next_pow2(words), program // word_bytes))
     nbytes = block * word_bytes
-    warps = 16 if nbytes >= (32 if small else 64) << 10 else 8 if nbytes >= 16 << 10 else 4
+    warps = 16 if nbytes >= min(program, 64 << 10) else 8 if nbytes >= 16 << 10 else 4
     return block, warps
 
 

@@ -8,13 +8,18 @@ import triton.language as tl
 
 
 @triton.jit
+def unit_of(u, NCH, B):
+    """`(chunk, request, layer)` of unit `u` of the units `(layer, request, chunk)`, chunk fastest so that
+    neighbouring units touch neighbouring memory; all int32."""
+    rest = u // NCH
+    return u % NCH, rest % B, rest // B
+
+
+@triton.jit
 def chunk_unit(NCH, B):
-    """`(chunk, request, layer)` of this program; units `(layer, request, chunk)`, chunk fastest so that
-    neighbouring programs touch neighbouring memory. `layer` is int64 (it scales the largest stride)."""
-    pid = tl.program_id(0)
-    chunk = pid % NCH
-    rest = pid // NCH
-    return chunk, rest % B, (rest // B).to(tl.int64)
+    """`unit_of` this program; `layer` is int64 (it scales the largest stride)."""
+    chunk, b, layer = unit_of(tl.program_id(0), NCH, B)
+    return chunk, b, layer.to(tl.int64)
 
 
 @triton.jit

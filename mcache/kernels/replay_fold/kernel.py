@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._blocks import chunk_unit
+from .._blocks import chunk_unit, unit_of
 from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, sm_count, state_numel
 
 PRECISION = "tf32x3"
@@ -72,10 +72,18 @@ def _ring_base(ptr, s0, s1, s2, layer, slot, r):
 
 
 @triton.jit
+def _head_of(u, NBLK, H, NB):
+    """`(block, head, request, layer)` of unit `u` of the units `(layer, request, head, block)`, block
+    fastest; all int32."""
+    h, b, layer = unit_of(u // NBLK, H, NB)
+    return u % NBLK, h, b, layer
+
+
+@triton.jit
 def _head_unit(NBLK, H, NB):
-    """`(block, head, request, layer)` of this program; units `(layer, request, head, block)`, block fastest."""
-    hb, b, layer = chunk_unit(NBLK * H, NB)
-    return hb % NBLK, (hb // NBLK).to(tl.int64), b, layer
+    """`_head_of` this program, head and layer int64 (they scale strides)."""
+    blk, h, b, layer = _head_of(tl.program_id(0), NBLK, H, NB)
+    return blk, h.to(tl.int64), b, layer.to(tl.int64)
 
 
 @triton.jit
@@ -274,12 +282,8 @@ def _gdn_tma_kernel(
     if PDL:
         tl.extra.cuda.gdc_wait()
     for u in tl.range(tl.program_id(0), NU, tl.num_programs(0), num_stages=STAGES):
-        vb = u % NVB
+        vb, h, b, layer = _head_of(u, NVB, H, NB)  # int32: TMA coordinates
         hr = u // NVB  # (layer, request, head)
-        h = hr % H
-        lb = hr // H  # (layer, request)
-        b = lb % NB
-        layer = lb // NB
         c = tl.load(counts + b).to(tl.int32)
         slot = tl.load(slots + b)
         r = tl.load(bufs + b).to(tl.int64)

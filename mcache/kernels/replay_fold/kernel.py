@@ -15,8 +15,9 @@
   PDL, so it starts while the mix kernel finishes. On an H200 the Qwen3-Next replay op is 2.3-2.7x faster
   than with row stepping (batch 1-64).
 - KDA (a gate per K channel) steps: every row `S[v, :]` of the state evolves on its own (it needs only
-  `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens.
-  (Its chunked form needs `e^{-G}` per channel, which overflows for strong gates.)
+  `v[v]`, k, the gate and beta), so a program holds a few rows in registers and steps through the tokens, the
+  next tokens' rings loading while one is applied. (Its chunked form needs `e^{G_t - G_s}` per channel and token
+  pair, a `[CT, CT, K]` contraction off the tensor cores; split as `e^{G_t} e^{-G_s}` it overflows for strong gates.)
 
 Tokens past `count` are loaded as zeros (k, v, beta, x, dt, dA, g = 0), which makes them identity steps.
 Offsets are int64; `[L, S, ...]` dims 0/1 of the state and dims 0..3 of the ring tensors may have any strides.
@@ -45,6 +46,12 @@ GDN_TMA_STAGES = 3
 # channels on 2..8 warps on an H200 for the Qwen3-Next and Nemotron-H windows (85-96% of the size-matched copy with
 # 16 new tokens, 65-88% with 2, where the old columns are read too).
 CONV_CONFIG = (512, 2)
+# `(BV rows of V per program, num_warps)` of the KDA fold and the pipeline stages of its token loop (the next
+# tokens' k and gates load while this one is applied): 16 rows on one warp, 3 stages were the fastest of BV 8..64
+# on 1..4 warps and 1..6 stages on an H200 for Kimi-Linear's `[32, 128, 128]` states (float32: 40-41% of the
+# size-matched copy against 30-32% for 32 rows unpipelined; bfloat16: 30-37% against 27-32%).
+KDA_CONFIG = (16, 1)
+KDA_STAGES = 3
 
 
 def mamba2_config(P: int, bn: int) -> tuple[int, int]:
@@ -58,12 +65,6 @@ def gdn_max_registers(dtype: torch.dtype) -> int | None:
     """Register cap of the GatedDeltaNet update in the pointer form: 96 for 16-bit states (five programs per SM
     instead of four: 70-71% of the size-matched copy against 64-67% on an H200); none for float32 states."""
     return 96 if dtype in HALF else None
-
-
-def kda_config(dtype: torch.dtype) -> tuple[int, int]:
-    """`(BV rows of V per program, num_warps)` of the KDA fold, the fastest of a sweep over BV 8..64 and 1..8
-    warps on an H200 for `[32, 128, 128]` states: one warp per program, 16 rows for 2-byte states, 32 for float32."""
-    return (16, 1) if dtype in HALF else (32, 1)
 
 
 @triton.jit
@@ -307,7 +308,7 @@ def _kda_kernel(
     beta, es0, es1, es2, es3,
     slots, bufs, counts,
     NB, H, V, K, HPG, NVB,
-    BV: tl.constexpr, BK: tl.constexpr,
+    BV: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
     # Rows of the state are independent under the delta rule (`S[v, :]` needs only `v[v]`, k, g and beta),
     # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
@@ -327,7 +328,7 @@ def _kda_kernel(
         vbase = _ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V + vv
         gb = _ring_base(g, gs0, gs1, gs2, layer, slot, r) + h * K + kk
         eb = _ring_base(beta, es0, es1, es2, layer, slot, r) + h
-        for t in range(0, c):
+        for t in tl.range(0, c, num_stages=STAGES):
             kt = tl.load(kb + t * ks3, mask=km, other=0.0).to(tl.float32)
             vt = tl.load(vbase + t * vs3, mask=vm, other=0.0).to(tl.float32)
             bt = tl.load(eb + t * es3).to(tl.float32)
@@ -513,11 +514,11 @@ def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool
     (L, H, V, K, hpg, _, nb), idx = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=True)
     if nb == 0 or ssm.numel() == 0:
         return
-    bv, warps = config or kda_config(ssm.dtype)
+    bv, warps = config or KDA_CONFIG
     nvb = triton.cdiv(V, bv)
     _kda_kernel[(L * nb * H * nvb,)](
         ssm, *lead_strides(ssm, 2), *_rings_with_strides(k, v, g, beta), *idx, nb, H, V, K, hpg, nvb,
-        BV=bv, BK=max(16, next_pow2(K)), num_warps=warps,
+        BV=bv, BK=max(16, next_pow2(K)), STAGES=KDA_STAGES, num_warps=warps,
     )  # fmt: skip
 
 

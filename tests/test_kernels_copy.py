@@ -181,13 +181,14 @@ def test_pack_unpack(device, layout, dtype):
         ((C, K1), [(2 * K1, 3 * K1), (7 * K1, 1 * K1), (10 * K1, 2 * K1)]),  # per-section slices of a conv state
         ((H, P, N), [(1, 2), (P * N + 3, 7), (H * P * N - 1, 1)]),  # odd offsets: narrow words
     ]
-    for state, ranges in cases:
+    for (state, ranges), padded in [(c, False) for c in cases] + [(cases[0], True)]:
         for cfg in CONFIGS.values():
             for nb in _batches(device, S):
                 pool = make_pool(L, S, state, DTYPES[dtype], layout, device, gen)
                 slots = distinct_slots(nb, S, gen, device)
                 total = sum(n for _, n in ranges)
-                out = torch.full((nb, L, total), float("nan"), dtype=DTYPES[dtype], device=device)
+                # A padded buffer's layers are not side by side: with a layer-major pool, units go layer by layer.
+                out = torch.full((nb, L, total + 5 * padded), float("nan"), dtype=DTYPES[dtype], device=device)[..., :total]
                 expect = out.clone()
                 pack_reference(pool, slots, ranges, expect)
                 _kernels()["pack"](pool, slots, ranges, out, config=cfg)
@@ -293,6 +294,20 @@ def test_public_op_dispatches_cuda_tensors_to_its_triton_launcher(package, name,
     args = [[cuda], None] if name == "reset_slots" else [cuda] * op.__code__.co_argcount  # reset takes a list of pools
     op(*args, check=False)
     assert calls == [(len(args), False)]
+
+
+def test_layer_inner_when_the_layers_of_a_request_lie_side_by_side():
+    from mcache.kernels._common import layer_inner
+
+    layer_major = torch.empty(3, 5, 7)  # [L, S, words]: layer stride 35
+    slot_major = torch.empty(5, 3, 7).transpose(0, 1)  # layer stride 7
+    packed = torch.empty(4, 3, 7)  # [B, L, words]: layer stride 7
+    padded = torch.empty(4, 3, 9)[..., :7]  # layer stride 9
+    assert not layer_inner((layer_major, 0))
+    assert layer_inner((slot_major, 0))
+    assert layer_inner((layer_major, 0), (packed, 1))
+    assert not layer_inner((layer_major, 0), (padded, 1))
+    assert not layer_inner((torch.empty(5, 1, 7).transpose(0, 1), 0))  # one layer: no order to choose
 
 
 def test_copy_config_runs_small_programs_when_a_launch_is_mostly_its_last_wave(monkeypatch):

@@ -16,9 +16,14 @@ def unit_of(u, NCH, B):
 
 
 @triton.jit
-def chunk_unit(NCH, B):
-    """`unit_of` this program; `layer` is int64 (it scales the largest stride)."""
-    chunk, b, layer = unit_of(tl.program_id(0), NCH, B)
+def chunk_unit(NCH, B, NL, LAYER_INNER: tl.constexpr):
+    """`(chunk, request, layer)` of this program among the units `(layer, request, chunk)`, or `(request, layer,
+    chunk)` when `LAYER_INNER` (see `_common.layer_inner`); chunk fastest. `layer` is int64 (it scales the
+    largest stride)."""
+    if LAYER_INNER:
+        chunk, layer, b = unit_of(tl.program_id(0), NCH, NL)
+    else:
+        chunk, b, layer = unit_of(tl.program_id(0), NCH, B)
     return chunk, b, layer.to(tl.int64)
 
 

@@ -12,7 +12,8 @@ Timing: CUDA events around every call, median of `--reps`; the host runs ahead o
 kernel first) so launch overhead on the host is not timed, only the GPU's own launch latency. Inputs rotate
 between calls (other slots, other ring buffers, other copy buffers) so no call finds its data in L2, and
 no input is zero. Each op's output is checked against the baseline before it is timed; a row that disagrees
-is not written. Writes `kernels_h200.md` and `kernels_h200.json` under `--out`.
+is not written. Writes `kernels_h200.md` and `kernels_h200.json` under `--out` (`kernels_h200_slot.*` with
+`--layout slot`: slot-major pools).
 """
 
 from __future__ import annotations
@@ -384,6 +385,7 @@ def meta(args, ceiling) -> dict:
         "git_commit": args.commit,
         "timer": f"CUDA events per call, host enqueued ahead (no host launch overhead), inputs rotated past L2, median of {args.reps}",
         "ceiling": ceiling,
+        "pool_layout": args.layout,
         "check": "public op with check=False (no host index-range check)",
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
@@ -527,7 +529,7 @@ def markdown(rows, md_meta, command) -> str:
         "",
         f"Command: `{command}`",
         "",
-        f"{md_meta['timer']}. Ceiling: contiguous copy of {fmt_bytes(c['bytes'] // 2)} "
+        f"{md_meta['timer']}. Pools {md_meta['pool_layout']}-major. Ceiling: contiguous copy of {fmt_bytes(c['bytes'] // 2)} "
         f"(read + write {fmt_bytes(c['bytes'])}): {c['gbps']:.0f} GB/s. "
         "'% matched' = time of a contiguous `copy_` moving the same bytes / kernel time. "
         f"torch {md_meta['torch']}, triton {md_meta['triton']}, CUDA {md_meta['cuda']}, {md_meta['check']}.",
@@ -591,11 +593,12 @@ def main(argv=None) -> int:
     command = "PYTHONPATH=. python3 -m mcache.kernels.bench_table " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    stem = "kernels_h200" if args.layout == "layer" else "kernels_h200_slot"
     # Its own format (not a `mcache bench` results file, which `compare` and `export` read).
     table = {"kernel_table_version": 1, "meta": md_meta, "rows": rows}
-    write_atomic(out / "kernels_h200.json", json.dumps(table, indent=1) + "\n")
+    write_atomic(out / f"{stem}.json", json.dumps(table, indent=1) + "\n")
     text = markdown(rows, md_meta, command)
-    write_atomic(out / "kernels_h200.md", text)
+    write_atomic(out / f"{stem}.md", text)
     print(text)
     return 0
 

@@ -1,7 +1,7 @@
 """Triton commit of intermediate states: `pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]`.
 
-Units `(layer, request, chunk)`, chunk fastest; a request with `accepted == 0` moves nothing. States are
-moved as 4-, 2- or 1-byte words; int64 offsets.
+Units `(layer, request, chunk)` or `(request, layer, chunk)` (`_common.layer_inner`), chunk fastest; a request
+with `accepted == 0` moves nothing. States are moved as 4-, 2- or 1-byte words; int64 offsets.
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_indices, chunk_plan, fail, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import as_indices, chunk_plan, fail, layer_inner, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
 def _commit_intermediate_kernel(
     pool, slots, ps0, ps1,
     inter, rows, accepted, is0, is1, is2,
-    B, D, NCH,
-    BLOCK: tl.constexpr, EVEN: tl.constexpr,
+    B, NL, D, NCH,
+    BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr,
 ):  # fmt: skip
-    chunk, b, layer = chunk_unit(NCH, B)
+    chunk, b, layer = chunk_unit(NCH, B, NL, LAYER_INNER)
     acc = tl.load(accepted + b).to(tl.int64)
     slot = tl.load(slots + b).to(tl.int64)  # all three indices in one round trip
     row = tl.load(rows + b).to(tl.int64)
@@ -67,5 +67,6 @@ def commit_intermediate_triton(
     _commit_intermediate_kernel[(grid,)](
         pv, slots, *lead_strides(pv, 2),
         iv, rows, accepted, *lead_strides(iv, 3),
-        nb, d, nch, BLOCK=block, EVEN=d % block == 0, num_warps=warps,
+        nb, pv.shape[0], d, nch,
+        BLOCK=block, EVEN=d % block == 0, LAYER_INNER=layer_inner((pv, 0), (iv, 0)), num_warps=warps,
     )  # fmt: skip

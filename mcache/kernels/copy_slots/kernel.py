@@ -1,6 +1,7 @@
 """Triton slot copy: `dst[:, dst_slots[b]] = src[:, src_slots[b]]`, all layers in one launch.
 
-Units `(layer, request, chunk)`, chunk fastest; states are moved as 4-, 2- or 1-byte words; int64 offsets.
+Units `(layer, request, chunk)` or `(request, layer, chunk)` (`_common.layer_inner`), chunk fastest; states are
+moved as 4-, 2- or 1-byte words; int64 offsets.
 """
 
 from __future__ import annotations
@@ -10,17 +11,17 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_index, check_ranges, chunk_plan, fail, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import as_index, check_ranges, chunk_plan, fail, layer_inner, lead_strides, same_device, same_dtype, state_numel, word_views
 
 
 @triton.jit
 def _copy_slots_kernel(
     src, src_slots, ss0, ss1,
     dst, dst_slots, ds0, ds1,
-    B, D, NCH,
-    BLOCK: tl.constexpr, EVEN: tl.constexpr,
+    B, NL, D, NCH,
+    BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr,
 ):  # fmt: skip
-    chunk, b, layer = chunk_unit(NCH, B)
+    chunk, b, layer = chunk_unit(NCH, B, NL, LAYER_INNER)
     start = chunk.to(tl.int64) * BLOCK
     s_slot = tl.load(src_slots + b).to(tl.int64)
     d_slot = tl.load(dst_slots + b).to(tl.int64)
@@ -67,5 +68,6 @@ def copy_slots_triton(
     _copy_slots_kernel[(grid,)](
         sv, src_slots, *lead_strides(sv, 2),
         dv, dst_slots, *lead_strides(dv, 2),
-        nb, d, nch, BLOCK=block, EVEN=d % block == 0, num_warps=warps,
+        nb, sv.shape[0], d, nch,
+        BLOCK=block, EVEN=d % block == 0, LAYER_INNER=layer_inner((sv, 0), (dv, 0)), num_warps=warps,
     )  # fmt: skip

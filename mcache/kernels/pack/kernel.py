@@ -1,9 +1,10 @@
 """Triton pack/unpack of state slices between a pool and a `[B, L, total]` transfer buffer.
 
 The `(start, length)` ranges are split on the host into chunks of at most BLOCK words, kept in a small
-device table (cached per ranges, word size, block and device); programs walk `(layer, request, chunk)`,
-chunk fastest. Full chunks take the unmasked path; `ALIGN` tells Triton how aligned every chunk start and
-length is so that accesses stay 16 bytes wide. Offsets are int64.
+device table (cached per ranges, word size, block and device). Programs walk `(request, layer, chunk)` when the
+buffer's (or the pool's) layers lie side by side (`_common.layer_inner`), else `(layer, request, chunk)`; chunk
+fastest. Full chunks take the unmasked path; `ALIGN` tells Triton how aligned every chunk start and length is so
+that accesses stay 16 bytes wide. Offsets are int64.
 """
 
 from __future__ import annotations
@@ -16,17 +17,29 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_index, check_ranges, copy_config, fail, launch_grid, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import (
+    as_index,
+    check_ranges,
+    copy_config,
+    fail,
+    launch_grid,
+    layer_inner,
+    lead_strides,
+    same_device,
+    same_dtype,
+    state_numel,
+    word_views,
+)
 
 
 @triton.jit
 def _pack_kernel(
     pool, slots, ps0, ps1,
     packed, qs0, qs1,
-    table, B, NCH,
-    TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr,
+    table, B, NL, NCH,
+    TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr, LAYER_INNER: tl.constexpr,
 ):  # fmt: skip
-    j, b, layer = chunk_unit(NCH, B)
+    j, b, layer = chunk_unit(NCH, B, NL, LAYER_INNER)
     p_start = tl.multiple_of(tl.load(table + 3 * j), ALIGN)
     q_start = tl.multiple_of(tl.load(table + 3 * j + 1), ALIGN)
     length = tl.multiple_of(tl.load(table + 3 * j + 2), ALIGN)
@@ -89,7 +102,8 @@ def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> Non
     _pack_kernel[(grid,)](
         pv, slots, *lead_strides(pv, 2),
         qv, *lead_strides(qv, 2),
-        tab, nb, nch, TO_POOL=to_pool, BLOCK=block, ALIGN=align, num_warps=warps,
+        tab, nb, nl, nch, TO_POOL=to_pool, BLOCK=block, ALIGN=align,
+        LAYER_INNER=layer_inner((pv, 0), (qv, 1)), num_warps=warps,
     )  # fmt: skip
 
 

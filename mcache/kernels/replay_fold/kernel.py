@@ -348,7 +348,7 @@ def _conv_kernel(
 ):  # fmt: skip
     # Each program owns BC channels, as `[BJ window columns, BC channels]` rows: the ring tokens load contiguously
     # along the channels, and the rows are stored transposed (the window's time axis is its fastest).
-    cb, b, layer = chunk_unit(NCB, NB)
+    cb, b, layer = chunk_unit(NCB, NB, 0, False)  # requests inner: the order it was tuned in
     c = tl.load(counts + b).to(tl.int32)
     slot = tl.load(slots + b).to(tl.int64)
     r = tl.load(bufs + b).to(tl.int64)

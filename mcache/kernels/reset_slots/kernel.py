@@ -10,6 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._blocks import unit_of
 from .._common import as_index, check_ranges, copy_config, launch_grid, lead_strides, same_device, state_numel, word_size, word_view
 
 MAX_POOLS = 4
@@ -17,10 +18,7 @@ MAX_POOLS = 4
 
 @triton.jit
 def _zero_unit(ptr, st0, st1, D, nch, u, slots_ptr, B, BLOCK: tl.constexpr, EVEN: tl.constexpr):
-    chunk = u % nch
-    rest = u // nch
-    b = rest % B
-    layer = rest // B
+    chunk, b, layer = unit_of(u, nch, B)
     slot = tl.load(slots_ptr + b).to(tl.int64)
     start = chunk.to(tl.int64) * BLOCK
     base = layer.to(tl.int64) * st0 + slot * st1 + start

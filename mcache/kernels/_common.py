@@ -184,7 +184,7 @@ def layer_inner(*views: tuple[torch.Tensor, int]) -> bool:
 
     Neighbouring programs then touch neighbouring memory. On an H200 that took copies between slot-major pools
     from 94.5-96.6% to 97.7-98.5% of the size-matched copy (batch 8-64) and packing half the Qwen3-Next heads
-    from 93.4-94.3% to 95.5-97.5%; between layer-major pools the request-inner order stays 0.3-1 point faster
+    from 93.4-94.1% to 94.6-96.5%; between layer-major pools the request-inner order stays 0.3-1 point faster
     (results/kernel_experiments.md).
     """
     return any(t.shape[d] > 1 and t.stride(d) == t.shape[-1] for t, d in views)

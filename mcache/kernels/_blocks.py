@@ -10,7 +10,8 @@ import triton.language as tl
 @triton.jit
 def unit_of(u, NCH, B):
     """`(chunk, request, layer)` of unit `u` of the units `(layer, request, chunk)`, chunk fastest so that
-    neighbouring units touch neighbouring memory; all int32."""
+    neighbouring units touch neighbouring memory; all int32. The decode is positional: callers that walk other
+    axes in these places (heads, or layers inside requests) pass their own sizes for `NCH` and `B`."""
     rest = u // NCH
     return u % NCH, rest % B, rest // B
 

@@ -30,7 +30,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._blocks import chunk_unit, unit_of
+from .._blocks import unit_of
 from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, sm_count, state_numel
 
 PRECISION = "tf32x3"
@@ -348,7 +348,8 @@ def _conv_kernel(
 ):  # fmt: skip
     # Each program owns BC channels, as `[BJ window columns, BC channels]` rows: the ring tokens load contiguously
     # along the channels, and the rows are stored transposed (the window's time axis is its fastest).
-    cb, b, layer = chunk_unit(NCB, NB, 0, False)  # requests inner: the order it was tuned in
+    cb, b, layer = unit_of(tl.program_id(0), NCB, NB)  # requests inner: the order it was tuned in
+    layer = layer.to(tl.int64)
     c = tl.load(counts + b).to(tl.int32)
     slot = tl.load(slots + b).to(tl.int64)
     r = tl.load(bufs + b).to(tl.int64)

@@ -58,13 +58,14 @@ def test_reset_slots(device, layout, dtype, cfg):
     gen = torch.Generator().manual_seed(1)
     L, S = 3, 11
     for nb in _batches(device, S):
-        # One call over three pools of different sizes and dtypes, as the manager resets ssm + conv together.
+        # One call over three pools of different sizes and dtypes, as the manager resets ssm + conv together; the
+        # last two share a launch (2-byte words) with different layer counts and, for slot_major, layouts.
         pools = [
-            make_pool(L, S, st, dt, lay, device, gen)
-            for st, dt, lay in (
-                (_shapes(device)[-1], DTYPES[dtype], layout),
-                ((13, 3), torch.bfloat16, layout),
-                ((7,), torch.float16, "layer_major"),
+            make_pool(nl, S, st, dt, lay, device, gen)
+            for nl, st, dt, lay in (
+                (L, _shapes(device)[-1], DTYPES[dtype], layout),
+                (L, (13, 3), torch.bfloat16, layout),
+                (L + 2, (7,), torch.float16, "layer_major"),
             )
         ]
         slots = distinct_slots(nb, S, gen, device)

@@ -17,14 +17,14 @@ def unit_of(u, NCH, B):
 
 
 @triton.jit
-def chunk_unit(NCH, B, NL, LAYER_INNER: tl.constexpr):
-    """`(chunk, request, layer)` of this program among the units `(layer, request, chunk)`, or `(request, layer,
+def chunk_unit(u, NCH, B, NL, LAYER_INNER: tl.constexpr):
+    """`(chunk, request, layer)` of unit `u` among the units `(layer, request, chunk)`, or `(request, layer,
     chunk)` when `LAYER_INNER` (see `_common.layer_inner`); chunk fastest. `layer` is int64 (it scales the
     largest stride)."""
     if LAYER_INNER:
-        chunk, layer, b = unit_of(tl.program_id(0), NCH, NL)
+        chunk, layer, b = unit_of(u, NCH, NL)
     else:
-        chunk, b, layer = unit_of(tl.program_id(0), NCH, B)
+        chunk, b, layer = unit_of(u, NCH, B)
     return chunk, b, layer.to(tl.int64)
 
 

@@ -21,7 +21,7 @@ def _commit_intermediate_kernel(
     B, NL, D, NCH,
     BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr,
 ):  # fmt: skip
-    chunk, b, layer = chunk_unit(NCH, B, NL, LAYER_INNER)
+    chunk, b, layer = chunk_unit(tl.program_id(0), NCH, B, NL, LAYER_INNER)
     acc = tl.load(accepted + b).to(tl.int64)
     slot = tl.load(slots + b).to(tl.int64)  # all three indices in one round trip
     row = tl.load(rows + b).to(tl.int64)

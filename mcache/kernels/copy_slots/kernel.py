@@ -21,7 +21,7 @@ def _copy_slots_kernel(
     B, NL, D, NCH,
     BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr,
 ):  # fmt: skip
-    chunk, b, layer = chunk_unit(NCH, B, NL, LAYER_INNER)
+    chunk, b, layer = chunk_unit(tl.program_id(0), NCH, B, NL, LAYER_INNER)
     start = chunk.to(tl.int64) * BLOCK
     s_slot = tl.load(src_slots + b).to(tl.int64)
     d_slot = tl.load(dst_slots + b).to(tl.int64)

@@ -39,7 +39,7 @@ def _pack_kernel(
     table, B, NL, NCH,
     TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr, LAYER_INNER: tl.constexpr,
 ):  # fmt: skip
-    j, b, layer = chunk_unit(NCH, B, NL, LAYER_INNER)
+    j, b, layer = chunk_unit(tl.program_id(0), NCH, B, NL, LAYER_INNER)
     p_start = tl.multiple_of(tl.load(table + 3 * j), ALIGN)
     q_start = tl.multiple_of(tl.load(table + 3 * j + 1), ALIGN)
     length = tl.multiple_of(tl.load(table + 3 * j + 2), ALIGN)

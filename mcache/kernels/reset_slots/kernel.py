@@ -1,6 +1,7 @@
 """Triton slot reset: one launch zeroes `pool[:, slots]` in up to four pools (any float dtypes, both layouts).
 
-Programs walk units `(pool, layer, request, chunk)`; the chunk axis varies fastest so neighbouring programs
+Programs walk units `(pool, layer, request, chunk)`, or `(pool, request, layer, chunk)` when a pool keeps a
+request's layers side by side (`_common.layer_inner`); the chunk axis varies fastest so neighbouring programs
 write neighbouring memory. Pools are moved as 4-, 2- or 1-byte words; offsets are computed in int64.
 """
 
@@ -10,18 +11,29 @@ import torch
 import triton
 import triton.language as tl
 
-from .._blocks import unit_of
-from .._common import as_index, check_ranges, copy_config, launch_grid, lead_strides, same_device, state_numel, word_size, word_view
+from .._blocks import chunk_unit
+from .._common import (
+    as_index,
+    check_ranges,
+    copy_config,
+    launch_grid,
+    layer_inner,
+    lead_strides,
+    same_device,
+    state_numel,
+    word_size,
+    word_view,
+)
 
 MAX_POOLS = 4
 
 
 @triton.jit
-def _zero_unit(ptr, st0, st1, D, nch, u, slots_ptr, B, BLOCK: tl.constexpr, EVEN: tl.constexpr):
-    chunk, b, layer = unit_of(u, nch, B)
+def _zero_unit(ptr, st0, st1, D, nch, NL, u, slots_ptr, B, BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr):
+    chunk, b, layer = chunk_unit(u, nch, B, NL, LAYER_INNER)
     slot = tl.load(slots_ptr + b).to(tl.int64)
     start = chunk.to(tl.int64) * BLOCK
-    base = layer.to(tl.int64) * st0 + slot * st1 + start
+    base = layer * st0 + slot * st1 + start
     offs = tl.arange(0, BLOCK)
     zero = tl.zeros([BLOCK], dtype=ptr.dtype.element_ty)
     if EVEN:
@@ -33,28 +45,28 @@ def _zero_unit(ptr, st0, st1, D, nch, u, slots_ptr, B, BLOCK: tl.constexpr, EVEN
 @triton.jit
 def _reset_kernel(
     slots_ptr, B,
-    p0, a0, b0, d0, n0, u0,
-    p1, a1, b1, d1, n1, u1,
-    p2, a2, b2, d2, n2, u2,
-    p3, a3, b3, d3, n3,
-    NPOOLS: tl.constexpr, BLOCK: tl.constexpr,
+    p0, a0, b0, d0, n0, l0, u0,
+    p1, a1, b1, d1, n1, l1, u1,
+    p2, a2, b2, d2, n2, l2, u2,
+    p3, a3, b3, d3, n3, l3,
+    NPOOLS: tl.constexpr, BLOCK: tl.constexpr, LAYER_INNER: tl.constexpr,
     E0: tl.constexpr, E1: tl.constexpr, E2: tl.constexpr, E3: tl.constexpr,
 ):  # fmt: skip
     # u0..u2 are the cumulative unit counts at the end of pools 0..2; NPOOLS branches are resolved at compile time.
     pid = tl.program_id(0)
     if pid < u0:
-        _zero_unit(p0, a0, b0, d0, n0, pid, slots_ptr, B, BLOCK, E0)
+        _zero_unit(p0, a0, b0, d0, n0, l0, pid, slots_ptr, B, BLOCK, E0, LAYER_INNER)
     else:
         if NPOOLS > 1:
             if pid < u1:
-                _zero_unit(p1, a1, b1, d1, n1, pid - u0, slots_ptr, B, BLOCK, E1)
+                _zero_unit(p1, a1, b1, d1, n1, l1, pid - u0, slots_ptr, B, BLOCK, E1, LAYER_INNER)
             else:
                 if NPOOLS > 2:
                     if pid < u2:
-                        _zero_unit(p2, a2, b2, d2, n2, pid - u1, slots_ptr, B, BLOCK, E2)
+                        _zero_unit(p2, a2, b2, d2, n2, l2, pid - u1, slots_ptr, B, BLOCK, E2, LAYER_INNER)
                     else:
                         if NPOOLS > 3:
-                            _zero_unit(p3, a3, b3, d3, n3, pid - u2, slots_ptr, B, BLOCK, E3)
+                            _zero_unit(p3, a3, b3, d3, n3, l3, pid - u2, slots_ptr, B, BLOCK, E3, LAYER_INNER)
 
 
 def reset_slots_triton(
@@ -94,7 +106,7 @@ def _launch(views: list[torch.Tensor], slots: torch.Tensor, config: tuple[int, i
         total += v.shape[0] * nb * nch
         ends.append(total)
         evens.append(d % block == 0)
-        args.append((v, *lead_strides(v, 2), d, nch))
+        args.append((v, *lead_strides(v, 2), d, nch, v.shape[0]))
     launch_grid("reset_slots", total)
     while len(args) < MAX_POOLS:
         args.append(args[0])
@@ -106,6 +118,6 @@ def _launch(views: list[torch.Tensor], slots: torch.Tensor, config: tuple[int, i
         if i < MAX_POOLS - 1:
             flat.append(ends[i])
     _reset_kernel[(total,)](
-        slots, nb, *flat, NPOOLS=len(views), BLOCK=block,
+        slots, nb, *flat, NPOOLS=len(views), BLOCK=block, LAYER_INNER=layer_inner(*((v, 0) for v in views)),
         E0=evens[0], E1=evens[1], E2=evens[2], E3=evens[3], num_warps=warps,
     )  # fmt: skip

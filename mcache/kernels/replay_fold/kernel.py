@@ -38,10 +38,12 @@ HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
 # `(BV rows of V per program, num_warps)` of the GatedDeltaNet update: 64 rows on four warps (one warpgroup
 # product) was the fastest of BV 32..128 on 1..8 warps on an H200 for `[32, 128, 128]` states, bf16 and f32.
 GDN_CONFIG = (64, 4)
-# The persistent TMA form: three programs per SM and three pipeline stages were the fastest of 2..5 programs and
-# 2..4 stages on an H200 for bf16 `[32, 128, 128]` states (float32 states run faster in the pointer form).
+# The persistent TMA form: three programs per SM were the fastest of 2..5 on an H200 for bf16 `[32, 128, 128]` states
+# (float32 states run faster in the pointer form). Five stages: Triton 3.6 gives the state tile two shared-memory
+# buffers from five stages on (one at 2..4), so the next tile loads during this one's products; 1-2 points faster at
+# batch 1 than three stages, within half a point from batch 8 up.
 GDN_TMA_PER_SM = 3
-GDN_TMA_STAGES = 3
+GDN_TMA_STAGES = 5
 # `(channels per program, num_warps)` of the conv-window fold: 512 channels on two warps was the fastest of 256..2048
 # channels on 2..8 warps on an H200 for the Qwen3-Next and Nemotron-H windows (85-96% of the size-matched copy with
 # 16 new tokens, 65-88% with 2, where the old columns are read too).
@@ -173,12 +175,17 @@ def _gdn_mix_kernel(
         # u[t, s] = U[t, s] = beta_s e^{G_s - G_t} k_t.k_s for s > t
         later = t[None, :] > t[:, None]
         u = tl.where(later, bt[None, :] * tl.exp(tl.where(later, G[None, :] - G[:, None], 0.0)) * gram, 0.0)
+        # The substitution needs row j of u broadcast over the rows at step j. U goes through this head's output
+        # slot, so that each row is a load off the dependency chain rather than a cross-lane sum: 80 shuffles per
+        # head instead of 224, the mix kernel 5% faster on an H200 (results/kernel_experiments.md).
+        mb = mix + ((layer * NB + b) * H + h) * (CT * CT)
+        tl.store(mb + t[:, None] * CT + t[None, :], u)
+        tl.debug_barrier()  # every lane's part of u is visible to the others
         x = tl.where(t[:, None] == t[None, :], bt[:, None], 0.0)
         for j in tl.static_range(CT):  # column j is final: take it out of the later columns
             xj = tl.sum(tl.where(t[None, :] == j, x, 0.0), 1)
-            uj = tl.sum(tl.where(t[:, None] == j, u, 0.0), 0)
-            x = x - xj[:, None] * uj[None, :]
-        mb = mix + ((layer * NB + b) * H + h) * (CT * CT)
+            x = x - xj[:, None] * tl.load(mb + j * CT + t[None, :] + 0 * t[:, None])
+        tl.debug_barrier()  # every lane has read u before M overwrites it
         tl.store(mb + t[:, None] * CT + t[None, :], x * tl.exp(tl.sum(gt, 0) - G)[None, :])
 
 

@@ -162,7 +162,7 @@ def test_verify_reports_zero_difference(capsys):
 
 
 def test_verify_exits_1_on_a_difference(monkeypatch, capsys):
-    import mcache.core.manager as manager
+    import mcache.core.cache.manager as manager
 
     real = manager.verify
 

@@ -17,7 +17,7 @@ from manager_util import (
 
 import mcache.kernels
 from mcache.core.errors import CapacityError
-from mcache.core.manager import derive_seed
+from mcache.core.cache.manager import derive_seed
 
 GEN = torch.Generator().manual_seed(0)
 KERNELS = list(mcache.kernels.__all__)

@@ -25,7 +25,7 @@ from mcache.core.errors import McacheError, allocation_error, first_line
 from mcache.core.estimator import estimate_rank
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.manager import CacheManager
+from mcache.core.cache.manager import CacheManager
 from mcache.core.rank import RankContext, resolve_dtypes
 from mcache.core.spec_loader import load_spec, resolve
 

@@ -11,7 +11,7 @@ def run_verify(est, device: str, pool_layout: str, fmt: str, output: Path | None
 
     require_torch("size --verify")
     check_device(device, "size --verify")
-    from mcache.core.manager import verify
+    from mcache.core.cache.manager import verify
 
     try:
         rows = verify(est, device=device, pool_layout=pool_layout)

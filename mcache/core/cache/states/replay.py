@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 
 from mcache import kernels as K
-from mcache.core.states import register
-from mcache.core.states.base import Step, arange, gather
-from mcache.core.states.recurrent import RecurrentState
+from mcache.core.cache.states import register
+from mcache.core.cache.states.base import Step, arange, gather
+from mcache.core.cache.states.recurrent import RecurrentState
 
 
 class ReplayState(RecurrentState):

@@ -28,7 +28,8 @@ def test_import_to_stdout_loads_back_equal():
     spec = parse_spec(result.output, "stdout")
     assert spec == import_hf(config("nvidia-nemotron-3-nano-30b-a3b"))
     assert "(model_type nemotron_h)" in spec.source
-    assert "ssm_dtype float32 from mamba_ssm_cache_dtype" in spec.notes  # the output says where the dtype came from
+    assert spec.ssm_dtype_hints == {"mamba_ssm_cache_dtype": "float32"} and spec.ssm_dtype is None  # only what the config says
+    assert "mamba_ssm_cache_dtype is float32" in spec.notes
 
 
 def test_output_file_loads_back_and_sizes_the_same(tmp_path):

@@ -180,12 +180,13 @@ def test_attention_head_dim_defaults_to_width_over_heads(tmp_path):
     assert (zamba.attention.num_kv_heads, zamba.attention.head_dim) == (4, 64)
 
 
-def test_nemotron_ssm_dtype_hint_and_family_default(tmp_path):
-    hinted = imported(tmp_path, {**NEMOTRON, "mamba_ssm_cache_dtype": "bfloat16"}, "a.json")
-    assert hinted.ssm_dtype == "bfloat16" and "ssm_dtype bfloat16 from mamba_ssm_cache_dtype" in hinted.notes
-    plain = imported(tmp_path, NEMOTRON, "b.json")
-    assert plain.ssm_dtype == "float32" and "nemotron_h default" in plain.notes
-    assert rank(plain).ssm_bytes_per_slot == 2 * rank(hinted).ssm_bytes_per_slot
+def test_nemotron_ssm_dtype_hint_is_recorded_and_no_engine_default_is_added(tmp_path):
+    hinted = imported(tmp_path, {**NEMOTRON, "mamba_ssm_cache_dtype": "float32"}, "a.json")
+    assert hinted.ssm_dtype_hints == {"mamba_ssm_cache_dtype": "float32"} and hinted.ssm_dtype is None
+    assert "mamba_ssm_cache_dtype is float32" in hinted.notes
+    plain = imported(tmp_path, NEMOTRON, "b.json")  # vLLM's float32 default is the vLLM profile's, not the spec's
+    assert plain.ssm_dtype_hints == {} and plain.ssm_dtype is None and "engine's default" in plain.notes
+    assert rank(hinted).ssm_bytes_per_slot == 2 * rank(plain).ssm_bytes_per_slot  # neutral: hint, else model dtype
 
 
 QWEN_NEXT = {
@@ -226,7 +227,7 @@ def test_qwen3_5_reads_text_config(tmp_path):
     spec = imported(tmp_path, {"model_type": "qwen3_5", "torch_dtype": "bfloat16", "text_config": QWEN35_TEXT})
     assert kinds(spec) == ["gdn+mlp"] * 3 + ["attention+mlp"]
     assert spec.gdn.num_v_heads == 6 and spec.mtp.layer == "attention+mlp"
-    assert spec.ssm_dtype == "float32" and "from text_config.mamba_ssm_dtype" in spec.notes
+    assert spec.ssm_dtype_hints == {"mamba_ssm_dtype": "float32"} and "text_config.mamba_ssm_dtype is float32" in spec.notes
     assert rank(spec).ssm_bytes_per_slot == 3 * 6 * 32 * 32 * 4
     assert imported(tmp_path, QWEN35_TEXT, "bare.json").layers == spec.layers  # a bare text config reads the same
 

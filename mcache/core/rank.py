@@ -12,13 +12,14 @@ from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES, RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.spec import KINDS, ModelSpec, layer_kinds
+from mcache.core.spec import KINDS, SSM_HINT_KEYS, ModelSpec, layer_kinds
 
 
 def resolve_dtypes(
     spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None
 ) -> CacheDtypes:
-    """Dtype policy: a command-line override, else the spec's field, else the model dtype.
+    """Dtype policy of the neutral model: a command-line override, else the spec's field (for the state: its
+    `ssm_dtype`, else the checkpoint's first hint), else the model dtype.
 
     An override its role does not accept raises `LayoutError` naming the role's field. (KDA ignores the SSM
     dtype: its state is always float32.)
@@ -32,8 +33,14 @@ def resolve_dtypes(
         return dt_names.canonical(override or field or model)
 
     return CacheDtypes(
-        model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, spec.ssm_dtype)
+        model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, spec_ssm_dtype(spec))
     )
+
+
+def spec_ssm_dtype(spec: ModelSpec) -> str | None:
+    """The state dtype the spec asks for: its `ssm_dtype`, else the first of the checkpoint's hints."""
+    hints = [spec.ssm_dtype_hints[k] for k in SSM_HINT_KEYS if k in spec.ssm_dtype_hints]
+    return spec.ssm_dtype or next(iter(hints), None)
 
 
 def dtype_sources(spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None) -> dict[str, str]:
@@ -44,7 +51,9 @@ def dtype_sources(spec: ModelSpec, kv: str | None = None, conv: str | None = Non
             return f"--{field.replace('_', '-')}"
         return f"spec {field}" if getattr(spec, field) else "model dtype"
 
-    ssm_source = source(ssm, "ssm_dtype") + ("; KDA state always float32" if spec.kda is not None else "")
+    hint = next((k for k in SSM_HINT_KEYS if k in spec.ssm_dtype_hints), None)
+    ssm_source = f"config {hint}" if not ssm and not spec.ssm_dtype and hint else source(ssm, "ssm_dtype")
+    ssm_source += ("; KDA state always float32" if spec.kda is not None else "")
     return {"kv": source(kv, "kv_dtype"), "conv": source(conv, "conv_dtype"), "ssm": ssm_source}
 
 

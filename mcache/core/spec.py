@@ -157,7 +157,12 @@ class AuxBuffer(Block):
 
 
 class ModelSpec(Block):
-    """A hybrid model: its layers, one parameter block per layer kind, dtypes and provenance."""
+    """A hybrid model: its layers, one parameter block per layer kind, dtypes and provenance.
+
+    `ssm_dtype` is the spec author's choice of recurrent-state dtype; `ssm_dtype_hints` are the state-dtype
+    fields the checkpoint's config sets, as written there (`mamba_ssm_cache_dtype`, `mamba_ssm_dtype`), which
+    each engine profile reads the way its engine does.
+    """
 
     name: str
     source: str
@@ -170,6 +175,7 @@ class ModelSpec(Block):
     kv_dtype: str | None = None
     conv_dtype: str | None = None
     ssm_dtype: str | None = None
+    ssm_dtype_hints: dict[str, str] = {}
     tie_embeddings: bool = False
     attention: Attention | None = None
     mla: MLA | None = None
@@ -185,7 +191,8 @@ class ModelSpec(Block):
     aux_buffers: list[AuxBuffer] = []
 
 
-# Every kind a layer may name, in the order components are reported.
+# Config fields that name a recurrent-state dtype, in the order the neutral model reads them.
+SSM_HINT_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
 NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 
 
@@ -234,6 +241,11 @@ def check_spec(spec: ModelSpec, file: str) -> None:
                 raise SpecError(file, kind, f"a parameter block, since layer {i} is {entry!r}")
         if len(set(parts)) != len(parts):
             raise SpecError(file, f"{source}[{i}]", f"each kind at most once per layer, got {entry!r}")
+    for key, value in spec.ssm_dtype_hints.items():
+        if key not in SSM_HINT_KEYS:
+            raise SpecError(file, "ssm_dtype_hints", f"keys among {', '.join(SSM_HINT_KEYS)}, got {key!r}")
+        if dtypes.for_role(value, "ssm_dtype") is None:
+            raise SpecError(file, f"ssm_dtype_hints.{key}", f"one of {dtypes.allowed_for('ssm_dtype')}, got {value!r}")
     for field in ("dtype", "kv_dtype", "conv_dtype", "ssm_dtype"):
         value = getattr(spec, field)
         if value is None:

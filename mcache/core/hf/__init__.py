@@ -2,7 +2,8 @@
 
 One converter per `model_type` (the `CONVERTERS` table); each reads the fields the way the model's
 code does: layer lists, intervals, period/offset rules and 1-based lists become one entry per layer,
-and state-dtype hints become the spec's `ssm_dtype` with a note saying where it came from.
+and the config's state-dtype fields become the spec's `ssm_dtype_hints` (only what the config says: the
+engines' defaults belong to the engine profiles).
 Configs written by the `mamba_ssm` library (`d_model`, `n_layer`, `ssm_cfg`, no `model_type`) are
 read with that library's defaults. Every problem is a one-line `SpecError` naming file and field.
 """

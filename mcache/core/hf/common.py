@@ -11,11 +11,10 @@ import msgspec
 from mcache.core import dtypes
 from mcache.core.errors import SpecError
 from mcache.core.kinds.mamba1 import dt_rank_auto
-from mcache.core.spec import MAX_INT, MAX_LAYERS, ModelSpec, check_spec
+from mcache.core.spec import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
 from mcache.core.spec_dump import compact_layers
 
 _MISSING = object()
-SSM_HINTS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
 
 
 class Cfg:
@@ -125,7 +124,6 @@ class Draft:
     blocks: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     tie_embeddings: bool = False
-    ssm_default: tuple[str, str] | None = None  # (dtype, why) when the family has its own default
     dtype_cfg: Cfg | None = None  # where the model dtype and state-dtype hints live, if not `cfg`
 
     def build(self, name: str, source: str) -> ModelSpec:
@@ -146,9 +144,9 @@ class Draft:
         if dtype_note:
             notes.append(dtype_note)
         kinds = {k for e in self.entries for k in e.split("+")}
-        ssm_dtype, ssm_note = _ssm_dtype(where, kinds, model_dtype, self.ssm_default)
-        if ssm_dtype:
-            data["ssm_dtype"] = ssm_dtype
+        hints, ssm_note = _ssm_dtype_hints(where, kinds, model_dtype)
+        if hints:
+            data["ssm_dtype_hints"] = hints
         if ssm_note:
             notes.append(ssm_note)
         data["notes"] = " ".join(notes)
@@ -180,23 +178,16 @@ def _model_dtype(cfg: Cfg, top: Cfg) -> tuple[str, str]:
     return "bfloat16", "dtype bfloat16 assumed (the config names no torch_dtype)."
 
 
-def _ssm_dtype(cfg: Cfg, kinds: set[str], model: str, family: tuple[str, str] | None) -> tuple[str | None, str]:
-    """The SSM dtype and a note saying where it came from."""
-    stateful = kinds & {"mamba1", "mamba2", "gdn", "lightning"}
-    for key in SSM_HINTS:
-        name = _state_dtype(cfg, key, " or auto")
-        if name is not None:
-            return name, f"ssm_dtype {name} from {cfg.prefix}{key}."
-    notes = []
+def _ssm_dtype_hints(cfg: Cfg, kinds: set[str], model: str) -> tuple[dict[str, str], str]:
+    """The state-dtype fields the config sets (only what it says: engines apply their own defaults), and a note."""
+    hints = {key: name for key in SSM_HINT_KEYS if (name := _state_dtype(cfg, key, " or auto")) is not None}
+    notes = [f"{cfg.prefix}{key} is {name}." for key, name in hints.items()]
     if "kda" in kinds:
         notes.append("The KDA recurrent state is float32 whatever the ssm dtype.")
-    if stateful and family:
-        notes.append(f"ssm_dtype {family[0]}: {family[1]}.")
-        return family[0], " ".join(notes)
-    if stateful:
-        hints = " or ".join(SSM_HINTS)
-        notes.append(f"ssm_dtype not set: the config has no {hints}, so the state uses the model dtype ({model}).")
-    return None, " ".join(notes)
+    if not hints and kinds & {"mamba1", "mamba2", "gdn", "lightning"}:
+        notes.append(f"The config sets no {' or '.join(SSM_HINT_KEYS)}: the state dtype is the engine's default "
+                     f"(neutral model: the model dtype, {model}).")
+    return hints, " ".join(notes)
 
 
 def attention_block(

@@ -53,7 +53,6 @@ def nemotron_h(cfg: Cfg) -> Draft:
             gated=False,
         )
     draft.notes.append(count_note(entries) + " MLP and experts are squared-ReLU up/down (not gated).")
-    draft.ssm_default = ("float32", "nemotron_h default (vLLM uses float32 when mamba_ssm_cache_dtype is absent)")
     return draft
 
 

@@ -27,7 +27,7 @@ def run_json(*args: str) -> dict:
 
 def test_size_json_has_the_reference_figures():
     report = run_json("qwen3-next-80b-a3b")
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     rank = report["ranks"][0]
     assert rank["state_bytes_per_slot"] == QWEN_SLOT
     assert rank["conv_bytes_per_slot"] == 36 * 8192 * 3 * 2

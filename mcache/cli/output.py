@@ -119,6 +119,60 @@ def _rich_table(head: tuple[str, ...], rows, right):
     return table
 
 
+NO_GPU_HINT = "no capacity section: name a GPU with --gpu (e.g. --gpu h200) or its memory with --gpu-memory (e.g. 141GiB)"
+
+
+def capacity_headline(report: dict) -> str | None:
+    """The one line a script greps: how many sequences of the context fit per rank, and what binds."""
+    cap = report["capacity"]
+    if not cap:
+        return None
+    c = cap["ranks"][cap["tightest_stage"]]
+    pool = report["runtime"]["max_batch"] * report["layout"]["pp"]
+    per_seq = (f"{human_bytes(c['kv_bytes_per_sequence'])} of KV and {human_bytes(c['state_bytes_per_sequence'])} "
+               "of state per sequence")
+    binding = c["binding"]
+    if c["max_sequences"] == 0:
+        why = "does not fit: " + _misfit_reason(report, c)
+    elif binding in ("KV", "state") and cap["slots_from_memory"]:
+        why = f"{binding}-bound: {per_seq}"
+    elif binding == "KV":
+        why = f"KV-bound: {human_bytes(c['kv_budget_bytes'])} of KV budget, {human_bytes(c['kv_bytes_per_sequence'])} per sequence"
+    else:
+        resized = c["sequences_if_resized"]
+        why = f"bound by --max-batch: {pool} slots; memory would hold {'any number' if resized is None else resized}"
+    stages = f" (stage {c['stage']} of {len(cap['ranks'])})" if len(cap["ranks"]) > 1 else ""
+    return f"fits {c['max_sequences']} sequences of {cap['context']} tokens per rank{stages} on {cap['gpu']} ({why})"
+
+
+def _misfit_reason(report: dict, c: dict) -> str:
+    cap = report["capacity"]
+    weights = report["ranks"][c["stage"]]["weight_bytes"]
+    if c["cache_budget_bytes"] < 0:
+        usable = int(cap["gpu_bytes"] * cap["utilization"]) - cap["reserve_bytes"]
+        return (f"the weights ({human_bytes(weights)} per rank) exceed the {human_bytes(usable)} usable "
+                f"({cap['utilization']:g} of {human_bytes(cap['gpu_bytes'])} less {human_bytes(cap['reserve_bytes'])} reserve)")
+    if c["kv_budget_bytes"] < 0:
+        return (f"the fixed buffers ({human_bytes(c['fixed_bytes'])}) exceed the {human_bytes(c['cache_budget_bytes'])} "
+                "left after weights")
+    return (f"one sequence of {cap['context']} tokens needs {human_bytes(c['kv_bytes_per_sequence'])} of KV and "
+            f"{human_bytes(c['state_bytes_per_sequence'])} of state, {human_bytes(c['kv_budget_bytes'])} is left")
+
+
+def does_not_fit(report: dict, smallest) -> Exception:
+    """The exit-3 line: what does not fit, and the smallest layout (a `ParallelLayout`, or None) that does."""
+    from mcache.core.errors import DoesNotFit
+
+    cap, lay = report["capacity"], report["layout"]
+    c = cap["ranks"][cap["tightest_stage"]]
+    where = f"{report['model']['name']} does not fit on {cap['gpu']} at --tp {lay['tp']} --pp {lay['pp']}"
+    if smallest is None:
+        hint = "no layout of up to 8 GPUs fits"
+    else:
+        hint = f"it fits at --tp {smallest.tp}" + (f" --pp {smallest.pp}" if smallest.pp > 1 else "")
+    return DoesNotFit(f"{where}: {_misfit_reason(report, c)}; {hint}")
+
+
 def _size_tables(report: dict):
     comps = _rich_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
                         lambda i, head: i >= 8 or head == "layers")
@@ -128,7 +182,9 @@ def _size_tables(report: dict):
     if cap:
         table = _rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
                             lambda i, head: head != "binds")
-        blocks += ["", _capacity_title(cap), table]
+        blocks += ["", _capacity_title(cap), table, capacity_headline(report)]
+    else:
+        blocks.append(NO_GPU_HINT)
     return blocks
 
 
@@ -165,7 +221,10 @@ def _size_markdown(report: dict) -> str:
     cap = report["capacity"]
     if cap:
         parts += ["", f"**{_capacity_title(cap)}**", "",
-                  _markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]])]
+                  _markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]]),
+                  "", capacity_headline(report)]
+    else:
+        parts += ["", NO_GPU_HINT]
     return "\n".join(parts) + "\n"
 
 

@@ -12,6 +12,7 @@ Scheme = Literal["none", "intermediate", "replay", "index"]
 Format = Literal["table", "json", "markdown", "csv"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
+DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
 
 
 def size(
@@ -20,7 +21,8 @@ def size(
     pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
-    max_batch: Annotated[int, typer.Option(help="Max concurrent requests per rank (state slots).")] = 64,
+    max_batch: Annotated[int | None, typer.Option(help="Requests per micro-batch; fixes the state pool at max batch x pp slots "
+                                                       "(default: what memory holds at the context; 64 without a GPU).")] = None,
     max_seq_len: Annotated[int, typer.Option(help="Max tokens per sequence (sizes the KV pool).")] = 8192,
     block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 32,
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
@@ -36,7 +38,7 @@ def size(
     utilization: Annotated[float, typer.Option(help="Fraction of GPU memory the engine may use.")] = 0.9,
     reserve: Annotated[str, typer.Option(help="Memory kept for activations and workspace.")] = "2GiB",
     context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (default: max batch).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (default: max batch x pp).")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
@@ -44,13 +46,14 @@ def size(
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
-    from mcache.cli.output import emit_report
+    from mcache.cli.output import does_not_fit, emit_report
     from mcache.core.capacity import Budget, check_budget
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout, RuntimeConfig
     from mcache.core.rank import dtype_sources, resolve_dtypes
     from mcache.core.report import size_report
+    from mcache.core.sizing import run_neutral, smallest_fitting_layout
     from mcache.core.spec_loader import load_spec, resolve
 
     model = load_spec(spec)
@@ -59,25 +62,25 @@ def size(
         partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
         scheme = spec_scheme if spec_scheme else ("intermediate" if draft else "none")
-        runtime = RuntimeConfig(max_batch=max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
+        runtime = RuntimeConfig(max_batch=DEFAULT_BATCH if max_batch is None else max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
                                 draft_tokens=draft, spec_scheme=scheme, reserved_slots=reserved_slots,
                                 snapshot_slots=snapshot_slots, kv_tokens=kv_tokens)
         dtypes = resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
-        est = estimate(model, layout, runtime, dtypes)
         if verify:
             from mcache.cli.verify import run_verify
 
-            return run_verify(est, device, pool_layout, fmt, output)
+            return run_verify(estimate(model, layout, runtime, dtypes), device, pool_layout, fmt, output)
         reserve_bytes = parse_size(reserve, "reserve")
         check_budget(utilization, reserve_bytes)
         target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
         budget = Budget(target[0], target[1], utilization, reserve_bytes) if target else None
-        sources = dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype)
-        report = size_report(est, origin, budget, max_seq_len if context is None else context,
-                             max_batch if concurrency is None else concurrency, sources)
+        run = run_neutral(model, layout, runtime, dtypes, budget, context, concurrency, batch_given=max_batch is not None)
+        report = size_report(run, origin, dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype))
     except LayoutError as err:
         raise located(err, origin) from None
     emit_report(report, fmt, output)
+    if run.fits is False:
+        raise does_not_fit(report, smallest_fitting_layout(run))
     return 0
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.errors import LayoutError
-from mcache.core.estimator import Estimate, RankEstimate
+from mcache.core.estimator import Estimate, RankEstimate, estimate
+from mcache.core.kinds.base import CacheDtypes
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.spec import ModelSpec
 
 
 def check_budget(utilization: float, reserve_bytes: int) -> None:
@@ -27,13 +33,19 @@ class Budget(Struct, frozen=True):
     def __post_init__(self) -> None:
         check_budget(self.utilization, self.reserve_bytes)
 
+    def cache_bytes(self, rank: RankEstimate) -> int:
+        """What the rank's caches may take: the usable memory less its weights and the reserve."""
+        return int(self.gpu_bytes * self.utilization) - rank.weight_bytes - self.reserve_bytes
+
 
 class RankCapacity(Struct, frozen=True):
     """Capacity of one rank at a context length and a concurrency.
 
-    `max_sequences` keeps the configured slot pool (max batch); `binding` says what stops it:
-    `state slots`, `KV`, `max batch` (a rank with no state), or `memory` (weights and fixed
-    buffers alone exceed the budget).
+    `max_sequences` keeps the slot pool the runtime has (max batch); `binding` says what stops it:
+    `state slots` (a pool fixed by `--max-batch`), `KV`, `max batch` (a rank with no state), or `memory`
+    (weights and fixed buffers alone exceed the budget). A pool sized by memory (`slots_from_memory`) is
+    full when `max_sequences` is reached: `binding` is then `KV` or `state`, whichever takes more of a
+    sequence's bytes.
     `sequences_if_resized` is how many fit if the state pool were sized to match instead (None: no limit).
     `max_context` is the longest context every one of `concurrency` sequences can hold (None: no KV).
     """
@@ -51,9 +63,10 @@ class RankCapacity(Struct, frozen=True):
     max_context: int | None
 
 
-def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency: int) -> RankCapacity:
+def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency: int,
+                  slots_from_memory: bool = False) -> RankCapacity:
     """Capacity of one rank; see `RankCapacity`."""
-    cache_budget = int(budget.gpu_bytes * budget.utilization) - rank.weight_bytes - budget.reserve_bytes
+    cache_budget = budget.cache_bytes(rank)
     per_token, token_total = rank.token_bytes()
     fixed = rank.cache_bytes - token_total
     kv_budget = cache_budget - fixed
@@ -63,8 +76,11 @@ def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency:
         sequences, binding = 0, "memory"
     elif kv_per_seq and kv_budget // kv_per_seq < most:
         sequences, binding = kv_budget // kv_per_seq, "KV"
+    elif slots_from_memory:
+        sequences, binding = most, "KV" if kv_per_seq >= rank.bytes_per_unit("slot") else "state"
     else:
         sequences, binding = most, "state slots" if rank.ctx.num_slots else "max batch"
+    resized = batch_for_memory(rank, cache_budget, kv_per_seq)
     return RankCapacity(
         stage=rank.ctx.stage,
         cache_budget_bytes=cache_budget,
@@ -74,23 +90,36 @@ def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency:
         context=context,
         max_sequences=sequences,
         binding=binding,
-        sequences_if_resized=_resized(rank, cache_budget, kv_per_seq),
+        sequences_if_resized=None if resized is None else resized * rank.ctx.layout.pp,
         concurrency=concurrency,
         max_context=_longest_context(rank, kv_budget, concurrency),
     )
 
 
-def _resized(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int | None:
-    """Sequences that fit if slots = sequences: each brings a state slot, its scratch and its KV
-    (None: a sequence costs nothing on this rank, so it never binds)."""
+def batch_for_memory(rank: RankEstimate, cache_budget: int, kv_per_seq: int) -> int | None:
+    """The largest max batch whose `max batch x pp` state slots, batch rows of scratch and KV of `kv_per_seq`
+    bytes per request fit in `cache_budget` beside the reserved slots and static buffers (None: a request costs
+    nothing on this rank, so it never binds)."""
     ctx = rank.ctx
     reserved = ctx.num_slots - ctx.max_requests if ctx.num_slots else 0
     per_slot = rank.bytes_per_unit("slot")
-    per_seq = per_slot + rank.bytes_per_request + kv_per_seq
-    if per_seq == 0:
+    per_batch_row = ctx.layout.pp * (per_slot + kv_per_seq) + rank.bytes_per_request
+    if per_batch_row == 0:
         return None
     available = cache_budget - rank.static_bytes - reserved * per_slot
-    return max(0, available // per_seq)
+    return max(0, available // per_batch_row)
+
+
+def memory_sized_runtime(spec: ModelSpec, layout: ParallelLayout, runtime: RuntimeConfig, dtypes: CacheDtypes,
+                         budget: Budget, context: int) -> tuple[RuntimeConfig, int | None]:
+    """`runtime` with the max batch that memory holds at `context` on every stage (at least 1, so the
+    estimate stays a deployment), and that batch (None: no stage limits it, the runtime is unchanged)."""
+    probe = estimate(spec, layout, replace(runtime, max_batch=1), dtypes)
+    batches = [batch_for_memory(r, budget.cache_bytes(r), r.kv_bytes_per_seq(context)) for r in probe.ranks]
+    known = [b for b in batches if b is not None]
+    if not known:
+        return runtime, None
+    return replace(runtime, max_batch=max(1, min(known))), min(known)
 
 
 def _longest_context(rank: RankEstimate, kv_budget: int, concurrency: int) -> int | None:
@@ -112,11 +141,12 @@ def _longest_context(rank: RankEstimate, kv_budget: int, concurrency: int) -> in
     return lo * block
 
 
-def capacity(est: Estimate, budget: Budget, context: int, concurrency: int) -> tuple[list[RankCapacity], int]:
+def capacity(est: Estimate, budget: Budget, context: int, concurrency: int,
+             slots_from_memory: bool = False) -> tuple[list[RankCapacity], int]:
     """Capacity of every stage and the index of the tightest one (fewest sequences, then shortest context)."""
     if context < 1 or concurrency < 1:
         raise LayoutError("context" if context < 1 else "concurrency", "a positive integer")
-    caps = [rank_capacity(r, budget, context, concurrency) for r in est.ranks]
+    caps = [rank_capacity(r, budget, context, concurrency, slots_from_memory) for r in est.ranks]
 
     def tightness(c: RankCapacity) -> tuple:
         unbounded = 1 << 62
@@ -125,3 +155,18 @@ def capacity(est: Estimate, budget: Budget, context: int, concurrency: int) -> t
 
     tightest = min(range(len(caps)), key=lambda i: tightness(caps[i]))
     return caps, tightest
+
+
+def smallest_layout(fits: Callable[[ParallelLayout], bool], attention_dp: bool = False,
+                    max_gpus: int = 8) -> ParallelLayout | None:
+    """The layout of fewest GPUs (then fewest PP stages) up to `max_gpus` for which `fits` holds; a layout the
+    model cannot be split into (`fits` raises `LayoutError`) is skipped. None when no layout fits."""
+    for gpus in range(1, max_gpus + 1):
+        for pp in (p for p in range(1, gpus + 1) if gpus % p == 0):
+            layout = ParallelLayout(tp=gpus // pp, pp=pp, attention_dp=attention_dp)
+            try:
+                if fits(layout):
+                    return layout
+            except LayoutError:
+                continue
+    return None

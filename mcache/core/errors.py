@@ -33,6 +33,12 @@ class LayoutError(McacheError):
         super().__init__(f"{field}: {expected}")
 
 
+class DoesNotFit(McacheError):
+    """The model or layout does not fit on the GPU (or the engine would refuse to start): exit code 3."""
+
+    exit_code = 3
+
+
 class CapacityError(McacheError):
     """The cache manager ran out of slots or KV blocks; nothing was changed."""
 

@@ -6,12 +6,12 @@ from msgspec.structs import asdict
 
 from mcache import __version__
 from mcache.core.buffers import COMPONENTS
-from mcache.core.capacity import Budget, capacity
 from mcache.core.dtypes import itemsize
-from mcache.core.estimator import Estimate, RankEstimate
+from mcache.core.estimator import RankEstimate
+from mcache.core.sizing import NeutralRun
 from mcache.core.weights import total_params
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine
 
 
 def _rank(r: RankEstimate) -> dict:
@@ -48,10 +48,9 @@ def _rank(r: RankEstimate) -> dict:
     }
 
 
-def size_report(
-    est: Estimate, origin: str, budget: Budget | None, context: int, concurrency: int, dtype_sources: dict[str, str] | None = None
-) -> dict:
+def size_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | None = None) -> dict:
     """Everything `mcache size` shows: model, layout, runtime, dtypes, per-rank bytes, capacity."""
+    est = run.estimate
     spec, rt, layout = est.spec, est.runtime, est.layout
     params = total_params(spec)
     report = {
@@ -73,6 +72,7 @@ def size_report(
         },
         "runtime": {
             "max_batch": rt.max_batch,
+            "max_batch_source": "--max-batch" if run.batch_given else "memory" if run.slots_from_memory else "default",
             "max_seq_len": rt.max_seq_len,
             "tokens_per_block": rt.tokens_per_block,
             "draft_tokens": rt.draft_tokens,
@@ -87,17 +87,24 @@ def size_report(
         "tightest_stage": max(est.ranks, key=lambda r: r.weight_bytes + r.cache_bytes).ctx.stage,
         "capacity": None,
     }
+    budget = run.budget
     if budget is not None:
-        caps, tightest = capacity(est, budget, context, concurrency)
         report["capacity"] = {
             "gpu": budget.gpu_name,
             "gpu_bytes": budget.gpu_bytes,
             "utilization": budget.utilization,
             "reserve_bytes": budget.reserve_bytes,
-            "context": context,
-            "concurrency": concurrency,
-            "tightest_stage": tightest,
-            "ranks": [asdict(c) for c in caps],
+            "context": run.context,
+            "concurrency": run.concurrency,
+            "slots_from_memory": run.slots_from_memory,
+            "fits": run.fits,
+            "tightest_stage": run.tightest,
+            "ranks": [asdict(c) | _per_sequence(r, run.context) for c, r in zip(run.caps, est.ranks, strict=True)],
         }
-        report["tightest_stage"] = tightest
+        report["tightest_stage"] = run.tightest
     return report
+
+
+def _per_sequence(rank: RankEstimate, context: int) -> dict:
+    """What one more sequence of `context` tokens costs the rank: its KV and its state slot."""
+    return {"kv_bytes_per_sequence": rank.kv_bytes_per_seq(context), "state_bytes_per_sequence": rank.bytes_per_unit("slot")}

@@ -62,13 +62,15 @@ class Mamba1(Block):
 
 
 class Mamba2(Block):
-    """Mamba2 mixer: `num_heads` x `head_dim` = d_inner; `n_groups` groups of B and C."""
+    """Mamba2 mixer: `num_heads` x `head_dim` = d_inner; `n_groups` groups of B and C; `chunk_size` of the scan
+    (the config's `mamba_chunk_size` or `chunk_size`: vLLM aligns prefix-cached blocks to it)."""
 
     num_heads: Pos
     head_dim: Pos
     state_size: Pos
     n_groups: Pos = 1
     conv_kernel: Pos = 4
+    chunk_size: Pos | None = None
 
 
 class GatedDeltaNet(Block):
@@ -161,7 +163,9 @@ class ModelSpec(Block):
 
     `ssm_dtype` is the spec author's choice of recurrent-state dtype; `ssm_dtype_hints` are the state-dtype
     fields the checkpoint's config sets, as written there (`mamba_ssm_cache_dtype`, `mamba_ssm_dtype`), which
-    each engine profile reads the way its engine does.
+    each engine profile reads the way its engine does. `architecture` (the config's `architectures[0]`) keys
+    the engines' per-model rules; `max_model_len` is the longest context the config declares, the engines'
+    default max model length.
     """
 
     name: str
@@ -170,6 +174,8 @@ class ModelSpec(Block):
     vocab_size: Pos
     num_layers: LayerCount
     layers: Layers
+    architecture: str | None = None
+    max_model_len: Pos | None = None
     notes: str = ""
     dtype: str = "bfloat16"
     kv_dtype: str | None = None

@@ -132,6 +132,7 @@ class Draft:
         data: dict[str, Any] = {
             "name": name,
             "source": source,
+            **_provenance(self.cfg, where),
             "hidden_size": self.hidden_size,
             "vocab_size": self.vocab_size,
             "num_layers": len(self.entries),
@@ -156,6 +157,21 @@ class Draft:
             raise SpecError(self.cfg.file, "spec", f"a valid spec ({err})") from None
         check_spec(spec, self.cfg.file)
         return spec
+
+
+def _provenance(top: Cfg, text: Cfg) -> dict[str, Any]:
+    """`architecture` (the first of the config's `architectures`) and `max_model_len` (its
+    `max_position_embeddings`, else `model_max_length`), when present."""
+    found: dict[str, Any] = {}
+    names = top.data.get("architectures")
+    if isinstance(names, list) and names and isinstance(names[0], str):
+        found["architecture"] = names[0]
+    for key in ("max_position_embeddings", "model_max_length"):
+        c = next((c for c in (text, top) if c.has(key)), None)
+        if c is not None:
+            found["max_model_len"] = c.int(key)
+            break
+    return found
 
 
 def _state_dtype(cfg: Cfg, key: str, also: str = "") -> str | None:
@@ -214,9 +230,13 @@ def attention_block(
 def mamba2_block(cfg: Cfg, heads: int, head_dim: int, state: str, groups: str, conv: str, *,
                  state_default: Any = _MISSING, groups_default: int = 1) -> dict:
     """The `mamba2` block: the caller's head split, then the state size, groups and conv kernel read from the
-    keys `state`, `groups` and `conv` (the conv kernel defaults to 4, as in every Mamba2 config class)."""
-    return {"num_heads": heads, "head_dim": head_dim, "state_size": cfg.int(state, state_default),
-            "n_groups": cfg.int(groups, groups_default), "conv_kernel": cfg.int(conv, 4)}
+    keys `state`, `groups` and `conv` (the conv kernel defaults to 4, as in every Mamba2 config class), and the
+    scan's chunk size when the config names one (`mamba_chunk_size`, else `chunk_size`, the order of vLLM's
+    `ModelConfig.get_mamba_chunk_size` in vllm/config/model.py)."""
+    block = {"num_heads": heads, "head_dim": head_dim, "state_size": cfg.int(state, state_default),
+             "n_groups": cfg.int(groups, groups_default), "conv_kernel": cfg.int(conv, 4)}
+    chunk = next((cfg.int(k) for k in ("mamba_chunk_size", "chunk_size") if cfg.has(k)), None)
+    return block | ({"chunk_size": chunk} if chunk else {})
 
 
 def mamba1_block(cfg: Cfg, inner: int, hidden: int, state: str, conv: str, dt_rank: str, *,

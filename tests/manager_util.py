@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from mcache.core.layout import ParallelLayout, RuntimeConfig
 from mcache.core.cache.manager import CacheManager
+from mcache.core.layout import ParallelLayout, RuntimeConfig
 from mcache.core.spec_loader import parse_spec
 
 # Every recurrent kind once, two KV kinds, odd dims; heads and channels split over TP 1/2/4.

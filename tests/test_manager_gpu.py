@@ -10,9 +10,9 @@ import pytest
 import torch
 from manager_util import ALL_KINDS, make, random_state, scheme_runtime, state_shapes, write_replay_step
 
+from mcache.core.cache.manager import verify
 from mcache.core.estimator import estimate
 from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.cache.manager import verify
 from mcache.core.rank import resolve_dtypes
 from mcache.core.spec_loader import bundled_names, load_spec
 

@@ -16,8 +16,8 @@ from manager_util import (
 )
 
 import mcache.kernels
-from mcache.core.errors import CapacityError
 from mcache.core.cache.manager import derive_seed
+from mcache.core.errors import CapacityError
 
 GEN = torch.Generator().manual_seed(0)
 KERNELS = list(mcache.kernels.__all__)

@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
+from mcache.core.cache.manager import CacheManager, verify
 from mcache.core.errors import LayoutError
 from mcache.core.estimator import estimate
 from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.cache.manager import CacheManager, verify
 from mcache.core.rank import resolve_dtypes
 from mcache.core.spec_loader import bundled_names, load_spec
 

@@ -21,11 +21,11 @@ from mcache.bench import device_info
 from mcache.bench.ops import OPS, CaseBuilder, OpCase
 from mcache.bench.results import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
 from mcache.bench.timing import Timing, copy_time, gbps, time_op
+from mcache.core.cache.manager import CacheManager
 from mcache.core.errors import McacheError, allocation_error, first_line
 from mcache.core.estimator import estimate_rank
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.cache.manager import CacheManager
 from mcache.core.rank import RankContext, resolve_dtypes
 from mcache.core.spec_loader import load_spec, resolve
 

@@ -163,14 +163,21 @@ def does_not_fit(report: dict, smallest) -> Exception:
     """The exit-3 line: what does not fit, and the smallest layout (a `ParallelLayout`, or None) that does."""
     from mcache.core.errors import DoesNotFit
 
-    cap, lay = report["capacity"], report["layout"]
+    cap, lay, eng = report["capacity"], report["layout"], report.get("engine")
     c = cap["ranks"][cap["tightest_stage"]]
     where = f"{report['model']['name']} does not fit on {cap['gpu']} at --tp {lay['tp']} --pp {lay['pp']}"
+    reason = _misfit_reason(report, c)
+    if eng:
+        from mcache.core.engines import TITLES
+
+        stage = min(eng["stages"], key=lambda st: (st["startup_error"] is None, st["max_running_requests"] or 0))
+        where += f" under {TITLES[eng['name']]}"
+        reason = stage["startup_error"] or f"no sequence of {eng['context']} tokens fits"
     if smallest is None:
-        hint = "no layout of up to 8 GPUs fits"
+        hint = "no layout of up to 8 GPUs fits" + (" with these settings" if eng else "")
     else:
         hint = f"it fits at --tp {smallest.tp}" + (f" --pp {smallest.pp}" if smallest.pp > 1 else "")
-    return DoesNotFit(f"{where}: {_misfit_reason(report, c)}; {hint}")
+    return DoesNotFit(f"{where}: {reason}; {hint}")
 
 
 def _size_tables(report: dict):
@@ -179,13 +186,91 @@ def _size_tables(report: dict):
     notes = " ".join(report["model"].get("notes", "").split())
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
-    if cap:
+    if report.get("engine"):
+        blocks += ["", *_engine_blocks(report)]
+    elif cap:
         table = _rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
                             lambda i, head: head != "binds")
         blocks += ["", _capacity_title(cap), table, capacity_headline(report)]
     else:
         blocks.append(NO_GPU_HINT)
     return blocks
+
+
+def engine_headline(report: dict) -> str:
+    """The engine's one line: what it runs at once at the context and what binds, or why it would not start."""
+    from mcache.core.engines import TITLES
+
+    eng, cap = report["engine"], report["capacity"]
+    title = TITLES[eng["name"]]
+    if not cap:
+        return f"{title}: {NO_GPU_HINT} (the figures that need memory are left out)"
+    stage = min(eng["stages"], key=lambda st: (st["startup_error"] is None, st["max_running_requests"] or 0))
+    where = f" (stage {stage['stage']})" if len(eng["stages"]) > 1 else ""
+    if stage["startup_error"]:
+        return f"{title} would not start on {cap['gpu']}{where}: {stage['startup_error']}"
+    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens per rank{where} on "
+            f"{cap['gpu']} ({_engine_binding(eng['name'], stage)})")
+
+
+def _engine_binding(name: str, st: dict) -> str:
+    binding = st["binding"]
+    if binding == "KV cache blocks":
+        return (f"bound by KV cache blocks: {st['num_blocks']:,} blocks of {st['attention_block_size'] or '-'} tokens, "
+                f"{st['blocks_per_request']} per request at the max model length")
+    if binding == "state slots":
+        return (f"bound by state slots: {st['max_mamba_cache_size']:,} slots, {st['state_slots_per_request']} per running "
+                "request")
+    if binding == "KV tokens" and name == "trtllm":
+        return f"bound by KV tokens: {st['max_tokens']:,} left after the fixed cost of {st['fixed_state_slots']:,} state slots"
+    if binding == "KV tokens":
+        return f"bound by the token pool: {st['max_total_num_tokens']:,} tokens"
+    return f"bound by {binding}"
+
+
+def _engine_blocks(report: dict) -> list:
+    """The engine section of the table output: settings, its figures per stage, the headline and its log lines."""
+    from mcache.core.engines import TITLES
+
+    eng = report["engine"]
+    title = TITLES[eng["name"]]
+    marks = {"given": "", "default": ""}
+    settings = ", ".join(f"{k}={_setting(k, v)}{marks.get(eng['sources'][k], '*')}" for k, v in eng["settings"].items())
+    dt = eng["dtypes"]
+    blocks: list = [f"{title} settings (* assumed: only the running engine measures it): {settings}",
+                    f"{title} dtypes: KV {dt['kv']} · conv {dt['conv']} · state {dt['ssm']}"]
+    skip = {"stage", "max_running_requests", "startup_error", "binding", "log"}
+    names = [k for k in eng["stages"][0] if k not in skip]
+    head = ("figure", *(f"stage {st['stage']}" for st in eng["stages"]))
+    rows = [[name, *(_figure(name, st[name]) for st in eng["stages"])] for name in names]
+    rows.append(["max_running_requests", *("-" if st["max_running_requests"] is None else str(st["max_running_requests"])
+                                           for st in eng["stages"])])
+    blocks += [_rich_table(head, rows, lambda i, h: i > 0), engine_headline(report)]
+    for st in eng["stages"]:
+        if st["log"]:
+            blocks.append(f"{title} would log{_stage_note(st, eng)}:")
+            blocks += [f"  {line}" for line in st["log"]]
+    return blocks
+
+
+def _stage_note(st: dict, eng: dict) -> str:
+    return f" (stage {st['stage']})" if len(eng["stages"]) > 1 else ""
+
+
+def _setting(name: str, value) -> str:
+    if isinstance(value, list):
+        return "/".join(_setting(name, v) for v in value)
+    return human_bytes(value) if name.endswith("_bytes") and isinstance(value, int) else str(value)
+
+
+def _figure(name: str, value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if name.endswith("_bytes") and isinstance(value, int):
+        return human_bytes(value)
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def _print_tables(blocks: list, output: Path | None) -> None:
@@ -223,6 +308,8 @@ def _size_markdown(report: dict) -> str:
         parts += ["", f"**{_capacity_title(cap)}**", "",
                   _markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]]),
                   "", capacity_headline(report)]
+    if report.get("engine"):
+        parts += ["", engine_headline(report)]
     else:
         parts += ["", NO_GPU_HINT]
     return "\n".join(parts) + "\n"

@@ -1,4 +1,5 @@
-"""`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit."""
+"""`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit (in mcache's neutral
+model, or as vLLM, SGLang or TensorRT-LLM will run it with `--engine`)."""
 
 from pathlib import Path
 from typing import Annotated, Literal
@@ -6,39 +7,84 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import comma_ints, located
-from mcache.core.errors import LayoutError
+from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
 Format = Literal["table", "json", "markdown", "csv"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
+Engine = Literal["vllm", "sglang", "trtllm"]
 DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
+DEFAULT_SEQ_LEN = 8192
+VLLM, SGLANG, TRTLLM = "vLLM (with --engine vllm)", "SGLang (with --engine sglang)", "TensorRT-LLM (with --engine trtllm)"
 
 
 def size(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled name (`mcache spec list`), HF config.json or folder.")],
+    engine: Annotated[Engine | None, typer.Option(help="Size as this engine does (default: mcache's neutral model).")] = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
-    max_batch: Annotated[int | None, typer.Option(help="Requests per micro-batch; fixes the state pool at max batch x pp slots "
-                                                       "(default: what memory holds at the context; 64 without a GPU).")] = None,
-    max_seq_len: Annotated[int, typer.Option(help="Max tokens per sequence (sizes the KV pool).")] = 8192,
-    block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 32,
+    max_batch: Annotated[int | None, typer.Option("--max-batch", "--max-batch-size", help=(
+        "Requests per micro-batch; fixes the state pool at max batch x pp slots (default: what memory holds at the "
+        "context; 64 without a GPU). TensorRT-LLM's max_batch_size (default 2048)."))] = None,
+    max_seq_len: Annotated[int | None, typer.Option("--max-seq-len", "--max-model-len", "--context-length", help=(
+        "Max tokens per sequence, sizing the KV pool (8192; engines: the config's max_model_len)."))] = None,
+    block_size: Annotated[int | None, typer.Option("--block-size", "--tokens-per-block", "--page-size", help=(
+        "Tokens per KV block (32; vLLM 16, SGLang page 1, TensorRT-LLM 32)."))] = None,
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
-    draft: Annotated[int, typer.Option(help="Speculative draft tokens per step.")] = 0,
+    draft: Annotated[int | None, typer.Option("--draft", "--num-speculative-tokens", "--speculative-num-steps", "--max-draft-len",
+                                              help="Speculative draft tokens per step (0).")] = None,
     spec_scheme: Annotated[Scheme | None, typer.Option(help="Speculative state scheme (default: intermediate with --draft).")] = None,
     reserved_slots: Annotated[int | None, typer.Option(help="Reserved padding slots (default: draft+1, +1 with attention-DP).")] = None,
-    snapshot_slots: Annotated[int, typer.Option(help="Snapshot slots for prefix caching.")] = 0,
-    ssm_dtype: Annotated[str | None, typer.Option(help="Recurrent-state dtype (default: spec, else model dtype; KDA: float32).")] = None,
-    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache dtype (fp8 allowed).")] = None,
-    conv_dtype: Annotated[str | None, typer.Option(help="Conv-state dtype.")] = None,
+    snapshot_slots: Annotated[int | None, typer.Option(help="Snapshot slots for prefix caching (0).")] = None,
+    ssm_dtype: Annotated[str | None, typer.Option("--ssm-dtype", "--mamba-ssm-cache-dtype", "--mamba-ssm-dtype", help=(
+        "Recurrent-state dtype (default: spec, else model dtype; KDA: float32; engines: their own rule)."))] = None,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV-cache dtype (fp8 allowed).")] = None,
+    conv_dtype: Annotated[str | None, typer.Option("--conv-dtype", "--mamba-cache-dtype", help="Conv-state dtype.")] = None,
     gpu: Annotated[str | None, typer.Option(help="Catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
     gpu_memory: Annotated[str | None, typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
-    utilization: Annotated[float, typer.Option(help="Fraction of GPU memory the engine may use.")] = 0.9,
-    reserve: Annotated[str, typer.Option(help="Memory kept for activations and workspace.")] = "2GiB",
+    utilization: Annotated[float | None, typer.Option("--utilization", "--gpu-memory-utilization", help=(
+        "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)."))] = None,
+    reserve: Annotated[str | None, typer.Option(help=(
+        "Memory kept for activations and workspace (2GiB; vLLM, TensorRT-LLM: what their profiling finds)."))] = None,
+    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (engines; default: mcache's estimate).")] = None,
     context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (default: max batch x pp).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (max batch x pp).")] = None,
+    kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB (skips the budget).",
+                                                        rich_help_panel=VLLM)] = None,
+    enable_prefix_caching: Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
+                                                               help="Prefix caching (on for hybrid models).", rich_help_panel=VLLM)] = None,
+    mamba_cache_mode: Annotated[str | None, typer.Option(help="none, align, or all (vLLM 0.31 and older).", rich_help_panel=VLLM)] = None,
+    kernel_block_size: Annotated[int | None, typer.Option(help="Smallest kernel block of the attention backend (16).",
+                                                          rich_help_panel=VLLM)] = None,
+    max_num_seqs: Annotated[int | None, typer.Option(help="Scheduler limit (1024 on 70 GiB+ GPUs, else 256).",
+                                                     rich_help_panel=VLLM)] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option(help="Tokens per scheduler step (8192 on an H100/H200).",
+                                                               rich_help_panel=VLLM)] = None,
+    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager", help="No CUDA graphs (skips the max_num_seqs check).",
+                                                       rich_help_panel=VLLM)] = None,
+    gdn_prefill_backend: Annotated[str | None, typer.Option(help="flashinfer (0.33 on Hopper) or triton (as 0.32 and older).",
+                                                            rich_help_panel=VLLM)] = None,
+    mem_fraction_static: Annotated[float | None, typer.Option(help="Static memory fraction (default: SGLang's heuristic).",
+                                                              rich_help_panel=SGLANG)] = None,
+    mamba_full_memory_ratio: Annotated[float | None, typer.Option(help="State pool : token pool (0.9).", rich_help_panel=SGLANG)] = None,
+    max_mamba_cache_size: Annotated[int | None, typer.Option(help="Fixed state slots.", rich_help_panel=SGLANG)] = None,
+    max_running_requests: Annotated[int | None, typer.Option(help="Scheduler limit.", rich_help_panel=SGLANG)] = None,
+    disable_radix_cache: Annotated[bool | None, typer.Option("--disable-radix-cache", help="One state slot per request.",
+                                                             rich_help_panel=SGLANG)] = None,
+    mamba_radix_cache_strategy: Annotated[str | None, typer.Option(help="auto, no_buffer, extra_buffer, extra_buffer_lazy.",
+                                                                   rich_help_panel=SGLANG)] = None,
+    disable_overlap_schedule: Annotated[bool | None, typer.Option("--disable-overlap-schedule", help="No overlap scheduler.",
+                                                                  rich_help_panel=SGLANG)] = None,
+    chunked_prefill_size: Annotated[int | None, typer.Option(help="Default: by GPU memory.", rich_help_panel=SGLANG)] = None,
+    max_total_tokens: Annotated[int | None, typer.Option(help="Cap on the token pool.", rich_help_panel=SGLANG)] = None,
+    free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load (GPU less 0.5GiB).",
+                                                                rich_help_panel=SGLANG)] = None,
+    free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="Of the memory left after the profiled peak (0.9).",
+                                                                   rich_help_panel=TRTLLM)] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens (KvCacheConfig.max_tokens).", rich_help_panel=TRTLLM)] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
@@ -46,6 +92,7 @@ def size(
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
+    from mcache.cli.engine_flags import engine_settings, option_for
     from mcache.cli.output import does_not_fit, emit_report
     from mcache.core.capacity import Budget, check_budget
     from mcache.core.estimator import estimate
@@ -58,29 +105,104 @@ def size(
 
     model = load_spec(spec)
     origin = str(resolve(spec))
+    sizes = {"--reserve": reserve, "--weights": weights, "--kv-cache-memory": kv_cache_memory,
+             "--free-memory-before-load": free_memory_before_load}
+    try:
+        parsed = {option: parse_size(text, option.removeprefix("--").replace("-", "_")) for option, text in sizes.items()
+                  if text is not None}
+    except LayoutError as err:
+        raise located(err, origin) from None
+    given = {
+        "--max-seq-len": max_seq_len, "--utilization": utilization, "--draft": draft, "--kv-dtype": kv_dtype,
+        "--ssm-dtype": ssm_dtype, "--conv-dtype": conv_dtype, "--block-size": block_size, "--max-batch": max_batch,
+        "--kv-tokens": kv_tokens, "--reserved-slots": reserved_slots, "--snapshot-slots": snapshot_slots,
+        "--spec-scheme": spec_scheme, "--enable-prefix-caching": enable_prefix_caching,
+        "--mamba-cache-mode": mamba_cache_mode, "--kernel-block-size": kernel_block_size, "--max-num-seqs": max_num_seqs,
+        "--max-num-batched-tokens": max_num_batched_tokens, "--enforce-eager": enforce_eager or None,
+        "--gdn-prefill-backend": gdn_prefill_backend, "--mem-fraction-static": mem_fraction_static,
+        "--mamba-full-memory-ratio": mamba_full_memory_ratio, "--max-mamba-cache-size": max_mamba_cache_size,
+        "--max-running-requests": max_running_requests, "--disable-radix-cache": disable_radix_cache or None,
+        "--mamba-radix-cache-strategy": mamba_radix_cache_strategy,
+        "--disable-overlap-schedule": disable_overlap_schedule or None, "--chunked-prefill-size": chunked_prefill_size,
+        "--max-total-tokens": max_total_tokens, "--free-gpu-memory-fraction": free_gpu_memory_fraction,
+        "--max-tokens": max_tokens, **parsed,
+    }
+    settings = engine_settings(engine, given)
+    if engine and verify:
+        raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
+    if not engine and weights is not None:
+        raise McacheError("--weights: an engine input (add --engine); the neutral model uses its own estimate")
     try:
         partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
-        scheme = spec_scheme if spec_scheme else ("intermediate" if draft else "none")
-        runtime = RuntimeConfig(max_batch=DEFAULT_BATCH if max_batch is None else max_batch, max_seq_len=max_seq_len, tokens_per_block=block_size,
-                                draft_tokens=draft, spec_scheme=scheme, reserved_slots=reserved_slots,
-                                snapshot_slots=snapshot_slots, kv_tokens=kv_tokens)
-        dtypes = resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
+        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
+    except LayoutError as err:
+        raise located(err, origin) from None
+    erun = None
+    if engine:
+        try:
+            erun = _run_engine(engine, model, layout, target, context, settings, option_for)
+        except LayoutError as err:
+            raise located(err, origin) from None
+        seq_len, steps = erun.context if max_seq_len is None else max_seq_len, draft or 0
+    else:
+        seq_len, steps = max_seq_len or DEFAULT_SEQ_LEN, draft or 0
+    try:
+        scheme = spec_scheme if spec_scheme else ("intermediate" if steps else "none")
+        runtime = RuntimeConfig(max_batch=DEFAULT_BATCH if max_batch is None else max_batch, max_seq_len=seq_len,
+                                tokens_per_block=32 if engine or block_size is None else block_size, draft_tokens=steps,
+                                spec_scheme=scheme, reserved_slots=reserved_slots, snapshot_slots=snapshot_slots or 0,
+                                kv_tokens=kv_tokens)
+        dtypes = erun.dtypes if erun else resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
         if verify:
             from mcache.cli.verify import run_verify
 
             return run_verify(estimate(model, layout, runtime, dtypes), device, pool_layout, fmt, output)
-        reserve_bytes = parse_size(reserve, "reserve")
-        check_budget(utilization, reserve_bytes)
-        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
-        budget = Budget(target[0], target[1], utilization, reserve_bytes) if target else None
-        run = run_neutral(model, layout, runtime, dtypes, budget, context, concurrency, batch_given=max_batch is not None)
-        report = size_report(run, origin, dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype))
+        reserve_bytes = 2 << 30 if engine or reserve is None else parsed["--reserve"]
+        fraction = 0.9 if engine or utilization is None else utilization
+        check_budget(fraction, reserve_bytes)
+        budget = Budget(target[0], target[1], fraction, reserve_bytes) if target else None
+        run = run_neutral(model, layout, runtime, dtypes, budget, context or (erun.context if erun else None), concurrency,
+                          batch_given=max_batch is not None and not engine)
+        sources = ({role: f"{engine} rule" for role in ("kv", "conv", "ssm")} if engine
+                   else dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype))
+        report = size_report(run, origin, sources)
     except LayoutError as err:
         raise located(err, origin) from None
+    if erun:
+        report["engine"] = erun.as_json()
     emit_report(report, fmt, output)
-    if run.fits is False:
+    if erun and target and (not erun.starts or not erun.max_running_requests):
+        raise does_not_fit(report, _smallest_engine_layout(engine, model, layout, target, context, settings))
+    if not erun and run.fits is False:
         raise does_not_fit(report, smallest_fitting_layout(run))
     return 0
 
 
+def _run_engine(engine, model, layout, target, context, settings, option_for):
+    """The engine profile's run; its setting errors name the option the user typed (a spec field's error, such as
+    an impossible TP split, stays a `LayoutError`)."""
+    from mcache.core.engines import run_engine
+    from mcache.core.engines.common import EngineInputs
+
+    name, memory = target if target else (None, None)
+    try:
+        return run_engine(engine, EngineInputs(model, layout, name, memory, context, settings))
+    except LayoutError as err:
+        if err.field == "engine":
+            raise McacheError(f"--engine {engine}: {err.expected}") from None
+        if "." in err.field:  # a spec field the engine reads (a TP split): the spec's own error
+            raise
+        raise McacheError(f"{option_for(engine, err.field)}: {err.expected}") from None
+
+
+def _smallest_engine_layout(engine, model, layout, target, context, settings):
+    """The layout of fewest GPUs (up to 8) on which the engine starts and runs a sequence of the context."""
+    from mcache.cli.engine_flags import option_for
+    from mcache.core.capacity import smallest_layout
+
+    def fits(candidate):
+        run = _run_engine(engine, model, candidate, target, context, settings, option_for)
+        return run.starts and bool(run.max_running_requests)
+
+    return smallest_layout(fits, layout.attention_dp)

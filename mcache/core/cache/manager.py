@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import torch
 
-from mcache.core.errors import CapacityError
-from mcache.core.estimator import Estimate
 from mcache.core.cache.pools import allocate_pools, assign_pools
-from mcache.core.rank import RankContext, resolve_dtypes
 from mcache.core.cache.slots import BlockGroup, FreeList
 from mcache.core.cache.states.base import Pool, Step, gather, reset_kinds
 from mcache.core.cache.states.transfer import Region, apply_import, export_regions, plan_import
+from mcache.core.errors import CapacityError
+from mcache.core.estimator import Estimate
+from mcache.core.rank import RankContext, resolve_dtypes
 
 
 def derive_seed(request: Hashable, stage: int, tp_rank: int) -> int:

@@ -1,0 +1,188 @@
+"""What the engine profiles share: their inputs and results, settings with their sources, and the bytes of one
+layer's state or one token's KV read off the kinds' declarations (with the engine's dtypes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import prod
+from typing import Any
+
+from msgspec import Struct
+
+from mcache.core import dtypes as dtype_names
+from mcache.core.dtypes import itemsize
+from mcache.core.errors import LayoutError
+from mcache.core.kinds.base import CacheDtypes, StateShape
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import RankContext
+from mcache.core.spec import ModelSpec
+from mcache.core.weights import rank_params
+
+GIB = 1 << 30
+ATTENTION_KINDS = ("attention", "mla")
+COMMON_SETTINGS = ("weights_bytes", "non_kv_memory_bytes")  # what only the running engine measures
+
+
+class EngineInputs(Struct, frozen=True):
+    """One engine run: the model and layout, the GPU (None: the figures that need memory stay None), the
+    context the running-request count is asked at (None: the engine's max model length), and the engine
+    settings the user gave, by the engine's own names (absent or None: the engine's default)."""
+
+    spec: ModelSpec
+    layout: ParallelLayout
+    gpu_name: str | None = None
+    gpu_bytes: int | None = None
+    context: int | None = None
+    given: dict[str, Any] = {}
+
+
+class EngineStage(Struct):
+    """One PP stage as the engine sizes it: what it runs at once at the context, why it would refuse to start
+    (None: it starts), the lines it logs, and the engine's own figures (`fields`)."""
+
+    stage: int
+    max_running_requests: int | None
+    startup_error: str | None
+    log: list[str]
+    binding: str | None = None
+    fields: dict[str, Any] = {}
+
+
+class EngineRun(Struct):
+    """An engine's sizing of every stage, the settings it used (`sources`: given, default or assumed, with why
+    for an assumption) and the cache dtypes it resolved."""
+
+    name: str
+    context: int
+    settings: dict[str, Any]
+    sources: dict[str, str]
+    dtypes: CacheDtypes
+    stages: list[EngineStage]
+
+    @property
+    def max_running_requests(self) -> int | None:
+        """What the whole deployment runs at once: the tightest stage's figure (None without memory)."""
+        figures = [s.max_running_requests for s in self.stages]
+        return None if any(f is None for f in figures) else min(figures)
+
+    @property
+    def starts(self) -> bool:
+        return all(s.startup_error is None for s in self.stages)
+
+    def as_json(self) -> dict:
+        """The `engine` object of `mcache size --format json`."""
+        return {
+            "name": self.name,
+            "context": self.context,
+            "settings": self.settings,
+            "sources": self.sources,
+            "dtypes": {"model": self.dtypes.model, "kv": self.dtypes.kv, "conv": self.dtypes.conv, "ssm": self.dtypes.ssm},
+            "max_running_requests": self.max_running_requests,
+            "stages": [
+                {"stage": s.stage, "max_running_requests": s.max_running_requests, "startup_error": s.startup_error,
+                 "binding": s.binding, "log": s.log, **s.fields}
+                for s in self.stages
+            ],
+        }
+
+
+class Settings:
+    """The settings of one run: each `take` returns the given value, else the default, and records its source."""
+
+    def __init__(self, given: dict[str, Any]):
+        self.given = {k: v for k, v in given.items() if v is not None}
+        self.values: dict[str, Any] = {}
+        self.sources: dict[str, str] = {}
+
+    def take(self, name: str, default: Any, source: str = "default") -> Any:
+        """The given value of `name`, else `default`; `source` says what a default is (`default`: the engine's,
+        or `assumed: why` for what only a running engine knows)."""
+        if name in self.given:
+            value, source = self.given[name], "given"
+        else:
+            value = default
+        self.values[name], self.sources[name] = value, source
+        return value
+
+    def weights(self, contexts: list[RankContext]) -> list[int]:
+        """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded)."""
+        estimates = [weight_bytes(ctx) for ctx in contexts]
+        given = self.take("weights_bytes", estimates if len(estimates) > 1 else estimates[0],
+                          "assumed: mcache's estimate of the weights one rank loads")
+        return [given] * len(contexts) if isinstance(given, int) else estimates
+
+    def unknown(self, allowed: tuple[str, ...]) -> list[str]:
+        """Given settings this engine does not have (the memory inputs every engine has are always allowed)."""
+        return [k for k in self.given if k not in allowed + COMMON_SETTINGS]
+
+
+def state_dtype(name: str, setting: str) -> str:
+    """The canonical name of a recurrent-state dtype setting; a `LayoutError` naming the setting otherwise."""
+    canonical = dtype_names.for_role(name, "ssm_dtype")
+    if canonical is None:
+        raise LayoutError(setting, f"auto or one of {dtype_names.allowed_for('ssm_dtype')}, got {name!r}")
+    return canonical
+
+
+def stage_contexts(spec: ModelSpec, layout: ParallelLayout, dtypes: CacheDtypes) -> list[RankContext]:
+    """The context of every PP stage (the runtime does not matter here: only shapes and layers are read)."""
+    return [RankContext.build(spec, layout, RuntimeConfig(), dtypes, s) for s in range(layout.pp)]
+
+
+def whole_model(spec: ModelSpec, layout: ParallelLayout, dtypes: CacheDtypes) -> RankContext:
+    """All layers on one TP rank: what engines read model-wide (page sizes, block alignment)."""
+    return RankContext.build(spec, ParallelLayout(tp=layout.tp, attention_dp=layout.attention_dp), RuntimeConfig(),
+                             dtypes, 0)
+
+
+def state_bytes(ctx: RankContext, kind: str, dtype_of: Callable[[str, StateShape], str], conv_rows: int = 0,
+                component: str | None = None) -> int:
+    """Bytes of one layer's recurrent state of `kind` for one request: the kind's declared states (of `component`
+    only, if given), each in `dtype_of(kind, state)`, with `conv_rows` more rows in every conv window (the `K` axis
+    of a conv state)."""
+    total = 0
+    for s in ctx.states(kind):
+        if component is not None and s.component != component:
+            continue
+        grow = conv_rows if s.component == "conv" else 0
+        shape = [n + grow if axis == "K" else n for n, axis in zip(s.shape, s.axes, strict=True)]
+        total += prod(shape) * itemsize(dtype_of(kind, s))
+    return total
+
+
+def token_bytes(ctx: RankContext, kind: str, kv_dtype: str) -> int:
+    """KV bytes one token adds to one layer of attention `kind` (`attention` or `mla`) in `kv_dtype`."""
+    return sum(prod(s.shape) for s in ctx.states(kind)) * itemsize(kv_dtype)
+
+
+def kv_heads_per_rank(ctx: RankContext) -> int:
+    """KV heads one rank keeps per attention layer (1 for MLA's latent)."""
+    if "attention" not in ctx.kinds:
+        return 1
+    s = ctx.states("attention")[0]
+    return s.shape[s.axes.index("Hkv")]
+
+
+def window_of(ctx: RankContext, kind: str) -> int | None:
+    """The sliding window of `kind`'s layers (None: full attention)."""
+    return ctx.states(kind)[0].window
+
+
+def mtp_attention_layers(spec: ModelSpec) -> int:
+    """Attention layers the model's MTP head adds to the KV pool when it drafts (0 without MTP)."""
+    if spec.mtp is None:
+        return 0
+    return spec.mtp.num_layers if set(spec.mtp.layer.split("+")) & set(ATTENTION_KINDS) else 0
+
+
+def weight_bytes(ctx: RankContext) -> int:
+    """mcache's estimate of the weights one rank of the stage loads (the engines measure theirs)."""
+    return rank_params(ctx) * itemsize(ctx.dtypes.model)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def gib(n: float) -> float:
+    return n / GIB

@@ -1,0 +1,159 @@
+"""TensorRT-LLM (PyTorch backend) with its C++ hybrid cache manager: the state dtype, the fixed state cost of
+`max_batch_size x pp + 1` slots, the budget `free_gpu_memory_fraction` takes of the memory left after the
+profiled peak, the KV tokens left for attention, and the start-up failure when the fixed cost does not fit.
+
+Sources (NVIDIA/TensorRT-LLM, late-2026 main): `tensorrt_llm/_torch/pyexecutor/_util.py` (`KvCacheCreator`,
+`CacheCost`, `_cal_max_memory` and its log lines), `tensorrt_llm/_torch/pyexecutor/kv_cache/mamba_cache_manager.py`
+(`CppMambaHybridCacheManager.get_cache_size_per_token`: the affine cost), `tensorrt_llm/_torch/pyexecutor/
+config_utils.py` (`MambaKVCacheParams`, `resolve_ssm_cache_dtype`), `tensorrt_llm/_torch/modules/mamba/mamba2_tp.py`
+(Mamba2 groups replicated when tp > n_groups), `tensorrt_llm/llmapi/llm_args.py` (`KvCacheConfig`, `BaseLlmArgs`
+defaults). KV cache manager V2 (`use_kv_cache_manager_v2`, which splits the budget by a typical step) is not
+modelled: this is the V1 manager (`use_kv_cache_manager_v2: false`).
+"""
+
+from __future__ import annotations
+
+from mcache.core import dtypes as dtype_names
+from mcache.core.engines.common import (
+    ATTENTION_KINDS,
+    GIB,
+    EngineInputs,
+    EngineRun,
+    EngineStage,
+    Settings,
+    cdiv,
+    mtp_attention_layers,
+    stage_contexts,
+    state_bytes,
+    state_dtype,
+    token_bytes,
+)
+from mcache.core.errors import LayoutError
+from mcache.core.kinds.base import CacheDtypes
+
+NAME = "trtllm"
+SETTINGS = ("max_batch_size", "max_seq_len", "free_gpu_memory_fraction", "tokens_per_block", "mamba_ssm_cache_dtype",
+            "kv_cache_dtype", "max_draft_len", "max_tokens")
+SUPPORTED = ("mamba2", "gdn", "kda")  # config_utils.py extract_mamba_kv_cache_params: Nemotron-H, Qwen3-Next/3.5, Kimi
+KV_DTYPES = {"auto": None, "fp8": "float8_e4m3fn"}  # KvCacheConfig.dtype with a plain per-token cache
+DEFAULT_NON_KV = 2 * GIB  # assumed: the profiled activation peak and non-torch memory (NCCL, CUDA graphs)
+DUMMY_SLOTS = 1  # mamba_cache_manager.py: one CUDA-graph padding slot, shared by every padded request
+
+
+def run(inputs: EngineInputs) -> EngineRun:
+    """TensorRT-LLM's sizing of every PP stage."""
+    spec, layout = inputs.spec, inputs.layout
+    s = Settings(inputs.given)
+    for name in s.unknown(SETTINGS):
+        raise LayoutError(name, "not a TensorRT-LLM setting")
+    unsupported = sorted({k for k in ("mamba1", "short_conv", "lightning") if getattr(spec, k) is not None})
+    if unsupported:
+        raise LayoutError("engine", f"a model TensorRT-LLM's hybrid cache manager serves (Mamba2, GatedDeltaNet or KDA "
+                                    f"states); this one has {', '.join(unsupported)} layers")
+    batch = s.take("max_batch_size", 2048)
+    max_len = s.take("max_seq_len", spec.max_model_len or 8192,
+                     "default" if spec.max_model_len else "assumed: the spec names no max_model_len")
+    context = inputs.context or max_len
+    fraction = s.take("free_gpu_memory_fraction", 0.9)
+    block = s.take("tokens_per_block", 32)
+    drafts = s.take("max_draft_len", 0)
+    max_tokens = s.take("max_tokens", None)
+    non_kv = s.take("non_kv_memory_bytes", DEFAULT_NON_KV,
+                    "assumed: TensorRT-LLM profiles its activation peak and non-torch memory at start-up")
+    if not 0 < fraction <= 1:
+        raise LayoutError("free_gpu_memory_fraction", f"a fraction in (0, 1], got {fraction}")
+    dtypes = _dtypes(spec, s)
+    contexts = stage_contexts(spec, layout, dtypes)
+    weights = s.weights(contexts)
+    stages = []
+    for ctx, weight in zip(contexts, weights, strict=True):
+        slot = _slot_bytes(ctx, dtypes)
+        slope = _token_bytes(ctx, spec, dtypes, drafts)
+        fixed_slots = batch * layout.pp + DUMMY_SLOTS
+        intercept = fixed_slots * slot
+        fields = {"max_batch_size": batch, "state_slot_bytes": slot, "kv_token_bytes": slope,
+                  "fixed_state_slots": fixed_slots, "fixed_cost_bytes": intercept, "kv_cache_budget_bytes": None,
+                  "max_tokens": None, "largest_max_batch_size": None, "best_max_batch_size": None}
+        if inputs.gpu_bytes is None:
+            stages.append(EngineStage(ctx.stage, None, None, [], None, fields))
+            continue
+        peak = weight + non_kv
+        budget = int((inputs.gpu_bytes - peak) * fraction)  # _util.py _cal_max_memory
+        seq_tokens = cdiv(context, block) * block
+        largest = _largest_batch(budget, slot, slope * seq_tokens, layout.pp)
+        best = _best_batch(budget, slot, slope * seq_tokens, layout.pp)
+        fields.update(kv_cache_budget_bytes=budget, largest_max_batch_size=largest, best_max_batch_size=best)
+        log = [f"Peak memory during memory usage profiling (torch + non-torch): {peak / GIB:.2f} GiB, available KV cache "
+               f"memory when calculating max tokens: {budget / GIB:.2f} GiB, fraction is set {fraction}, kv size per "
+               f"token is {slope} bytes/token + {intercept} bytes fixed cost. device total memory "
+               f"{inputs.gpu_bytes / GIB:.2f} GiB, temporary kv cache memory during profiling 0.00 GiB"]
+        if max_tokens is not None:
+            budget = min(budget, slope * max_tokens + intercept)
+        log.append(f"Estimated max memory in KV cache : {budget / GIB:.2f} GiB")
+        tokens = max((budget - intercept) // slope, 0) if slope else 0  # CacheCost.tokens_for_budget
+        if max_tokens is not None:
+            tokens = min(tokens, max_tokens)
+        tokens = tokens // block * block
+        fields["max_tokens"] = tokens
+        error, running, binding = None, 0, "start-up"
+        if budget < intercept + slope * block:
+            error = (f"Impossible to fit in any sequence in kvCache: the fixed cost of {fixed_slots} state slots "
+                     f"(max_batch_size {batch} x pp {layout.pp} + {DUMMY_SLOTS}) is {intercept / GIB:.2f} GiB of the "
+                     f"{budget / GIB:.2f} GiB KV cache budget; "
+                     + (f"max_batch_size {largest} fits" if largest else "no max_batch_size fits"))
+            log.append(error)
+        else:
+            log.append(f"[MemUsageChange] Allocated {(tokens * slope + intercept) / GIB:.2f} GiB for max tokens in paged "
+                       f"KV cache ({tokens}).")
+            fit = tokens // seq_tokens if slope else batch * layout.pp
+            running, binding = (fit, "KV tokens") if fit < batch * layout.pp else (batch * layout.pp, "max_batch_size")
+        stages.append(EngineStage(ctx.stage, running, error, log, binding, fields))
+    return EngineRun(NAME, context, s.values, s.sources, dtypes, stages)
+
+
+def _dtypes(spec, s: Settings) -> CacheDtypes:
+    """model_loader.py validate_and_set_mamba_ssm_cache_dtype: KvCacheConfig.mamba_ssm_cache_dtype, else the config's
+    mamba_ssm_cache_dtype (its mamba_ssm_dtype is not read), else the model dtype; conv in the model dtype; KDA float32
+    (config_utils.py)."""
+    model = dtype_names.canonical(spec.dtype)
+    flag = s.take("mamba_ssm_cache_dtype", "auto")
+    hint = spec.ssm_dtype_hints.get("mamba_ssm_cache_dtype", model)
+    ssm = hint if flag == "auto" else state_dtype(flag, "mamba_ssm_cache_dtype")
+    kv_flag = s.take("kv_cache_dtype", "auto")
+    if kv_flag not in KV_DTYPES:
+        raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv=model, ssm=ssm)
+
+
+def _slot_bytes(ctx, dtypes: CacheDtypes) -> int:
+    """One slot over the stage's recurrent layers (MambaKVCacheParams.get_states_bytes_per_layer)."""
+
+    def dtype_of(kind, state):
+        if state.component == "conv":
+            return dtypes.conv
+        return "float32" if kind == "kda" else dtypes.ssm
+
+    return sum(state_bytes(ctx, k, dtype_of) * ctx.counts[k] for k in ctx.recurrent_kinds)
+
+
+def _token_bytes(ctx, spec, dtypes: CacheDtypes, drafts: int) -> int:
+    """KV bytes per token over the stage's attention layers (KVCacheManager.get_cache_size_per_token), the MTP
+    drafter's attention layers included on the last stage when it drafts."""
+    kinds = [k for k in ctx.kinds if k in ATTENTION_KINDS]
+    per_layer = token_bytes(ctx, kinds[0], dtypes.kv) if kinds else 0
+    drafter = mtp_attention_layers(spec) if drafts and ctx.stage == ctx.layout.pp - 1 else 0
+    return sum(token_bytes(ctx, k, dtypes.kv) * ctx.counts[k] for k in kinds) + per_layer * drafter
+
+
+def _largest_batch(budget: int, slot: int, seq_bytes: int, pp: int) -> int:
+    """The largest max_batch_size whose fixed cost leaves room for one sequence of the context (0: none)."""
+    if not slot:
+        return 0
+    return max(0, ((budget - seq_bytes) // slot - DUMMY_SLOTS) // pp)
+
+
+def _best_batch(budget: int, slot: int, seq_bytes: int, pp: int) -> int:
+    """The max_batch_size that runs the most sequences of the context: every slot's request with its KV fits."""
+    if not slot and not seq_bytes:
+        return 0
+    return max(0, (budget - DUMMY_SLOTS * slot) // (pp * (slot + seq_bytes)))

@@ -1,0 +1,354 @@
+"""vLLM (V1 engine, hybrid KV-cache manager): state dtypes, pages, block alignment, KV-cache groups, blocks,
+concurrency and the start-up checks, as vLLM 0.33.0 (2026-11-01) computes them on an NVIDIA GPU.
+
+Sources (vllm-project/vllm 0.33.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and dtypes),
+`vllm/model_executor/models/config.py` (per-model hooks, mamba cache mode), `vllm/platforms/interface.py`
+(`_align_hybrid_block_size`), `vllm/v1/kv_cache_interface.py` (page sizes, blocks per request),
+`vllm/v1/core/kv_cache_planning.py` (groups, block counts, the memory check), `vllm/v1/core/kv_cache_utils.py`
+(concurrency and its log line), `vllm/config/compilation.py` (the max_num_seqs check), `vllm/v1/worker/gpu_worker.py`
+(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults). Older releases differ where
+noted; their behaviour is reachable through settings (`mamba_cache_mode all`, `gdn_prefill_backend triton`).
+"""
+
+from __future__ import annotations
+
+from math import ceil, lcm
+
+from mcache.core import dtypes as dtype_names
+from mcache.core.engines.common import (
+    ATTENTION_KINDS,
+    GIB,
+    EngineInputs,
+    EngineRun,
+    EngineStage,
+    Settings,
+    cdiv,
+    kv_heads_per_rank,
+    mtp_attention_layers,
+    stage_contexts,
+    state_bytes,
+    state_dtype,
+    token_bytes,
+    whole_model,
+    window_of,
+)
+from mcache.core.errors import LayoutError
+from mcache.core.kinds import RECURRENT_KINDS
+from mcache.core.kinds.base import CacheDtypes
+
+NAME = "vllm"
+SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "num_speculative_tokens",
+            "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
+            "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
+            "gdn_prefill_backend")
+DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (0.9 before 0.22)
+DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
+FLASHMLA_BLOCK = 64  # v1/attention/backends/mla/flashattn_mla.py: FlashMLA (the fp8 MLA backend) takes only 64
+MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.29)
+GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer GDN prefill checkpoints (0.33)
+MAMBA1_CHUNK = 2048  # vllm/config/model.py get_mamba_chunk_size: no chunk notion in the config
+DEFAULT_NON_KV = 2 * GIB  # assumed: the profiled activation peak, non-torch memory and CUDA graphs
+KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
+             "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "fp8_per_token_head": "float8_e4m3fn",
+             "int8_per_token_head": "uint8"}  # vllm/config/cache.py CacheDType (the ones with a plain page)
+MODES = ("none", "align", "all")  # 'all' (per-block state prefix caching) was removed in 0.32
+
+# vllm/model_executor/models/config.py: NemotronHForCausalLMConfig sets the state dtype from the config's
+# mamba_ssm_cache_dtype, else float32; Qwen3_5ForConditionalGenerationConfig copies text_config.mamba_ssm_dtype.
+NEMOTRON_H = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+# Kinds whose state shape takes num_spec (k more conv rows with drafts): mamba2_state_shape, gated_delta_net_state_shape
+# and kda_state_shape callers all pass it in 0.33 (nemotron_h.py, mamba2.py, falcon_h1.py, granitemoehybrid.py,
+# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1, short conv and linear attention do not.
+CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
+# Model classes with SupportsMambaPrefixCaching in 0.31 (model_executor/models/*.py), the only ones 'all' mode took.
+ALL_MODE_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "MambaForCausalLM", "Mamba2ForCausalLM",
+                  "BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "Zamba2ForCausalLM",
+                  "JambaForCausalLM", "FalconMambaForCausalLM")
+
+
+def run(inputs: EngineInputs) -> EngineRun:
+    """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
+    spec, layout = inputs.spec, inputs.layout
+    s = Settings(inputs.given)
+    for name in s.unknown(SETTINGS):
+        raise LayoutError(name, "not a vLLM setting")
+    arch = spec.architecture or ""
+    log: list[str] = []
+    max_len = s.take("max_model_len", spec.max_model_len or 8192,
+                     "default" if spec.max_model_len else "assumed: the spec names no max_model_len")
+    context = inputs.context or max_len
+    k = s.take("num_speculative_tokens", 0)
+    dtypes = _dtypes(spec, s, arch, log)
+    kv_mode = s.values["kv_cache_dtype"]
+    recurrent = [kind for kind in RECURRENT_KINDS if getattr(spec, kind) is not None]
+    hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
+    # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
+    prefix = s.take("enable_prefix_caching", hybrid)
+    mode = _mode(s, prefix, arch, recurrent, log)
+    uses_mla = spec.mla is not None
+    fp8_mla = uses_mla and kv_mode.startswith("fp8")
+    block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
+    kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
+    gdn_backend = s.take("gdn_prefill_backend", "flashinfer" if "gdn" in recurrent else None)
+    checkpoints = mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
+    gpu = inputs.gpu_bytes or 0
+    big_gpu = gpu >= 70 * GIB and "a100" not in (inputs.gpu_name or "").lower()
+    # arg_utils.py get_batch_defaults (API server): 16384 tokens from 160 GiB, 8192 from 70 GiB (not A100), else 2048
+    by_gpu = "default" if gpu else "assumed: no GPU given, so the defaults of one under 70 GiB"
+    batched = s.take("max_num_batched_tokens", 16384 if gpu >= 160 * GIB else 8192 if big_gpu else 2048, by_gpu)
+    max_num_seqs = min(s.take("max_num_seqs", 1024 if big_gpu else 256, by_gpu), batched)
+    eager = s.take("enforce_eager", False)
+    util = s.take("gpu_memory_utilization", DEFAULT_UTILIZATION)
+    kv_memory = s.take("kv_cache_memory_bytes", None)
+    non_kv = s.take("non_kv_memory_bytes", DEFAULT_NON_KV,
+                    "assumed: vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
+    if not 0 < util <= 1:
+        raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
+
+    model = whole_model(spec, layout, dtypes)
+    page = _state_page(model, dtypes, arch, k)
+    attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
+    attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
+    block, padded = block_size, page
+    if page and attn_tok:
+        align = max(kernel_block, block_size, MLA_ALIGNMENT if uses_mla else 1)
+        if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
+            align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
+        block, padded = _align(page, attn_tok, block_size, align, mode, _chunk(spec), log)
+    elif page:
+        block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
+
+    stages = []
+    contexts = stage_contexts(spec, layout, dtypes)
+    weights = s.weights(contexts)
+    for ctx, weight in zip(contexts, weights, strict=True):
+        buckets = _buckets(ctx, spec, k)
+        group = _group_size(buckets)
+        padding = {name: group - n % group for name, n in buckets.items() if n % group}
+        stage_log = list(log) if ctx.stage == 0 else []
+        for name, missing in padding.items():
+            stage_log.append(f"Add {missing} padding layers, may waste at most {missing / buckets[name] * 100:.2f}% "
+                             "KV cache memory")
+        groups = {name: cdiv(n, group) for name, n in buckets.items()}
+        unit = padded if page else block * attn_tok
+        available = None
+        if kv_memory is not None:
+            available = kv_memory
+        elif inputs.gpu_bytes is not None:
+            available = ceil(inputs.gpu_bytes * util) - weight - non_kv  # gpu_worker.py determine_available_memory
+        stages.append((ctx, buckets, groups, group, sum(padding.values()), unit, available, stage_log))
+
+    # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
+    counts = [avail // (group * unit) if avail is not None and avail > 0 else 0
+              for _, _, _, group, _, unit, avail, _ in stages]
+    num_blocks = min(counts) if all(a is not None for *_, a, _ in stages) else None
+    result = []
+    for (ctx, buckets, groups, group, padding_layers, unit, available, stage_log) in stages:
+        per_block = group * unit
+        extra = 1 if checkpoints else 0  # kv_cache_interface.py MambaSpec.num_prefill_checkpoint_blocks
+        per_request = _blocks_per_request(groups, max_len, block, mode, k + extra, batched, ctx)
+        fields = {
+            "attention_block_size": block if attn_tok else None,
+            "mamba_cache_mode": mode,
+            "state_page_bytes": page or None,
+            "state_page_padded_bytes": padded or None,
+            "state_page_padding_pct": round(100 * (padded - page) / page, 2) if page else None,
+            "group_size": group,
+            "groups": groups,
+            "padding_layers": padding_layers,
+            "block_bytes": per_block,
+            "available_kv_cache_memory_bytes": available,
+            "num_blocks": num_blocks,
+            "blocks_per_request": per_request,
+            "max_concurrency": None,
+            "kv_cache_tokens": None,
+            "kv_cache_tokens_legacy": None,
+        }
+        error, running, binding = None, None, None
+        if available is not None:
+            stage_log.append(f"Available KV cache memory: {round(available / GIB, 2)} GiB")
+            error = _memory_error(available, per_block, unit, buckets, max_len, block, mode, k + extra, batched, ctx)
+        if error is None and num_blocks is not None:
+            concurrency = num_blocks / per_request
+            tokens = int(concurrency * max_len)
+            legacy = num_blocks // sum(groups.values()) * min(block, max_len)
+            fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
+            stage_log.append(f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {max_len:,} tokens per "
+                             f"request: {concurrency:.2f}x")
+            has_state = any(name in RECURRENT_KINDS for name in groups)
+            if has_state and not eager and max_num_seqs > num_blocks:
+                error = (f"max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks ({num_blocks}). Each "
+                         "decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. "
+                         f"Please lower max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.")
+            at_context = num_blocks // _blocks_per_request(groups, context, block, mode, k + extra, batched, ctx)
+            running, binding = (at_context, "KV cache blocks") if at_context < max_num_seqs else (max_num_seqs, "max_num_seqs")
+        if error is not None:
+            stage_log.append(error)
+            running, binding = 0, "start-up"
+        result.append(EngineStage(ctx.stage, running, error, stage_log, binding, fields))
+    s.values["max_num_seqs"] = max_num_seqs
+    return EngineRun(NAME, context, s.values, s.sources, dtypes, result)
+
+
+def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
+    """Conv state: --mamba-cache-dtype, else the model dtype; recurrent state: --mamba-ssm-cache-dtype, else the
+    model's hook, else the conv dtype (mamba_utils.py MambaStateDtypeCalculator, models/config.py)."""
+    model = dtype_names.canonical(spec.dtype)
+    conv_flag = s.take("mamba_cache_dtype", "auto")
+    conv = model if conv_flag == "auto" else state_dtype(conv_flag, "mamba_cache_dtype")
+    ssm_flag = s.take("mamba_ssm_cache_dtype", "auto")
+    hints = spec.ssm_dtype_hints
+    if ssm_flag != "auto":
+        ssm = state_dtype(ssm_flag, "mamba_ssm_cache_dtype")
+    elif arch in NEMOTRON_H:
+        ssm = hints.get("mamba_ssm_cache_dtype", "float32")
+        log.append(f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model")
+    elif arch in QWEN3_5 and "mamba_ssm_dtype" in hints:
+        ssm = hints["mamba_ssm_dtype"]
+    else:
+        ssm = conv
+    kv_flag = s.take("kv_cache_dtype", "auto")
+    if kv_flag not in KV_DTYPES:
+        raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv=conv, ssm=dtype_names.canonical(ssm))
+
+
+def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], log: list[str]) -> str:
+    """The mamba cache mode (models/config.py MambaModelConfig.verify_and_update_config): `none` without prefix
+    caching, `align` with it; `all` (vLLM 0.31 and older, models with SupportsMambaPrefixCaching) only when asked."""
+    given = s.take("mamba_cache_mode", None)
+    if given is not None and given not in MODES:
+        raise LayoutError("mamba_cache_mode", f"one of {', '.join(MODES)}, got {given!r}")
+    if not prefix or not recurrent:
+        mode = "none"
+    elif given == "all" and arch in ALL_MODE_ARCHS:
+        mode = "all"
+    else:
+        mode = "align"
+        if given == "all":
+            log.append("Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all' "
+                       "mode: falling back to 'align' mode.")
+        else:
+            log.append(f"Mamba cache mode is set to 'align' for {arch or 'this model'} by default when prefix caching "
+                       "is enabled")
+    s.values["mamba_cache_mode"] = mode
+    return mode
+
+
+def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int) -> int:
+    """Bytes of one recurrent layer's state for one request (MambaSpec.page_size_bytes); with several recurrent
+    kinds, the largest (kv_cache_utils.py unify_kv_cache_spec_page_size pads the others to it)."""
+
+    def dtype_of(kind, state):
+        if state.component == "conv" or kind in ("short_conv", "lightning"):
+            return dtypes.conv  # linear attention and short conv keep one state in the conv dtype
+        return "float32" if kind == "kda" else dtypes.ssm
+
+    def rows(kind: str) -> int:
+        return k if kind in CONV_DRAFT_KINDS or (kind == "mamba2" and arch in NEMOTRON_H) else 0
+
+    return max((state_bytes(ctx, kind, dtype_of, rows(kind)) for kind in ctx.recurrent_kinds), default=0)
+
+
+def _token_bytes(ctx, kind: str, kv_mode: str, dtypes: CacheDtypes) -> int:
+    """KV bytes one token adds to one attention layer (AttentionSpec.page_size_bytes / block_size): per-token-head
+    modes add a float32 scale for K and V per KV head."""
+    scales = 2 * kv_heads_per_rank(ctx) * 4 if kv_mode.endswith("_per_token_head") else 0
+    return token_bytes(ctx, kind, dtypes.kv) + scales
+
+
+def _chunk(spec) -> int:
+    """The scan chunk that 'all' mode aligns blocks to (config.py get_mamba_chunk_size)."""
+    return spec.mamba2.chunk_size if spec.mamba2 is not None and spec.mamba2.chunk_size else MAMBA1_CHUNK
+
+
+def _align(page: int, attn_tok: int, block_size: int, align: int, mode: str, chunk: int,
+           log: list[str]) -> tuple[int, int]:
+    """The attention block size and padded state page (platforms/interface.py _align_hybrid_block_size): the
+    smallest multiple of the alignment whose attention page holds a state page, which is padded to equal it; in
+    'all' mode (0.31 and older) a multiple of the scan chunk too."""
+    if mode == "all":
+        step = lcm(chunk, align)
+        attn_block = step * cdiv(cdiv(page, attn_tok), step)
+    else:
+        attn_block = align * cdiv(page, align * attn_tok)
+    block = block_size
+    if block < attn_block:
+        block = attn_block
+        log.append(f"Setting attention block size to {block} tokens to ensure that attention page size is >= mamba "
+                   "page size.")
+    padded = block * attn_tok
+    if padded != page:
+        log.append(f"Padding mamba page size by {100 * (padded - page) / page:.2f}% to ensure that mamba page size "
+                   "and attention page size are exactly equal.")
+    return block, padded
+
+
+def _buckets(ctx, spec, k: int) -> dict[str, int]:
+    """Layers of each cache spec on the stage (kv_cache_utils.py groups equal specs): full and windowed attention
+    apart, each recurrent kind apart; the MTP drafter's attention layers join the last stage's attention."""
+    buckets = {}
+    for kind in ctx.kinds:
+        if kind in RECURRENT_KINDS:
+            buckets[kind] = ctx.counts[kind]
+        elif kind in ATTENTION_KINDS:
+            window = window_of(ctx, kind)
+            buckets[kind if window is None else f"{kind}:window"] = ctx.counts[kind]
+    if k and ctx.stage == ctx.layout.pp - 1 and (drafter := mtp_attention_layers(spec)):
+        key = next((name for name in buckets if name in ATTENTION_KINDS), "attention")
+        buckets[key] = buckets.get(key, 0) + drafter
+    return buckets
+
+
+def _group_size(buckets: dict[str, int]) -> int:
+    """Layers per KV-cache group (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): the smallest bucket,
+    or the largest when that is under 1.5 x the smallest."""
+    if not buckets:
+        return 1
+    smallest, largest = min(buckets.values()), max(buckets.values())
+    return largest if largest < 1.5 * smallest else smallest
+
+
+def _blocks_per_request(groups: dict[str, int], tokens: int, block: int, mode: str, k: int, batched: int, ctx) -> int:
+    """Blocks one request of `tokens` tokens holds over all groups (kv_cache_interface.py max_memory_usage_bytes):
+    attention `ceil(tokens / block)` (windowed: the window plus a batch of new tokens, and one more), state `1 + k`
+    (none), `2 + k` (align) or `ceil(tokens / block) + k` (all)."""
+    total = 0
+    for name, n in groups.items():
+        if name in RECURRENT_KINDS:
+            per = {"none": 1 + k, "align": 2 + k}.get(mode, cdiv(tokens, block) + k)
+        elif name.endswith(":window"):
+            window = window_of(ctx, name.split(":")[0])
+            per = cdiv(min(window - 1 + batched, tokens), block) + 1
+        else:
+            per = cdiv(tokens, block)
+        total += n * per
+    return total
+
+
+def _memory_error(available: int, per_block: int, page: int, buckets: dict[str, int], max_len: int, block: int,
+                  mode: str, k: int, batched: int, ctx) -> str | None:
+    """kv_cache_planning.py check_enough_kv_cache_memory: every layer's blocks for one request at the max model length
+    (`page` bytes each), in the memory left beside the block pool's null block."""
+    usable = available - per_block
+    if usable <= 0:
+        return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+                "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
+                "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+
+    def needed(tokens: int) -> int:
+        return page * _blocks_per_request(buckets, tokens, block, mode, k, batched, ctx)
+
+    if needed(max_len) <= usable:
+        return None
+    lo, hi = 0, max_len  # estimate_max_model_len: the longest model length one request fits at
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if needed(mid) <= usable else (lo, mid)
+    estimate = f"Based on the available memory, the estimated maximum model length is {lo}. " if lo else ""
+    return (f"To serve at least one request with the model's max seq len ({max_len}), ({round(needed(max_len) / GIB, 2)} "
+            "GiB KV cache is needed, which is larger than the available KV cache memory "
+            f"({round(usable / GIB, 2)} GiB). {estimate}Try increasing `gpu_memory_utilization` (which also controls CPU "
+            "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")

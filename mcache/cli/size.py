@@ -107,11 +107,13 @@ def size(
     origin = str(resolve(spec))
     sizes = {"--reserve": reserve, "--weights": weights, "--kv-cache-memory": kv_cache_memory,
              "--free-memory-before-load": free_memory_before_load}
-    try:
-        parsed = {option: parse_size(text, option.removeprefix("--").replace("-", "_")) for option, text in sizes.items()
-                  if text is not None}
-    except LayoutError as err:
-        raise located(err, origin) from None
+    parsed = {}
+    for option, text in sizes.items():
+        if text is not None:
+            try:
+                parsed[option] = parse_size(text, option)
+            except LayoutError as err:
+                raise McacheError(f"{option}: {err.expected}") from None
     given = {
         "--max-seq-len": max_seq_len, "--utilization": utilization, "--draft": draft, "--kv-dtype": kv_dtype,
         "--ssm-dtype": ssm_dtype, "--conv-dtype": conv_dtype, "--block-size": block_size, "--max-batch": max_batch,

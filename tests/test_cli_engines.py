@@ -1,0 +1,132 @@
+"""`mcache size` headlines, the exit-3 verdict, and `--engine` through the CLI: options, output contract, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from mcache.cli.main import main
+
+
+def size_json(capsys, *args: str, code: int = 0) -> dict:
+    assert main(["size", *args, "--format", "json"]) == code
+    return json.loads(capsys.readouterr().out)
+
+
+def size_text(capsys, *args: str, code: int = 0) -> tuple[str, str]:
+    assert main(["size", *args]) == code
+    out = capsys.readouterr()
+    return out.out, out.err
+
+
+def test_neutral_headline_sizes_the_pool_by_memory(capsys):
+    report = size_json(capsys, "nemotron-h-8b", "--gpu", "h200")
+    cap = report["capacity"]["ranks"][0]
+    assert report["runtime"]["max_batch_source"] == "memory"
+    assert cap["max_sequences"] == cap["sequences_if_resized"] == report["runtime"]["max_batch"]
+    assert cap["binding"] == "KV"  # 128 MiB of KV per 8K sequence against 49.41 MiB of state
+    out, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200")
+    line = next(line for line in out.splitlines() if line.startswith("fits "))
+    assert line.startswith(f"fits {cap['max_sequences']} sequences of 8192 tokens per rank on NVIDIA H200 (KV-bound")
+
+
+def test_neutral_headline_with_a_fixed_pool_says_what_memory_would_allow(capsys):
+    report = size_json(capsys, "nemotron-h-8b", "--gpu", "h200", "--max-batch", "64")
+    cap = report["capacity"]["ranks"][0]
+    assert (cap["max_sequences"], cap["binding"]) == (64, "state slots")
+    out, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200", "--max-batch", "64")
+    assert (f"fits 64 sequences of 8192 tokens per rank on NVIDIA H200 (bound by --max-batch: 64 slots; memory "
+            f"would hold {cap['sequences_if_resized']})") in out
+
+
+def test_without_a_gpu_the_table_says_how_to_get_capacity(capsys):
+    out, _ = size_text(capsys, "nemotron-h-8b")
+    assert "--gpu h200" in out.splitlines()[-1]
+
+
+def test_a_model_that_does_not_fit_exits_3_naming_the_smallest_tp(capsys):
+    out, err = size_text(capsys, "minimax-text-01", "--gpu", "h200", code=3)
+    assert "fits 0 sequences" in out
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert re.search(r"MiniMax-Text-01 does not fit on NVIDIA H200 at --tp 1 --pp 1: the weights \(.* per rank\) exceed", err)
+    assert err.rstrip().endswith("it fits at --tp 8")
+
+
+def test_nothing_up_to_8_gpus(capsys):
+    _, err = size_text(capsys, "minimax-text-01", "--gpu", "rtx-4090", code=3)
+    assert err.rstrip().endswith("no layout of up to 8 GPUs fits")
+
+
+def test_vllm_json_contract(capsys):
+    report = size_json(capsys, "qwen3.5-27b", "--engine", "vllm", "--gpu", "h200", "--num-speculative-tokens", "7",
+                       "--mamba-ssm-cache-dtype", "bfloat16", "--max-model-len", "32768")
+    assert report["schema_version"] == 2
+    eng = report["engine"]
+    assert eng["name"] == "vllm" and eng["settings"]["num_speculative_tokens"] == 7
+    assert eng["sources"]["num_speculative_tokens"] == "given" and eng["sources"]["max_num_seqs"] == "default"
+    assert eng["sources"]["weights_bytes"].startswith("assumed")
+    st = eng["stages"][0]
+    for key in ("max_running_requests", "startup_error", "log", "attention_block_size", "state_page_bytes",
+                "state_page_padded_bytes", "state_page_padding_pct", "group_size", "padding_layers", "num_blocks",
+                "blocks_per_request", "max_concurrency", "kv_cache_tokens"):
+        assert key in st, key
+    assert (st["attention_block_size"], st["state_page_padding_pct"]) == (448, 3.23)
+    assert isinstance(st["max_running_requests"], int) and st["startup_error"] is None
+    assert any(line.startswith("GPU KV cache size: ") for line in st["log"])
+
+
+def test_vllm_without_a_gpu_keeps_the_memory_free_figures(capsys):
+    st = size_json(capsys, "qwen3.5-27b", "--engine", "vllm")["engine"]["stages"][0]
+    assert st["attention_block_size"] == 832 and st["group_size"] == 16
+    assert st["num_blocks"] is None and st["max_running_requests"] is None and st["max_concurrency"] is None
+
+
+def test_kv_cache_memory_takes_a_size(capsys):
+    st = size_json(capsys, "qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "6.01GiB")["engine"]["stages"][0]
+    assert st["available_kv_cache_memory_bytes"] == int(6.01 * (1 << 30))
+    assert st["num_blocks"] == int(6.01 * (1 << 30)) // (16 * 832 * 4096)
+
+
+def test_sglang_and_trtllm_json_carry_their_figures(capsys):
+    sg = size_json(capsys, "qwen3-next-80b-a3b", "--engine", "sglang", "--gpu", "h200", "--tp", "4")["engine"]
+    assert {"max_total_num_tokens", "max_mamba_cache_size"} <= set(sg["stages"][0])
+    assert sg["stages"][0]["max_running_requests"] > 0
+    trt = size_json(capsys, "nemotron-h-8b", "--engine", "trtllm", "--gpu", "h200", "--max-batch-size", "256")["engine"]
+    assert {"max_batch_size", "max_tokens"} <= set(trt["stages"][0])
+    assert trt["settings"]["max_batch_size"] == 256 and trt["stages"][0]["max_batch_size"] == 256
+
+
+def test_engine_table_prints_the_headline_and_the_log(capsys):
+    out, _ = size_text(capsys, "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200", "--max-model-len", "8192")
+    assert re.search(r"^vLLM runs \d+ sequences of 8192 tokens per rank on NVIDIA H200 \(bound by ", out, re.M)
+    assert "vLLM would log:" in out and "  Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in out
+
+
+def test_trtllm_that_cannot_start_exits_3(capsys):
+    out, err = size_text(capsys, "qwen3.5-27b", "--engine", "trtllm", "--gpu", "h200", code=3)
+    assert "TensorRT-LLM would not start on NVIDIA H200: Impossible to fit" in out
+    assert err.count("\n") == 1
+    assert "does not fit on NVIDIA H200 at --tp 1 --pp 1 under TensorRT-LLM" in err
+    assert err.rstrip().endswith("it fits at --tp 2")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["qwen3.5-27b", "--max-num-seqs", "8"], "--max-num-seqs: an option of vLLM (add --engine vllm)"),
+    (["qwen3.5-27b", "--engine", "vllm", "--mem-fraction-static", "0.8"], "--mem-fraction-static: an option of SGLang, not of vLLM"),
+    (["qwen3.5-27b", "--engine", "vllm", "--max-batch", "8"], "--max-batch: vLLM has no such setting (use --max-num-seqs)"),
+    (["qwen3.5-27b", "--engine", "sglang", "--snapshot-slots", "2"], "--snapshot-slots: sizes mcache's neutral pool"),
+    (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-dtype", "fp4"], "--kv-dtype: one of auto, float16"),
+    (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "lots"], "--kv-cache-memory: a size such as 141GiB"),
+    (["qwen3.5-27b", "--engine", "vllm", "--gpu-memory-utilization", "1.5", "--gpu", "h200"], "--utilization: a fraction"),
+    (["qwen3.5-27b", "--engine", "vllm", "--verify"], "--verify: checks mcache's neutral pools"),
+    (["jamba-v0.1", "--engine", "trtllm"], "--engine trtllm: a model TensorRT-LLM's hybrid cache manager serves"),
+    (["qwen3.5-27b", "--engine", "vllm", "--tp", "3"], "attention.num_kv_heads: 4 cannot be split over tp=3"),
+    (["qwen3.5-27b", "--weights", "20GiB"], "--weights: an engine input"),
+])
+def test_engine_option_errors_are_one_line(args, needle, capsys):
+    assert main(["size", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err

@@ -1,0 +1,149 @@
+"""The SGLang profile against SGLang's own arithmetic and public boot logs (each test names its source)."""
+
+from __future__ import annotations
+
+import pytest
+from engines_util import config_spec, gib, run
+
+from mcache.core.engines.common import GIB
+from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction
+from mcache.core.layout import ParallelLayout
+
+QWEN35 = "qwen3.5-27b"
+SLOT = 48 * (30_720 * 2 + 786_432 * 4)  # 48 GDN layers: bf16 conv + float32 state = 153,944,064 B (146.81 MiB)
+
+
+def stage(engine_run):
+    return engine_run.stages[0]
+
+
+def memory(rest_gib: float, mfs: float, pre_gib: float = 79.5) -> dict:
+    """Free memory before load and weights that leave `rest_gib` for the pools: rest = pre x mfs - weights."""
+    pre = gib(pre_gib)
+    return {"mem_fraction_static": mfs, "pre_model_load_memory_bytes": pre,
+            "weights_bytes": int(pre * mfs - rest_gib * GIB)}
+
+
+def test_dtypes_bf16_conv_and_the_configs_mamba_ssm_dtype():
+    # configs/mamba_utils.py mamba2_state_dtype: conv bfloat16 always; state: flag, else config mamba_ssm_dtype,
+    # else float32 (vLLM's mamba_ssm_cache_dtype is not read, so Nemotron-H is float32 too)
+    assert run("sglang", config_spec(QWEN35)).dtypes.ssm == "float32"
+    assert run("sglang", config_spec("nemotron-h-8b-base-8k")).dtypes.ssm == "float32"
+    assert run("sglang", config_spec(QWEN35), mamba_ssm_dtype="bfloat16").dtypes.ssm == "bfloat16"
+    assert run("sglang", config_spec("falcon-h1-0.5b")).dtypes.conv == "bfloat16"
+
+
+def test_h100_log_slots_tokens_and_the_cap():
+    # SGLang 0.5.18 bring-up notes (Qwen3.8-27B-FP8 = Qwen3.5-27B's geometry, H100, TP 1,
+    # --mem-fraction-static 0.85 --max-running-requests 32): "Mamba Cache is allocated. max_mamba_cache_size: 124,
+    # conv_state size: 0.34GB, ssm_state size: 17.58GB", "#tokens: 330323, K size: 10.08 GB", "capped to 24".
+    # The log gives avail 50.01 GB after weights; rest = 50.01 - pre x 0.15 = 38.08 GiB (pre 79.51 GiB).
+    st = stage(run("sglang", config_spec(QWEN35), "h100", max_running_requests=32, **memory(38.083, 0.85, 79.51)))
+    assert st.fields["mamba_cache_per_req_bytes"] == SLOT
+    # K = int((B - per) // per), B = rest x 0.9 / 1.9 (kv_cache_configurator.py: one dummy slot charged)
+    assert st.fields["max_mamba_cache_size"] == 124
+    assert "Mamba Cache is allocated. max_mamba_cache_size: 124, conv_state size: 0.34GB, ssm_state size: 17.58GB " in st.log
+    assert st.fields["max_total_num_tokens"] == pytest.approx(330_323, rel=1e-3)  # the log rounds the memory
+    assert st.fields["max_running_requests_logged"] == 124 // 5 == 24  # extra_buffer with overlap: 5 slots/request
+    assert any(line.startswith("max_running_requests is capped to 24 by the mamba state cache (max_mamba_cache_size="
+                               "124, 5 state slots per request).") for line in st.log)
+    assert any("K size: 10.08 GB, V size: 10.08 GB" in line for line in st.log)
+
+
+def test_negative_slots_error_matches_the_mi355x_log():
+    # same notes, MI355X at --mem-fraction-static 0.25: "Not enough GPU memory for hybrid (mamba/linear-attention)
+    # state cache. Computed max_mamba_cache_size=-28 (total_rest_memory=-7.96 GB, mamba_cache_per_req=146.81 MB)."
+    st = stage(run("sglang", config_spec(QWEN35), gpu_bytes=gib(288), **memory(-7.96, 0.25, 258.78)))
+    assert st.startup_error.startswith(
+        "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=-28 "
+        "(total_rest_memory=-7.96 GB, mamba_cache_per_req=146.81 MB).")
+    assert st.max_running_requests == 0
+
+
+def test_fixed_pool_caps_requests_by_the_slot_ratio():
+    # github.com/sgl-project/sglang/issues/38846 (Qwen3.5-27B FP8, RTX 6000 Ada): "max_running_requests is capped to
+    # 9 by the mamba state cache (max_mamba_cache_size=47, 5 state slots per request)"
+    st = stage(run("sglang", config_spec(QWEN35), gpu_bytes=gib(48), context=8192, max_mamba_cache_size=47,
+                   max_running_requests=32, **memory(30, 0.9, 47)))
+    assert st.fields["max_running_requests_logged"] == 9 and st.binding == "state slots"
+
+
+def test_extra_buffer_lazy_holds_four_slots_per_request():
+    # github.com/sgl-project/sglang/pull/36310 (Qwen3.6-35B-A3B, extra_buffer_lazy): 149 slots -> 37 requests
+    st = stage(run("sglang", config_spec(QWEN35), gpu_bytes=gib(96), max_mamba_cache_size=149,
+                   mamba_radix_cache_strategy="extra_buffer_lazy", max_running_requests=64, **memory(60, 0.9, 95)))
+    assert (st.fields["state_slots_per_request"], st.fields["max_running_requests_logged"]) == (4, 37)
+
+
+@pytest.mark.parametrize(("settings", "ratio"), [
+    ({}, 5),  # radix cache on, auto -> extra_buffer with the overlap scheduler
+    ({"disable_overlap_schedule": True}, 4),
+    ({"mamba_radix_cache_strategy": "no_buffer"}, 3),
+    ({"disable_radix_cache": True}, 1),
+])
+def test_state_slots_per_running_request(settings, ratio):
+    # kv_cache_configurator.py _calculate_mamba_ratio
+    assert stage(run("sglang", config_spec(QWEN35), **settings)).fields["state_slots_per_request"] == ratio
+
+
+def test_lfm2_has_no_extra_buffer():
+    # arg_groups/overrides.py: LFM2 is a radix-cache architecture without the extra buffer -> no_buffer (3)
+    st = stage(run("sglang", config_spec("lfm2-1.2b")))
+    assert (st.fields["mamba_radix_cache_strategy"], st.fields["state_slots_per_request"]) == ("no_buffer", 3)
+
+
+def test_lfm2_700m_16gb_log():
+    # SGLang 0.5.6 notes (LFM2-700M: LFM2-1.2B's layers at hidden 1536, a 16 GB GPU of 16,303 MiB, heuristic
+    # mem_fraction_static 0.771): "Load weight begin. avail mem=15.33 GB", "Load weight end ... avail mem=13.81 GB",
+    # "Mamba Cache is allocated. max_mamba_cache_size: 85292, conv_state size: 4.88GB", "#tokens: 473854,
+    # K size: 2.71 GB"
+    gpu = 16_303 << 20
+    assert _mem_fraction(16_303, _chunked_prefill(16_303), ParallelLayout()) == 0.771
+    spec = config_spec("lfm2-1.2b", hidden_size=1536)
+    st = stage(run("sglang", spec, gpu_bytes=gpu, pre_model_load_memory_bytes=gib(15.33),
+                   weights_bytes=gib(15.33 - 13.81)))
+    assert st.fields["mem_fraction_static"] == 0.771
+    assert st.fields["mamba_cache_per_req_bytes"] == 10 * 1536 * 2 * 2  # 61,440 B: ten short convs
+    assert st.fields["max_mamba_cache_size"] == pytest.approx(85_292, rel=2e-3)
+    assert st.fields["max_total_num_tokens"] == pytest.approx(473_854, rel=2e-3)
+
+
+def test_token_pool_counts_only_full_attention_layers():
+    # pool_configurator.py: cell = kv heads per rank x (head + v head) x full-attention layers x itemsize
+    st = stage(run("sglang", config_spec("qwen3-next-80b-a3b"), tp=4))
+    assert st.fields["cell_size_bytes"] == 1 * (256 + 256) * 12 * 2  # 2 KV heads over TP 4: one per rank
+
+
+def test_max_running_requests_default_is_clamped_and_halved():
+    # resolve_max_num_reqs: clamp(tokens / context x 512, 2048, 4096), at most tokens // 2, at most slots // ratio
+    st = stage(run("sglang", config_spec("lfm2-1.2b"), "h200", context_length=8192))
+    tokens = st.fields["max_total_num_tokens"]
+    assert st.fields["max_running_requests_logged"] == min(max(min(int(tokens / 8192 * 512), 4096), 2048), tokens // 2)
+
+
+def test_drafts_reserve_intermediate_states_per_running_request():
+    # _handle_max_mamba_cache with speculative decoding: K = (B - per (1 + D)) // (per (1 + D / ratio)), and
+    # (min(requests, K // ratio) + 1) x D states come out of the token pool; requests default to 48
+    per, ratio, steps = SLOT, 5, 3
+    drafts = steps + 1
+    rest = 60 * GIB
+    st = stage(run("sglang", config_spec(QWEN35), "h200", speculative_num_steps=steps, **memory(60, 0.9, 139)))
+    budget = rest * 0.9 / 1.9
+    slots = int((budget - per * (1 + drafts)) // (per * (1 + drafts / ratio)))
+    assert st.fields["max_mamba_cache_size"] == slots
+    kv_rest = rest - per * (min(48, slots // ratio) + 1) * drafts - (slots + 1) * per
+    cell = 16 * 4096 * 17 // 16  # the MTP layer's KV: x (1 + 1 / 16)
+    assert st.fields["cell_size_bytes"] == cell
+    assert st.fields["max_total_num_tokens"] == int(kv_rest) // cell
+
+
+def test_mem_fraction_heuristic_on_an_h200():
+    # arg_groups/memory_hook.py: 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 = 13,440 MB reserved of 143,771 MB
+    assert _mem_fraction(143_771, 8192, ParallelLayout()) == round((143_771 - 13_440) / 143_771, 3) == 0.907
+
+
+def test_unknown_setting_is_refused():
+    from mcache.core.errors import LayoutError
+
+    with pytest.raises(LayoutError, match="not an SGLang setting"):
+        run("sglang", config_spec(QWEN35), max_num_seqs=8)

@@ -1,0 +1,249 @@
+"""The vLLM profile against vLLM's own arithmetic and public boot logs (each test names its source)."""
+
+from __future__ import annotations
+
+import pytest
+from engines_util import config_spec, gib, run
+
+QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
+# per GDN layer: conv (2*16*128 + 48*128) x 3 rows = 30,720 elements; state 48 x 128 x 128 = 786,432 elements
+CONV, STATE = 30_720, 786_432
+ATTN_TOKEN = 2 * 4 * 256 * 2  # 4,096 B per token and attention layer (bf16)
+
+
+def stage(engine_run):
+    return engine_run.stages[0]
+
+
+def qwen35(**settings):
+    return stage(run("vllm", config_spec(QWEN35), **settings))
+
+
+def test_qwen3_5_bf16_page_and_draft_rows_match_the_reference():
+    # shared/reference/engines.md: page 1,634,304 B without drafts, +20,480 B per draft token (bf16 state)
+    plain = qwen35(mamba_ssm_cache_dtype="bfloat16")
+    assert plain.fields["state_page_bytes"] == CONV * 2 + STATE * 2 == 1_634_304
+    one = qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=1)
+    assert one.fields["state_page_bytes"] - 1_634_304 == 10_240 * 2 == 20_480
+
+
+def test_qwen3_5_seven_drafts_block_448_padding_3_23():
+    # engines.md (public boot log): 7 drafts, bf16 state -> block 448, "Padding mamba page size by 3.23%"
+    st = qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=7)
+    page = 1_634_304 + 7 * 20_480  # 1,777,664
+    assert st.fields["state_page_bytes"] == page
+    # align: lcm(16, FlashInfer's 64-token GDN checkpoints) = 64; 64 * ceil(1,777,664 / (64 * 4,096)) = 448
+    assert st.fields["attention_block_size"] == 448
+    assert st.fields["state_page_padding_pct"] == round(100 * (448 * ATTN_TOKEN - page) / page, 2) == 3.23
+    assert "Setting attention block size to 448 tokens to ensure that attention page size is >= mamba page size." in st.log
+    assert "Padding mamba page size by 3.23% to ensure that mamba page size and attention page size are exactly equal." in st.log
+
+
+def test_qwen3_5_fifteen_drafts_and_a_float32_state():
+    # github.com/syv-ai/qwen38-27b-rtx3090 issue #102 (a vLLM before 0.33: 16-token alignment): bf16 state,
+    # 15 drafts -> 480 tokens and 1.27%; float32 state, 7 drafts -> 832 tokens
+    st = qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=15, gdn_prefill_backend="triton")
+    assert (st.fields["attention_block_size"], st.fields["state_page_padding_pct"]) == (480, 1.27)
+    assert qwen35(num_speculative_tokens=7, gdn_prefill_backend="triton").fields["attention_block_size"] == 832
+    # 0.33 aligns to 64 tokens in align mode: 64 * ceil(1,941,504 / (64 * 4,096)) = 512
+    assert qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=15).fields["attention_block_size"] == 512
+
+
+def test_qwen3_5_hook_reads_text_config_mamba_ssm_dtype():
+    # models/config.py Qwen3_5ForConditionalGenerationConfig: the checkpoint's float32 is the state dtype
+    r = run("vllm", config_spec(QWEN35))
+    assert r.dtypes.ssm == "float32" and r.sources["mamba_ssm_cache_dtype"] == "default"
+    assert stage(r).fields["state_page_bytes"] == CONV * 2 + STATE * 4 == 3_207_168
+    # the flag wins over the hook
+    assert run("vllm", config_spec(QWEN35), mamba_ssm_cache_dtype="bfloat16").dtypes.ssm == "bfloat16"
+
+
+def test_qwen3_next_float32_block_1056_as_qwen3_6_35b_a3b():
+    # engines.md: Qwen3.6-35B-A3B (Qwen3-Next's GDN and attention dims), float32 state, TP 1: block 1056.
+    # page: conv (2*16*128 + 32*128) * 3 * 2 = 49,152 + state 32*128*128*4 = 2,097,152 -> 2,146,304 B;
+    # attention 2 KV heads x 256 x 2 x 2 = 2,048 B/token; no prefix caching: 16 * ceil(2,146,304 / 32,768) = 1056
+    st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), mamba_ssm_cache_dtype="float32",
+                   enable_prefix_caching=False))
+    assert st.fields["state_page_bytes"] == 2_146_304
+    assert st.fields["attention_block_size"] == 1056
+    assert st.fields["state_page_padding_pct"] == 0.76  # a ROCm boot log (2026-03-23) reads "by 0.76%"
+
+
+def test_qwen3_next_has_no_dtype_hook():
+    # models/config.py registers the Qwen hook for Qwen3_5*ForConditionalGeneration only: Qwen3-Next keeps the
+    # model dtype
+    assert run("vllm", config_spec("qwen3-next-80b-a3b")).dtypes.ssm == "bfloat16"
+
+
+def test_nemotron_h_defaults_to_a_float32_state_and_logs_it():
+    # models/config.py NemotronHForCausalLMConfig: the config's mamba_ssm_cache_dtype, else float32
+    r = run("vllm", config_spec("nemotron-h-8b-base-8k"))
+    assert r.dtypes.ssm == "float32"
+    assert "Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in stage(r).log
+    # Nemotron-3-Nano's config says float32 too
+    assert run("vllm", config_spec("nvidia-nemotron-3-nano-30b-a3b")).dtypes.ssm == "float32"
+
+
+def test_issue_40691_concurrency_and_the_legacy_token_count():
+    # github.com/vllm-project/vllm/issues/40691 (vLLM 0.19, H20): Qwen3.5-27B TP 1, float32 state, L 32768, no
+    # prefix caching: "GPU KV cache size: 290,864 tokens", "Maximum concurrency for 32,768 tokens per request: 33.04x"
+    per_block = 16 * 784 * ATTN_TOKEN  # group of 16 layers x a 784-token page
+    st = qwen35(max_model_len=32_768, enable_prefix_caching=False, kv_cache_memory_bytes=1487 * per_block)
+    assert st.fields["attention_block_size"] == 784 and st.fields["num_blocks"] == 1487
+    assert st.fields["groups"] == {"attention": 1, "gdn": 3}
+    assert st.fields["blocks_per_request"] == 42 + 3  # ceil(32768 / 784) attention blocks + one per state group
+    assert st.fields["max_concurrency"] == 33.04
+    assert st.fields["kv_cache_tokens_legacy"] == 1487 // 4 * 784 == 290_864  # the old form: blocks // groups * block
+
+
+def test_align_mode_before_0_33_reproduces_an_h200_log():
+    # a vLLM H200 boot log of 2026-09-21 (Qwen3_5ForConditionalGeneration, prefix caching on by default):
+    # "Mamba cache mode is set to 'align' ... by default", block 784, "GPU KV cache size: 1,400,832 tokens,
+    # Maximum concurrency for 32,768 tokens per request: 42.75x". Before 0.33 GDN prefill ran on Triton (no
+    # 64-token checkpoint alignment, no checkpoint block).
+    per_block = 16 * 784 * ATTN_TOKEN
+    st = qwen35(max_model_len=32_768, gdn_prefill_backend="triton", kv_cache_memory_bytes=2052 * per_block)
+    assert st.fields["mamba_cache_mode"] == "align" and st.fields["attention_block_size"] == 784
+    assert st.fields["blocks_per_request"] == 42 + 3 * 2  # align: two state blocks per group
+    assert "GPU KV cache size: 1,400,832 tokens, Maximum concurrency for 32,768 tokens per request: 42.75x" in st.log
+    assert ("Mamba cache mode is set to 'align' for Qwen3_5ForConditionalGeneration by default when prefix caching "
+            "is enabled") in st.log
+
+
+def test_vllm_0_33_gdn_checkpoints_align_blocks_to_64_and_take_a_block():
+    # vllm 0.33 qwen_gdn_linear_attn.py: FlashInfer's GDN prefill exports checkpoints on 64-token boundaries
+    # (gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT); kv_cache_interface.py: align mode holds 2 + k + 1 blocks
+    st = qwen35(max_model_len=32_768)
+    assert st.fields["attention_block_size"] == 64 * -(-3_207_168 // (64 * ATTN_TOKEN)) == 832
+    assert st.fields["blocks_per_request"] == -(-32_768 // 832) + 3 * 3
+
+
+def test_club_3090_612_fp8_kv_exact_fit_has_no_padding_line():
+    # github.com/noonghunna/club-3090 issue #612 (vLLM 0.24, RTX 5090): Qwen3.6-35B-A3B (Qwen3-Next's dims in 40
+    # layers: 10 attention, 30 GDN), fp8 KV, float32 state, L 131072, prefix caching (align):
+    # "Available KV cache memory: 5.98 GiB", "GPU KV cache size: 567,978 tokens", "... 131,072 tokens per request: 4.33x"
+    spec = config_spec("qwen3-next-80b-a3b", num_layers=40, architecture="Qwen3_5MoeForConditionalGeneration",
+                       ssm_dtype_hints={"mamba_ssm_dtype": "float32"})
+    st = stage(run("vllm", spec, max_model_len=131_072, kv_cache_dtype="fp8", gdn_prefill_backend="triton",
+                   kv_cache_memory_bytes=gib(5.98)))
+    # attention 2 x 2 x 256 x 1 = 1,024 B/token: 2,146,304 / 1,024 = 2,096 tokens exactly, so no padding
+    assert st.fields["attention_block_size"] == 2096 and st.fields["state_page_padding_pct"] == 0.0
+    assert not any(line.startswith("Padding mamba page size") for line in st.log)
+    assert st.fields["num_blocks"] == gib(5.98) // (10 * 2096 * 1024) == 299
+    assert "GPU KV cache size: 567,978 tokens, Maximum concurrency for 131,072 tokens per request: 4.33x" in st.log
+    assert "Available KV cache memory: 5.98 GiB" in st.log
+
+
+def test_l40s_log_max_num_seqs_start_up_failure():
+    # a public deployment write-up (Modal, L40S 48 GB): Qwen3.5-27B-class, block 784, TP 1, L 131072, no prefix
+    # caching: "Available KV cache memory: 8.82 GiB", "GPU KV cache size: 141,036 tokens", "... 1.08x", then
+    # "ValueError: max_num_seqs (256) exceeds available Mamba cache blocks (184)."
+    st = stage(run("vllm", config_spec(QWEN35), "l40s", max_model_len=131_072, enable_prefix_caching=False,
+                   kv_cache_memory_bytes=gib(8.82)))
+    assert st.fields["num_blocks"] == 184
+    assert "GPU KV cache size: 141,036 tokens, Maximum concurrency for 131,072 tokens per request: 1.08x" in st.log
+    assert st.startup_error == (
+        "max_num_seqs (256) exceeds available Mamba cache blocks (184). Each decode sequence requires one Mamba cache "
+        "block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to at most 184 or increase "
+        "gpu_memory_utilization.")
+    assert st.max_running_requests == 0
+    # with --max-num-seqs 16 it starts; eager mode skips the check
+    fixed = stage(run("vllm", config_spec(QWEN35), "l40s", max_model_len=131_072, enable_prefix_caching=False,
+                      kv_cache_memory_bytes=gib(8.82), max_num_seqs=16))
+    assert fixed.startup_error is None and fixed.max_running_requests == 1  # 184 // 171 blocks per request
+    eager = stage(run("vllm", config_spec(QWEN35), "l40s", max_model_len=131_072, enable_prefix_caching=False,
+                      kv_cache_memory_bytes=gib(8.82), enforce_eager=True))
+    assert eager.startup_error is None
+
+
+def test_mtp_drafter_joins_the_attention_group_with_padding_layers():
+    # kv_cache_planning.py: Qwen3.5-27B's MTP layer makes 17 attention layers; 48 GDN layers are more than 1.5 x 17,
+    # so the group size is the smallest, 17: GDN takes 3 groups with 3 padding layers, 3 / 48 = 6.25%
+    st = qwen35(num_speculative_tokens=3)
+    assert st.fields["group_size"] == 17 and st.fields["groups"] == {"attention": 1, "gdn": 3}
+    assert st.fields["padding_layers"] == 3
+    assert "Add 3 padding layers, may waste at most 6.25% KV cache memory" in st.log
+
+
+def test_group_size_takes_the_largest_bucket_under_one_and_a_half_times_the_smallest():
+    # Falcon-H1 puts attention and Mamba2 in every layer: 36 + 36 -> one group each of 36
+    st = stage(run("vllm", config_spec("falcon-h1-0.5b")))
+    assert st.fields["group_size"] == 36 and st.fields["groups"] == {"attention": 1, "mamba2": 1}
+
+
+def test_all_mode_aligns_blocks_to_the_scan_chunk():
+    # vLLM 0.31 and older, --mamba-cache-mode all (Nemotron-H has SupportsMambaPrefixCaching): the page of one
+    # Mamba2 layer: conv (128*64 + 2*8*128) * (4 - 1) * 2 = 61,440 + state 128*64*128*4 = 4,194,304;
+    # attention 2*8*128*2 = 4,096 B/token; step lcm(chunk 128, 16) = 128; 128 * ceil(ceil(4,255,744 / 4,096) / 128)
+    st = stage(run("vllm", "nemotron-h-8b", mamba_cache_mode="all", max_model_len=8192))
+    page = 61_440 + 4_194_304
+    assert st.fields["state_page_bytes"] == page
+    tokens = -(-page // 4096)  # 1,039 tokens of attention page hold one state page
+    assert st.fields["attention_block_size"] == 128 * -(-tokens // 128) == 1152
+    assert st.fields["mamba_cache_mode"] == "all"
+    # a state group holds ceil(L / block) blocks per request: 1 attention group + 6 Mamba2 groups (24 / 4)
+    assert st.fields["blocks_per_request"] == 8 * 7 == 56
+
+
+def test_all_mode_falls_back_to_align_without_support():
+    st = qwen35(mamba_cache_mode="all")
+    assert st.fields["mamba_cache_mode"] == "align"
+    assert any("falling back to 'align' mode" in line for line in st.log)
+
+
+def test_num_blocks_from_memory_and_the_running_requests_at_a_context():
+    # gpu_worker.py: available = ceil(total x utilization) - weights - non-KV memory
+    st = qwen35(gpu_memory_utilization=0.9, weights_bytes=gib(50), non_kv_memory_bytes=gib(2), max_model_len=32_768,
+                enable_prefix_caching=False)
+    r = run("vllm", config_spec(QWEN35), "h200", gpu_memory_utilization=0.9, weights_bytes=gib(50),
+            non_kv_memory_bytes=gib(2), max_model_len=32_768, enable_prefix_caching=False, context=8192)
+    available = -(-(143_771 << 20) * 9 // 10) - gib(50) - gib(2)
+    per_block = 16 * 784 * ATTN_TOKEN
+    assert stage(r).fields["num_blocks"] == available // per_block
+    assert stage(r).max_running_requests == available // per_block // (11 + 3)  # ceil(8192 / 784) + 3 at 8K
+    assert st.fields["num_blocks"] is None  # no GPU: the memory figures stay unknown
+
+
+def test_memory_too_small_for_one_request_names_the_longest_model_length():
+    # kv_cache_planning.py check_enough_kv_cache_memory: one request at L needs its blocks beside the null block
+    per_block = 16 * 784 * ATTN_TOKEN
+    st = qwen35(max_model_len=262_144, enable_prefix_caching=False, kv_cache_memory_bytes=100 * per_block)
+    assert st.startup_error.startswith("To serve at least one request with the model's max seq len (262144), (")
+    # 99 usable blocks: 96 attention blocks (75,264 tokens) + 3 state blocks
+    assert "the estimated maximum model length is 75264." in st.startup_error
+
+
+@pytest.mark.parametrize(("tp", "block"), [(1, 544), (2, 544), (4, 272), (8, 144)])
+def test_qwen3_next_blocks_over_tp_with_replicated_kv_heads(tp, block):
+    # bf16 state, no prefix caching: per rank the page shrinks with TP; the 2 KV heads replicate from TP 2 up
+    # (max(1, 2 // tp)), so the attention token stops shrinking: TP 4 -> 16 * ceil(268,288 / (16 * 1,024)) = 272
+    st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), tp=tp, enable_prefix_caching=False))
+    assert st.fields["attention_block_size"] == block
+
+
+def test_kimi_linear_mla_aligns_to_128_tokens():
+    # platforms/interface.py (0.29+): hybrid MLA models align blocks to 128; MLA token = (512 + 64) x 2 = 1,152 B;
+    # KDA page: conv 3 x 32 x 128 x 3 x 2 = 73,728 + float32 state 32 x 128 x 128 x 4 = 2,097,152 -> 2,170,880
+    st = stage(run("vllm", "kimi-linear-48b-a3b", max_model_len=8192))
+    assert st.fields["state_page_bytes"] == 2_170_880
+    assert st.fields["attention_block_size"] == 128 * -(-2_170_880 // (128 * 1152)) == 1920
+
+
+def test_per_token_head_scales_add_eight_bytes_per_kv_head():
+    # kv_cache_interface.py: fp8_per_token_head adds a float32 scale for K and V per KV head and token
+    st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), kv_cache_dtype="fp8_per_token_head",
+                   enable_prefix_caching=False))
+    token = 2 * 2 * 256 * 1 + 2 * 2 * 4  # 1,040 B
+    page = 8192 * 3 * 2 + 32 * 128 * 128 * 2  # bf16 state: 1,097,728 B
+    assert st.fields["attention_block_size"] == 16 * -(-page // (16 * token)) == 1056
+
+
+def test_unknown_settings_are_refused():
+    from mcache.core.errors import LayoutError
+
+    with pytest.raises(LayoutError, match="kv_cache_dtype"):
+        qwen35(kv_cache_dtype="fp4")
+    with pytest.raises(LayoutError, match="mamba_cache_mode"):
+        qwen35(mamba_cache_mode="sometimes")
+    with pytest.raises(LayoutError, match="not a vLLM setting"):
+        qwen35(mem_fraction_static=0.8)

@@ -84,7 +84,8 @@ def test_vllm_without_a_gpu_keeps_the_memory_free_figures(capsys):
 
 
 def test_kv_cache_memory_takes_a_size(capsys):
-    st = size_json(capsys, "qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "6.01GiB")["engine"]["stages"][0]
+    st = size_json(capsys, "qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "6.01GiB",
+                   "--max-model-len", "32768", "--max-num-seqs", "64")["engine"]["stages"][0]
     assert st["available_kv_cache_memory_bytes"] == int(6.01 * (1 << 30))
     assert st["num_blocks"] == int(6.01 * (1 << 30)) // (16 * 832 * 4096)
 

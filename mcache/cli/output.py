@@ -107,7 +107,7 @@ def _capacity_title(cap: dict) -> str:
             f"max context at {cap['concurrency']} seqs; tightest stage {cap['tightest_stage']}")
 
 
-def _rich_table(head: tuple[str, ...], rows, right):
+def rich_table(head: tuple[str, ...], rows, right):
     """A rich table of `rows` under `head`; `right(i, name)` says which columns are right-aligned."""
     from rich.table import Table
 
@@ -164,15 +164,14 @@ def does_not_fit(report: dict, smallest) -> Exception:
     from mcache.core.errors import DoesNotFit
 
     cap, lay, eng = report["capacity"], report["layout"], report.get("engine")
-    c = cap["ranks"][cap["tightest_stage"]]
-    where = f"{report['model']['name']} does not fit on {cap['gpu']} at --tp {lay['tp']} --pp {lay['pp']}"
-    reason = _misfit_reason(report, c)
+    gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
+    where = f"{report['model']['name']} does not fit {gpu} at --tp {lay['tp']} --pp {lay['pp']}"
     if eng:
-        from mcache.core.engines import TITLES
+        from mcache.cli.engine_output import engine_misfit
 
-        stage = min(eng["stages"], key=lambda st: (st["startup_error"] is None, st["max_running_requests"] or 0))
-        where += f" under {TITLES[eng['name']]}"
-        reason = stage["startup_error"] or f"no sequence of {eng['context']} tokens fits"
+        where, reason = engine_misfit(report, where)
+    else:
+        reason = _misfit_reason(report, cap["ranks"][cap["tightest_stage"]])
     if smallest is None:
         hint = "no layout of up to 8 GPUs fits" + (" with these settings" if eng else "")
     else:
@@ -181,96 +180,22 @@ def does_not_fit(report: dict, smallest) -> Exception:
 
 
 def _size_tables(report: dict):
-    comps = _rich_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
+    comps = rich_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
                         lambda i, head: i >= 8 or head == "layers")
     notes = " ".join(report["model"].get("notes", "").split())
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
     if report.get("engine"):
-        blocks += ["", *_engine_blocks(report)]
+        from mcache.cli.engine_output import engine_blocks
+
+        blocks += ["", *engine_blocks(report)]
     elif cap:
-        table = _rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
+        table = rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
                             lambda i, head: head != "binds")
         blocks += ["", _capacity_title(cap), table, capacity_headline(report)]
     else:
         blocks.append(NO_GPU_HINT)
     return blocks
-
-
-def engine_headline(report: dict) -> str:
-    """The engine's one line: what it runs at once at the context and what binds, or why it would not start."""
-    from mcache.core.engines import TITLES
-
-    eng, cap = report["engine"], report["capacity"]
-    title = TITLES[eng["name"]]
-    if not cap:
-        return f"{title}: {NO_GPU_HINT} (the figures that need memory are left out)"
-    stage = min(eng["stages"], key=lambda st: (st["startup_error"] is None, st["max_running_requests"] or 0))
-    where = f" (stage {stage['stage']})" if len(eng["stages"]) > 1 else ""
-    if stage["startup_error"]:
-        return f"{title} would not start on {cap['gpu']}{where}: {stage['startup_error']}"
-    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens per rank{where} on "
-            f"{cap['gpu']} ({_engine_binding(eng['name'], stage)})")
-
-
-def _engine_binding(name: str, st: dict) -> str:
-    binding = st["binding"]
-    if binding == "KV cache blocks":
-        return (f"bound by KV cache blocks: {st['num_blocks']:,} blocks of {st['attention_block_size'] or '-'} tokens, "
-                f"{st['blocks_per_request']} per request at the max model length")
-    if binding == "state slots":
-        return (f"bound by state slots: {st['max_mamba_cache_size']:,} slots, {st['state_slots_per_request']} per running "
-                "request")
-    if binding == "KV tokens" and name == "trtllm":
-        return f"bound by KV tokens: {st['max_tokens']:,} left after the fixed cost of {st['fixed_state_slots']:,} state slots"
-    if binding == "KV tokens":
-        return f"bound by the token pool: {st['max_total_num_tokens']:,} tokens"
-    return f"bound by {binding}"
-
-
-def _engine_blocks(report: dict) -> list:
-    """The engine section of the table output: settings, its figures per stage, the headline and its log lines."""
-    from mcache.core.engines import TITLES
-
-    eng = report["engine"]
-    title = TITLES[eng["name"]]
-    marks = {"given": "", "default": ""}
-    settings = ", ".join(f"{k}={_setting(k, v)}{marks.get(eng['sources'][k], '*')}" for k, v in eng["settings"].items())
-    dt = eng["dtypes"]
-    blocks: list = [f"{title} settings (* assumed: only the running engine measures it): {settings}",
-                    f"{title} dtypes: KV {dt['kv']} · conv {dt['conv']} · state {dt['ssm']}"]
-    skip = {"stage", "max_running_requests", "startup_error", "binding", "log"}
-    names = [k for k in eng["stages"][0] if k not in skip]
-    head = ("figure", *(f"stage {st['stage']}" for st in eng["stages"]))
-    rows = [[name, *(_figure(name, st[name]) for st in eng["stages"])] for name in names]
-    rows.append(["max_running_requests", *("-" if st["max_running_requests"] is None else str(st["max_running_requests"])
-                                           for st in eng["stages"])])
-    blocks += [_rich_table(head, rows, lambda i, h: i > 0), engine_headline(report)]
-    for st in eng["stages"]:
-        if st["log"]:
-            blocks.append(f"{title} would log{_stage_note(st, eng)}:")
-            blocks += [f"  {line}" for line in st["log"]]
-    return blocks
-
-
-def _stage_note(st: dict, eng: dict) -> str:
-    return f" (stage {st['stage']})" if len(eng["stages"]) > 1 else ""
-
-
-def _setting(name: str, value) -> str:
-    if isinstance(value, list):
-        return "/".join(_setting(name, v) for v in value)
-    return human_bytes(value) if name.endswith("_bytes") and isinstance(value, int) else str(value)
-
-
-def _figure(name: str, value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    if name.endswith("_bytes") and isinstance(value, int):
-        return human_bytes(value)
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def _print_tables(blocks: list, output: Path | None) -> None:
@@ -309,6 +234,8 @@ def _size_markdown(report: dict) -> str:
                   _markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]]),
                   "", capacity_headline(report)]
     if report.get("engine"):
+        from mcache.cli.engine_output import engine_headline
+
         parts += ["", engine_headline(report)]
     else:
         parts += ["", NO_GPU_HINT]
@@ -354,7 +281,7 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         rows = [_compare_cells(c) for c in comparison.changes]
         emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
-        table = _rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
+        table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
         _print_tables([summary, table], output)
 
 
@@ -382,7 +309,7 @@ def emit_verify(model: str, device: str, layout: str, rows, fmt: str, output: Pa
         emit_text(f"**{summary}**\n\n{_markdown_table(_VERIFY_HEAD, cells)}" if fmt == "markdown"
                   else "\n".join(",".join(c) for c in [list(_VERIFY_HEAD), *cells]), output)
     else:
-        table = _rich_table(_VERIFY_HEAD, cells, lambda i, head: i >= 3)
+        table = rich_table(_VERIFY_HEAD, cells, lambda i, head: i >= 3)
         _print_tables([summary, table], output)
 
 
@@ -418,6 +345,6 @@ def emit_bench(results, output: Path | None) -> None:
                   f"NVML {human_bytes(meta.memory.nvml_used_delta_bytes)}")
     title = (f"{meta.spec_name} on {meta.device_name} · {meta.runtime.get('spec_scheme')} · {ceiling}{memory}"
              f"{' · INTERRUPTED' if meta.interrupted else ''}{'' if meta.comparable else ' · CPU smoke run, not comparable'}")
-    table = _rich_table(_BENCH_HEAD, [_bench_cells(row) for row in results.rows],
+    table = rich_table(_BENCH_HEAD, [_bench_cells(row) for row in results.rows],
                         lambda i, head: i >= 5 or head in ("layer", "batch"))
     _print_tables([title, table], None)

@@ -174,7 +174,7 @@ def size(
     if erun:
         report["engine"] = erun.as_json()
     emit_report(report, fmt, output)
-    if erun and target and (not erun.starts or not erun.max_running_requests):
+    if erun and erun.max_running_requests is not None and (not erun.starts or not erun.max_running_requests):
         raise does_not_fit(report, _smallest_engine_layout(engine, model, layout, target, context, settings))
     if not erun and run.fits is False:
         raise does_not_fit(report, smallest_fitting_layout(run))

@@ -72,54 +72,70 @@ def run(inputs: EngineInputs) -> EngineRun:
                  "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context")
     contexts = stage_contexts(spec, layout, dtypes)
     weights = s.weights(contexts)
-    stages = []
+    # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
+    # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
+    per_slot = max(_slot_bytes(ctx, dtypes)[0] for ctx in contexts)
+    pools = []
     for ctx, weight in zip(contexts, weights, strict=True):
-        per_slot, conv, ssm = _slot_bytes(ctx, dtypes)
-        cell = _cell(ctx, spec, dtypes, drafts)
-        log: list[str] = []
-        fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": ratio,
-                  "mamba_radix_cache_strategy": ratio_name, "mem_fraction_static": mfs,
-                  "max_total_num_tokens": None, "max_mamba_cache_size": None}
         if pre is None or mfs is None:
-            stages.append(EngineStage(ctx.stage, None, None, log, None, fields))
+            pools.append((None, 0, None))
             continue
         rest = pre * mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
         error, slots, rest = _state_pool(rest, per_slot, fixed_slots, user_requests, ratio, drafts, r, s)
-        tokens, requests, binding = 0, 0, "start-up"
-        if error is None and per_slot:
-            log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "
-                       f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
-                       f"{ctx_layers(ctx) * (slots + 1) * ssm / GIB:.2f}GB ")
+        cell = _cell(ctx, spec, dtypes, drafts)
+        tokens = None
         if error is None:
             tokens = int(rest) // cell // page * page if cell else context_len
             if total_tokens_cap is not None:
                 tokens = min(tokens, total_tokens_cap)
-            if tokens <= 0:
-                error = ("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-                         f"mem_fraction_static={mfs}")
-        if error is None:
-            if cell:
-                log.append(_kv_log(ctx, dtypes, tokens, page))
-            requests, binding, warning = _max_requests(tokens, context_len, user_requests, slots, ratio, per_slot)
-            if warning:
-                log.append(warning)
-            if requests <= 0:
-                error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
-                         f"max_mamba_cache_size={slots}, mamba_ratio={ratio}, resulting max_num_reqs={requests}. Try: "
-                         "(1) reduce --max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with "
-                         "more memory.")
-        if error is None:
-            log.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={chunked}, max_prefill_tokens=16384, "
-                       f"max_running_requests={requests}, context_len={context_len}")
-            fields.update(max_total_num_tokens=tokens, max_mamba_cache_size=slots if per_slot else None,
-                          max_running_requests_logged=requests)
-            if tokens // context < requests:  # what runs at once at the context: the token pool admits this many
-                requests, binding = tokens // context, "KV tokens"
-        else:
-            log.append(error)
-            requests, binding = 0, "start-up"
-        stages.append(EngineStage(ctx.stage, requests, error, log, binding, fields))
+        pools.append((error, slots, tokens))
+    known = [tokens for _, _, tokens in pools if tokens is not None]
+    shared_tokens = min(known) if known else None
+    stages = [_stage(ctx, spec, dtypes, pool, shared_tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked,
+                     context_len, context, user_requests) for ctx, pool in zip(contexts, pools, strict=True)]
     return EngineRun(NAME, context, s.values, s.sources, dtypes, stages)
+
+
+def _stage(ctx, spec, dtypes, pool, tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked, context_len,
+           context, user_requests) -> EngineStage:
+    """One stage's figures, log lines and verdict from its state pool and the stages' common token pool."""
+    error, slots, own_tokens = pool
+    cell = _cell(ctx, spec, dtypes, drafts)
+    fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": ratio,
+              "mamba_radix_cache_strategy": ratio_name, "mem_fraction_static": mfs,
+              "max_total_num_tokens": None, "max_mamba_cache_size": None}
+    if mfs is None or (error is None and own_tokens is None):
+        return EngineStage(ctx.stage, None, None, [], None, fields)
+    log: list[str] = []
+    _, conv, ssm = _slot_bytes(ctx, dtypes)
+    if error is None and per_slot and ctx.recurrent_kinds:
+        log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "
+                   f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
+                   f"{ctx_layers(ctx) * (slots + 1) * ssm / GIB:.2f}GB ")
+    if error is None and tokens <= 0:
+        error = f"Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={mfs}"
+    requests, binding = 0, "start-up"
+    if error is None:
+        if cell:
+            log.append(_kv_log(ctx, dtypes, tokens, page))
+        requests, binding, warning = _max_requests(tokens, context_len, user_requests, slots, ratio, per_slot)
+        if warning:
+            log.append(warning)
+        if requests <= 0:
+            error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                     f"max_mamba_cache_size={slots}, mamba_ratio={ratio}, resulting max_num_reqs={requests}. Try: "
+                     "(1) reduce --max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with "
+                     "more memory.")
+    if error is not None:
+        log.append(error)
+        return EngineStage(ctx.stage, 0, error, log, "start-up", fields)
+    log.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={chunked}, max_prefill_tokens=16384, "
+               f"max_running_requests={requests}, context_len={context_len}")
+    fields.update(max_total_num_tokens=tokens, max_mamba_cache_size=slots if per_slot else None,
+                  max_running_requests_logged=requests)
+    if tokens // context < requests:  # what runs at once at the context: the token pool admits this many
+        requests, binding = tokens // context, "KV tokens"
+    return EngineStage(ctx.stage, requests, None, log, binding, fields)
 
 
 def ctx_layers(ctx) -> int:

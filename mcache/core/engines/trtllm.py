@@ -94,20 +94,26 @@ def run(inputs: EngineInputs) -> EngineRun:
         if max_tokens is not None:
             tokens = min(tokens, max_tokens)
         tokens = tokens // block * block
-        fields["max_tokens"] = tokens
-        error, running, binding = None, 0, "start-up"
+        error = None
         if budget < intercept + slope * block:
             error = (f"Impossible to fit in any sequence in kvCache: the fixed cost of {fixed_slots} state slots "
                      f"(max_batch_size {batch} x pp {layout.pp} + {DUMMY_SLOTS}) is {intercept / GIB:.2f} GiB of the "
                      f"{budget / GIB:.2f} GiB KV cache budget; "
                      + (f"max_batch_size {largest} fits" if largest else "no max_batch_size fits"))
             log.append(error)
-        else:
-            log.append(f"[MemUsageChange] Allocated {(tokens * slope + intercept) / GIB:.2f} GiB for max tokens in paged "
-                       f"KV cache ({tokens}).")
-            fit = tokens // seq_tokens if slope else batch * layout.pp
-            running, binding = (fit, "KV tokens") if fit < batch * layout.pp else (batch * layout.pp, "max_batch_size")
-        stages.append(EngineStage(ctx.stage, running, error, log, binding, fields))
+        stages.append(EngineStage(ctx.stage, 0, error, log, "start-up", fields))
+        fields["max_tokens"] = tokens
+    # resource_manager.py: the ranks agree on the smallest KV pool (an allgather of blocks per window)
+    started = [st for st in stages if st.startup_error is None and st.fields["max_tokens"] is not None]
+    shared = min((st.fields["max_tokens"] for st in started), default=None)
+    for st in started:
+        st.fields["max_tokens"] = shared
+        slope, intercept = st.fields["kv_token_bytes"], st.fields["fixed_cost_bytes"]
+        st.log.append(f"[MemUsageChange] Allocated {(shared * slope + intercept) / GIB:.2f} GiB for max tokens in paged "
+                      f"KV cache ({shared}).")
+        fit = shared // (cdiv(context, block) * block) if slope else batch * layout.pp
+        st.max_running_requests, st.binding = ((fit, "KV tokens") if fit < batch * layout.pp
+                                               else (batch * layout.pp, "max_batch_size"))
     return EngineRun(NAME, context, s.values, s.sources, dtypes, stages)
 
 

@@ -1,0 +1,92 @@
+"""The `--engine` part of `mcache size`'s table output: the engine's settings, its figures per stage, the headline a
+script greps and the lines the engine would log."""
+
+from __future__ import annotations
+
+from mcache.cli.output import NO_GPU_HINT, human_bytes, rich_table
+from mcache.core.engines import TITLES
+
+
+def _tightest(eng: dict) -> dict:
+    """The stage that refuses to start, else the one that runs the fewest requests."""
+    return min(eng["stages"], key=lambda st: (st["startup_error"] is None, st["max_running_requests"] or 0))
+
+
+def engine_misfit(report: dict, where: str) -> tuple[str, str]:
+    """(where, why) for the exit-3 line of an engine run that does not start or runs nothing."""
+    eng = report["engine"]
+    stage = _tightest(eng)
+    return f"{where} under {TITLES[eng['name']]}", stage["startup_error"] or f"no sequence of {eng['context']} tokens fits"
+
+
+def engine_headline(report: dict) -> str:
+    """The engine's one line: what it runs at once at the context and what binds, or why it would not start."""
+    eng, cap = report["engine"], report["capacity"]
+    title = TITLES[eng["name"]]
+    stage = _tightest(eng)
+    if stage["max_running_requests"] is None:
+        return f"{title}: {NO_GPU_HINT} (the figures that need memory are left out)"
+    where = f" (stage {stage['stage']})" if len(eng["stages"]) > 1 else ""
+    gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
+    if stage["startup_error"]:
+        return f"{title} would not start {gpu}{where}: {stage['startup_error']}"
+    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens per rank{where} {gpu} "
+            f"({_engine_binding(eng['name'], stage)})")
+
+
+def _engine_binding(name: str, st: dict) -> str:
+    binding = st["binding"]
+    if binding == "KV cache blocks":
+        return (f"bound by KV cache blocks: {st['num_blocks']:,} blocks of {st['attention_block_size'] or '-'} tokens, "
+                f"{st['blocks_per_request']} per request at the max model length")
+    if binding == "state slots":
+        return (f"bound by state slots: {st['max_mamba_cache_size']:,} slots, {st['state_slots_per_request']} per running "
+                "request")
+    if binding == "KV tokens" and name == "trtllm":
+        return f"bound by KV tokens: {st['max_tokens']:,} left after the fixed cost of {st['fixed_state_slots']:,} state slots"
+    if binding == "KV tokens":
+        return f"bound by the token pool: {st['max_total_num_tokens']:,} tokens"
+    return f"bound by {binding}"
+
+
+def engine_blocks(report: dict) -> list:
+    """The engine section of the table output: settings, its figures per stage, the headline and its log lines."""
+    eng = report["engine"]
+    title = TITLES[eng["name"]]
+    marks = {"given": "", "default": ""}
+    settings = ", ".join(f"{k}={_setting(k, v)}{marks.get(eng['sources'][k], '*')}" for k, v in eng["settings"].items())
+    dt = eng["dtypes"]
+    blocks: list = [f"{title} settings (* assumed: only the running engine measures it): {settings}",
+                    f"{title} dtypes: KV {dt['kv']} · conv {dt['conv']} · state {dt['ssm']}"]
+    skip = {"stage", "max_running_requests", "startup_error", "binding", "log"}
+    names = [k for k in eng["stages"][0] if k not in skip]
+    head = ("figure", *(f"stage {st['stage']}" for st in eng["stages"]))
+    rows = [[name, *(_figure(name, st[name]) for st in eng["stages"])] for name in names]
+    rows.append(["max_running_requests", *("-" if st["max_running_requests"] is None else str(st["max_running_requests"])
+                                           for st in eng["stages"])])
+    blocks += [rich_table(head, rows, lambda i, h: i > 0), engine_headline(report)]
+    for st in eng["stages"]:
+        if st["log"]:
+            blocks.append(f"{title} would log{_stage_note(st, eng)}:")
+            blocks += [f"  {line}" for line in st["log"]]
+    return blocks
+
+
+def _stage_note(st: dict, eng: dict) -> str:
+    return f" (stage {st['stage']})" if len(eng["stages"]) > 1 else ""
+
+
+def _setting(name: str, value) -> str:
+    if isinstance(value, list):
+        return "/".join(_setting(name, v) for v in value)
+    return human_bytes(value) if name.endswith("_bytes") and isinstance(value, int) else str(value)
+
+
+def _figure(name: str, value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if name.endswith("_bytes") and isinstance(value, int):
+        return human_bytes(value)
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)

@@ -90,7 +90,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
     kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
-    gdn_backend = s.take("gdn_prefill_backend", "flashinfer" if "gdn" in recurrent else None)
+    gdn_backend = s.take("gdn_prefill_backend", "flashinfer") if "gdn" in recurrent else None
     checkpoints = mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
     gpu = inputs.gpu_bytes or 0
     big_gpu = gpu >= 70 * GIB and "a100" not in (inputs.gpu_name or "").lower()

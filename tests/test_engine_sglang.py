@@ -145,5 +145,5 @@ def test_mem_fraction_heuristic_on_an_h200():
 def test_unknown_setting_is_refused():
     from mcache.core.errors import LayoutError
 
-    with pytest.raises(LayoutError, match="not an SGLang setting"):
+    with pytest.raises(LayoutError, match="not a setting of SGLang"):
         run("sglang", config_spec(QWEN35), max_num_seqs=8)

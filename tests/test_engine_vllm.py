@@ -245,5 +245,5 @@ def test_unknown_settings_are_refused():
         qwen35(kv_cache_dtype="fp4")
     with pytest.raises(LayoutError, match="mamba_cache_mode"):
         qwen35(mamba_cache_mode="sometimes")
-    with pytest.raises(LayoutError, match="not a vLLM setting"):
+    with pytest.raises(LayoutError, match="not a setting of vLLM"):
         qwen35(mem_fraction_static=0.8)

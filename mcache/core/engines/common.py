@@ -21,6 +21,7 @@ from mcache.core.weights import rank_params
 GIB = 1 << 30
 ATTENTION_KINDS = ("attention", "mla")
 COMMON_SETTINGS = ("weights_bytes", "non_kv_memory_bytes")  # what only the running engine measures
+DEFAULT_NON_KV = 2 * GIB  # assumed: a profiled activation peak, non-torch memory and CUDA graphs
 
 
 class EngineInputs(Struct, frozen=True):
@@ -87,12 +88,27 @@ class EngineRun(Struct):
 
 
 class Settings:
-    """The settings of one run: each `take` returns the given value, else the default, and records its source."""
+    """The settings of one run: each `take` returns the given value, else the default, and records its source.
 
-    def __init__(self, given: dict[str, Any]):
+    A given setting that is not among `allowed` (nor the memory inputs every engine has) is a `LayoutError`.
+    """
+
+    def __init__(self, given: dict[str, Any], allowed: tuple[str, ...], engine: str):
         self.given = {k: v for k, v in given.items() if v is not None}
         self.values: dict[str, Any] = {}
         self.sources: dict[str, str] = {}
+        for name in self.given:
+            if name not in allowed + COMMON_SETTINGS:
+                raise LayoutError(name, f"not a setting of {engine}")
+
+    def model_length(self, name: str, spec: ModelSpec) -> int:
+        """The max model length (setting `name`): the config's, else 8192 (an assumption)."""
+        source = "default" if spec.max_model_len else "assumed: the spec names no max_model_len"
+        return self.take(name, spec.max_model_len or 8192, source)
+
+    def non_kv_memory(self, why: str) -> int:
+        """Memory the engine's start-up profiling finds besides the weights (`why`: what it measures)."""
+        return self.take("non_kv_memory_bytes", DEFAULT_NON_KV, f"assumed: {why}")
 
     def take(self, name: str, default: Any, source: str = "default") -> Any:
         """The given value of `name`, else `default`; `source` says what a default is (`default`: the engine's,
@@ -110,10 +126,6 @@ class Settings:
         given = self.take("weights_bytes", estimates if len(estimates) > 1 else estimates[0],
                           "assumed: mcache's estimate of the weights one rank loads")
         return [given] * len(contexts) if isinstance(given, int) else estimates
-
-    def unknown(self, allowed: tuple[str, ...]) -> list[str]:
-        """Given settings this engine does not have (the memory inputs every engine has are always allowed)."""
-        return [k for k in self.given if k not in allowed + COMMON_SETTINGS]
 
 
 def state_dtype(name: str, setting: str) -> str:

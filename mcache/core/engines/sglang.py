@@ -49,12 +49,9 @@ RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Je
 def run(inputs: EngineInputs) -> EngineRun:
     """SGLang's sizing of every PP stage."""
     spec, layout = inputs.spec, inputs.layout
-    s = Settings(inputs.given)
-    for name in s.unknown(SETTINGS):
-        raise LayoutError(name, "not an SGLang setting")
+    s = Settings(inputs.given, SETTINGS, "SGLang")
     arch = spec.architecture or ""
-    context_len = s.take("context_length", spec.max_model_len or 8192,
-                         "default" if spec.max_model_len else "assumed: the spec names no max_model_len")
+    context_len = s.model_length("context_length", spec)
     context = inputs.context or context_len
     dtypes = _dtypes(spec, s)
     steps = s.take("speculative_num_steps", 0)

@@ -36,30 +36,25 @@ SETTINGS = ("max_batch_size", "max_seq_len", "free_gpu_memory_fraction", "tokens
             "kv_cache_dtype", "max_draft_len", "max_tokens")
 SUPPORTED = ("mamba2", "gdn", "kda")  # config_utils.py extract_mamba_kv_cache_params: Nemotron-H, Qwen3-Next/3.5, Kimi
 KV_DTYPES = {"auto": None, "fp8": "float8_e4m3fn"}  # KvCacheConfig.dtype with a plain per-token cache
-DEFAULT_NON_KV = 2 * GIB  # assumed: the profiled activation peak and non-torch memory (NCCL, CUDA graphs)
 DUMMY_SLOTS = 1  # mamba_cache_manager.py: one CUDA-graph padding slot, shared by every padded request
 
 
 def run(inputs: EngineInputs) -> EngineRun:
     """TensorRT-LLM's sizing of every PP stage."""
     spec, layout = inputs.spec, inputs.layout
-    s = Settings(inputs.given)
-    for name in s.unknown(SETTINGS):
-        raise LayoutError(name, "not a TensorRT-LLM setting")
+    s = Settings(inputs.given, SETTINGS, "TensorRT-LLM")
     unsupported = sorted({k for k in ("mamba1", "short_conv", "lightning") if getattr(spec, k) is not None})
     if unsupported:
         raise LayoutError("engine", f"a model TensorRT-LLM's hybrid cache manager serves (Mamba2, GatedDeltaNet or KDA "
                                     f"states); this one has {', '.join(unsupported)} layers")
     batch = s.take("max_batch_size", 2048)
-    max_len = s.take("max_seq_len", spec.max_model_len or 8192,
-                     "default" if spec.max_model_len else "assumed: the spec names no max_model_len")
+    max_len = s.model_length("max_seq_len", spec)
     context = inputs.context or max_len
     fraction = s.take("free_gpu_memory_fraction", 0.9)
     block = s.take("tokens_per_block", 32)
     drafts = s.take("max_draft_len", 0)
     max_tokens = s.take("max_tokens", None)
-    non_kv = s.take("non_kv_memory_bytes", DEFAULT_NON_KV,
-                    "assumed: TensorRT-LLM profiles its activation peak and non-torch memory at start-up")
+    non_kv = s.non_kv_memory("TensorRT-LLM profiles its activation peak and non-torch memory at start-up")
     if not 0 < fraction <= 1:
         raise LayoutError("free_gpu_memory_fraction", f"a fraction in (0, 1], got {fraction}")
     dtypes = _dtypes(spec, s)

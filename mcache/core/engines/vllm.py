@@ -47,7 +47,6 @@ FLASHMLA_BLOCK = 64  # v1/attention/backends/mla/flashattn_mla.py: FlashMLA (the
 MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.29)
 GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer GDN prefill checkpoints (0.33)
 MAMBA1_CHUNK = 2048  # vllm/config/model.py get_mamba_chunk_size: no chunk notion in the config
-DEFAULT_NON_KV = 2 * GIB  # assumed: the profiled activation peak, non-torch memory and CUDA graphs
 KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
              "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "fp8_per_token_head": "float8_e4m3fn",
              "int8_per_token_head": "uint8"}  # vllm/config/cache.py CacheDType (the ones with a plain page)
@@ -70,13 +69,10 @@ ALL_MODE_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "MambaFo
 def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
     spec, layout = inputs.spec, inputs.layout
-    s = Settings(inputs.given)
-    for name in s.unknown(SETTINGS):
-        raise LayoutError(name, "not a vLLM setting")
+    s = Settings(inputs.given, SETTINGS, "vLLM")
     arch = spec.architecture or ""
     log: list[str] = []
-    max_len = s.take("max_model_len", spec.max_model_len or 8192,
-                     "default" if spec.max_model_len else "assumed: the spec names no max_model_len")
+    max_len = s.model_length("max_model_len", spec)
     context = inputs.context or max_len
     k = s.take("num_speculative_tokens", 0)
     dtypes = _dtypes(spec, s, arch, log)
@@ -101,8 +97,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     eager = s.take("enforce_eager", False)
     util = s.take("gpu_memory_utilization", DEFAULT_UTILIZATION)
     kv_memory = s.take("kv_cache_memory_bytes", None)
-    non_kv = s.take("non_kv_memory_bytes", DEFAULT_NON_KV,
-                    "assumed: vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
+    non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
 

@@ -146,7 +146,7 @@ def size(
             erun = _run_engine(engine, model, layout, target, context, settings, option_for)
         except LayoutError as err:
             raise located(err, origin) from None
-        seq_len, steps = erun.context if max_seq_len is None else max_seq_len, draft or 0
+        seq_len, steps = erun.max_len, draft or 0
     else:
         seq_len, steps = max_seq_len or DEFAULT_SEQ_LEN, draft or 0
     try:

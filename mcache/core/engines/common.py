@@ -50,10 +50,11 @@ class EngineStage(Struct):
 
 
 class EngineRun(Struct):
-    """An engine's sizing of every stage, the settings it used (`sources`: given, default or assumed, with why
-    for an assumption) and the cache dtypes it resolved."""
+    """An engine's sizing of every stage at its max model length `max_len` and the `context` asked, the settings it
+    used (`sources`: given, default or assumed, with why for an assumption) and the cache dtypes it resolved."""
 
     name: str
+    max_len: int
     context: int
     settings: dict[str, Any]
     sources: dict[str, str]
@@ -74,6 +75,7 @@ class EngineRun(Struct):
         """The `engine` object of `mcache size --format json`."""
         return {
             "name": self.name,
+            "max_model_len": self.max_len,
             "context": self.context,
             "settings": self.settings,
             "sources": self.sources,

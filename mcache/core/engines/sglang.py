@@ -90,7 +90,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     shared_tokens = min(known) if known else None
     stages = [_stage(ctx, spec, dtypes, pool, shared_tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked,
                      context_len, context, user_requests) for ctx, pool in zip(contexts, pools, strict=True)]
-    return EngineRun(NAME, context, s.values, s.sources, dtypes, stages)
+    return EngineRun(NAME, context_len, context, s.values, s.sources, dtypes, stages)
 
 
 def _stage(ctx, spec, dtypes, pool, tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked, context_len,

@@ -109,7 +109,7 @@ def run(inputs: EngineInputs) -> EngineRun:
         fit = shared // (cdiv(context, block) * block) if slope else batch * layout.pp
         st.max_running_requests, st.binding = ((fit, "KV tokens") if fit < batch * layout.pp
                                                else (batch * layout.pp, "max_batch_size"))
-    return EngineRun(NAME, context, s.values, s.sources, dtypes, stages)
+    return EngineRun(NAME, max_len, context, s.values, s.sources, dtypes, stages)
 
 
 def _dtypes(spec, s: Settings) -> CacheDtypes:

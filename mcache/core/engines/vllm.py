@@ -183,7 +183,7 @@ def run(inputs: EngineInputs) -> EngineRun:
             running, binding = 0, "start-up"
         result.append(EngineStage(ctx.stage, running, error, stage_log, binding, fields))
     s.values["max_num_seqs"] = max_num_seqs
-    return EngineRun(NAME, context, s.values, s.sources, dtypes, result)
+    return EngineRun(NAME, max_len, context, s.values, s.sources, dtypes, result)
 
 
 def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:

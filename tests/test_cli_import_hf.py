@@ -85,7 +85,7 @@ def test_broken_config_is_one_line_and_exit_2(tmp_path, capsys, content, field):
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
     assert captured.err.startswith(f"mcache: {path}") and f": {field}: " in captured.err
     if field == "model_type":
-        assert "nemotron_h" in captured.err and "qwen3_5_moe" in captured.err  # the supported types
+        assert "mcache spec schema" in captured.err and len(captured.err) < 240  # a hint, not a list of 17 types
 
 
 def test_missing_path_and_unwritable_output(tmp_path, capsys):

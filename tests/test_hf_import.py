@@ -441,12 +441,23 @@ def test_broken_config_is_one_clear_error(case, tmp_path):
     assert "\n" not in message and message.startswith(str(path)) and f": {field}: " in message
 
 
-def test_unknown_model_type_lists_the_supported_ones(tmp_path):
+def test_unknown_model_type_names_the_closest_one_and_the_way_to_write_a_spec(tmp_path):
     with pytest.raises(SpecError) as err:
+        imported(tmp_path, {**NEMOTRON, "model_type": "nemotron"})
+    assert "got 'nemotron': the closest supported one is 'nemotron_h'" in err.value.expected
+    assert "mcache spec schema" in err.value.expected
+    with pytest.raises(SpecError) as err:  # nothing close: where the list is, not the list
         imported(tmp_path, {**NEMOTRON, "model_type": "llama"})
-    for model_type in supported_model_types():
-        assert model_type in err.value.expected
-    assert "'llama'" in err.value.expected
+    assert "`mcache import-hf --help` lists the supported ones" in err.value.expected
+    assert not any(t in err.value.expected for t in supported_model_types() if t != "mamba")
+
+
+def test_import_hf_help_lists_the_model_types(capsys):
+    from mcache.cli.main import main
+
+    assert main(["import-hf", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(t in out for t in supported_model_types())
 
 
 def test_missing_file_and_empty_folder(tmp_path):
@@ -496,3 +507,24 @@ def test_any_single_field_damage_is_a_spec_error_or_imports(stem, tmp_path):
             assert "\n" not in str(err) and err.file == str(path)
         else:
             parse_spec(spec_to_yaml(spec), "dumped.yaml")
+
+
+def test_dtype_wins_over_torch_dtype(tmp_path):
+    # transformers' PretrainedConfig keeps `dtype` when a config has both (configuration_utils.py)
+    spec = imported(tmp_path, {**NEMOTRON, "dtype": "float16", "torch_dtype": "bfloat16"})
+    assert spec.dtype == "float16"
+    assert imported(tmp_path, {**NEMOTRON, "torch_dtype": "float16"}, "old.json").dtype == "float16"
+
+
+def test_qwen3_5_state_dtype_hint_at_the_top_level(tmp_path):
+    text = {k: v for k, v in QWEN35_TEXT.items() if k != "mamba_ssm_dtype"}
+    spec = imported(tmp_path, {"model_type": "qwen3_5", "mamba_ssm_dtype": "float32", "text_config": text})
+    assert spec.ssm_dtype_hints == {"mamba_ssm_dtype": "float32"} and "mamba_ssm_dtype is float32" in spec.notes
+
+
+def test_integer_literal_too_long_to_parse_is_one_error(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "mamba", "hidden_size": ' + "9" * 5000 + "}")
+    with pytest.raises(SpecError) as err:
+        import_hf(path)
+    assert err.value.field == "json" and "4300 digits" in err.value.expected

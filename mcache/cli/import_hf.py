@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from mcache.core.hf import supported_model_types
+
 
 def import_hf(
     path: Annotated[Path, typer.Argument(help="A config.json, or a checkpoint folder holding one. Never downloads.")],
@@ -20,3 +22,7 @@ def import_hf(
     from mcache.core.spec_dump import spec_to_yaml
 
     emit_text(spec_to_yaml(convert(path)), output)
+
+
+import_hf.__doc__ = (f"{import_hf.__doc__}\n\nModel types: {', '.join(supported_model_types())}, and mamba_ssm "
+                     "configs (d_model, n_layer, ssm_cfg).")

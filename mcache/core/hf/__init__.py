@@ -10,6 +10,7 @@ read with that library's defaults. Every problem is a one-line `SpecError` namin
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -71,6 +72,8 @@ def read_config(path: Path) -> dict:
         raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
     except RecursionError:
         raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
+    except ValueError as err:  # an integer literal longer than Python converts (4300 digits)
+        raise SpecError(file, "json", f"valid JSON numbers ({str(err).split(';')[0]})") from None
     if not isinstance(data, dict):
         raise SpecError(file, "document", f"a JSON object of config fields, got {type(data).__name__}")
     return data
@@ -81,12 +84,14 @@ def model_type_of(data: dict, file: str) -> str:
     kind = data.get("model_type")
     if "d_model" in data and "n_layer" in data and kind in (None, "mamba", "mamba2"):
         return MAMBA_SSM
-    supported = ", ".join(supported_model_types())
+    by_hand = "or write a spec by hand (`mcache spec schema`)"
     if kind is None:
-        raise SpecError(file, "model_type", f"one of {supported} (or a mamba_ssm config with d_model, n_layer), "
-                                            "missing")
+        raise SpecError(file, "model_type", f"a model type (or a mamba_ssm config with d_model, n_layer), missing; "
+                                            f"`mcache import-hf --help` lists them, {by_hand}")
     if not isinstance(kind, str) or kind not in CONVERTERS:
-        raise SpecError(file, "model_type", f"one of {supported} (or a mamba_ssm config), got {kind!r}")
+        close = difflib.get_close_matches(str(kind).lower(), supported_model_types(), n=1, cutoff=0.75)
+        hint = f"the closest supported one is {close[0]!r}" if close else "`mcache import-hf --help` lists the supported ones"
+        raise SpecError(file, "model_type", f"a supported model type, got {kind!r}: {hint}, {by_hand}")
     return kind
 
 

@@ -145,7 +145,7 @@ class Draft:
         if dtype_note:
             notes.append(dtype_note)
         kinds = {k for e in self.entries for k in e.split("+")}
-        hints, ssm_note = _ssm_dtype_hints(where, kinds, model_dtype)
+        hints, ssm_note = _ssm_dtype_hints(where, self.cfg, kinds, model_dtype)
         if hints:
             data["ssm_dtype_hints"] = hints
         if ssm_note:
@@ -186,18 +186,25 @@ def _state_dtype(cfg: Cfg, key: str, also: str = "") -> str | None:
 
 
 def _model_dtype(cfg: Cfg, top: Cfg) -> tuple[str, str]:
+    """The checkpoint's dtype: `dtype`, else the older `torch_dtype` (transformers' PretrainedConfig in
+    configuration_utils.py keeps `dtype` when a config has both)."""
     for c in (cfg, top):
-        for key in ("torch_dtype", "dtype"):
+        for key in ("dtype", "torch_dtype"):
             name = _state_dtype(c, key)
             if name is not None:
                 return name, ""
-    return "bfloat16", "dtype bfloat16 assumed (the config names no torch_dtype)."
+    return "bfloat16", "dtype bfloat16 assumed (the config names no dtype or torch_dtype)."
 
 
-def _ssm_dtype_hints(cfg: Cfg, kinds: set[str], model: str) -> tuple[dict[str, str], str]:
-    """The state-dtype fields the config sets (only what it says: engines apply their own defaults), and a note."""
-    hints = {key: name for key in SSM_HINT_KEYS if (name := _state_dtype(cfg, key, " or auto")) is not None}
-    notes = [f"{cfg.prefix}{key} is {name}." for key, name in hints.items()]
+def _ssm_dtype_hints(cfg: Cfg, top: Cfg, kinds: set[str], model: str) -> tuple[dict[str, str], str]:
+    """The state-dtype fields the config sets, in the text config or at the top level of a multimodal one (only
+    what it says: engines apply their own defaults), and a note."""
+    hints, notes = {}, []
+    for c in dict.fromkeys((cfg, top)):
+        for key in SSM_HINT_KEYS:
+            if key not in hints and (name := _state_dtype(c, key, " or auto")) is not None:
+                hints[key] = name
+                notes.append(f"{c.prefix}{key} is {name}.")
     if "kda" in kinds:
         notes.append("The KDA recurrent state is float32 whatever the ssm dtype.")
     if not hints and kinds & {"mamba1", "mamba2", "gdn", "lightning"}:

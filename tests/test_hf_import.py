@@ -528,3 +528,12 @@ def test_integer_literal_too_long_to_parse_is_one_error(tmp_path):
     with pytest.raises(SpecError) as err:
         import_hf(path)
     assert err.value.field == "json" and "4300 digits" in err.value.expected
+
+
+def test_nemotron_layout_from_layers_block_type_alone(tmp_path):
+    # Nemotron-3 Ultra's config has layers_block_type and no num_hidden_layers (NemotronHConfig counts the list)
+    data = {k: v for k, v in NEMOTRON.items() if k not in ("num_hidden_layers", "hybrid_override_pattern")}
+    spec = imported(tmp_path, {**data, "layers_block_type": ["mamba", "attention", "mlp", "moe", "mamba", "mlp"]})
+    assert spec.num_layers == 6 and kinds(spec) == ["mamba2", "attention", "mlp", "moe", "mamba2", "mlp"]
+    with pytest.raises(SpecError, match="layers_block_type"):  # a count that contradicts the list
+        imported(tmp_path, {**data, "num_hidden_layers": 5, "layers_block_type": ["mamba"] * 6}, "bad.json")

@@ -20,11 +20,12 @@ def _inner_heads(cfg: Cfg, hidden: int, prefix: str = "mamba_") -> dict:
 
 
 def nemotron_h(cfg: Cfg) -> Draft:
-    """One kind per layer from `hybrid_override_pattern` (M * - E) or `layers_block_type`."""
-    n = cfg.num_layers()
+    """One kind per layer from `hybrid_override_pattern` (M * - E) or `layers_block_type`; the layer count is
+    the layout's when the config gives no `num_hidden_layers` (NemotronHConfig derives it the same way)."""
     hidden = cfg.int("hidden_size")
     if cfg.has("hybrid_override_pattern"):
         pattern = cfg.str("hybrid_override_pattern")
+        n = cfg.num_layers() if cfg.has("num_hidden_layers") else len(pattern)
         if len(pattern) != n:
             raise cfg.error("hybrid_override_pattern", f"{n} characters (num_hidden_layers), got {len(pattern)}")
         for i, ch in enumerate(pattern):
@@ -34,6 +35,7 @@ def nemotron_h(cfg: Cfg) -> Draft:
     else:
         if not cfg.has("layers_block_type"):
             raise cfg.error("hybrid_override_pattern", "a value (or layers_block_type), missing")
+        n = cfg.num_layers() if cfg.has("num_hidden_layers") else len(cfg.list("layers_block_type", str))
         entries = cfg.layer_list("layers_block_type", n, NEMOTRON_NAMES)
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
     kinds = set(entries)

@@ -71,7 +71,7 @@ def test_size_on_a_config_matches_the_bundled_spec():
     [
         ('{"model_type": "nemotron_h", ', "json"),
         ('{"model_type": "llama", "hidden_size": 8}', "model_type"),
-        ('{"model_type": "jamba", "hidden_size": 8}', "num_hidden_layers"),
+        ('{"model_type": "minimax_text_01", "hidden_size": 8}', "num_hidden_layers"),
         ('{"model_type": "lfm2", "num_hidden_layers": 2, "hidden_size": 8, "vocab_size": 9, '
          '"layer_types": ["conv"]}', "layer_types"),
     ],
@@ -100,7 +100,7 @@ def test_missing_path_and_unwritable_output(tmp_path, capsys):
 
 def test_size_on_a_broken_config_is_one_line(tmp_path, capsys):
     path = tmp_path / "config.json"
-    path.write_text('{"model_type": "qwen3_next", "num_hidden_layers": 4}')
+    path.write_text('{"model_type": "minimax_text_01", "num_hidden_layers": 4}')
     assert main(["size", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: hidden_size:" in err

@@ -10,6 +10,7 @@ import msgspec
 
 from mcache.core import dtypes
 from mcache.core.errors import SpecError
+from mcache.core.hf.defaults import defaults_of
 from mcache.core.kinds.mamba1 import dt_rank_auto
 from mcache.core.spec import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
 from mcache.core.spec_dump import compact_layers
@@ -19,19 +20,41 @@ _MISSING = object()
 
 class Cfg:
     """Read access to one (possibly nested) config mapping; every failure is a `SpecError` naming the
-    file, the dotted field and what `model_type` needs."""
+    file, the dotted field and what `model_type` needs.
 
-    def __init__(self, data: dict, file: str, model_type: str, prefix: str = ""):
+    A field the config omits (or sets to null) takes its config class's default (`defaults.CLASS_DEFAULTS` of
+    `defaults_type`, the model type by default), as `AutoConfig` would; `used` collects the defaults read, for
+    the spec's notes (shared with nested configs).
+    """
+
+    def __init__(self, data: dict, file: str, model_type: str, prefix: str = "", defaults_type: str | None = None,
+                 used: dict | None = None):
         self.data, self.file, self.model_type, self.prefix = data, file, model_type, prefix
+        self.class_name, self.defaults = defaults_of(model_type if defaults_type is None else defaults_type)
+        self.used: dict[str, tuple[Any, str]] = {} if used is None else used
 
     def error(self, key: str, expected: str) -> SpecError:
         return SpecError(self.file, self.prefix + key, expected)
 
     def has(self, key: str) -> bool:
+        """The config sets `key`, or its class has a default for it."""
+        return self.given(key) or self.defaults.get(key) is not None
+
+    def given(self, key: str) -> bool:
+        """The config itself sets `key` (not null)."""
         return self.data.get(key) is not None
+
+    def first_given(self, *keys: str) -> str:
+        """The first of `keys` (spellings of one field) the config sets, else the first with a class default,
+        else the first."""
+        defaulted = next((k for k in keys if self.defaults.get(k) is not None), keys[0])
+        return next((k for k in keys if self.given(k)), defaulted)
 
     def raw(self, key: str, default: Any = _MISSING) -> Any:
         value = self.data.get(key)
+        if value is None and self.defaults.get(key) is not None:
+            value = self.defaults[key]
+            self.used[self.prefix + key] = (value, self.class_name)
         if value is None:
             if default is _MISSING:
                 raise self.error(key, f"a value (required for model_type {self.model_type}), missing")
@@ -58,7 +81,7 @@ class Cfg:
         """An integer, or `auto` (the string transformers writes) meaning `auto`."""
         return auto if self.raw(key, default) == "auto" else self.int(key)
 
-    def bool(self, key: str, default: bool) -> bool:
+    def bool(self, key: str, default: Any = _MISSING) -> bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
             raise self.error(key, f"true or false, got {value!r}")
@@ -82,15 +105,16 @@ class Cfg:
                                                 f"got {entry!r}")
         return value
 
-    def sub(self, key: str, required: bool = True) -> Cfg | None:
-        """The nested mapping `key` (e.g. `text_config`) as a `Cfg` whose errors carry the prefix."""
+    def sub(self, key: str, required: bool = True, defaults_type: str = "") -> Cfg | None:
+        """The nested mapping `key` (e.g. `text_config`) as a `Cfg` whose errors carry the prefix; its defaults are
+        those of `defaults_type` (none unless given)."""
         value = self.data.get(key)
         if value is None and not required:
             return None
         if not isinstance(value, dict):
             got = "missing" if value is None else f"got {type(value).__name__}"
             raise self.error(key, f"a mapping (required for model_type {self.model_type}), {got}")
-        return Cfg(value, self.file, self.model_type, f"{self.prefix}{key}.")
+        return Cfg(value, self.file, self.model_type, f"{self.prefix}{key}.", defaults_type, self.used)
 
     def layer_list(self, key: str, n: int, names: dict[str, str]) -> list[str]:
         """A per-layer list of type names mapped through `names`; its length must be `n`."""
@@ -144,6 +168,7 @@ class Draft:
         notes = list(self.notes)
         if dtype_note:
             notes.append(dtype_note)
+        notes += _defaults_notes(self.cfg.used)
         kinds = {k for e in self.entries for k in e.split("+")}
         hints, ssm_note = _ssm_dtype_hints(where, self.cfg, kinds, model_dtype)
         if hints:
@@ -157,6 +182,14 @@ class Draft:
             raise SpecError(self.cfg.file, "spec", f"a valid spec ({err})") from None
         check_spec(spec, self.cfg.file)
         return spec
+
+
+def _defaults_notes(used: dict[str, tuple[Any, str]]) -> list[str]:
+    """One note per config class whose defaults filled fields the config omits."""
+    by_class: dict[str, list[str]] = {}
+    for key, (value, cls) in sorted(used.items()):
+        by_class.setdefault(cls, []).append(f"{key} {value}")
+    return [f"Not in the config, so {cls.split(' (')[0]}'s defaults: {', '.join(items)}." for cls, items in by_class.items()]
 
 
 def _provenance(top: Cfg, text: Cfg) -> dict[str, Any]:
@@ -234,31 +267,28 @@ def attention_block(
     return {"num_heads": heads, "num_kv_heads": cfg.int(kv_key, heads), "head_dim": head_dim, **extra}
 
 
-def mamba2_block(cfg: Cfg, heads: int, head_dim: int, state: str, groups: str, conv: str, *,
-                 state_default: Any = _MISSING, groups_default: int = 1) -> dict:
+def mamba2_block(cfg: Cfg, heads: int, head_dim: int, state: str, groups: str, conv: str) -> dict:
     """The `mamba2` block: the caller's head split, then the state size, groups and conv kernel read from the
-    keys `state`, `groups` and `conv` (the conv kernel defaults to 4, as in every Mamba2 config class), and the
-    scan's chunk size when the config names one (`mamba_chunk_size`, else `chunk_size`, the order of vLLM's
-    `ModelConfig.get_mamba_chunk_size` in vllm/config/model.py)."""
-    block = {"num_heads": heads, "head_dim": head_dim, "state_size": cfg.int(state, state_default),
-             "n_groups": cfg.int(groups, groups_default), "conv_kernel": cfg.int(conv, 4)}
+    keys `state`, `groups` and `conv`, and the scan's chunk size when the config names one (`mamba_chunk_size`,
+    else `chunk_size`, the order of vLLM's `ModelConfig.get_mamba_chunk_size` in vllm/config/model.py)."""
+    block = {"num_heads": heads, "head_dim": head_dim, "state_size": cfg.int(state),
+             "n_groups": cfg.int(groups), "conv_kernel": cfg.int(conv)}
     chunk = next((cfg.int(k) for k in ("mamba_chunk_size", "chunk_size") if cfg.has(k)), None)
     return block | ({"chunk_size": chunk} if chunk else {})
 
 
-def mamba1_block(cfg: Cfg, inner: int, hidden: int, state: str, conv: str, dt_rank: str, *,
-                 state_default: Any = _MISSING) -> dict:
-    """The `mamba1` block: the inner size, then the state size, conv kernel (4 when absent) and the dt rank
-    (`"auto"` or absent: ceil(hidden / 16)) read from the keys `state`, `conv` and `dt_rank`."""
-    return {"intermediate_size": inner, "state_size": cfg.int(state, state_default), "conv_kernel": cfg.int(conv, 4),
+def mamba1_block(cfg: Cfg, inner: int, hidden: int, state: str, conv: str, dt_rank: str) -> dict:
+    """The `mamba1` block: the inner size, then the state size, conv kernel and the dt rank (`"auto"` or absent:
+    ceil(hidden / 16)) read from the keys `state`, `conv` and `dt_rank`."""
+    return {"intermediate_size": inner, "state_size": cfg.int(state), "conv_kernel": cfg.int(conv),
             "dt_rank": cfg.int_or_auto(dt_rank, dt_rank_auto(hidden))}
 
 
-def moe_block(experts: int, top_k: int, expert_size: int, shared: int, **extra: Any) -> dict:
-    """The `moe` block: routed experts, and one shared expert of intermediate size `shared` (0: none)."""
+def moe_block(experts: int, top_k: int, expert_size: int, shared: int, count: int = 1, **extra: Any) -> dict:
+    """The `moe` block: routed experts, and `count` shared experts of intermediate size `shared` (0: none)."""
     block = {"num_experts": experts, "top_k": top_k, "expert_intermediate_size": expert_size,
-             "shared_experts": 1 if shared else 0, **extra}
-    return block | ({"shared_intermediate_size": shared} if shared else {})
+             "shared_experts": count if shared else 0, **extra}
+    return block | ({"shared_intermediate_size": shared} if shared and count else {})
 
 
 def check_product(cfg: Cfg, heads_key: str, heads: int, dim: int, total: int, what: str) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from mcache.core.hf.common import Cfg, Draft, attention_block, count_note, moe_block, mtp_layers
+from mcache.core.hf.defaults import TEXT_TYPES
 
 QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
 
@@ -13,7 +14,7 @@ def _qwen_layers(cfg: Cfg, n: int) -> tuple[list[str], str]:
     interval = cfg.int("full_attention_interval") if cfg.has("full_attention_interval") else None
     if cfg.has("layer_types"):
         mixers = cfg.layer_list("layer_types", n, QWEN_TYPES)
-        if interval is not None:
+        if cfg.given("full_attention_interval"):
             implied = ["attention" if (i + 1) % interval == 0 else "gdn" for i in range(n)]
             if implied != mixers:
                 raise cfg.error("full_attention_interval", f"agreement with layer_types, got {interval}")
@@ -27,13 +28,13 @@ def _qwen_ffn(cfg: Cfg, n: int, moe: bool) -> tuple[list[str], dict]:
     """Per-layer FFN kind and blocks: MoE where `(i+1) % decoder_sparse_step == 0` and not in
     `mlp_only_layers`, a dense gated MLP elsewhere."""
     blocks: dict = {}
-    if not moe or not cfg.int("num_experts", 0, minimum=0):
+    if not moe or not cfg.int("num_experts", minimum=0):
         blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
         return ["mlp"] * n, blocks
-    step = cfg.int("decoder_sparse_step", 1)
+    step = cfg.int("decoder_sparse_step", 1)  # Qwen3.5-MoE has no such field: experts on every layer
     dense = cfg.indices("mlp_only_layers", n) if cfg.has("mlp_only_layers") else set()
     ffn = ["moe" if i not in dense and (i + 1) % step == 0 else "mlp" for i in range(n)]
-    shared = cfg.int("shared_expert_intermediate_size", 0, minimum=0)
+    shared = cfg.int("shared_expert_intermediate_size", minimum=0)
     blocks["moe"] = moe_block(
         cfg.int("num_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared
     )
@@ -47,7 +48,7 @@ def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
     mixers, how = _qwen_layers(text, n)
     ffn, blocks = _qwen_ffn(text, n, moe)
     entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
-    tie = text.bool("tie_word_embeddings", cfg.bool("tie_word_embeddings", False))
+    tie = text.bool("tie_word_embeddings")
     draft = Draft(cfg, hidden, text.int("vocab_size"), entries, blocks=blocks, tie_embeddings=tie, dtype_cfg=text)
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(text, hidden, output_gate=text.bool("attn_output_gate", True))
@@ -57,7 +58,7 @@ def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
             "num_v_heads": text.int("linear_num_value_heads"),
             "k_head_dim": text.int("linear_key_head_dim"),
             "v_head_dim": text.int("linear_value_head_dim"),
-            "conv_kernel": text.int("linear_conv_kernel_dim", 4),
+            "conv_kernel": text.int("linear_conv_kernel_dim"),
         }
     draft.notes.append(count_note(entries) + f" Full attention from {text.prefix}{how}.")
     mtp = mtp_layers(text)
@@ -88,8 +89,14 @@ def qwen3_5_moe(cfg: Cfg) -> Draft:
 
 
 def _text(cfg: Cfg) -> Cfg:
-    """`text_config` of a multimodal config; a bare `*_text` config is its own text config."""
-    return cfg if cfg.model_type.endswith("_text") else cfg.sub("text_config")
+    """`text_config` of a multimodal config, with its text class's defaults (all of them when it is absent, as
+    the wrapper class builds it); a bare `*_text` config is its own text config."""
+    if cfg.model_type.endswith("_text"):
+        return cfg
+    text_type = TEXT_TYPES[cfg.model_type]
+    if not cfg.given("text_config"):
+        return Cfg({}, cfg.file, cfg.model_type, "text_config.", text_type, cfg.used)
+    return cfg.sub("text_config", defaults_type=text_type)
 
 
 def kimi_linear(cfg: Cfg) -> Draft:
@@ -110,12 +117,12 @@ def kimi_linear(cfg: Cfg) -> Draft:
             raise lin.error("kda_layers", f"with full_attn_layers every layer 1..{n} (1-based), "
                                           f"missing {[i + 1 for i in missing]}")
         mixers = ["kda" if i in kda else "mla" for i in range(n)]
-    experts = cfg.int("num_experts", 0, minimum=0)
-    dense_first = cfg.int("first_k_dense_replace", 0, minimum=0)
-    freq = cfg.int("moe_layer_freq", 1)
+    experts = cfg.int(cfg.first_given("num_experts", "num_local_experts"), minimum=0)
+    dense_first = cfg.int("first_k_dense_replace", minimum=0)
+    freq = cfg.int("moe_layer_freq", 1)  # remote-code Kimi configs only; KimiLinearConfig puts MoE on every layer
     ffn = ["moe" if experts and i >= dense_first and i % freq == 0 else "mlp" for i in range(n)]
     entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if "mla" in mixers:
         q_lora = cfg.int("q_lora_rank", None)
         draft.blocks["mla"] = {
@@ -130,13 +137,13 @@ def kimi_linear(cfg: Cfg) -> Draft:
         draft.blocks["kda"] = {
             "num_heads": lin.int("num_heads"),
             "head_dim": lin.int("head_dim"),
-            "conv_kernel": lin.int("short_conv_kernel_size", 4),
+            "conv_kernel": lin.int("short_conv_kernel_size", 4),  # KimiLinearConfig.linear_conv_kernel_dim
         }
     if "mlp" in ffn:
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     if "moe" in ffn:
-        top_k = "num_experts_per_token" if cfg.has("num_experts_per_token") else "num_experts_per_tok"
-        shared = cfg.int("num_shared_experts", 0, minimum=0)
+        top_k = cfg.first_given("num_experts_per_token", "num_experts_per_tok")
+        shared = cfg.int(cfg.first_given("num_shared_experts", "n_shared_experts"), minimum=0)
         size = cfg.int("moe_intermediate_size")
         draft.blocks["moe"] = {
             "num_experts": experts,
@@ -171,14 +178,15 @@ def minimax(cfg: Cfg) -> Draft:
                 raise cfg.error(f"{key}[{i}]", f"0 (lightning) or 1 (softmax attention), got {c!r}")
         mixers = ["attention" if c else "lightning" for c in codes]
     entries = [f"{m}+moe" for m in mixers]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    tie = cfg.bool("tie_word_embeddings", False)  # MiniMaxConfig; the remote MiniMaxText01Config too
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=tie)
     heads = cfg.int("num_attention_heads")
     head_dim = cfg.int("head_dim", hidden // heads)
     if "lightning" in mixers:
         draft.blocks["lightning"] = {"num_heads": heads, "head_dim": head_dim}
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden)
-    shared = cfg.int("shared_intermediate_size", 0, minimum=0)
+    shared = cfg.int("shared_intermediate_size", 0, minimum=0)  # MiniMaxConfig has no shared expert
     draft.blocks["moe"] = moe_block(
         cfg.int("num_local_experts"), cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"), shared
     )
@@ -202,24 +210,24 @@ def lfm2(cfg: Cfg) -> Draft:
     else:
         mixers = from_list
     entries = [f"{m}+mlp" for m in mixers]
-    tie = cfg.bool("tie_embedding", cfg.bool("tie_word_embeddings", True))
+    tie = cfg.bool(cfg.first_given("tie_embedding", "tie_word_embeddings"))
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=tie)
     key = "block_ff_dim" if cfg.has("block_ff_dim") else "intermediate_size"
     size = ff = cfg.int(key)
     how = f"{key} {ff}"
-    if cfg.bool("block_auto_adjust_ff_dim", True):
+    if cfg.bool("block_auto_adjust_ff_dim"):
         size = int(2 * ff / 3)
-        mult = cfg.raw("block_ffn_dim_multiplier", 1.0)
+        mult = cfg.raw("block_ffn_dim_multiplier")
         if isinstance(mult, bool) or not isinstance(mult, int | float) or not 0 < mult < 1e6:
             raise cfg.error("block_ffn_dim_multiplier", f"a positive number below 1e6, got {mult!r}")
         size = int(mult * size)
-        step = cfg.int("block_multiple_of", 256)
+        step = cfg.int("block_multiple_of")
         size = -(-size // step) * step
         how += f" adjusted by block_auto_adjust_ff_dim (x2/3, x{mult}, rounded up to {step}) to {size}"
     draft.blocks["mlp"] = {"intermediate_size": size}
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden)
     if "short_conv" in mixers:
-        draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache", 3)}
+        draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache")}
     draft.notes.append(count_note(entries) + f" MLP size: {how}.")
     return draft

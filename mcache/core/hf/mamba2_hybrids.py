@@ -12,7 +12,7 @@ MIXER_NAMES = {"mamba": "mamba2", "attention": "attention", "linear_attention": 
 
 def _inner_heads(cfg: Cfg, hidden: int, prefix: str = "mamba_") -> dict:
     """Bamba/Granite/Zamba-style `mamba_*` fields: d_inner = expand x hidden split into heads."""
-    inner = cfg.int(f"{prefix}expand", 2) * hidden
+    inner = cfg.int(f"{prefix}expand") * hidden
     heads = cfg.int(f"{prefix}n_heads")
     head_dim = cfg.int_or_auto(f"{prefix}d_head", inner // heads)
     check_product(cfg, f"{prefix}n_heads", heads, head_dim, inner, f"{prefix}expand x hidden_size")
@@ -37,22 +37,21 @@ def nemotron_h(cfg: Cfg) -> Draft:
             raise cfg.error("hybrid_override_pattern", "a value (or layers_block_type), missing")
         n = cfg.num_layers() if cfg.has("num_hidden_layers") else len(cfg.list("layers_block_type", str))
         entries = cfg.layer_list("layers_block_type", n, NEMOTRON_NAMES)
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     kinds = set(entries)
     if "mamba2" in kinds:
         draft.blocks["mamba2"] = mamba2_block(cfg, cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim"), "ssm_state_size",
                                               "n_groups", "conv_kernel")
     if "attention" in kinds:
-        if not (cfg.has("attention_head_dim") or cfg.has("head_dim")):
-            raise cfg.error("head_dim", "a value (or attention_head_dim) for model_type nemotron_h, missing")
-        draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=("attention_head_dim", "head_dim"))
+        head_dim = cfg.first_given("attention_head_dim", "head_dim")  # the v1 remote-code spelling, else the field
+        draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=(head_dim,))
     if "mlp" in kinds:
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "gated": False}
     if "moe" in kinds:
-        shared = cfg.int("moe_shared_expert_intermediate_size", 0, minimum=0)
+        shared = cfg.int("moe_shared_expert_intermediate_size", minimum=0)
         draft.blocks["moe"] = moe_block(
             cfg.int("n_routed_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared,
-            gated=False,
+            cfg.int("n_shared_experts", minimum=0), gated=False,
         )
     draft.notes.append(count_note(entries) + " MLP and experts are squared-ReLU up/down (not gated).")
     return draft
@@ -63,7 +62,7 @@ def bamba(cfg: Cfg) -> Draft:
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     attn = cfg.indices("attn_layer_indices", n) if cfg.has("attn_layer_indices") else set()
     entries = ["attention+mlp" if i in attn else "mamba2+mlp" for i in range(n)]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
     if attn:
         draft.blocks["attention"] = attention_block(cfg, hidden)
@@ -78,15 +77,15 @@ def granitemoehybrid(cfg: Cfg) -> Draft:
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     key = "layer_types" if cfg.has("layer_types") else "layers_block_type"
     mixers = cfg.layer_list(key, n, MIXER_NAMES)
-    experts = cfg.int("num_local_experts", 0, minimum=0)
+    experts = cfg.int("num_local_experts", minimum=0)
     ffn = "moe" if experts else "mlp"
     entries = [f"{m}+{ffn}" for m in mixers]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", True))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if "mamba2" in mixers:
         draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden)
-    shared = cfg.int("shared_intermediate_size", 0, minimum=0)
+    shared = cfg.int("shared_intermediate_size", minimum=0)
     if experts:
         draft.blocks["moe"] = moe_block(experts, cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"), shared)
     else:
@@ -99,11 +98,11 @@ def falcon_h1(cfg: Cfg) -> Draft:
     """Parallel hybrid: every layer runs Mamba2 and attention side by side, then a gated MLP."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     heads = cfg.int("mamba_n_heads")
-    inner = cfg.int("mamba_d_ssm", cfg.int("mamba_expand", 2) * hidden)
+    inner = cfg.int("mamba_d_ssm")  # FalconH1Config: mamba_expand x hidden only where mamba_d_ssm is null
     head_dim = cfg.int_or_auto("mamba_d_head", inner // heads)
     check_product(cfg, "mamba_n_heads", heads, head_dim, inner, "mamba_d_ssm")
     entries = ["mamba2+attention+mlp"] * n
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "mamba_d_state", "mamba_n_groups", "mamba_d_conv")
     draft.blocks["attention"] = attention_block(cfg, hidden)
     draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
@@ -116,19 +115,20 @@ def zamba2(cfg: Cfg) -> Draft:
     layer keeps its own KV cache, while the block's weights exist `num_mem_blocks` times."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     types = cfg.layer_list("layers_block_type", n, {"mamba": "mamba2", "hybrid": "mamba2+attention+mlp"})
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), types, tie_embeddings=cfg.bool("tie_word_embeddings", True))
-    inner = cfg.int("mamba_expand", 2) * hidden
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), types, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    inner = cfg.int("mamba_expand") * hidden
     heads = cfg.int("n_mamba_heads")
     head_dim = cfg.int("mamba_headdim", inner // heads)
     check_product(cfg, "n_mamba_heads", heads, head_dim, inner, "mamba_expand x hidden_size")
     draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "mamba_d_state", "mamba_ngroups", "mamba_d_conv")
     if "mamba2+attention+mlp" in types:
-        blocks = cfg.int("num_mem_blocks", 1)
-        attn_in = cfg.int("attention_hidden_size", 2 * hidden)
+        blocks = cfg.int("num_mem_blocks")
+        attn_in = cfg.int("attention_hidden_size", 2 * hidden)  # Zamba2Config: 2 x hidden unless the config says
         draft.blocks["attention"] = attention_block(
             cfg, attn_in, head_dim_keys=("attention_head_dim",), input_size=attn_in, shared_blocks=blocks
         )
-        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "shared_blocks": blocks}
+        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size", 4 * hidden),  # Zamba2Config: 4 x hidden
+                               "shared_blocks": blocks}
     draft.notes.append(
         count_note(types) + " Hybrid layers run the shared attention + MLP block (weights counted "
         "num_mem_blocks times) and each keeps its own KV cache. Weights leave out the per-layer LoRA "

@@ -14,27 +14,26 @@ MAMBA_SSM_CONFIG = {"vocab_size": 50277, "pad_vocab_size_multiple": 8, "tie_embe
 
 
 def mamba(cfg: Cfg) -> Draft:
-    """transformers `MambaConfig`: Mamba1 on every layer, `intermediate_size = expand x hidden`."""
+    """transformers `MambaConfig` (and `FalconMambaConfig`, the same cache): Mamba1 on every layer,
+    `intermediate_size = expand x hidden`."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
-    inner = cfg.int("expand", 2) * hidden
+    inner = cfg.int("expand") * hidden
     if cfg.has("intermediate_size") and cfg.int("intermediate_size") != inner:
         raise cfg.error("intermediate_size", f"expand x hidden_size = {inner}, got {cfg.int('intermediate_size')}")
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba1"] * n, tie_embeddings=cfg.bool("tie_word_embeddings",
-                                                                                               True))
-    draft.blocks["mamba1"] = mamba1_block(cfg, inner, hidden, "state_size", "conv_kernel", "time_step_rank", state_default=16)
-    draft.notes.append(f"{n} Mamba1 layers (transformers MambaConfig).")
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba1"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft.blocks["mamba1"] = mamba1_block(cfg, inner, hidden, "state_size", "conv_kernel", "time_step_rank")
+    draft.notes.append(f"{n} Mamba1 layers (transformers {'FalconMambaConfig' if cfg.model_type == 'falcon_mamba' else 'MambaConfig'}"
+                       "; Falcon-Mamba's extra RMS norms carry no weights and no state).")
     return draft
 
 
 def mamba2(cfg: Cfg) -> Draft:
     """transformers `Mamba2Config`: Mamba2 on every layer; class defaults for the small fields."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
-    heads, head_dim = cfg.int("num_heads"), cfg.int("head_dim", 64)
-    check_product(cfg, "num_heads", heads, head_dim, cfg.int("expand", 2) * hidden, "expand x hidden_size")
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba2"] * n, tie_embeddings=cfg.bool("tie_word_embeddings",
-                                                                                               False))
-    draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "state_size", "n_groups", "conv_kernel", state_default=128,
-                                          groups_default=8)
+    heads, head_dim = cfg.int("num_heads"), cfg.int("head_dim")
+    check_product(cfg, "num_heads", heads, head_dim, cfg.int("expand") * hidden, "expand x hidden_size")
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba2"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "state_size", "n_groups", "conv_kernel")
     draft.notes.append(f"{n} Mamba2 layers (transformers Mamba2Config).")
     return draft
 
@@ -96,11 +95,11 @@ def jamba(cfg: Cfg) -> Draft:
         + ("+moe" if experts > 1 and i % e_period == e_offset else "+mlp")
         for i in range(n)
     ]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings", False))
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if any(e.startswith("attention") for e in entries):
         draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=())
-    draft.blocks["mamba1"] = mamba1_block(cfg, cfg.int("mamba_expand", 2) * hidden, hidden, "mamba_d_state", "mamba_d_conv",
-                                          "mamba_dt_rank", state_default=16)
+    draft.blocks["mamba1"] = mamba1_block(cfg, cfg.int("mamba_expand") * hidden, hidden, "mamba_d_state", "mamba_d_conv",
+                                          "mamba_dt_rank")
     if any(e.endswith("+mlp") for e in entries):
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
     if any(e.endswith("+moe") for e in entries):

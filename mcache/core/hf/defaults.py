@@ -1,0 +1,146 @@
+"""What a config class fills in for the fields mcache reads when a `config.json` omits them, per model type.
+
+Values are transformers 5.24.0's (`transformers/models/<x>/configuration_<x>.py`, the dataclass field defaults and
+the `__post_init__` fallbacks that are constants); remote-code families take their checkpoint's configuration file.
+`Cfg` reads a field from the config, else from this table (a note names every default used), else it is missing.
+Defaults that depend on other fields (head_dim = hidden / heads, ...) are the converters' own rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# model type -> (config class and where it lives, {field: default})
+CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "nemotron_h": ("NemotronHConfig (transformers/models/nemotron_h/configuration_nemotron_h.py)", {
+        "vocab_size": 131072, "hidden_size": 4096, "tie_word_embeddings": False, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 4096, "intermediate_size": 21504,
+        "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "conv_kernel": 4,
+        "chunk_size": 128, "n_routed_experts": 8, "n_shared_experts": 1, "moe_intermediate_size": 7688,
+        "moe_shared_expert_intermediate_size": 7688, "num_experts_per_tok": 2, "num_nextn_predict_layers": 0,
+    }),
+    "bamba": ("BambaConfig (transformers/models/bamba/configuration_bamba.py)", {
+        "vocab_size": 128000, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 262144,
+        "intermediate_size": 14336, "mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_n_groups": 1,
+        "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256,
+    }),
+    "falcon_h1": ("FalconH1Config (transformers/models/falcon_h1/configuration_falcon_h1.py)", {
+        "vocab_size": 128000, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192,
+        "intermediate_size": 14336, "mamba_d_ssm": 1024, "mamba_n_heads": 128, "mamba_d_head": "auto",
+        "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256,
+    }),
+    "granitemoehybrid": ("GraniteMoeHybridConfig (transformers/models/granitemoehybrid/configuration_granitemoehybrid.py)", {
+        "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "max_position_embeddings": 2048, "intermediate_size": 11008,
+        "shared_intermediate_size": 1024, "num_local_experts": 8, "num_experts_per_tok": 2, "mamba_n_heads": 128,
+        "mamba_d_head": "auto", "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+        "mamba_chunk_size": 256,
+    }),
+    "jamba": ("JambaConfig (transformers/models/jamba/configuration_jamba.py)", {
+        "vocab_size": 65536, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 262144,
+        "intermediate_size": 14336, "num_experts": 16, "num_experts_per_tok": 2, "attn_layer_period": 8,
+        "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "mamba_d_state": 16,
+        "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": "auto",
+    }),
+    "zamba2": ("Zamba2Config (transformers/models/zamba2/configuration_zamba2.py)", {
+        "vocab_size": 32000, "hidden_size": 2560, "tie_word_embeddings": True, "num_hidden_layers": 54,
+        "num_attention_heads": 32, "max_position_embeddings": 4096, "num_mem_blocks": 1, "n_mamba_heads": 8,
+        "mamba_ngroups": 1, "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_expand": 2, "chunk_size": 256,
+    }),
+    "mamba": ("MambaConfig (transformers/models/mamba/configuration_mamba.py)", {
+        "vocab_size": 50280, "hidden_size": 768, "tie_word_embeddings": True, "num_hidden_layers": 32,
+        "state_size": 16, "conv_kernel": 4, "expand": 2, "time_step_rank": "auto",
+    }),
+    "falcon_mamba": ("FalconMambaConfig (transformers/models/falcon_mamba/configuration_falcon_mamba.py)", {
+        "vocab_size": 50280, "hidden_size": 768, "tie_word_embeddings": True, "num_hidden_layers": 32,
+        "state_size": 16, "conv_kernel": 4, "expand": 2, "time_step_rank": "auto",
+    }),
+    "mamba2": ("Mamba2Config (transformers/models/mamba2/configuration_mamba2.py)", {
+        "vocab_size": 32768, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 64,
+        "num_heads": 128, "head_dim": 64, "state_size": 128, "n_groups": 8, "conv_kernel": 4, "expand": 2,
+        "chunk_size": 256,
+    }),
+    "qwen3_next": ("Qwen3NextConfig (transformers/models/qwen3_next/configuration_qwen3_next.py)", {
+        "vocab_size": 151936, "hidden_size": 2048, "tie_word_embeddings": False, "num_hidden_layers": 48,
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32768,
+        "intermediate_size": 5632, "full_attention_interval": 4, "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4, "num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
+        "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1,
+    }),
+    "qwen3_5_text": ("Qwen3_5TextConfig (transformers/models/qwen3_5/configuration_qwen3_5.py)", {
+        "vocab_size": 248320, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 32768,
+        "intermediate_size": 12288, "full_attention_interval": 4, "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4,
+    }),
+    "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig (transformers/models/qwen3_5_moe/configuration_qwen3_5_moe.py)", {
+        "vocab_size": 248320, "hidden_size": 2048, "tie_word_embeddings": False, "num_hidden_layers": 40,
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32768,
+        "full_attention_interval": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+        "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "num_experts": 256,
+        "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+    }),
+    "kimi_linear": ("KimiLinearConfig (transformers/models/kimi_linear/configuration_kimi_linear.py)", {
+        "vocab_size": 163840, "hidden_size": 2304, "tie_word_embeddings": False, "num_hidden_layers": 27,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 9216, "moe_intermediate_size": 1024,
+        "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+        # the attribute_map's checkpoint names (num_local_experts -> num_experts, ...) are what the file carries
+        "num_experts": 256, "num_experts_per_token": 8, "num_shared_experts": 1, "first_k_dense_replace": 1,
+        "model_max_length": 1048576,
+    }),
+    "lfm2": ("Lfm2Config (transformers/models/lfm2/configuration_lfm2.py)", {
+        "vocab_size": 65536, "hidden_size": 2560, "tie_word_embeddings": True, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 128000,
+        "intermediate_size": 12288, "conv_L_cache": 3, "block_auto_adjust_ff_dim": True,
+        "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256,
+    }),
+    "lfm2_moe": ("Lfm2MoeConfig (transformers/models/lfm2_moe/configuration_lfm2_moe.py)", {
+        "vocab_size": 65536, "hidden_size": 2048, "tie_word_embeddings": True, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 128000,
+        "intermediate_size": 7168, "moe_intermediate_size": 1792, "num_experts": 32, "num_experts_per_tok": 4,
+        "num_dense_layers": 2, "conv_L_cache": 3,
+    }),
+    "minimax": ("MiniMaxConfig (transformers/models/minimax/configuration_minimax.py)", {
+        "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+        "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2,
+    }),
+    "olmo_hybrid": ("OlmoHybridConfig (transformers/models/olmo_hybrid/configuration_olmo_hybrid.py)", {
+        "vocab_size": 100352, "hidden_size": 3840, "tie_word_embeddings": False, "num_hidden_layers": 32,
+        "num_attention_heads": 30, "max_position_embeddings": 65536, "intermediate_size": 11008,
+        "linear_conv_kernel_dim": 4,
+    }),
+    "bailing_hybrid": ("BailingHybridConfig (transformers/models/bailing_hybrid/configuration_bailing_hybrid.py)", {
+        "vocab_size": 157184, "hidden_size": 2560, "tie_word_embeddings": False, "num_hidden_layers": 42,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128, "max_position_embeddings": 262144,
+        "intermediate_size": 6144, "moe_intermediate_size": 768, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "num_local_experts": 512, "num_experts_per_tok": 8,
+        "n_shared_experts": 1, "first_k_dense_replace": 2, "short_conv_kernel_size": 4, "layer_group_size": 6,
+    }),
+    "plamo2": ("Plamo2Config (remote code: configuration_plamo.py of the pfnet/plamo-2-* checkpoints)", {
+        "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": True, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "hidden_size_per_head": 128,
+        "max_position_embeddings": 2048, "intermediate_size": 13312, "attention_window_size": 2048,
+        "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_num_heads": 64, "mamba_step": 2, "mamba_chunk_size": 256,
+        "mamba_enabled": True,
+    }),
+    "bailing_moe_linear": ("BailingMoeLinearV2Config (remote code: configuration_bailing_moe_linear_v2.py of the "
+                           "inclusionAI Ring-*-linear-2.0 checkpoints)", {
+        "vocab_size": 157184, "hidden_size": 2048, "tie_word_embeddings": False, "num_hidden_layers": 20,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "max_position_embeddings": 32768,
+        "intermediate_size": 5120, "moe_intermediate_size": 512, "num_experts": 256, "num_experts_per_tok": 8,
+        "num_shared_experts": 1, "first_k_dense_replace": 1, "layer_group_size": 1, "num_nextn_predict_layers": 0,
+    }),
+}
+# Multimodal wrappers whose `text_config` is a config of this other model type (filled with its defaults).
+TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear"}
+
+
+def defaults_of(model_type: str) -> tuple[str, dict[str, Any]]:
+    """(class, defaults) of `model_type`; a type without a table has none."""
+    return CLASS_DEFAULTS.get(model_type, ("", {}))

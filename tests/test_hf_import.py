@@ -552,3 +552,14 @@ def test_fields_the_config_omits_take_their_class_defaults(tmp_path):
     # the three configs the issue quotes: fields only the weights need
     jamba = imported(tmp_path, {k: v for k, v in JAMBA.items() if k != "intermediate_size"}, "jamba.json")
     assert jamba.mlp.intermediate_size == 14336  # JambaConfig
+
+
+def test_sliding_window_caps_the_kv_of_those_layers(tmp_path):
+    spec = imported(tmp_path, {**NEMOTRON, "sliding_window": 1024})
+    assert spec.attention.sliding_window == 1024
+    r = rank(spec)
+    kv = next(c for c in r.components if c.decl.per == "token")
+    assert kv.decl.window == 1024 and kv.units == 64 * 1024  # 64 sequences of 8192 tokens hold 1024 each
+    assert r.kv_bytes_per_seq(8192) == r.kv_bytes_per_seq(1024)
+    off = imported(tmp_path, {**NEMOTRON, "sliding_window": 1024, "use_sliding_window": False}, "off.json")
+    assert off.attention.sliding_window is None

@@ -62,13 +62,14 @@ class Mamba1(Block):
 
 
 class Mamba2(Block):
-    """Mamba2 mixer: `num_heads` x `head_dim` = d_inner; `n_groups` groups of B and C; `chunk_size` of the scan
+    """Mamba2 mixer: `num_heads` x `head_dim` = d_inner; `n_groups` groups of B and C in the conv window (0:
+    B and C are computed after the conv, one group for all heads, as in PLaMo-2); `chunk_size` of the scan
     (the config's `mamba_chunk_size` or `chunk_size`: vLLM aligns prefix-cached blocks to it)."""
 
     num_heads: Pos
     head_dim: Pos
     state_size: Pos
-    n_groups: Pos = 1
+    n_groups: NonNeg = 1
     conv_kernel: Pos = 4
     chunk_size: Pos | None = None
 
@@ -116,7 +117,8 @@ class MLP(Block):
 
 
 class MoE(Block):
-    """Mixture of experts with optional always-on shared experts."""
+    """Mixture of experts with optional always-on shared experts; with `latent_size`, the routed experts work in
+    a latent space that a projection on each side maps to and from the hidden size (Nemotron-3 Super, Kimi-K3)."""
 
     num_experts: Pos
     top_k: Pos
@@ -124,6 +126,7 @@ class MoE(Block):
     shared_experts: NonNeg = 0
     shared_intermediate_size: Pos | None = None
     gated: bool = True
+    latent_size: Pos | None = None
 
 
 class Layers(Block):
@@ -184,6 +187,7 @@ class ModelSpec(Block):
     ssm_dtype_hints: dict[str, str] = {}
     tie_embeddings: bool = False
     attention: Attention | None = None
+    sliding_attention: Attention | None = None
     mla: MLA | None = None
     mamba1: Mamba1 | None = None
     mamba2: Mamba2 | None = None

@@ -19,7 +19,7 @@ from mcache.core.spec import ModelSpec
 from mcache.core.weights import rank_params
 
 GIB = 1 << 30
-ATTENTION_KINDS = ("attention", "mla")
+ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
 COMMON_SETTINGS = ("weights_bytes", "non_kv_memory_bytes")  # what only the running engine measures
 DEFAULT_NON_KV = 2 * GIB  # assumed: a profiled activation peak, non-torch memory and CUDA graphs
 

@@ -256,7 +256,8 @@ def attention_block(
     **extra: Any,
 ) -> dict:
     """The `attention` block: query heads, KV heads (as many as query heads when `kv_key` is absent) and the
-    head dim, from the first of `head_dim_keys` the config has, else `width // heads` (which must divide)."""
+    head dim, from the first of `head_dim_keys` the config has, else `width // heads` (which must divide); the
+    config's `sliding_window`, unless `use_sliding_window` turns it off (the Qwen convention)."""
     heads = cfg.int(heads_key)
     head_dim = next((cfg.int(k) for k in head_dim_keys if cfg.has(k)), None)
     if head_dim is None:
@@ -264,7 +265,10 @@ def attention_block(
             key = head_dim_keys[0] if head_dim_keys else heads_key
             raise cfg.error(key, f"a value, since the attention width {width} is not a multiple of {heads} heads")
         head_dim = width // heads
-    return {"num_heads": heads, "num_kv_heads": cfg.int(kv_key, heads), "head_dim": head_dim, **extra}
+    block = {"num_heads": heads, "num_kv_heads": cfg.int(kv_key, heads), "head_dim": head_dim, **extra}
+    if cfg.given("sliding_window") and cfg.raw("use_sliding_window", True) is not False:
+        block["sliding_window"] = cfg.int("sliding_window")  # every attention layer masks to it (and caches no more)
+    return block
 
 
 def mamba2_block(cfg: Cfg, heads: int, head_dim: int, state: str, groups: str, conv: str) -> dict:

@@ -121,6 +121,7 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "intermediate_size": 6144, "moe_intermediate_size": 768, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
         "qk_rope_head_dim": 64, "v_head_dim": 128, "num_local_experts": 512, "num_experts_per_tok": 8,
         "n_shared_experts": 1, "first_k_dense_replace": 2, "short_conv_kernel_size": 4, "layer_group_size": 6,
+        "num_mtp_layers": 1,
     }),
     "plamo2": ("Plamo2Config (remote code: configuration_plamo.py of the pfnet/plamo-2-* checkpoints)", {
         "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": True, "num_hidden_layers": 32,

@@ -1,5 +1,5 @@
-"""Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`), `kimi_linear`, `minimax`
-(and the remote-code `minimax_text_01`), `lfm2`."""
+"""Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`), `kimi_linear` (and its `kimi_k3` wrapper),
+`minimax` (and the remote-code `minimax_text_01`), `lfm2`."""
 
 from __future__ import annotations
 
@@ -99,6 +99,36 @@ def _text(cfg: Cfg) -> Cfg:
     return cfg.sub("text_config", defaults_type=text_type)
 
 
+def olmo_hybrid(cfg: Cfg) -> Draft:
+    """OLMo-Hybrid (OlmoHybridConfig, transformers configuration_olmo_hybrid.py): GatedDeltaNet layers with full
+    attention where `i % 4 == 3` unless `layer_types` says; a dense gated MLP on every layer. The GDN sizes
+    default to the attention heads, key dim `int(0.75 x hidden / key heads)`, value dim twice that."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    if cfg.given("layer_types"):
+        mixers = cfg.layer_list("layer_types", n, QWEN_TYPES)
+        how = "layer_types"
+    else:
+        mixers = ["attention" if i % 4 == 3 else "gdn" for i in range(n)]
+        if "attention" not in mixers:
+            mixers[-1] = "attention"  # OlmoHybridConfig makes the last layer full attention
+        how = "i % 4 == 3"
+    entries = [f"{m}+mlp" for m in mixers]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    heads = cfg.int("num_attention_heads")
+    if "attention" in mixers:
+        draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=())  # vLLM: hidden // heads
+    if "gdn" in mixers:
+        k_heads = cfg.int("linear_num_key_heads") if cfg.given("linear_num_key_heads") else heads
+        v_heads = cfg.int("linear_num_value_heads") if cfg.given("linear_num_value_heads") else heads
+        k_dim = cfg.int("linear_key_head_dim") if cfg.given("linear_key_head_dim") else int(0.75 * hidden / k_heads)
+        v_dim = cfg.int("linear_value_head_dim") if cfg.given("linear_value_head_dim") else 2 * k_dim
+        draft.blocks["gdn"] = {"num_k_heads": k_heads, "num_v_heads": v_heads, "k_head_dim": k_dim, "v_head_dim": v_dim,
+                               "conv_kernel": cfg.int("linear_conv_kernel_dim")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.notes.append(count_note(entries) + f" Full attention from {how}.")
+    return draft
+
+
 def kimi_linear(cfg: Cfg) -> Draft:
     """KDA and MLA layers from `linear_attn_config`'s 1-based `kda_layers`/`full_attn_layers`;
     dense MLP on the first `first_k_dense_replace` layers, MoE with shared experts after."""
@@ -145,17 +175,24 @@ def kimi_linear(cfg: Cfg) -> Draft:
         top_k = cfg.first_given("num_experts_per_token", "num_experts_per_tok")
         shared = cfg.int(cfg.first_given("num_shared_experts", "n_shared_experts"), minimum=0)
         size = cfg.int("moe_intermediate_size")
-        draft.blocks["moe"] = {
-            "num_experts": experts,
-            "top_k": cfg.int(top_k),
-            "expert_intermediate_size": size,
-            "shared_experts": shared,
-            **({"shared_intermediate_size": size} if shared else {}),
-        }
+        draft.blocks["moe"] = moe_block(experts, cfg.int(top_k), size, size, shared)
+        if cfg.given("routed_expert_hidden_size"):  # Kimi-K3's latent MoE (vLLM models/kimi_k3)
+            draft.blocks["moe"]["latent_size"] = cfg.int("routed_expert_hidden_size")
+            draft.notes.append(f"Routed experts work in a {cfg.int('routed_expert_hidden_size')}-wide latent space "
+                               "(routed_expert_hidden_size).")
     draft.notes.append(
         count_note(entries) + " linear_attn_config.kda_layers/full_attn_layers are 1-based; "
         f"first_k_dense_replace {dense_first}. MLA caches kv_lora_rank + qk_rope_head_dim per token."
     )
+    return draft
+
+
+def kimi_k3(cfg: Cfg) -> Draft:
+    """Kimi-K3: a multimodal wrapper whose `text_config` is a `kimi_linear` config (the vision tower is not
+    counted)."""
+    draft = kimi_linear(_text(cfg))
+    draft.cfg, draft.dtype_cfg = cfg, draft.cfg
+    draft.notes.insert(0, "Text model only (text_config, model_type kimi_linear; the vision tower is not counted).")
     return draft
 
 
@@ -194,11 +231,104 @@ def minimax(cfg: Cfg) -> Draft:
     return draft
 
 
+LFM2_TYPES = {"conv": "short_conv", "full_attention": "attention"}
+LINEAR_TYPES = {"linear_attention": "linear", "full_attention": "mla"}
+
+
+def bailing_hybrid(cfg: Cfg) -> Draft:
+    """Ling 3.0 (BailingHybridConfig, transformers modeling_bailing_hybrid.py): KDA layers, with MLA where
+    `(i + 1) % layer_group_size == 0` (or as `layer_types` says); the remote-code Ling-2.6 / Ring-2.5
+    (BailingMoeV2_5ForCausalLM) share the model type with lightning attention in place of KDA."""
+    n = cfg.num_layers()
+    linear = "lightning" if (cfg.data.get("architectures") or [None])[0] == "BailingMoeV2_5ForCausalLM" else "kda"
+    if cfg.given("layer_types"):
+        mixers = [linear if m == "linear" else m for m in cfg.layer_list("layer_types", n, LINEAR_TYPES)]
+    else:
+        group = cfg.int("layer_group_size")
+        mixers = ["mla" if (i + 1) % group == 0 else linear for i in range(n)]
+    entries, draft = _bailing_moe(cfg, n, mixers, "mla")
+    heads = cfg.int("num_attention_heads")
+    if linear in mixers:  # the linear layers' head dim is the config's head_dim (BailingHybridConfig.linear_head_dim)
+        block = {"num_heads": heads, "head_dim": cfg.int("head_dim")}
+        if linear == "kda":
+            block["conv_kernel"] = cfg.int("short_conv_kernel_size")
+        draft.blocks[linear] = block
+    q_lora = cfg.int("q_lora_rank") if cfg.given("q_lora_rank") else None
+    draft.blocks["mla"] = {"num_heads": heads, "kv_lora_rank": cfg.int("kv_lora_rank"),
+                           "qk_rope_head_dim": cfg.int("qk_rope_head_dim"), "qk_nope_head_dim": cfg.int("qk_nope_head_dim"),
+                           "v_head_dim": cfg.int("v_head_dim"), **({"q_lora_rank": q_lora} if q_lora else {})}
+    draft.notes.append(count_note(entries) + f" {'Lightning' if linear == 'lightning' else 'KDA'} layers with MLA "
+                       "every layer_group_size layers.")
+    return draft
+
+
+def _bailing_moe(cfg: Cfg, n: int, mixers: list[str], mtp_layer: str) -> tuple[list[str], Draft]:
+    """Bailing (Ling/Ring) FFNs and the draft: a dense gated MLP on the first `first_k_dense_replace` layers,
+    routed experts plus shared ones after; `num_nextn_predict_layers` MTP layers of `mtp_layer`."""
+    dense = cfg.int("first_k_dense_replace", minimum=0)
+    entries = [f"{m}+{'mlp' if i < dense else 'moe'}" for i, m in enumerate(mixers)]
+    draft = Draft(cfg, cfg.int("hidden_size"), cfg.int("vocab_size"), entries,
+                  tie_embeddings=cfg.bool("tie_word_embeddings"))
+    if dense:
+        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    if dense < n:
+        size = cfg.int("moe_intermediate_size")
+        shared = cfg.int(cfg.first_given("num_shared_experts", "n_shared_experts"), minimum=0)
+        shared_size = cfg.int("moe_shared_expert_intermediate_size") if cfg.given("moe_shared_expert_intermediate_size") else size
+        draft.blocks["moe"] = moe_block(cfg.int(cfg.first_given("num_experts", "num_local_experts")),
+                                        cfg.int("num_experts_per_tok"), size, shared_size, shared)
+    mtp = cfg.int(cfg.first_given("num_nextn_predict_layers", "num_mtp_layers"), minimum=0)
+    if mtp:
+        draft.blocks["mtp"] = {"num_layers": mtp, "layer": f"{mtp_layer}+moe"}
+        draft.notes.append(f"{mtp} MTP layer(s) (num_nextn_predict_layers).")
+    return entries, draft
+
+
+def bailing_moe_linear(cfg: Cfg) -> Draft:
+    """Ring-linear / Ling-linear (remote BailingMoeLinearV2): lightning attention, with softmax GQA attention
+    where `(i + 1) % layer_group_size == 0` (vLLM and SGLang bailing_moe_linear.py); MoE after the dense layers."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    group = cfg.int("layer_group_size")
+    mixers = ["attention" if (i + 1) % group == 0 else "lightning" for i in range(n)]
+    entries, draft = _bailing_moe(cfg, n, mixers, "attention")
+    heads = cfg.int("num_attention_heads")
+    head_dim = cfg.int("head_dim") if cfg.has("head_dim") else hidden // heads
+    if "lightning" in mixers:  # every head keeps a state: num_key_value_heads applies to softmax layers only
+        draft.blocks["lightning"] = {"num_heads": heads, "head_dim": head_dim}
+    if "attention" in mixers:
+        draft.blocks["attention"] = attention_block(cfg, hidden)
+    draft.notes.append(count_note(entries) + f" Softmax attention every {group} layers (layer_group_size), "
+                       "lightning attention elsewhere.")
+    return draft
+
+
+def lfm2_moe(cfg: Cfg) -> Draft:
+    """LFM2-MoE: short-conv and attention layers from `layer_types` (which Lfm2MoeConfig never derives); a dense
+    gated MLP on the first `num_dense_layers` layers, experts after (transformers modeling_lfm2_moe.py)."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    mixers = cfg.layer_list("layer_types", n, LFM2_TYPES)
+    dense = cfg.int("num_dense_layers", minimum=0)
+    entries = [f"{m}+{'mlp' if i < dense else 'moe'}" for i, m in enumerate(mixers)]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    if "attention" in mixers:
+        draft.blocks["attention"] = attention_block(cfg, hidden)
+    if "short_conv" in mixers:
+        draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache")}
+    if dense:
+        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    if dense < n:
+        draft.blocks["moe"] = moe_block(cfg.int("num_experts"), cfg.int("num_experts_per_tok"),
+                                        cfg.int("moe_intermediate_size"), 0)
+    draft.notes.append(count_note(entries) + f" Dense MLP on the first {dense} layers (num_dense_layers), "
+                       "experts after (no shared expert).")
+    return draft
+
+
 def lfm2(cfg: Cfg) -> Draft:
     """Short-conv and attention layers from `layer_types` or `full_attn_idxs`; a gated MLP on every
     layer, its size adjusted as `Lfm2MLP` does (`block_auto_adjust_ff_dim`)."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
-    names = {"conv": "short_conv", "full_attention": "attention"}
+    names = LFM2_TYPES
     from_list = cfg.layer_list("layer_types", n, names) if cfg.has("layer_types") else None
     if cfg.has("full_attn_idxs"):
         attn = cfg.indices("full_attn_idxs", n)

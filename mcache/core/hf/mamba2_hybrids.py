@@ -1,4 +1,4 @@
-"""Mamba2 hybrids: `nemotron_h`, `bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`."""
+"""Mamba2 hybrids: `nemotron_h`, `bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`, `plamo2`."""
 
 from __future__ import annotations
 
@@ -38,7 +38,10 @@ def nemotron_h(cfg: Cfg) -> Draft:
         n = cfg.num_layers() if cfg.has("num_hidden_layers") else len(cfg.list("layers_block_type", str))
         entries = cfg.layer_list("layers_block_type", n, NEMOTRON_NAMES)
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
-    kinds = set(entries)
+    mtp = _nemotron_mtp(cfg)
+    kinds = set(entries) | (set(mtp["layer"].split("+")) if mtp else set())
+    if mtp:
+        draft.blocks["mtp"] = mtp
     if "mamba2" in kinds:
         draft.blocks["mamba2"] = mamba2_block(cfg, cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim"), "ssm_state_size",
                                               "n_groups", "conv_kernel")
@@ -49,12 +52,39 @@ def nemotron_h(cfg: Cfg) -> Draft:
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "gated": False}
     if "moe" in kinds:
         shared = cfg.int("moe_shared_expert_intermediate_size", minimum=0)
+        latent = cfg.int("moe_latent_size") if cfg.has("moe_latent_size") else None
         draft.blocks["moe"] = moe_block(
             cfg.int("n_routed_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared,
-            cfg.int("n_shared_experts", minimum=0), gated=False,
+            cfg.int("n_shared_experts", minimum=0), gated=False, **({"latent_size": latent} if latent else {}),
         )
+        if latent:
+            draft.notes.append(f"Routed experts work in a {latent}-wide latent space (moe_latent_size).")
     draft.notes.append(count_note(entries) + " MLP and experts are squared-ReLU up/down (not gated).")
+    if mtp:
+        draft.notes.append(f"{mtp['num_layers']} MTP layer(s) of {mtp['layer']} (num_nextn_predict_layers, "
+                           "mtp_layers_block_type / mtp_hybrid_override_pattern), counted in the weights.")
     return draft
+
+
+def _nemotron_mtp(cfg: Cfg) -> dict | None:
+    """The MTP block: `num_nextn_predict_layers` layers of `mtp_layers_block_type` (NemotronHConfig's default:
+    attention then MoE), or of the legacy `mtp_hybrid_override_pattern` (vLLM nemotron_h_mtp.py reads it)."""
+    layers = cfg.int("num_nextn_predict_layers", minimum=0)
+    if not layers:
+        return None
+    if cfg.given("mtp_layers_block_type"):
+        kinds = cfg.layer_list("mtp_layers_block_type", len(cfg.list("mtp_layers_block_type", str)), NEMOTRON_NAMES)
+    elif cfg.given("mtp_hybrid_override_pattern"):
+        pattern = cfg.str("mtp_hybrid_override_pattern")
+        for i, ch in enumerate(pattern):
+            if ch not in NEMOTRON_LEGEND:
+                raise cfg.error(f"mtp_hybrid_override_pattern[{i}]", f"one of M * - E, got {ch!r}")
+        kinds = [NEMOTRON_LEGEND[ch] for ch in pattern]
+    else:
+        kinds = ["attention", "moe"]
+    if len(set(kinds)) != len(kinds):
+        raise cfg.error("mtp_layers_block_type", f"each layer type once in an MTP layer, got {kinds}")
+    return {"num_layers": layers, "layer": "+".join(kinds)}
 
 
 def bamba(cfg: Cfg) -> Draft:
@@ -134,4 +164,39 @@ def zamba2(cfg: Cfg) -> Draft:
         "num_mem_blocks times) and each keeps its own KV cache. Weights leave out the per-layer LoRA "
         "adapters and each hybrid layer's hidden x hidden linear."
     )
+    return draft
+
+
+def plamo2(cfg: Cfg) -> Draft:
+    """PLaMo-2 (remote Plamo2Config, vLLM plamo2.py `is_mamba`): Mamba2 without groups in its conv where
+    `i % mamba_step != mamba_step // 2` (every layer but the last when there are fewer layers than half a step),
+    attention elsewhere, windowed to `attention_window_size` except the `full_attention_idx` layers; a gated MLP
+    on every layer."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    step = cfg.int("mamba_step")
+
+    def is_mamba(i: int) -> bool:
+        if not cfg.bool("mamba_enabled"):
+            return False
+        return i != n - 1 if n <= step // 2 else i % step != step // 2
+
+    full = cfg.indices("full_attention_idx", n) if cfg.given("full_attention_idx") else set()
+    mixers = ["mamba2" if is_mamba(i) else "attention" if i in full else "sliding_attention" for i in range(n)]
+    entries = [f"{m}+mlp" for m in mixers]
+    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    head_dim = cfg.int("hidden_size_per_head")
+    attention = {"num_heads": cfg.int("num_attention_heads"), "num_kv_heads": cfg.int("num_key_value_heads"),
+                 "head_dim": head_dim}
+    if "attention" in mixers:
+        draft.blocks["attention"] = attention
+    if "sliding_attention" in mixers:
+        draft.blocks["sliding_attention"] = {**attention, "sliding_window": cfg.int("attention_window_size")}
+    if "mamba2" in mixers:
+        draft.blocks["mamba2"] = {"num_heads": cfg.int("mamba_num_heads"), "head_dim": head_dim,
+                                  "state_size": cfg.int("mamba_d_state"), "n_groups": 0,
+                                  "conv_kernel": cfg.int("mamba_d_conv"), "chunk_size": cfg.int("mamba_chunk_size")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.notes.append(count_note(entries) + f" Mamba2 where i % {step} != {step // 2} (mamba_step); its conv "
+                       "holds x only (B and C come after it, one group). Attention windowed to "
+                       f"attention_window_size {cfg.int('attention_window_size')} except full_attention_idx.")
     return draft

@@ -14,12 +14,11 @@ MAMBA_SSM_CONFIG = {"vocab_size": 50277, "pad_vocab_size_multiple": 8, "tie_embe
 
 
 def mamba(cfg: Cfg) -> Draft:
-    """transformers `MambaConfig` (and `FalconMambaConfig`, the same cache): Mamba1 on every layer,
-    `intermediate_size = expand x hidden`."""
+    """transformers `MambaConfig` (and `FalconMambaConfig`, the same cache): Mamba1 on every layer, of the
+    config's `intermediate_size`, else `expand x hidden` (the class sets that first and the config's value
+    overrides it, configuration_mamba.py: Falcon-Mamba-7B ships expand 16 beside intermediate_size 8192)."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
-    inner = cfg.int("expand") * hidden
-    if cfg.has("intermediate_size") and cfg.int("intermediate_size") != inner:
-        raise cfg.error("intermediate_size", f"expand x hidden_size = {inner}, got {cfg.int('intermediate_size')}")
+    inner = cfg.int("intermediate_size") if cfg.given("intermediate_size") else cfg.int("expand") * hidden
     draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba1"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba1"] = mamba1_block(cfg, inner, hidden, "state_size", "conv_kernel", "time_step_rank")
     draft.notes.append(f"{n} Mamba1 layers (transformers {'FalconMambaConfig' if cfg.model_type == 'falcon_mamba' else 'MambaConfig'}"

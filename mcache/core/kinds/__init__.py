@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from importlib import import_module
 from types import ModuleType
 
-NAMES = ("attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "mlp", "moe")
+NAMES = ("attention", "sliding_attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "mlp", "moe")
 RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning")
 
 

@@ -10,7 +10,7 @@ NAME = "attention"
 def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     """KV per token `[2, kv_heads/tp, head_dim]` (K and V padded to the larger head dim)."""
     kv_heads = replicated_split(p.num_kv_heads, tp, f"{NAME}.num_kv_heads")
-    split(p.num_heads, tp, f"{NAME}.num_heads")
+    split(p.num_heads, tp, f"{NAME}.num_heads")  # (sliding_attention reads its own block through here too)
     v_dim = p.v_head_dim or p.head_dim
     if v_dim == p.head_dim:
         return [StateShape("kv", "kv", (2, kv_heads, p.head_dim), ("KV", "Hkv", "D"), dt.kv, "token",

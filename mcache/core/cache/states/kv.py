@@ -6,7 +6,7 @@ from mcache.core.cache.states import register
 from mcache.core.cache.states.base import StateKind
 
 
-@register("attention", "mla")
+@register("attention", "sliding_attention", "mla")
 class PagedKV(StateKind):
     """KV pools `[L, blocks, block, *shape]`; the manager's block tables say which blocks a request holds.
 

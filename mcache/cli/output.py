@@ -77,7 +77,7 @@ def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:
 def _headline(report: dict) -> str:
     m, lay, rt = report["model"], report["layout"], report["runtime"]
     spec = f" · {rt['spec_scheme']} x{rt['draft_tokens']}" if rt["draft_tokens"] else ""
-    return (f"{m['name']} ({m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])}) · tp {lay['tp']} · "
+    return (f"{m['name']} ({m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])} {m['weight_format']}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")
 

@@ -7,7 +7,6 @@ from msgspec import Struct
 from mcache.core import weights
 from mcache.core.aux import aux_declarations
 from mcache.core.buffers import BufferDecl
-from mcache.core.dtypes import itemsize
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.layout import ParallelLayout, RuntimeConfig
@@ -150,8 +149,7 @@ class Estimate(Struct, frozen=True):
 def estimate_rank(ctx: RankContext) -> RankEstimate:
     """Estimate one rank from its context."""
     comps = [Component(d, units_of(d, ctx)) for d in declarations(ctx)]
-    params = weights.rank_params(ctx)
-    return RankEstimate(ctx, comps, params * itemsize(ctx.dtypes.model), params)
+    return RankEstimate(ctx, comps, weights.rank_weight_bytes(ctx), weights.rank_params(ctx))
 
 
 def estimate(spec: ModelSpec, layout: ParallelLayout, runtime: RuntimeConfig, dtypes: CacheDtypes) -> Estimate:

@@ -6,12 +6,13 @@ from msgspec.structs import asdict
 
 from mcache import __version__
 from mcache.core.buffers import COMPONENTS
-from mcache.core.dtypes import itemsize
 from mcache.core.estimator import RankEstimate
 from mcache.core.sizing import NeutralRun
-from mcache.core.weights import total_params
+from mcache.core.weights import stored_bytes, total_params
 
-SCHEMA_VERSION = 2  # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine
+# 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
+# model.weight_format; model.param_bytes is the stored size
+SCHEMA_VERSION = 2
 
 
 def _rank(r: RankEstimate) -> dict:
@@ -62,7 +63,8 @@ def size_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | No
             "spec": origin,
             "notes": spec.notes,
             "param_count": params,
-            "param_bytes": params * itemsize(est.dtypes.model),
+            "param_bytes": stored_bytes(spec),
+            "weight_format": spec.quantization.format if spec.quantization else spec.dtype,
         },
         "layout": {
             "tp": layout.tp,

@@ -151,6 +151,27 @@ class MTP(Block):
     layer: str
 
 
+QUANT_FORMATS = ("nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8")
+
+
+class Quantization(Block):
+    """How the checkpoint stores the weights of its linear layers; everything else (embeddings, norms, convs,
+    routers, and the units listed) stays in the model `dtype`.
+
+    A unit is `lm_head`, `mtp` (the MTP layers), `<kind>` (all of a layer kind's projections) or `<kind>.<part>`
+    (`moe.experts`, `moe.shared_experts`, `moe.proj` for latent projections, `gdn.gate_proj` for the `[b|a]`
+    one), optionally `@3,7`: only those layers (0-based). `other_formats` maps a format to the units stored in it instead (mixed precision).
+    `group_size`: elements per scale (nvfp4 16, mxfp4 32, int4 the config's); `zero_points`: int4 with zeros.
+    """
+
+    format: Literal["nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8"]
+    group_size: Pos | None = None
+    zero_points: bool = False
+    unquantized: list[str] = []
+    other_formats: dict[str, list[str]] = {}
+    source: str = ""
+
+
 class AuxBuffer(Block):
     """A spec-declared auxiliary buffer; `shape` entries are integers or expressions of names."""
 
@@ -198,6 +219,7 @@ class ModelSpec(Block):
     mlp: MLP | None = None
     moe: MoE | None = None
     mtp: MTP | None = None
+    quantization: Quantization | None = None
     aux_buffers: list[AuxBuffer] = []
 
 
@@ -266,6 +288,8 @@ def check_spec(spec: ModelSpec, file: str) -> None:
         for kind in spec.mtp.layer.split("+"):
             if kind not in KINDS or getattr(spec, kind) is None:
                 raise SpecError(file, "mtp.layer", f"kinds with a parameter block, got {kind!r}")
+    if spec.quantization is not None:
+        check_quantization(spec, file)
     for i, aux in enumerate(spec.aux_buffers):
         if aux.layer_kind is not None and aux.layer_kind not in KINDS:
             raise SpecError(file, f"aux_buffers[{i}].layer_kind", f"one of {', '.join(KINDS)}")
@@ -273,6 +297,34 @@ def check_spec(spec: ModelSpec, file: str) -> None:
             dtypes.canonical(aux.dtype)
         except KeyError:
             raise SpecError(file, f"aux_buffers[{i}].dtype", f"a dtype ({', '.join(dtypes.ITEMSIZE)})") from None
+
+
+def parse_unit(unit: str) -> tuple[str, str | None, tuple[int, ...] | None]:
+    """`"moe.experts@3,7"` -> `("moe", "experts", (3, 7))`; a `ValueError` for a malformed unit."""
+    name, _, layers = unit.partition("@")
+    kind, _, part = name.partition(".")
+    indices = tuple(int(x) for x in layers.split(",")) if layers else None
+    return kind, part or None, indices
+
+
+def check_quantization(spec: ModelSpec, file: str) -> None:
+    """Every unit names `lm_head`, `mtp` or a kind of the model (and layers it has); formats are known."""
+    q = spec.quantization
+    groups = [("quantization.unquantized", q.unquantized)]
+    for fmt, units in q.other_formats.items():
+        if fmt not in QUANT_FORMATS:
+            raise SpecError(file, "quantization.other_formats", f"formats among {', '.join(QUANT_FORMATS)}, got {fmt!r}")
+        groups.append((f"quantization.other_formats.{fmt}", units))
+    for field, units in groups:
+        for i, unit in enumerate(units):
+            try:
+                kind, _, layers = parse_unit(unit)
+            except ValueError:
+                raise SpecError(file, f"{field}[{i}]", f"a unit such as lm_head, moe.experts or attention@3,7, got {unit!r}") from None
+            if kind not in ("lm_head", "mtp") and (kind not in KINDS or getattr(spec, kind) is None):
+                raise SpecError(file, f"{field}[{i}]", f"lm_head, mtp or a kind of the model, got {unit!r}")
+            if layers and not all(0 <= n < spec.num_layers for n in layers):
+                raise SpecError(file, f"{field}[{i}]", f"layers 0..{spec.num_layers - 1}, got {unit!r}")
 
 
 def json_schema() -> dict:

@@ -1,33 +1,68 @@
-"""Parameter counts per rank, so capacity planning can subtract the weights."""
+"""Parameters and stored weight bytes per rank, so capacity planning can subtract the weights.
+
+The weights of a layer are units: each kind's parts (`proj` for its projections, `experts` and
+`shared_experts` for a MoE's, `gate_proj` for GatedDeltaNet's small `[b|a]` projection, `other` for convs,
+norms, routers and small vectors), plus the embeddings, the
+output head (`lm_head`) and the MTP layers (`mtp`). A unit is stored in the model dtype, or, when the spec's
+`quantization` covers it, in a quantized format whose bytes per parameter include its scales.
+"""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+from mcache.core.dtypes import canonical, itemsize
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.rank import RankContext
-from mcache.core.spec import ModelSpec, layer_kinds
+from mcache.core.spec import ModelSpec, Quantization, layer_kinds, parse_unit
 
 FFN_KINDS = ("mlp", "moe")
+UNQUANTIZED_PARTS = ("other",)  # convs, norms, routers, small gates: never quantized (vLLM builds them without)
+# Bytes per parameter of each format, scales included (vllm/model_executor/layers/quantization: modelopt.py,
+# mxfp4.py, fp8.py, compressed_tensors): 4-bit values with an fp8 scale per group of 16 (nvfp4) or an e8m0 scale
+# per 32 (mxfp4); fp8 with a per-tensor scale, or an fp32 scale per 128 x 128 block; int4 with a 16-bit scale per
+# group (and a 4-bit zero point with zero points); int8 with per-channel scales (counted as 1 byte).
+
+
+def format_bytes(q: Quantization, fmt: str) -> Fraction:
+    """Bytes one parameter of format `fmt` takes, scales included."""
+    if fmt == "nvfp4":
+        return Fraction(1, 2) + Fraction(1, q.group_size or 16)
+    if fmt == "mxfp4":
+        return Fraction(1, 2) + Fraction(1, q.group_size or 32)
+    if fmt == "fp8_block":
+        return 1 + Fraction(4, 128 * 128)
+    if fmt == "int4":
+        group = q.group_size or 128
+        return Fraction(1, 2) + Fraction(2, group) + (Fraction(1, 2 * group) if q.zero_points else 0)
+    return Fraction(1)  # fp8, int8
+
+
+def layer_units(spec: ModelSpec, kinds: tuple[str, ...]) -> list[tuple[str, str, int]]:
+    """`(kind, part, parameters)` of one layer made of `kinds`, a norm per kind in `other`; shared blocks count
+    zero here (`shared_units`)."""
+    units = []
+    for kind in kinds:
+        block = getattr(spec, kind)
+        parts = {} if getattr(block, "shared_blocks", None) else KIND_MODULES[kind].weights(spec, block)
+        units += [(kind, part, n) for part, n in parts.items() if n]
+        units.append((kind, "other", spec.hidden_size))
+    return units
 
 
 def layer_params(spec: ModelSpec, kinds: tuple[str, ...]) -> int:
-    """Parameters of one layer made of `kinds`, plus a norm per kind; shared blocks count zero here."""
-    total = 0
-    for kind in kinds:
-        block = getattr(spec, kind)
-        if getattr(block, "shared_blocks", None) is None:
-            total += KIND_MODULES[kind].weights(spec, block)
-        total += spec.hidden_size
-    return total
+    """Parameters of one layer made of `kinds`."""
+    return sum(n for _, _, n in layer_units(spec, kinds))
 
 
-def shared_params(spec: ModelSpec, kinds: set[str]) -> int:
+def shared_units(spec: ModelSpec, kinds: set[str]) -> list[tuple[str, str, int]]:
     """Weights of blocks shared across layers (Zamba2's shared attention + MLP), counted once."""
-    total = 0
+    units = []
     for kind in sorted(kinds):
         block = getattr(spec, kind)
         if getattr(block, "shared_blocks", None):
-            total += block.shared_blocks * KIND_MODULES[kind].weights(spec, block)
-    return total
+            units += [(kind, part, block.shared_blocks * n) for part, n in KIND_MODULES[kind].weights(spec, block).items()]
+    return units
 
 
 def embedding_params(spec: ModelSpec) -> tuple[int, int]:
@@ -49,24 +84,69 @@ def total_params(spec: ModelSpec) -> int:
     kinds = layer_kinds(spec)
     emb, head = embedding_params(spec)
     used = {k for layer in kinds for k in layer}
-    layers = sum(layer_params(spec, k) for k in kinds) + shared_params(spec, used)
+    layers = sum(layer_params(spec, k) for k in kinds) + sum(n for *_, n in shared_units(spec, used))
     return layers + emb + head + spec.hidden_size + mtp_params(spec)
 
 
-def rank_params(ctx: RankContext) -> int:
-    """Parameters one rank holds: its stage's layers sharded by TP (mixers kept whole under
-    attention-DP), embeddings on the first stage, the head and MTP layers on the last."""
-    spec, tp = ctx.spec, ctx.layout.tp
+class Storage:
+    """Bytes per parameter of each weight unit of a spec: the model dtype, or its quantized format."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec, self.q = spec, spec.quantization
+        self.plain = Fraction(itemsize(canonical(spec.dtype)))
+        self.rules: list[tuple[str, str | None, tuple[int, ...] | None, Fraction]] = []
+        if self.q is not None:
+            for fmt, units in self.q.other_formats.items():
+                self.rules += [(*parse_unit(u), format_bytes(self.q, fmt)) for u in units]
+            self.rules += [(*parse_unit(u), self.plain) for u in self.q.unquantized]
+
+    def per_param(self, kind: str, part: str | None = None, layer: int | None = None) -> Fraction:
+        """Bytes per parameter of `kind`'s `part` in `layer` (`lm_head`, `mtp`: no part or layer)."""
+        if self.q is None or part in UNQUANTIZED_PARTS:
+            return self.plain
+        for name, rule_part, layers, cost in self.rules:
+            if name == kind and rule_part in (None, part) and (layers is None or layer in layers):
+                return cost
+        return format_bytes(self.q, self.q.format)
+
+
+def stored_bytes(spec: ModelSpec) -> int:
+    """Bytes the whole model's weights take as the checkpoint stores them."""
+    store = Storage(spec)
+    kinds = layer_kinds(spec)
+    used = {k for layer in kinds for k in layer}
+    total = sum(n * store.per_param(k, part, i) for i, layer in enumerate(kinds) for k, part, n in layer_units(spec, layer))
+    total += sum(n * store.per_param(k, part) for k, part, n in shared_units(spec, used))
+    emb, head = embedding_params(spec)
+    total += (emb + spec.hidden_size) * store.plain + head * store.per_param("lm_head") + mtp_params(spec) * store.per_param("mtp")
+    return int(total)
+
+
+def _rank_units(ctx: RankContext) -> list[tuple[int, Fraction]]:
+    """`(parameters, bytes per parameter)` of every weight unit one rank holds: its stage's layers sharded by TP
+    (mixers kept whole under attention-DP), embeddings on the first stage, the head and MTP layers on the last."""
+    spec, tp, store = ctx.spec, ctx.layout.tp, Storage(ctx.spec)
+    kinds = layer_kinds(spec)
 
     def shard(kind: str) -> int:
-        return layer_params(spec, (kind,)) // (tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1)
+        return tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1
 
-    total = sum(ctx.counts[k] * shard(k) for k in ctx.kinds) + shared_params(spec, set(ctx.kinds)) // tp
+    units = [(n // shard(k), store.per_param(k, part, i)) for i in ctx.layers for k, part, n in layer_units(spec, kinds[i])]
+    units += [(n // tp, store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
     emb, head = embedding_params(spec)
-    last = ctx.stage == ctx.layout.pp - 1
     if ctx.stage == 0:
-        total += emb // tp
-    if last:
-        total += (head or (emb if ctx.layout.pp > 1 else 0)) // tp + mtp_params(spec) // tp
-    return total
+        units.append((emb // tp, store.plain))
+    if ctx.stage == ctx.layout.pp - 1:
+        units.append(((head or (emb if ctx.layout.pp > 1 else 0)) // tp, store.per_param("lm_head")))
+        units.append((mtp_params(spec) // tp, store.per_param("mtp")))
+    return units
 
+
+def rank_params(ctx: RankContext) -> int:
+    """Parameters one rank holds."""
+    return sum(n for n, _ in _rank_units(ctx))
+
+
+def rank_weight_bytes(ctx: RankContext) -> int:
+    """Bytes of the weights one rank loads, as the checkpoint stores them."""
+    return int(sum(n * cost for n, cost in _rank_units(ctx)))

@@ -16,7 +16,7 @@ from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.layout import ParallelLayout, RuntimeConfig
 from mcache.core.rank import RankContext
 from mcache.core.spec import ModelSpec
-from mcache.core.weights import rank_params
+from mcache.core.weights import rank_weight_bytes
 
 GIB = 1 << 30
 ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
@@ -191,7 +191,7 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
 
 def weight_bytes(ctx: RankContext) -> int:
     """mcache's estimate of the weights one rank of the stage loads (the engines measure theirs)."""
-    return rank_params(ctx) * itemsize(ctx.dtypes.model)
+    return rank_weight_bytes(ctx)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -15,10 +15,14 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+from msgspec.structs import replace
+
 from mcache.core.errors import SpecError
 from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
 from mcache.core.hf.common import Cfg, Draft
-from mcache.core.spec import ModelSpec
+from mcache.core.hf.quantization import find_quantization, quantization_block
+from mcache.core.spec import ModelSpec, Quantization, check_spec
 
 CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "bailing_hybrid": linear_attention.bailing_hybrid,
@@ -116,7 +120,15 @@ def import_hf(path: str | Path) -> ModelSpec:
     else:
         draft = CONVERTERS[kind](cfg)
         label = f"model_type {kind}"
-    return draft.build(spec_name(file), f"{file} ({label})")
+    spec = draft.build(spec_name(file), f"{file} ({label})")
+    found = find_quantization(cfg, draft.dtype_cfg or draft.cfg)
+    if found is None:
+        return spec
+    block, note = quantization_block(spec, *found, cfg)
+    quant = msgspec.convert({**block, "source": note}, Quantization) if block else None
+    spec = replace(spec, quantization=quant, notes=f"{spec.notes} {note}".strip())
+    check_spec(spec, str(file))
+    return spec
 
 
 def spec_name(file: Path) -> str:

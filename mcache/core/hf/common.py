@@ -44,6 +44,11 @@ class Cfg:
         """The config itself sets `key` (not null)."""
         return self.data.get(key) is not None
 
+    def architecture(self) -> str | None:
+        """The first of the config's `architectures`, when it lists one."""
+        names = self.data.get("architectures")
+        return names[0] if isinstance(names, list) and names and isinstance(names[0], str) else None
+
     def first_given(self, *keys: str) -> str:
         """The first of `keys` (spellings of one field) the config sets, else the first with a class default,
         else the first."""
@@ -196,9 +201,8 @@ def _provenance(top: Cfg, text: Cfg) -> dict[str, Any]:
     """`architecture` (the first of the config's `architectures`) and `max_model_len` (its
     `max_position_embeddings`, else `model_max_length`), when present."""
     found: dict[str, Any] = {}
-    names = top.data.get("architectures")
-    if isinstance(names, list) and names and isinstance(names[0], str):
-        found["architecture"] = names[0]
+    if top.architecture():
+        found["architecture"] = top.architecture()
     for key in ("max_position_embeddings", "model_max_length"):
         c = next((c for c in (text, top) if c.has(key)), None)
         if c is not None:

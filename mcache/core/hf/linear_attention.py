@@ -240,7 +240,7 @@ def bailing_hybrid(cfg: Cfg) -> Draft:
     `(i + 1) % layer_group_size == 0` (or as `layer_types` says); the remote-code Ling-2.6 / Ring-2.5
     (BailingMoeV2_5ForCausalLM) share the model type with lightning attention in place of KDA."""
     n = cfg.num_layers()
-    linear = "lightning" if (cfg.data.get("architectures") or [None])[0] == "BailingMoeV2_5ForCausalLM" else "kda"
+    linear = "lightning" if cfg.architecture() == "BailingMoeV2_5ForCausalLM" else "kda"
     if cfg.given("layer_types"):
         mixers = [linear if m == "linear" else m for m in cfg.layer_list("layer_types", n, LINEAR_TYPES)]
     else:

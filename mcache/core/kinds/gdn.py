@@ -33,9 +33,10 @@ def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     ]
 
 
-def weights(spec, p) -> int:
-    """in_proj `[q|k|v|z]` and `[b|a]`, conv, A/dt_bias, norm, out_proj."""
+def weights(spec, p) -> dict[str, int]:
+    """in_proj `[q|k|v|z]` and out_proj; the small in_proj `[b|a]` (`gate_proj`: a linear layer too, vLLM
+    qwen_gdn_linear_attn.py, but FP8-block checkpoints leave it unquantized); conv, A/dt_bias and the norm."""
     qk, v = p.num_k_heads * p.k_head_dim, p.num_v_heads * p.v_head_dim
     h = spec.hidden_size
-    in_proj = h * (2 * qk + 2 * v) + h * 2 * p.num_v_heads
-    return in_proj + (2 * qk + v) * p.conv_kernel + 2 * p.num_v_heads + p.v_head_dim + v * h
+    return {"proj": h * (2 * qk + 2 * v) + v * h, "gate_proj": h * 2 * p.num_v_heads,
+            "other": (2 * qk + v) * p.conv_kernel + 2 * p.num_v_heads + p.v_head_dim}

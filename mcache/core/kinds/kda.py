@@ -36,11 +36,12 @@ def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     ]
 
 
-def weights(spec, p) -> int:
-    """q/k/v, low-rank gate and output-gate projections, beta, conv, out_proj."""
+def weights(spec, p) -> dict[str, int]:
+    """q/k/v and beta, the low-rank gate and output-gate projections and out_proj (linear layers: vLLM
+    kimi_gdn_linear_attn.py builds them with the quant config); conv, A and the norm."""
     h = spec.hidden_size
     qk = (p.num_k_heads or p.num_heads) * (p.k_head_dim or p.head_dim)
     v = p.num_heads * p.head_dim
-    proj = h * (2 * qk + v)
     low_rank = 2 * (h * p.head_dim + p.head_dim * v)  # f_a/f_b gate and g_a/g_b output gate
-    return proj + low_rank + h * p.num_heads + (2 * qk + v) * p.conv_kernel + p.num_heads + qk + v * h
+    return {"proj": h * (2 * qk + v) + h * p.num_heads + low_rank + v * h,
+            "other": (2 * qk + v) * p.conv_kernel + p.num_heads + qk}

@@ -13,8 +13,8 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [StateShape("ssm", "ssm", (heads, p.head_dim, p.head_dim), ("H", "V", "K"), dt.ssm)]
 
 
-def weights(spec, p) -> int:
-    """qkv, output gate, norm, out_proj."""
+def weights(spec, p) -> dict[str, int]:
+    """qkv, output gate and out_proj; the norm."""
     inner = p.num_heads * p.head_dim
     h = spec.hidden_size
-    return h * 3 * inner + (h * inner if p.output_gate else 0) + inner + inner * h
+    return {"proj": h * 3 * inner + (h * inner if p.output_gate else 0) + inner * h, "other": inner}

@@ -23,10 +23,9 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     ]
 
 
-def weights(spec, p) -> int:
-    """in_proj, conv, x_proj, dt_proj, A, D, out_proj."""
+def weights(spec, p) -> dict[str, int]:
+    """in_proj, x_proj, dt_proj, out_proj; conv, dt bias, A, D."""
     i, n = p.intermediate_size, p.state_size
     dt_rank = p.dt_rank or dt_rank_auto(spec.hidden_size)
-    in_proj = spec.hidden_size * 2 * i
-    conv = i * (p.conv_kernel + 1)
-    return in_proj + conv + i * (dt_rank + 2 * n) + dt_rank * i + i + i * n + i + i * spec.hidden_size
+    proj = spec.hidden_size * 2 * i + i * (dt_rank + 2 * n) + dt_rank * i + i * spec.hidden_size
+    return {"proj": proj, "other": i * (p.conv_kernel + 1) + i + i * n + i}

@@ -38,14 +38,16 @@ def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     ]
 
 
-def weights(spec, p) -> int:
+def weights(spec, p) -> dict[str, int]:
     """in_proj `[z|x|B|C|dt]`, conv, A/D/dt_bias, gated norm, out_proj; without groups (PLaMo-2, vLLM
     plamo2.py), in_proj `[z|x]`, then `bcdt_proj` from x to dt, B and C, normed, and `dt_proj`."""
     d_inner = p.num_heads * p.head_dim
     if not p.n_groups:
         dt_dim = max(64, spec.hidden_size // 16)
-        bcdt = d_inner * (dt_dim + 2 * p.state_size) + (dt_dim + 2 * p.state_size) + dt_dim * p.num_heads
-        return spec.hidden_size * 2 * d_inner + d_inner * p.conv_kernel + bcdt + 3 * p.num_heads + d_inner * spec.hidden_size
+        proj = spec.hidden_size * 2 * d_inner + d_inner * (dt_dim + 2 * p.state_size) + dt_dim * p.num_heads
+        other = d_inner * p.conv_kernel + (dt_dim + 2 * p.state_size) + 3 * p.num_heads
+        return {"proj": proj + d_inner * spec.hidden_size, "other": other}
     conv_dim = d_inner + 2 * p.n_groups * p.state_size
     in_proj = spec.hidden_size * (d_inner + conv_dim + p.num_heads)
-    return in_proj + conv_dim * (p.conv_kernel + 1) + 3 * p.num_heads + d_inner + d_inner * spec.hidden_size
+    return {"proj": in_proj + d_inner * spec.hidden_size,
+            "other": conv_dim * (p.conv_kernel + 1) + 3 * p.num_heads + d_inner}

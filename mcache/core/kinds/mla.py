@@ -13,10 +13,10 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [StateShape("kv", "kv", (p.kv_lora_rank + p.qk_rope_head_dim,), ("latent",), dt.kv, "token")]
 
 
-def weights(spec, p) -> int:
+def weights(spec, p) -> dict[str, int]:
     """q (optionally low-rank), kv down/up projections and o."""
     h, qk = spec.hidden_size, p.qk_nope_head_dim + p.qk_rope_head_dim
     q = h * p.num_heads * qk if p.q_lora_rank is None else h * p.q_lora_rank + p.q_lora_rank * p.num_heads * qk
     kv_a = h * (p.kv_lora_rank + p.qk_rope_head_dim)
     kv_b = p.kv_lora_rank * p.num_heads * (p.qk_nope_head_dim + p.v_head_dim)
-    return q + kv_a + kv_b + p.num_heads * p.v_head_dim * h
+    return {"proj": q + kv_a + kv_b + p.num_heads * p.v_head_dim * h}

@@ -10,6 +10,6 @@ def states(spec, p, tp, dt) -> list:
     return []
 
 
-def weights(spec, p) -> int:
+def weights(spec, p) -> dict[str, int]:
     """Up (and gate) and down projections."""
-    return (3 if p.gated else 2) * spec.hidden_size * p.intermediate_size
+    return {"proj": (3 if p.gated else 2) * spec.hidden_size * p.intermediate_size}

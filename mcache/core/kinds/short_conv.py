@@ -19,7 +19,7 @@ def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [StateShape("conv_in", "spec", (channels,), ("C",), dt.conv)]
 
 
-def weights(spec, p) -> int:
-    """in_proj `[B|C|x]`, depthwise conv, out_proj."""
+def weights(spec, p) -> dict[str, int]:
+    """in_proj `[B|C|x]` and out_proj; the depthwise conv."""
     h = spec.hidden_size
-    return h * 3 * h + h * p.conv_kernel + h * h
+    return {"proj": h * 3 * h + h * h, "other": h * p.conv_kernel}

@@ -18,6 +18,6 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return attention.states(spec, p, tp, dt)
 
 
-def weights(spec, p) -> int:
+def weights(spec, p) -> dict[str, int]:
     """The same projections as attention."""
     return attention.weights(spec, p)

@@ -1,0 +1,318 @@
+"""How a checkpoint stores its weights: a `quantization_config` (in config.json or its text config) or a
+ModelOpt `hf_quant_config.json` beside it, turned into the spec's `quantization` block.
+
+Formats as vLLM loads them (vllm/model_executor/layers/quantization): `modelopt` (`quant_algo` NVFP4,
+W4A16_NVFP4, FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, MIXED_PRECISION with `quantized_layers`; excluded
+modules matched exactly, as substrings or shell wildcards, modelopt.py `is_layer_excluded`), `compressed-tensors`
+(config groups by `targets`, `ignore` exact or `re:` regexes, compressed_tensors.py `should_ignore_layer`),
+`fp8` (`weight_block_size`, `modules_to_not_convert`), `mxfp4` (routed experts only: mxfp4.py quantizes no other
+linear layer), `gptq` and `awq` (int4 with zero points). Which units a pattern excludes is decided on the module
+names checkpoints give each layer's projections (`LEAVES`) under the usual layer prefixes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from mcache.core.errors import SpecError, validation_parts
+from mcache.core.hf.common import Cfg
+from mcache.core.spec import ModelSpec, layer_kinds
+from mcache.core.weights import layer_units
+
+PREFIXES = ("model.layers.{i}", "model.language_model.layers.{i}", "backbone.layers.{i}", "language_model.model.layers.{i}")
+# (kind, part) -> the projection names under a layer prefix that checkpoints of the supported families use
+LEAVES = {
+    ("attention", "proj"): ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                            "self_attn.qkv_proj", "mixer.q_proj", "mixer.o_proj", "attention.query_key_value",
+                            "attention.dense"),
+    ("mla", "proj"): ("self_attn.q_proj", "self_attn.q_a_proj", "self_attn.q_b_proj", "self_attn.kv_a_proj_with_mqa",
+                      "self_attn.kv_b_proj", "self_attn.o_proj", "attention.q_a_proj", "attention.kv_b_proj"),
+    ("mamba1", "proj"): ("mamba.in_proj", "mamba.out_proj", "mixer.in_proj", "mixer.out_proj", "mixer.x_proj"),
+    ("mamba2", "proj"): ("mamba.in_proj", "mamba.out_proj", "mixer.in_proj", "mixer.out_proj"),
+    ("gdn", "gate_proj"): ("linear_attn.in_proj_ba", "linear_attn.in_proj_b", "linear_attn.in_proj_a"),
+    ("gdn", "proj"): ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_qkv", "linear_attn.in_proj_z",
+                      "linear_attn.out_proj", "linear_attn.q_proj", "linear_attn.o_proj"),
+    ("kda", "proj"): ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                      "attention.q_proj", "attention.o_proj"),
+    ("short_conv", "proj"): ("conv.in_proj", "conv.out_proj"),
+    ("lightning", "proj"): ("self_attn.qkv_proj", "self_attn.out_proj", "attention.query_key_value", "attention.dense"),
+    ("mlp", "proj"): ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "mixer.up_proj", "mixer.down_proj",
+                      "feed_forward.w1", "feed_forward.w2"),
+    ("moe", "experts"): ("mlp.experts.0.gate_proj", "mlp.experts.0.up_proj", "mlp.experts.0.down_proj", "mlp.experts",
+                         "mixer.experts.0.up_proj", "mixer.experts.0.down_proj", "block_sparse_moe.experts.0.w1",
+                         "feed_forward.experts.0.w1"),
+    ("moe", "shared_experts"): ("mlp.shared_expert.gate_proj", "mlp.shared_expert.down_proj", "mlp.shared_experts.up_proj",
+                                "mlp.shared_experts.down_proj", "mixer.shared_experts.up_proj",
+                                "mixer.shared_experts.down_proj", "mlp.shared_expert"),
+    ("moe", "proj"): ("mixer.fc1_latent_proj", "mixer.fc2_latent_proj", "mlp.fc1_latent_proj", "mlp.fc2_latent_proj"),
+}
+LEAVES[("sliding_attention", "proj")] = LEAVES[("attention", "proj")]
+MTP_NAMES = ("mtp.layers.0.self_attn.q_proj", "mtp.fc", "mtp.layers.0.mlp.experts.0.up_proj", "model.mtp.layers.0.self_attn.q_proj")
+MODELOPT_ALGOS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4", "FP8": "fp8",
+                  "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_PB_WO": "fp8_block", "FP8_BLOCK_SCALES": "fp8_block",
+                  "MXFP8": "fp8"}
+
+
+class Weights(msgspec.Struct):
+    """A compressed-tensors config group's weight scheme."""
+
+    num_bits: int | None = None
+    type: str = "int"
+    strategy: str | None = None
+    group_size: int | None = None
+    symmetric: bool = True
+
+
+class Group(msgspec.Struct, rename={"weight_format": "format"}):
+    """A compressed-tensors config group: the modules it `targets` and their weight scheme."""
+
+    weights: Weights | None = None
+    targets: list[str] = []
+    weight_format: str | None = None
+
+
+class Settings(msgspec.Struct, rename={"weight_format": "format"}):
+    """The fields of a `quantization_config` (any method) mcache reads, typed so a damaged one is one error."""
+
+    quant_method: str = ""
+    quant_algo: str = ""  # modelopt
+    group_size: int | None = None  # modelopt, gptq
+    exclude_modules: list[str] = []  # modelopt hf_quant_config.json
+    ignore: list[str] = []  # modelopt config.json form, compressed-tensors
+    quantized_layers: dict[str, dict[str, Any] | None] = {}  # modelopt MIXED_PRECISION
+    config_groups: dict[str, Group] = {}  # compressed-tensors (and modelopt's config.json form)
+    weight_format: str = ""  # compressed-tensors
+    weight_block_size: list[int] | None = None  # fp8
+    modules_to_not_convert: list[str] | None = None  # fp8, mxfp4, awq
+    ignored_layers: list[str] | None = None  # fp8 (older spelling)
+    bits: int | None = None  # gptq
+    w_bit: int | None = None  # awq
+    q_group_size: int | None = None  # awq
+    lm_head: bool = False  # gptq, awq: the output head is quantized too
+    dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
+
+
+def read_settings(qc: Any, where: str, cfg: Cfg) -> Settings:
+    """`qc` as `Settings`; a wrong type anywhere is one error naming the field."""
+    try:
+        return msgspec.convert(qc, Settings)
+    except msgspec.ValidationError as err:
+        path, reason = validation_parts(str(err))
+        raise SpecError(cfg.file, f"{where}.{path}" if path else where, reason) from None
+
+
+def find_quantization(cfg: Cfg, text: Cfg) -> tuple[Settings, str] | None:
+    """The quantization settings and where they came from: the text config's or the config's
+    `quantization_config`, else the `quantization` of a `hf_quant_config.json` beside the config file."""
+    for c in dict.fromkeys((text, cfg)):
+        if c.data.get("quantization_config") is not None:
+            where = f"{c.prefix}quantization_config"
+            return read_settings(c.data["quantization_config"], where, cfg), where
+    side = Path(cfg.file).with_name("hf_quant_config.json")
+    if side.is_file():
+        try:
+            data = json.loads(side.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise SpecError(str(side), "document", f"readable JSON ({type(err).__name__})") from None
+        q = data.get("quantization") if isinstance(data, dict) else None
+        if not isinstance(q, dict):
+            raise SpecError(str(side), "quantization", "a mapping")
+        try:
+            return msgspec.convert({"quant_method": "modelopt", **q}, Settings), "hf_quant_config.json"
+        except msgspec.ValidationError as err:
+            path, reason = validation_parts(str(err))
+            raise SpecError(str(side), f"quantization.{path}" if path else "quantization", reason) from None
+    return None
+
+
+def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict | None, str]:
+    """The spec's `quantization` block for settings `qc` (None for a method mcache does not know, with a note)."""
+    method = qc.quant_method.lower()
+    if method.startswith("modelopt"):
+        return _modelopt(spec, qc, where, cfg)
+    if method == "compressed-tensors":
+        return _compressed_tensors(spec, qc, where, cfg)
+    if method in ("fp8", "mxfp4", "gptq", "awq"):
+        return _simple(spec, qc, where, method, cfg)
+    return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
+
+
+def _modelopt(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:
+    excluded = qc.ignore or qc.exclude_modules
+    matcher = _modelopt_match(excluded)
+    group = qc.group_size or _group_of(qc) or 16
+    if qc.quant_algo == "MIXED_PRECISION":
+        if not qc.quantized_layers:
+            raise cfg.error(f"{where}.quantized_layers", "a mapping of module names to their quant_algo")
+        formats = {name: MODELOPT_ALGOS.get(str((v or {}).get("quant_algo")), "") for name, v in qc.quantized_layers.items()}
+
+        def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
+            for name in names:
+                for key, fmt in formats.items():
+                    if name == key or name.startswith(key + "."):
+                        return fmt or None
+            return None
+
+        block = _resolve(spec, format_of, "nvfp4")
+        block["group_size"] = group
+        return block, f"{where}: modelopt MIXED_PRECISION ({len(formats)} quantized modules)."
+    if qc.quant_algo not in MODELOPT_ALGOS:
+        raise cfg.error(f"{where}.quant_algo", f"one of {', '.join(MODELOPT_ALGOS)} or MIXED_PRECISION, got {qc.quant_algo!r}")
+    fmt = MODELOPT_ALGOS[qc.quant_algo]
+    block = _resolve(spec, lambda kind, part, names: None if any(map(matcher, names)) else fmt, fmt)
+    if fmt == "nvfp4":
+        block["group_size"] = group
+    return block, f"{where}: modelopt {qc.quant_algo}, {len(excluded)} excluded module patterns."
+
+
+def _group_of(qc: Settings) -> int | None:
+    """ModelOpt's config.json form keeps the group size in its config groups only."""
+    sizes = [g.weights.group_size for g in qc.config_groups.values() if g.weights and g.weights.group_size]
+    return sizes[0] if sizes and sizes[0] > 0 else None
+
+
+def _compressed_tensors(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:
+    if not qc.config_groups:
+        raise cfg.error(f"{where}.config_groups", "at least one config group")
+    ignore = _ct_match(qc.ignore)
+    default, targeted = None, []
+    for name, group in qc.config_groups.items():
+        fmt, size, zeros = _ct_format(group.weights or Weights(), group.weight_format or qc.weight_format)
+        if fmt is None:
+            raise cfg.error(f"{where}.config_groups.{name}.weights", "4-bit float or int, or 8-bit float or int, weights")
+        if any(t.lower().endswith("linear") and not t.startswith("re:") for t in group.targets):
+            default = (fmt, size, zeros)
+        else:
+            targeted.append((_ct_match(group.targets), fmt))
+    fallback = default[0] if default else None
+
+    def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
+        if any(map(ignore, names)):
+            return None
+        for match, fmt in targeted:
+            if any(map(match, names)):
+                return fmt
+        return fallback
+
+    block = _resolve(spec, format_of, fallback or targeted[0][1])
+    size, zeros = (default[1], default[2]) if default else (None, False)
+    if size:
+        block["group_size"] = size
+    if zeros:
+        block["zero_points"] = True
+    return block, f"{where}: compressed-tensors, {len(qc.config_groups)} config group(s), {len(qc.ignore)} ignored."
+
+
+def _ct_format(weights: Weights, fmt: str) -> tuple[str | None, int | None, bool]:
+    """(format, group size, zero points) of a compressed-tensors weights scheme."""
+    size = weights.group_size if weights.group_size and weights.group_size > 0 else None
+    if (weights.num_bits, weights.type) == (4, "float"):
+        return ("mxfp4" if "mxfp4" in fmt or size == 32 else "nvfp4"), size, False
+    if (weights.num_bits, weights.type) == (8, "float"):
+        return ("fp8_block" if weights.strategy == "block" else "fp8"), None, False
+    if (weights.num_bits, weights.type) == (4, "int"):
+        return "int4", size, not weights.symmetric
+    if (weights.num_bits, weights.type) == (8, "int"):
+        return "int8", None, False
+    return None, None, False
+
+
+def _simple(spec: ModelSpec, qc: Settings, where: str, method: str, cfg: Cfg) -> tuple[dict, str]:
+    """fp8, mxfp4, gptq and awq: one format for every linear layer not skipped. The output head is not a linear
+    layer to these methods (fp8.py, mxfp4.py quantize `LinearBase` only), except GPTQ/AWQ with `lm_head: true`
+    (gptq_utils.py, auto_awq.py `lm_head_quantized`)."""
+    skip = qc.modules_to_not_convert or qc.ignored_layers or []
+    # a module and what is under it (fp8.py: exact names); AWQ/GPTQ skip by substring (match_mode "substring")
+    form = ".*{}.*" if method in ("awq", "gptq") else r"{}(?:\..*)?"
+    patterns = [form.format(re.escape(m)) for m in skip]
+    patterns += [key[2:] for key in qc.dynamic if method == "gptq" and key.startswith("-:")]  # GPTQModel skips
+    regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.DOTALL) if patterns else None
+    head_quantized = method in ("awq", "gptq") and qc.lm_head
+
+    def chosen(fmt: str, experts_only: bool = False) -> Callable:
+        def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
+            if kind == "lm_head" and not head_quantized or experts_only and (kind, part) != ("moe", "experts"):
+                return None
+            return None if regex is not None and any(regex.fullmatch(n) for n in names) else fmt
+        return format_of
+
+    if method == "mxfp4":
+        block = _resolve(spec, chosen("mxfp4", experts_only=True), "mxfp4")
+        return block, f"{where}: mxfp4, routed experts only (vLLM mxfp4.py leaves every other linear layer unquantized)."
+    if method == "fp8":
+        fmt = "fp8_block" if qc.weight_block_size else "fp8"
+        block = _resolve(spec, chosen(fmt), fmt)
+        return block, f"{where}: fp8{' block ' + str(qc.weight_block_size) if qc.weight_block_size else ''}."
+    bits = qc.bits or qc.w_bit or 4
+    if bits not in (4, 8):
+        raise cfg.error(f"{where}.bits", f"4 or 8, got {bits!r}")
+    fmt = "int4" if bits == 4 else "int8"
+    block = _resolve(spec, chosen(fmt), fmt)
+    if fmt == "int4":  # GPTQ and AWQ both store a packed 4-bit zero point per group (qzeros)
+        size = qc.group_size or qc.q_group_size or 128
+        block.update(group_size=size if size > 0 else 128, zero_points=True)
+    return block, f"{where}: {method} {bits}-bit."
+
+
+def _modelopt_match(patterns: list[str]) -> Callable[[str], bool]:
+    """modelopt.py is_layer_excluded: exact, substring or shell wildcard (one regex for them all)."""
+    if not patterns:
+        return lambda name: False
+    either = "|".join(f"(?:.*{re.escape(p)}.*)|(?:{fnmatch.translate(p)})" for p in patterns)
+    regex = re.compile(either, re.DOTALL)
+    return lambda name: regex.fullmatch(name) is not None
+
+
+def _ct_match(patterns: list[str]) -> Callable[[str], bool]:
+    """compressed-tensors: exact names or `re:` regexes matched from the start (one that does not compile is
+    skipped)."""
+    exact = {p for p in patterns if not p.startswith("re:")}
+    regexes = []
+    for p in patterns:
+        if p.startswith("re:"):
+            try:
+                regexes.append(re.compile(p[3:]).pattern)
+            except re.error:
+                continue
+    regex = re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None
+    return lambda name: name in exact or (regex is not None and regex.match(name) is not None)
+
+
+def _resolve(spec: ModelSpec, format_of: Callable, main: str) -> dict[str, Any]:
+    """The `quantization` block: `main` format, and per unit the format `format_of(kind, part, module names)`
+    gives it (None: unquantized); units that agree over all layers of a kind are written once, others with
+    their layers."""
+    decisions: dict[tuple[str, str], dict[int, str | None]] = {}
+    for i, kinds in enumerate(layer_kinds(spec)):
+        for kind, part, _ in layer_units(spec, kinds):
+            if (kind, part) not in LEAVES:
+                continue
+            names = tuple(p.format(i=i) + "." + leaf for p in PREFIXES for leaf in LEAVES[(kind, part)])
+            decisions.setdefault((kind, part), {})[i] = format_of(kind, part, names)
+    whole = [("lm_head", format_of("lm_head", None, ("lm_head",)))]
+    if spec.mtp is not None:
+        whole.append(("mtp", format_of("mtp", None, MTP_NAMES)))
+    unquantized, others = [], {}
+    for unit, fmt in whole:
+        if fmt is None:
+            unquantized.append(unit)
+        elif fmt != main:
+            others.setdefault(fmt, []).append(unit)
+    for (kind, part), by_layer in decisions.items():
+        for fmt in set(by_layer.values()) - {main}:
+            layers = [i for i, f in by_layer.items() if f == fmt]
+            unit = f"{kind}.{part}" + ("" if len(layers) == len(by_layer) else "@" + ",".join(map(str, layers)))
+            (unquantized if fmt is None else others.setdefault(fmt, [])).append(unit)
+    block: dict[str, Any] = {"format": main}
+    if unquantized:
+        block["unquantized"] = sorted(unquantized)
+    if others:
+        block["other_formats"] = {fmt: sorted(units) for fmt, units in others.items()}
+    return block

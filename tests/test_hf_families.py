@@ -1,0 +1,157 @@
+"""The newer hybrid families, each from a real config in tests/data/hf_configs (PROVENANCE.md says where
+each came from): exact per-rank cache bytes at TP 1 and 2 worked by hand from the config's fields, and the
+parameter count against the publisher's figure."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from paths import HF_CONFIGS
+
+from mcache.core import weights
+from mcache.core.estimator import estimate
+from mcache.core.hf import import_hf
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import resolve_dtypes
+from mcache.core.spec import layer_kinds
+from mcache.core.spec_dump import spec_to_yaml
+from mcache.core.spec_loader import parse_spec
+
+BF16, FP16, FP32 = 2, 2, 4
+
+# stem -> (model_type, layer kinds, {tp: (conv bytes/slot, ssm bytes/slot, KV bytes/token)})
+FAMILIES = {
+    # Mamba1, 64 layers, d_inner 8192, d_state 16, d_conv 4: conv [8192, 3], ssm [8192, 16], bf16
+    "falcon-mamba-7b": ("falcon_mamba", {"mamba1": 64}, {
+        1: (64 * 8192 * 3 * BF16, 64 * 8192 * 16 * BF16, 0),
+        2: (64 * 4096 * 3 * BF16, 64 * 4096 * 16 * BF16, 0),
+    }),
+    # Kimi-K3 wrapper over kimi_linear: 69 KDA layers (96 heads x 128, conv over q|k|v = 3*96*128, K-1 = 3,
+    # float32 state [96, 128, 128]) and 24 MLA layers (latent 512 + rope 64, not split by TP)
+    "kimi-k3": ("kimi_k3", {"kda+moe": 68, "kda+mlp": 1, "mla+moe": 24}, {
+        1: (69 * 3 * 96 * 128 * 3 * BF16, 69 * 96 * 128 * 128 * FP32, 24 * (512 + 64) * BF16),
+        2: (69 * 3 * 48 * 128 * 3 * BF16, 69 * 48 * 128 * 128 * FP32, 24 * (512 + 64) * BF16),
+    }),
+    # bailing_hybrid (Ling-3.0-tiny geometry): groups of 4 layers, the 4th MLA; 18 KDA (16 heads x 128), 6 MLA
+    "edge0-8b-a1b-preview": ("bailing_hybrid", {"kda+mlp": 1, "kda+moe": 17, "mla+moe": 6}, {
+        1: (18 * 3 * 16 * 128 * 3 * BF16, 18 * 16 * 128 * 128 * FP32, 6 * (512 + 64) * BF16),
+        2: (18 * 3 * 8 * 128 * 3 * BF16, 18 * 8 * 128 * 128 * FP32, 6 * (512 + 64) * BF16),
+    }),
+    # bailing_moe_linear: softmax attention every 5th layer (4 of 20, 4 KV heads x 128); 16 lightning layers
+    # with a [16, 128, 128] state in bf16, no conv
+    "ring-mini-linear-2.0": ("bailing_moe_linear", {"lightning+mlp": 1, "lightning+moe": 15, "attention+moe": 4}, {
+        1: (0, 16 * 16 * 128 * 128 * BF16, 4 * 2 * 4 * 128 * BF16),
+        2: (0, 16 * 8 * 128 * 128 * BF16, 4 * 2 * 2 * 128 * BF16),
+    }),
+    # lfm2_moe: 18 short-conv layers (hidden 2048, L_cache 3 -> 2 rows), 6 attention (8 KV heads x 64)
+    "lfm2-8b-a1b": ("lfm2_moe", {"short_conv+mlp": 2, "short_conv+moe": 16, "attention+moe": 6}, {
+        1: (18 * 2048 * 2 * BF16, 0, 6 * 2 * 8 * 64 * BF16),
+        2: (18 * 1024 * 2 * BF16, 0, 6 * 2 * 4 * 64 * BF16),
+    }),
+    # plamo2: Mamba2 and windowed attention alternate; 8 Mamba2 (32 heads x 128, state 64, no B/C in the conv:
+    # conv over x only, 4096 wide), 8 sliding-window attention layers with 1 KV head (kept whole at TP 2)
+    "plamo-2-1b": ("plamo2", {"mamba2+mlp": 8, "sliding_attention+mlp": 8}, {
+        1: (8 * 4096 * 3 * BF16, 8 * 32 * 128 * 64 * BF16, 8 * 2 * 1 * 128 * BF16),
+        2: (8 * 2048 * 3 * BF16, 8 * 16 * 128 * 64 * BF16, 8 * 2 * 1 * 128 * BF16),
+    }),
+    # Nemotron-3 Super: 40 Mamba2 (128 heads x 64, 8 groups x state 128: conv 8192 + 2*8*128 = 10240 wide),
+    # mamba_ssm_cache_dtype float32; 8 attention layers with 2 KV heads x 128
+    "nemotron-3-super-120b-a12b": ("nemotron_h", {"mamba2": 40, "moe": 40, "attention": 8}, {
+        1: (40 * 10240 * 3 * BF16, 40 * 128 * 64 * 128 * FP32, 8 * 2 * 2 * 128 * BF16),
+        2: (40 * 5120 * 3 * BF16, 40 * 64 * 64 * 128 * FP32, 8 * 2 * 1 * 128 * BF16),
+    }),
+    # Qwen3.6-35B-A3B: 30 GDN (16 k heads x 128, 32 v heads x 128: conv 2*2048 + 4096 = 8192 wide; float32 state
+    # by mamba_ssm_dtype), 10 gated attention layers with 2 KV heads x 256
+    "qwen3.6-35b-a3b": ("qwen3_5_moe", {"gdn+moe": 30, "attention+moe": 10}, {
+        1: (30 * 8192 * 3 * BF16, 30 * 32 * 128 * 128 * FP32, 10 * 2 * 2 * 256 * BF16),
+        2: (30 * 4096 * 3 * BF16, 30 * 16 * 128 * 128 * FP32, 10 * 2 * 1 * 256 * BF16),
+    }),
+    # Qwen3.5-9B (the RedHat w4a16 checkpoint): 24 GDN as above, 8 attention layers with 4 KV heads x 256
+    "redhatai-qwen3.5-9b-w4a16": ("qwen3_5", {"gdn+mlp": 24, "attention+mlp": 8}, {
+        1: (24 * 8192 * 3 * BF16, 24 * 32 * 128 * 128 * FP32, 8 * 2 * 4 * 256 * BF16),
+        2: (24 * 4096 * 3 * BF16, 24 * 16 * 128 * 128 * FP32, 8 * 2 * 2 * 256 * BF16),
+    }),
+    # Qwen3-Next FP8 (transformers dump: layer_types, no state-dtype hint -> bf16 state)
+    "qwen3-next-80b-a3b-instruct-fp8": ("qwen3_next", {"gdn+moe": 36, "attention+moe": 12}, {
+        1: (36 * 8192 * 3 * BF16, 36 * 32 * 128 * 128 * BF16, 12 * 2 * 2 * 256 * BF16),
+        2: (36 * 4096 * 3 * BF16, 36 * 16 * 128 * 128 * BF16, 12 * 2 * 1 * 256 * BF16),
+    }),
+    # Qwen3.6-27B NVFP4 (a checkpoint folder): 48 GDN with 48 v heads (conv 2*2048 + 6144 = 10240 wide), fp16
+    # model dtype, float32 state; 16 attention layers with 4 KV heads x 256
+    "centml-qwen3.6-27b-nvfp4": ("qwen3_5", {"gdn+mlp": 48, "attention+mlp": 16}, {
+        1: (48 * 10240 * 3 * FP16, 48 * 48 * 128 * 128 * FP32, 16 * 2 * 4 * 256 * FP16),
+        2: (48 * 5120 * 3 * FP16, 48 * 24 * 128 * 128 * FP32, 16 * 2 * 2 * 256 * FP16),
+    }),
+}
+
+# Total parameters as the publisher states them (text model; vision towers are not counted)
+PUBLISHED = {
+    "falcon-mamba-7b": (7.27e9, "tiiuae/falcon-mamba-7b: Hub safetensors count 7.27B ('7B' in the paper)"),
+    "kimi-k3": (2.8e12, "moonshotai Kimi-K3 collection: 2.8T total"),
+    "edge0-8b-a1b-preview": (7.9e9, "inclusionAI/Ling-3.0-tiny model card (same geometry): 7.9B total"),
+    "ring-mini-linear-2.0": (16.4e9, "inclusionAI Ring-mini-linear-2.0 release: 16.4B total"),
+    "lfm2-8b-a1b": (8.3e9, "transformers lfm2_moe docs on LFM2-8B-A1B: 8.3B total"),
+    "nemotron-3-super-120b-a12b": (120e9, "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B model card: 120B total"),
+    "qwen3.6-35b-a3b": (35e9, "Qwen3.6-35B-A3B: 35B total (3B activated)"),
+    "redhatai-qwen3.5-9b-w4a16": (9e9, "Qwen/Qwen3.5-9B: 9B"),
+    "qwen3-next-80b-a3b-instruct-fp8": (80e9, "Qwen/Qwen3-Next-80B-A3B: 80B total"),
+    "centml-qwen3.6-27b-nvfp4": (27e9, "Qwen/Qwen3.5-27B model card (Qwen3.6-27B shares it): 27B"),
+}
+# plamo-2-1b: no publisher figure was found beyond the name; its count is checked by hand below.
+
+
+def config(stem: str):
+    folder = HF_CONFIGS / stem
+    return folder if folder.is_dir() else HF_CONFIGS / f"{stem}.json"
+
+
+def cache(stem: str, tp: int) -> tuple[int, int, int]:
+    spec = import_hf(config(stem))
+    r = estimate(spec, ParallelLayout(tp=tp), RuntimeConfig(), resolve_dtypes(spec)).ranks[0]
+    return r.conv_bytes_per_slot, r.ssm_bytes_per_slot, r.kv_bytes_per_token
+
+
+@pytest.mark.parametrize("stem", sorted(FAMILIES))
+def test_family_imports_as_its_layer_layout(stem):
+    model_type, layout, _ = FAMILIES[stem]
+    spec = import_hf(config(stem))
+    assert f"(model_type {model_type})" in spec.source
+    assert Counter("+".join(k) for k in layer_kinds(spec)) == layout
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("stem", sorted(FAMILIES))
+def test_family_cache_bytes_by_hand(stem, tp):
+    assert cache(stem, tp) == FAMILIES[stem][2][tp]
+
+
+@pytest.mark.parametrize("stem", sorted(PUBLISHED))
+def test_family_parameters_within_5_percent_of_the_published_count(stem):
+    published, source = PUBLISHED[stem]
+    estimated = weights.total_params(import_hf(config(stem)))
+    error = estimated / published - 1
+    assert abs(error) <= 0.05, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+
+
+@pytest.mark.parametrize("stem", sorted(FAMILIES))
+def test_family_round_trips_through_yaml(stem):
+    spec = import_hf(config(stem))
+    again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
+    assert again == spec
+    assert weights.stored_bytes(again) == weights.stored_bytes(spec)
+
+
+def test_plamo2_parameters_by_hand():
+    """PLaMo-2-1B, hidden 2048, 16 layers, vocab 100000 tied; Mamba2 layers: in_proj 2048 -> 2*4096, the
+    B|C|dt projection 4096 -> 64+64+128 (dt rank max(64, 2048/16)), dt_proj 128 -> 32, out_proj, conv 4096 x 4,
+    A/D/dt_bias 3*32 and the dt/B/C norms 128+64+64, no gated norm (vLLM 0.22 plamo2.py Plamo2MambaMixer);
+    attention: q 16 x 128, k|v 1 x 128, o; MLP gated 8192. (The post-mixer and post-MLP norms and q/k norms,
+    0.005% of the model, are not counted.)"""
+    spec = import_hf(config("plamo-2-1b"))
+    h, d = 2048, 4096
+    mamba = h * 2 * d + d * (128 + 2 * 64) + 128 * 32 + d * h + d * 4 + 3 * 32 + (128 + 64 + 64)
+    attention = h * 16 * 128 + 2 * h * 128 + 16 * 128 * h
+    mlp = 3 * h * 8192
+    norms = 16 * 2 * h + h  # two per layer, the final one
+    assert weights.total_params(spec) == 8 * mamba + 8 * attention + 16 * mlp + norms + 100000 * h

@@ -1,0 +1,191 @@
+"""Weights as checkpoints store them: bytes per parameter of each format by hand, a small quantized model
+weighed by hand, and the `quantization_config` readers on real configs and on broken ones."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from fractions import Fraction
+
+import pytest
+from paths import HF_CONFIGS
+
+from mcache.core.errors import SpecError
+from mcache.core.hf import import_hf
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import RankContext, resolve_dtypes
+from mcache.core.spec import Quantization
+from mcache.core.spec_dump import spec_to_yaml
+from mcache.core.spec_loader import parse_spec
+from mcache.core.weights import format_bytes, rank_weight_bytes, stored_bytes
+
+TINY = """
+name: tiny-q
+source: hand-made
+dtype: bfloat16
+hidden_size: 64
+vocab_size: 128
+num_layers: 2
+layers: {types: [attention+mlp, attention+mlp]}
+attention: {num_heads: 4, num_kv_heads: 2, head_dim: 16}
+mlp: {intermediate_size: 128}
+"""
+
+
+def tiny(quantization: str = "") -> str:
+    return TINY + (f"quantization: {quantization}\n" if quantization else "")
+
+
+@pytest.mark.parametrize(("fmt", "group", "zeros", "expected"), [
+    ("nvfp4", None, False, Fraction(1, 2) + Fraction(1, 16)),  # e2m1 values + an fp8 scale per 16
+    ("mxfp4", None, False, Fraction(1, 2) + Fraction(1, 32)),  # e2m1 values + an e8m0 scale per 32
+    ("fp8", None, False, Fraction(1)),  # one per-tensor scale: nothing per parameter
+    ("fp8_block", None, False, 1 + Fraction(4, 128 * 128)),  # an fp32 scale per 128 x 128 block
+    ("int4", 128, False, Fraction(1, 2) + Fraction(2, 128)),  # a 16-bit scale per 128
+    ("int4", 32, True, Fraction(1, 2) + Fraction(2, 32) + Fraction(1, 64)),  # and a 4-bit zero point per 32
+    ("int8", None, False, Fraction(1)),
+])
+def test_bytes_per_parameter_by_hand(fmt, group, zeros, expected):
+    assert format_bytes(Quantization(format=fmt, group_size=group, zero_points=zeros), fmt) == expected
+
+
+def test_a_small_quantized_model_by_hand():
+    """Per layer: attention q 64x64, k and v 64x32, o 64x64 = 12,288; gated MLP 3 x 64 x 128 = 24,576; two
+    norms of 64. Embeddings 128 x 64 = 8,192, the untied head 8,192, the final norm 64."""
+    plain = parse_spec(tiny(), "t.yaml")
+    assert stored_bytes(plain) == 2 * (2 * (12288 + 24576 + 128) + 8192 + 8192 + 64)
+    spec = parse_spec(tiny("{format: nvfp4, unquantized: [lm_head, attention@1]}"), "t.yaml")
+    nvfp4 = Fraction(9, 16)
+    layer0 = (12288 + 24576) * nvfp4 + 128 * 2  # the norms stay in bf16
+    layer1 = 12288 * 2 + 24576 * nvfp4 + 128 * 2
+    assert stored_bytes(spec) == layer0 + layer1 + (8192 + 64) * 2 + 8192 * 2
+    mixed = parse_spec(tiny("{format: nvfp4, other_formats: {fp8: [mlp]}}"), "t.yaml")
+    assert stored_bytes(mixed) == 2 * (12288 * nvfp4 + 24576 + 128 * 2) + (8192 + 64) * 2 + 8192 * nvfp4
+
+
+def test_ranks_under_tp_and_pp_load_their_share_of_the_stored_bytes():
+    spec = parse_spec(tiny("{format: nvfp4, unquantized: [lm_head]}"), "t.yaml")
+    dtypes = resolve_dtypes(spec)
+
+    def rank(tp: int, pp: int, stage: int) -> int:
+        return rank_weight_bytes(RankContext.build(spec, ParallelLayout(tp=tp, pp=pp), RuntimeConfig(), dtypes, stage))
+
+    layer = (12288 + 24576) * Fraction(9, 16) + 128 * 2
+    assert rank(1, 2, 0) == layer + 8192 * 2  # the first stage: a layer and the embeddings
+    assert rank(1, 2, 1) == layer + 8192 * 2  # the last: a layer and the (bf16) head
+    assert rank(2, 1, 0) == (2 * (12288 + 24576) * Fraction(9, 16) + 2 * 128 * 2 + 8192 * 2 + 8192 * 2) // 2
+
+
+@pytest.mark.parametrize(("block", "field"), [
+    ("{format: nvfp5}", "quantization.format"),
+    ("{format: nvfp4, unquantized: [gdn]}", "quantization.unquantized[0]"),
+    ("{format: nvfp4, unquantized: ['attention@9']}", "quantization.unquantized[0]"),
+    ("{format: nvfp4, unquantized: ['attention@x']}", "quantization.unquantized[0]"),
+    ("{format: nvfp4, other_formats: {fp4: [mlp]}}", "quantization.other_formats"),
+    ("{format: nvfp4, group_size: 0}", "quantization.group_size"),
+])
+def test_a_bad_quantization_block_names_its_field(block, field):
+    with pytest.raises(SpecError) as err:
+        parse_spec(tiny(block), "t.yaml")
+    assert err.value.field == field and err.value.line is not None
+
+
+def test_modelopt_nvfp4_in_the_config_and_beside_it(tmp_path):
+    """Qwen3.6-27B NVFP4 (ModelOpt): everything but the conv1d layers (not linear layers here) and the vision
+    tower is NVFP4, the head included (vLLM modelopt.py quantizes ParallelLMHead unless excluded)."""
+    folder = HF_CONFIGS / "centml-qwen3.6-27b-nvfp4"
+    spec = import_hf(folder)
+    q = spec.quantization
+    assert (q.format, q.group_size, q.unquantized, q.other_formats) == ("nvfp4", 16, [], {})
+    assert "modelopt NVFP4" in spec.notes
+    # the same checkpoint with its settings only in hf_quant_config.json
+    data = json.loads((folder / "config.json").read_text())
+    del data["quantization_config"]
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    shutil.copy(folder / "hf_quant_config.json", tmp_path)
+    beside = import_hf(tmp_path)
+    assert beside.quantization.format == "nvfp4" and stored_bytes(beside) == stored_bytes(spec)
+    assert "hf_quant_config.json" in beside.notes
+
+
+def test_compressed_tensors_int4_ignores_the_linear_attention_and_the_head():
+    spec = import_hf(HF_CONFIGS / "redhatai-qwen3.5-9b-w4a16.json")
+    q = spec.quantization
+    assert (q.format, q.group_size, q.zero_points) == ("int4", 128, False)
+    assert q.unquantized == ["gdn.gate_proj", "gdn.proj", "lm_head", "mtp"]
+
+
+def test_compressed_tensors_mxfp4_quantizes_the_routed_experts_of_kimi_k3():
+    q = import_hf(HF_CONFIGS / "kimi-k3.json").quantization
+    assert (q.format, q.group_size) == ("mxfp4", 32)
+    assert q.unquantized == ["kda.proj", "lm_head", "mla.proj", "mlp.proj", "moe.shared_experts"]
+
+
+def test_fp8_block_leaves_the_head_and_the_listed_modules():
+    """Qwen3-Next FP8 lists in_proj_ba (vLLM qwen_gdn_linear_attn.py: no block-FP8 for it) and the MTP layers."""
+    q = import_hf(HF_CONFIGS / "qwen3-next-80b-a3b-instruct-fp8.json").quantization
+    assert q.format == "fp8_block" and q.unquantized == ["gdn.gate_proj", "lm_head", "mtp"]
+
+
+BASE = {"model_type": "nemotron_h", "hidden_size": 256, "num_hidden_layers": 4, "hybrid_override_pattern": "M*-E",
+        "vocab_size": 1000, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "mamba_num_heads": 8,
+        "mamba_head_dim": 32, "ssm_state_size": 16, "n_groups": 1, "intermediate_size": 512, "n_routed_experts": 4,
+        "moe_intermediate_size": 128, "n_shared_experts": 1, "moe_shared_expert_intermediate_size": 128,
+        "torch_dtype": "bfloat16"}
+
+
+def quantized(tmp_path, qc) -> Quantization | None:
+    (tmp_path / "config.json").write_text(json.dumps({**BASE, "quantization_config": qc}))
+    return import_hf(tmp_path / "config.json").quantization
+
+
+def test_compressed_tensors_groups_each_with_its_targets(tmp_path):
+    """Two groups: NVFP4 for the routed experts by regex, FP8 for every other Linear; the head ignored."""
+    q = quantized(tmp_path, {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {
+        "experts": {"targets": [r"re:.*\.experts\..*"], "weights": {"num_bits": 4, "type": "float", "group_size": 16}},
+        "rest": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})
+    assert q.format == "fp8" and q.other_formats == {"nvfp4": ["moe.experts"]} and q.unquantized == ["lm_head"]
+
+
+def test_modelopt_mixed_precision_by_module(tmp_path):
+    layers = {f"backbone.layers.{i}.mixer.{p}": {"quant_algo": "FP8"} for i in (0, 1) for p in ("in_proj", "q_proj")}
+    layers["backbone.layers.3.mixer.experts"] = {"quant_algo": "NVFP4"}
+    q = quantized(tmp_path, {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers})
+    assert q.format == "nvfp4"
+    assert q.other_formats == {"fp8": ["attention.proj", "mamba2.proj"]}
+    assert q.unquantized == ["lm_head", "mlp.proj", "moe.shared_experts"]
+
+
+def test_gptq_quantizes_the_head_only_when_it_says_so(tmp_path):
+    gptq = {"quant_method": "gptq", "bits": 4, "group_size": 64}
+    assert quantized(tmp_path, gptq).unquantized == ["lm_head"]
+    q = quantized(tmp_path, {**gptq, "lm_head": True})
+    assert (q.format, q.group_size, q.zero_points, q.unquantized) == ("int4", 64, True, [])
+
+
+def test_an_unknown_method_is_noted_and_weighed_in_the_model_dtype(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({**BASE, "quantization_config": {"quant_method": "bitsandbytes"}}))
+    spec = import_hf(tmp_path / "config.json")
+    assert spec.quantization is None and "'bitsandbytes' is not one mcache sizes" in spec.notes
+
+
+@pytest.mark.parametrize(("qc", "field"), [
+    ("nvfp4", "quantization_config"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP5"}, "quantization_config.quant_algo"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": "lm_head"},
+     "quantization_config.exclude_modules"),
+    ({"quant_method": "compressed-tensors", "config_groups": {}}, "quantization_config.config_groups"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 3}}}},
+     "quantization_config.config_groups.g.weights"),
+    ({"quant_method": "gptq", "bits": 3}, "quantization_config.bits"),
+])
+def test_a_broken_quantization_config_is_one_error(tmp_path, qc, field):
+    with pytest.raises(SpecError) as err:
+        quantized(tmp_path, qc)
+    assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_quantization_round_trips_through_yaml():
+    spec = import_hf(HF_CONFIGS / "kimi-k3.json")
+    again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
+    assert again.quantization == spec.quantization and stored_bytes(again) == stored_bytes(spec)

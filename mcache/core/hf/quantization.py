@@ -194,10 +194,10 @@ def _compressed_tensors(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> 
     fallback = default[0] if default else None
 
     def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
-        if any(map(ignore, names)):
+        if ignore(names):
             return None
         for match, fmt in targeted:
-            if any(map(match, names)):
+            if match(names):
                 return fmt
         return fallback
 
@@ -270,9 +270,10 @@ def _modelopt_match(patterns: list[str]) -> Callable[[str], bool]:
     return lambda name: regex.fullmatch(name) is not None
 
 
-def _ct_match(patterns: list[str]) -> Callable[[str], bool]:
-    """compressed-tensors: exact names or `re:` regexes matched from the start (one that does not compile is
-    skipped)."""
+def _ct_match(patterns: list[str]) -> Callable[[tuple[str, ...]], bool]:
+    """compressed-tensors: whether any of the names is one of the exact names or matches one of the `re:`
+    regexes from its start (a pattern that does not compile is skipped). The regexes run once over the names
+    joined by lines."""
     exact = {p for p in patterns if not p.startswith("re:")}
     regexes = []
     for p in patterns:
@@ -281,8 +282,8 @@ def _ct_match(patterns: list[str]) -> Callable[[str], bool]:
                 regexes.append(re.compile(p[3:]).pattern)
             except re.error:
                 continue
-    regex = re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None
-    return lambda name: name in exact or (regex is not None and regex.match(name) is not None)
+    regex = re.compile("|".join(f"^(?:{r})" for r in regexes), re.MULTILINE) if regexes else None
+    return lambda names: not exact.isdisjoint(names) or (regex is not None and regex.search("\n".join(names)) is not None)
 
 
 def _resolve(spec: ModelSpec, format_of: Callable, main: str) -> dict[str, Any]:
@@ -290,11 +291,13 @@ def _resolve(spec: ModelSpec, format_of: Callable, main: str) -> dict[str, Any]:
     gives it (None: unquantized); units that agree over all layers of a kind are written once, others with
     their layers."""
     decisions: dict[tuple[str, str], dict[int, str | None]] = {}
+    units_of: dict[tuple[str, ...], list[tuple[str, str]]] = {}
     for i, kinds in enumerate(layer_kinds(spec)):
-        for kind, part, _ in layer_units(spec, kinds):
-            if (kind, part) not in LEAVES:
-                continue
-            names = tuple(p.format(i=i) + "." + leaf for p in PREFIXES for leaf in LEAVES[(kind, part)])
+        if kinds not in units_of:
+            units_of[kinds] = [(k, part) for k, part, _ in layer_units(spec, kinds) if (k, part) in LEAVES]
+        prefixes = [p.format(i=i) + "." for p in PREFIXES]
+        for kind, part in units_of[kinds]:
+            names = tuple(p + leaf for p in prefixes for leaf in LEAVES[(kind, part)])
             decisions.setdefault((kind, part), {})[i] = format_of(kind, part, names)
     whole = [("lm_head", format_of("lm_head", None, ("lm_head",)))]
     if spec.mtp is not None:

@@ -11,6 +11,7 @@ import pytest
 from paths import HF_CONFIGS
 from test_hf_families import FAMILIES
 
+from mcache.core import weights
 from mcache.core.errors import SpecError
 from mcache.core.estimator import RankEstimate, estimate
 from mcache.core.hf import import_hf, supported_model_types
@@ -567,3 +568,37 @@ def test_sliding_window_caps_the_kv_of_those_layers(tmp_path):
     assert r.kv_bytes_per_seq(8192) == r.kv_bytes_per_seq(1024)
     off = imported(tmp_path, {**NEMOTRON, "sliding_window": 1024, "use_sliding_window": False}, "off.json")
     assert off.attention.sliding_window is None
+
+
+def test_nemotron_latent_moe_and_mtp_layers(tmp_path):
+    """Nemotron-3 Super's two misses, on a small config: routed experts in a 64-wide latent space (with the
+    projections into and out of it) and one MTP layer of attention + MoE."""
+    plain = imported(tmp_path, NEMOTRON, "plain.json")
+    spec = imported(tmp_path, {**NEMOTRON, "moe_latent_size": 64, "num_nextn_predict_layers": 1,
+                               "mtp_hybrid_override_pattern": "*E"}, "super.json")
+    assert spec.moe.latent_size == 64 and (spec.mtp.num_layers, spec.mtp.layer) == (1, "attention+moe")
+    full_experts = 4 * 2 * 256 * 128  # 4 experts, up and down (not gated), hidden 256 x 128
+    latent_experts = 4 * 2 * 64 * 128 + 2 * 256 * 64  # the same in the latent space, and its two projections
+    attention = 256 * 4 * 64 + 2 * 256 * 2 * 64 + 4 * 64 * 256
+    moe = latent_experts + 2 * 256 * 256 + 256 * 4  # one shared expert of 256, the router
+    mtp = attention + moe + 2 * 256 + 2 * 256 * 256 + 2 * 256  # two norms, the [2h, h] input projection, its norms
+    assert weights.total_params(spec) - weights.total_params(plain) == latent_experts - full_experts + mtp
+
+
+OLMO = {"model_type": "olmo_hybrid", "hidden_size": 256, "num_hidden_layers": 8, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 1000, "intermediate_size": 512, "dtype": "bfloat16"}
+
+
+def test_olmo_hybrid_gdn_dims_follow_the_attention_heads(tmp_path):
+    """OlmoHybridConfig: full attention where i % 4 == 3; GDN with the attention's head count, key dim
+    int(0.75 x 256 / 4) = 48 and value dim 96; attention head dim 256 / 4 = 64."""
+    spec = imported(tmp_path, OLMO)
+    assert kinds(spec) == ["gdn+mlp"] * 3 + ["attention+mlp"] + ["gdn+mlp"] * 3 + ["attention+mlp"]
+    conv = 6 * (2 * 4 * 48 + 4 * 96) * 3 * 2  # six GDN layers, conv over q|k|v, K-1 = 3 rows, bf16
+    state = 6 * 4 * 96 * 48 * 2
+    kv = 2 * 2 * 2 * 64 * 2  # two attention layers, K and V of 2 heads x 64
+    assert (rank(spec).conv_bytes_per_slot, rank(spec).ssm_bytes_per_slot, rank(spec).kv_bytes_per_token) == (conv, state, kv)
+    half = rank(spec, 2)
+    assert (half.conv_bytes_per_slot, half.ssm_bytes_per_slot, half.kv_bytes_per_token) == (conv // 2, state // 2, kv // 2)
+    sized = imported(tmp_path, {**OLMO, "linear_num_key_heads": 2, "linear_key_head_dim": 32}, "sized.json")
+    assert (sized.gdn.num_k_heads, sized.gdn.k_head_dim, sized.gdn.num_v_heads, sized.gdn.v_head_dim) == (2, 32, 4, 64)

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from engines_util import config_spec, run
 
 from mcache.cli.main import main
 
@@ -131,3 +132,14 @@ def test_engine_option_errors_are_one_line(args, needle, capsys):
     err = capsys.readouterr().err
     assert needle in err, err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
+    """PLaMo-2 windows every attention layer: SGLang's SWA pool and TensorRT-LLM's per-window pools are not
+    modelled, and their runs say so; vLLM's profile sizes the window (kv_cache_interface.py SlidingWindowSpec)."""
+    plamo = config_spec("plamo-2-1b")
+    for engine in ("sglang", "trtllm"):
+        (caveat,) = run(engine, plamo, "h200").caveats
+        assert "sliding_attention" in caveat and "upper bound" in caveat
+    assert run("vllm", plamo, "h200").caveats == []
+    assert run("sglang", config_spec("qwen3.5-27b"), "h200").caveats == []

@@ -65,6 +65,7 @@ def engine_blocks(report: dict) -> list:
     rows.append(["max_running_requests", *("-" if st["max_running_requests"] is None else str(st["max_running_requests"])
                                            for st in eng["stages"])])
     blocks += [rich_table(head, rows, lambda i, h: i > 0), engine_headline(report)]
+    blocks += [f"caveat: {c}" for c in eng["caveats"]]
     for st in eng["stages"]:
         if st["log"]:
             blocks.append(f"{title} would log{_stage_note(st, eng)}:")

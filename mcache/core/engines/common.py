@@ -60,6 +60,7 @@ class EngineRun(Struct):
     sources: dict[str, str]
     dtypes: CacheDtypes
     stages: list[EngineStage]
+    caveats: list[str] = []  # what this profile does not model for this model
 
     @property
     def max_running_requests(self) -> int | None:
@@ -81,6 +82,7 @@ class EngineRun(Struct):
             "sources": self.sources,
             "dtypes": {"model": self.dtypes.model, "kv": self.dtypes.kv, "conv": self.dtypes.conv, "ssm": self.dtypes.ssm},
             "max_running_requests": self.max_running_requests,
+            "caveats": self.caveats,
             "stages": [
                 {"stage": s.stage, "max_running_requests": s.max_running_requests, "startup_error": s.startup_error,
                  "binding": s.binding, "log": s.log, **s.fields}
@@ -180,6 +182,15 @@ def kv_heads_per_rank(ctx: RankContext) -> int:
 def window_of(ctx: RankContext, kind: str) -> int | None:
     """The sliding window of `kind`'s layers (None: full attention)."""
     return ctx.states(kind)[0].window
+
+
+def window_caveats(spec: ModelSpec, title: str, pool: str) -> list[str]:
+    """The caveat of a profile that sizes windowed attention layers at full length (its `pool` is not modelled)."""
+    windowed = [kind for kind in ATTENTION_KINDS if getattr(getattr(spec, kind, None), "sliding_window", None)]
+    if not windowed:
+        return []
+    return [f"{title}: {pool} not modelled; the sliding-window layers ({', '.join(windowed)}) are sized at full "
+            "length here, so its KV figures are an upper bound."]
 
 
 def mtp_attention_layers(spec: ModelSpec) -> int:

@@ -23,6 +23,7 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    window_caveats,
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
@@ -90,7 +91,8 @@ def run(inputs: EngineInputs) -> EngineRun:
     shared_tokens = min(known) if known else None
     stages = [_stage(ctx, spec, dtypes, pool, shared_tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked,
                      context_len, context, user_requests) for ctx, pool in zip(contexts, pools, strict=True)]
-    return EngineRun(NAME, context_len, context, s.values, s.sources, dtypes, stages)
+    caveats = window_caveats(spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    return EngineRun(NAME, context_len, context, s.values, s.sources, dtypes, stages, caveats)
 
 
 def _stage(ctx, spec, dtypes, pool, tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked, context_len,

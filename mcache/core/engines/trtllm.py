@@ -27,6 +27,7 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    window_caveats,
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
@@ -109,7 +110,8 @@ def run(inputs: EngineInputs) -> EngineRun:
         fit = shared // (cdiv(context, block) * block) if slope else batch * layout.pp
         st.max_running_requests, st.binding = ((fit, "KV tokens") if fit < batch * layout.pp
                                                else (batch * layout.pp, "max_batch_size"))
-    return EngineRun(NAME, max_len, context, s.values, s.sources, dtypes, stages)
+    caveats = window_caveats(spec, "TensorRT-LLM", "per-window KV pools (max_attention_window)")
+    return EngineRun(NAME, max_len, context, s.values, s.sources, dtypes, stages, caveats)
 
 
 def _dtypes(spec, s: Settings) -> CacheDtypes:

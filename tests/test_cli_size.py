@@ -191,3 +191,36 @@ def test_bare_group_prints_help_without_an_error_line(capsys):
     assert main([]) == 2
     captured = capsys.readouterr()
     assert "Usage: mcache" in captured.out + captured.err and "mcache: \n" not in captured.err
+
+
+def test_unknown_weights_size_the_cache_and_ask_for_weights(tmp_path, capsys):
+    """A config without vocab_size (and no class default): the table, weights unknown, no capacity unless
+    --weights gives them; an engine needs them too."""
+    from paths import HF_CONFIGS
+
+    data = json.loads((HF_CONFIGS / "minimax-text-01.json").read_text())
+    data.update(model_type="minimax_text_01", attn_type_list=[1 if t == "full_attention" else 0 for t in data.pop("layer_types")])
+    del data["vocab_size"]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(data))
+    assert main(["size", str(config), "--gpu", "h200", "--tp", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "(weights unknown: vocab_size)" in out and "weights unknown\n" in out.replace(" · tightest", "")
+    assert "no capacity section: the weights are unknown (the spec leaves vocab_size null)" in out
+    report = run_json(str(config), "--gpu", "h200", "--tp", "8")
+    assert report["model"]["param_count"] is None and report["model"]["weights_unknown"] == ["vocab_size"]
+    assert report["capacity"] is None and report["ranks"][0]["weight_bytes"] is None
+    given = run_json(str(config), "--gpu", "h200", "--tp", "8", "--weights", "60GiB")
+    cap = given["capacity"]
+    assert cap["weights_given"] and cap["ranks"][0]["weight_bytes"] == 60 << 30
+    assert main(["size", str(config), "--gpu", "h200", "--tp", "8", "--engine", "vllm"]) == 2
+    err = capsys.readouterr().err
+    assert "--weights: a size: the spec leaves vocab_size null" in err and err.count("\n") == 1
+    assert run_json(str(config), "--gpu", "h200", "--tp", "8", "--engine", "vllm", "--weights", "60GiB")["engine"]
+
+
+def test_given_weights_replace_the_estimate_in_the_neutral_model():
+    estimated = run_json("nemotron-h-8b", "--gpu", "h200")["capacity"]["ranks"][0]
+    given = run_json("nemotron-h-8b", "--gpu", "h200", "--weights", "40GiB")["capacity"]["ranks"][0]
+    assert given["weight_bytes"] == 40 << 30
+    assert given["cache_budget_bytes"] == estimated["cache_budget_bytes"] + estimated["weight_bytes"] - (40 << 30)

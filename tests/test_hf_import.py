@@ -602,3 +602,28 @@ def test_olmo_hybrid_gdn_dims_follow_the_attention_heads(tmp_path):
     assert (half.conv_bytes_per_slot, half.ssm_bytes_per_slot, half.kv_bytes_per_token) == (conv // 2, state // 2, kv // 2)
     sized = imported(tmp_path, {**OLMO, "linear_num_key_heads": 2, "linear_key_head_dim": 32}, "sized.json")
     assert (sized.gdn.num_k_heads, sized.gdn.k_head_dim, sized.gdn.num_v_heads, sized.gdn.v_head_dim) == (2, 32, 4, 64)
+
+
+def minimax_text_01(**changes) -> dict:
+    """MiniMax-Text-01 in its remote-code form (no config class, so no defaults to fall back on)."""
+    data = shared_data("minimax-text-01")
+    codes = [1 if t == "full_attention" else 0 for t in data.pop("layer_types")]
+    data.update(model_type="minimax_text_01", attn_type_list=codes, **changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_a_field_only_the_weights_need_never_blocks_the_cache(tmp_path):
+    """MiniMax-M1-style: without num_experts_per_tok (no weight needs it) everything is known; without
+    vocab_size (and no class default) the caches are sized exactly and the weights are unknown, by name."""
+    full = import_hf(shared("minimax-text-01"))
+    no_top_k = imported(tmp_path, minimax_text_01(num_experts_per_tok=None), "m1.json")
+    assert no_top_k.moe.top_k is None and weights.total_params(no_top_k) == weights.total_params(full)
+    spec = imported(tmp_path, minimax_text_01(vocab_size=None), "novocab.json")
+    assert spec.vocab_size is None and weights.unknown_fields(spec) == ["vocab_size"]
+    assert "Weights unknown: vocab_size not in the config" in spec.notes
+    assert weights.total_params(spec) is None and weights.stored_bytes(spec) is None
+    for tp in (1, 2):
+        assert cache_bytes(spec, tp) == cache_bytes(full, tp)
+        assert rank(spec, tp).weight_bytes is None
+    again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
+    assert again == spec

@@ -66,8 +66,7 @@ def _component_cells(stage: int, c: dict, human: bool) -> list[str]:
 
 def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:
     size = human_bytes if human else str
-    rank = report["ranks"][cap["stage"]]
-    return [str(cap["stage"]), size(rank["weight_bytes"]), size(cap["cache_budget_bytes"]), size(cap["fixed_bytes"]),
+    return [str(cap["stage"]), size(cap["weight_bytes"]), size(cap["cache_budget_bytes"]), size(cap["fixed_bytes"]),
             size(cap["kv_budget_bytes"]), "-" if cap["kv_tokens"] is None else str(cap["kv_tokens"]),
             str(cap["max_sequences"]), cap["binding"],
             "unbounded" if cap["sequences_if_resized"] is None else str(cap["sequences_if_resized"]),
@@ -77,7 +76,9 @@ def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:
 def _headline(report: dict) -> str:
     m, lay, rt = report["model"], report["layout"], report["runtime"]
     spec = f" · {rt['spec_scheme']} x{rt['draft_tokens']}" if rt["draft_tokens"] else ""
-    return (f"{m['name']} ({m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])} {m['weight_format']}) · tp {lay['tp']} · "
+    weights = (f"weights unknown: {', '.join(m['weights_unknown'])}" if m["weights_unknown"] else
+               f"{m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])} {m['weight_format']}")
+    return (f"{m['name']} ({weights}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")
 
@@ -95,7 +96,8 @@ def _per_rank_lines(report: dict) -> list[str]:
             f"stage {r['stage']}: layers {r['layers'][0]}-{r['layers'][1] - 1} ({counts}) · {r['slots']} slots · "
             f"KV {human_bytes(r['kv_bytes_per_token'])}/token · state {human_bytes(r['state_bytes_per_slot'])}/slot "
             f"(conv {human_bytes(r['conv_bytes_per_slot'])}, SSM {human_bytes(r['ssm_bytes_per_slot'])}) · "
-            f"cache {human_bytes(r['cache_bytes'])} · weights {human_bytes(r['weight_bytes'])}"
+            f"cache {human_bytes(r['cache_bytes'])} · weights "
+            + ("unknown" if r["weight_bytes"] is None else human_bytes(r["weight_bytes"]))
             + (" · tightest" if len(report["ranks"]) > 1 and r["stage"] == report["tightest_stage"] else "")
         )
     return lines
@@ -120,6 +122,15 @@ def rich_table(head: tuple[str, ...], rows, right):
 
 
 NO_GPU_HINT = "no capacity section: name a GPU with --gpu (e.g. --gpu h200) or its memory with --gpu-memory (e.g. 141GiB)"
+
+
+def no_capacity_hint(report: dict) -> str:
+    """Why there is no capacity section: no GPU, or weights mcache cannot estimate."""
+    unknown = report["model"]["weights_unknown"]
+    if not unknown:
+        return NO_GPU_HINT
+    return (f"no capacity section: the weights are unknown (the spec leaves {', '.join(unknown)} null); give the "
+            "weights one rank loads with --weights (e.g. --weights 16GiB) and a GPU with --gpu")
 
 
 def capacity_headline(report: dict) -> str | None:
@@ -147,7 +158,7 @@ def capacity_headline(report: dict) -> str | None:
 
 def _misfit_reason(report: dict, c: dict) -> str:
     cap = report["capacity"]
-    weights = report["ranks"][c["stage"]]["weight_bytes"]
+    weights = c["weight_bytes"]
     if c["cache_budget_bytes"] < 0:
         usable = int(cap["gpu_bytes"] * cap["utilization"]) - cap["reserve_bytes"]
         return (f"the weights ({human_bytes(weights)} per rank) exceed the {human_bytes(usable)} usable "
@@ -194,7 +205,7 @@ def _size_tables(report: dict):
                             lambda i, head: head != "binds")
         blocks += ["", _capacity_title(cap), table, capacity_headline(report)]
     else:
-        blocks.append(NO_GPU_HINT)
+        blocks.append(no_capacity_hint(report))
     return blocks
 
 
@@ -237,8 +248,8 @@ def _size_markdown(report: dict) -> str:
         from mcache.cli.engine_output import engine_headline
 
         parts += ["", engine_headline(report)]
-    else:
-        parts += ["", NO_GPU_HINT]
+    elif not cap:
+        parts += ["", no_capacity_hint(report)]
     return "\n".join(parts) + "\n"
 
 

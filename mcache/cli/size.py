@@ -49,7 +49,7 @@ def size(
         "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)."))] = None,
     reserve: Annotated[str | None, typer.Option(help=(
         "Memory kept for activations and workspace (2GiB; vLLM, TensorRT-LLM: what their profiling finds)."))] = None,
-    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (engines; default: mcache's estimate).")] = None,
+    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (default: mcache's estimate).")] = None,
     context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (max batch x pp).")] = None,
     kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB (skips the budget).",
@@ -102,6 +102,7 @@ def size(
     from mcache.core.report import size_report
     from mcache.core.sizing import run_neutral, smallest_fitting_layout
     from mcache.core.spec_loader import load_spec, resolve
+    from mcache.core.weights import unknown_fields
 
     model = load_spec(spec)
     origin = str(resolve(spec))
@@ -132,8 +133,6 @@ def size(
     settings = engine_settings(engine, given)
     if engine and verify:
         raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
-    if not engine and weights is not None:
-        raise McacheError("--weights: an engine input (add --engine); the neutral model uses its own estimate")
     try:
         partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
@@ -163,7 +162,10 @@ def size(
         reserve_bytes = 2 << 30 if engine or reserve is None else parsed["--reserve"]
         fraction = 0.9 if engine or utilization is None else utilization
         check_budget(fraction, reserve_bytes)
-        budget = Budget(target[0], target[1], fraction, reserve_bytes) if target else None
+        given_weights = None if engine else parsed.get("--weights")
+        # weights mcache cannot estimate and nobody gave: the caches are sized, capacity is left out (the hint says why)
+        weighable = given_weights is not None or not unknown_fields(model)
+        budget = Budget(target[0], target[1], fraction, reserve_bytes, given_weights) if target and weighable else None
         run = run_neutral(model, layout, runtime, dtypes, budget, context or (erun.context if erun else None), concurrency,
                           batch_given=max_batch is not None and not engine)
         sources = ({role: f"{engine} rule" for role in ("kv", "conv", "ssm")} if engine

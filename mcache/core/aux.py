@@ -146,7 +146,7 @@ def _names(ctx: RankContext) -> dict[str, int]:
     for kind in ctx.kinds:
         block = getattr(spec, kind)
         names.update({f"{kind}.{f}": v for f in block.__struct_fields__ if isinstance(v := getattr(block, f), int)})
-    return names
+    return {name: v for name, v in names.items() if v is not None}  # an unknown (null) vocab_size is no name
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}

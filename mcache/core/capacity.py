@@ -23,19 +23,28 @@ def check_budget(utilization: float, reserve_bytes: int) -> None:
 
 
 class Budget(Struct, frozen=True):
-    """Memory available to one rank: `gpu_bytes * utilization - weights - reserve` goes to caches."""
+    """Memory available to one rank: `gpu_bytes * utilization - weights - reserve` goes to caches; the weights
+    are `weights_bytes` when given (every rank), else the rank's estimate."""
 
     gpu_name: str
     gpu_bytes: int
     utilization: float = 0.9
     reserve_bytes: int = 2 << 30
+    weights_bytes: int | None = None
 
     def __post_init__(self) -> None:
         check_budget(self.utilization, self.reserve_bytes)
 
+    def weights(self, rank: RankEstimate) -> int:
+        """The weights the rank loads: given, else estimated; a `LayoutError` when neither is known."""
+        weights = rank.weight_bytes if self.weights_bytes is None else self.weights_bytes
+        if weights is None:
+            raise LayoutError("weights", "the weights one rank loads (the spec leaves a field they need unknown)")
+        return weights
+
     def cache_bytes(self, rank: RankEstimate) -> int:
         """What the rank's caches may take: the usable memory less its weights and the reserve."""
-        return int(self.gpu_bytes * self.utilization) - rank.weight_bytes - self.reserve_bytes
+        return int(self.gpu_bytes * self.utilization) - self.weights(rank) - self.reserve_bytes
 
 
 class RankCapacity(Struct, frozen=True):
@@ -51,6 +60,7 @@ class RankCapacity(Struct, frozen=True):
     """
 
     stage: int
+    weight_bytes: int
     cache_budget_bytes: int
     fixed_bytes: int
     kv_budget_bytes: int
@@ -83,6 +93,7 @@ def rank_capacity(rank: RankEstimate, budget: Budget, context: int, concurrency:
     resized = batch_for_memory(rank, cache_budget, kv_per_seq)
     return RankCapacity(
         stage=rank.ctx.stage,
+        weight_bytes=budget.weights(rank),
         cache_budget_bytes=cache_budget,
         fixed_bytes=fixed,
         kv_budget_bytes=kv_budget,

@@ -73,8 +73,8 @@ class RankEstimate(Struct, frozen=True):
 
     ctx: RankContext
     components: list[Component]
-    weight_bytes: int
-    param_count: int
+    weight_bytes: int | None  # None: the spec leaves a field the weights need unknown (weights.unknown_fields)
+    param_count: int | None
 
     def _sum(self, component: str, per: str) -> int:
         return sum(

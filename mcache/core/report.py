@@ -8,10 +8,11 @@ from mcache import __version__
 from mcache.core.buffers import COMPONENTS
 from mcache.core.estimator import RankEstimate
 from mcache.core.sizing import NeutralRun
-from mcache.core.weights import stored_bytes, total_params
+from mcache.core.weights import stored_bytes, total_params, unknown_fields
 
 # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
-# model.weight_format; model.param_bytes is the stored size
+# model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per
+# stage weight_bytes and weights_given
 SCHEMA_VERSION = 2
 
 
@@ -65,6 +66,7 @@ def size_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | No
             "param_count": params,
             "param_bytes": stored_bytes(spec),
             "weight_format": spec.quantization.format if spec.quantization else spec.dtype,
+            "weights_unknown": unknown_fields(spec),
         },
         "layout": {
             "tp": layout.tp,
@@ -86,7 +88,7 @@ def size_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | No
         "dtype_sources": dtype_sources or {},
         "ranks": [_rank(r) for r in est.ranks],
         # Without a GPU the tightest stage is the one holding the most bytes (weights + cache).
-        "tightest_stage": max(est.ranks, key=lambda r: r.weight_bytes + r.cache_bytes).ctx.stage,
+        "tightest_stage": max(est.ranks, key=lambda r: (r.weight_bytes or 0) + r.cache_bytes).ctx.stage,
         "capacity": None,
     }
     budget = run.budget
@@ -96,6 +98,7 @@ def size_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | No
             "gpu_bytes": budget.gpu_bytes,
             "utilization": budget.utilization,
             "reserve_bytes": budget.reserve_bytes,
+            "weights_given": budget.weights_bytes is not None,
             "context": run.context,
             "concurrency": run.concurrency,
             "slots_from_memory": run.slots_from_memory,

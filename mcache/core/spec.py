@@ -109,9 +109,10 @@ class Lightning(Block):
 
 
 class MLP(Block):
-    """Dense feed-forward; `gated` (SwiGLU) has three matrices, else two."""
+    """Dense feed-forward; `gated` (SwiGLU) has three matrices, else two. A null `intermediate_size` is unknown
+    (an imported config without it): the caches are sized, the weights are not."""
 
-    intermediate_size: Pos
+    intermediate_size: Pos | None
     gated: bool = True
     shared_blocks: Pos | None = None
 
@@ -121,8 +122,8 @@ class MoE(Block):
     a latent space that a projection on each side maps to and from the hidden size (Nemotron-3 Super, Kimi-K3)."""
 
     num_experts: Pos
-    top_k: Pos
-    expert_intermediate_size: Pos
+    top_k: Pos | None  # null: unknown (only the weights would need the sizes; the caches never do)
+    expert_intermediate_size: Pos | None
     shared_experts: NonNeg = 0
     shared_intermediate_size: Pos | None = None
     gated: bool = True
@@ -195,7 +196,7 @@ class ModelSpec(Block):
     name: str
     source: str
     hidden_size: Pos
-    vocab_size: Pos
+    vocab_size: Pos | None  # null: unknown, so the weights are not estimated (the caches do not need it)
     num_layers: LayerCount
     layers: Layers
     architecture: str | None = None

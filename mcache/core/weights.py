@@ -38,6 +38,17 @@ def format_bytes(q: Quantization, fmt: str) -> Fraction:
     return Fraction(1)  # fp8, int8
 
 
+def unknown_fields(spec: ModelSpec) -> list[str]:
+    """The spec fields the weight estimate needs that are unknown (null); with any, no weight figure exists."""
+    used = {k for layer in layer_kinds(spec) for k in layer} | (set(spec.mtp.layer.split("+")) if spec.mtp else set())
+    needed = [("vocab_size", spec.vocab_size)]
+    if "mlp" in used:
+        needed.append(("mlp.intermediate_size", spec.mlp.intermediate_size))
+    if "moe" in used:
+        needed.append(("moe.expert_intermediate_size", spec.moe.expert_intermediate_size))
+    return [name for name, value in needed if value is None]
+
+
 def layer_units(spec: ModelSpec, kinds: tuple[str, ...]) -> list[tuple[str, str, int]]:
     """`(kind, part, parameters)` of one layer made of `kinds`, a norm per kind in `other`; shared blocks count
     zero here (`shared_units`)."""
@@ -79,8 +90,10 @@ def mtp_params(spec: ModelSpec) -> int:
     return spec.mtp.num_layers * per_layer
 
 
-def total_params(spec: ModelSpec) -> int:
-    """Parameters of the whole model, MTP layers included."""
+def total_params(spec: ModelSpec) -> int | None:
+    """Parameters of the whole model, MTP layers included (None when `unknown_fields`)."""
+    if unknown_fields(spec):
+        return None
     kinds = layer_kinds(spec)
     emb, head = embedding_params(spec)
     used = {k for layer in kinds for k in layer}
@@ -110,8 +123,10 @@ class Storage:
         return format_bytes(self.q, self.q.format)
 
 
-def stored_bytes(spec: ModelSpec) -> int:
-    """Bytes the whole model's weights take as the checkpoint stores them."""
+def stored_bytes(spec: ModelSpec) -> int | None:
+    """Bytes the whole model's weights take as the checkpoint stores them (None when `unknown_fields`)."""
+    if unknown_fields(spec):
+        return None
     store = Storage(spec)
     kinds = layer_kinds(spec)
     used = {k for layer in kinds for k in layer}
@@ -142,11 +157,11 @@ def _rank_units(ctx: RankContext) -> list[tuple[int, Fraction]]:
     return units
 
 
-def rank_params(ctx: RankContext) -> int:
-    """Parameters one rank holds."""
-    return sum(n for n, _ in _rank_units(ctx))
+def rank_params(ctx: RankContext) -> int | None:
+    """Parameters one rank holds (None when `unknown_fields`)."""
+    return None if unknown_fields(ctx.spec) else sum(n for n, _ in _rank_units(ctx))
 
 
-def rank_weight_bytes(ctx: RankContext) -> int:
-    """Bytes of the weights one rank loads, as the checkpoint stores them."""
-    return int(sum(n * cost for n, cost in _rank_units(ctx)))
+def rank_weight_bytes(ctx: RankContext) -> int | None:
+    """Bytes of the weights one rank loads, as the checkpoint stores them (None when `unknown_fields`)."""
+    return None if unknown_fields(ctx.spec) else int(sum(n * cost for n, cost in _rank_units(ctx)))

@@ -16,7 +16,7 @@ from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.layout import ParallelLayout, RuntimeConfig
 from mcache.core.rank import RankContext
 from mcache.core.spec import ModelSpec
-from mcache.core.weights import rank_weight_bytes
+from mcache.core.weights import rank_weight_bytes, unknown_fields
 
 GIB = 1 << 30
 ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
@@ -127,6 +127,10 @@ class Settings:
     def weights(self, contexts: list[RankContext]) -> list[int]:
         """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded)."""
         estimates = [weight_bytes(ctx) for ctx in contexts]
+        if None in estimates and self.given.get("weights_bytes") is None:
+            unknown = ", ".join(unknown_fields(contexts[0].spec))
+            raise LayoutError("weights_bytes", f"a size: the spec leaves {unknown} null, so mcache cannot estimate the "
+                                               "weights one rank loads")
         given = self.take("weights_bytes", estimates if len(estimates) > 1 else estimates[0],
                           "assumed: mcache's estimate of the weights one rank loads")
         return [given] * len(contexts) if isinstance(given, int) else estimates
@@ -200,7 +204,7 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
     return spec.mtp.num_layers if set(spec.mtp.layer.split("+")) & set(ATTENTION_KINDS) else 0
 
 
-def weight_bytes(ctx: RankContext) -> int:
+def weight_bytes(ctx: RankContext) -> int | None:
     """mcache's estimate of the weights one rank of the stage loads (the engines measure theirs)."""
     return rank_weight_bytes(ctx)
 

@@ -23,6 +23,7 @@ from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
 from mcache.core.hf.common import Cfg, Draft
 from mcache.core.hf.quantization import find_quantization, quantization_block
 from mcache.core.spec import ModelSpec, Quantization, check_spec
+from mcache.core.weights import unknown_fields
 
 CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "bailing_hybrid": linear_attention.bailing_hybrid,
@@ -122,7 +123,7 @@ def import_hf(path: str | Path) -> ModelSpec:
         label = f"model_type {kind}"
     spec = draft.build(spec_name(file), f"{file} ({label})")
     found = find_quantization(cfg, draft.dtype_cfg or draft.cfg)
-    if found is None:
+    if found is None or unknown_fields(spec):  # weights mcache cannot count need no storage format
         return spec
     block, note = quantization_block(spec, *found, cfg)
     quant = msgspec.convert({**block, "source": note}, Quantization) if block else None

@@ -24,14 +24,16 @@ class Cfg:
 
     A field the config omits (or sets to null) takes its config class's default (`defaults.CLASS_DEFAULTS` of
     `defaults_type`, the model type by default), as `AutoConfig` would; `used` collects the defaults read, for
-    the spec's notes (shared with nested configs).
+    the spec's notes, and `unknown` the fields only the weights need that neither gives (`weight_int`); both are
+    shared with nested configs.
     """
 
     def __init__(self, data: dict, file: str, model_type: str, prefix: str = "", defaults_type: str | None = None,
-                 used: dict | None = None):
+                 used: dict | None = None, unknown: list | None = None):
         self.data, self.file, self.model_type, self.prefix = data, file, model_type, prefix
         self.class_name, self.defaults = defaults_of(model_type if defaults_type is None else defaults_type)
         self.used: dict[str, tuple[Any, str]] = {} if used is None else used
+        self.unknown: list[str] = [] if unknown is None else unknown
 
     def error(self, key: str, expected: str) -> SpecError:
         return SpecError(self.file, self.prefix + key, expected)
@@ -78,6 +80,14 @@ class Cfg:
             raise self.error(key, f"at most {maximum}, got {value}")
         return value
 
+    def weight_int(self, key: str, minimum: int = 1) -> int | None:
+        """An integer only the weight estimate needs: None (recorded in `unknown`) when neither the config nor its
+        class sets it, so the caches are still sized."""
+        if not self.has(key):
+            self.unknown.append(self.prefix + key)
+            return None
+        return self.int(key, minimum=minimum)
+
     def num_layers(self, key: str = "num_hidden_layers") -> int:
         """The layer count (at most `MAX_LAYERS`, so a typo cannot build a billion-entry layer list)."""
         return self.int(key, maximum=MAX_LAYERS)
@@ -119,7 +129,7 @@ class Cfg:
         if not isinstance(value, dict):
             got = "missing" if value is None else f"got {type(value).__name__}"
             raise self.error(key, f"a mapping (required for model_type {self.model_type}), {got}")
-        return Cfg(value, self.file, self.model_type, f"{self.prefix}{key}.", defaults_type, self.used)
+        return Cfg(value, self.file, self.model_type, f"{self.prefix}{key}.", defaults_type, self.used, self.unknown)
 
     def layer_list(self, key: str, n: int, names: dict[str, str]) -> list[str]:
         """A per-layer list of type names mapped through `names`; its length must be `n`."""
@@ -148,7 +158,7 @@ class Draft:
 
     cfg: Cfg
     hidden_size: int
-    vocab_size: int
+    vocab_size: int | None
     entries: list[str]
     blocks: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -174,6 +184,9 @@ class Draft:
         if dtype_note:
             notes.append(dtype_note)
         notes += _defaults_notes(self.cfg.used)
+        if self.cfg.unknown:
+            notes.append(f"Weights unknown: {', '.join(sorted(set(self.cfg.unknown)))} not in the config and no class "
+                         "default; the caches are sized, the weights are not (give --weights for capacity).")
         kinds = {k for e in self.entries for k in e.split("+")}
         hints, ssm_note = _ssm_dtype_hints(where, self.cfg, kinds, model_dtype)
         if hints:

@@ -29,17 +29,17 @@ def _qwen_ffn(cfg: Cfg, n: int, moe: bool) -> tuple[list[str], dict]:
     `mlp_only_layers`, a dense gated MLP elsewhere."""
     blocks: dict = {}
     if not moe or not cfg.int("num_experts", minimum=0):
-        blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
         return ["mlp"] * n, blocks
     step = cfg.int("decoder_sparse_step", 1)  # Qwen3.5-MoE has no such field: experts on every layer
     dense = cfg.indices("mlp_only_layers", n) if cfg.has("mlp_only_layers") else set()
     ffn = ["moe" if i not in dense and (i + 1) % step == 0 else "mlp" for i in range(n)]
     shared = cfg.int("shared_expert_intermediate_size", minimum=0)
     blocks["moe"] = moe_block(
-        cfg.int("num_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared
+        cfg.int("num_experts"), cfg.int("num_experts_per_tok", None), cfg.weight_int("moe_intermediate_size"), shared
     )
     if "mlp" in ffn:
-        blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     return ffn, blocks
 
 
@@ -49,7 +49,7 @@ def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
     ffn, blocks = _qwen_ffn(text, n, moe)
     entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
     tie = text.bool("tie_word_embeddings")
-    draft = Draft(cfg, hidden, text.int("vocab_size"), entries, blocks=blocks, tie_embeddings=tie, dtype_cfg=text)
+    draft = Draft(cfg, hidden, text.weight_int("vocab_size"), entries, blocks=blocks, tie_embeddings=tie, dtype_cfg=text)
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(text, hidden, output_gate=text.bool("attn_output_gate", True))
     if "gdn" in mixers:
@@ -113,7 +113,7 @@ def olmo_hybrid(cfg: Cfg) -> Draft:
             mixers[-1] = "attention"  # OlmoHybridConfig makes the last layer full attention
         how = "i % 4 == 3"
     entries = [f"{m}+mlp" for m in mixers]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     heads = cfg.int("num_attention_heads")
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=())  # vLLM: hidden // heads
@@ -124,7 +124,7 @@ def olmo_hybrid(cfg: Cfg) -> Draft:
         v_dim = cfg.int("linear_value_head_dim") if cfg.given("linear_value_head_dim") else 2 * k_dim
         draft.blocks["gdn"] = {"num_k_heads": k_heads, "num_v_heads": v_heads, "k_head_dim": k_dim, "v_head_dim": v_dim,
                                "conv_kernel": cfg.int("linear_conv_kernel_dim")}
-    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     draft.notes.append(count_note(entries) + f" Full attention from {how}.")
     return draft
 
@@ -152,7 +152,7 @@ def kimi_linear(cfg: Cfg) -> Draft:
     freq = cfg.int("moe_layer_freq", 1)  # remote-code Kimi configs only; KimiLinearConfig puts MoE on every layer
     ffn = ["moe" if experts and i >= dense_first and i % freq == 0 else "mlp" for i in range(n)]
     entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if "mla" in mixers:
         q_lora = cfg.int("q_lora_rank", None)
         draft.blocks["mla"] = {
@@ -170,12 +170,12 @@ def kimi_linear(cfg: Cfg) -> Draft:
             "conv_kernel": lin.int("short_conv_kernel_size", 4),  # KimiLinearConfig.linear_conv_kernel_dim
         }
     if "mlp" in ffn:
-        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     if "moe" in ffn:
         top_k = cfg.first_given("num_experts_per_token", "num_experts_per_tok")
         shared = cfg.int(cfg.first_given("num_shared_experts", "n_shared_experts"), minimum=0)
-        size = cfg.int("moe_intermediate_size")
-        draft.blocks["moe"] = moe_block(experts, cfg.int(top_k), size, size, shared)
+        size = cfg.weight_int("moe_intermediate_size")
+        draft.blocks["moe"] = moe_block(experts, cfg.int(top_k, None), size, size, shared)
         if cfg.given("routed_expert_hidden_size"):  # Kimi-K3's latent MoE (vLLM models/kimi_k3)
             draft.blocks["moe"]["latent_size"] = cfg.int("routed_expert_hidden_size")
             draft.notes.append(f"Routed experts work in a {cfg.int('routed_expert_hidden_size')}-wide latent space "
@@ -216,7 +216,7 @@ def minimax(cfg: Cfg) -> Draft:
         mixers = ["attention" if c else "lightning" for c in codes]
     entries = [f"{m}+moe" for m in mixers]
     tie = cfg.bool("tie_word_embeddings", False)  # MiniMaxConfig; the remote MiniMaxText01Config too
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=tie)
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=tie)
     heads = cfg.int("num_attention_heads")
     head_dim = cfg.int("head_dim", hidden // heads)
     if "lightning" in mixers:
@@ -225,7 +225,7 @@ def minimax(cfg: Cfg) -> Draft:
         draft.blocks["attention"] = attention_block(cfg, hidden)
     shared = cfg.int("shared_intermediate_size", 0, minimum=0)  # MiniMaxConfig has no shared expert
     draft.blocks["moe"] = moe_block(
-        cfg.int("num_local_experts"), cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"), shared
+        cfg.int("num_local_experts"), cfg.int("num_experts_per_tok", None), cfg.weight_int("intermediate_size"), shared
     )
     draft.notes.append(count_note(entries) + f" Layer types from {key}.")
     return draft
@@ -267,16 +267,16 @@ def _bailing_moe(cfg: Cfg, n: int, mixers: list[str], mtp_layer: str) -> tuple[l
     routed experts plus shared ones after; `num_nextn_predict_layers` MTP layers of `mtp_layer`."""
     dense = cfg.int("first_k_dense_replace", minimum=0)
     entries = [f"{m}+{'mlp' if i < dense else 'moe'}" for i, m in enumerate(mixers)]
-    draft = Draft(cfg, cfg.int("hidden_size"), cfg.int("vocab_size"), entries,
+    draft = Draft(cfg, cfg.int("hidden_size"), cfg.weight_int("vocab_size"), entries,
                   tie_embeddings=cfg.bool("tie_word_embeddings"))
     if dense:
-        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     if dense < n:
-        size = cfg.int("moe_intermediate_size")
+        size = cfg.weight_int("moe_intermediate_size")
         shared = cfg.int(cfg.first_given("num_shared_experts", "n_shared_experts"), minimum=0)
         shared_size = cfg.int("moe_shared_expert_intermediate_size") if cfg.given("moe_shared_expert_intermediate_size") else size
         draft.blocks["moe"] = moe_block(cfg.int(cfg.first_given("num_experts", "num_local_experts")),
-                                        cfg.int("num_experts_per_tok"), size, shared_size, shared)
+                                        cfg.int("num_experts_per_tok", None), size, shared_size, shared)
     mtp = cfg.int(cfg.first_given("num_nextn_predict_layers", "num_mtp_layers"), minimum=0)
     if mtp:
         draft.blocks["mtp"] = {"num_layers": mtp, "layer": f"{mtp_layer}+moe"}
@@ -309,16 +309,16 @@ def lfm2_moe(cfg: Cfg) -> Draft:
     mixers = cfg.layer_list("layer_types", n, LFM2_TYPES)
     dense = cfg.int("num_dense_layers", minimum=0)
     entries = [f"{m}+{'mlp' if i < dense else 'moe'}" for i, m in enumerate(mixers)]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden)
     if "short_conv" in mixers:
         draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache")}
     if dense:
-        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     if dense < n:
-        draft.blocks["moe"] = moe_block(cfg.int("num_experts"), cfg.int("num_experts_per_tok"),
-                                        cfg.int("moe_intermediate_size"), 0)
+        draft.blocks["moe"] = moe_block(cfg.int("num_experts"), cfg.int("num_experts_per_tok", None),
+                                        cfg.weight_int("moe_intermediate_size"), 0)
     draft.notes.append(count_note(entries) + f" Dense MLP on the first {dense} layers (num_dense_layers), "
                        "experts after (no shared expert).")
     return draft
@@ -341,7 +341,7 @@ def lfm2(cfg: Cfg) -> Draft:
         mixers = from_list
     entries = [f"{m}+mlp" for m in mixers]
     tie = cfg.bool(cfg.first_given("tie_embedding", "tie_word_embeddings"))
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=tie)
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=tie)
     key = "block_ff_dim" if cfg.has("block_ff_dim") else "intermediate_size"
     size = ff = cfg.int(key)
     how = f"{key} {ff}"

@@ -37,7 +37,7 @@ def nemotron_h(cfg: Cfg) -> Draft:
             raise cfg.error("hybrid_override_pattern", "a value (or layers_block_type), missing")
         n = cfg.num_layers() if cfg.has("num_hidden_layers") else len(cfg.list("layers_block_type", str))
         entries = cfg.layer_list("layers_block_type", n, NEMOTRON_NAMES)
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     mtp = _nemotron_mtp(cfg)
     kinds = set(entries) | (set(mtp["layer"].split("+")) if mtp else set())
     if mtp:
@@ -49,12 +49,12 @@ def nemotron_h(cfg: Cfg) -> Draft:
         head_dim = cfg.first_given("attention_head_dim", "head_dim")  # the v1 remote-code spelling, else the field
         draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=(head_dim,))
     if "mlp" in kinds:
-        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size"), "gated": False}
+        draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size"), "gated": False}
     if "moe" in kinds:
         shared = cfg.int("moe_shared_expert_intermediate_size", minimum=0)
         latent = cfg.int("moe_latent_size") if cfg.has("moe_latent_size") else None
         draft.blocks["moe"] = moe_block(
-            cfg.int("n_routed_experts"), cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"), shared,
+            cfg.int("n_routed_experts"), cfg.int("num_experts_per_tok", None), cfg.weight_int("moe_intermediate_size"), shared,
             cfg.int("n_shared_experts", minimum=0), gated=False, **({"latent_size": latent} if latent else {}),
         )
         if latent:
@@ -92,11 +92,11 @@ def bamba(cfg: Cfg) -> Draft:
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     attn = cfg.indices("attn_layer_indices", n) if cfg.has("attn_layer_indices") else set()
     entries = ["attention+mlp" if i in attn else "mamba2+mlp" for i in range(n)]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
     if attn:
         draft.blocks["attention"] = attention_block(cfg, hidden)
-    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     draft.notes.append(count_note(entries) + " Attention layers from attn_layer_indices (0-based).")
     return draft
 
@@ -110,16 +110,16 @@ def granitemoehybrid(cfg: Cfg) -> Draft:
     experts = cfg.int("num_local_experts", minimum=0)
     ffn = "moe" if experts else "mlp"
     entries = [f"{m}+{ffn}" for m in mixers]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if "mamba2" in mixers:
         draft.blocks["mamba2"] = _inner_heads(cfg, hidden)
     if "attention" in mixers:
         draft.blocks["attention"] = attention_block(cfg, hidden)
     shared = cfg.int("shared_intermediate_size", minimum=0)
     if experts:
-        draft.blocks["moe"] = moe_block(experts, cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"), shared)
+        draft.blocks["moe"] = moe_block(experts, cfg.int("num_experts_per_tok", None), cfg.weight_int("intermediate_size"), shared)
     else:
-        draft.blocks["mlp"] = {"intermediate_size": shared or cfg.int("intermediate_size")}
+        draft.blocks["mlp"] = {"intermediate_size": shared or cfg.weight_int("intermediate_size")}
     draft.notes.append(count_note(entries) + f" Mixers from {key}.")
     return draft
 
@@ -132,10 +132,10 @@ def falcon_h1(cfg: Cfg) -> Draft:
     head_dim = cfg.int_or_auto("mamba_d_head", inner // heads)
     check_product(cfg, "mamba_n_heads", heads, head_dim, inner, "mamba_d_ssm")
     entries = ["mamba2+attention+mlp"] * n
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "mamba_d_state", "mamba_n_groups", "mamba_d_conv")
     draft.blocks["attention"] = attention_block(cfg, hidden)
-    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     draft.notes.append(f"{n} layers, each Mamba2 and attention in parallel, then a gated MLP (falcon_h1).")
     return draft
 
@@ -145,7 +145,7 @@ def zamba2(cfg: Cfg) -> Draft:
     layer keeps its own KV cache, while the block's weights exist `num_mem_blocks` times."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     types = cfg.layer_list("layers_block_type", n, {"mamba": "mamba2", "hybrid": "mamba2+attention+mlp"})
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), types, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), types, tie_embeddings=cfg.bool("tie_word_embeddings"))
     inner = cfg.int("mamba_expand") * hidden
     heads = cfg.int("n_mamba_heads")
     head_dim = cfg.int("mamba_headdim", inner // heads)
@@ -183,7 +183,7 @@ def plamo2(cfg: Cfg) -> Draft:
     full = cfg.indices("full_attention_idx", n) if cfg.given("full_attention_idx") else set()
     mixers = ["mamba2" if is_mamba(i) else "attention" if i in full else "sliding_attention" for i in range(n)]
     entries = [f"{m}+mlp" for m in mixers]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     head_dim = cfg.int("hidden_size_per_head")
     attention = {"num_heads": cfg.int("num_attention_heads"), "num_kv_heads": cfg.int("num_key_value_heads"),
                  "head_dim": head_dim}
@@ -195,7 +195,7 @@ def plamo2(cfg: Cfg) -> Draft:
         draft.blocks["mamba2"] = {"num_heads": cfg.int("mamba_num_heads"), "head_dim": head_dim,
                                   "state_size": cfg.int("mamba_d_state"), "n_groups": 0,
                                   "conv_kernel": cfg.int("mamba_d_conv"), "chunk_size": cfg.int("mamba_chunk_size")}
-    draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     draft.notes.append(count_note(entries) + f" Mamba2 where i % {step} != {step // 2} (mamba_step); its conv "
                        "holds x only (B and C come after it, one group). Attention windowed to "
                        f"attention_window_size {cfg.int('attention_window_size')} except full_attention_idx.")

@@ -19,7 +19,7 @@ def mamba(cfg: Cfg) -> Draft:
     overrides it, configuration_mamba.py: Falcon-Mamba-7B ships expand 16 beside intermediate_size 8192)."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     inner = cfg.int("intermediate_size") if cfg.given("intermediate_size") else cfg.int("expand") * hidden
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba1"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), ["mamba1"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba1"] = mamba1_block(cfg, inner, hidden, "state_size", "conv_kernel", "time_step_rank")
     draft.notes.append(f"{n} Mamba1 layers (transformers {'FalconMambaConfig' if cfg.model_type == 'falcon_mamba' else 'MambaConfig'}"
                        "; Falcon-Mamba's extra RMS norms carry no weights and no state).")
@@ -31,7 +31,7 @@ def mamba2(cfg: Cfg) -> Draft:
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     heads, head_dim = cfg.int("num_heads"), cfg.int("head_dim")
     check_product(cfg, "num_heads", heads, head_dim, cfg.int("expand") * hidden, "expand x hidden_size")
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), ["mamba2"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), ["mamba2"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "state_size", "n_groups", "conv_kernel")
     draft.notes.append(f"{n} Mamba2 layers (transformers Mamba2Config).")
     return draft
@@ -94,15 +94,15 @@ def jamba(cfg: Cfg) -> Draft:
         + ("+moe" if experts > 1 and i % e_period == e_offset else "+mlp")
         for i in range(n)
     ]
-    draft = Draft(cfg, hidden, cfg.int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=cfg.bool("tie_word_embeddings"))
     if any(e.startswith("attention") for e in entries):
         draft.blocks["attention"] = attention_block(cfg, hidden, head_dim_keys=())
     draft.blocks["mamba1"] = mamba1_block(cfg, cfg.int("mamba_expand") * hidden, hidden, "mamba_d_state", "mamba_d_conv",
                                           "mamba_dt_rank")
     if any(e.endswith("+mlp") for e in entries):
-        draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size")}
+        draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
     if any(e.endswith("+moe") for e in entries):
-        draft.blocks["moe"] = {"num_experts": experts, "top_k": cfg.int("num_experts_per_tok"),
+        draft.blocks["moe"] = {"num_experts": experts, "top_k": cfg.int("num_experts_per_tok", None),
                                "expert_intermediate_size": cfg.int("intermediate_size")}
     draft.notes.append(
         count_note(entries) + f" Attention where i % {a_period} == {a_offset} (attn_layer_period/offset), "

@@ -557,6 +557,8 @@ def test_fields_the_config_omits_take_their_class_defaults(tmp_path):
     # the three configs the issue quotes: fields only the weights need
     jamba = imported(tmp_path, {k: v for k, v in JAMBA.items() if k != "intermediate_size"}, "jamba.json")
     assert jamba.mlp.intermediate_size == 14336  # JambaConfig
+    falcon = imported(tmp_path, {k: v for k, v in shared_data("falcon-h1-0.5b").items() if k != "vocab_size"}, "f.json")
+    assert falcon.vocab_size == 128000  # FalconH1Config
 
 
 def test_sliding_window_caps_the_kv_of_those_layers(tmp_path):

@@ -14,8 +14,6 @@ Format = Literal["table", "json", "markdown", "csv"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
 Engine = Literal["vllm", "sglang", "trtllm"]
-DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
-DEFAULT_SEQ_LEN = 8192
 VLLM, SGLANG, TRTLLM = "vLLM (with --engine vllm)", "SGLang (with --engine sglang)", "TensorRT-LLM (with --engine trtllm)"
 
 
@@ -94,15 +92,14 @@ def size(
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.engine_flags import engine_settings, option_for
     from mcache.cli.output import does_not_fit, emit_report
-    from mcache.core.capacity import Budget, check_budget
+    from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
-    from mcache.core.layout import ParallelLayout, RuntimeConfig
-    from mcache.core.rank import dtype_sources, resolve_dtypes
+    from mcache.core.layout import ParallelLayout
+    from mcache.core.rank import resolve_dtypes
     from mcache.core.report import size_report
-    from mcache.core.sizing import run_neutral, smallest_fitting_layout
+    from mcache.core.sizing import smallest_fitting_layout
     from mcache.core.spec_loader import load_spec, resolve
-    from mcache.core.weights import unknown_fields
 
     model = load_spec(spec)
     origin = str(resolve(spec))
@@ -139,74 +136,45 @@ def size(
         target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
     except LayoutError as err:
         raise located(err, origin) from None
-    erun = None
-    if engine:
-        try:
-            erun = _run_engine(engine, model, layout, target, context, settings, option_for)
-        except LayoutError as err:
-            raise located(err, origin) from None
-        seq_len, steps = erun.max_len, draft or 0
-    else:
-        seq_len, steps = max_seq_len or DEFAULT_SEQ_LEN, draft or 0
+    deployment = Deployment(
+        layout, target, engine, settings, max_seq_len, draft or 0, spec_scheme, max_batch, block_size, kv_tokens,
+        reserved_slots, snapshot_slots or 0, kv_dtype, conv_dtype, ssm_dtype, utilization, parsed.get("--reserve"),
+        parsed.get("--weights"), context, concurrency)
     try:
-        scheme = spec_scheme if spec_scheme else ("intermediate" if steps else "none")
-        runtime = RuntimeConfig(max_batch=DEFAULT_BATCH if max_batch is None else max_batch, max_seq_len=seq_len,
-                                tokens_per_block=32 if engine or block_size is None else block_size, draft_tokens=steps,
-                                spec_scheme=scheme, reserved_slots=reserved_slots, snapshot_slots=snapshot_slots or 0,
-                                kv_tokens=kv_tokens)
-        dtypes = erun.dtypes if erun else resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
         if verify:
             from mcache.cli.verify import run_verify
 
+            runtime = runtime_of(deployment, max_seq_len or DEFAULT_SEQ_LEN)
+            dtypes = resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
             return run_verify(estimate(model, layout, runtime, dtypes), device, pool_layout, fmt, output)
-        reserve_bytes = 2 << 30 if engine or reserve is None else parsed["--reserve"]
-        fraction = 0.9 if engine or utilization is None else utilization
-        check_budget(fraction, reserve_bytes)
-        given_weights = None if engine else parsed.get("--weights")
-        # weights mcache cannot estimate and nobody gave: the caches are sized, capacity is left out (the hint says why)
-        weighable = given_weights is not None or not unknown_fields(model)
-        budget = Budget(target[0], target[1], fraction, reserve_bytes, given_weights) if target and weighable else None
-        run = run_neutral(model, layout, runtime, dtypes, budget, context or (erun.context if erun else None), concurrency,
-                          batch_given=max_batch is not None and not engine)
-        sources = ({role: f"{engine} rule" for role in ("kv", "conv", "ssm")} if engine
-                   else dtype_sources(model, kv_dtype, conv_dtype, ssm_dtype))
-        report = size_report(run, origin, sources)
+        sized = size_deployment(model, deployment)
+        report = size_report(sized.neutral, origin, sized.dtype_sources)
+    except EngineSettingError as err:
+        if err.field == "engine":
+            raise McacheError(f"--engine {engine}: {err.expected}") from None
+        raise McacheError(f"{option_for(engine, err.field)}: {err.expected}") from None
     except LayoutError as err:
         raise located(err, origin) from None
+    erun, run = sized.engine, sized.neutral
     if erun:
         report["engine"] = erun.as_json()
     emit_report(report, fmt, output)
     if erun and erun.max_running_requests is not None and (not erun.starts or not erun.max_running_requests):
-        raise does_not_fit(report, _smallest_engine_layout(engine, model, layout, target, context, settings))
+        raise does_not_fit(report, _smallest_engine_layout(model, deployment))
     if not erun and run.fits is False:
         raise does_not_fit(report, smallest_fitting_layout(run))
     return 0
 
 
-def _run_engine(engine, model, layout, target, context, settings, option_for):
-    """The engine profile's run; its setting errors name the option the user typed (a spec field's error, such as
-    an impossible TP split, stays a `LayoutError`)."""
-    from mcache.core.engines import run_engine
-    from mcache.core.engines.common import EngineInputs
-
-    name, memory = target if target else (None, None)
-    try:
-        return run_engine(engine, EngineInputs(model, layout, name, memory, context, settings))
-    except LayoutError as err:
-        if err.field == "engine":
-            raise McacheError(f"--engine {engine}: {err.expected}") from None
-        if "." in err.field:  # a spec field the engine reads (a TP split): the spec's own error
-            raise
-        raise McacheError(f"{option_for(engine, err.field)}: {err.expected}") from None
-
-
-def _smallest_engine_layout(engine, model, layout, target, context, settings):
+def _smallest_engine_layout(model, deployment):
     """The layout of fewest GPUs (up to 8) on which the engine starts and runs a sequence of the context."""
-    from mcache.cli.engine_flags import option_for
+    from msgspec.structs import replace
+
     from mcache.core.capacity import smallest_layout
+    from mcache.core.deployment import size_deployment
 
     def fits(candidate):
-        run = _run_engine(engine, model, candidate, target, context, settings, option_for)
+        run = size_deployment(model, replace(deployment, layout=candidate)).engine
         return run.starts and bool(run.max_running_requests)
 
-    return smallest_layout(fits, layout.attention_dp)
+    return smallest_layout(fits, deployment.layout.attention_dp)

@@ -1,0 +1,101 @@
+"""One deployment sized end to end, as `mcache size` shows it and `mcache plan` ranks it: the engine's run (with
+`engine`), the neutral run beside it, and where each dtype came from. Both commands build a `Deployment` and call
+`size_deployment`; nothing else turns options into figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Struct
+
+from mcache.core.capacity import Budget, check_budget
+from mcache.core.engines.common import EngineRun
+from mcache.core.errors import LayoutError
+from mcache.core.layout import ParallelLayout, RuntimeConfig
+from mcache.core.rank import dtype_sources, resolve_dtypes
+from mcache.core.sizing import NeutralRun, run_neutral
+from mcache.core.spec import ModelSpec
+from mcache.core.weights import unknown_fields
+
+DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
+DEFAULT_SEQ_LEN = 8192
+DEFAULT_RESERVE = 2 << 30
+DEFAULT_UTILIZATION = 0.9
+
+
+class EngineSettingError(LayoutError):
+    """An engine setting the engine refuses (its `field` is the engine's own setting name, or `engine`)."""
+
+
+class Deployment(Struct, frozen=True):
+    """What to size: the layout and GPU (`gpu`: name and bytes, None for no capacity), the engine (None: the neutral
+    model) with its settings by the engine's own names, and mcache's own options (None: the default)."""
+
+    layout: ParallelLayout
+    gpu: tuple[str, int] | None = None
+    engine: str | None = None
+    settings: dict[str, Any] = {}
+    max_seq_len: int | None = None
+    draft: int = 0
+    spec_scheme: str | None = None
+    max_batch: int | None = None
+    block_size: int | None = None
+    kv_tokens: int | None = None
+    reserved_slots: int | None = None
+    snapshot_slots: int = 0
+    kv_dtype: str | None = None
+    conv_dtype: str | None = None
+    ssm_dtype: str | None = None
+    utilization: float | None = None
+    reserve_bytes: int | None = None
+    weights_bytes: int | None = None
+    context: int | None = None
+    concurrency: int | None = None
+
+
+class Sized(Struct, frozen=True):
+    """A deployment's figures: the neutral run (at the engine's max length and dtypes, with `engine`), the engine's
+    run, and the source of each cache dtype."""
+
+    neutral: NeutralRun
+    engine: EngineRun | None
+    dtype_sources: dict[str, str]
+
+
+def runtime_of(d: Deployment, max_seq_len: int) -> RuntimeConfig:
+    """The runtime the neutral model sizes (engines keep 32-token blocks for the table beside theirs)."""
+    scheme = d.spec_scheme if d.spec_scheme else ("intermediate" if d.draft else "none")
+    return RuntimeConfig(max_batch=DEFAULT_BATCH if d.max_batch is None else d.max_batch, max_seq_len=max_seq_len,
+                         tokens_per_block=32 if d.engine or d.block_size is None else d.block_size,
+                         draft_tokens=d.draft, spec_scheme=scheme, reserved_slots=d.reserved_slots,
+                         snapshot_slots=d.snapshot_slots, kv_tokens=d.kv_tokens)
+
+
+def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
+    """Size `d`: a `LayoutError` for a setting that cannot work (an `EngineSettingError` for the engine's own)."""
+    erun = None
+    if d.engine:
+        from mcache.core.engines import run_engine
+        from mcache.core.engines.common import EngineInputs
+
+        name, memory = d.gpu if d.gpu else (None, None)
+        try:
+            erun = run_engine(d.engine, EngineInputs(spec, d.layout, name, memory, d.context, d.settings))
+        except LayoutError as err:
+            if "." in err.field:  # a spec field the engine reads (a TP split): the spec's own error
+                raise
+            raise EngineSettingError(err.field, err.expected) from None
+    runtime = runtime_of(d, erun.max_len if erun else d.max_seq_len or DEFAULT_SEQ_LEN)
+    dtypes = erun.dtypes if erun else resolve_dtypes(spec, d.kv_dtype, d.conv_dtype, d.ssm_dtype)
+    reserve = DEFAULT_RESERVE if d.engine or d.reserve_bytes is None else d.reserve_bytes
+    fraction = DEFAULT_UTILIZATION if d.engine or d.utilization is None else d.utilization
+    check_budget(fraction, reserve)
+    weights = None if d.engine else d.weights_bytes
+    # weights mcache cannot estimate and nobody gave: the caches are sized, capacity is left out
+    weighable = weights is not None or not unknown_fields(spec)
+    budget = Budget(d.gpu[0], d.gpu[1], fraction, reserve, weights) if d.gpu and weighable else None
+    neutral = run_neutral(spec, d.layout, runtime, dtypes, budget, d.context or (erun.context if erun else None),
+                          d.concurrency, batch_given=d.max_batch is not None and not d.engine)
+    sources = ({role: f"{d.engine} rule" for role in ("kv", "conv", "ssm")} if d.engine
+               else dtype_sources(spec, d.kv_dtype, d.conv_dtype, d.ssm_dtype))
+    return Sized(neutral, erun, sources)

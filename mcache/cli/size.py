@@ -90,9 +90,9 @@ def size(
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
-    from mcache.cli.engine_flags import engine_settings, option_for
     from mcache.cli.output import does_not_fit, emit_report
     from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
+    from mcache.core.engines.options import engine_settings, option_for
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout

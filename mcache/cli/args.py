@@ -60,3 +60,12 @@ def check_device(device: str, command: str, allowed: tuple[str, ...] = ("cuda", 
         raise McacheError(f"{command}: --device: {device} is not a CUDA device here (try --device cpu)")
 
 
+
+
+def engine_error(err: LayoutError, engine: str) -> McacheError:
+    """An engine's refusal of a setting (an `EngineSettingError`), naming the option a user typed for it."""
+    from mcache.core.engines.options import option_for
+
+    if err.field == "engine":
+        return McacheError(f"--engine {engine}: {err.expected}")
+    return McacheError(f"{option_for(engine, err.field)}: {err.expected}")

@@ -14,6 +14,7 @@ import typer
 # name -> (module, attribute): a command function, or a typer group for `spec`.
 COMMANDS = {
     "size": ("mcache.cli.size", "size"),
+    "plan": ("mcache.cli.plan", "plan"),
     "import-hf": ("mcache.cli.import_hf", "import_hf"),
     "spec": ("mcache.cli.spec", "app"),
     "bench": ("mcache.cli.bench", "bench"),

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import comma_ints, located
+from mcache.cli.args import comma_ints, engine_error, located
 from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
@@ -92,7 +92,7 @@ def size(
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.output import does_not_fit, emit_report
     from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
-    from mcache.core.engines.options import engine_settings, option_for
+    from mcache.core.engines.options import engine_settings
     from mcache.core.estimator import estimate
     from mcache.core.gpus import local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout
@@ -150,9 +150,7 @@ def size(
         sized = size_deployment(model, deployment)
         report = size_report(sized.neutral, origin, sized.dtype_sources)
     except EngineSettingError as err:
-        if err.field == "engine":
-            raise McacheError(f"--engine {engine}: {err.expected}") from None
-        raise McacheError(f"{option_for(engine, err.field)}: {err.expected}") from None
+        raise engine_error(err, engine) from None
     except LayoutError as err:
         raise located(err, origin) from None
     erun, run = sized.engine, sized.neutral

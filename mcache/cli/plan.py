@@ -1,0 +1,114 @@
+"""`mcache plan`: which GPU, TP, PP, dtypes and speculative scheme serve a target, swept over the same sizing as
+`mcache size`, ranked, with the settings to paste and plots."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from mcache.cli.args import comma_ints, engine_error, located
+from mcache.core.errors import LayoutError, McacheError
+
+Format = Literal["table", "json", "markdown", "csv"]
+EngineName = Literal["vllm", "sglang", "trtllm", "none"]
+DEFAULT_GPUS = "h100-80gb,h200,b200"
+PROGRESS_AFTER_S = 0.5  # a sweep that takes longer than this shows a progress bar on stderr
+
+
+def plan(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled name, HF config.json or folder.")],
+    gpu: Annotated[str, typer.Option(help="Catalogue GPUs, comma-separated.")] = DEFAULT_GPUS,
+    context: Annotated[str, typer.Option(help="Contexts in tokens, comma-separated.")] = "8192,32768,131072",
+    target_concurrency: Annotated[int | None, typer.Option(min=1, help=(
+        "Sequences that must run at once (with one --context): best = fewest GPUs that reach it."))] = None,
+    engine: Annotated[EngineName, typer.Option(help="Size as this engine does (none: mcache's neutral model).")] = "none",
+    tp: Annotated[str, typer.Option(help="Tensor-parallel sizes.")] = "1,2,4,8",
+    pp: Annotated[str, typer.Option(help="Pipeline-parallel stages.")] = "1,2",
+    kv_dtype: Annotated[str, typer.Option(help="KV-cache dtypes (default: the model's or the engine's).")] = "default,fp8",
+    ssm_dtype: Annotated[str, typer.Option(help="Recurrent-state dtypes (default: the spec's or the engine's).")] = "default",
+    draft: Annotated[str, typer.Option(help="Speculative draft tokens.")] = "0",
+    spec_scheme: Annotated[str, typer.Option(help="The neutral model's speculative schemes (with --draft > 0).")] = "intermediate",
+    prefix_caching: Annotated[str, typer.Option(help="default, on, off (vLLM, SGLang).")] = "default",
+    max_gpus: Annotated[int, typer.Option(min=1, help="Most GPUs (tp x pp) a candidate may use.")] = 8,
+    top: Annotated[int, typer.Option(min=1, help="Candidates the table shows (JSON and CSV hold all).")] = 20,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write the two plots to this .png or .svg (needs mcache[plot]).")] = None,
+) -> int:
+    """Sweep GPUs, TP, PP, dtypes and speculative schemes; rank what serves the target; print the settings to paste."""
+    from mcache.cli.plan_output import emit_plan
+    from mcache.core.plan import Axes, sweep
+    from mcache.core.spec_loader import load_spec, resolve
+
+    if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
+        raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")
+    model = load_spec(spec)
+    origin = str(resolve(spec))
+    chosen = None if engine == "none" else engine
+    try:
+        axes = Axes(
+            gpus=tuple(g.strip() for g in gpu.split(",") if g.strip()),
+            contexts=comma_ints(context, "context"),
+            tps=comma_ints(tp, "tp"),
+            pps=comma_ints(pp, "pp"),
+            kv_dtypes=_names(kv_dtype),
+            ssm_dtypes=_names(ssm_dtype),
+            drafts=comma_ints(draft, "draft"),
+            schemes=tuple(s.strip() for s in spec_scheme.split(",")),
+            prefix_caching=tuple(p.strip() for p in prefix_caching.split(",")),
+            max_gpus=max_gpus,
+        )
+        result = sweep(model, spec, chosen, axes, target_concurrency, _progress())
+    except LayoutError as err:
+        raise _option_error(err, origin, chosen) from None
+    emit_plan(result, model, fmt, output, top)
+    if plot is not None:
+        from mcache.cli.plan_plot import write_plot
+
+        write_plot(result, model, plot)
+    return 0
+
+
+def _names(text: str) -> tuple[str | None, ...]:
+    """Comma-separated names, `default` for the default (None)."""
+    return tuple(None if name.strip() == "default" else name.strip() for name in text.split(","))
+
+
+PLAN_OPTIONS = {"target_concurrency": "--target-concurrency", "prefix_caching": "--prefix-caching",
+                "spec_scheme": "--spec-scheme", "draft": "--draft", "weights": "SPEC", "engine": "--engine"}
+
+
+def _option_error(err: LayoutError, origin: str, engine: str | None) -> McacheError:
+    """A plan option's error names the option; an engine setting's, the engine option; others as `mcache size`."""
+    from mcache.core.deployment import EngineSettingError
+
+    if isinstance(err, EngineSettingError):
+        return engine_error(err, engine)
+    if err.field in PLAN_OPTIONS:
+        return McacheError(f"{PLAN_OPTIONS[err.field]}: {err.expected}")
+    return located(err, origin)
+
+
+def _progress():
+    """A progress callback that shows a bar on stderr once the sweep has taken `PROGRESS_AFTER_S`."""
+    from rich.progress import Progress
+
+    start, state = time.perf_counter(), {"bar": None}
+
+    def update(done: int, total: int) -> None:
+        if state["bar"] is None and done < total and time.perf_counter() - start > PROGRESS_AFTER_S:
+            from rich.console import Console
+
+            bar = Progress(console=Console(file=sys.stderr), transient=True)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task("sizing candidates", total=total)
+        if state["bar"] is not None:
+            state["bar"].update(state["task"], completed=done)
+            if done == total:
+                state["bar"].stop()
+
+    return update

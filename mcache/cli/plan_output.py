@@ -1,0 +1,90 @@
+"""`mcache plan`'s renderers: the ranked table, the best candidates with their settings, JSON, markdown, CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from mcache.cli.output import _print_tables, emit_json, emit_text, rich_table
+from mcache.core.engines import TITLES
+from mcache.core.plan import Candidate, Plan
+from mcache.core.spec import ModelSpec
+
+SCHEMA_VERSION = 1
+HEAD = ("#", "gpu", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs", "seqs/GPU",
+        "binds", "start-up")
+
+
+def plan_json(result: Plan, model: ModelSpec) -> dict:
+    """The `--format json` document (strict JSON: every figure is finite)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "mcache-plan",
+        "model": {"name": model.name, "source": model.source},
+        "engine": result.engine,
+        "target_concurrency": result.target,
+        "best": msgspec.to_builtins(result.best),
+        "best_by_gpu": msgspec.to_builtins(result.best_by_gpu),
+        "candidates": msgspec.to_builtins(result.candidates),
+        "skipped": result.skipped,
+    }
+
+
+def _cells(i: int, c: Candidate) -> list[str]:
+    draft = f"{c.draft} {c.spec_scheme}" if c.draft else "0"
+    return [str(i), c.gpu, str(c.tp), str(c.pp), str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype, draft,
+            c.prefix_caching, "yes" if c.fits else "no", str(c.sequences), f"{c.sequences_per_gpu:g}", c.binding, c.startup]
+
+
+def title(result: Plan, model: ModelSpec) -> str:
+    """`<model> · <engine>`: what the plots and the table are of."""
+    return f"{model.name} · {TITLES.get(result.engine, 'mcache neutral model')}"
+
+
+def best_lines(result: Plan) -> list[str]:
+    """The best candidate and the best of each other GPU kind, each with the settings to paste."""
+    goal = f"run {result.target} sequences" if result.target else "the most sequences per GPU"
+    if result.best is None:
+        return [f"no candidate can {goal}" + (" (raise --max-gpus, or lower the target)" if result.target else "")]
+    lines = [f"best for {goal}: {_describe(result.best)}", f"  {result.best.settings}"]
+    for gpu, c in result.best_by_gpu.items():
+        if gpu != result.best.gpu:
+            lines += [f"best on {gpu}: {_describe(c)}", f"  {c.settings}"]
+    return lines
+
+
+def _describe(c: Candidate) -> str:
+    return (f"{c.gpus} x {c.gpu} (tp {c.tp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} tokens: "
+            f"{c.sequences} sequences ({c.sequences_per_gpu:g} per GPU, bound by {c.binding})")
+
+
+def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top: int) -> None:
+    """Render the plan in `fmt` to stdout or `output`."""
+    if fmt == "json":
+        emit_json(plan_json(result, model), output)
+        return
+    rows = [_cells(i, c) for i, c in enumerate(result.candidates, 1)]
+    shown = len(rows) if fmt == "csv" else min(top, len(rows))
+    more = [f"({len(rows) - shown} more candidates: --top, or --format json/csv for all)"] if shown < len(rows) else []
+    skipped = [f"skipped: {s}" for s in result.skipped]
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([*HEAD, "settings"])
+        writer.writerows(row + [c.settings] for row, c in zip(rows, result.candidates, strict=True))
+        emit_text(buf.getvalue(), output)
+    elif fmt == "markdown":
+        table = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
+        table += ["| " + " | ".join(row) + " |" for row in rows[:shown]]
+        lines = best_lines(result)
+        body = [f"### {title(result, model)}", "", *table, "", *more, *skipped, "", lines[0], "", "```sh",
+                *(line.strip() for line in lines[1::2]), "```"]
+        emit_text("\n".join(body) + "\n", output)
+    else:
+        table = rich_table(HEAD, rows[:shown], lambda i, head: head in ("#", "tp", "pp", "gpus", "context", "seqs",
+                                                                         "seqs/GPU"))
+        _print_tables([title(result, model), table, *more, *skipped, *best_lines(result)], output)

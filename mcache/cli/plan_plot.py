@@ -1,0 +1,88 @@
+"""`mcache plan --plot`: sequences against context for the leading candidates, and sequences per GPU against
+GPUs used with the Pareto front. matplotlib (the `mcache[plot]` extra) is imported only here."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from mcache.cli.plan_output import title
+from mcache.core.errors import McacheError
+from mcache.core.plan import Candidate, Plan
+from mcache.core.spec import ModelSpec
+
+LINES = 6  # candidates drawn in the sequences-against-context plot
+
+
+def write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
+    """Both plots, side by side, to `path` (.png or .svg), written atomically."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise McacheError("--plot: needs matplotlib: pip install 'mcache[plot]'") from None
+    fig, (by_context, by_gpus) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
+    _context_plot(by_context, result)
+    _pareto_plot(by_gpus, result)
+    fig.suptitle(title(result, model))
+    import io
+
+    from mcache.core.atomic import write_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lower().lstrip("."), dpi=110)
+    plt.close(fig)
+    try:
+        write_atomic(path, buf.getvalue())
+    except OSError as err:
+        raise McacheError(f"{path}: --plot: a writable file path ({err.strerror or type(err).__name__})") from None
+
+
+def _label(config: tuple) -> str:
+    gpu, tp, pp, kv, ssm, draft, scheme, prefix = config
+    extra = (f", {draft} {scheme}" if draft else "") + ("" if prefix == "default" else f", prefix {prefix}")
+    return f"{gpu} tp{tp} pp{pp}, KV {kv}, state {ssm}{extra}"
+
+
+def _context_plot(ax, result: Plan) -> None:
+    """Sequences at each context for the configurations that lead (most sequences per GPU at any context)."""
+    lines: dict[tuple, list[Candidate]] = defaultdict(list)
+    for c in result.candidates:
+        lines[c.config].append(c)
+    leading = sorted(lines, key=lambda k: -max((c.sequences_per_gpu for c in lines[k] if c.fits), default=0))[:LINES]
+    for config in leading:
+        points = sorted(lines[config], key=lambda c: c.context)
+        ax.plot([c.context for c in points], [c.sequences if c.fits else 0 for c in points], marker="o",
+                label=_label(config))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("context (tokens, log scale)")
+    ax.set_ylabel("sequences running at once")
+    ax.set_title("sequences against context")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _pareto_plot(ax, result: Plan) -> None:
+    """Sequences per GPU against GPUs used at the first context, the Pareto front (fewer GPUs, more per GPU)."""
+    context = min(c.context for c in result.candidates) if result.candidates else 0
+    points = [c for c in result.candidates if c.fits and c.context == context]
+    ax.scatter([c.gpus for c in points], [c.sequences_per_gpu for c in points], alpha=0.5, label="candidates")
+    front = pareto_front(points)
+    ax.plot([c.gpus for c in front], [c.sequences_per_gpu for c in front], color="C3", marker="D", label="Pareto front")
+    ax.set_xlabel("GPUs used (tp x pp)")
+    ax.set_ylabel("sequences per GPU")
+    ax.set_title(f"sequences per GPU at {context} tokens")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def pareto_front(points: list[Candidate]) -> list[Candidate]:
+    """The candidates no other beats on both fewer (or as few) GPUs and more (or as many) sequences per GPU,
+    by GPUs used."""
+    front: list[Candidate] = []
+    for c in sorted(points, key=lambda c: (c.gpus, -c.sequences_per_gpu)):  # the best of each GPU count first
+        if not front or c.sequences_per_gpu > front[-1].sequences_per_gpu:
+            front.append(c)
+    return front

@@ -1,0 +1,184 @@
+"""`mcache plan`: its candidates are `mcache size` run on each layout, its settings parse back to the layout, the
+target picks the fewest GPUs, and the plots are written."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from mcache.cli.main import app, main
+from mcache.core.plan import Axes, sweep
+from mcache.core.spec_loader import load_spec
+
+runner = CliRunner()
+
+
+def plan_json(*args: str) -> dict:
+    result = runner.invoke(app, ["plan", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+
+
+def size_json(args: list[str]) -> dict:
+    result = runner.invoke(app, ["size", *args, "--format", "json"])
+    assert result.exit_code in (0, 3), result.output
+    return json.loads(result.stdout if result.exit_code == 0 else result.output.split("\nmcache:")[0])
+
+
+def test_neutral_candidates_are_mcache_size_run_on_their_pasted_settings():
+    plan = plan_json("nemotron-h-8b", "--gpu", "h200,h100-80gb", "--context", "8192,65536", "--tp", "1,2", "--pp", "1,2")
+    assert len(plan["candidates"]) == 2 * 2 * 4 * 2  # GPUs x contexts x layouts x KV dtypes
+    for c in plan["candidates"]:
+        argv = shlex.split(c["settings"])
+        assert argv[:2] == ["mcache", "size"]
+        report = size_json(argv[2:])
+        cap = report["capacity"]["ranks"][report["capacity"]["tightest_stage"]]
+        assert (report["layout"]["tp"], report["layout"]["pp"], report["runtime"]["max_seq_len"]) == (c["tp"], c["pp"], c["context"])
+        assert (cap["max_sequences"], cap["binding"], report["capacity"]["fits"]) == (c["sequences"], c["binding"], c["fits"])
+        assert report["dtypes"]["kv"] == c["kv_dtype"] and report["dtypes"]["ssm"] == c["ssm_dtype"]
+
+
+ENGINE_FLAGS = {  # the flag of each engine's settings line -> the mcache size option that sets the same
+    "vllm": {"--tensor-parallel-size": "--tp", "--pipeline-parallel-size": "--pp", "--max-model-len": "--max-seq-len",
+             "--kv-cache-dtype": "--kv-dtype", "--mamba-ssm-cache-dtype": "--ssm-dtype"},
+    "sglang": {"--tp-size": "--tp", "--pp-size": "--pp", "--context-length": "--max-seq-len",
+               "--kv-cache-dtype": "--kv-dtype", "--mamba-ssm-dtype": "--ssm-dtype"},
+}
+
+
+def parse_engine_line(engine: str, line: str) -> dict[str, str]:
+    """The settings line as the engine's own argument parser would read it (the flags this test knows)."""
+    parser = argparse.ArgumentParser()
+    for flag in ENGINE_FLAGS[engine]:
+        parser.add_argument(flag)
+    parser.add_argument("--disable-radix-cache", action="store_true")
+    parser.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction)
+    known, _ = parser.parse_known_args(shlex.split(line)[3 if engine == "vllm" else 5:])
+    return {ENGINE_FLAGS[engine][flag]: value for flag in ENGINE_FLAGS[engine]
+            if (value := getattr(known, flag.lstrip("-").replace("-", "_"))) is not None}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_engine_candidates_parse_back_and_match_mcache_size(engine):
+    plan = plan_json("qwen3.5-27b", "--gpu", "h200", "--context", "32768", "--tp", "1,2", "--pp", "1",
+                     "--engine", engine, "--ssm-dtype", "default,float32")
+    for c in plan["candidates"]:
+        options = parse_engine_line(engine, c["settings"])
+        assert (int(options["--tp"]), int(options["--max-seq-len"])) == (c["tp"], c["context"])
+        args = ["qwen3.5-27b", "--gpu", "h200", "--engine", engine, *(x for kv in options.items() for x in kv)]
+        engine_run = size_json(args)["engine"]
+        assert engine_run["max_running_requests"] == c["sequences"]
+        assert engine_run["dtypes"]["ssm"] == c["ssm_dtype"] and engine_run["dtypes"]["kv"] == c["kv_dtype"]
+
+
+def test_trtllm_settings_are_llm_api_options():
+    plan = plan_json("nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--tp", "2", "--pp", "1,2", "--engine",
+                     "trtllm")
+    for c in plan["candidates"]:
+        options = json.loads(c["settings"])
+        assert (options["tensor_parallel_size"], options["pipeline_parallel_size"], options["max_seq_len"]) == (
+            c["tp"], c["pp"], 8192)
+        assert options.get("kv_cache_config", {}).get("dtype") == (None if c["kv_dtype"] == "bfloat16" else "fp8")
+
+
+def test_weights_that_do_not_fit_one_gpu_fail_at_tp_1_and_the_smallest_tp_is_what_size_names(capsys):
+    """Nemotron-H-56B's bf16 weights (about 105 GiB) exceed an H100-80GB."""
+    plan = plan_json("nemotron-h-56b", "--gpu", "h100-80gb", "--context", "8192", "--pp", "1", "--kv-dtype", "default")
+    fits = {c["tp"]: c["fits"] for c in plan["candidates"]}
+    assert fits[1] is False and fits[2] is True
+    assert main(["size", "nemotron-h-56b", "--gpu", "h100-80gb", "--max-seq-len", "8192"]) == 3
+    assert "--tp 2" in capsys.readouterr().err
+
+
+def test_the_target_picks_the_fewest_gpus_that_reach_it():
+    spec = load_spec("qwen3-next-80b-a3b")
+    plan = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=("h200", "h100-80gb"), contexts=(32768,)), target=500)
+    reaching = [c for c in plan.candidates if c.fits and c.sequences >= 500]
+    fewest = min(c.gpus for c in reaching)
+    assert plan.best.gpus == fewest and plan.best.sequences >= 500
+    assert plan.best.sequences_per_gpu == max(c.sequences_per_gpu for c in reaching if c.gpus == fewest)
+    assert plan.candidates[: len(reaching)] == sorted(reaching, key=lambda c: (c.gpus, -c.sequences_per_gpu))
+    for gpu, c in plan.best_by_gpu.items():
+        mine = [r for r in reaching if r.gpu == gpu]
+        assert c.gpus == min(r.gpus for r in mine)
+    unreachable = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=("h200",), contexts=(32768,), tps=(1, 2),
+                                                               pps=(1,)), target=100_000)
+    assert unreachable.best is None and unreachable.best_by_gpu == {}
+
+
+def test_without_a_target_best_is_the_most_sequences_per_gpu():
+    plan = sweep(load_spec("nemotron-h-8b"), "nemotron-h-8b", None, Axes(gpus=("h200",), contexts=(8192,)))
+    assert plan.best.sequences_per_gpu == max(c.sequences_per_gpu for c in plan.candidates if c.fits)
+
+
+def test_progress_reports_every_candidate():
+    calls = []
+    sweep(load_spec("mamba2-2.7b"), "mamba2-2.7b", None, Axes(gpus=("h200",), contexts=(8192,)),
+          progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, 14) for i in range(1, 15)]  # 7 layouts of up to 8 GPUs x 2 KV dtypes
+
+
+def test_impossible_splits_are_skipped_and_said():
+    plan = plan_json("lfm2-1.2b", "--gpu", "h200", "--context", "8192", "--tp", "1,3", "--pp", "1")
+    assert {c["tp"] for c in plan["candidates"]} == {1}
+    assert plan["skipped"] and "tp 3 pp 1" in plan["skipped"][0]
+
+
+def test_table_and_markdown_show_the_best_and_its_settings():
+    best = plan_json("nemotron-h-8b", "--gpu", "h200", "--context", "8192")["best"]
+    table = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--top", "3"])
+    assert table.exit_code == 0, table.output
+    assert (f"best for the most sequences per GPU: {best['gpus']} x h200 (tp {best['tp']}, pp {best['pp']})"
+            in table.output)
+    assert f"\n  {best['settings']}\n" in table.output
+    assert "(11 more candidates" in table.output
+    md = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "markdown"])
+    assert md.output.startswith("### nemotron-h-8b") or md.output.startswith("### Nemotron-H-8B")
+    assert "| # | gpu | tp |" in md.output and "```sh" in md.output
+    csv_out = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "csv"])
+    assert csv_out.output.splitlines()[0].endswith(",settings") and len(csv_out.output.splitlines()) == 1 + 14
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<?xml")])
+def test_plot_is_written(tmp_path, suffix, magic):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / f"plan{suffix}"
+    result = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200,h100-80gb", "--plot", str(path)])
+    assert result.exit_code == 0, result.output
+    data = path.read_bytes()
+    assert data.startswith(magic) and len(data) > 10_000
+
+
+def test_plot_without_matplotlib_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    assert main(["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--plot", str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == "mcache: --plot: needs matplotlib: pip install 'mcache[plot]'\n"
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--target-concurrency", "10"], "--target-concurrency: one --context to reach it at, got 3"),
+    (["--prefix-caching", "on"], "--prefix-caching: mcache's profile has no prefix caching setting"),
+    (["--gpu", "h300"], "--gpu: one of h100-80gb"),
+    (["--context", "8k"], "--context: integers separated by commas"),
+    (["--engine", "trtllm", "--prefix-caching", "off"], "--prefix-caching: TensorRT-LLM's profile"),
+    (["--engine", "vllm", "--spec-scheme", "replay"], "--spec-scheme: the neutral model's speculative scheme"),
+    (["--engine", "sglang", "--kv-dtype", "int4"], "--kv-dtype: one of auto"),
+    (["--plot", "plan.txt"], "--plot: a .png or .svg file"),
+    (["--prefix-caching", "maybe"], "--prefix-caching: values among default, on, off"),
+])
+def test_bad_plan_input_is_one_line(args, needle, capsys):
+    assert main(["plan", "nemotron-h-8b", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+
+
+def test_an_engine_that_does_not_serve_the_model_is_one_line(capsys):
+    assert main(["plan", "jamba-v0.1", "--engine", "trtllm", "--gpu", "h200"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcache: --engine trtllm: ") and err.count("\n") == 1

@@ -57,6 +57,9 @@ def _context_plot(ax, result: Plan) -> None:
         ax.plot([c.context for c in points], [c.sequences if c.fits else 0 for c in points], marker="o",
                 label=_label(config))
     ax.set_xscale("log", base=2)
+    contexts = sorted({c.context for c in result.candidates})
+    ax.set_xticks(contexts, [f"{c // 1024}K" if c % 1024 == 0 else str(c) for c in contexts])
+    ax.minorticks_off()
     ax.set_xlabel("context (tokens, log scale)")
     ax.set_ylabel("sequences running at once")
     ax.set_title("sequences against context")

@@ -182,3 +182,19 @@ def test_an_engine_that_does_not_serve_the_model_is_one_line(capsys):
     assert main(["plan", "jamba-v0.1", "--engine", "trtllm", "--gpu", "h200"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mcache: --engine trtllm: ") and err.count("\n") == 1
+
+
+def test_the_progress_bar_appears_only_on_a_slow_sweep(monkeypatch):
+    from mcache.cli import plan as plan_cli
+
+    quick = plan_cli.Progress()
+    quick.update(1, 10)
+    assert quick.bar is None  # within PROGRESS_AFTER_S: no bar
+    monkeypatch.setattr(plan_cli, "PROGRESS_AFTER_S", 0.0)
+    slow = plan_cli.Progress()
+    slow.update(1, 10)
+    assert slow.bar is not None and slow.bar.tasks[0].completed == 1
+    slow.update(10, 10)
+    assert slow.bar.tasks[0].completed == 10
+    slow.stop()
+    assert slow.bar.finished

@@ -62,7 +62,11 @@ def plan(
             prefix_caching=tuple(p.strip() for p in prefix_caching.split(",")),
             max_gpus=max_gpus,
         )
-        result = sweep(model, spec, chosen, axes, target_concurrency, _progress())
+        progress = Progress()
+        try:
+            result = sweep(model, spec, chosen, axes, target_concurrency, progress.update)
+        finally:
+            progress.stop()
     except LayoutError as err:
         raise _option_error(err, origin, chosen) from None
     emit_plan(result, model, fmt, output, top)
@@ -93,22 +97,25 @@ def _option_error(err: LayoutError, origin: str, engine: str | None) -> McacheEr
     return located(err, origin)
 
 
-def _progress():
-    """A progress callback that shows a bar on stderr once the sweep has taken `PROGRESS_AFTER_S`."""
-    from rich.progress import Progress
+class Progress:
+    """A progress bar on stderr that appears only once the sweep has taken `PROGRESS_AFTER_S`."""
 
-    start, state = time.perf_counter(), {"bar": None}
+    def __init__(self) -> None:
+        self.start, self.bar, self.task = time.perf_counter(), None, None
 
-    def update(done: int, total: int) -> None:
-        if state["bar"] is None and done < total and time.perf_counter() - start > PROGRESS_AFTER_S:
+    def update(self, done: int, total: int) -> None:
+        """The sweep has sized `done` of `total` candidates."""
+        if self.bar is None and done < total and time.perf_counter() - self.start > PROGRESS_AFTER_S:
             from rich.console import Console
+            from rich.progress import Progress as Bar
 
-            bar = Progress(console=Console(file=sys.stderr), transient=True)
-            bar.start()
-            state["bar"], state["task"] = bar, bar.add_task("sizing candidates", total=total)
-        if state["bar"] is not None:
-            state["bar"].update(state["task"], completed=done)
-            if done == total:
-                state["bar"].stop()
+            self.bar = Bar(console=Console(file=sys.stderr), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("sizing candidates", total=total)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done)
 
-    return update
+    def stop(self) -> None:
+        """Take the bar off the screen (the sweep ended, or failed)."""
+        if self.bar is not None:
+            self.bar.stop()

@@ -137,9 +137,11 @@ def size(
     except LayoutError as err:
         raise located(err, origin) from None
     deployment = Deployment(
-        layout, target, engine, settings, max_seq_len, draft or 0, spec_scheme, max_batch, block_size, kv_tokens,
-        reserved_slots, snapshot_slots or 0, kv_dtype, conv_dtype, ssm_dtype, utilization, parsed.get("--reserve"),
-        parsed.get("--weights"), context, concurrency)
+        layout, target, engine, settings, max_seq_len=max_seq_len, draft=draft or 0, spec_scheme=spec_scheme,
+        max_batch=max_batch, block_size=block_size, kv_tokens=kv_tokens, reserved_slots=reserved_slots,
+        snapshot_slots=snapshot_slots or 0, kv_dtype=kv_dtype, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+        utilization=utilization, reserve_bytes=parsed.get("--reserve"), weights_bytes=parsed.get("--weights"),
+        context=context, concurrency=concurrency)
     try:
         if verify:
             from mcache.cli.verify import run_verify

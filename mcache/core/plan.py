@@ -146,9 +146,9 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, con
         given["--disable-radix-cache"] = True
     settings = engine_settings(engine, given)
     layout = ParallelLayout(tp=tp, pp=pp)
-    sized = size_deployment(spec, Deployment(layout, lookup(gpu), engine, settings, context, draft,
-                                             scheme if draft and not engine else None, kv_dtype=kv, ssm_dtype=ssm,
-                                             context=context))
+    sized = size_deployment(spec, Deployment(layout, lookup(gpu), engine, settings, max_seq_len=context, draft=draft,
+                                             spec_scheme=scheme if draft and not engine else None, kv_dtype=kv,
+                                             ssm_dtype=ssm, context=context))
     erun, run = sized.engine, sized.neutral
     if erun:
         dtypes = erun.dtypes

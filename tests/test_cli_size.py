@@ -133,11 +133,14 @@ def test_spec_list_validate_schema(capsys):
     assert "ModelSpec" in json.dumps(schema) and "mamba2" in json.dumps(schema)
 
 
-def test_size_does_not_import_torch():
+@pytest.mark.parametrize("argv", [
+    ["size", "nemotron-h-8b", "--gpu", "h200", "--format", "json"],
+    ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "json"],  # no --plot: no matplotlib
+])
+def test_sizing_commands_do_not_import_torch(argv):
     code = (
-        "import sys; from mcache.cli.main import main; "
-        "rc = main(['size', 'nemotron-h-8b', '--gpu', 'h200', '--format', 'json']); "
-        "assert rc == 0; bad = [m for m in ('torch', 'triton', 'pynvml', 'numpy') if m in sys.modules]; "
+        f"import sys; from mcache.cli.main import main; rc = main({argv!r}); "
+        "assert rc == 0; bad = [m for m in ('torch', 'triton', 'pynvml', 'numpy', 'matplotlib') if m in sys.modules]; "
         "assert not bad, bad"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -199,15 +199,3 @@ def test_the_progress_bar_appears_only_on_a_slow_sweep(monkeypatch):
     slow.stop()
     assert slow.bar.finished
 
-
-def test_plan_imports_neither_torch_nor_matplotlib_without_plot():
-    import subprocess
-
-    code = (
-        "import sys; from mcache.cli.main import main; "
-        "rc = main(['plan', 'nemotron-h-8b', '--gpu', 'h200', '--context', '8192', '--format', 'json']); "
-        "assert rc == 0; bad = [m for m in ('torch', 'triton', 'pynvml', 'numpy', 'matplotlib') if m in sys.modules]; "
-        "assert not bad, bad"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr

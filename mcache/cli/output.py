@@ -46,7 +46,7 @@ def emit_report(report: dict, fmt: str, output: Path | None) -> None:
     elif fmt == "markdown":
         emit_text(_size_markdown(report), output)
     else:
-        _print_tables(_size_tables(report), output)
+        print_blocks(_size_tables(report), output)
 
 
 def _component_rows(report: dict) -> list[tuple[int, dict]]:
@@ -209,7 +209,7 @@ def _size_tables(report: dict):
     return blocks
 
 
-def _print_tables(blocks: list, output: Path | None) -> None:
+def print_blocks(blocks: list, output: Path | None) -> None:
     """Print rich tables and plain lines (written as they are: no wrapping, no markup)."""
     from rich.console import Console
 
@@ -293,7 +293,7 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
         table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
-        _print_tables([summary, table], output)
+        print_blocks([summary, table], output)
 
 
 def emit_json(data, output: Path | None) -> None:
@@ -321,7 +321,7 @@ def emit_verify(model: str, device: str, layout: str, rows, fmt: str, output: Pa
                   else "\n".join(",".join(c) for c in [list(_VERIFY_HEAD), *cells]), output)
     else:
         table = rich_table(_VERIFY_HEAD, cells, lambda i, head: i >= 3)
-        _print_tables([summary, table], output)
+        print_blocks([summary, table], output)
 
 
 _BENCH_HEAD = ("op", "kind", "layer", "batch", "impl", "median us", "p10", "p90", "bytes", "GB/s", "% ceiling",
@@ -358,4 +358,4 @@ def emit_bench(results, output: Path | None) -> None:
              f"{' · INTERRUPTED' if meta.interrupted else ''}{'' if meta.comparable else ' · CPU smoke run, not comparable'}")
     table = rich_table(_BENCH_HEAD, [_bench_cells(row) for row in results.rows],
                         lambda i, head: i >= 5 or head in ("layer", "batch"))
-    _print_tables([title, table], None)
+    print_blocks([title, table], None)

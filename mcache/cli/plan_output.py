@@ -6,7 +6,7 @@ from pathlib import Path
 
 import msgspec
 
-from mcache.cli.output import _print_tables, emit_json, emit_text, rich_table
+from mcache.cli.output import emit_json, emit_text, print_blocks, rich_table
 from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
 from mcache.core.spec import ModelSpec
@@ -42,16 +42,21 @@ def title(result: Plan, model: ModelSpec) -> str:
     return f"{model.name} · {TITLES.get(result.engine, 'mcache neutral model')}"
 
 
-def best_lines(result: Plan) -> list[str]:
-    """The best candidate and the best of each other GPU kind, each with the settings to paste."""
+def best(result: Plan) -> list[tuple[str, str | None]]:
+    """(what it is, the settings to paste) of the best candidate and of the best of each other GPU kind; without
+    one, why (and no settings)."""
     goal = f"run {result.target} sequences" if result.target else "the most sequences per GPU"
     if result.best is None:
-        return [f"no candidate can {goal}" + (" (raise --max-gpus, or lower the target)" if result.target else "")]
-    lines = [f"best for {goal}: {_describe(result.best)}", f"  {result.best.settings}"]
-    for gpu, c in result.best_by_gpu.items():
-        if gpu != result.best.gpu:
-            lines += [f"best on {gpu}: {_describe(c)}", f"  {c.settings}"]
-    return lines
+        return [(f"no candidate can {goal}" + (" (raise --max-gpus, or lower the target)" if result.target else ""), None)]
+    found = [(f"best for {goal}: {_describe(result.best)}", result.best.settings)]
+    found += [(f"best on {gpu}: {_describe(c)}", c.settings) for gpu, c in result.best_by_gpu.items()
+              if gpu != result.best.gpu]
+    return found
+
+
+def best_lines(result: Plan) -> list[str]:
+    """`best` as lines: each description, its settings indented under it."""
+    return [line for what, paste in best(result) for line in (what, *([f"  {paste}"] if paste else []))]
 
 
 def _describe(c: Candidate) -> str:
@@ -80,11 +85,12 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
     elif fmt == "markdown":
         table = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
         table += ["| " + " | ".join(row) + " |" for row in rows[:shown]]
-        lines = best_lines(result)
-        body = [f"### {title(result, model)}", "", *table, "", *more, *skipped, "", lines[0], "", "```sh",
-                *(line.strip() for line in lines[1::2]), "```"]
+        found = best(result)
+        pastes = [paste for _, paste in found if paste]
+        body = [f"### {title(result, model)}", "", *table, "", *more, *skipped, "", found[0][0], "",
+                *(["```sh", *pastes, "```"] if pastes else [])]
         emit_text("\n".join(body) + "\n", output)
     else:
         table = rich_table(HEAD, rows[:shown], lambda i, head: head in ("#", "tp", "pp", "gpus", "context", "seqs",
                                                                          "seqs/GPU"))
-        _print_tables([title(result, model), table, *more, *skipped, *best_lines(result)], output)
+        print_blocks([title(result, model), table, *more, *skipped, *best_lines(result)], output)

@@ -149,7 +149,8 @@ class Estimate(Struct, frozen=True):
 def estimate_rank(ctx: RankContext) -> RankEstimate:
     """Estimate one rank from its context."""
     comps = [Component(d, units_of(d, ctx)) for d in declarations(ctx)]
-    return RankEstimate(ctx, comps, weights.rank_weight_bytes(ctx), weights.rank_params(ctx))
+    params, stored = weights.rank_weights(ctx)
+    return RankEstimate(ctx, comps, stored, params)
 
 
 def estimate(spec: ModelSpec, layout: ParallelLayout, runtime: RuntimeConfig, dtypes: CacheDtypes) -> Estimate:

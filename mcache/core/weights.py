@@ -157,11 +157,15 @@ def _rank_units(ctx: RankContext) -> list[tuple[int, Fraction]]:
     return units
 
 
-def rank_params(ctx: RankContext) -> int | None:
-    """Parameters one rank holds (None when `unknown_fields`)."""
-    return None if unknown_fields(ctx.spec) else sum(n for n, _ in _rank_units(ctx))
+def rank_weights(ctx: RankContext) -> tuple[int | None, int | None]:
+    """(parameters one rank holds, bytes they take as the checkpoint stores them); both None when
+    `unknown_fields`."""
+    if unknown_fields(ctx.spec):
+        return None, None
+    units = _rank_units(ctx)
+    return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
 
 def rank_weight_bytes(ctx: RankContext) -> int | None:
     """Bytes of the weights one rank loads, as the checkpoint stores them (None when `unknown_fields`)."""
-    return None if unknown_fields(ctx.spec) else int(sum(n * cost for n, cost in _rank_units(ctx)))
+    return rank_weights(ctx)[1]

@@ -99,13 +99,13 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
 
 
-def read_settings(qc: Any, where: str, cfg: Cfg) -> Settings:
-    """`qc` as `Settings`; a wrong type anywhere is one error naming the field."""
+def read_settings(qc: Any, where: str, file: str) -> Settings:
+    """`qc` (the `where` field of `file`) as `Settings`; a wrong type anywhere is one error naming the field."""
     try:
         return msgspec.convert(qc, Settings)
     except msgspec.ValidationError as err:
         path, reason = validation_parts(str(err))
-        raise SpecError(cfg.file, f"{where}.{path}" if path else where, reason) from None
+        raise SpecError(file, f"{where}.{path}" if path else where, reason) from None
 
 
 def find_quantization(cfg: Cfg, text: Cfg) -> tuple[Settings, str] | None:
@@ -114,7 +114,7 @@ def find_quantization(cfg: Cfg, text: Cfg) -> tuple[Settings, str] | None:
     for c in dict.fromkeys((text, cfg)):
         if c.data.get("quantization_config") is not None:
             where = f"{c.prefix}quantization_config"
-            return read_settings(c.data["quantization_config"], where, cfg), where
+            return read_settings(c.data["quantization_config"], where, cfg.file), where
     side = Path(cfg.file).with_name("hf_quant_config.json")
     if side.is_file():
         try:
@@ -124,11 +124,7 @@ def find_quantization(cfg: Cfg, text: Cfg) -> tuple[Settings, str] | None:
         q = data.get("quantization") if isinstance(data, dict) else None
         if not isinstance(q, dict):
             raise SpecError(str(side), "quantization", "a mapping")
-        try:
-            return msgspec.convert({"quant_method": "modelopt", **q}, Settings), "hf_quant_config.json"
-        except msgspec.ValidationError as err:
-            path, reason = validation_parts(str(err))
-            raise SpecError(str(side), f"quantization.{path}" if path else "quantization", reason) from None
+        return read_settings({"quant_method": "modelopt", **q}, "quantization", str(side)), "hf_quant_config.json"
     return None
 
 

@@ -172,7 +172,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, 
     """What reproduces a candidate: `vllm serve` or SGLang's `launch_server` flags, TensorRT-LLM's LLM-API
     options (JSON), or the `mcache size` command for the neutral model."""
     model = model_path(spec, spec_arg)
-    if engine == "vllm":
+    if engine == "vllm":  # vllm/engine/arg_utils.py flag names
         args = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--pipeline-parallel-size", pp, "--max-model-len", context]
         args += ["--kv-cache-dtype", kv] if kv else []
         args += ["--mamba-ssm-cache-dtype", ssm] if ssm else []
@@ -180,14 +180,14 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, 
         if draft:  # vllm/config/speculative.py: MTP heads when the model has them, else n-gram lookup
             method = {"method": "mtp" if spec.mtp else "ngram", "num_speculative_tokens": draft}
             args += ["--speculative-config", json.dumps(method)]
-    elif engine == "sglang":
+    elif engine == "sglang":  # sglang/srt/server_args.py flag names
         args = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", tp, "--pp-size", pp,
                 "--context-length", context]
         args += ["--kv-cache-dtype", kv] if kv else []
         args += ["--mamba-ssm-dtype", ssm] if ssm else []
         args += ["--disable-radix-cache"] if prefix == "off" else []
         args += ["--speculative-algorithm", "NEXTN" if spec.mtp else "EAGLE", "--speculative-num-steps", draft] if draft else []
-    elif engine == "trtllm":
+    elif engine == "trtllm":  # tensorrt_llm/llmapi/llm_args.py: LLM(...) keyword arguments and KvCacheConfig fields
         cache = {"dtype": kv} if kv else {}
         cache |= {"mamba_ssm_cache_dtype": ssm} if ssm else {}
         options = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "max_seq_len": context}

@@ -60,7 +60,7 @@ def test_out_of_memory_becomes_a_skipped_row(monkeypatch):
 def test_wrong_output_is_not_timed(monkeypatch):
     import mcache.bench.ops as ops
 
-    monkeypatch.setattr(ops.K, "reset_slots", lambda pools, slots, check=True: None)  # a kernel that does nothing
+    monkeypatch.setattr(ops.K, "reset_slots_plan", lambda pools: lambda slots: None)  # a kernel that does nothing
     run = Runner(BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1], ops=["reset"], reps=2)).run()
     assert run.rows and all(r.status == "skipped" and "disagrees" in r.reason for r in run.rows)
 

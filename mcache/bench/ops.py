@@ -1,7 +1,8 @@
 """The cache operations `mcache bench` times: each as mcache's kernel and as the torch-indexing baseline.
 
 An `OpCase` binds one op of one layer kind (all its layers, or one layer) at one batch size to the
-manager's pools: `run` calls `mcache.kernels` (Triton on CUDA, the torch reference on the CPU),
+manager's pools: `run` calls the op's plans from `mcache.kernels` (bound to the pools once, as the cache
+manager keeps them; Triton on CUDA, the torch reference on the CPU),
 `baseline` does the same with the torch indexing that serving code writes in Python, `nbytes` is the
 least the op must read plus write, and `check` compares the op's output with the reference.
 """
@@ -77,7 +78,8 @@ class CaseBuilder:
 
         # Zeros on the device: a Python 0 is copied from the host on every call, which a CUDA graph cannot capture.
         zeros = [torch.zeros((), dtype=v.dtype, device=v.device) for v in views]
-        return self._case("reset", batch, _nbytes(views, batch, 1), lambda: K.reset_slots(views, slots, check=False),
+        plan = K.reset_slots_plan(views)
+        return self._case("reset", batch, _nbytes(views, batch, 1), lambda: plan(slots),
                           lambda: [_index_put(v, slots, z) for v, z in zip(views, zeros, strict=True)], check)
 
     def commit(self, batch: int) -> OpCase | None:
@@ -88,10 +90,11 @@ class CaseBuilder:
         slots = self._slots(batch)
         rows = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(device)
         accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(device)
+        plans = [K.commit_intermediate_plan(pool, inter) for pool, inter in pairs]
 
         def run() -> None:
-            for pool, inter in pairs:
-                K.commit_intermediate(pool, inter, slots, rows, accepted, check=False)
+            for plan in plans:
+                plan(slots, rows, accepted)
 
         def baseline() -> None:
             for pool, inter in pairs:
@@ -113,15 +116,16 @@ class CaseBuilder:
         ssm, conv = self.views["ssm"], self.views["conv"]
         rings = [self.views[f"ring_{n}"] for n in names]
         conv_in = self.views["ring_conv_in"]
-        fold, fold_ref_fn = FOLDS[self.kind], FOLD_REFS[self.kind]
+        fold_ref_fn = FOLD_REFS[self.kind]
+        fold, fold_conv = K.fold_plan(self.kind, ssm, *rings), K.fold_plan("conv", conv, conv_in)
         # Each fold reads the state once, writes it once, and reads `count` tokens of every ring entry.
         ring_bytes = sum(batch * r.shape[0] * r[0, 0, 0, 0].numel() * r.element_size() * self.history
                          for r in [*rings, conv_in])
         nbytes = _nbytes([ssm, conv], batch) + ring_bytes
 
         def run() -> None:
-            fold(ssm, *rings, slots, buf, count, check=False)
-            K.replay_fold_conv(conv, conv_in, slots, buf, count, check=False)
+            fold(slots, buf, count)
+            fold_conv(slots, buf, count)
 
         def baseline() -> None:
             fold_ref_fn(ssm, *rings, slots, buf, count)
@@ -141,12 +145,12 @@ class CaseBuilder:
     def relocate(self, batch: int) -> OpCase:
         src, dst = self._slots(batch, 2).split(batch)
         views = self.states
+        plans = [K.copy_slots_plan(v, v) for v in views]
 
         def check() -> bool:
             return all(torch.equal(v[:, dst], v[:, src]) for v in views)
 
-        return self._case("relocate", batch, _nbytes(views, batch),
-                          lambda: [K.copy_slots(v, src, v, dst, check=False) for v in views],
+        return self._case("relocate", batch, _nbytes(views, batch), lambda: [plan(src, dst) for plan in plans],
                           lambda: [_index_put(v, dst, v[:, src]) for v in views], check)
 
     def snapshot(self, batch: int) -> OpCase | None:
@@ -155,12 +159,13 @@ class CaseBuilder:
             return None
         slots = self._slots(batch)
         snaps = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(slots.device)
+        plans = [K.copy_slots_plan(p, s) for p, s in pairs]
 
         def check() -> bool:
             return all(torch.equal(snap[:, snaps], pool[:, slots]) for pool, snap in pairs)
 
         return self._case("snapshot", batch, _nbytes([p for p, _ in pairs], batch),
-                          lambda: [K.copy_slots(p, slots, s, snaps, check=False) for p, s in pairs],
+                          lambda: [plan(slots, snaps) for plan in plans],
                           lambda: [_index_put(s, snaps, p[:, slots]) for p, s in pairs], check)
 
     def _packed(self, batch: int) -> list[tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]]:
@@ -170,6 +175,7 @@ class CaseBuilder:
     def pack(self, batch: int) -> OpCase:
         slots = self._slots(batch)
         packed = self._packed(batch)
+        plans = [K.pack_plan(v, r, out) for v, out, r in packed]
 
         def baseline() -> None:
             for v, out, _ in packed:
@@ -179,17 +185,18 @@ class CaseBuilder:
             return all(torch.equal(out, v[:, slots].flatten(2).transpose(0, 1)) for v, out, _ in packed)
 
         return self._case("pack", batch, _nbytes(self.states, batch),
-                          lambda: [K.pack(v, slots, r, out, check=False) for v, out, r in packed], baseline, check)
+                          lambda: [plan(slots) for plan in plans], baseline, check)
 
     def transfer(self, batch: int) -> OpCase:
         """Pack a request's state on the sender, unpack it into other slots on the receiver (same TP)."""
         src, dst = self._slots(batch, 2).split(batch)
         packed = self._packed(batch)
+        plans = [(K.pack_plan(v, r, out), K.unpack_plan(out, v, r)) for v, out, r in packed]
 
         def run() -> None:
-            for v, out, r in packed:
-                K.pack(v, src, r, out, check=False)
-                K.unpack(out, v, dst, r, check=False)
+            for pack, unpack in plans:
+                pack(src)
+                unpack(dst)
 
         def baseline() -> None:
             for v, out, _ in packed:

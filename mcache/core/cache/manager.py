@@ -17,7 +17,7 @@ import torch
 
 from mcache.core.cache.pools import allocate_pools, assign_pools
 from mcache.core.cache.slots import BlockGroup, FreeList
-from mcache.core.cache.states.base import Pool, Step, gather, reset_kinds
+from mcache.core.cache.states.base import Plans, Pool, Step, gather, reset_kinds
 from mcache.core.cache.states.transfer import Region, apply_import, export_regions, plan_import
 from mcache.core.errors import CapacityError
 from mcache.core.estimator import Estimate
@@ -66,6 +66,7 @@ class CacheManager:
         self._snapshots: dict[int, int] = {}  # snapshot slot -> token boundary
         self._requests: dict[Hashable, _Request] = {}
         self._step: Step | None = None
+        self._plans = Plans()  # the reset of every kind's slots at once
         if self.device.type != "meta" and self.num_slots:
             self.book.reset(self._index(range(self.num_slots)))
             self._reset(list(reserved), [0] * len(reserved))
@@ -360,7 +361,7 @@ class CacheManager:
         if not slots:
             return
         index = self._index(slots)
-        reset_kinds([*self.handlers, self.book], index)
+        reset_kinds(self._plans, [*self.handlers, self.book], index)
         self.book.reseed(index, seeds)
 
     def _check_tokens(self, total: int, held: dict) -> dict[int | None, int]:

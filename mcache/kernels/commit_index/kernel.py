@@ -6,7 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_indices, fail, same_device
+from .._common import as_index, check_ranges, fail, same_device
+from .._launch import Launch
 
 BLOCK = 1024
 
@@ -21,17 +22,43 @@ def _commit_index_kernel(version_idx, vstride, slots, accepted, B, NV, BLOCK: tl
     tl.store(version_idx + slot * vstride, ((cur + acc) % NV).to(version_idx.dtype.element_ty), mask=mask)
 
 
+class CommitIndexPlan:
+    """`commit_index` on a bound version index: `plan(slots, accepted)` launches with no host-side work but the
+    launch (index vectors on the index's device, int32 or int64, not checked; see `check`)."""
+
+    def __init__(self, version_idx: torch.Tensor, num_versions: int):
+        if version_idx.dtype not in (torch.int32, torch.int64) or version_idx.dim() != 1:
+            fail(f"commit_index: version_idx must be int32/int64 [S], got {version_idx.dtype} {tuple(version_idx.shape)}")
+        if int(num_versions) < 1:
+            fail(f"commit_index: num_versions must be >= 1, got {num_versions}")
+        self.device = same_device(version_idx=version_idx)
+        self.version_idx, self.num_versions = version_idx, int(num_versions)
+        self._launches: dict[tuple, Launch] = {}
+
+    def __call__(self, slots: torch.Tensor, accepted: torch.Tensor) -> None:
+        # Triton specializes a pointer on 16-byte alignment, and this kernel loads the index vectors as vectors.
+        key = (slots.shape[0], slots.dtype, accepted.dtype, slots.data_ptr() % 16, accepted.data_ptr() % 16)
+        launch = self._launches.get(key)
+        if launch is None:
+            nb = key[0]
+            if nb == 0:
+                return
+            args = (self.version_idx, self.version_idx.stride(0), None, None, nb, self.num_versions, BLOCK)
+            launch = self._launches[key] = Launch(_commit_index_kernel, triton.cdiv(nb, BLOCK), args, (2, 3))
+        launch(slots, accepted)
+
+    def check(self, slots: torch.Tensor, accepted: torch.Tensor) -> None:
+        """Slots within the index and non-negative counts (one synchronization)."""
+        check_ranges([("slots", slots, 0, self.version_idx.shape[0]), ("accepted", accepted, 0, 2**62)])
+
+
 def commit_index_triton(
     version_idx: torch.Tensor, slots: torch.Tensor, accepted: torch.Tensor, num_versions: int, *, check: bool = True
 ) -> None:
     """See `reference.commit_index_reference`. Slots must be distinct within one call."""
-    if version_idx.dtype not in (torch.int32, torch.int64) or version_idx.dim() != 1:
-        fail(f"commit_index: version_idx must be int32/int64 [S], got {version_idx.dtype} {tuple(version_idx.shape)}")
-    if int(num_versions) < 1:
-        fail(f"commit_index: num_versions must be >= 1, got {num_versions}")
-    dev = same_device(version_idx=version_idx)
-    slots, accepted = as_indices(dev, check, ("slots", slots, 0, version_idx.shape[0]), ("accepted", accepted, 0, 2**62))
-    nb = slots.shape[0]
-    if nb == 0:
-        return
-    _commit_index_kernel[(triton.cdiv(nb, BLOCK),)](version_idx, version_idx.stride(0), slots, accepted, nb, int(num_versions), BLOCK=BLOCK)
+    plan = CommitIndexPlan(version_idx, num_versions)
+    slots = as_index("slots", slots, None, plan.device)
+    accepted = as_index("accepted", accepted, slots.shape[0], plan.device)
+    if check:
+        plan.check(slots, accepted)
+    plan(slots, accepted)

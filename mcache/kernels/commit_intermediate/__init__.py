@@ -7,7 +7,7 @@ import torch
 from .._dispatch import run
 from .reference import commit_intermediate_reference
 
-__all__ = ["commit_intermediate", "commit_intermediate_reference"]
+__all__ = ["commit_intermediate", "commit_intermediate_plan", "commit_intermediate_reference"]
 
 
 def commit_intermediate(
@@ -21,3 +21,13 @@ def commit_intermediate(
 ) -> None:
     """`pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]`, skipping `accepted[b] == 0`."""
     run(pool.is_cuda, __package__, "commit_intermediate", commit_intermediate_reference, pool, inter, slots, rows, accepted, check=check)
+
+
+def commit_intermediate_plan(pool: torch.Tensor, inter: torch.Tensor):
+    """`commit_intermediate` bound to a pool and its intermediate states: a callable `(slots, rows, accepted)`
+    that checks nothing per call (the Triton `CommitIntermediatePlan` on CUDA, the torch reference otherwise)."""
+    if pool.is_cuda:
+        from .kernel import CommitIntermediatePlan
+
+        return CommitIntermediatePlan(pool, inter)
+    return lambda slots, rows, accepted: commit_intermediate_reference(pool, inter, slots, rows, accepted)

@@ -30,6 +30,7 @@ from .._common import (
     state_numel,
     word_views,
 )
+from .._launch import Launch
 
 
 @triton.jit
@@ -72,39 +73,66 @@ def _chunk_table(ranges: tuple[tuple[int, int], ...], block: int, device: torch.
     return tab, len(rows), align
 
 
+class PackPlan:
+    """`pack` (or, with `to_pool`, `unpack`) between a bound pool and a bound `[B, L, total]` buffer over fixed
+    `(start, length)` ranges: `plan(slots)` launches with no host-side work but the launch (`slots` `[B]` on the
+    pool's device, int32 or int64, range not checked; see `check`)."""
+
+    def __init__(self, pool: torch.Tensor, ranges, packed: torch.Tensor, *, to_pool: bool = False,
+                 config: tuple[int, int] | None = None):
+        self.name = name = "unpack" if to_pool else "pack"
+        self.device = same_device(pool=pool, packed=packed)
+        same_dtype(name, pool=pool, buffer=packed)
+        numel = state_numel(pool, 2, "pool")
+        ranges = tuple((int(s), int(n)) for s, n in ranges)
+        for s, n in ranges:
+            if s < 0 or n < 0 or s + n > numel:
+                fail(f"{name}: range (start={s}, length={n}) is outside the state of {numel} elements")
+        total = sum(n for _, n in ranges)
+        nl = pool.shape[0]
+        if packed.dim() != 3 or packed.shape[1:] != (nl, total) or (total > 1 and packed.stride(2) != 1):
+            fail(f"{name}: buffer must be [B, L={nl}, total={total}] with a contiguous last dim, "
+                 f"got {tuple(packed.shape)} strides {packed.stride()}")  # fmt: skip
+        self.pool, self.batch = pool, packed.shape[0]
+        ranges = tuple(r for r in ranges if r[1] > 0)
+        self._launches: dict[torch.dtype, Launch] = {}
+        self._args = None
+        if self.batch == 0 or total == 0 or nl == 0:
+            return
+        flat = [v for r in ranges for v in r]
+        w, pv, qv = word_views(pool, 2, packed, 2, flat)
+        es = pool.element_size()  # word_size made every start and length a whole number of words
+        words = tuple((s * es // w, n * es // w) for s, n in ranges)
+        nb = self.batch
+        block, warps = copy_config(max(n for _, n in words), w, config, nl * nb * sum(n for _, n in words), pv.device)
+        tab, nch, align = _chunk_table(words, block, pv.device)
+        grid = launch_grid(name, nl * nb * nch)
+        args = (pv, None, *lead_strides(pv, 2), qv, *lead_strides(qv, 2), tab, nb, nl, nch,
+                to_pool, block, align, layer_inner((pv, 0), (qv, 1)))
+        self._args = (grid, args, warps)
+
+    def __call__(self, slots: torch.Tensor) -> None:
+        launch = self._launches.get(slots.dtype)
+        if launch is None:
+            if self._args is None:
+                return
+            grid, args, warps = self._args
+            launch = self._launches[slots.dtype] = Launch(_pack_kernel, grid, args, (1,), num_warps=warps)
+        launch(slots)
+
+    def check(self, slots: torch.Tensor) -> None:
+        """One slot per buffer row, each within the pool (one synchronization)."""
+        if slots.shape[0] != self.batch:
+            fail(f"{self.name}: {slots.shape[0]} slots for a buffer of {self.batch} requests")
+        check_ranges([("slots", slots, 0, self.pool.shape[1])])
+
+
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
-    name = "unpack" if to_pool else "pack"
-    dev = same_device(pool=pool, packed=packed)
-    same_dtype(name, pool=pool, buffer=packed)
-    numel = state_numel(pool, 2, "pool")
-    slots = as_index("slots", slots, None, dev)
-    nb, nl = slots.shape[0], pool.shape[0]
-    ranges = tuple((int(s), int(n)) for s, n in ranges)
-    for s, n in ranges:
-        if s < 0 or n < 0 or s + n > numel:
-            fail(f"{name}: range (start={s}, length={n}) is outside the state of {numel} elements")
-    total = sum(n for _, n in ranges)
-    if packed.dim() != 3 or tuple(packed.shape) != (nb, nl, total) or (total > 1 and packed.stride(2) != 1):
-        fail(f"{name}: buffer must be [B={nb}, L={nl}, total={total}] with a contiguous last dim, "
-             f"got {tuple(packed.shape)} strides {packed.stride()}")  # fmt: skip
-    ranges = tuple(r for r in ranges if r[1] > 0)
+    plan = PackPlan(pool, ranges, packed, to_pool=to_pool, config=config)
+    slots = as_index("slots", slots, plan.batch, plan.device)
     if check:
-        check_ranges([("slots", slots, 0, pool.shape[1])])
-    if nb == 0 or total == 0 or nl == 0:
-        return
-    flat = [v for r in ranges for v in r]
-    w, pv, qv = word_views(pool, 2, packed, 2, flat)
-    es = pool.element_size()  # word_size made every start and length a whole number of words
-    words = tuple((s * es // w, n * es // w) for s, n in ranges)
-    block, warps = copy_config(max(n for _, n in words), w, config, nl * nb * sum(n for _, n in words), pv.device)
-    tab, nch, align = _chunk_table(words, block, pv.device)
-    grid = launch_grid(name, nl * nb * nch)
-    _pack_kernel[(grid,)](
-        pv, slots, *lead_strides(pv, 2),
-        qv, *lead_strides(qv, 2),
-        tab, nb, nl, nch, TO_POOL=to_pool, BLOCK=block, ALIGN=align,
-        LAYER_INNER=layer_inner((pv, 0), (qv, 1)), num_warps=warps,
-    )  # fmt: skip
+        plan.check(slots)
+    plan(slots)
 
 
 def pack_triton(pool, slots, ranges, out, *, check: bool = True, config: tuple[int, int] | None = None) -> None:

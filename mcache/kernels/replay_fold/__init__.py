@@ -13,6 +13,7 @@ from .reference import (
 )
 
 __all__ = [
+    "fold_plan",
     "replay_fold_conv",
     "replay_fold_conv_reference",
     "replay_fold_gdn",
@@ -42,3 +43,20 @@ def replay_fold_kda(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True
 def replay_fold_conv(conv: torch.Tensor, conv_in: torch.Tensor, slots, buf, count, *, check: bool = True) -> None:
     """Conv-window fold; shapes in `reference.replay_fold_conv_reference`."""
     run(conv.is_cuda, __package__, "replay_fold_conv", replay_fold_conv_reference, conv, conv_in, slots, buf, count, check=check)
+
+
+_FOLD_PLANS = {"mamba2": "Mamba2FoldPlan", "gdn": "GdnFoldPlan", "kda": "KdaFoldPlan", "conv": "ConvFoldPlan"}
+_FOLD_REFERENCES = {"mamba2": replay_fold_mamba2_reference, "gdn": replay_fold_gdn_reference,
+                    "kda": replay_fold_kda_reference, "conv": replay_fold_conv_reference}
+
+
+def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor):
+    """A fold bound to its state pool and rings (`kind`: `mamba2`, `gdn`, `kda` with the rings of its
+    `replay_fold_<kind>`, or `conv` with `conv_in`): a callable `(slots, buf, count)` that checks nothing per
+    call (the Triton plan on CUDA, the torch reference otherwise)."""
+    if state.is_cuda:
+        from . import kernel
+
+        return getattr(kernel, _FOLD_PLANS[kind])(state, *rings)
+    reference = _FOLD_REFERENCES[kind]
+    return lambda slots, buf, count: reference(state, *rings, slots, buf, count)

@@ -31,7 +31,8 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._blocks import unit_of
-from .._common import FLOAT_DTYPES, as_indices, fail, lead_strides, next_pow2, same_device, sm_count, state_numel
+from .._common import FLOAT_DTYPES, as_index, check_ranges, fail, lead_strides, next_pow2, same_device, sm_count, state_numel
+from .._launch import Launch
 
 PRECISION = "tf32x3"
 HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
@@ -419,30 +420,162 @@ def _state(name: str, t: torch.Tensor, ndim: int) -> None:
     state_numel(t, 2, name)
 
 
-def _indices(dev, slots, buf, count, S, nbuf, hist, check):
-    slots, buf, count = as_indices(dev, check, ("slots", slots, 0, S), ("buf", buf, 0, nbuf), ("count", count, 0, hist + 1))
-    return slots, buf, count, slots.shape[0]
+class _FoldPlan:
+    """A fold bound to its state pool and ring tensors: `plan(slots, buf, count)` launches with no host-side
+    work but the launches (index vectors on the pools' device, int32 or int64, ranges not checked; see `check`).
+    Subclasses check their tensors in `__init__` (setting `S`, `nbuf`, `hist`) and build a batch's launches."""
+
+    def __init__(self, device: torch.device, S: int, nbuf: int, hist: int):
+        self.device, self.S, self.nbuf, self.hist = device, S, nbuf, hist
+        self._launches: dict[tuple, tuple[Launch, ...]] = {}
+
+    def __call__(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
+        key = (slots.shape[0], slots.dtype, buf.dtype, count.dtype)
+        launches = self._launches.get(key)
+        if launches is None:
+            launches = self._launches[key] = self._build(key[0]) if key[0] and not self.empty else ()
+        for launch in launches:
+            launch(slots, buf, count)
+
+    def _build(self, nb: int) -> tuple[Launch, ...]:
+        raise NotImplementedError
+
+    def check(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
+        """Slots, ring buffers and counts within the pools (one synchronization)."""
+        check_ranges([("slots", slots, 0, self.S), ("buf", buf, 0, self.nbuf), ("count", count, 0, self.hist + 1)])
 
 
-def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
-    """See `reference.replay_fold_mamba2_reference`. `config` = `(BP rows of P per program, num_warps)`."""
-    _state("ssm", ssm, 5)
-    L, S, H, P, N = ssm.shape
-    dev = same_device(ssm=ssm, x=x, B=B, dt=dt, dA=dA)
-    G = _groups("B", B, H, "G", "N")
-    nbuf, hist = _rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
-    slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
-    if nb == 0 or ssm.numel() == 0:
-        return
-    bn = max(16, next_pow2(N))
-    bp, warps = config or mamba2_config(P, bn)
-    npb = triton.cdiv(P, bp)
-    _mamba2_kernel[(L * nb * H * npb,)](
-        ssm, *lead_strides(ssm, 2),
-        x, *lead_strides(x, 4), B, *lead_strides(B, 4), dt, *lead_strides(dt, 4), dA, *lead_strides(dA, 4),
-        slots, buf, count, nb, H, P, N, H // G, npb,
-        BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=P % bp == 0 and bn == N, num_warps=warps,
-    )  # fmt: skip
+def _run_fold(plan: _FoldPlan, slots, buf, count, check: bool) -> None:
+    """Move the index vectors to the plan's device, check them when `check`, and run the plan once."""
+    slots = as_index("slots", slots, None, plan.device)
+    buf = as_index("buf", buf, slots.shape[0], plan.device)
+    count = as_index("count", count, slots.shape[0], plan.device)
+    if check:
+        plan.check(slots, buf, count)
+    plan(slots, buf, count)
+
+
+class Mamba2FoldPlan(_FoldPlan):
+    """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings; `config` = `(BP rows of P
+    per program, num_warps)`."""
+
+    def __init__(self, ssm, x, B, dt, dA, *, config: tuple[int, int] | None = None):
+        _state("ssm", ssm, 5)
+        L, S, H, P, N = ssm.shape
+        dev = same_device(ssm=ssm, x=x, B=B, dt=dt, dA=dA)
+        G = _groups("B", B, H, "G", "N")
+        nbuf, hist = _rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
+        super().__init__(dev, S, nbuf, hist)
+        self.empty = ssm.numel() == 0
+        bn = max(16, next_pow2(N))
+        bp, self.warps = config or mamba2_config(P, bn)
+        self.npb = triton.cdiv(P, bp)
+        self.units = L * H * self.npb
+        self.args = (ssm, *lead_strides(ssm, 2), *_rings_with_strides(x, B, dt, dA))
+        self.dims = (H, P, N, H // G, self.npb)
+        self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=P % bp == 0 and bn == N)
+
+    def _build(self, nb: int) -> tuple[Launch, ...]:
+        n = len(self.args)
+        return (Launch(_mamba2_kernel, self.units * nb, (*self.args, None, None, None, nb, *self.dims), (n, n + 1, n + 2),
+                       self.constexprs, num_warps=self.warps),)
+
+
+class GdnFoldPlan(_FoldPlan):
+    """The GatedDeltaNet fold of a bound `[L, S, H, V, K]` state and its k, v, g, beta rings, in two launches:
+    the `[CT, CT]` mix matrix M of every (layer, request, head), then the update of the state tiles, either
+    persistent with TMA (`form="tma"`, the default where `gdn_tma_fits`) or one program per tile
+    (`form="pointer"`). `config` = `(BV rows of V per program, at least 16; num_warps)`. M's scratch is
+    allocated once per batch size."""
+
+    def __init__(self, ssm, k, v, g, beta, *, config: tuple[int, int] | None = None, form: str | None = None):
+        (L, H, V, K, hpg, hist, nbuf, S), dev = _delta_args(ssm, k, v, g, beta, per_channel=False)
+        super().__init__(dev, S, nbuf, hist)
+        if form not in (None, "tma", "pointer"):
+            fail(f"form: expected 'tma' or 'pointer', got {form!r}")
+        if form == "tma" and not _tma_aligned(ssm):
+            fail(f"ssm: form='tma' needs a 16-byte aligned base and strides, got strides {ssm.stride()} of {ssm.dtype}")
+        self.empty = ssm.numel() == 0
+        self.ssm, self.L, self.H, self.V, self.K, self.hpg = ssm, L, H, V, K, hpg
+        self.bk, self.ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
+        self.dot16, self.pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
+        self.bv, self.warps = config or GDN_CONFIG
+        self.nvb = triton.cdiv(V, self.bv)
+        self.tma = form == "tma" or (form is None and gdn_tma_fits(ssm, k))
+        self.mix_rings = _rings_with_strides(k, g, beta)
+        self.rings = _rings_with_strides(k, v, g)
+        if self.tma and not self.empty:
+            self.desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, self.bv, self.bk])
+
+    def _build(self, nb: int) -> tuple[Launch, ...]:
+        L, H = self.L, self.H
+        mix = torch.empty(L * nb * H * self.ct * self.ct, device=self.device, dtype=torch.float32)
+        n = len(self.mix_rings)
+        first = Launch(_gdn_mix_kernel, L * nb * H, (*self.mix_rings, None, None, None, mix, nb, H, self.K, self.hpg),
+                       (n, n + 1, n + 2), dict(BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl), num_warps=1)
+        opts = dict(num_warps=self.warps, **({"launch_pdl": True} if self.pdl else {}))
+        consts = dict(BV=self.bv, BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl)
+        if self.tma:
+            nu = L * nb * H * self.nvb
+            programs = GDN_TMA_PER_SM * sm_count(self.device) if self.device.type == "cuda" else 3
+            n = 1 + len(self.rings)
+            args = (self.desc, *self.rings, None, None, None, mix, nb, nu, self.ssm.shape[1])
+            consts.update(H=H, V=self.V, K=self.K, HPG=self.hpg, NVB=self.nvb, STAGES=GDN_TMA_STAGES)
+            second = Launch(_gdn_tma_kernel, min(nu, programs), args, (n, n + 1, n + 2), consts, **opts)
+        else:
+            cap = gdn_max_registers(self.ssm.dtype)
+            n = 3 + len(self.rings)
+            args = (self.ssm, *lead_strides(self.ssm, 2), *self.rings, None, None, None, mix, nb, H, self.V, self.K, self.hpg, self.nvb)
+            consts.update(EVEN=self.V % self.bv == 0 and self.bk == self.K)
+            second = Launch(_gdn_kernel, L * nb * H * self.nvb, args, (n, n + 1, n + 2), consts, **opts,
+                            **({"maxnreg": cap} if cap else {}))
+        return first, second
+
+
+class KdaFoldPlan(_FoldPlan):
+    """The KDA fold of a bound `[L, S, H, V, K]` state and its k, v, g (per channel), beta rings; `config` =
+    `(BV rows of V per program, num_warps)`."""
+
+    def __init__(self, ssm, k, v, g, beta, *, config: tuple[int, int] | None = None):
+        (L, H, V, K, hpg, hist, nbuf, S), dev = _delta_args(ssm, k, v, g, beta, per_channel=True)
+        super().__init__(dev, S, nbuf, hist)
+        self.empty = ssm.numel() == 0
+        bv, self.warps = config or KDA_CONFIG
+        nvb = triton.cdiv(V, bv)
+        self.units = L * H * nvb
+        self.args = (ssm, *lead_strides(ssm, 2), *_rings_with_strides(k, v, g, beta))
+        self.dims = (H, V, K, hpg, nvb)
+        self.constexprs = dict(BV=bv, BK=max(16, next_pow2(K)), STAGES=KDA_STAGES)
+
+    def _build(self, nb: int) -> tuple[Launch, ...]:
+        n = len(self.args)
+        return (Launch(_kda_kernel, self.units * nb, (*self.args, None, None, None, nb, *self.dims), (n, n + 1, n + 2),
+                       self.constexprs, num_warps=self.warps),)
+
+
+class ConvFoldPlan(_FoldPlan):
+    """The conv-window fold of a bound `[L, S, C, K-1]` window and its conv-input ring; `config` = `(channels
+    per program, num_warps)`."""
+
+    def __init__(self, conv, conv_in, *, config: tuple[int, int] | None = None):
+        _state("conv", conv, 4)
+        L, S, C, km1 = conv.shape
+        dev = same_device(conv=conv, conv_in=conv_in)
+        nbuf, hist = _rings(L, S, ("conv_in", conv_in, (C,)))
+        super().__init__(dev, S, nbuf, hist)
+        self.empty = conv.numel() == 0
+        bc, self.warps = config or CONV_CONFIG
+        bc = min(next_pow2(bc), next_pow2(C))
+        self.ncb = triton.cdiv(C, bc)
+        self.L = L
+        self.args = (conv, *lead_strides(conv, 2), conv_in, *lead_strides(conv_in, 4))
+        self.C = C
+        self.constexprs = dict(KM1=km1, BJ=next_pow2(km1), BC=bc, BLOCK=next_pow2(bc * km1))
+
+    def _build(self, nb: int) -> tuple[Launch, ...]:
+        n = len(self.args)
+        return (Launch(_conv_kernel, self.L * nb * self.ncb, (*self.args, None, None, None, nb, self.C, self.ncb),
+                       (n, n + 1, n + 2), self.constexprs, num_warps=self.warps),)
 
 
 def _rings_with_strides(*rings: torch.Tensor) -> tuple:
@@ -450,16 +583,15 @@ def _rings_with_strides(*rings: torch.Tensor) -> tuple:
     return tuple(x for t in rings for x in (t, *lead_strides(t, 4)))
 
 
-def _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel: bool):
-    """Check a delta-rule fold's inputs; returns `(dims, (slots, buf, count))` with the indices on the device."""
+def _delta_args(ssm, k, v, g, beta, per_channel: bool):
+    """Check a delta-rule fold's tensors; returns `((L, H, V, K, heads per k group, Hist, NBUF, S), device)`."""
     _state("ssm", ssm, 5)
     L, S, H, V, K = ssm.shape
     dev = same_device(ssm=ssm, k=k, v=v, g=g, beta=beta)
     hk = _groups("k", k, H, "Hk", "K")
     gtail = (H, K) if per_channel else (H,)
     nbuf, hist = _rings(L, S, ("k", k, (hk, K)), ("v", v, (H, V)), ("g", g, gtail), ("beta", beta, (H,)))
-    slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
-    return (L, H, V, K, H // hk, hist, nb), (slots, buf, count)
+    return (L, H, V, K, H // hk, hist, nbuf, S), dev
 
 
 def _hopper(t: torch.Tensor) -> bool:
@@ -478,71 +610,23 @@ def gdn_tma_fits(ssm: torch.Tensor, k: torch.Tensor) -> bool:
     return _hopper(ssm) and ssm.dtype in HALF and k.dtype == ssm.dtype and _tma_aligned(ssm)
 
 
+def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+    """See `reference.replay_fold_mamba2_reference` and `Mamba2FoldPlan`."""
+    _run_fold(Mamba2FoldPlan(ssm, x, B, dt, dA, config=config), slots, buf, count, check)
+
+
 def replay_fold_gdn_triton(
     ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
 ) -> None:
-    """See `reference.replay_fold_gdn_reference`. Two launches: the `[CT, CT]` mix matrix M of every (layer,
-    request, head), then the update of the state tiles, either persistent with TMA (`form="tma"`, the default
-    where `gdn_tma_fits`) or one program per tile (`form="pointer"`). `config` = `(BV rows of V per program,
-    at least 16; num_warps)`."""
-    (L, H, V, K, hpg, hist, nb), idx = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=False)
-    if nb == 0 or ssm.numel() == 0:
-        return
-    if form not in (None, "tma", "pointer"):
-        fail(f"form: expected 'tma' or 'pointer', got {form!r}")
-    if form == "tma" and not _tma_aligned(ssm):
-        fail(f"ssm: form='tma' needs a 16-byte aligned base and strides, got strides {ssm.stride()} of {ssm.dtype}")
-    bk, ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
-    dot16, pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
-    mix = torch.empty(L * nb * H * ct * ct, device=ssm.device, dtype=torch.float32)
-    _gdn_mix_kernel[(L * nb * H,)](
-        *_rings_with_strides(k, g, beta), *idx, mix, nb, H, K, hpg, BK=bk, CT=ct, DOT16=dot16, PDL=pdl, num_warps=1
-    )
-    bv, warps = config or GDN_CONFIG
-    nvb = triton.cdiv(V, bv)
-    rings = (*_rings_with_strides(k, v, g), *idx, mix, nb)
-    opts = dict(BV=bv, BK=bk, CT=ct, DOT16=dot16, PDL=pdl, num_warps=warps, **({"launch_pdl": True} if pdl else {}))
-    if form == "tma" or (form is None and gdn_tma_fits(ssm, k)):
-        desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, bv, bk])
-        nu = L * nb * H * nvb
-        programs = GDN_TMA_PER_SM * sm_count(ssm.device) if ssm.is_cuda else 3
-        _gdn_tma_kernel[(min(nu, programs),)](
-            desc, *rings, nu, ssm.shape[1], H=H, V=V, K=K, HPG=hpg, NVB=nvb, STAGES=GDN_TMA_STAGES, **opts
-        )
-    else:
-        cap = gdn_max_registers(ssm.dtype)
-        _gdn_kernel[(L * nb * H * nvb,)](
-            ssm, *lead_strides(ssm, 2), *rings, H, V, K, hpg, nvb,
-            EVEN=V % bv == 0 and bk == K, **opts, **({"maxnreg": cap} if cap else {}),
-        )  # fmt: skip
+    """See `reference.replay_fold_gdn_reference` and `GdnFoldPlan`."""
+    _run_fold(GdnFoldPlan(ssm, k, v, g, beta, config=config, form=form), slots, buf, count, check)
 
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
-    """See `reference.replay_fold_kda_reference`. `config` = `(BV rows of V per program, num_warps)`."""
-    (L, H, V, K, hpg, _, nb), idx = _delta_args(ssm, k, v, g, beta, slots, buf, count, check, per_channel=True)
-    if nb == 0 or ssm.numel() == 0:
-        return
-    bv, warps = config or KDA_CONFIG
-    nvb = triton.cdiv(V, bv)
-    _kda_kernel[(L * nb * H * nvb,)](
-        ssm, *lead_strides(ssm, 2), *_rings_with_strides(k, v, g, beta), *idx, nb, H, V, K, hpg, nvb,
-        BV=bv, BK=max(16, next_pow2(K)), STAGES=KDA_STAGES, num_warps=warps,
-    )  # fmt: skip
+    """See `reference.replay_fold_kda_reference` and `KdaFoldPlan`."""
+    _run_fold(KdaFoldPlan(ssm, k, v, g, beta, config=config), slots, buf, count, check)
 
 
 def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
-    """See `reference.replay_fold_conv_reference`. `config` = `(channels per program, num_warps)`."""
-    _state("conv", conv, 4)
-    L, S, C, km1 = conv.shape
-    dev = same_device(conv=conv, conv_in=conv_in)
-    nbuf, hist = _rings(L, S, ("conv_in", conv_in, (C,)))
-    slots, buf, count, nb = _indices(dev, slots, buf, count, S, nbuf, hist, check)
-    if nb == 0 or conv.numel() == 0:
-        return
-    bc, warps = config or CONV_CONFIG
-    bc = min(next_pow2(bc), next_pow2(C))
-    ncb = triton.cdiv(C, bc)
-    _conv_kernel[(L * nb * ncb,)](
-        conv, *lead_strides(conv, 2), conv_in, *lead_strides(conv_in, 4),
-        slots, buf, count, nb, C, ncb, KM1=km1, BJ=next_pow2(km1), BC=bc, BLOCK=next_pow2(bc * km1), num_warps=warps,
-    )  # fmt: skip
+    """See `reference.replay_fold_conv_reference` and `ConvFoldPlan`."""
+    _run_fold(ConvFoldPlan(conv, conv_in, config=config), slots, buf, count, check)

@@ -24,6 +24,7 @@ from .._common import (
     word_size,
     word_view,
 )
+from .._launch import Launch
 
 MAX_POOLS = 4
 
@@ -69,55 +70,72 @@ def _reset_kernel(
                             _zero_unit(p3, a3, b3, d3, n3, l3, pid - u2, slots_ptr, B, BLOCK, E3, LAYER_INNER)
 
 
+class ResetSlotsPlan:
+    """`reset_slots` of bound pools: `plan(slots)` zeroes `pool[:, slots]` in every pool, one launch per group of
+    up to `MAX_POOLS` pools with one word type (in practice one launch), with no host-side work but the launches
+    (`slots` on the pools' device, int32 or int64, ranges not checked; see `check`)."""
+
+    def __init__(self, pools: list[torch.Tensor], *, config: tuple[int, int] | None = None):
+        pools = list(pools)
+        self.device = same_device(**{f"pools[{i}]": p for i, p in enumerate(pools)}) if pools else None
+        for i, p in enumerate(pools):
+            state_numel(p, 2, f"pools[{i}]")
+        self.slots_limit = min((p.shape[1] for p in pools), default=0)
+        groups: dict[torch.dtype, list[torch.Tensor]] = {}
+        for p in pools:
+            if p.numel() > 0:
+                v = word_view(p, 2, word_size(p, 2))
+                groups.setdefault(v.dtype, []).append(v)
+        self.groups = [g[i : i + MAX_POOLS] for g in groups.values() for i in range(0, len(g), MAX_POOLS)]
+        self.config = config
+        self._launches: dict[tuple, tuple[Launch, ...]] = {}
+
+    def __call__(self, slots: torch.Tensor) -> None:
+        key = (slots.shape[0], slots.dtype)
+        launches = self._launches.get(key)
+        if launches is None:
+            launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
+        for launch in launches:
+            launch(slots)
+
+    def _build(self, views: list[torch.Tensor], nb: int) -> Launch:
+        wb = views[0].element_size()
+        moved = sum(v.shape[0] * v.shape[2] for v in views) * nb
+        block, warps = copy_config(max(v.shape[2] for v in views), wb, self.config, moved, views[0].device)
+        args, evens, ends, total = [], [], [], 0
+        for v in views:
+            d = v.shape[2]
+            nch = triton.cdiv(d, block)
+            total += v.shape[0] * nb * nch
+            ends.append(total)
+            evens.append(d % block == 0)
+            args.append((v, *lead_strides(v, 2), d, nch, v.shape[0]))
+        launch_grid("reset_slots", total)
+        while len(args) < MAX_POOLS:
+            args.append(args[0])
+            evens.append(evens[0])
+            ends.append(total)
+        flat = []
+        for i, a in enumerate(args):
+            flat.extend(a)
+            if i < MAX_POOLS - 1:
+                flat.append(ends[i])
+        every = (None, nb, *flat, len(views), block, layer_inner(*((v, 0) for v in views)), *evens)
+        return Launch(_reset_kernel, total, every, (0,), num_warps=warps)
+
+    def check(self, slots: torch.Tensor) -> None:
+        """`0 <= slots < S` for the smallest pool (one synchronization)."""
+        check_ranges([("slots", slots, 0, self.slots_limit)])
+
+
 def reset_slots_triton(
     pools: list[torch.Tensor], slots: torch.Tensor, *, check: bool = True, config: tuple[int, int] | None = None
 ) -> None:
     """Zero `pool[:, slots]` for every `[L, S, *state]` pool; see `reference.reset_slots_reference`."""
-    pools = list(pools)
-    if not pools:
+    plan = ResetSlotsPlan(pools, config=config)
+    if plan.device is None:
         return
-    dev = same_device(**{f"pools[{i}]": p for i, p in enumerate(pools)})
-    slots = as_index("slots", slots, None, dev)
-    for i, p in enumerate(pools):
-        state_numel(p, 2, f"pools[{i}]")
+    slots = as_index("slots", slots, None, plan.device)
     if check:
-        check_ranges([("slots", slots, 0, min(p.shape[1] for p in pools))])
-    if slots.numel() == 0:
-        return
-    views = [word_view(p, 2, word_size(p, 2)) for p in pools if p.numel() > 0]
-    # One launch per group of up to MAX_POOLS pools with one word type (in practice: one launch).
-    groups: dict[torch.dtype, list[torch.Tensor]] = {}
-    for v in views:
-        groups.setdefault(v.dtype, []).append(v)
-    for group in groups.values():
-        for i in range(0, len(group), MAX_POOLS):
-            _launch(group[i : i + MAX_POOLS], slots, config)
-
-
-def _launch(views: list[torch.Tensor], slots: torch.Tensor, config: tuple[int, int] | None) -> None:
-    wb = views[0].element_size()
-    nb = slots.numel()
-    moved = sum(v.shape[0] * v.shape[2] for v in views) * nb
-    block, warps = copy_config(max(v.shape[2] for v in views), wb, config, moved, views[0].device)
-    args, evens, ends, total = [], [], [], 0
-    for v in views:
-        d = v.shape[2]
-        nch = triton.cdiv(d, block)
-        total += v.shape[0] * nb * nch
-        ends.append(total)
-        evens.append(d % block == 0)
-        args.append((v, *lead_strides(v, 2), d, nch, v.shape[0]))
-    launch_grid("reset_slots", total)
-    while len(args) < MAX_POOLS:
-        args.append(args[0])
-        evens.append(evens[0])
-        ends.append(total)
-    flat = []
-    for i, a in enumerate(args):
-        flat.extend(a)
-        if i < MAX_POOLS - 1:
-            flat.append(ends[i])
-    _reset_kernel[(total,)](
-        slots, nb, *flat, NPOOLS=len(views), BLOCK=block, LAYER_INNER=layer_inner(*((v, 0) for v in views)),
-        E0=evens[0], E1=evens[1], E2=evens[2], E3=evens[3], num_warps=warps,
-    )  # fmt: skip
+        plan.check(slots)
+    plan(slots)

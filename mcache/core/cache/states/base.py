@@ -7,6 +7,7 @@ A pool is one buffer declaration allocated as one tensor. Whatever the storage l
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -83,10 +84,30 @@ def scatter(view: torch.Tensor, slots: torch.Tensor, values: torch.Tensor) -> No
     K.copy_slots(values.to(view.device, view.dtype), arange(len(slots), view.device), view, slots, check=False)
 
 
-def reset_kinds(kinds: list[StateKind], slots: torch.Tensor) -> None:
-    """Zero every per-slot pool of `kinds` at `slots` in one call (the kernel zeroes up to four pools per
-    launch), instead of a call per kind."""
-    K.reset_slots([p.view for k in kinds for p in k.slot_pools()], slots, check=False)
+class Plans:
+    """Kernel plans (`mcache.kernels.*_plan`) of one owner, by name. A plan binds its pools once, so that a
+    launch passes only index vectors; `get` rebuilds it when one of its pools changed (another tensor or
+    another layout) and returns the one it has otherwise."""
+
+    def __init__(self):
+        self._entries: dict[str, tuple[list[tuple[torch.Tensor, str]], Callable]] = {}
+
+    def get(self, name: str, pools: Sequence[Pool], build: Callable[[], Callable]) -> Callable:
+        """The plan `name` over `pools`, built by `build()` when it is missing or its pools changed."""
+        bound = [(p.storage, p.layout) for p in pools]
+        entry = self._entries.get(name)
+        if entry is None or len(entry[0]) != len(bound) or any(
+            a is not b or la != lb for (a, la), (b, lb) in zip(entry[0], bound, strict=True)
+        ):
+            entry = self._entries[name] = (bound, build())
+        return entry[1]
+
+
+def reset_kinds(plans: Plans, kinds: list[StateKind], slots: torch.Tensor) -> None:
+    """Zero every per-slot pool of `kinds` at `slots` through one plan of `plans` (the kernel zeroes up to four
+    pools per launch), instead of a call per kind."""
+    pools = [p for k in kinds for p in k.slot_pools()]
+    plans.get("reset", pools, lambda: K.reset_slots_plan([p.view for p in pools]))(slots)
 
 
 @dataclass
@@ -121,12 +142,14 @@ class StateKind:
     The base implementation is the generic behaviour: reset zeroes every per-slot pool of the kind,
     relocate copies them all, the rest do nothing. Kinds override what they need. `layers` are the
     global layer indices of the kind on this rank (pool layer `i` is global layer `layers[i]`).
-    Slots and other index vectors are int64 tensors on the pools' device.
+    Slots and other index vectors are int64 tensors on the pools' device, validated by the manager: the
+    kernels are launched through `plans` without checking them again.
     """
 
     def __init__(self, kind: str | None, ctx: RankContext, pools: list[Pool], book=None):
         self.kind, self.ctx, self.pools, self.book = kind, ctx, pools, book
         self.runtime = ctx.runtime
+        self.plans = Plans()
         self.layers = [0] if kind is None else ctx.layers_of(kind)
 
     def slot_pools(self) -> list[Pool]:
@@ -135,12 +158,12 @@ class StateKind:
 
     def reset(self, slots: torch.Tensor) -> None:
         """Zero every per-slot pool of the kind at `slots` (first use of a slot by a request)."""
-        reset_kinds([self], slots)
+        reset_kinds(self.plans, [self], slots)
 
     def relocate(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Copy every per-slot pool of the kind from slots `src` to slots `dst`."""
         for p in self.slot_pools():
-            K.copy_slots(p.view, src, p.view, dst)
+            self.plans.get(f"relocate {p.decl.key}", [p], lambda p=p: K.copy_slots_plan(p.view, p.view))(src, dst)
 
     def begin_step(self, step: Step) -> None:
         """Work before the model runs a verify step (replay folds the ring on overflow)."""

@@ -49,7 +49,9 @@ class Bookkeeping(StateKind):
 
     def clear_pending(self, slots: torch.Tensor) -> None:
         """The base state of `slots` is now the whole state: no pending replay tokens, version 0."""
-        K.reset_slots([p.view for p in (self.prev, self.version) if p is not None], slots, check=False)
+        pools = [p for p in (self.prev, self.version) if p is not None]
+        if pools:
+            self.plans.get("clear", pools, lambda: K.reset_slots_plan([p.view for p in pools]))(slots)
 
     def begin_step(self, step: Step) -> None:
         t = step.tokens
@@ -70,4 +72,5 @@ class Bookkeeping(StateKind):
             scatter(self.prev.view, step.slots, prev[None].to(torch.int32))
             scatter(self.buf.view, step.slots, step.ring_buf[None].to(torch.int32))
         if self.version is not None:
-            K.commit_index(self.version.view[0], step.slots, accepted, step.tokens + 1, check=False)
+            v = self.version
+            self.plans.get("commit", [v], lambda: K.commit_index_plan(v.view[0], step.tokens + 1))(step.slots, accepted)

@@ -40,7 +40,9 @@ class RecurrentState(StateKind):
 
     def commit(self, step: Step, accepted: torch.Tensor) -> None:
         for name, inter in self.inter.items():
-            K.commit_intermediate(self.base[name].view, inter.view, step.slots, step.rows, accepted, check=False)
+            base = self.base[name]
+            plan = self.plans.get(f"commit {name}", [base, inter], lambda b=base, i=inter: K.commit_intermediate_plan(b.view, i.view))
+            plan(step.slots, step.rows, accepted)
 
     def current(self, slots: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         if not self.versions:
@@ -62,16 +64,26 @@ class RecurrentState(StateKind):
             scatter(self.base[name].view, slots, value)
 
     def snapshot(self, slot: torch.Tensor, snap: torch.Tensor) -> None:
+        if not self.versions and not self.rings:  # the base pool holds the state: copy pool to pool
+            for name, pool in self.snap.items():
+                self._copy(f"snapshot {name}", self.base[name], pool)(slot, snap)
+            return
         for name, (src, index) in self.current(slot).items():
             K.copy_slots(src, index, self.snap[name].view, snap)
 
     def restore(self, snap: torch.Tensor, slot: torch.Tensor) -> None:
         for name, pool in self.snap.items():
-            K.copy_slots(pool.view, snap, self.base[name].view, slot)
+            self._copy(f"restore {name}", pool, self.base[name])(snap, slot)
+
+    def _copy(self, name: str, src: Pool, dst: Pool):
+        """The copy plan from pool `src` to pool `dst`."""
+        return self.plans.get(name, [src, dst], lambda: K.copy_slots_plan(src.view, dst.view))
 
     def on_transfer_complete(self, slots: torch.Tensor) -> None:
         # The received base state is the whole state: stale rings and versions of the slot go.
-        K.reset_slots([p.view for p in (*self.rings.values(), *self.versions.values())], slots, check=False)
+        pools = [*self.rings.values(), *self.versions.values()]
+        if pools:
+            self.plans.get("clear", pools, lambda: K.reset_slots_plan([p.view for p in pools]))(slots)
 
     def replay_metadata(self) -> ReplayMeta | None:
         if not self.rings:

@@ -7,6 +7,8 @@ folds them into the checkpoint before the model writes its tokens; `current` fol
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from mcache import kernels as K
@@ -16,22 +18,32 @@ from mcache.core.cache.states.recurrent import RecurrentState
 
 
 class ReplayState(RecurrentState):
-    """A recurrent kind whose ring can be folded: subclasses say how (`fold_ssm`); the conv window is shared."""
+    """A recurrent kind whose ring can be folded: `fold_inputs` names the rings its SSM fold reads, in the order
+    of `mcache.kernels.replay_fold_<kind>`; the conv window folds from `conv_in` whatever the kind."""
 
-    def fold(self, states: dict[str, torch.Tensor], rings: dict[str, torch.Tensor], slots, buf, count) -> None:
-        """Fold ring tokens `0 .. count[b]` of buffer `buf[b]` into `states` at `slots[b]` (`[L, S, ...]` views)."""
+    fold_inputs: tuple[str, ...] = ()
+
+    def _folds(self, states: dict, rings: dict) -> list[tuple[str, list]]:
+        """`(fold kind, [state, *rings])` of each state this kind folds (pools or tensors alike)."""
+        out = []
         if "conv" in states:
-            K.replay_fold_conv(states["conv"], rings["conv_in"], slots, buf, count, check=False)
+            out.append(("conv", [states["conv"], rings["conv_in"]]))
         if "ssm" in states:
-            self.fold_ssm(states["ssm"], rings, slots, buf, count)
+            out.append((self.kind, [states["ssm"], *(rings[n] for n in self.fold_inputs)]))
+        return out
 
-    def fold_ssm(self, ssm: torch.Tensor, rings: dict[str, torch.Tensor], slots, buf, count) -> None:
-        raise NotImplementedError
+    def _fold_plans(self) -> list[Callable]:
+        """The fold plans of the base pools with their rings, built once (see `Plans`)."""
+        plans = []
+        for kind, pools in self._folds(self.base, self.rings):
+            build = lambda k=kind, ps=pools: K.fold_plan(k, *(p.view for p in ps))  # noqa: E731
+            plans.append(self.plans.get(f"fold {kind}", pools, build))
+        return plans
 
     def begin_step(self, step: Step) -> None:
         if self.rings and step.fold is not None:
-            views = {n: p.view for n, p in self.base.items()}
-            self.fold(views, {n: p.view for n, p in self.rings.items()}, step.slots, step.read_buf, step.fold)
+            for plan in self._fold_plans():
+                plan(step.slots, step.read_buf, step.fold)
 
     def current(self, slots: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         if not self.rings:
@@ -40,7 +52,8 @@ class ReplayState(RecurrentState):
         pos = arange(len(slots), slots.device)
         states = {n: gather(p.view, slots) for n, p in self.base.items()}
         rings = {n: gather(p.view, slots) for n, p in self.rings.items()}
-        self.fold(states, rings, pos, buf, prev)
+        for kind, tensors in self._folds(states, rings):  # copies of this call: a plan used once
+            K.fold_plan(kind, *tensors)(pos, buf, prev)
         return {n: (t, pos) for n, t in states.items()}
 
 
@@ -48,24 +61,21 @@ class ReplayState(RecurrentState):
 class Mamba2State(ReplayState):
     """Ring: x `[H, P]`, B `[G, N]`, dt and dA `[H]`, conv_in `[C]` per token."""
 
-    def fold_ssm(self, ssm, rings, slots, buf, count) -> None:
-        K.replay_fold_mamba2(ssm, rings["x"], rings["B"], rings["dt"], rings["dA"], slots, buf, count, check=False)
+    fold_inputs = ("x", "B", "dt", "dA")
 
 
 @register("gdn")
 class GatedDeltaNetState(ReplayState):
     """Ring: normalized k `[Hk, K]`, v `[H, V]`, log gate g and beta `[H]`, conv_in `[C]` per token."""
 
-    def fold_ssm(self, ssm, rings, slots, buf, count) -> None:
-        K.replay_fold_gdn(ssm, rings["k"], rings["v"], rings["g"], rings["beta"], slots, buf, count, check=False)
+    fold_inputs = ("k", "v", "g", "beta")
 
 
 @register("kda")
 class KDAState(ReplayState):
     """Ring: like GatedDeltaNet with a per-channel log gate g `[H, K]`."""
 
-    def fold_ssm(self, ssm, rings, slots, buf, count) -> None:
-        K.replay_fold_kda(ssm, rings["k"], rings["v"], rings["g"], rings["beta"], slots, buf, count, check=False)
+    fold_inputs = ("k", "v", "g", "beta")
 
 
 @register("short_conv")

@@ -1,0 +1,176 @@
+"""Launch plans: every kernel's plan, called again and again on the pools it bound, against the torch reference.
+
+A plan's first call for a batch size goes through `kernel[grid]`; on CUDA every later call goes through the
+compiled kernel's launcher with only the index vectors substituted (`mcache/kernels/_launch.py`), so each
+plan here runs three rounds: a batch size, the same batch size with other slots (the direct launch on a GPU),
+and another batch size. Copy outputs are poisoned before each round and compared bitwise; folds (which read the
+state they write) are compared within the replay tests' tolerance. CPU: Triton's interpreter; GPU: `-m gpu`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernel_cases import distinct_slots, make_pool, poison_slots, rel_err
+
+HAS_CUDA = torch.cuda.is_available()
+DEVICES = [
+    pytest.param("cpu", marks=pytest.mark.skipif(HAS_CUDA, reason="interpreter runs only without CUDA"), id="interp"),
+    pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"),
+]
+L, S = 3, 12
+ROUNDS = (2, 2, 5)  # batch sizes: the second round reuses the first one's launch
+
+
+def _rounds(device, gen, sets=1):
+    for nb in ROUNDS:
+        yield nb, distinct_slots(sets * nb, S, gen, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["layer_major", "slot_major"])
+def test_copy_reset_commit_plans_reuse_their_launches(device, layout):
+    from mcache.kernels.commit_intermediate.kernel import CommitIntermediatePlan
+    from mcache.kernels.commit_intermediate.reference import commit_intermediate_reference
+    from mcache.kernels.copy_slots.kernel import CopySlotsPlan
+    from mcache.kernels.copy_slots.reference import copy_slots_reference
+    from mcache.kernels.reset_slots.kernel import ResetSlotsPlan
+
+    gen = torch.Generator().manual_seed(3)
+    pool = make_pool(L, S, (4, 9), torch.bfloat16, layout, device, gen)
+    conv = make_pool(L, S, (7, 3), torch.float32, layout, device, gen)
+    inter = torch.randn(L, 6, 4, 4, 9, generator=gen).to(torch.bfloat16).to(device)
+    copy, reset, commit = CopySlotsPlan(pool, pool), ResetSlotsPlan([pool, conv]), CommitIntermediatePlan(pool, inter)
+    for nb, slots in _rounds(device, gen, sets=2):
+        src, dst = slots.split(nb)
+        expect = pool.clone()
+        copy_slots_reference(expect, src, expect, dst)
+        poison_slots(pool, dst)
+        copy(src, dst)
+        assert torch.equal(pool, expect), f"copy, batch {nb}"
+
+        rows = torch.randperm(6, generator=gen)[:nb].to(device)
+        accepted = torch.randint(0, 5, (nb,), generator=gen).to(device)
+        expect = pool.clone()
+        commit_intermediate_reference(expect, inter, src, rows, accepted)
+        poison_slots(pool, src[accepted > 0])
+        commit(src, rows, accepted)
+        assert torch.equal(pool, expect), f"commit, batch {nb}"
+
+        reset(dst)
+        assert not pool[:, dst].any() and not conv[:, dst].any(), f"reset, batch {nb}"
+        assert pool[:, src[accepted > 0]].ne(0).any(), "reset wrote a slot it was not given"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pack_unpack_and_index_plans_reuse_their_launches(device):
+    from mcache.kernels.commit_index.kernel import CommitIndexPlan
+    from mcache.kernels.commit_index.reference import commit_index_reference
+    from mcache.kernels.pack.kernel import PackPlan
+    from mcache.kernels.pack.reference import pack_reference
+
+    gen = torch.Generator().manual_seed(4)
+    pool = make_pool(L, S, (6, 5), torch.float16, "layer_major", device, gen)
+    ranges = [(5, 10), (20, 7)]
+    out = torch.empty(2, L, 17, dtype=torch.float16, device=device)
+    pack, unpack = PackPlan(pool, ranges, out), PackPlan(pool, ranges, out, to_pool=True)
+    version = torch.randint(0, 4, (S,), generator=gen).to(torch.int32).to(device)
+    index = CommitIndexPlan(version, 4)
+    for nb, slots in _rounds(device, gen, sets=2):
+        if nb != out.shape[0]:
+            break  # a pack plan is bound to its buffer's batch
+        src, dst = slots.split(nb)
+        expect = torch.empty_like(out)
+        pack_reference(pool, src, ranges, expect)
+        out.fill_(float("nan"))
+        pack(src)
+        assert torch.equal(out, expect), "pack"
+        unpack(dst)
+        flat = pool.flatten(2)
+        assert torch.equal(flat[:, dst, 5:15], flat[:, src, 5:15]) and torch.equal(flat[:, dst, 20:27], flat[:, src, 20:27])
+
+        accepted = torch.randint(0, 4, (nb,), generator=gen).to(device)
+        expect = version.clone()
+        commit_index_reference(expect, src, accepted, 4)
+        index(src, accepted)
+        assert torch.equal(version, expect), "commit_index"
+
+
+def _fold_case(kind, device, gen, hist=6):
+    """`(plan class, state, rings, reference)` of a fold on random inputs (float32: the interpreter's bf16 is not
+    faithful)."""
+    from mcache.kernels.replay_fold import kernel as k
+    from mcache.kernels.replay_fold import reference as ref
+
+    def ring(*tail, lo=-1.0, hi=1.0):
+        return (torch.rand(L, S, 2, hist, *tail, generator=gen) * (hi - lo) + lo).to(device)
+
+    H = 4
+    if kind == "mamba2":
+        state = torch.randn(L, S, H, 20, 24, generator=gen).to(device)
+        rings = (ring(H, 20), ring(2, 24), ring(H, lo=0.0, hi=0.1), ring(H, lo=-0.5, hi=-0.01))
+        return k.Mamba2FoldPlan, state, rings, ref.replay_fold_mamba2_reference
+    if kind == "conv":
+        state = torch.randn(L, S, 37, 3, generator=gen).to(device)
+        return k.ConvFoldPlan, state, (ring(37),), ref.replay_fold_conv_reference
+    state = torch.randn(L, S, H, 12, 20, generator=gen).to(device)
+    gate = ring(H, 20, lo=-0.5, hi=-0.01) if kind == "kda" else ring(H, lo=-0.5, hi=-0.01)
+    rings = (ring(2, 20, lo=-0.1, hi=0.1), ring(H, 12), gate, ring(H, lo=0.05, hi=1.0))
+    if kind == "kda":
+        return k.KdaFoldPlan, state, rings, ref.replay_fold_kda_reference
+    return k.GdnFoldPlan, state, rings, ref.replay_fold_gdn_reference
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["mamba2", "gdn", "kda", "conv"])
+def test_fold_plans_reuse_their_launches(device, kind):
+    gen = torch.Generator().manual_seed(5)
+    plan_class, state, rings, reference = _fold_case(kind, device, gen)
+    plan = plan_class(state, *rings)
+    for nb, slots in _rounds(device, gen):
+        buf = torch.randint(0, 2, (nb,), generator=gen).to(device)
+        count = torch.randint(1, 7, (nb,), generator=gen).to(device)
+        expect = state.clone()
+        reference(expect, *rings, slots, buf, count)  # folds read the state they write: nothing to poison, and a
+        plan(slots, buf, count)  # plan that did nothing leaves the state the reference changed
+        err = rel_err(state, expect)
+        assert err < 2e-5, f"{kind} fold, batch {nb}: relative error {err:.2e}"
+
+
+def test_a_launch_binds_once_and_substitutes_only_the_per_call_arguments():
+    """The launch keeps its bound arguments and replaces exactly the per-call positions on every call."""
+    from mcache.kernels._launch import Launch
+
+    seen = []
+
+    class Kernel:  # stands in for a JIT function (interpreted: no compiled launcher)
+        def __getitem__(self, grid):
+            return lambda *args, **kw: seen.append((grid, args, kw))
+
+    bound = torch.zeros(3)
+    launch = Launch(Kernel(), 7, (bound, None, 5, None), (1, 3), dict(BLOCK=16), num_warps=4)
+    launch("a", "b")
+    launch("c", "d")
+    assert [s[1] for s in seen] == [(bound, "a", 5, "b"), (bound, "c", 5, "d")]
+    assert seen[0][0] == (7,) and seen[0][2] == {"BLOCK": 16, "num_warps": 4}
+
+
+def test_the_manager_rebuilds_a_plan_when_its_pool_changes_and_not_otherwise():
+    from mcache.core.cache.states.base import Plans, Pool
+
+    builds = []
+
+    def build():
+        builds.append(1)
+        return object()
+
+    pool = Pool(decl=None, role="base", units=4, storage=torch.zeros(2, 4, 3), layout="layer")
+    plans = Plans()
+    first = plans.get("copy", [pool], build)
+    assert plans.get("copy", [pool], build) is first and len(builds) == 1  # same pool: the plan it has
+    pool.storage = torch.zeros(2, 4, 3)  # a new tensor of the same shape
+    second = plans.get("copy", [pool], build)
+    assert second is not first and len(builds) == 2
+    pool.layout = "slot"  # another layout over the same tensor
+    assert plans.get("copy", [pool], build) is not second and len(builds) == 3
+    assert plans.get("other", [pool], build) is not None and len(builds) == 4  # plans are kept by name

@@ -174,3 +174,27 @@ def test_the_manager_rebuilds_a_plan_when_its_pool_changes_and_not_otherwise():
     pool.layout = "slot"  # another layout over the same tensor
     assert plans.get("copy", [pool], build) is not second and len(builds) == 3
     assert plans.get("other", [pool], build) is not None and len(builds) == 4  # plans are kept by name
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_gdn_tma_plan_encodes_its_descriptor_once_and_stays_right():
+    """The persistent TMA form of the GatedDeltaNet fold (bf16 state on Hopper) through its plan, three rounds: the
+    direct launch encodes the tensor descriptor once at bind time."""
+    from mcache.kernels.replay_fold.kernel import GdnFoldPlan, gdn_tma_fits
+
+    gen = torch.Generator().manual_seed(6)
+    _, state, rings, reference = _fold_case("gdn", "cuda", gen)
+    state = state.to(torch.bfloat16)
+    rings = tuple(r.to(torch.bfloat16) for r in rings)
+    if not gdn_tma_fits(state, rings[0]):
+        pytest.skip("the TMA form needs a Hopper GPU")
+    plan = GdnFoldPlan(state, *rings, form="tma")
+    for nb, slots in _rounds("cuda", gen):
+        buf = torch.randint(0, 2, (nb,), generator=gen).cuda()
+        count = torch.randint(1, 7, (nb,), generator=gen).cuda()
+        expect = state.float()
+        reference(expect, *(r.float() for r in rings), slots, buf, count)
+        plan(slots, buf, count)
+        err = rel_err(state, expect)
+        assert err < 1e-2, f"gdn TMA fold, batch {nb}: relative error {err:.2e}"

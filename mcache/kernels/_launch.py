@@ -15,6 +15,7 @@ so a call can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 
 import torch
@@ -30,29 +31,30 @@ def interpreted(kernel) -> bool:
 class Launch:
     """One launch of `kernel` over a 1-D grid of `grid` programs with `args` bound (the leading parameters in
     order) and `constexprs` (the trailing ones, by name); `per_call` names the positions in `args` that
-    `__call__` fills, in its order. `options` are Triton's launch options (`num_warps`, ...).
+    `__call__` fills, in its order, with tensors. `options` are Triton's launch options (`num_warps`, ...).
 
-    Pointer arguments that stay bound may be given as tensors; on CUDA they are bound as their addresses
-    (the plan keeps the tensors alive).
+    Bound tensors are kept alive by the launch; on CUDA they, and the per-call tensors, reach the launcher as
+    addresses, which it takes without querying the driver about them.
     """
 
-    __slots__ = ("kernel", "grid", "args", "constexprs", "per_call", "options", "keep", "_run", "_function", "_meta", "_launch_args",
-                 "_launch_pos", "_stream", "_device")
+    __slots__ = ("kernel", "grid", "args", "constexprs", "per_call", "options", "keep", "_call", "_full", "_pos",
+                 "_stream", "_device")
 
     def __init__(self, kernel, grid: int, args: Sequence, per_call: Sequence[int], constexprs: dict | None = None, **options):
         self.kernel, self.grid, self.options = kernel, grid, options
         self.args, self.constexprs = list(args), constexprs or {}
         self.per_call = tuple(per_call)
         self.keep = [a for a in self.args if isinstance(a, torch.Tensor)]
-        self._run = None
+        self._full = None
         self._device = next((a.device for a in self.keep if a.is_cuda), None)
 
     def __call__(self, *values) -> None:
-        if self._run is not None:
-            args = self._launch_args
-            for pos, value in zip(self._launch_pos, values, strict=True):
-                args[pos] = value
-            self._run(self.grid, 1, 1, self._stream(self._device.index), self._function, self._meta, None, None, None, *args)
+        full = self._full
+        if full is not None:
+            full[3] = self._stream(self._device)
+            for pos, value in zip(self._pos, values, strict=True):
+                full[pos] = value.data_ptr()
+            self._call(*full)
             return
         args = self.args
         for pos, value in zip(self.per_call, values, strict=True):
@@ -62,18 +64,60 @@ class Launch:
             self._bind(compiled)
 
     def _bind(self, compiled) -> None:
-        """Keep `compiled` and the argument list its launcher takes, pointers as addresses."""
+        """Keep `compiled` and the whole argument list its launcher takes, pointers as addresses."""
         params = self.kernel.params
         # Triton 3.3 and later pass every parameter to the launcher (constexprs too, which it skips); earlier
         # versions only the others (triton/runtime/jit.py, JITFunction.run).
         every = len(compiled.src.signature) == len(params)
-        keep = [i for i, p in enumerate(params) if every or not p.is_constexpr]
         args = [a.data_ptr() if isinstance(a, torch.Tensor) and i not in self.per_call else a for i, a in enumerate(self.args)]
         args += [self.constexprs.get(p.name, p.default) for p in params[len(args) :]]
-        self._launch_args = [args[i] for i in keep]
-        self._launch_pos = tuple(keep.index(i) for i in self.per_call)
-        self._function, self._meta = compiled.function, compiled.packed_metadata
-        self._stream = triton.runtime.driver.active.get_current_stream
-        self._run = compiled.run
-        if self._device.index is None:
-            self._device = torch.device("cuda", torch.cuda.current_device())
+        keep = [i for i, p in enumerate(params) if every or not p.is_constexpr]
+        args = [args[i] for i in keep]
+        pos = [keep.index(i) for i in self.per_call]
+        run = compiled.run
+        direct = _direct_launch(run)
+        if direct is None:  # the launcher as JITFunction.run calls it
+            head = [self.grid, 1, 1, None, compiled.function, compiled.packed_metadata, None, None, None]
+            self._call = run
+        else:
+            self._call, expand = direct
+            head = [self.grid, 1, 1, None, compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
+                    compiled.packed_metadata, None, None, None]  # fmt: skip
+            args, pos = expand(args, pos)
+        self._full = head + args
+        self._pos = tuple(len(head) + p for p in pos)
+        self._stream = torch._C._cuda_getCurrentRawStream  # what Triton's driver asks for the current stream
+        self._device = self._device.index if self._device.index is not None else torch.cuda.current_device()
+
+
+def _direct_launch(run):
+    """`(C launch function, expand)` for a Triton 3.6 launcher that needs no scratch memory, else None.
+
+    Triton 3.6's `CudaLauncher.__call__` (triton/backends/nvidia/driver.py) allocates scratch memory when a kernel
+    asks for it (ours never do) and calls its compiled `launch` with the cooperative-grid and PDL flags, two
+    scratch pointers, the packed metadata, the launch metadata and the two launch hooks before the kernel
+    arguments; a kernel with a host tensor descriptor gets `launch` wrapped by `wrap_handle_tensordesc`, which
+    encodes the descriptor into a `CUtensorMap` on every call. Calling `launch` directly, with the descriptors
+    encoded once here (`expand`), skips both; the hooks (a profiler's) are not called. Other versions take the
+    generic path.
+    """
+    if not triton.__version__.startswith("3.6.") or type(run).__name__ != "CudaLauncher":
+        return None
+    if run.global_scratch_size or run.profile_scratch_size:
+        return None
+    launch = run.launch
+    if getattr(launch, "__name__", "") != "inner":
+        return launch, lambda args, pos: (args, pos)
+    closure = inspect.getclosurevars(launch).nonlocals
+    from triton.backends.nvidia.driver import make_tensordesc_arg
+
+    indices, meta = sorted(closure["tensordesc_indices"]), closure["tensordesc_meta"]
+
+    def expand(args, pos):
+        out, where = [], []
+        for i, a in enumerate(args):
+            where.append(len(out))
+            out.extend(make_tensordesc_arg(a, meta[indices.index(i)]) if i in indices else [a])
+        return out, [where[p] for p in pos]
+
+    return closure["launcher"], expand

@@ -11,6 +11,7 @@ import msgspec
 
 from mcache.core.atomic import write_atomic
 from mcache.core.errors import SpecError, validation_parts
+from mcache.core.json_text import json_text
 
 SCHEMA_VERSION = 1
 
@@ -126,7 +127,7 @@ class Results(Record, kw_only=True):
 
 def dump(results: Results) -> str:
     """Pretty JSON text of a run."""
-    return msgspec.json.format(msgspec.json.encode(results), indent=2).decode() + "\n"
+    return json_text(results) + "\n"
 
 
 def save(results: Results, path: str | Path) -> None:

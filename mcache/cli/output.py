@@ -297,10 +297,10 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
 
 
 def emit_json(data, output: Path | None) -> None:
-    """Write JSON-ready data (lists, dicts) as indented JSON."""
-    import json
+    """Write JSON-ready data (lists, dicts, msgspec structs) as indented, strict JSON."""
+    from mcache.core.json_text import json_text
 
-    emit_text(json.dumps(data, indent=2), output)
+    emit_text(json_text(data), output)
 
 
 _VERIFY_HEAD = ("stage", "buffer", "component", "estimated", "allocated", "difference")

@@ -290,10 +290,11 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         emit_json(data, output)
     elif fmt == "markdown":
         rows = [_compare_cells(c) for c in comparison.changes]
-        emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
+        notes = "".join(f"\n\nnote: {note}" for note in comparison.notes)
+        emit_text(f"**{summary}**{notes}\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
         table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
-        print_blocks([summary, table], output)
+        print_blocks([summary, *(f"note: {note}" for note in comparison.notes), table], output)
 
 
 def emit_json(data, output: Path | None) -> None:

@@ -93,9 +93,10 @@ def _mutated(index: int, **fields):
         (lambda d: d["rows"].append(dict(d["rows"][1])),
          "rows[6] (commit/mamba2/triton/b1): each row once, but rows[1] has the same op, kind, layer, impl and batch"),
         (lambda d: d["meta"]["ceiling"].update(gbps=-1.0), "meta.ceiling.gbps: Expected `float` > 0.0, got -1.0"),
+        (_mutated(4, colour="red"), "rows[4] (gone/mamba2/triton/b1): Object contains unknown field `colour`"),
     ],
     ids=["negative-time", "zero-time", "p10-above-p90", "negative-bytes", "negative-batch", "banana-status",
-         "ok-without-time", "duplicate-row", "negative-ceiling"],
+         "ok-without-time", "duplicate-row", "negative-ceiling", "unknown-field"],
 )
 def test_impossible_rows_are_refused_naming_file_row_and_field(tmp_path, capsys, mutate, expected):
     data = _run_data()
@@ -104,6 +105,24 @@ def test_impossible_rows_are_refused_naming_file_row_and_field(tmp_path, capsys,
     good = _file(tmp_path, "good.json", _run_data())
     assert main(["compare", good, bad]) == 2
     assert _one_line(capsys) == f"{bad}: {expected}"
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity"])
+def test_non_finite_numbers_in_a_file_are_refused(tmp_path, capsys, number):
+    text = re.sub(r'"median_us": [0-9.]+', f'"median_us": {number}', results.dump(make_run(BASE)), count=1)
+    path = _file(tmp_path, "inf.json", text)
+    assert main(["export", path, "--to", "bencher"]) == 2
+    assert _one_line(capsys).startswith(f"{path}: json: valid JSON (")
+
+
+def test_bench_times_a_repeated_batch_or_op_once(tmp_path):
+    from paths import TINY_SPEC
+
+    out = tmp_path / "run.json"
+    assert main(["bench", TINY_SPEC, "--device", "cpu", "--batch", "1,1", "--ops", "reset,reset", "--reps", "2",
+                 "-o", str(out)]) == 0
+    rows = results.load(out).rows
+    assert len(rows) == len({r.key for r in rows}) > 0
 
 
 def _meta_changed(tmp_path, name: str, **meta) -> str:

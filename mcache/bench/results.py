@@ -5,6 +5,7 @@ Times are microseconds, bytes are integers, bandwidth is GB/s (1e9 bytes per sec
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
@@ -201,15 +202,15 @@ def check_rows(run: Results, path: str) -> None:
 
 def _row_named(field: str, data: dict) -> str:
     """`rows[3].median_us` -> `rows[3] (copy/mamba2/triton/b8): median_us`, where the row has a key's fields."""
-    index, dot, rest = field.partition("].")
-    if not index.startswith("rows[") or not dot:
+    match = re.fullmatch(r"rows\[(\d+)\](?:\.(.+))?", field)
+    if not match:
         return field or "document"
     try:
-        raw = data["rows"][int(index[5:])]
+        raw = data["rows"][int(match[1])]
         key = row_key(raw["op"], raw["kind"], raw.get("layer"), raw["impl"], raw["batch"])
-    except (KeyError, TypeError, ValueError, IndexError):
+    except (KeyError, TypeError, IndexError):
         return field
-    return f"{index}] ({key}): {rest}"
+    return f"rows[{match[1]}] ({key})" + (f": {match[2]}" if match[2] else "")
 
 
 def _with_value(field: str, reason: str, data) -> str:

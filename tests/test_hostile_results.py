@@ -199,6 +199,16 @@ def test_output_to_dev_null_leaves_the_device(tmp_path):
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
+def test_output_to_dev_stdout_in_a_pipe_writes_to_the_pipe(tmp_path):
+    import subprocess
+    import sys
+
+    src = _file(tmp_path, "run.json", _run_data([row("reset", 100, 98, 102)]))
+    args = ["export", src, "--to", "bencher", "-o", "/dev/stdout"]
+    done = subprocess.run([sys.executable, "-m", "mcache.cli.main", *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "latency" in json.loads(done.stdout)["nemotron-h-8b/reset/mamba2/triton/b1"]
+
+
 def test_output_through_a_symlink_replaces_the_file_it_names(tmp_path):
     target = tmp_path / "real.json"
     target.write_text("old")

@@ -17,18 +17,18 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     device or FIFO (`/dev/null`, `/dev/stdout`, a named pipe) is written to directly, never replaced.
     A missing folder or a directory at `path` is a one-line `McacheError`.
     """
-    target = Path(os.path.realpath(path))
     data = text.encode() if isinstance(text, str) else text
     try:
-        mode = target.stat().st_mode
+        mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         mode = None
     if mode is not None and stat.S_ISDIR(mode):
         raise McacheError(f"{path}: is a directory; name a file to write")
     if mode is not None and not stat.S_ISREG(mode):
-        with open(target, "wb") as f:  # a device or a pipe: write through, as `> path` would
+        with open(path, "wb") as f:  # a device or a pipe (`/dev/stdout` too): write through, as `> path` would
             f.write(data)
         return
+    target = Path(os.path.realpath(path))
     if not target.parent.is_dir():
         raise McacheError(f"{path}: cannot write: the folder {target.parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

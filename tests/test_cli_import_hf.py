@@ -94,7 +94,7 @@ def test_missing_path_and_unwritable_output(tmp_path, capsys):
     target = tmp_path / "no-such-dir" / "spec.yaml"
     assert main(["import-hf", str(config("lfm2-1.2b")), "-o", str(target)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{target}: output: a writable file path" in err
+    assert err.count("\n") == 1 and f"{target}: cannot write: the folder {target.parent} does not exist" in err
     assert not target.parent.exists()
 
 

@@ -56,7 +56,7 @@ def test_round_trip_and_atomic_save(tmp_path):
     [
         (lambda d: d.update(schema_version=99), "schema_version"),
         (lambda d: d.pop("schema_version"), "schema_version"),
-        (lambda d: d["rows"][0].update(median_us="fast"), "rows[0].median_us"),
+        (lambda d: d["rows"][0].update(median_us="fast"), "rows[0] (reset/mamba2/triton/b1): median_us"),
         (lambda d: d["rows"][0].update(colour="red"), "rows[0]"),
         (lambda d: d["meta"].pop("spec_sha256"), "meta"),
     ],
@@ -97,9 +97,9 @@ def test_threshold_decides_between_slower_and_regression():
 
 
 def test_refuses_other_gpu_or_spec_unless_forced():
-    with pytest.raises(McacheError, match="different devices"):
+    with pytest.raises(McacheError, match=r"different device \(NVIDIA H200 vs NVIDIA H100 80GB HBM3\)"):
         compare(make_run(BASE), make_run(NEW, gpu="NVIDIA H100 80GB HBM3"), "a", "b")
-    with pytest.raises(McacheError, match="different specs"):
+    with pytest.raises(McacheError, match=r"different spec \(nemotron-h-8b aaaaaaaaaaaa vs nemotron-h-8b bbbbbbbbbbbb\)"):
         compare(make_run(BASE), make_run(NEW, sha="b" * 64), "a", "b")
     assert compare(make_run(BASE), make_run(NEW, sha="b" * 64), "a", "b", force=True).regressions
 
@@ -182,7 +182,7 @@ def test_saved_files_get_the_usual_mode(tmp_path):
 def test_refuses_runs_with_other_settings_unless_forced():
     other = make_run(NEW)
     other.meta.runtime["max_batch"] = 128
-    with pytest.raises(McacheError, match="different settings"):
+    with pytest.raises(McacheError, match=r"different runtime.max_batch \(64 vs 128\)"):
         compare(make_run(BASE), other, "a", "b")
     assert compare(make_run(BASE), other, "a", "b", force=True).regressions
 

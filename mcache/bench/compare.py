@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import msgspec
 
-from mcache.bench.results import Results, Row
+from mcache.bench.results import Meta, Results, Row
 from mcache.core.errors import McacheError
 
 
@@ -36,30 +39,60 @@ class Comparison(msgspec.Struct, kw_only=True):
     new: str
     threshold_pct: float
     changes: list[Change]
+    notes: list[str] = []
 
     @property
     def regressions(self) -> list[Change]:
         return [c for c in self.changes if c.verdict == "regression"]
 
 
-def check_comparable(base: Results, new: Results, force: bool) -> None:
-    """Refuse runs from different GPUs, specs or settings (or a CPU run against a GPU run) unless `force`."""
-    if force:
-        return
-    b, n = base.meta, new.meta
-    b_gpu, n_gpu = b.device_name, n.device_name
-    if b.comparable != n.comparable or b_gpu != n_gpu:
-        raise McacheError(f"compare: runs from different devices ({b_gpu} vs {n_gpu}); pass --force to compare anyway")
-    if (b.layout, b.runtime) != (n.layout, n.runtime):
-        raise McacheError(
-            f"compare: runs with different settings (layout {b.layout} runtime {b.runtime} vs layout {n.layout} "
-            f"runtime {n.runtime}); pass --force to compare anyway"
-        )
-    if b.spec_sha256 != n.spec_sha256:
-        raise McacheError(
-            f"compare: runs of different specs ({b.spec_name} {b.spec_sha256[:12]} vs {n.spec_name} "
-            f"{n.spec_sha256[:12]}); pass --force to compare anyway"
-        )
+def parse_threshold(text: str) -> float:
+    """`"5%"` -> `5.0`; anything but a finite, non-negative percentage is a one-line `McacheError`."""
+    try:
+        pct = float(text.strip().removesuffix("%"))
+    except ValueError:
+        pct = math.nan
+    if not math.isfinite(pct) or pct < 0:
+        raise McacheError(f"compare: --threshold: a percentage of 0% or more, such as 5%, got {text!r}")
+    return pct
+
+
+def _differences(b: Meta, n: Meta, fields: dict[str, Callable[[Meta], object]]) -> list[str]:
+    """`field (base value vs new value)` for each of `fields` (name -> getter) that differs; dicts key by key."""
+    found = []
+    for name, get in fields.items():
+        old, new = get(b), get(n)
+        if isinstance(old, dict) and isinstance(new, dict):
+            found += [f"{name}.{k} ({old.get(k)} vs {new.get(k)})" for k in {**old, **new} if old.get(k) != new.get(k)]
+        elif old != new:
+            found.append(f"{name} ({old} vs {new})")
+    return found
+
+
+# What makes two runs incomparable (refused unless --force), and what only deserves a note.
+_REFUSED = {
+    "device": lambda m: m.device_name if m.comparable else f"{m.device_name} (smoke run)",
+    "spec": lambda m: f"{m.spec_name} {m.spec_sha256[:12]}",
+    "layout": lambda m: m.layout,
+    "runtime": lambda m: m.runtime,
+    "timer": lambda m: m.timer,
+    "cuda_graphs": lambda m: m.cuda_graphs,
+}
+_NOTED = {"mcache_version": lambda m: m.mcache_version, "versions": lambda m: m.versions}
+
+
+def check_comparable(base: Results, new: Results, force: bool, names: tuple[str, str] = ("base", "new")) -> list[str]:
+    """Refuse runs that differ in device, spec, layout, runtime settings, timer or CUDA graphs unless `force`;
+    return the notes to print: differing versions, an interrupted run, and (when forced) what differs."""
+    refused = _differences(base.meta, new.meta, _REFUSED)
+    if refused and not force:
+        raise McacheError(f"compare: runs with different {refused[0]}; pass --force to compare anyway")
+    notes = [f"compared despite different {', '.join(refused)} (--force)"] if refused else []
+    versions = _differences(base.meta, new.meta, _NOTED)
+    notes += [f"versions differ: {', '.join(versions)}"] if versions else []
+    notes += [f"{name} is an interrupted run: rows it did not reach are missing"
+              for name, run in zip(names, (base, new), strict=True) if run.meta.interrupted]
+    return notes
 
 
 def _verdict(base: Row, new: Row, threshold_pct: float) -> tuple[float | None, str]:
@@ -80,9 +113,7 @@ def _verdict(base: Row, new: Row, threshold_pct: float) -> tuple[float | None, s
 def compare(base: Results, new: Results, base_name: str, new_name: str, threshold_pct: float = 5.0,
             force: bool = False) -> Comparison:
     """Compare every row of `new` with the row of the same key in `base`."""
-    if threshold_pct < 0:
-        raise McacheError(f"compare: --threshold: a non-negative percentage, got {threshold_pct}")
-    check_comparable(base, new, force)
+    notes = check_comparable(base, new, force, (base_name, new_name))
     base_rows = {r.key: r for r in base.rows}
     new_rows = {r.key: r for r in new.rows}
     changes = []
@@ -96,4 +127,4 @@ def compare(base: Results, new: Results, base_name: str, new_name: str, threshol
         changes.append(Change(key=key, op=row.op, kind=row.kind, impl=row.impl, batch=row.batch, layer=row.layer,
                               base_us=b.median_us if b else None, new_us=n.median_us if n else None,
                               delta_pct=delta, verdict=verdict))
-    return Comparison(base=base_name, new=new_name, threshold_pct=threshold_pct, changes=changes)
+    return Comparison(base=base_name, new=new_name, threshold_pct=threshold_pct, changes=changes, notes=notes)

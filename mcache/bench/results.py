@@ -5,14 +5,25 @@ Times are microseconds, bytes are integers, bandwidth is GB/s (1e9 bytes per sec
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Annotated, Literal, get_args
 
 import msgspec
+from msgspec import Meta as Bounds
 
 from mcache.core.atomic import write_atomic
-from mcache.core.errors import SpecError, validation_parts
+from mcache.core.errors import McacheError, SpecError, validation_parts
+from mcache.core.json_text import json_text
 
 SCHEMA_VERSION = 1
+MAX_US = 1e12  # about 11.6 days: no cache op takes longer, and times in ns (x1000) stay finite numbers
+
+Micros = Annotated[float, Bounds(gt=0, lt=MAX_US)]
+Positive = Annotated[float, Bounds(gt=0)]
+NonNegative = Annotated[float, Bounds(ge=0)]
+Count = Annotated[int, Bounds(ge=0)]
+Status = Literal["ok", "skipped"]
 
 
 class Record(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=False):
@@ -32,26 +43,25 @@ class Row(Record, kw_only=True):
     op: str
     impl: str
     kind: str
-    batch: int
-    layer: int | None = None
-    status: str = "ok"
+    batch: Annotated[int, Bounds(ge=1)]
+    layer: Count | None = None
+    status: Status = "ok"
     reason: str | None = None
-    median_us: float | None = None
-    p10_us: float | None = None
-    p90_us: float | None = None
-    bytes: int | None = None
-    gbps: float | None = None
-    pct_ceiling: float | None = None
-    pct_size_matched: float | None = None
-    size_matched_us: float | None = None
-    speedup_vs_baseline: float | None = None
+    median_us: Micros | None = None
+    p10_us: Micros | None = None
+    p90_us: Micros | None = None
+    bytes: Count | None = None
+    gbps: NonNegative | None = None
+    pct_ceiling: NonNegative | None = None
+    pct_size_matched: NonNegative | None = None
+    size_matched_us: Micros | None = None
+    speedup_vs_baseline: NonNegative | None = None
     timer: str | None = None
 
     @property
     def key(self) -> str:
         """Identity of a row across runs: `op/kind[/layer]/impl/bN`."""
-        layer = f"/L{self.layer}" if self.layer is not None else ""
-        return f"{self.op}/{self.kind}{layer}/{self.impl}/b{self.batch}"
+        return row_key(self.op, self.kind, self.layer, self.impl, self.batch)
 
     @property
     def spread_us(self) -> tuple[float, float]:
@@ -59,12 +69,17 @@ class Row(Record, kw_only=True):
         return self.p10_us or self.median_us, self.p90_us or self.median_us
 
 
+def row_key(op, kind, layer, impl, batch) -> str:
+    """`op/kind[/Llayer]/impl/bN`: the identity of a row across runs."""
+    return f"{op}/{kind}{'' if layer is None else f'/L{layer}'}/{impl}/b{batch}"
+
+
 class GPU(Record, kw_only=True):
     """The device, as NVML and torch report it."""
 
     name: str
     uuid: str | None = None
-    memory_bytes: int | None = None
+    memory_bytes: Count | None = None
     sm_clock_mhz: int | None = None
     mem_clock_mhz: int | None = None
     max_sm_clock_mhz: int | None = None
@@ -74,18 +89,18 @@ class GPU(Record, kw_only=True):
 class Ceiling(Record, kw_only=True):
     """The device-to-device copy measured in the same process: the bandwidth every row is held to."""
 
-    bytes: int
-    median_us: float
-    gbps: float
+    bytes: Annotated[int, Bounds(gt=0)]
+    median_us: Micros
+    gbps: Positive
 
 
 class Memory(Record, kw_only=True):
     """The manager's device memory beside the estimate."""
 
-    estimated_bytes: int
-    allocated_bytes: int
-    torch_allocated_bytes: int | None = None
-    torch_reserved_bytes: int | None = None
+    estimated_bytes: Count
+    allocated_bytes: Count
+    torch_allocated_bytes: Count | None = None
+    torch_reserved_bytes: Count | None = None
     nvml_used_delta_bytes: int | None = None
 
 
@@ -126,7 +141,7 @@ class Results(Record, kw_only=True):
 
 def dump(results: Results) -> str:
     """Pretty JSON text of a run."""
-    return msgspec.json.format(msgspec.json.encode(results), indent=2).decode() + "\n"
+    return json_text(results) + "\n"
 
 
 def save(results: Results, path: str | Path) -> None:
@@ -134,8 +149,13 @@ def save(results: Results, path: str | Path) -> None:
     write_atomic(path, dump(results))
 
 
+# Other JSON documents mcache writes, told apart by keys of their own.
+OTHER_REPORTS = {"mcache size": {"ranks", "tightest_stage"}, "mcache plan": {"candidates", "best_by_gpu"},
+                 "mcache compare": {"changes", "threshold_pct"}}
+
+
 def load(path: str | Path) -> Results:
-    """Read and validate a results file; any problem is a one-line `SpecError` naming file and field."""
+    """Read and validate a results file; any problem is a one-line `SpecError` naming file, row and field."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -145,13 +165,64 @@ def load(path: str | Path) -> Results:
         data = msgspec.json.decode(raw)
     except msgspec.DecodeError as err:
         raise SpecError(str(path), "json", f"valid JSON ({err})") from None
+    except RecursionError:
+        raise SpecError(str(path), "json", "a results file (3 levels deep), not JSON nested too deep to read") from None
     if not isinstance(data, dict):
         raise SpecError(str(path), "document", "a JSON object with schema_version, meta and rows")
+    for command, keys in OTHER_REPORTS.items():
+        if keys <= data.keys():
+            raise McacheError(f"{path}: this is an `{command}` report, not a `mcache bench` results file")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise SpecError(str(path), "schema_version", f"{SCHEMA_VERSION} (the version this mcache reads), got {version!r}")
     try:
-        return msgspec.convert(data, Results)
+        run = msgspec.convert(data, Results)
     except msgspec.ValidationError as err:
         field, reason = validation_parts(str(err))
-        raise SpecError(str(path), field or "document", reason) from None
+        raise SpecError(str(path), _row_named(field, data), _with_value(field, reason, data)) from None
+    check_rows(run, str(path))
+    return run
+
+
+def check_rows(run: Results, path: str) -> None:
+    """What the row type cannot say: times in order, a time on every `ok` row, and each key once."""
+    seen: dict[str, int] = {}
+    for i, row in enumerate(run.rows):
+        where = f"rows[{i}] ({row.key})"
+        if row.status == "ok" and row.median_us is None:
+            raise SpecError(path, f"{where}: median_us", "a time on a row with status ok (only skipped rows have none)")
+        times = [t for t in (row.p10_us, row.median_us, row.p90_us) if t is not None]
+        if times != sorted(times):
+            raise SpecError(path, f"{where}: p10_us, median_us, p90_us", f"in that order (p10 <= median <= p90), got "
+                            f"{row.p10_us}, {row.median_us}, {row.p90_us}")
+        if row.key in seen:
+            raise SpecError(path, where, f"each row once, but rows[{seen[row.key]}] has the same op, kind, layer, impl and batch")
+        seen[row.key] = i
+
+
+def _row_named(field: str, data: dict) -> str:
+    """`rows[3].median_us` -> `rows[3] (copy/mamba2/triton/b8): median_us`, where the row has a key's fields."""
+    match = re.fullmatch(r"rows\[(\d+)\](?:\.(.+))?", field)
+    if not match:
+        return field or "document"
+    try:
+        raw = data["rows"][int(match[1])]
+        key = row_key(raw["op"], raw["kind"], raw.get("layer"), raw["impl"], raw["batch"])
+    except (KeyError, TypeError, IndexError):
+        return field
+    return f"rows[{match[1]}] ({key})" + (f": {match[2]}" if match[2] else "")
+
+
+def _with_value(field: str, reason: str, data) -> str:
+    """msgspec's reason, with the value it refused (`Expected `float` > 0.0, got -5.0`)."""
+    value = data
+    for part in field.replace("[", ".").replace("]", "").split("."):
+        try:
+            value = value[int(part)] if part.isdigit() else value[part]
+        except (KeyError, TypeError, IndexError):
+            return reason
+    if isinstance(value, dict | list):
+        return reason
+    if reason.startswith("Invalid enum value"):  # `status`, the one Literal field
+        return f"one of {', '.join(get_args(Status))}, got {value!r:.60}"
+    return f"{reason}, got {value!r:.60}"

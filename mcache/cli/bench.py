@@ -33,12 +33,12 @@ def bench(
     from mcache.core.errors import LayoutError, McacheError
 
     try:
-        batches = list(comma_ints(batch, "batch"))
+        batches = list(dict.fromkeys(comma_ints(batch, "batch")))  # once each: a results file holds each row once
     except LayoutError:
         batches = []
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
-    chosen = [op.strip() for op in ops.split(",") if op.strip()]
+    chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     require_torch("bench")
     from mcache.bench.ops import OPS
     from mcache.bench.runner import BenchConfig, Runner

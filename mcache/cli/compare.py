@@ -19,13 +19,10 @@ def compare(
     """Per-row change between two `mcache bench` runs, with a noise-aware verdict."""
     from mcache.bench import results
     from mcache.bench.compare import compare as diff
+    from mcache.bench.compare import parse_threshold
     from mcache.cli.output import emit_comparison
-    from mcache.core.errors import McacheError
 
-    try:
-        pct = float(threshold.strip().rstrip("%"))
-    except ValueError:
-        raise McacheError(f"compare: --threshold: a percentage such as 5%, got {threshold!r}") from None
+    pct = parse_threshold(threshold)
     comparison = diff(results.load(base), results.load(new), str(base), str(new), pct, force)
     emit_comparison(comparison, fmt, output)
     return 1 if comparison.regressions else 0

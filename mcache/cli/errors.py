@@ -26,7 +26,8 @@ def run(app: typer.Typer, argv: list[str] | None) -> int:
             return 2
         ctx = getattr(err, "ctx", None)
         where = ctx.command_path.removeprefix("mcache").strip() if ctx else ""
-        return _fail(f"{where}: {err.format_message()}" if where else err.format_message(), 2)
+        message = " ".join(err.format_message().split())  # click lists choices on lines of their own
+        return _fail(f"{where}: {message}" if where else message, 2)
     return result if isinstance(result, int) else 0
 
 

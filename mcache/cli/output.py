@@ -290,17 +290,18 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         emit_json(data, output)
     elif fmt == "markdown":
         rows = [_compare_cells(c) for c in comparison.changes]
-        emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
+        notes = "".join(f"\n\nnote: {note}" for note in comparison.notes)
+        emit_text(f"**{summary}**{notes}\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
         table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
-        print_blocks([summary, table], output)
+        print_blocks([summary, *(f"note: {note}" for note in comparison.notes), table], output)
 
 
 def emit_json(data, output: Path | None) -> None:
-    """Write JSON-ready data (lists, dicts) as indented JSON."""
-    import json
+    """Write JSON-ready data (lists, dicts, msgspec structs) as indented, strict JSON."""
+    from mcache.core.json_text import json_text
 
-    emit_text(json.dumps(data, indent=2), output)
+    emit_text(json_text(data), output)
 
 
 _VERIFY_HEAD = ("stage", "buffer", "component", "estimated", "allocated", "difference")

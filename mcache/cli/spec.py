@@ -1,6 +1,5 @@
 """`mcache spec list|validate|schema`."""
 
-import json
 from typing import Annotated
 
 import typer
@@ -35,7 +34,7 @@ def validate(files: Annotated[list[str], typer.Argument(help="Spec files (or bun
 @app.command("schema")
 def schema() -> None:
     """JSON Schema of the spec format, for editors."""
-    from mcache.cli.output import emit_text
+    from mcache.cli.output import emit_json
     from mcache.core.spec import json_schema
 
-    emit_text(json.dumps(json_schema(), indent=2))
+    emit_json(json_schema(), None)

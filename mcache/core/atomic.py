@@ -3,23 +3,46 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from mcache.core.errors import McacheError
+
 
 def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write `text` (or bytes) to `path` through a temporary file in the same folder and an atomic rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
+    """Write `text` (or bytes) to `path` through a temporary file in the same folder and an atomic rename.
+
+    A symlink is followed (the file it names is replaced), an existing file keeps its mode, and a
+    device or FIFO (`/dev/null`, `/dev/stdout`, a named pipe) is written to directly, never replaced.
+    A missing folder or a directory at `path` is a one-line `McacheError`.
+    """
+    data = text.encode() if isinstance(text, str) else text
     try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes the file private; give it the mode open() would
-        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
-            f.write(text)
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise McacheError(f"{path}: is a directory; name a file to write")
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(path, "wb") as f:  # a device or a pipe (`/dev/stdout` too): write through, as `> path` would
+            f.write(data)
+        return
+    target = Path(os.path.realpath(path))
+    if not target.parent.is_dir():
+        raise McacheError(f"{path}: cannot write: the folder {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # mkstemp makes the file private; give it the mode open() would
+    try:
+        os.fchmod(fd, stat.S_IMODE(mode))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -8,7 +8,6 @@ runs at once: the neutral model's memory-sized pool at the tightest stage, or th
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import shlex
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from mcache.core.deployment import Deployment, EngineSettingError, size_deployme
 from mcache.core.engines.options import engine_settings
 from mcache.core.errors import LayoutError
 from mcache.core.gpus import lookup
+from mcache.core.json_text import json_text
 from mcache.core.layout import ParallelLayout
 from mcache.core.spec import ModelSpec
 from mcache.core.weights import unknown_fields
@@ -179,7 +179,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, 
         args += [] if prefix == "default" else ["--enable-prefix-caching" if prefix == "on" else "--no-enable-prefix-caching"]
         if draft:  # vllm/config/speculative.py: MTP heads when the model has them, else n-gram lookup
             method = {"method": "mtp" if spec.mtp else "ngram", "num_speculative_tokens": draft}
-            args += ["--speculative-config", json.dumps(method)]
+            args += ["--speculative-config", json_text(method, indent=None)]
     elif engine == "sglang":  # sglang/srt/server_args.py flag names
         args = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", tp, "--pp-size", pp,
                 "--context-length", context]
@@ -193,7 +193,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, 
         options = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "max_seq_len": context}
         options |= {"kv_cache_config": cache} if cache else {}
         options |= {"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": draft}} if draft else {}
-        return json.dumps(options)
+        return json_text(options, indent=None)
     else:
         args = ["mcache", "size", spec_arg, "--gpu", gpu, "--tp", tp, "--pp", pp, "--max-seq-len", context]
         args += ["--kv-dtype", kv] if kv else []

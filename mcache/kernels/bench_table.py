@@ -19,7 +19,6 @@ is not written. Writes `kernels_h200.md` and `kernels_h200.json` under `--out` (
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import statistics
@@ -32,6 +31,7 @@ import torch
 import mcache.kernels as K
 from mcache.bench.ops import FOLD_INPUTS, FOLDS
 from mcache.core.atomic import write_atomic
+from mcache.core.json_text import json_text
 
 MODELS = {
     # Nemotron-H-8B, TP1: 24 Mamba2 layers; heads 128, head dim 64, 8 groups, state 128, conv K=4.
@@ -596,7 +596,7 @@ def main(argv=None) -> int:
     stem = "kernels_h200" if args.layout == "layer" else "kernels_h200_slot"
     # Its own format (not a `mcache bench` results file, which `compare` and `export` read).
     table = {"kernel_table_version": 1, "meta": md_meta, "rows": rows}
-    write_atomic(out / f"{stem}.json", json.dumps(table, indent=1) + "\n")
+    write_atomic(out / f"{stem}.json", json_text(table, indent=1) + "\n")
     text = markdown(rows, md_meta, command)
     write_atomic(out / f"{stem}.md", text)
     print(text)

@@ -83,15 +83,15 @@ def run_transfer(cfg: TransferConfig) -> Results | None:
     """Run the transfer: this rank's share under `torchrun` (the results on rank 0, None elsewhere), else spawn
     the whole world here and return rank 0's results."""
     plan_of(cfg)  # bad layouts fail here, once, before any process starts
-    if cfg.backend_name == "nccl" and torch.cuda.device_count() < cfg.world:
-        raise McacheError(f"bench: transfer over nccl needs one GPU per rank: {cfg.world} ranks, {torch.cuda.device_count()} "
-                          "GPUs visible (NCCL refuses two ranks on one GPU); use --backend gloo or more GPUs")
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         world = int(os.environ["WORLD_SIZE"])
         if world != cfg.world:
             raise McacheError(f"bench: torchrun started {world} processes; the transfer needs {cfg.world} "
                               "(sender tp x pp + receiver tp x pp)")
         return _worker(int(os.environ["RANK"]), cfg, world, int(os.environ.get("LOCAL_RANK", 0)))
+    if cfg.backend_name == "nccl" and torch.cuda.device_count() < cfg.world:
+        raise McacheError(f"bench: transfer over nccl needs one GPU per rank: {cfg.world} ranks, {torch.cuda.device_count()} "
+                          "GPUs visible (NCCL refuses two ranks on one GPU); use --backend gloo or more GPUs")
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -249,7 +249,9 @@ class TransferRank:
 
     def _wire(self, bufs: dict[int, torch.Tensor]) -> None:
         """Every pair buffer of this rank over batched P2P (through host memory for gloo with GPU pools)."""
-        staged = bufs if self.backend == "nccl" or self.device.type != "cuda" else {p: b.cpu() for p, b in bufs.items()}
+        staged = bufs
+        if self.backend == "gloo" and self.device.type == "cuda":
+            staged = {p: b.cpu() if self.is_sender else torch.empty(b.shape, dtype=b.dtype) for p, b in bufs.items()}
         op = dist.isend if self.is_sender else dist.irecv
         if staged:
             for work in dist.batch_isend_irecv([dist.P2POp(op, staged[peer], peer, self.group) for peer in staged]):

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from paths import TINY_SPEC
 
 from mcache.bench.transfer import TransferConfig, TransferRank, _free_port, plan_of, run_transfer
+from mcache.cli.main import main
 
 # Odd dims, bf16 conv beside fp32 SSM (parts of two dtypes in one pair buffer), Mamba2's 2 groups replicated at
 # TP 4, and 6 layers so PP 2 splits them 3 + 3.
@@ -92,3 +95,15 @@ def test_spawned_run_writes_rows_with_phases(tmp_path):
     row = results.rows[1]
     assert row.pack_us > 0 and row.wire_us > 0 and row.unpack_us > 0 and row.size_matched_us > 0
     assert results.meta.layout == {"sender_tp": 1, "sender_pp": 1, "receiver_tp": 1, "receiver_pp": 1, "world": 2}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--ops", "transfer,pack", "--sender-tp", "1", "--receiver-tp", "2"], "time --ops transfer alone"),
+    (["--ops", "transfer", "--receiver-tp", "2", "--backend", "nccl", "--device", "cpu"], "--backend nccl needs --device cuda"),
+    (["--ops", "transfer", "--receiver-tp", "4", "--device", "cpu"], "tiny-hybrid.yaml:12: gdn.num_k_heads: 2 heads cannot be split"),
+    (["--ops", "transfer", "--receiver-tp", "0"], "Invalid value for '--receiver-tp'"),
+])
+def test_bad_transfer_options_are_one_line_and_exit_2(args, needle, capsys):
+    assert main(["bench", TINY_SPEC, *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err

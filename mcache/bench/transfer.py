@@ -18,6 +18,7 @@ import socket
 import statistics
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -151,7 +152,8 @@ class TransferRank:
         self.manager = CacheManager(self.ctx, tp_rank=self.tp_rank, device=device, pool_layout=cfg.pool_layout)
         mine = (lambda p: p.sender == self.index) if self.is_sender else (lambda p: p.receiver == self.index)
         # (peer's global rank, pair), in one order on both sides
-        self.pairs = [(p.receiver + senders if self.is_sender else p.sender, p) for p in plan_of(cfg) if mine(p)]
+        self.plan = plan_of(cfg)
+        self.pairs = [(p.receiver + senders if self.is_sender else p.sender, p) for p in self.plan if mine(p)]
         kinds = layer_kinds(self.spec)
         self.kind_layers = {k: [i for i in range(self.spec.num_layers) if k in kinds[i]] for k in self.ctx.recurrent_kinds}
 
@@ -160,7 +162,7 @@ class TransferRank:
         """The full (TP 1) state of `buffer` over every layer of its kind, the same on every rank."""
         kind, name = buffer.split(".")
         state = next(s for s in KIND_MODULES[kind].states(self.spec, getattr(self.spec, kind), 1, self.dtypes) if s.name == name)
-        gen = torch.Generator(self.device).manual_seed(self.cfg.seed * 1_000_003 + request * 101 + sum(map(ord, buffer)))
+        gen = torch.Generator(self.device).manual_seed(self.cfg.seed * 1_000_003 + request * 101 + zlib.crc32(buffer.encode()))
         values = torch.rand((len(self.kind_layers[kind]), *state.shape), generator=gen, device=self.device)
         return (values * 0.9 + 0.1).to(torch_dtype(state.dtype))  # never zero: an unwritten row cannot pass
 
@@ -204,7 +206,7 @@ class TransferRank:
         ok = self.is_sender or all(torch.equal(got, self._share(i, b)) for i, n in enumerate(names)
                                    for b, got in self.manager.state(n).items())
         ok = bool(self._slowest([0.0 if ok else 1.0])[0] == 0.0)
-        return _row(self.cfg, batch, times, sum(p.state_bytes for p in plan_of(self.cfg)) * batch, ok)
+        return _row(self.cfg, batch, times, sum(p.state_bytes for p in self.plan) * batch, ok)
 
     def _phase(self, fn) -> float:
         """Microseconds of `fn` on this rank, after a barrier (CUDA events on a GPU, wall clock on the CPU)."""

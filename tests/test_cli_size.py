@@ -135,6 +135,7 @@ def test_spec_list_validate_schema(capsys):
 
 @pytest.mark.parametrize("argv", [
     ["size", "nemotron-h-8b", "--gpu", "h200", "--format", "json"],
+    ["size", "nemotron-h-8b", "--transfer-to-tp", "2", "--format", "json"],
     ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "json"],  # no --plot: no matplotlib
 ])
 def test_sizing_commands_do_not_import_torch(argv):

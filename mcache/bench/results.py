@@ -57,6 +57,10 @@ class Row(Record, kw_only=True):
     size_matched_us: Micros | None = None
     speedup_vs_baseline: NonNegative | None = None
     timer: str | None = None
+    # -- transfer across processes (`--ops transfer --sender-tp/--receiver-tp`): the phases of `median_us` --
+    pack_us: float | None = None
+    wire_us: float | None = None
+    unpack_us: float | None = None
 
     @property
     def key(self) -> str:

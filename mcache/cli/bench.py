@@ -26,6 +26,12 @@ def bench(
     pool_layout: Annotated[Literal["layer", "slot"], typer.Option(help="Pool layout.")] = "layer",
     reps: Annotated[int, typer.Option(min=1, help="Timed repetitions per measurement.")] = 30,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Results JSON (written atomically).")] = None,
+    sender_tp: Annotated[int | None, typer.Option(min=1, help="--ops transfer across processes: the sender's TP.")] = None,
+    sender_pp: Annotated[int | None, typer.Option(min=1, help="--ops transfer across processes: the sender's PP (1).")] = None,
+    receiver_tp: Annotated[int | None, typer.Option(min=1, help="--ops transfer across processes: the receiver's TP.")] = None,
+    receiver_pp: Annotated[int | None, typer.Option(min=1, help="--ops transfer across processes: the receiver's PP (1).")] = None,
+    backend: Annotated[Literal["nccl", "gloo"] | None, typer.Option(help=(
+        "torch.distributed backend of the transfer (default: nccl on cuda, gloo on cpu)."))] = None,
 ) -> int:
     """Build the real cache manager of one rank and time its kernels against the copy ceiling."""
     from mcache.cli.args import check_device, comma_ints, located, require_torch
@@ -39,6 +45,11 @@ def bench(
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
+    if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:
+        from mcache.cli.bench_transfer import bench_transfer
+
+        return bench_transfer(spec, chosen, batches, (sender_tp or 1, sender_pp or 1), (receiver_tp or 1, receiver_pp or 1),
+                              device, backend, reps, max_seq_len, pool_layout, output)
     require_torch("bench")
     from mcache.bench.ops import OPS
     from mcache.bench.runner import BenchConfig, Runner

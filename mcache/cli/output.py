@@ -206,7 +206,32 @@ def _size_tables(report: dict):
         blocks += ["", _capacity_title(cap), table, capacity_headline(report)]
     else:
         blocks.append(no_capacity_hint(report))
+    if report.get("transfer"):
+        blocks += ["", *transfer_blocks(report["transfer"])]
     return blocks
+
+
+_TRANSFER_HEAD = ("sender", "receiver", "buffer", "layers", "rows (global)", "bytes", "pieces")
+
+
+def _spans_text(spans: list[dict]) -> str:
+    return ", ".join(f"{s['section']} {s['start']}-{s['start'] + s['rows']}" if s["section"] != "all"
+                     else f"{s['start']}-{s['start'] + s['rows']}" for s in spans)
+
+
+def transfer_blocks(plan: dict) -> list:
+    """The transfer plan of `mcache size --transfer-to-tp`: one row per buffer of each rank pair, then the totals."""
+    title = (f"transfer of one request: tp {plan['sender_tp']} x pp {plan['sender_pp']} -> tp {plan['receiver_tp']} x pp "
+             f"{plan['receiver_pp']} · KV at {plan['context']} tokens in blocks of {plan['tokens_per_block']} · pieces: "
+             "contiguous runs in layer-major pools (state: per layer; KV: per layer and block, per token where heads are cut)")
+    rows = [[str(pair["sender"]), str(pair["receiver"]), part["buffer"], str(len(part["layers"])), _spans_text(part["spans"]),
+             human_bytes(part["bytes"]), str(part["pieces"])] for pair in plan["pairs"] for part in pair["parts"]]
+    table = rich_table(_TRANSFER_HEAD, rows, lambda i, head: head in ("layers", "bytes", "pieces"))
+    pairs = "; ".join(f"{p['sender']}->{p['receiver']}: state {human_bytes(p['state_bytes'])}, KV {human_bytes(p['kv_bytes'])}, "
+                      f"{p['pieces']} pieces" for p in plan["pairs"])
+    total = (f"per request: state {human_bytes(plan['state_bytes'])}, KV {human_bytes(plan['kv_bytes'])}, "
+             f"{plan['pieces']} pieces over {len(plan['pairs'])} rank pairs ({pairs})")
+    return [title, table, total]
 
 
 def print_blocks(blocks: list, output: Path | None) -> None:

@@ -83,6 +83,9 @@ def size(
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="Of the memory left after the profiled peak (0.9).",
                                                                    rich_help_panel=TRTLLM)] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens (KvCacheConfig.max_tokens).", rich_help_panel=TRTLLM)] = None,
+    transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(
+        "Also show what one request moves from each rank to each rank of a receiver of this TP (disaggregated serving)."))] = None,
+    transfer_to_pp: Annotated[int | None, typer.Option(min=1, help="The receiver's PP stages for the transfer (default: --pp).")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
@@ -151,6 +154,8 @@ def size(
             return run_verify(estimate(model, layout, runtime, dtypes), device, pool_layout, fmt, output)
         sized = size_deployment(model, deployment)
         report = size_report(sized.neutral, origin, sized.dtype_sources)
+        if transfer_to_tp or transfer_to_pp:
+            report["transfer"] = _transfer(model, sized.neutral, transfer_to_tp or tp, transfer_to_pp or pp)
     except EngineSettingError as err:
         raise engine_error(err, engine) from None
     except LayoutError as err:
@@ -164,6 +169,18 @@ def size(
     if not erun and run.fits is False:
         raise does_not_fit(report, smallest_fitting_layout(run))
     return 0
+
+
+def _transfer(model, run, tp: int, pp: int) -> dict:
+    """The transfer plan from the sized layout to a receiver of `tp` x `pp`, at the run's context, as JSON data."""
+    import msgspec
+
+    from mcache.core.layout import ParallelLayout
+    from mcache.core.transfer_plan import transfer_plan
+
+    est = run.estimate
+    plan = transfer_plan(model, est.dtypes, est.layout, ParallelLayout(tp=tp, pp=pp), run.context, est.runtime.tokens_per_block)
+    return msgspec.to_builtins(plan)
 
 
 def _smallest_engine_layout(model, deployment):

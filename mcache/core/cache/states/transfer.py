@@ -1,10 +1,7 @@
 """Moving a request's base conv/SSM state between managers of possibly different TP (disaggregated serving).
 
-Axis 0 of every recurrent state is what TP splits: heads (SSM), or channel sections of the conv window
-(`[x|B|C]`, `[q|k|v]`; a state without sections is one section `all`). A `Piece` is a run of rows of
-one section in global (TP 1) coordinates, so a receiver of another TP can take exactly its rows: the
-sender's pieces are intersected with the receiver's, section by section. Mamba2 groups replicated over
-ranks (`tp > n_groups`) are pieces that several ranks hold; a receiver takes them from any sender.
+Which rows each rank holds, in global (TP 1) coordinates, is `mcache.core.transfer_plan` (`pieces`,
+`intersect`); here the sender packs the rows a receiver holds into `Region`s and the receiver writes them.
 """
 
 from __future__ import annotations
@@ -14,18 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from mcache import kernels as K
-from mcache.core.errors import LayoutError
-from mcache.core.kinds import KIND_MODULES
-
-
-@dataclass(frozen=True)
-class Piece:
-    """Rows `start .. start + rows` of `section` in global coordinates; `local` is the first row on the rank."""
-
-    section: str
-    start: int
-    rows: int
-    local: int = 0
+from mcache.core.transfer_plan import Piece, intersect, pieces
 
 
 @dataclass(frozen=True)
@@ -47,53 +33,6 @@ class Region:
         return self.data.numel() * self.data.element_size()
 
 
-def _start(total: int, local: int, tp: int, rank: int, field: str) -> int:
-    """First global row of a rank's share of a section: split, replicated whole, or replicated per group."""
-    if local * tp == total:
-        return rank * local
-    if local == total:
-        return 0
-    parts = total // local
-    if total % local == 0 and tp % parts == 0:
-        return rank // (tp // parts) * local
-    raise LayoutError(field, f"a share of {local} of {total} rows cannot be placed over tp={tp}")
-
-
-def pieces(ctx, kind: str, name: str, tp: int, rank: int) -> tuple[list[Piece], int]:
-    """The pieces of state `name` of `kind` that TP rank `rank` of a `tp`-way split holds, and the row size."""
-    module, block = KIND_MODULES[kind], getattr(ctx.spec, kind)
-    local = {s.name: s for s in module.states(ctx.spec, block, tp, ctx.dtypes)}[name]
-    whole = {s.name: s for s in module.states(ctx.spec, block, 1, ctx.dtypes)}[name]
-    row_elems = _row(local.shape)
-    out, offset = [], 0
-    for (section, rows), (_, total) in zip(_sections(local), _sections(whole), strict=True):
-        out.append(Piece(section, _start(total, rows, tp, rank, f"{kind}.{name}"), rows, offset))
-        offset += rows
-    return out, row_elems
-
-
-def _sections(state) -> tuple[tuple[str, int], ...]:
-    return state.sections or (("all", state.shape[0]),)
-
-
-def _row(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape[1:]:
-        n *= d
-    return n
-
-
-def intersect(mine: list[Piece], theirs: list[Piece]) -> list[tuple[Piece, Piece]]:
-    """`(part of mine, the piece of theirs it falls in)` for every overlap of the same section."""
-    out = []
-    for a in mine:
-        for b in theirs:
-            lo, hi = max(a.start, b.start), min(a.start + a.rows, b.start + b.rows)
-            if a.section == b.section and lo < hi:
-                out.append((Piece(a.section, lo, hi - lo, a.local + lo - a.start), b))
-    return out
-
-
 def export_regions(handlers, ctx, rank: int, slot: torch.Tensor, to: tuple[int, int] | None) -> list[Region]:
     """Regions of the current state of `slot`; with `to = (tp, rank)` only what that receiver holds."""
     regions = []
@@ -103,9 +42,9 @@ def export_regions(handlers, ctx, rank: int, slot: torch.Tensor, to: tuple[int, 
             continue
         current = h.current(slot)
         for name in names:
-            mine, row = pieces(ctx, h.kind, name, ctx.layout.state_tp, rank)
+            mine, row = pieces(ctx.spec, ctx.dtypes, h.kind, name, ctx.layout.state_tp, rank)
             if to is not None:
-                theirs, _ = pieces(ctx, h.kind, name, to[0], to[1])
+                theirs, _ = pieces(ctx.spec, ctx.dtypes, h.kind, name, to[0], to[1])
                 mine = [a for a, _ in intersect(mine, theirs)]
             if not mine:
                 continue
@@ -132,7 +71,7 @@ def plan_import(handlers, ctx, rank: int, regions: list[Region]) -> list[Write]:
     targets = {}
     for h in handlers:
         for name in h.transfer_states():
-            mine, row = pieces(ctx, h.kind, name, ctx.layout.state_tp, rank)
+            mine, row = pieces(ctx.spec, ctx.dtypes, h.kind, name, ctx.layout.state_tp, rank)
             targets[f"{h.kind}.{name}"] = (h, name, mine, row)
     covered = {(key, layer): set() for key, (h, *_) in targets.items() for layer in h.layers}
     writes = []

@@ -68,6 +68,8 @@ def parse_spec(text: str, file: str) -> ModelSpec:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "valid YAML"
         raise SpecError(file, "yaml", f"valid YAML ({problem})", mark.line + 1 if mark else None) from None
+    except ValueError as err:  # a literal Python will not convert, such as an integer of over 4300 digits
+        raise SpecError(file, "yaml", f"values Python can read ({str(err).split(';')[0]})") from None
     if data is None:
         raise SpecError(file, "document", "a mapping of spec fields, got an empty file")
     if not isinstance(data, dict):

@@ -19,9 +19,7 @@ def run(build: Callable[[], typer.Typer], argv: list[str] | None) -> int:
         result = build()(args=argv, standalone_mode=False, prog_name="mcache")
     except McacheError as err:
         return _fail(str(err), err.exit_code)
-    except typer.Exit as done:  # typer turns a Ctrl-C inside a command into Exit(130)
-        if isinstance(done.__cause__, KeyboardInterrupt):
-            return _fail("interrupted", INTERRUPTED)
+    except typer.Exit as done:
         return done.exit_code
     except (typer.Abort, KeyboardInterrupt):
         return _fail("interrupted", INTERRUPTED)
@@ -32,6 +30,8 @@ def run(build: Callable[[], typer.Typer], argv: list[str] | None) -> int:
         where = ctx.command_path.removeprefix("mcache").strip() if ctx else ""
         message = _no_such_option(err, ctx) if hasattr(err, "possibilities") else err.format_message()
         return _fail(f"{where}: {message}" if where else message, 2)
+    if result == INTERRUPTED:  # typer returns a Ctrl-C inside a command as exit code 130, silently
+        return _fail("interrupted", INTERRUPTED)
     return result if isinstance(result, int) else 0
 
 

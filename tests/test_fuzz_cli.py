@@ -31,7 +31,7 @@ CONFIGS = sorted(HF_CONFIGS.glob("*.json"))
 RESULTS = HERE.parent / "results" / "nemotron-h-8b-replay.json"
 # Literals that JSON and YAML cannot carry through `json.dumps`: placeholders replaced in the text.
 RAW = {"@@huge@@": HUGE_INT, "@@inf@@": TOO_BIG_FLOAT}
-VALUES = [None, True, "x", -1, 0, "@@inf@@", "@@huge@@", [[[[1]]]], 2**63, 1.5, ""]
+VALUES = [None, True, "x", -1, 0, "@@inf@@", "@@huge@@", [[[[1]]]], 2**63, 1e308, 1.5, ""]
 
 
 def _paths(node, prefix=()):
@@ -55,19 +55,35 @@ def _swap(value):
 
 
 def mutate(data, rng: random.Random) -> tuple[object, str]:
-    """`data` with one random change, and a description of it."""
+    """`data` with one random change, and a description of it; one time in three the change is made in every
+    item of the list the field is in (every row's `median_us`, every layer entry)."""
     path = rng.choice([p for p in _paths(data) if p])
-    parent = data
-    for key in path[:-1]:
-        parent = parent[key]
-    key = path[-1]
     action = rng.choice(["delete", "set", "set", "swap"])
-    if action == "delete":
-        del parent[key]
-        return data, f"delete {path}"
-    new = _swap(parent[key]) if action == "swap" else rng.choice(VALUES)
-    parent[key] = new
-    return data, f"{action} {path} = {new!r}"
+    new = rng.choice(VALUES)
+    lists = [i for i, key in enumerate(path) if isinstance(key, int)]
+    every = bool(lists) and rng.random() < 1 / 3
+    targets = [path]
+    if every:
+        at = lists[-1]
+        parent = data
+        for key in path[:at]:
+            parent = parent[key]
+        targets = [(*path[:at], i, *path[at + 1:]) for i in range(len(parent))]
+    for target in targets:
+        parent = data
+        for key in target[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else parent[key] if key < len(parent) else None
+            if not isinstance(parent, (dict, list)):
+                break
+        else:
+            key = target[-1]
+            if key not in (parent if isinstance(parent, dict) else range(len(parent))):
+                continue
+            if action == "delete":
+                del parent[key]
+            else:
+                parent[key] = _swap(parent[key]) if action == "swap" else new
+    return data, f"{action} {path}{' in every item' if every else ''}" + (f" = {new!r}" if action == "set" else "")
 
 
 def render(data, suffix: str) -> str:
@@ -114,9 +130,10 @@ def check(argv: list[str], capsys) -> str | None:
 
 def cases(rng: random.Random):
     """(kind, source file, mutated text, description) for ever."""
-    sources = [("spec", p) for p in SPECS] + [("config", p) for p in CONFIGS] + [("results", RESULTS)]
+    sources = {"spec": SPECS, "config": CONFIGS, "results": [RESULTS]}
     while True:
-        kind, source = rng.choice(sources)
+        kind = rng.choice(list(sources))
+        source = rng.choice(sources[kind])
         text = source.read_text()
         if rng.random() < 0.1:
             cut = rng.randrange(len(text))

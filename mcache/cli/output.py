@@ -318,10 +318,17 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
 
 
 def emit_json(data, output: Path | None) -> None:
-    """Write JSON-ready data (lists, dicts) as indented JSON."""
+    """Write JSON-ready data (lists, dicts) as indented, strict JSON: a figure that is not finite is an error, never
+    `NaN` or `Infinity` in the output."""
     import json
 
-    emit_text(json.dumps(data, indent=2), output)
+    from mcache.core.errors import McacheError
+
+    try:
+        text = json.dumps(data, indent=2, allow_nan=False)
+    except ValueError:
+        raise McacheError("output: a figure out of range (NaN or infinite), which JSON cannot hold") from None
+    emit_text(text, output)
 
 
 _VERIFY_HEAD = ("stage", "buffer", "component", "estimated", "allocated", "difference")

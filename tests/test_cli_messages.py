@@ -64,9 +64,9 @@ def test_a_spec_name_typo_suggests_the_closest_bundled_names(typed, suggested, c
     assert err == f"mcache: {typed}: file: an existing file or a bundled spec name; {suggested}\n"
 
 
-def test_a_spec_name_in_other_case_is_the_bundled_spec(capsys):
-    code, out, _ = run(["size", "nemotron-h-8B", "--format", "json"], capsys)
-    assert code == 0 and json.loads(out)["model"]["name"] == "Nemotron-H-8B-Base-8K"
+def test_a_spec_name_in_other_case_suggests_that_name_alone(capsys):
+    assert run(["size", "nemotron-h-8B"], capsys) == (
+        2, "", "mcache: nemotron-h-8B: file: an existing file or a bundled spec name; did you mean nemotron-h-8b?\n")
 
 
 @pytest.mark.parametrize(("argv", "message"), [

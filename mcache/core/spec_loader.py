@@ -29,18 +29,20 @@ def bundled_names() -> list[str]:
 
 
 def resolve(ref: str) -> Path:
-    """A path as given if it exists, else the bundled spec of that name (case-insensitive: the names are lowercase
-    file stems, so `nemotron-h-8B` is `nemotron-h-8b`); an unknown name suggests the closest bundled ones."""
+    """A path as given if it exists, else the bundled spec of that exact name; an unknown name suggests the closest
+    bundled ones (the same name in other case alone: a name in a script must mean one file)."""
     path = Path(ref)
     if path.exists():
         return path
     names = bundled_names()
     if "/" in ref or ref.endswith((".yaml", ".yml", ".json")):
         raise SpecError(ref, "file", "an existing file (no such file)")
-    if ref.lower() in names:
-        return bundled_dir() / f"{ref.lower()}.yaml"
+    if ref in names:
+        return bundled_dir() / f"{ref}.yaml"
     starts = [name for name in names if name.startswith(ref.lower())]
     close = list(dict.fromkeys(starts + difflib.get_close_matches(ref.lower(), names, n=3, cutoff=0.5)))[:3]
+    if ref.lower() in names:
+        close = [ref.lower()]
     hint = f"did you mean {', '.join(close[:-1])} or {close[-1]}?" if len(close) > 1 else (
         f"did you mean {close[0]}?" if close else "see `mcache spec list`")
     raise SpecError(ref, "file", f"an existing file or a bundled spec name; {hint}")

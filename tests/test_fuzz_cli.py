@@ -54,6 +54,12 @@ def _swap(value):
     return [value] if isinstance(value, str) else str(value)
 
 
+def _at(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
 def mutate(data, rng: random.Random) -> tuple[object, str]:
     """`data` with one random change, and a description of it; one time in three the change is made in every
     item of the list the field is in (every row's `median_us`, every layer entry)."""
@@ -65,24 +71,17 @@ def mutate(data, rng: random.Random) -> tuple[object, str]:
     targets = [path]
     if every:
         at = lists[-1]
-        parent = data
-        for key in path[:at]:
-            parent = parent[key]
-        targets = [(*path[:at], i, *path[at + 1:]) for i in range(len(parent))]
+        siblings = len(_at(data, path[:at]))
+        targets = [(*path[:at], i, *path[at + 1:]) for i in range(siblings)]
     for target in targets:
-        parent = data
-        for key in target[:-1]:
-            parent = parent.get(key) if isinstance(parent, dict) else parent[key] if key < len(parent) else None
-            if not isinstance(parent, (dict, list)):
-                break
-        else:
-            key = target[-1]
-            if key not in (parent if isinstance(parent, dict) else range(len(parent))):
-                continue
+        try:
+            parent, key = _at(data, target[:-1]), target[-1]
             if action == "delete":
                 del parent[key]
             else:
                 parent[key] = _swap(parent[key]) if action == "swap" else new
+        except (KeyError, IndexError, TypeError):  # an item without the field, or a shorter list
+            continue
     return data, f"{action} {path}{' in every item' if every else ''}" + (f" = {new!r}" if action == "set" else "")
 
 

@@ -54,7 +54,7 @@ CASES = [
                  id="pattern-char-not-in-own-legend"),
     pytest.param(VALID.replace('pattern: "M*M-"', "types: [mamba2, attention, mamba3, mlp]"), "layers.types[2]",
                  7, id="unknown-kind-in-types"),
-    pytest.param(VALID.replace('"M*M-"', '"MEM-"'), "moe", None, id="kind-without-block"),
+    pytest.param(VALID.replace('"M*M-"', '"MEM-"'), "layers.pattern[1]", 7, id="kind-without-block"),
     pytest.param(VALID.replace('pattern: "M*M-"', "types: [mamba2, attention, mamba2+mamba2, mlp]"),
                  "layers.types[2]", 7, id="kind-twice-in-a-layer"),
     pytest.param(VALID.replace('pattern: "M*M-"', 'pattern: "M*M-"\n  types: [mlp, mlp, mlp, mlp]'), "layers",
@@ -103,16 +103,17 @@ def test_unreadable_file(tmp_path):
     assert (info.value.file, info.value.field) == (str(path), "file")
 
 
-def test_unknown_bundled_name_lists_known_names():
+def test_unknown_bundled_name_suggests_the_closest():
     with pytest.raises(SpecError) as info:
         load_spec("nemotron-h-9b")
     assert info.value.field == "file"
-    assert "nemotron-h-8b" in str(info.value) and "qwen3-next-80b-a3b" in str(info.value)
+    assert str(info.value).endswith("did you mean nemotron-h-8b, nemotron-h-56b or nemotron-3-nano-30b-a3b?")
 
 
 def test_bundled_lookup_is_exact():
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError) as info:
         load_spec("Nemotron-H-8B")
+    assert str(info.value).endswith("did you mean nemotron-h-8b?")
 
 
 def test_file_path_loads(tmp_path):

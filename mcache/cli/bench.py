@@ -19,7 +19,8 @@ def bench(
         "alloc,reset,commit,replay,relocate,snapshot,pack,transfer"),
     scheme: Annotated[Scheme, typer.Option(help="Speculative scheme the manager is built with.")] = "intermediate",
     draft: Annotated[int, typer.Option(min=1, help="Draft tokens per step (T = draft + 1).")] = 3,
-    max_batch: Annotated[int | None, typer.Option(min=1, help="Slots per rank (default: the largest batch).")] = None,
+    max_batch: Annotated[int | None, typer.Option(min=1, help=(
+        "Requests per micro-batch: the rank holds max batch x pp slots, as in `mcache size` (default: the largest batch)."))] = None,
     max_seq_len: Annotated[int, typer.Option(min=1, help="Tokens per sequence the KV pool holds.")] = 4096,
     per_layer: Annotated[bool, typer.Option("--per-layer", help="Also time every layer on its own.")] = False,
     device: Annotated[str, typer.Option(help="cuda, cuda:N, or cpu (a smoke run, not comparable with GPU runs).")] = "cuda",

@@ -9,8 +9,8 @@ CompareFormat = Literal["table", "markdown", "json"]
 
 
 def compare(
-    base: Annotated[Path, typer.Argument(help="The baseline results file.")],
-    new: Annotated[Path, typer.Argument(help="The new results file.")],
+    base: Annotated[Path, typer.Argument(metavar="BASE", help="The baseline results file.")],
+    new: Annotated[Path, typer.Argument(metavar="NEW", help="The new results file.")],
     threshold: Annotated[str, typer.Option(help="Slow-down beyond which a change outside the noise is a regression, e.g. 5%.")] = "5%",
     fmt: Annotated[CompareFormat, typer.Option("--format", help="table, markdown (for PR comments) or json.")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,

@@ -3,32 +3,51 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import typer
 
 from mcache.core.errors import McacheError
 
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process ended by Ctrl-C
 
-def run(app: typer.Typer, argv: list[str] | None) -> int:
-    """Invoke `app`; `McacheError` and usage errors become one line on stderr and their exit code."""
+
+def run(build: Callable[[], typer.Typer], argv: list[str] | None) -> int:
+    """Build the app and invoke it; `McacheError`, usage errors and Ctrl-C become one line on stderr and their
+    exit code."""
     try:
-        result = app(args=argv, standalone_mode=False, prog_name="mcache")
+        result = build()(args=argv, standalone_mode=False, prog_name="mcache")
     except McacheError as err:
         return _fail(str(err), err.exit_code)
     except typer.Exit as done:
         return done.exit_code
-    except typer.Abort:
-        return _fail("aborted", 130)
-    except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+    except (typer.Abort, KeyboardInterrupt):
+        return _fail("interrupted", INTERRUPTED)
     except typer.TyperException as err:  # usage errors: bad option, missing argument
         if not err.format_message():  # help shown for a bare group (`mcache`, `mcache spec`)
             return 2
         ctx = getattr(err, "ctx", None)
         where = ctx.command_path.removeprefix("mcache").strip() if ctx else ""
-        message = " ".join(err.format_message().split())  # click lists choices on lines of their own
-        return _fail(f"{where}: {message}" if where else message, 2)
+        message = _no_such_option(err, ctx) if hasattr(err, "possibilities") else " ".join(err.format_message().split())
+        return _fail(f"{where}: {message}" if where else message, 2)  # click lists choices on lines of their own
+    if result == INTERRUPTED:  # typer returns a Ctrl-C inside a command as exit code 130, silently
+        return _fail("interrupted", INTERRUPTED)
     return result if isinstance(result, int) else 0
+
+
+def _no_such_option(err, ctx) -> str:
+    """`no such option --max-num-seqs; did you mean --max-batch?`: the command's option that means what an engine's
+    flag means, else the closest spelling."""
+    import difflib
+
+    from mcache.core.engines.options import mcache_option_for
+
+    typed = err.option_name
+    known = [name for param in (ctx.command.params if ctx else []) for name in param.opts if name.startswith("--")]
+    same = mcache_option_for(typed)
+    # An engine's flag gets the mcache option that means the same, or nothing: a close spelling would mislead.
+    close = difflib.get_close_matches(typed, known, n=1) if same is None else [same] if same in known else []
+    return f"no such option {typed}; " + (f"did you mean {close[0]}?" if close else "see --help")
 
 
 def _fail(message: str, code: int) -> int:

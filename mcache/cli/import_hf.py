@@ -11,7 +11,7 @@ from mcache.core.hf import supported_model_types
 
 
 def import_hf(
-    path: Annotated[Path, typer.Argument(help="A config.json, or a checkpoint folder holding one. Never downloads.")],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="A config.json, or a checkpoint folder holding one. Never downloads.")],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the spec to this file (atomically), not stdout.")
     ] = None,

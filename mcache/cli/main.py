@@ -2,14 +2,12 @@
 
 Command modules are imported only for the command being run (`mcache size` never loads the bench,
 compare or import code); `--help` at the top level, or an unknown command, builds the whole app.
+This module imports nothing heavy at the top, so a Ctrl-C while the CLI loads is caught by `main` too.
 """
-
-from __future__ import annotations
 
 import sys
 from importlib import import_module
-
-import typer
+from typing import Annotated
 
 # name -> (module, attribute): a command function, or a typer group for `spec`.
 COMMANDS = {
@@ -21,10 +19,13 @@ COMMANDS = {
     "compare": ("mcache.cli.compare", "compare"),
     "export": ("mcache.cli.export", "export"),
 }
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 
-def build_app(only: str | None = None) -> typer.Typer:
+def build_app(only: str | None = None) -> "typer.Typer":  # noqa: F821 (typer is imported here, not at the top)
     """The CLI with every command, or with just `only` (same behaviour for that command, faster start)."""
+    import typer
+
     app = typer.Typer(
         name="mcache",
         help="Size and benchmark the caches of hybrid LLMs (attention KV + recurrent state).",
@@ -33,8 +34,19 @@ def build_app(only: str | None = None) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
 
+    def show_version(value: bool) -> None:
+        if value:
+            from mcache import __version__
+            from mcache.cli.output import emit_text
+
+            emit_text(f"mcache {__version__}")
+            raise typer.Exit(0)
+
     @app.callback()
-    def _root() -> None:
+    def _root(
+        version: Annotated[bool, typer.Option("--version", is_eager=True, callback=show_version,
+                                              help="Print mcache's version and exit.")] = False,
+    ) -> None:
         """Size and benchmark the caches of hybrid LLMs (attention KV + recurrent state)."""
 
     for name in [only] if only else COMMANDS:
@@ -54,12 +66,17 @@ def __getattr__(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; user errors become one line on stderr and exit code 2 (1 for failed checks)."""
-    from mcache.cli.errors import run
+    """Run the CLI; user errors become one line on stderr and exit code 2 (1 for failed checks, 3 for does not
+    fit, 130 for Ctrl-C, including one that comes while the CLI is still importing)."""
+    try:
+        from mcache.cli.errors import run
 
-    args = sys.argv[1:] if argv is None else argv
-    only = args[0] if args and args[0] in COMMANDS else None
-    return run(build_app(only), args)
+        args = sys.argv[1:] if argv is None else argv
+        only = args[0] if args and args[0] in COMMANDS else None
+        return run(lambda: build_app(only), args)
+    except KeyboardInterrupt:
+        print("mcache: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -58,6 +58,10 @@ _CAPACITY_HEAD = ("stage", "weights", "cache budget", "fixed", "KV budget", "KV 
                   "if slots resized", "max context")
 
 
+CAPACITY_LEGEND = ("fixed: bytes that are not KV (state slots, scratch, per-rank buffers) · binds: what stops more sequences "
+                   "· if slots resized: sequences that fit if the state pool held one slot per sequence")
+
+
 def _component_cells(stage: int, c: dict, human: bool) -> list[str]:
     size = human_bytes if human else str
     return [str(stage), c["component"], c["kind"] or "-", c["name"], str(c["layers"]), c["per"], c["dtype"],
@@ -77,7 +81,7 @@ def _headline(report: dict) -> str:
     m, lay, rt = report["model"], report["layout"], report["runtime"]
     spec = f" · {rt['spec_scheme']} x{rt['draft_tokens']}" if rt["draft_tokens"] else ""
     weights = (f"weights unknown: {', '.join(m['weights_unknown'])}" if m["weights_unknown"] else
-               f"{m['param_count'] / 1e9:.2f} B params, {human_bytes(m['param_bytes'])} {m['weight_format']}")
+               f"{m['param_count'] / 1e9:.2f} billion params, {human_bytes(m['param_bytes'])} {m['weight_format']}")
     return (f"{m['name']} ({weights}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")
@@ -109,16 +113,30 @@ def _capacity_title(cap: dict) -> str:
             f"max context at {cap['concurrency']} seqs; tightest stage {cap['tightest_stage']}")
 
 
-def rich_table(head: tuple[str, ...], rows, right):
-    """A rich table of `rows` under `head`; `right(i, name)` says which columns are right-aligned."""
+def rich_table(head: tuple[str, ...], rows, right, drop: tuple[str, ...] = ()):
+    """A rich table of `rows` under `head`; `right(i, name)` says which columns are right-aligned. On a page too
+    narrow for it, the `drop` columns go first (least important first; `print_blocks` says which), and what
+    still does not fit folds onto a second line: a cell is never cut short (`18.…`)."""
     from rich.table import Table
 
     table = Table()
     for i, name in enumerate(head):
-        table.add_column(name, justify="right" if right(i, name) else "left")
+        table.add_column(name, justify="right" if right(i, name) else "left", overflow="fold")
     for row in rows:
         table.add_row(*row)
+    table.droppable = drop
     return table
+
+
+def _fit(table, console) -> list[str]:
+    """Remove the table's droppable columns until it fits the console's width; the names removed."""
+    dropped, unbounded = [], console.options.update_width(1 << 16)  # measure the natural width, not the clamped one
+    for name in getattr(table, "droppable", ()):
+        if console.measure(table, options=unbounded).maximum <= console.width:
+            break
+        table.columns = [c for c in table.columns if c.header != name]
+        dropped.append(name)
+    return dropped
 
 
 NO_GPU_HINT = "no capacity section: name a GPU with --gpu (e.g. --gpu h200) or its memory with --gpu-memory (e.g. 141GiB)"
@@ -192,7 +210,7 @@ def does_not_fit(report: dict, smallest) -> Exception:
 
 def _size_tables(report: dict):
     comps = rich_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
-                        lambda i, head: i >= 8 or head == "layers")
+                        lambda i, head: i >= 8 or head == "layers", drop=("buffer", "dtype", "per", "kind", "shape"))
     notes = " ".join(report["model"].get("notes", "").split())
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
@@ -202,8 +220,8 @@ def _size_tables(report: dict):
         blocks += ["", *engine_blocks(report)]
     elif cap:
         table = rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
-                            lambda i, head: head != "binds")
-        blocks += ["", _capacity_title(cap), table, capacity_headline(report)]
+                            lambda i, head: head != "binds", drop=("cache budget", "weights", "KV tokens", "fixed"))
+        blocks += ["", _capacity_title(cap), table, CAPACITY_LEGEND, capacity_headline(report)]
     else:
         blocks.append(no_capacity_hint(report))
     if report.get("transfer"):
@@ -249,8 +267,11 @@ def print_blocks(blocks: list, output: Path | None) -> None:
     for block in blocks:
         if isinstance(block, str):
             console.out(block)
-        else:
-            console.print(block)
+            continue
+        dropped = _fit(block, console)
+        console.print(block)
+        if dropped:
+            console.out(f"(left out for width: {', '.join(dropped)}; a wider terminal or --format json shows them)")
     if buf is not None:
         emit_text(buf.getvalue(), output)
 
@@ -268,7 +289,7 @@ def _size_markdown(report: dict) -> str:
     if cap:
         parts += ["", f"**{_capacity_title(cap)}**", "",
                   _markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]]),
-                  "", capacity_headline(report)]
+                  "", CAPACITY_LEGEND, "", capacity_headline(report)]
     if report.get("engine"):
         from mcache.cli.engine_output import engine_headline
 

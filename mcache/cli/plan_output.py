@@ -92,5 +92,6 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
         emit_text("\n".join(body) + "\n", output)
     else:
         table = rich_table(HEAD, rows[:shown], lambda i, head: head in ("#", "tp", "pp", "gpus", "context", "seqs",
-                                                                         "seqs/GPU"))
+                                                                         "seqs/GPU"),
+                           drop=("gpus", "prefix", "start-up", "draft", "fits", "state", "binds"))
         print_blocks([title(result, model), table, *more, *skipped, *best_lines(result)], output)

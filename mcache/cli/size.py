@@ -25,8 +25,9 @@ def size(
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
     max_batch: Annotated[int | None, typer.Option("--max-batch", "--max-batch-size", help=(
-        "Requests per micro-batch; fixes the state pool at max batch x pp slots (default: what memory holds at the "
-        "context; 64 without a GPU). TensorRT-LLM's max_batch_size (default 2048)."))] = None,
+        "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
+        "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "
+        "max_batch_size (default 2048)."))] = None,
     max_seq_len: Annotated[int | None, typer.Option("--max-seq-len", "--max-model-len", "--context-length", help=(
         "Max tokens per sequence, sizing the KV pool (8192; engines: the config's max_model_len)."))] = None,
     block_size: Annotated[int | None, typer.Option("--block-size", "--tokens-per-block", "--page-size", help=(

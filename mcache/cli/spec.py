@@ -21,7 +21,7 @@ def list_specs() -> None:
 
 
 @app.command("validate")
-def validate(files: Annotated[list[str], typer.Argument(help="Spec files (or bundled names) to check.")]) -> None:
+def validate(files: Annotated[list[str], typer.Argument(metavar="SPEC...", help="Spec files (or bundled names) to check.")]) -> None:
     """Load and check each spec; stop at the first error with one line naming file, field and line."""
     from mcache.cli.output import emit_text
     from mcache.core.spec_loader import load_spec

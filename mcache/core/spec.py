@@ -271,7 +271,7 @@ def check_spec(spec: ModelSpec, file: str) -> None:
             if kind not in KINDS:
                 raise SpecError(file, f"{source}[{i}]", f"layer kind {kind!r} is not one of {', '.join(KINDS)}")
             if getattr(spec, kind) is None:
-                raise SpecError(file, kind, f"a parameter block, since layer {i} is {entry!r}")
+                raise SpecError(file, f"{source}[{i}]", f"a `{kind}:` parameter block, which the spec lacks (layer {i} is {entry!r})")
         if len(set(parts)) != len(parts):
             raise SpecError(file, f"{source}[{i}]", f"each kind at most once per layer, got {entry!r}")
     for key, value in spec.ssm_dtype_hints.items():

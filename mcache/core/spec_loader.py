@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 
@@ -28,14 +29,23 @@ def bundled_names() -> list[str]:
 
 
 def resolve(ref: str) -> Path:
-    """A path as given if it exists, else the bundled spec of that exact name."""
+    """A path as given if it exists, else the bundled spec of that exact name; an unknown name suggests the closest
+    bundled ones (the same name in other case alone: a name in a script must mean one file)."""
     path = Path(ref)
     if path.exists():
         return path
-    candidate = bundled_dir() / f"{ref}.yaml"
-    if candidate.is_file() and "/" not in ref:
-        return candidate
-    raise SpecError(ref, "file", f"an existing file or a bundled spec name ({', '.join(bundled_names())})")
+    names = bundled_names()
+    if "/" in ref or ref.endswith((".yaml", ".yml", ".json")):
+        raise SpecError(ref, "file", "an existing file (no such file)")
+    if ref in names:
+        return bundled_dir() / f"{ref}.yaml"
+    starts = [name for name in names if name.startswith(ref.lower())]
+    close = list(dict.fromkeys(starts + difflib.get_close_matches(ref.lower(), names, n=3, cutoff=0.5)))[:3]
+    if ref.lower() in names:
+        close = [ref.lower()]
+    hint = f"did you mean {', '.join(close[:-1])} or {close[-1]}?" if len(close) > 1 else (
+        f"did you mean {close[0]}?" if close else "see `mcache spec list`")
+    raise SpecError(ref, "file", f"an existing file or a bundled spec name; {hint}")
 
 
 def load_spec(ref: str) -> ModelSpec:
@@ -60,6 +70,10 @@ def parse_spec(text: str, file: str) -> ModelSpec:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "valid YAML"
         raise SpecError(file, "yaml", f"valid YAML ({problem})", mark.line + 1 if mark else None) from None
+    except ValueError as err:  # a literal Python will not convert, such as an integer of over 4300 digits
+        raise SpecError(file, "yaml", f"values Python can read ({str(err).split(';')[0]})") from None
+    if data is None:
+        raise SpecError(file, "document", "a mapping of spec fields, got an empty file")
     if not isinstance(data, dict):
         raise SpecError(file, "document", f"a mapping of spec fields, got {type(data).__name__}")
     try:

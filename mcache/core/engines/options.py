@@ -78,13 +78,27 @@ def engine_settings(engine: str | None, given: dict[str, Any]) -> dict[str, Any]
     return settings
 
 
+# (engine, mcache option) -> the engine's own option for what the mcache option means there.
+INSTEAD = {("vllm", "--max-batch"): "--max-num-seqs", ("sglang", "--max-batch"): "--max-running-requests",
+           ("sglang", "--utilization"): "--mem-fraction-static", ("trtllm", "--utilization"): "--free-gpu-memory-fraction",
+           ("sglang", "--reserve"): "--mem-fraction-static"}
+# The engines' flags for the parallel layout: vllm/engine/arg_utils.py (--tensor-parallel-size,
+# --pipeline-parallel-size), sglang/srt/server_args.py (--tp-size, --pp-size).
+PARALLEL = {"--tensor-parallel-size": "--tp", "--tp-size": "--tp", "--pipeline-parallel-size": "--pp", "--pp-size": "--pp"}
+
+
 def _instead(engine: str, option: str) -> str:
     """Where the engine's own setting for what `option` means lives, if it has one."""
-    hints = {("vllm", "--max-batch"): "--max-num-seqs", ("sglang", "--max-batch"): "--max-running-requests",
-             ("sglang", "--utilization"): "--mem-fraction-static", ("trtllm", "--utilization"): "--free-gpu-memory-fraction",
-             ("sglang", "--reserve"): "--mem-fraction-static"}
-    other = hints.get((engine, option))
+    other = INSTEAD.get((engine, option))
     return f" (use {other})" if other else ""
+
+
+def mcache_option_for(flag: str) -> str | None:
+    """The mcache option that means what an engine's `flag` (e.g. `--max-num-seqs`, `--max-model-len`) means."""
+    setting = flag.removeprefix("--").replace("-", "_")
+    shared = next((option for option, names in SHARED.items() if setting in names.values()), None)
+    instead = next((option for (_, option), other in INSTEAD.items() if other == flag), None)
+    return PARALLEL.get(flag) or shared or instead
 
 
 def option_for(engine: str, setting: str) -> str:

@@ -266,15 +266,22 @@ def _size_csv(report: dict) -> str:
 
 
 _VERDICT_MARK = {"regression": "❌ regression", "improvement": "✅ improvement"}
-_COMPARE_HEAD = ("benchmark", "base (us)", "new (us)", "Δ%", "verdict")
+_COMPARE_HEAD = ("benchmark", "base (us)", "new (us)", "Δ%", "Δ eager", "Δ host", "verdict")
 
 
 def _compare_cells(change) -> list[str]:
     def us(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    delta = "-" if change.delta_pct is None else f"{change.delta_pct:+.1f}%"
-    return [change.key, us(change.base_us), us(change.new_us), delta, _VERDICT_MARK.get(change.verdict, change.verdict)]
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:+.1f}%"
+
+    verdict = _VERDICT_MARK.get(change.verdict, change.verdict)
+    which = [name for name, v in change.verdicts.items() if v == change.verdict]
+    if change.verdict in ("regression", "improvement", "slower", "faster") and which != ["device"]:
+        verdict += f" ({', '.join(which)})"
+    return [change.key, us(change.base_us), us(change.new_us), pct(change.delta_pct), pct(change.eager_delta_pct),
+            pct(change.host_delta_pct), verdict]
 
 
 def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
@@ -292,7 +299,7 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         rows = [_compare_cells(c) for c in comparison.changes]
         emit_text(f"**{summary}**\n\n{_markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
-        table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 4)
+        table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 6)
         print_blocks([summary, table], output)
 
 

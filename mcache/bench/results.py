@@ -180,7 +180,8 @@ def load(path: str | Path) -> Results:
         raise SpecError(str(path), "document", "a JSON object with schema_version, meta and rows")
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
-        raise SpecError(str(path), "schema_version", f"{' or '.join(map(str, READABLE_VERSIONS))} (the versions this mcache reads), got {version!r}")
+        readable = " or ".join(map(str, READABLE_VERSIONS))
+        raise SpecError(str(path), "schema_version", f"{readable} (the versions this mcache reads), got {version!r}")
     try:
         return msgspec.convert(data, Results)
     except msgspec.ValidationError as err:

@@ -107,7 +107,7 @@ class Runner:
     def _run(self, tick: Progress) -> None:
         manager = self._build_manager()
         self.ceiling = self._ceiling()
-        self.host_reference = torch_host_reference(self.device) if self.device.type == "cuda" else None
+        self.host_reference = torch_host_reference(self.device)
         kinds = self.ctx.recurrent_kinds
         layers = self._layers(kinds)
         pools = {key: pool.view for key, pool in manager.pools.items()}

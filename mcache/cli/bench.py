@@ -112,7 +112,9 @@ def _run_with_progress(runner):
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as progress:
+    console = Console(stderr=True)
+    # Off the terminal the bar would leave a blank line on stderr.
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = None
 
         def tick(desc: str, total: int) -> None:

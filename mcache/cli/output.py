@@ -357,7 +357,7 @@ def bench_columns(cells: list[dict[str, str]], width: int) -> list[str]:
     used = 1
     for name in _BENCH_COLUMNS:
         need = max(len(name), *(len(c[name]) for c in cells)) + 3  # padding and border
-        if name == "layer" and all(c[name] == "-" for c in cells):
+        if all(c[name] == "-" for c in cells):  # nothing to show (no layer rows, no ceiling on the CPU)
             continue
         if used + need <= width or len(kept) < 4:
             kept.append(name)

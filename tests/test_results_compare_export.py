@@ -48,7 +48,7 @@ def test_round_trip_and_atomic_save(tmp_path):
     assert results.load(path) == run
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 1 and isinstance(data["rows"][0]["bytes"], int)
+    assert data["schema_version"] == 2 and isinstance(data["rows"][0]["bytes"], int)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def test_compare_cli_exit_codes_and_markdown(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", base, new, "--format", "markdown"]) == 1
     out = capsys.readouterr().out
-    assert "| benchmark | base (us) | new (us) | Δ% | verdict |" in out
+    assert "| benchmark | base (us) | new (us) | Δ% | Δ eager | Δ host | verdict |" in out
     assert "+15.0%" in out and "regression" in out
     assert main(["compare", base, new, "--threshold", "20%", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["regressions"] == 0
@@ -133,7 +133,7 @@ def test_compare_cli_rejects_a_bad_file(tmp_path, capsys):
     good = _write(tmp_path, "good.json", make_run(BASE))
     assert main(["compare", good, str(bad)]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}: schema_version: 1" in err and err.count("\n") == 1
+    assert f"{bad}: schema_version: 1 or 2 (the versions" in err and err.count("\n") == 1
 
 
 def test_github_action_benchmark_export():

@@ -7,17 +7,21 @@ from collections.abc import Callable
 
 import msgspec
 
-from mcache.bench.results import Meta, Results, Row
+from mcache.bench.results import TIMES, Meta, Results, Row
 from mcache.core.errors import McacheError
 
 
 class Change(msgspec.Struct, kw_only=True):
-    """One row of a comparison. `verdict` is one of:
+    """One row of a comparison. Each of its three times (device `*_us`, `eager`, `host`; see `results.Row`)
+    gets a verdict in `verdicts`:
 
     - `same`: the two runs' p10..p90 ranges overlap (the change is within the noise);
     - `faster` / `slower`: outside the spread but within the threshold;
-    - `improvement` / `regression`: outside the spread and beyond the threshold;
-    - `new` / `gone`: the row is in one run only; `skipped`: skipped in either run.
+    - `improvement` / `regression`: outside the spread and beyond the threshold.
+
+    A time the base lacks (a schema-1 file has no eager or host times) is not compared. `verdict` is the
+    row's: `regression` if any time regressed, else the device time's verdict unless another time improved or
+    slowed beyond it (see `_worst`); `new` / `gone`: the row is in one run only; `skipped`: skipped in either run.
     """
 
     key: str
@@ -30,6 +34,13 @@ class Change(msgspec.Struct, kw_only=True):
     new_us: float | None
     delta_pct: float | None
     verdict: str
+    base_eager_us: float | None = None
+    new_eager_us: float | None = None
+    eager_delta_pct: float | None = None
+    base_host_us: float | None = None
+    new_host_us: float | None = None
+    host_delta_pct: float | None = None
+    verdicts: dict[str, str] = {}
 
 
 class Comparison(msgspec.Struct, kw_only=True):
@@ -98,8 +109,16 @@ def check_comparable(base: Results, new: Results, force: bool, names: tuple[str,
 def _verdict(base: Row, new: Row, threshold_pct: float) -> tuple[float | None, str]:
     if base.status != "ok" or new.status != "ok" or not base.median_us or new.median_us is None:
         return None, "skipped"
-    delta = (new.median_us - base.median_us) / base.median_us * 100
-    (lo_b, hi_b), (lo_n, hi_n) = base.spread_us, new.spread_us
+    return time_verdict(base, new, "device", threshold_pct)
+
+
+def time_verdict(base: Row, new: Row, name: str, threshold_pct: float) -> tuple[float | None, str | None]:
+    """Change in % and verdict of one time (`device`, `eager` or `host`); `(None, None)` where a run lacks it."""
+    b, lo_b, hi_b = base.time(name)
+    n, lo_n, hi_n = new.time(name)
+    if not b or n is None:
+        return None, None
+    delta = (n - b) / b * 100
     overlap = lo_n <= hi_b and lo_b <= hi_n
     if overlap or delta == 0:
         return delta, "same"
@@ -108,6 +127,24 @@ def _verdict(base: Row, new: Row, threshold_pct: float) -> tuple[float | None, s
     if delta < -threshold_pct:
         return delta, "improvement"
     return delta, "slower" if delta > 0 else "faster"
+
+
+_SEVERITY = ("regression", "improvement", "slower", "faster", "same")
+
+
+def _worst(verdicts: dict[str, str]) -> str:
+    """The row's verdict from its times': a regression anywhere first, then an improvement, and so on."""
+    return min(verdicts.values(), key=_SEVERITY.index)
+
+
+def _three_times(b: Row, n: Row, threshold_pct: float) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Eager and host deltas and every time's verdict, for two timed rows."""
+    deltas, verdicts = {}, {}
+    for name in TIMES:
+        deltas[name], verdict = time_verdict(b, n, name, threshold_pct)
+        if verdict is not None:
+            verdicts[name] = verdict
+    return deltas, verdicts
 
 
 def compare(base: Results, new: Results, base_name: str, new_name: str, threshold_pct: float = 5.0,
@@ -120,11 +157,19 @@ def compare(base: Results, new: Results, base_name: str, new_name: str, threshol
     for key in list(base_rows) + [k for k in new_rows if k not in base_rows]:
         b, n = base_rows.get(key), new_rows.get(key)
         row = n or b
+        deltas, verdicts = {}, {}
         if b is None or n is None:
             delta, verdict = None, "new" if b is None else "gone"
         else:
             delta, verdict = _verdict(b, n, threshold_pct)
+            if verdict != "skipped":
+                deltas, verdicts = _three_times(b, n, threshold_pct)
+                verdict = _worst(verdicts)
         changes.append(Change(key=key, op=row.op, kind=row.kind, impl=row.impl, batch=row.batch, layer=row.layer,
                               base_us=b.median_us if b else None, new_us=n.median_us if n else None,
-                              delta_pct=delta, verdict=verdict))
+                              delta_pct=delta, verdict=verdict,
+                              base_eager_us=b.eager_us if b else None, new_eager_us=n.eager_us if n else None,
+                              eager_delta_pct=deltas.get("eager"), base_host_us=b.host_us if b else None,
+                              new_host_us=n.host_us if n else None, host_delta_pct=deltas.get("host"),
+                              verdicts=verdicts))
     return Comparison(base=base_name, new=new_name, threshold_pct=threshold_pct, changes=changes, notes=notes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.bench.results import Results
+from mcache.bench.results import Results, Row
 from mcache.core.errors import McacheError
 
 METRICS = ("time", "bandwidth")
@@ -17,6 +17,8 @@ def to_github_action_benchmark(results: Results, metric: str) -> list[dict]:
 
     Its direction (smaller or bigger is better) is per file, so times and bandwidths are exported
     separately (`metric`: `time` in us, smaller is better; `bandwidth` in GB/s, bigger is better).
+    With `time`, a row's eager and host times (schema 2) are benchmarks of their own, named `.../eager` and
+    `.../host` beside the device time's `...`.
     """
     if metric not in METRICS:
         raise McacheError(f"export: --metric: one of {', '.join(METRICS)}, got {metric!r}")
@@ -28,35 +30,41 @@ def to_github_action_benchmark(results: Results, metric: str) -> list[dict]:
         if row.bytes and row.pct_ceiling is not None:
             extra += f"; {row.pct_ceiling}% of copy ceiling"
         if metric == "time":
-            lo, hi = row.spread_us
-            spread = max(row.median_us - lo, hi - row.median_us)
-            entry = {"name": _name(results, row.key), "unit": "us", "value": row.median_us, "range": f"±{spread:.2f}"}
+            name = _name(results, row.key)
+            entries = [_time_entry(name, row, "device")]
+            entries += [_time_entry(f"{name}/{t}", row, t) for t in ("eager", "host") if row.time(t)[0] is not None]
         elif row.gbps is not None:
-            entry = {"name": _name(results, row.key), "unit": "GB/s", "value": row.gbps}
+            entries = [{"name": _name(results, row.key), "unit": "GB/s", "value": row.gbps}]
         else:
             continue
-        if extra:
-            entry["extra"] = extra
-        out.append(entry)
+        out += [{**entry, "extra": extra} if extra else entry for entry in entries]
     return out
+
+
+def _time_entry(name: str, row: Row, time: str) -> dict:
+    median, lo, hi = row.time(time)
+    return {"name": name, "unit": "us", "value": median, "range": f"±{max(median - lo, hi - median):.2f}"}
+
+
+def _ns(row: Row, time: str) -> dict:
+    median, lo, hi = row.time(time)
+    return {"value": median * 1000, "lower_value": lo * 1000, "upper_value": hi * 1000}
 
 
 def to_bencher(results: Results) -> dict:
     """Bencher Metric Format: `{benchmark: {"latency": {value, lower_value, upper_value}, "bandwidth": {...}}}`.
 
-    Latency is in nanoseconds (Bencher's built-in measure); bandwidth in GB/s.
+    Latency (the device time) is in nanoseconds (Bencher's built-in measure); `eager-latency` and
+    `host-latency` (schema 2) likewise; bandwidth in GB/s.
     """
     out: dict[str, dict] = {}
     for row in results.rows:
         if row.status != "ok" or row.median_us is None:
             continue
-        measures = {
-            "latency": {
-                "value": row.median_us * 1000,
-                "lower_value": row.spread_us[0] * 1000,
-                "upper_value": row.spread_us[1] * 1000,
-            }
-        }
+        measures = {"latency": _ns(row, "device")}
+        for name in ("eager", "host"):
+            if row.time(name)[0] is not None:
+                measures[f"{name}-latency"] = _ns(row, name)
         if row.gbps is not None:
             measures["bandwidth"] = {"value": row.gbps}
         out[_name(results, row.key)] = measures

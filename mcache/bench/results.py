@@ -1,6 +1,8 @@
 """The results file of `mcache bench`: one versioned JSON with run metadata and fixed-schema rows.
 
 Times are microseconds, bytes are integers, bandwidth is GB/s (1e9 bytes per second, read + write).
+Version 2 added each row's eager and host times (`eager_us`, `host_us`) and `meta.host_reference`;
+version-1 files are still read (their rows have no eager or host times).
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from mcache.core.atomic import write_atomic
 from mcache.core.errors import McacheError, SpecError, validation_parts
 from mcache.core.json_text import json_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MAX_US = 1e12  # about 11.6 days: no cache op takes longer, and times in ns (x1000) stay finite numbers
+# Each time of a row: its name -> the fields of its median, p10 and p90.
+TIMES = {"device": ("median_us", "p10_us", "p90_us"), "eager": ("eager_us", "eager_p10_us", "eager_p90_us"),
+         "host": ("host_us", "host_p10_us", "host_p90_us")}
 
 Micros = Annotated[float, Bounds(gt=0, lt=MAX_US)]
 Positive = Annotated[float, Bounds(gt=0)]
@@ -38,6 +44,14 @@ class Row(Record, kw_only=True):
     (mcache's op on the CPU, i.e. the torch reference) or `host` (allocator work timed on the CPU). `status` is `ok` or `skipped`
     (with `reason`, e.g. out of memory); skipped rows carry no times. `timer` is set only where a
     row was timed differently from the run's `meta.timer`.
+
+    Three times per row, each a median with its p10 and p90:
+    - device (`median_us`): the op's own GPU time, from CUDA-graph replays with the L2 flushed;
+    - eager (`eager_us`): one call launched from Python with the GPU idle, from a CUDA event recorded
+      before the call to the end of its last kernel, so the host's launch latency counts;
+    - host (`host_us`): the host's cost per call, from 200-300 calls launched back to back while the GPU is
+      busy (timed with `time.perf_counter`), i.e. what a call costs the Python thread.
+    On the CPU (smoke runs) all three are wall clock. Version-1 files have no eager or host times (None).
     """
 
     op: str
@@ -57,10 +71,16 @@ class Row(Record, kw_only=True):
     size_matched_us: Micros | None = None
     speedup_vs_baseline: NonNegative | None = None
     timer: str | None = None
+    eager_us: Micros | None = None
+    eager_p10_us: Micros | None = None
+    eager_p90_us: Micros | None = None
+    host_us: Micros | None = None
+    host_p10_us: Micros | None = None
+    host_p90_us: Micros | None = None
     # -- transfer across processes (`--ops transfer --sender-tp/--receiver-tp`): the phases of `median_us` --
-    pack_us: float | None = None
-    wire_us: float | None = None
-    unpack_us: float | None = None
+    pack_us: Micros | None = None
+    wire_us: Micros | None = None
+    unpack_us: Micros | None = None
 
     @property
     def key(self) -> str:
@@ -70,7 +90,13 @@ class Row(Record, kw_only=True):
     @property
     def spread_us(self) -> tuple[float, float]:
         """`(p10, p90)` of a timed row, each falling back to the median where it was not recorded."""
-        return self.p10_us or self.median_us, self.p90_us or self.median_us
+        _, p10, p90 = self.time("device")
+        return p10, p90
+
+    def time(self, name: str) -> tuple[float | None, float | None, float | None]:
+        """`(median, p10, p90)` of the `device`, `eager` or `host` time (p10/p90 fall back to the median)."""
+        median, p10, p90 = (getattr(self, f) for f in TIMES[name])
+        return median, p10 or median, p90 or median
 
 
 def row_key(op, kind, layer, impl, batch) -> str:
@@ -109,7 +135,11 @@ class Memory(Record, kw_only=True):
 
 
 class Meta(Record, kw_only=True):
-    """Everything needed to tell whether two runs can be compared."""
+    """Everything needed to tell whether two runs can be compared.
+
+    `host_reference`: torch's own host cost per call (us) measured in the same run as rows' `host_us`
+    (`copy_` and `index_copy_` of a small tensor), the yardstick for a launcher's host cost.
+    """
 
     mcache_version: str
     git_commit: str | None
@@ -128,6 +158,7 @@ class Meta(Record, kw_only=True):
     ceiling: Ceiling | None
     memory: Memory | None
     interrupted: bool = False
+    host_reference: dict[str, float] | None = None
 
     @property
     def device_name(self) -> str:
@@ -177,8 +208,9 @@ def load(path: str | Path) -> Results:
         if keys <= data.keys():
             raise McacheError(f"{path}: this is an `{command}` report, not a `mcache bench` results file")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise SpecError(str(path), "schema_version", f"{SCHEMA_VERSION} (the version this mcache reads), got {version!r}")
+    if version not in READABLE_VERSIONS:
+        readable = " or ".join(map(str, READABLE_VERSIONS))
+        raise SpecError(str(path), "schema_version", f"{readable} (the versions this mcache reads), got {version!r}")
     try:
         run = msgspec.convert(data, Results)
     except msgspec.ValidationError as err:
@@ -195,10 +227,12 @@ def check_rows(run: Results, path: str) -> None:
         where = f"rows[{i}] ({row.key})"
         if row.status == "ok" and row.median_us is None:
             raise SpecError(path, f"{where}: median_us", "a time on a row with status ok (only skipped rows have none)")
-        times = [t for t in (row.p10_us, row.median_us, row.p90_us) if t is not None]
-        if times != sorted(times):
-            raise SpecError(path, f"{where}: p10_us, median_us, p90_us", f"in that order (p10 <= median <= p90), got "
-                            f"{row.p10_us}, {row.median_us}, {row.p90_us}")
+        for fields in TIMES.values():
+            values = [getattr(row, f) for f in (fields[1], fields[0], fields[2])]
+            times = [t for t in values if t is not None]
+            if times != sorted(times):
+                raise SpecError(path, f"{where}: {fields[1]}, {fields[0]}, {fields[2]}",
+                                f"in that order (p10 <= median <= p90), got {', '.join(map(str, values))}")
         if row.key in seen:
             raise SpecError(path, where, f"each row once, but rows[{seen[row.key]}] has the same op, kind, layer, impl and batch")
         seen[row.key] = i

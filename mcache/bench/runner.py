@@ -4,7 +4,9 @@ For each layer kind with recurrent state, each op and each batch size the runner
 kernel and the torch-indexing baseline, sets each against a contiguous copy of the same number of
 bytes and against the large-copy ceiling measured in the same process, and checks the kernel's
 output against the reference first (a row whose output disagrees is recorded as skipped, never timed).
-Out-of-memory cases become skipped rows; Ctrl-C ends the run with the rows done so far.
+Each row has three times (see `results.Row`): device (CUDA-graph replays), eager (one call with the GPU
+idle) and host (the launch cost per call). Ops a kind or scheme has no buffers for are listed once as
+skipped, without work. Out-of-memory cases become skipped rows; Ctrl-C ends the run with the rows done so far.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import torch
 
 from mcache import __version__
 from mcache.bench import device_info
-from mcache.bench.ops import OPS, CaseBuilder, OpCase
+from mcache.bench.interrupt import Interrupts
+from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, KernelCaseBuilder, sweep_cases
+from mcache.bench.ops import OP_BUFFERS, OPS, CaseBuilder, OpCase
 from mcache.bench.results import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
-from mcache.bench.timing import Timing, copy_time, gbps, time_op
+from mcache.bench.timing import Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
 from mcache.core.cache.manager import CacheManager
 from mcache.core.errors import McacheError, allocation_error, first_line
 from mcache.core.estimator import estimate_rank
@@ -53,6 +57,8 @@ class BenchConfig:
     pool_layout: str = "layer"
     reps: int = 30
     seed: int = 0
+    ssm_dtype: str | None = None
+    sweep: bool = False
 
 
 Progress = Callable[[str, int], None]  # (description, total steps) on start; ("", 0) per step
@@ -61,7 +67,8 @@ Progress = Callable[[str, int], None]  # (description, total steps) on start; ("
 class Runner:
     """Runs one `BenchConfig`; `rows` fills as it goes, so an interrupted run keeps what it measured."""
 
-    def __init__(self, cfg: BenchConfig):
+    def __init__(self, cfg: BenchConfig, interrupts: Interrupts | None = None):
+        """`interrupts`: the SIGINT handler the caller installed around the whole command (else one of its own)."""
         self.cfg = cfg
         self.device = torch.device(cfg.device)
         self.rows: list[Row] = []
@@ -72,7 +79,9 @@ class Runner:
         self.runtime = RuntimeConfig(
             max_batch=max_batch, max_seq_len=cfg.max_seq_len, draft_tokens=cfg.draft,
             spec_scheme=cfg.scheme, snapshot_slots=max_batch if "snapshot" in cfg.ops else 0)
-        self.ctx = RankContext.build(self.spec, self.layout, self.runtime, resolve_dtypes(self.spec), cfg.stage)
+        dtypes = resolve_dtypes(self.spec, ssm=cfg.ssm_dtype)
+        self.ctx = RankContext.build(self.spec, self.layout, self.runtime, dtypes, cfg.stage)
+        self.estimated = estimate_rank(self.ctx).cache_bytes  # shapes now: a layout error names the spec file
         if not self.ctx.recurrent_kinds and set(cfg.ops) - {"alloc"}:
             raise McacheError(f"bench: {self.spec.name} has no recurrent layers on stage {cfg.stage}: "
                               "no state op to time (--ops alloc times the allocation alone)")
@@ -80,6 +89,8 @@ class Runner:
         self.ceiling: Ceiling | None = None
         self.memory: Memory | None = None
         self.interrupted = False
+        self.host_reference: dict[str, float] | None = None
+        self.interrupts = interrupts or Interrupts()
         self._copy_cache: dict[int, Timing] = {}
 
     # -- the run ----------------------------------------------------------------------------------
@@ -87,26 +98,67 @@ class Runner:
         """Measure everything the config asks for; returns the results (also when interrupted)."""
         tick = progress or (lambda desc, total: None)
         try:
-            manager = self._build_manager()
-            self.ceiling = self._ceiling()
-            kinds = self.ctx.recurrent_kinds
-            layers = self._layers(kinds)
-            ops = [op for op in self.cfg.ops if op != "alloc"]
-            units = sum(1 + len(layers.get(kind, [])) for kind in kinds)  # all layers, then each alone
-            tick("ops", units * len(ops) * len(self.cfg.batches))
-            pools = {key: pool.view for key, pool in manager.pools.items()}
-            free = len(manager.free_slots)
-            for kind in kinds:
-                for local, layer in [(None, None), *enumerate(layers.get(kind, []))]:
-                    builder = CaseBuilder(pools, kind, local, free, self.runtime.tokens_per_step,
-                                          self.runtime.history, self.gen)
-                    for op in ops:
-                        for batch in self.cfg.batches:
-                            self._measure(builder, op, batch, layer)
-                            tick("", 0)
+            with self.interrupts.armed():
+                self._run(tick)
         except KeyboardInterrupt:
             self.interrupted = True
         return self.results()
+
+    def _run(self, tick: Progress) -> None:
+        manager = self._build_manager()
+        self.ceiling = self._ceiling()
+        self.host_reference = torch_host_reference(self.device)
+        kinds = self.ctx.recurrent_kinds
+        layers = self._layers(kinds)
+        pools = {key: pool.view for key, pool in manager.pools.items()}
+        runnable = {kind: self._runnable(pools, kind) for kind in kinds}
+        units = sum((1 + len(layers.get(kind, []))) * len(runnable[kind]) for kind in kinds)  # all layers, each alone
+        tick("ops", units * len(self.cfg.batches) + (len(kinds) * len(self.cfg.batches) if self.cfg.sweep else 0))
+        free = len(manager.free_slots)
+        for kind in kinds:
+            for local, layer in [(None, None), *enumerate(layers.get(kind, []))]:
+                args = (pools, kind, local, free, self.runtime.tokens_per_step, self.runtime.history, self.gen)
+                builders = {False: CaseBuilder(*args), True: KernelCaseBuilder(*args)}
+                for op in runnable[kind]:
+                    for batch in self.cfg.batches:
+                        self._measure(builders[op in KERNEL_OPS], op, batch, layer)
+                        self.interrupts.check()
+                        tick("", 0)
+            if self.cfg.sweep:
+                for batch in self.cfg.batches:
+                    self._sweep(KernelCaseBuilder(pools, kind, None, free, self.runtime.tokens_per_step,
+                                                  self.runtime.history, self.gen), batch)
+                    tick("", 0)
+
+    def _runnable(self, pools: dict[str, torch.Tensor], kind: str) -> list[str]:
+        """The ops of `kind` to time; one skipped row (and no work) for each op it has no buffers for."""
+        have = {key.split(".", 1)[1] for key in pools if key.startswith(f"{kind}.")}
+        runnable = []
+        for op in self.cfg.ops:
+            need = OP_BUFFERS.get(op) or KERNEL_BUFFERS.get(op)
+            if op == "alloc":
+                continue
+            if need and not any(name.startswith(need) for name in have):
+                self.rows.append(Row(op=op, impl=self._impl(), kind=kind, batch=min(self.cfg.batches), status="skipped",
+                                     reason=f"no {need}* buffers for {kind} with scheme {self.runtime.spec_scheme} (every batch)"))
+            else:
+                runnable.append(op)
+        return runnable
+
+    def _impl(self) -> str:
+        return "triton" if self.device.type == "cuda" else "torch"
+
+    def _sweep(self, builder: KernelCaseBuilder, batch: int) -> None:
+        """Time every kernel configuration of the sweep at `batch` (rows `impl="triton@BLOCKxWARPS"`)."""
+        if 2 * batch > builder.free_slots:
+            return
+        for impl, case in sweep_cases(builder, batch):
+            try:
+                self._time_case(case, impl, None, baseline=False)
+            except _Skip as skip:
+                self.rows.append(Row(op=case.op, impl=impl, kind=case.kind, batch=batch, status="skipped",
+                                     reason=str(skip)))
+            self.interrupts.check()
 
     def results(self) -> Results:
         """The run so far as a results file."""
@@ -129,11 +181,13 @@ class Runner:
             runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,
                      "draft_tokens": self.runtime.draft_tokens, "spec_scheme": self.runtime.spec_scheme,
                      "history": self.runtime.history, "pool_layout": cfg.pool_layout},
+            # The device timer (unchanged since schema 1, so runs stay comparable); `Row` says how eager and host are timed.
             timer="cuda-graph replays, CUDA events, L2 flushed" if self.device.type == "cuda" else "wall clock (CPU)",
             cuda_graphs=self.device.type == "cuda",
             ceiling=self.ceiling,
             memory=self.memory,
             interrupted=self.interrupted,
+            host_reference=self.host_reference,
         )
         return Results(schema_version=SCHEMA_VERSION, meta=meta, rows=list(self.rows))
 
@@ -144,7 +198,7 @@ class Runner:
 
     def _build_manager(self) -> CacheManager:
         """Build the manager (timing the allocation), fill its state with random values, record memory."""
-        estimated = estimate_rank(self.ctx).cache_bytes
+        estimated = self.estimated
         is_cuda = self.device.type == "cuda"
         before = torch.cuda.memory_allocated(self.device) if is_cuda else 0
         nvml_before = device_info.nvml_used_bytes(self.device.index or 0) if is_cuda else None
@@ -235,7 +289,7 @@ class Runner:
     def _measure(self, builder: CaseBuilder, op: str, batch: int, layer: int | None) -> None:
         """Check, then time one case and its baseline; OOM and wrong output become skipped rows."""
         kind = builder.kind
-        impl = "triton" if self.device.type == "cuda" else "torch"
+        impl = self._impl()
         try:
             if op in ("relocate", "transfer") and 2 * batch > builder.free_slots:
                 raise _Skip(f"needs {2 * batch} free slots (two disjoint sets), the pool has {builder.free_slots}")
@@ -251,29 +305,37 @@ class Runner:
             self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped",
                                  reason=f"out of memory: {first_line(err)}"))
 
-    def _time_case(self, case: OpCase, impl: str, layer: int | None) -> None:
+    def _time_case(self, case: OpCase, impl: str, layer: int | None, baseline: bool = True) -> None:
         case.run()
         self._sync()
         if not case.check():
             raise _Skip("output disagrees with the reference; not timed")
         reps = self.cfg.reps
-        kernel = time_op(case.run, self.device, reps=reps)
+        kernel = self._three_times(case.run, reps, capturable=True)
         matched = self._matched(case.nbytes)
         base = None
-        if case.baseline is not None:
-            eager = not case.graph_baseline  # host-synchronizing reference loops: few, unwarmed-once runs
-            base = time_op(case.baseline, self.device, reps=max(3, reps // 10) if eager else reps,
-                           warmup=1 if eager else 5, graph=not eager)
-        self.rows.append(self._row(case, impl, layer, kernel, matched, base, self._timer(kernel)))
+        if baseline and case.baseline is not None:
+            # Host-synchronizing reference loops: few runs, timed eagerly, host cost on an idle GPU.
+            graph = case.graph_baseline
+            base = self._three_times(case.baseline, reps if graph else max(3, reps // 10), capturable=graph)
+        self.rows.append(self._row(case, impl, layer, kernel, matched, base[0] if base else None))
         if base is not None:
-            self.rows.append(self._row(case, case.baseline_impl, layer, base, matched, None, self._timer(base)))
+            self.rows.append(self._row(case, case.baseline_impl, layer, base, matched, None))
+
+    def _three_times(self, fn, reps: int, capturable: bool) -> tuple[Timing, Timing, Timing]:
+        """Device, eager and host time of `fn` (see `results.Row`)."""
+        device = time_op(fn, self.device, reps=reps, warmup=5 if capturable else 1, graph=capturable)
+        eager = eager_time(fn, self.device, reps=reps)
+        host = host_time(fn, self.device, calls=250 if capturable else 3, busy=capturable)
+        return device, eager, host
 
     def _timer(self, t: Timing) -> str | None:
         """A row's own timer where it differs from the run's (CUDA-graph replays)."""
         return "CUDA events, eager launches (not capturable)" if self.device.type == "cuda" and not t.graph else None
 
-    def _row(self, case: OpCase, impl: str, layer: int | None, t: Timing, matched: Timing | None,
-             base: Timing | None, timer: str | None = None) -> Row:
+    def _row(self, case: OpCase, impl: str, layer: int | None, times: tuple[Timing, Timing, Timing],
+             matched: Timing | None, base: Timing | None) -> Row:
+        t, eager, host = times
         bw = gbps(case.nbytes, t.median_us)
         ceiling = self.ceiling.gbps if self.ceiling else None
         return Row(
@@ -284,7 +346,9 @@ class Runner:
             size_matched_us=round(matched.median_us, 3) if matched else None,
             pct_size_matched=round(100 * matched.median_us / t.median_us, 1) if matched else None,
             speedup_vs_baseline=round(base.median_us / t.median_us, 2) if base else None,
-            timer=timer,
+            timer=self._timer(t),
+            eager_us=round(eager.median_us, 3), eager_p10_us=round(eager.p10_us, 3), eager_p90_us=round(eager.p90_us, 3),
+            host_us=round(host.median_us, 3), host_p10_us=round(host.p10_us, 3), host_p90_us=round(host.p90_us, 3),
         )
 
 

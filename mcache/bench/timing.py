@@ -98,3 +98,80 @@ def copy_time(nbytes: int, device, reps: int = 30) -> Timing:
 def gbps(nbytes: int, us: float) -> float:
     """GB/s (1e9 B/s) of `nbytes` moved in `us` microseconds."""
     return nbytes / us / 1e3 if us > 0 else 0.0
+
+
+def eager_time(fn: Callable[[], None], device, reps: int = 30) -> Timing:
+    """One call launched from Python with the GPU idle, `reps` times: synchronize, flush L2, synchronize,
+    record a start event, call, record an end event. The events span from the start event to the end of
+    the last kernel, so the host's launch latency before the first kernel counts. Wall clock on the CPU."""
+    import torch
+
+    if device.type != "cuda":
+        return time_op(fn, device, reps=reps, warmup=1, graph=False)
+    fn()
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+    samples = []
+    for i in range(reps):
+        torch.cuda.synchronize(device)
+        flush.fill_(i)
+        torch.cuda.synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000)
+    return summarize(samples)
+
+
+HOST_CALLS = 250  # calls per round: a few launches each stays under the ~1000 launches CUDA queues
+HOST_ROUNDS = 3
+SLEEP_CYCLES_PER_US = 2000  # `torch.cuda._sleep` counts GPU clock cycles (~2 GHz)
+
+
+def host_time(fn: Callable[[], None], device, calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS, busy: bool = True,
+              clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """Host cost of one call: `calls` calls back to back timed with `clock` (seconds), per call; `rounds` times.
+
+    On CUDA with `busy` a `torch.cuda._sleep` is queued first, so the GPU is busy and the loop only enqueues.
+    A round in which the GPU went idle (the sleep ended before the loop, or the launch queue filled and the
+    host waited) is repeated with twice the sleep and half the calls. `busy=False` (a host-synchronizing
+    call) times the loop as it is. On the CPU the loop is wall clock.
+    """
+    import torch
+
+    cuda = device.type == "cuda" and busy
+    fn()
+    samples: list[float] = []
+    cycles = SLEEP_CYCLES_PER_US * calls * 100
+    while len(samples) < rounds:
+        if cuda:
+            torch.cuda.synchronize(device)
+            torch.cuda._sleep(cycles)
+            slept = torch.cuda.Event()
+            slept.record()
+        start = clock()
+        for _ in range(calls):
+            fn()
+        elapsed = clock() - start
+        if cuda:
+            idle = slept.query()
+            torch.cuda.synchronize(device)
+            if idle and calls > 10:
+                cycles, calls = 2 * cycles, calls // 2
+                continue
+        samples.append(elapsed * 1e6 / calls)
+    return summarize(samples)
+
+
+def torch_host_reference(device, calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS) -> dict[str, float]:
+    """torch's own host cost per call, measured as `host_time` does: `copy_` and `index_copy_` of a small tensor."""
+    import torch
+
+    src = torch.ones(1024, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    rows = torch.ones(8, 128, dtype=torch.float32, device=device)
+    table = torch.empty(64, 128, dtype=torch.float32, device=device)
+    index = torch.arange(8, device=device)
+    ops = {"copy_": lambda: dst.copy_(src), "index_copy_": lambda: table.index_copy_(0, index, rows)}
+    return {name: round(host_time(fn, device, calls, rounds).median_us, 3) for name, fn in ops.items()}

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 import typer
 
 Scheme = Literal["intermediate", "replay", "index"]
+BenchFormat = Literal["table", "markdown"]
 
 
 def bench(
@@ -15,7 +16,9 @@ def bench(
     rank: Annotated[int, typer.Option(help="Global rank to build: stage = rank // tp, TP rank = rank % tp.")] = 0,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel.")] = False,
     batch: Annotated[str, typer.Option(help="Batch sizes, comma-separated.")] = "1,8,32,64",
-    ops: Annotated[str, typer.Option(help="Ops: alloc,reset,commit,replay,relocate,snapshot,pack,transfer.")] = (
+    ops: Annotated[str, typer.Option(help="Manager ops: alloc,reset,commit,replay,relocate,snapshot,pack,transfer; "
+                                     "kernel ops (the SSM pool alone): copy_slots,commit_intermediate,pack_heads,"
+                                     "unpack_heads,replay_fold,replay_fold_conv; or 'kernels' for all kernel ops.")] = (
         "alloc,reset,commit,replay,relocate,snapshot,pack,transfer"),
     scheme: Annotated[Scheme, typer.Option(help="Speculative scheme the manager is built with.")] = "intermediate",
     draft: Annotated[int, typer.Option(min=1, help="Draft tokens per step (T = draft + 1).")] = 3,
@@ -26,6 +29,10 @@ def bench(
     device: Annotated[str, typer.Option(help="cuda, cuda:N, or cpu (a smoke run, not comparable with GPU runs).")] = "cuda",
     pool_layout: Annotated[Literal["layer", "slot"], typer.Option(help="Pool layout.")] = "layer",
     reps: Annotated[int, typer.Option(min=1, help="Timed repetitions per measurement.")] = 30,
+    ssm_dtype: Annotated[str | None, typer.Option(help="Recurrent-state dtype (default: the spec's), e.g. float32.")] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="Also time the block/warps configurations of the copy "
+                                        "kernel and the folds (CUDA only).")] = False,
+    fmt: Annotated[BenchFormat, typer.Option("--format", help="table, or markdown (the kernel-table layout).")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Results JSON (written atomically).")] = None,
     sender_tp: Annotated[int | None, typer.Option(min=1, help="--ops transfer across processes: the sender's TP.")] = None,
     sender_pp: Annotated[int | None, typer.Option(min=1, help="--ops transfer across processes: the sender's PP (1).")] = None,
@@ -46,38 +53,71 @@ def bench(
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
+    check_output(output)
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:
         from mcache.cli.bench_transfer import bench_transfer
 
         return bench_transfer(spec, chosen, batches, (sender_tp or 1, sender_pp or 1), (receiver_tp or 1, receiver_pp or 1),
                               device, backend, reps, max_seq_len, pool_layout, output)
     require_torch("bench")
+    from mcache.bench.interrupt import Interrupts
+    from mcache.bench.kernel_ops import KERNEL_OPS
     from mcache.bench.ops import OPS
     from mcache.bench.runner import BenchConfig, Runner
 
-    unknown = [op for op in chosen if op not in OPS]
+    chosen = [op.strip() for op in ops.replace("kernels", ",".join(KERNEL_OPS)).split(",") if op.strip()]
+    unknown = [op for op in chosen if op not in OPS + KERNEL_OPS]
     if unknown or not chosen:
-        raise McacheError(f"bench: --ops: one or more of {', '.join(OPS)}, got {ops!r}")
+        raise McacheError(f"bench: --ops: one or more of {', '.join(OPS + KERNEL_OPS)} (or kernels), got {ops!r}")
     if not 0 <= rank < tp * pp:
         raise McacheError(f"bench: --rank: 0 .. {tp * pp - 1} for tp={tp} pp={pp}, got {rank}")
     if max_batch is not None and max(batches) > max_batch:
         raise McacheError(f"bench: --batch: at most --max-batch ({max_batch}) requests, got {max(batches)}")
-    if output is not None and not output.parent.is_dir():
-        raise McacheError(f"{output}: output: a file in an existing folder")
     check_device(device, "bench", ("cuda", "cpu"))
+    if sweep and not device.startswith("cuda"):
+        raise McacheError("bench: --sweep: times Triton kernel configurations, which needs --device cuda")
     cfg = BenchConfig(spec=spec, tp=tp, pp=pp, stage=rank // tp, tp_rank=rank % tp, attention_dp=attention_dp,
                       batches=batches, ops=chosen, scheme=scheme, draft=draft, max_batch=max_batch,
                       max_seq_len=max_seq_len, per_layer=per_layer, device=device, pool_layout=pool_layout,
-                      reps=reps)
+                      reps=reps, ssm_dtype=ssm_dtype, sweep=sweep)
     from mcache.core.spec_loader import resolve
 
-    try:
-        runner = Runner(cfg)
-    except LayoutError as err:
-        raise located(err, str(resolve(spec))) from None
-    results = _run_with_progress(runner)
-    emit_bench(results, output)
-    return 130 if results.meta.interrupted else 0
+    if device == "cpu":
+        smoke_threads()
+    # From here every Ctrl-C is caught: the rows done so far (perhaps none) are written, marked interrupted.
+    with Interrupts() as interrupts:
+        try:
+            runner = Runner(cfg, interrupts)
+        except LayoutError as err:
+            raise located(err, str(resolve(spec))) from None
+        results = _run_with_progress(runner)
+        emit_bench(results, output, fmt)
+    return 130 if results.meta.interrupted or interrupts.requested else 0
+
+
+def check_output(output: Path | None) -> None:
+    """Refuse an `-o` that cannot be written before any work: a folder, or a file in a missing folder."""
+    import os
+
+    from mcache.core.errors import McacheError
+
+    if output is None:
+        return
+    if output.is_dir():
+        raise McacheError(f"{output}: output: a file path, not a folder")
+    if not output.parent.is_dir():
+        raise McacheError(f"{output}: output: a file in an existing folder")
+    if not os.access(output.parent, os.W_OK):
+        raise McacheError(f"{output}: output: a file in a writable folder")
+
+
+def smoke_threads() -> None:
+    """A CPU smoke run uses at most 4 intra-op threads: more only stall on a shared machine."""
+    import os
+
+    import torch
+
+    torch.set_num_threads(min(4, os.cpu_count() or 1))
 
 
 def _run_with_progress(runner):
@@ -85,7 +125,9 @@ def _run_with_progress(runner):
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as progress:
+    console = Console(stderr=True)
+    # Off the terminal the bar would leave a blank line on stderr.
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = None
 
         def tick(desc: str, total: int) -> None:

@@ -1,0 +1,142 @@
+"""Kernel-only cases: one Triton kernel on one state pool of the manager, and its configuration sweep.
+
+The manager ops of `ops.py` move everything a request's state has (conv and SSM state, all layers);
+these time each kernel on the SSM state pool alone (the conv window for `replay_fold_conv`), as the
+kernel tables in `results/kernels_h200.md` do. `pack_heads`/`unpack_heads` move the first half of the
+heads (a TP-2 receiver's share). `sweep_cases` times the block/warps variants of the copy kernel and the
+folds through the Triton launchers' `config=` argument (CUDA only).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mcache import kernels as K
+from mcache.bench.ops import FOLD_INPUTS, FOLD_REFS, FOLDS, CaseBuilder, OpCase, _index_put, _nbytes
+from mcache.kernels.replay_fold import reference as fold_ref
+
+KERNEL_OPS = ("copy_slots", "commit_intermediate", "pack_heads", "unpack_heads", "replay_fold", "replay_fold_conv")
+# The pool each kernel op needs beside the state: kinds or schemes without it have no such rows.
+KERNEL_BUFFERS = {"commit_intermediate": "inter_ssm", "replay_fold": "ring_conv_in", "replay_fold_conv": "ring_conv_in"}
+COPY_CONFIGS = [(8192, 8), (16384, 16), (32768, 16), (32768, 32), (65536, 32)]  # (BLOCK, num_warps)
+FOLD_CONFIGS = {"mamba2": [(16, 4), (32, 4), (32, 8), (64, 4)], "gdn": [(16, 2), (32, 2), (64, 4), (128, 8)],
+                "kda": [(16, 2), (32, 2), (64, 4)]}  # (BP or BV rows per program, num_warps)
+CONV_CONFIGS = [(256, 2), (512, 2), (512, 4), (1024, 4), (2048, 8)]
+
+
+class KernelCaseBuilder(CaseBuilder):
+    """`OpCase`s of single kernels over the SSM pool of one kind (`op` names the kernel)."""
+
+    def _fold_args(self, batch: int):
+        slots = self._slots(batch)
+        buf = torch.randint(0, 2, (batch,), generator=self.gen).to(slots.device)
+        count = torch.full((batch,), self.history, dtype=torch.int64, device=slots.device)
+        return slots, buf, count
+
+    def _ring_bytes(self, rings: list[torch.Tensor], batch: int) -> int:
+        return sum(batch * r.shape[0] * r[0, 0, 0, 0].numel() * r.element_size() * self.history for r in rings)
+
+    def copy_slots(self, batch: int, config=None) -> OpCase:
+        ssm = self.views["ssm"]
+        src, dst = self._slots(batch, 2).split(batch)
+        run = (lambda: K.copy_slots(ssm, src, ssm, dst, check=False)) if config is None else (
+            lambda: _triton("copy_slots", "copy_slots")(ssm, src, ssm, dst, check=False, config=config))
+        return self._case("copy_slots", batch, _nbytes([ssm], batch), run, lambda: _index_put(ssm, dst, ssm[:, src]),
+                          lambda: torch.equal(ssm[:, dst], ssm[:, src]))
+
+    def commit_intermediate(self, batch: int) -> OpCase:
+        pool, inter = self.views["ssm"], self.views["inter_ssm"]
+        slots = self._slots(batch)
+        rows = torch.randperm(inter.shape[1], generator=self.gen)[:batch].to(slots.device)
+        accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(slots.device)
+        return self._case("commit_intermediate", batch, _nbytes([pool], batch),
+                          lambda: K.commit_intermediate(pool, inter, slots, rows, accepted, check=False),
+                          lambda: _index_put(pool, slots, inter[:, rows, accepted - 1]),
+                          lambda: torch.equal(pool[:, slots], inter[:, rows, accepted - 1]))
+
+    def _half_heads(self, batch: int):
+        ssm = self.views["ssm"]
+        n = ssm[0, 0].numel() // ssm.shape[2] * (ssm.shape[2] // 2 or 1)
+        packed = torch.empty((batch, ssm.shape[0], n), dtype=ssm.dtype, device=ssm.device)
+        return ssm, ssm.flatten(2), [(0, n)], n, packed
+
+    def pack_heads(self, batch: int) -> OpCase:
+        ssm, flat, ranges, n, out = self._half_heads(batch)
+        slots = self._slots(batch)
+        return self._case("pack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(),
+                          lambda: K.pack(ssm, slots, ranges, out, check=False),
+                          lambda: out.copy_(flat[:, slots, :n].transpose(0, 1)),
+                          lambda: torch.equal(out, flat[:, slots, :n].transpose(0, 1)))
+
+    def unpack_heads(self, batch: int) -> OpCase:
+        ssm, flat, ranges, n, packed = self._half_heads(batch)
+        packed.uniform_(-1, 1)
+        slots = self._slots(batch)
+
+        def baseline() -> None:
+            flat[:, slots, :n] = packed.transpose(0, 1)
+
+        return self._case("unpack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(),
+                          lambda: K.unpack(packed, ssm, slots, ranges, check=False), baseline,
+                          lambda: torch.equal(flat[:, slots, :n], packed.transpose(0, 1)))
+
+    def replay_fold(self, batch: int, config=None) -> OpCase | None:
+        names = FOLD_INPUTS.get(self.kind)
+        if names is None:
+            return None
+        ssm, rings = self.views["ssm"], [self.views[f"ring_{n}"] for n in names]
+        slots, buf, count = self._fold_args(batch)
+        fold = FOLDS[self.kind]
+        run = (lambda: fold(ssm, *rings, slots, buf, count, check=False)) if config is None else (
+            lambda: _triton("replay_fold", f"replay_fold_{self.kind}")(ssm, *rings, slots, buf, count, check=False,
+                                                                       config=config))
+        ref = FOLD_REFS[self.kind]
+
+        def reference() -> None:
+            ref(ssm, *rings, slots, buf, count)
+
+        return self._case("replay_fold", batch, _nbytes([ssm], batch) + self._ring_bytes(rings, batch), run, reference,
+                          _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop")
+
+    def replay_fold_conv(self, batch: int, config=None) -> OpCase:
+        conv, conv_in = self.views["conv"], self.views["ring_conv_in"]
+        slots, buf, count = self._fold_args(batch)
+        run = (lambda: K.replay_fold_conv(conv, conv_in, slots, buf, count, check=False)) if config is None else (
+            lambda: _triton("replay_fold", "replay_fold_conv")(conv, conv_in, slots, buf, count, check=False,
+                                                               config=config))
+
+        def reference() -> None:
+            fold_ref.replay_fold_conv_reference(conv, conv_in, slots, buf, count)
+
+        return self._case("replay_fold_conv", batch, _nbytes([conv], batch), run, reference,
+                          _fold_check(conv, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop")
+
+
+def _triton(package: str, name: str):
+    """A Triton launcher, imported only when a sweep asks for it (it needs CUDA)."""
+    from importlib import import_module
+
+    return getattr(import_module(f"mcache.kernels.{package}.kernel"), f"{name}_triton")
+
+
+def _fold_check(state: torch.Tensor, slots: torch.Tensor, run, reference):
+    """Run the kernel and the torch reference from the same state; their results agree within bf16 noise."""
+
+    def check() -> bool:
+        before = state[:, slots].clone()
+        run()
+        got = state[:, slots].float()
+        state[:, slots] = before
+        reference()
+        return torch.allclose(got, state[:, slots].float(), rtol=2e-2, atol=2e-2)
+
+    return check
+
+
+def sweep_cases(builder: KernelCaseBuilder, batch: int) -> list[tuple[str, OpCase]]:
+    """`(impl, case)` of every configuration of the copy kernel and this kind's folds at `batch`."""
+    cases = [(f"triton@{b}x{w}", builder.copy_slots(batch, (b, w))) for b, w in COPY_CONFIGS]
+    if "ring_conv_in" in builder.views:
+        cases += [(f"triton@{b}x{w}", builder.replay_fold(batch, (b, w))) for b, w in FOLD_CONFIGS.get(builder.kind, [])]
+        cases += [(f"triton@{b}x{w}", builder.replay_fold_conv(batch, (b, w))) for b, w in CONV_CONFIGS]
+    return [(impl, case) for impl, case in cases if case is not None]

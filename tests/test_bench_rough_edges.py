@@ -149,7 +149,7 @@ def test_kernel_ops_on_the_cpu(capsys):
 def test_kernel_ops_check_against_the_reference(monkeypatch):
     import mcache.bench.kernel_ops as kops
 
-    monkeypatch.setattr(kops.K, "copy_slots", lambda *a, check=True: None)  # a kernel that does nothing
+    monkeypatch.setattr(kops.K, "copy_slots_plan", lambda *a, config=None: lambda src, dst: None)  # a kernel that does nothing
     run = Runner(BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1], max_batch=2, ops=["copy_slots"], reps=2)).run()
     assert run.rows and all(r.status == "skipped" and "disagrees" in r.reason for r in run.rows)
 

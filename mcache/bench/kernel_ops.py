@@ -4,7 +4,8 @@ The manager ops of `ops.py` move everything a request's state has (conv and SSM 
 these time each kernel on the SSM state pool alone (the conv window for `replay_fold_conv`), as the
 kernel tables in `results/kernels_h200.md` do. `pack_heads`/`unpack_heads` move the first half of the
 heads (a TP-2 receiver's share). `sweep_cases` times the block/warps variants of the copy kernel and the
-folds through the Triton launchers' `config=` argument (CUDA only).
+folds through their plans' `config=` argument (CUDA only). Like the manager ops, each case launches the kernel
+through its plan (`mcache.kernels.*_plan`), bound to the pools once.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from mcache import kernels as K
-from mcache.bench.ops import FOLD_INPUTS, FOLD_REFS, FOLDS, CaseBuilder, OpCase, _index_put, _nbytes
+from mcache.bench.ops import FOLD_INPUTS, FOLD_REFS, CaseBuilder, OpCase, _index_put, _nbytes
 from mcache.kernels.replay_fold import reference as fold_ref
 
 KERNEL_OPS = ("copy_slots", "commit_intermediate", "pack_heads", "unpack_heads", "replay_fold", "replay_fold_conv")
@@ -39,9 +40,8 @@ class KernelCaseBuilder(CaseBuilder):
     def copy_slots(self, batch: int, config=None) -> OpCase:
         ssm = self.views["ssm"]
         src, dst = self._slots(batch, 2).split(batch)
-        run = (lambda: K.copy_slots(ssm, src, ssm, dst, check=False)) if config is None else (
-            lambda: _triton("copy_slots", "copy_slots")(ssm, src, ssm, dst, check=False, config=config))
-        return self._case("copy_slots", batch, _nbytes([ssm], batch), run, lambda: _index_put(ssm, dst, ssm[:, src]),
+        plan = K.copy_slots_plan(ssm, ssm, config=config)
+        return self._case("copy_slots", batch, _nbytes([ssm], batch), lambda: plan(src, dst), lambda: _index_put(ssm, dst, ssm[:, src]),
                           lambda: torch.equal(ssm[:, dst], ssm[:, src]))
 
     def commit_intermediate(self, batch: int) -> OpCase:
@@ -49,8 +49,8 @@ class KernelCaseBuilder(CaseBuilder):
         slots = self._slots(batch)
         rows = torch.randperm(inter.shape[1], generator=self.gen)[:batch].to(slots.device)
         accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(slots.device)
-        return self._case("commit_intermediate", batch, _nbytes([pool], batch),
-                          lambda: K.commit_intermediate(pool, inter, slots, rows, accepted, check=False),
+        plan = K.commit_intermediate_plan(pool, inter)
+        return self._case("commit_intermediate", batch, _nbytes([pool], batch), lambda: plan(slots, rows, accepted),
                           lambda: _index_put(pool, slots, inter[:, rows, accepted - 1]),
                           lambda: torch.equal(pool[:, slots], inter[:, rows, accepted - 1]))
 
@@ -63,8 +63,8 @@ class KernelCaseBuilder(CaseBuilder):
     def pack_heads(self, batch: int) -> OpCase:
         ssm, flat, ranges, n, out = self._half_heads(batch)
         slots = self._slots(batch)
-        return self._case("pack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(),
-                          lambda: K.pack(ssm, slots, ranges, out, check=False),
+        plan = K.pack_plan(ssm, ranges, out)
+        return self._case("pack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(), lambda: plan(slots),
                           lambda: out.copy_(flat[:, slots, :n].transpose(0, 1)),
                           lambda: torch.equal(out, flat[:, slots, :n].transpose(0, 1)))
 
@@ -72,12 +72,13 @@ class KernelCaseBuilder(CaseBuilder):
         ssm, flat, ranges, n, packed = self._half_heads(batch)
         packed.uniform_(-1, 1)
         slots = self._slots(batch)
+        plan = K.unpack_plan(packed, ssm, ranges)
 
         def baseline() -> None:
             flat[:, slots, :n] = packed.transpose(0, 1)
 
-        return self._case("unpack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(),
-                          lambda: K.unpack(packed, ssm, slots, ranges, check=False), baseline,
+        return self._case("unpack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(), lambda: plan(slots),
+                          baseline,
                           lambda: torch.equal(flat[:, slots, :n], packed.transpose(0, 1)))
 
     def replay_fold(self, batch: int, config=None) -> OpCase | None:
@@ -86,10 +87,11 @@ class KernelCaseBuilder(CaseBuilder):
             return None
         ssm, rings = self.views["ssm"], [self.views[f"ring_{n}"] for n in names]
         slots, buf, count = self._fold_args(batch)
-        fold = FOLDS[self.kind]
-        run = (lambda: fold(ssm, *rings, slots, buf, count, check=False)) if config is None else (
-            lambda: _triton("replay_fold", f"replay_fold_{self.kind}")(ssm, *rings, slots, buf, count, check=False,
-                                                                       config=config))
+        plan = K.fold_plan(self.kind, ssm, *rings, config=config)
+
+        def run() -> None:
+            plan(slots, buf, count)
+
         ref = FOLD_REFS[self.kind]
 
         def reference() -> None:
@@ -101,22 +103,16 @@ class KernelCaseBuilder(CaseBuilder):
     def replay_fold_conv(self, batch: int, config=None) -> OpCase:
         conv, conv_in = self.views["conv"], self.views["ring_conv_in"]
         slots, buf, count = self._fold_args(batch)
-        run = (lambda: K.replay_fold_conv(conv, conv_in, slots, buf, count, check=False)) if config is None else (
-            lambda: _triton("replay_fold", "replay_fold_conv")(conv, conv_in, slots, buf, count, check=False,
-                                                               config=config))
+        plan = K.fold_plan("conv", conv, conv_in, config=config)
+
+        def run() -> None:
+            plan(slots, buf, count)
 
         def reference() -> None:
             fold_ref.replay_fold_conv_reference(conv, conv_in, slots, buf, count)
 
         return self._case("replay_fold_conv", batch, _nbytes([conv], batch), run, reference,
                           _fold_check(conv, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop")
-
-
-def _triton(package: str, name: str):
-    """A Triton launcher, imported only when a sweep asks for it (it needs CUDA)."""
-    from importlib import import_module
-
-    return getattr(import_module(f"mcache.kernels.{package}.kernel"), f"{name}_triton")
 
 
 def _fold_check(state: torch.Tensor, slots: torch.Tensor, run, reference):

@@ -21,7 +21,6 @@ OPS = ("alloc", "reset", "commit", "replay", "relocate", "snapshot", "pack", "tr
 # The buffers (name prefix) an op needs beside the state: a kind or scheme without them has no such rows.
 OP_BUFFERS = {"commit": "inter_", "replay": "ring_"}
 FOLD_INPUTS = {"mamba2": ("x", "B", "dt", "dA"), "gdn": ("k", "v", "g", "beta"), "kda": ("k", "v", "g", "beta")}
-FOLDS = {"mamba2": K.replay_fold_mamba2, "gdn": K.replay_fold_gdn, "kda": K.replay_fold_kda}
 FOLD_REFS = {"mamba2": fold_ref.replay_fold_mamba2_reference, "gdn": fold_ref.replay_fold_gdn_reference,
              "kda": fold_ref.replay_fold_kda_reference}
 

@@ -18,11 +18,12 @@ def copy_slots(src: torch.Tensor, src_slots: torch.Tensor, dst: torch.Tensor, ds
     run(dst.is_cuda, __package__, "copy_slots", copy_slots_reference, src, src_slots, dst, dst_slots, check=check)
 
 
-def copy_slots_plan(src: torch.Tensor, dst: torch.Tensor):
+def copy_slots_plan(src: torch.Tensor, dst: torch.Tensor, *, config: tuple[int, int] | None = None):
     """`copy_slots` bound to two pools: a callable `(src_slots, dst_slots)` that checks nothing per call (the
-    Triton `CopySlotsPlan` on CUDA, the torch reference otherwise)."""
+    Triton `CopySlotsPlan` on CUDA, with `config` = `(BLOCK, num_warps)` if given; the torch reference
+    otherwise)."""
     if dst.is_cuda:
         from .kernel import CopySlotsPlan
 
-        return CopySlotsPlan(src, dst)
+        return CopySlotsPlan(src, dst, config=config)
     return lambda src_slots, dst_slots: copy_slots_reference(src, src_slots, dst, dst_slots)

@@ -50,13 +50,13 @@ _FOLD_REFERENCES = {"mamba2": replay_fold_mamba2_reference, "gdn": replay_fold_g
                     "kda": replay_fold_kda_reference, "conv": replay_fold_conv_reference}
 
 
-def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor):
+def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor, config: tuple[int, int] | None = None):
     """A fold bound to its state pool and rings (`kind`: `mamba2`, `gdn`, `kda` with the rings of its
     `replay_fold_<kind>`, or `conv` with `conv_in`): a callable `(slots, buf, count)` that checks nothing per
-    call (the Triton plan on CUDA, the torch reference otherwise)."""
+    call (the Triton plan on CUDA, with the kernel's `config` if given; the torch reference otherwise)."""
     if state.is_cuda:
         from . import kernel
 
-        return getattr(kernel, _FOLD_PLANS[kind])(state, *rings)
+        return getattr(kernel, _FOLD_PLANS[kind])(state, *rings, config=config)
     reference = _FOLD_REFERENCES[kind]
     return lambda slots, buf, count: reference(state, *rings, slots, buf, count)

@@ -30,6 +30,8 @@ def _rounds(device, gen, sets=1):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("layout", ["layer_major", "slot_major"])
 def test_copy_reset_commit_plans_reuse_their_launches(device, layout):
+    """Two pools of different dtypes and states (an SSM state and a conv window) in one plan each: copy and
+    commit move both pairs in one launch, reset zeroes both."""
     from mcache.kernels.commit_intermediate.kernel import CommitIntermediatePlan
     from mcache.kernels.commit_intermediate.reference import commit_intermediate_reference
     from mcache.kernels.copy_slots.kernel import CopySlotsPlan
@@ -38,24 +40,32 @@ def test_copy_reset_commit_plans_reuse_their_launches(device, layout):
 
     gen = torch.Generator().manual_seed(3)
     pool = make_pool(L, S, (4, 9), torch.bfloat16, layout, device, gen)
-    conv = make_pool(L, S, (7, 3), torch.float32, layout, device, gen)
+    conv = make_pool(L, S, (6, 3), torch.bfloat16, layout, device, gen)  # 36 bytes: 4-byte words like the pool
     inter = torch.randn(L, 6, 4, 4, 9, generator=gen).to(torch.bfloat16).to(device)
-    copy, reset, commit = CopySlotsPlan(pool, pool), ResetSlotsPlan([pool, conv]), CommitIntermediatePlan(pool, inter)
+    conv_inter = torch.randn(L, 6, 4, 6, 3, generator=gen).to(torch.bfloat16).to(device)
+    pools = (pool, conv)
+    copy, reset = CopySlotsPlan([(pool, pool), (conv, conv)]), ResetSlotsPlan([pool, conv])
+    commit = CommitIntermediatePlan([(pool, inter), (conv, conv_inter)])
+    assert len(copy.groups) == len(commit.groups) == 1  # both pairs in one launch
     for nb, slots in _rounds(device, gen, sets=2):
         src, dst = slots.split(nb)
-        expect = pool.clone()
-        copy_slots_reference(expect, src, expect, dst)
-        poison_slots(pool, dst)
+        expect = [p.clone() for p in pools]
+        for e in expect:
+            copy_slots_reference(e, src, e, dst)
+        for p in pools:
+            poison_slots(p, dst)
         copy(src, dst)
-        assert torch.equal(pool, expect), f"copy, batch {nb}"
+        assert all(torch.equal(p, e) for p, e in zip(pools, expect, strict=True)), f"copy, batch {nb}"
 
         rows = torch.randperm(6, generator=gen)[:nb].to(device)
         accepted = torch.randint(0, 5, (nb,), generator=gen).to(device)
-        expect = pool.clone()
-        commit_intermediate_reference(expect, inter, src, rows, accepted)
-        poison_slots(pool, src[accepted > 0])
+        expect = [p.clone() for p in pools]
+        for e, i in zip(expect, (inter, conv_inter), strict=True):
+            commit_intermediate_reference(e, i, src, rows, accepted)
+        for p in pools:
+            poison_slots(p, src[accepted > 0])
         commit(src, rows, accepted)
-        assert torch.equal(pool, expect), f"commit, batch {nb}"
+        assert all(torch.equal(p, e) for p, e in zip(pools, expect, strict=True)), f"commit, batch {nb}"
 
         reset(dst)
         assert not pool[:, dst].any() and not conv[:, dst].any(), f"reset, batch {nb}"
@@ -71,23 +81,32 @@ def test_pack_unpack_and_index_plans_reuse_their_launches(device):
 
     gen = torch.Generator().manual_seed(4)
     pool = make_pool(L, S, (6, 5), torch.float16, "layer_major", device, gen)
-    ranges = [(5, 10), (20, 7)]
-    out = torch.empty(2, L, 17, dtype=torch.float16, device=device)
-    pack, unpack = PackPlan(pool, ranges, out), PackPlan(pool, ranges, out, to_pool=True)
+    conv = make_pool(L, S, (4, 3), torch.float16, "slot_major", device, gen)
+    ranges, conv_ranges = [(4, 10), (20, 8)], [(0, 12)]  # even fp16 offsets: 4-byte words in both pools
+    out = torch.empty(2, L, 18, dtype=torch.float16, device=device)
+    conv_out = torch.empty(2, L, 12, dtype=torch.float16, device=device)
+    items = [(pool, ranges, out), (conv, conv_ranges, conv_out)]
+    pack, unpack = PackPlan(items), PackPlan(items, to_pool=True)
+    assert len(pack.groups) == 1  # both pools in one launch
     version = torch.randint(0, 4, (S,), generator=gen).to(torch.int32).to(device)
     index = CommitIndexPlan(version, 4)
     for nb, slots in _rounds(device, gen, sets=2):
         if nb != out.shape[0]:
-            break  # a pack plan is bound to its buffer's batch
+            break  # a pack plan is bound to its buffers' batch
         src, dst = slots.split(nb)
-        expect = torch.empty_like(out)
-        pack_reference(pool, src, ranges, expect)
-        out.fill_(float("nan"))
+        for p, r, o in items:
+            expect = torch.empty_like(o)
+            pack_reference(p, src, r, expect)
+            o.fill_(float("nan"))
         pack(src)
-        assert torch.equal(out, expect), "pack"
+        for p, r, o in items:
+            expect = torch.empty_like(o)
+            pack_reference(p, src, r, expect)
+            assert torch.equal(o, expect), "pack"
         unpack(dst)
         flat = pool.flatten(2)
-        assert torch.equal(flat[:, dst, 5:15], flat[:, src, 5:15]) and torch.equal(flat[:, dst, 20:27], flat[:, src, 20:27])
+        assert torch.equal(flat[:, dst, 4:14], flat[:, src, 4:14]) and torch.equal(flat[:, dst, 20:28], flat[:, src, 20:28])
+        assert torch.equal(conv[:, dst], conv[:, src])
 
         accepted = torch.randint(0, 4, (nb,), generator=gen).to(device)
         expect = version.clone()

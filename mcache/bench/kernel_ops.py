@@ -40,7 +40,7 @@ class KernelCaseBuilder(CaseBuilder):
     def copy_slots(self, batch: int, config=None) -> OpCase:
         ssm = self.views["ssm"]
         src, dst = self._slots(batch, 2).split(batch)
-        plan = K.copy_slots_plan(ssm, ssm, config=config)
+        plan = K.copy_slots_plan([(ssm, ssm)], config=config)
         return self._case("copy_slots", batch, _nbytes([ssm], batch), lambda: plan(src, dst), lambda: _index_put(ssm, dst, ssm[:, src]),
                           lambda: torch.equal(ssm[:, dst], ssm[:, src]))
 
@@ -49,7 +49,7 @@ class KernelCaseBuilder(CaseBuilder):
         slots = self._slots(batch)
         rows = torch.randperm(inter.shape[1], generator=self.gen)[:batch].to(slots.device)
         accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(slots.device)
-        plan = K.commit_intermediate_plan(pool, inter)
+        plan = K.commit_intermediate_plan([(pool, inter)])
         return self._case("commit_intermediate", batch, _nbytes([pool], batch), lambda: plan(slots, rows, accepted),
                           lambda: _index_put(pool, slots, inter[:, rows, accepted - 1]),
                           lambda: torch.equal(pool[:, slots], inter[:, rows, accepted - 1]))
@@ -63,7 +63,7 @@ class KernelCaseBuilder(CaseBuilder):
     def pack_heads(self, batch: int) -> OpCase:
         ssm, flat, ranges, n, out = self._half_heads(batch)
         slots = self._slots(batch)
-        plan = K.pack_plan(ssm, ranges, out)
+        plan = K.pack_plan([(ssm, ranges, out)])
         return self._case("pack_heads", batch, 2 * batch * ssm.shape[0] * n * ssm.element_size(), lambda: plan(slots),
                           lambda: out.copy_(flat[:, slots, :n].transpose(0, 1)),
                           lambda: torch.equal(out, flat[:, slots, :n].transpose(0, 1)))
@@ -72,7 +72,7 @@ class KernelCaseBuilder(CaseBuilder):
         ssm, flat, ranges, n, packed = self._half_heads(batch)
         packed.uniform_(-1, 1)
         slots = self._slots(batch)
-        plan = K.unpack_plan(packed, ssm, ranges)
+        plan = K.unpack_plan([(ssm, ranges, packed)])
 
         def baseline() -> None:
             flat[:, slots, :n] = packed.transpose(0, 1)

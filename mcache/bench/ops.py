@@ -91,11 +91,10 @@ class CaseBuilder:
         slots = self._slots(batch)
         rows = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(device)
         accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(device)
-        plans = [K.commit_intermediate_plan(pool, inter) for pool, inter in pairs]
+        plan = K.commit_intermediate_plan(pairs)
 
         def run() -> None:
-            for plan in plans:
-                plan(slots, rows, accepted)
+            plan(slots, rows, accepted)
 
         def baseline() -> None:
             for pool, inter in pairs:
@@ -146,12 +145,12 @@ class CaseBuilder:
     def relocate(self, batch: int) -> OpCase:
         src, dst = self._slots(batch, 2).split(batch)
         views = self.states
-        plans = [K.copy_slots_plan(v, v) for v in views]
+        plan = K.copy_slots_plan([(v, v) for v in views])
 
         def check() -> bool:
             return all(torch.equal(v[:, dst], v[:, src]) for v in views)
 
-        return self._case("relocate", batch, _nbytes(views, batch), lambda: [plan(src, dst) for plan in plans],
+        return self._case("relocate", batch, _nbytes(views, batch), lambda: plan(src, dst),
                           lambda: [_index_put(v, dst, v[:, src]) for v in views], check)
 
     def snapshot(self, batch: int) -> OpCase | None:
@@ -160,13 +159,13 @@ class CaseBuilder:
             return None
         slots = self._slots(batch)
         snaps = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(slots.device)
-        plans = [K.copy_slots_plan(p, s) for p, s in pairs]
+        plan = K.copy_slots_plan(pairs)
 
         def check() -> bool:
             return all(torch.equal(snap[:, snaps], pool[:, slots]) for pool, snap in pairs)
 
         return self._case("snapshot", batch, _nbytes([p for p, _ in pairs], batch),
-                          lambda: [plan(slots, snaps) for plan in plans],
+                          lambda: plan(slots, snaps),
                           lambda: [_index_put(s, snaps, p[:, slots]) for p, s in pairs], check)
 
     def _packed(self, batch: int) -> list[tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]]:
@@ -176,7 +175,7 @@ class CaseBuilder:
     def pack(self, batch: int) -> OpCase:
         slots = self._slots(batch)
         packed = self._packed(batch)
-        plans = [K.pack_plan(v, r, out) for v, out, r in packed]
+        plan = K.pack_plan([(v, r, out) for v, out, r in packed])
 
         def baseline() -> None:
             for v, out, _ in packed:
@@ -186,18 +185,18 @@ class CaseBuilder:
             return all(torch.equal(out, v[:, slots].flatten(2).transpose(0, 1)) for v, out, _ in packed)
 
         return self._case("pack", batch, _nbytes(self.states, batch),
-                          lambda: [plan(slots) for plan in plans], baseline, check)
+                          lambda: plan(slots), baseline, check)
 
     def transfer(self, batch: int) -> OpCase:
         """Pack a request's state on the sender, unpack it into other slots on the receiver (same TP)."""
         src, dst = self._slots(batch, 2).split(batch)
         packed = self._packed(batch)
-        plans = [(K.pack_plan(v, r, out), K.unpack_plan(out, v, r)) for v, out, r in packed]
+        items = [(v, r, out) for v, out, r in packed]
+        pack, unpack = K.pack_plan(items), K.unpack_plan(items)
 
         def run() -> None:
-            for pack, unpack in plans:
-                pack(src)
-                unpack(dst)
+            pack(src)
+            unpack(dst)
 
         def baseline() -> None:
             for v, out, _ in packed:

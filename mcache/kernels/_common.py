@@ -177,6 +177,15 @@ def copy_config(
     return block, warps
 
 
+def pool_groups(items: Sequence, word_dtype, most: int) -> list[list]:
+    """`items` (pools, or pairs of pools) in launch groups: the items of one word type (`word_dtype(item)`) in
+    their order, at most `most` per group. Items of one group share the launch's block of words."""
+    by: dict = {}
+    for item in items:
+        by.setdefault(word_dtype(item), []).append(item)
+    return [g[i : i + most] for g in by.values() for i in range(0, len(g), most)]
+
+
 def layer_inner(*views: tuple[torch.Tensor, int]) -> bool:
     """Whether a copy-like launch walks all layers of one request before the next request (units `(request,
     layer, chunk)`) rather than all requests of one layer: when, in any of the word views `(t, layer_dim)`, the

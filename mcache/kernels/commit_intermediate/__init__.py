@@ -23,11 +23,18 @@ def commit_intermediate(
     run(pool.is_cuda, __package__, "commit_intermediate", commit_intermediate_reference, pool, inter, slots, rows, accepted, check=check)
 
 
-def commit_intermediate_plan(pool: torch.Tensor, inter: torch.Tensor):
-    """`commit_intermediate` bound to a pool and its intermediate states: a callable `(slots, rows, accepted)`
-    that checks nothing per call (the Triton `CommitIntermediatePlan` on CUDA, the torch reference otherwise)."""
-    if pool.is_cuda:
+def commit_intermediate_plan(pairs: list[tuple[torch.Tensor, torch.Tensor]]):
+    """`commit_intermediate` bound to pairs `[(pool, inter), ...]` (a kind's conv window and SSM state with their
+    intermediate states): a callable `(slots, rows, accepted)` that commits every pair and checks nothing per call
+    (the Triton `CommitIntermediatePlan` on CUDA, one launch for two pairs; the torch reference otherwise)."""
+    pairs = list(pairs)
+    if pairs and pairs[0][0].is_cuda:
         from .kernel import CommitIntermediatePlan
 
-        return CommitIntermediatePlan(pool, inter)
-    return lambda slots, rows, accepted: commit_intermediate_reference(pool, inter, slots, rows, accepted)
+        return CommitIntermediatePlan(pairs)
+
+    def reference(slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> None:
+        for pool, inter in pairs:
+            commit_intermediate_reference(pool, inter, slots, rows, accepted)
+
+    return reference

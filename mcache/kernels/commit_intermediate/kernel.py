@@ -1,7 +1,8 @@
-"""Triton commit of intermediate states: `pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]`.
+"""Triton commit of intermediate states: `pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]` for up to two
+(pool, intermediate) pairs in one launch (a kind's conv window and SSM state).
 
-Units `(layer, request, chunk)` or `(request, layer, chunk)` (`_common.layer_inner`), chunk fastest; a request
-with `accepted == 0` moves nothing. States are moved as 4-, 2- or 1-byte words; int64 offsets.
+Units `(pair, layer, request, chunk)` or `(pair, request, layer, chunk)` (`_common.layer_inner`), chunk fastest;
+a request with `accepted == 0` moves nothing. States are moved as 4-, 2- or 1-byte words; int64 offsets.
 """
 
 from __future__ import annotations
@@ -11,18 +12,29 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_index, check_ranges, chunk_plan, fail, layer_inner, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import (
+    as_index,
+    check_ranges,
+    copy_config,
+    fail,
+    launch_grid,
+    layer_inner,
+    lead_strides,
+    pool_groups,
+    same_device,
+    same_dtype,
+    state_numel,
+    word_views,
+)
 from .._launch import Launch
+
+MAX_PAIRS = 2
 
 
 @triton.jit
-def _commit_intermediate_kernel(
-    pool, slots, ps0, ps1,
-    inter, rows, accepted, is0, is1, is2,
-    B, NL, D, NCH,
-    BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr,
-):  # fmt: skip
-    chunk, b, layer = chunk_unit(tl.program_id(0), NCH, B, NL, LAYER_INNER)
+def _commit_unit(pool, ps0, ps1, inter, is0, is1, is2, D, NCH, NL, u, slots, rows, accepted, B,
+                 BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr):  # fmt: skip
+    chunk, b, layer = chunk_unit(u, NCH, B, NL, LAYER_INNER)
     acc = tl.load(accepted + b).to(tl.int64)
     slot = tl.load(slots + b).to(tl.int64)  # all three indices in one round trip
     row = tl.load(rows + b).to(tl.int64)
@@ -34,46 +46,75 @@ def _commit_intermediate_kernel(
         move_block(s_ptr, d_ptr, offs, D - start, EVEN)
 
 
-class CommitIntermediatePlan:
-    """`commit_intermediate` between a bound pool and its intermediate states: `plan(slots, rows, accepted)`
-    launches with no host-side work but the launch (index vectors on the pools' device, int32 or int64, ranges
-    not checked; see `check`)."""
+@triton.jit
+def _commit_intermediate_kernel(
+    slots, rows, accepted, B,
+    p0, a0, b0, i0, c0, e0, f0, d0, n0, l0, u0,
+    p1, a1, b1, i1, c1, e1, f1, d1, n1, l1,
+    NPAIRS: tl.constexpr, BLOCK: tl.constexpr, LAYER_INNER: tl.constexpr, E0: tl.constexpr, E1: tl.constexpr,
+):  # fmt: skip
+    # Pair i: pool, its two lead strides, intermediate states, their three lead strides, state words, chunks,
+    # layers; u0 is the number of pair 0's units. The NPAIRS branch is resolved at compile time.
+    pid = tl.program_id(0)
+    if pid < u0:
+        _commit_unit(p0, a0, b0, i0, c0, e0, f0, d0, n0, l0, pid, slots, rows, accepted, B, BLOCK, E0, LAYER_INNER)
+    else:
+        if NPAIRS > 1:
+            _commit_unit(p1, a1, b1, i1, c1, e1, f1, d1, n1, l1, pid - u0, slots, rows, accepted, B, BLOCK, E1, LAYER_INNER)
 
-    def __init__(self, pool: torch.Tensor, inter: torch.Tensor, *, config: tuple[int, int] | None = None):
-        self.device = same_device(pool=pool, inter=inter)
-        same_dtype("commit_intermediate", pool=pool, inter=inter)
-        if pool.dim() < 2 or inter.dim() != pool.dim() + 1 or inter.shape[0] != pool.shape[0]:
-            fail(f"commit_intermediate: pool {tuple(pool.shape)} needs inter [L, R, T, *state], got {tuple(inter.shape)}")
-        if inter.shape[3:] != pool.shape[2:]:
-            fail(f"commit_intermediate: state shapes differ: {tuple(pool.shape[2:])} vs {tuple(inter.shape[3:])}")
-        state_numel(pool, 2, "pool")
-        state_numel(inter, 3, "inter")
-        self.pool, self.inter, self.config = pool, inter, config
-        self.empty = pool.numel() == 0
-        if not self.empty:
-            self.w, self.pv, self.iv = word_views(pool, 2, inter, 3)
-        self._launches: dict[tuple, Launch] = {}
+
+class CommitIntermediatePlan:
+    """`commit_intermediate` of bound pairs `[(pool, inter), ...]` (a kind's conv window and SSM state with their
+    intermediate states): `plan(slots, rows, accepted)` commits every pair, one launch per group of up to
+    `MAX_PAIRS` pairs with one word type, with no host-side work but the launches (index vectors on the pools'
+    device, int32 or int64, ranges not checked; see `check`)."""
+
+    def __init__(self, pairs: list[tuple[torch.Tensor, torch.Tensor]], *, config: tuple[int, int] | None = None):
+        pairs = list(pairs)
+        self.device = same_device(**{f"pairs[{i}].{n}": t for i, p in enumerate(pairs) for n, t in zip(("pool", "inter"), p, strict=True)})
+        for pool, inter in pairs:
+            same_dtype("commit_intermediate", pool=pool, inter=inter)
+            if pool.dim() < 2 or inter.dim() != pool.dim() + 1 or inter.shape[0] != pool.shape[0]:
+                fail(f"commit_intermediate: pool {tuple(pool.shape)} needs inter [L, R, T, *state], got {tuple(inter.shape)}")
+            if inter.shape[3:] != pool.shape[2:]:
+                fail(f"commit_intermediate: state shapes differ: {tuple(pool.shape[2:])} vs {tuple(inter.shape[3:])}")
+            state_numel(pool, 2, "pool")
+            state_numel(inter, 3, "inter")
+        self.pairs, self.config = pairs, config
+        words = [word_views(pool, 2, inter, 3)[1:] for pool, inter in pairs if pool.numel()]
+        self.groups = pool_groups(words, lambda pi: pi[0].dtype, MAX_PAIRS)
+        self._launches: dict[tuple, tuple[Launch, ...]] = {}
 
     def __call__(self, slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> None:
         key = (slots.shape[0], slots.dtype, rows.dtype, accepted.dtype)
-        launch = self._launches.get(key)
-        if launch is None:
-            if key[0] == 0 or self.empty:
-                return
-            launch = self._launches[key] = self._build(key[0])
-        launch(slots, rows, accepted)
+        launches = self._launches.get(key)
+        if launches is None:
+            launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
+        for launch in launches:
+            launch(slots, rows, accepted)
 
-    def _build(self, nb: int) -> Launch:
-        pv, iv, d = self.pv, self.iv, self.pv.shape[2]
-        block, warps, nch, grid = chunk_plan("commit_intermediate", d, self.w, pv.shape[0] * nb, self.config, self.device)
-        args = (pv, None, *lead_strides(pv, 2), iv, None, None, *lead_strides(iv, 3), nb, pv.shape[0], d, nch,
-                block, d % block == 0, layer_inner((pv, 0), (iv, 0)))
-        return Launch(_commit_intermediate_kernel, grid, args, (1, 5, 6), num_warps=warps)
+    def _build(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
+        wb = group[0][0].element_size()
+        moved = sum(p.shape[0] * p.shape[2] for p, _ in group) * nb
+        block, warps = copy_config(max(p.shape[2] for p, _ in group), wb, self.config, moved, self.device)
+        flat, evens, units = [], [], 0
+        for i, (pv, iv) in enumerate(group + group[:1] * (MAX_PAIRS - len(group))):  # unused slots repeat pair 0
+            d = pv.shape[2]
+            nch = triton.cdiv(d, block)
+            flat += [pv, *lead_strides(pv, 2), iv, *lead_strides(iv, 3), d, nch, pv.shape[0]]
+            if i < len(group):
+                units += pv.shape[0] * nb * nch
+            if i < MAX_PAIRS - 1:
+                flat.append(units)
+            evens.append(d % block == 0)
+        args = (None, None, None, nb, *flat, len(group), block, layer_inner(*((v, 0) for pi in group for v in pi)), *evens)
+        return Launch(_commit_intermediate_kernel, launch_grid("commit_intermediate", units), args, (0, 1, 2), num_warps=warps)
 
     def check(self, slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> None:
-        """Slots, rows and accepted counts within the pools (one synchronization)."""
-        check_ranges([("slots", slots, 0, self.pool.shape[1]), ("rows", rows, 0, self.inter.shape[1]),
-                      ("accepted", accepted, 0, self.inter.shape[2] + 1)])
+        """Slots, rows and accepted counts within every pair's pools (one synchronization)."""
+        check_ranges([("slots", slots, 0, min(p.shape[1] for p, _ in self.pairs)),
+                      ("rows", rows, 0, min(i.shape[1] for _, i in self.pairs)),
+                      ("accepted", accepted, 0, min(i.shape[2] for _, i in self.pairs) + 1)])
 
 
 def commit_intermediate_triton(
@@ -87,7 +128,7 @@ def commit_intermediate_triton(
     config: tuple[int, int] | None = None,
 ) -> None:
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
-    plan = CommitIntermediatePlan(pool, inter, config=config)
+    plan = CommitIntermediatePlan([(pool, inter)], config=config)
     slots = as_index("slots", slots, None, plan.device)
     rows = as_index("rows", rows, slots.shape[0], plan.device)
     accepted = as_index("accepted", accepted, slots.shape[0], plan.device)

@@ -18,12 +18,19 @@ def copy_slots(src: torch.Tensor, src_slots: torch.Tensor, dst: torch.Tensor, ds
     run(dst.is_cuda, __package__, "copy_slots", copy_slots_reference, src, src_slots, dst, dst_slots, check=check)
 
 
-def copy_slots_plan(src: torch.Tensor, dst: torch.Tensor, *, config: tuple[int, int] | None = None):
-    """`copy_slots` bound to two pools: a callable `(src_slots, dst_slots)` that checks nothing per call (the
-    Triton `CopySlotsPlan` on CUDA, with `config` = `(BLOCK, num_warps)` if given; the torch reference
-    otherwise)."""
-    if dst.is_cuda:
+def copy_slots_plan(pairs: list[tuple[torch.Tensor, torch.Tensor]], *, config: tuple[int, int] | None = None):
+    """`copy_slots` bound to pool pairs `[(src, dst), ...]` (a request's conv window and SSM state, say): a callable
+    `(src_slots, dst_slots)` that copies the slots in every pair and checks nothing per call (the Triton
+    `CopySlotsPlan` on CUDA, one launch for two pairs, with `config` = `(BLOCK, num_warps)` if given; the torch
+    reference otherwise)."""
+    pairs = list(pairs)
+    if pairs and pairs[0][1].is_cuda:
         from .kernel import CopySlotsPlan
 
-        return CopySlotsPlan(src, dst, config=config)
-    return lambda src_slots, dst_slots: copy_slots_reference(src, src_slots, dst, dst_slots)
+        return CopySlotsPlan(pairs, config=config)
+
+    def reference(src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
+        for src, dst in pairs:
+            copy_slots_reference(src, src_slots, dst, dst_slots)
+
+    return reference

@@ -1,7 +1,9 @@
-"""Triton slot copy: `dst[:, dst_slots[b]] = src[:, src_slots[b]]`, all layers in one launch.
+"""Triton slot copy: `dst[:, dst_slots[b]] = src[:, src_slots[b]]` for up to two pool pairs, all layers in one launch.
 
-Units `(layer, request, chunk)` or `(request, layer, chunk)` (`_common.layer_inner`), chunk fastest; states are
-moved as 4-, 2- or 1-byte words; int64 offsets.
+Programs walk units `(pair, layer, request, chunk)`, or `(pair, request, layer, chunk)` when a pool keeps a
+request's layers side by side (`_common.layer_inner`), chunk fastest; states are moved as 4-, 2- or 1-byte
+words; int64 offsets. A request's conv window and SSM state move in one launch: a launch costs the host as much
+as a small torch op, so two launches cost it twice (results/kernel_experiments.md).
 """
 
 from __future__ import annotations
@@ -11,18 +13,29 @@ import triton
 import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
-from .._common import as_index, check_ranges, chunk_plan, fail, layer_inner, lead_strides, same_device, same_dtype, state_numel, word_views
+from .._common import (
+    as_index,
+    check_ranges,
+    copy_config,
+    fail,
+    launch_grid,
+    layer_inner,
+    lead_strides,
+    pool_groups,
+    same_device,
+    same_dtype,
+    state_numel,
+    word_views,
+)
 from .._launch import Launch
+
+MAX_PAIRS = 2
 
 
 @triton.jit
-def _copy_slots_kernel(
-    src, src_slots, ss0, ss1,
-    dst, dst_slots, ds0, ds1,
-    B, NL, D, NCH,
-    BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr,
-):  # fmt: skip
-    chunk, b, layer = chunk_unit(tl.program_id(0), NCH, B, NL, LAYER_INNER)
+def _copy_unit(src, ss0, ss1, dst, ds0, ds1, D, NCH, NL, u, src_slots, dst_slots, B,
+               BLOCK: tl.constexpr, EVEN: tl.constexpr, LAYER_INNER: tl.constexpr):  # fmt: skip
+    chunk, b, layer = chunk_unit(u, NCH, B, NL, LAYER_INNER)
     start = chunk.to(tl.int64) * BLOCK
     s_slot = tl.load(src_slots + b).to(tl.int64)
     d_slot = tl.load(dst_slots + b).to(tl.int64)
@@ -32,44 +45,76 @@ def _copy_slots_kernel(
     move_block(s_ptr, d_ptr, offs, D - start, EVEN)
 
 
-class CopySlotsPlan:
-    """`copy_slots` between two bound pools: `plan(src_slots, dst_slots)` launches with no host-side work but
-    the launch (index vectors on the pools' device, int32 or int64, ranges not checked; see `check`)."""
+@triton.jit
+def _copy_slots_kernel(
+    src_slots, dst_slots, B,
+    s0, a0, b0, t0, c0, e0, d0, n0, l0, u0,
+    s1, a1, b1, t1, c1, e1, d1, n1, l1,
+    NPAIRS: tl.constexpr, BLOCK: tl.constexpr, LAYER_INNER: tl.constexpr, E0: tl.constexpr, E1: tl.constexpr,
+):  # fmt: skip
+    # Pair i: source, its two lead strides, destination, its strides, state words, chunks, layers; u0 is the number
+    # of pair 0's units. The NPAIRS branch is resolved at compile time.
+    pid = tl.program_id(0)
+    if pid < u0:
+        _copy_unit(s0, a0, b0, t0, c0, e0, d0, n0, l0, pid, src_slots, dst_slots, B, BLOCK, E0, LAYER_INNER)
+    else:
+        if NPAIRS > 1:
+            _copy_unit(s1, a1, b1, t1, c1, e1, d1, n1, l1, pid - u0, src_slots, dst_slots, B, BLOCK, E1, LAYER_INNER)
 
-    def __init__(self, src: torch.Tensor, dst: torch.Tensor, *, config: tuple[int, int] | None = None):
-        self.device = same_device(src=src, dst=dst)
-        same_dtype("copy_slots", src=src, dst=dst)
-        if src.dim() < 2 or src.shape[0] != dst.shape[0] or src.shape[2:] != dst.shape[2:]:
-            fail(f"copy_slots: src {tuple(src.shape)} and dst {tuple(dst.shape)} need the same L and state shape")
-        state_numel(src, 2, "src")
-        state_numel(dst, 2, "dst")
-        self.src, self.dst, self.config = src, dst, config
-        self.empty = src.numel() == 0
-        self.one_pool = src.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr()
-        if not self.empty:
-            self.w, self.sv, self.dv = word_views(src, 2, dst, 2)
-        self._launches: dict[tuple, Launch] = {}
+
+class CopySlotsPlan:
+    """`copy_slots` between bound pool pairs `[(src, dst), ...]`: `plan(src_slots, dst_slots)` copies the slots in
+    every pair, one launch per group of up to `MAX_PAIRS` pairs with one word type (conv window and SSM state: one
+    launch), with no host-side work but the launches (index vectors on the pools' device, int32 or int64, ranges
+    not checked; see `check`). `config` = `(BLOCK words, num_warps)`."""
+
+    def __init__(self, pairs: list[tuple[torch.Tensor, torch.Tensor]], *, config: tuple[int, int] | None = None):
+        pairs = list(pairs)
+        if not pairs:
+            fail("copy_slots: no pool pairs")
+        self.device = same_device(**{f"pairs[{i}].{n}": t for i, p in enumerate(pairs) for n, t in zip("sd", p, strict=True)})
+        for i, (src, dst) in enumerate(pairs):
+            same_dtype("copy_slots", src=src, dst=dst)
+            if src.dim() < 2 or src.shape[0] != dst.shape[0] or src.shape[2:] != dst.shape[2:]:
+                fail(f"copy_slots: src {tuple(src.shape)} and dst {tuple(dst.shape)} need the same L and state shape")
+            state_numel(src, 2, f"pairs[{i}].src")
+            state_numel(dst, 2, f"pairs[{i}].dst")
+        self.pairs, self.config = pairs, config
+        words = [word_views(s, 2, d, 2)[1:] for s, d in pairs if s.numel()]
+        self.groups = pool_groups(words, lambda sd: sd[0].dtype, MAX_PAIRS)
+        self._launches: dict[tuple, tuple[Launch, ...]] = {}
 
     def __call__(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
         key = (src_slots.shape[0], src_slots.dtype, dst_slots.dtype)
-        launch = self._launches.get(key)
-        if launch is None:
-            if key[0] == 0 or self.empty:
-                return
-            launch = self._launches[key] = self._build(key[0])
-        launch(src_slots, dst_slots)
+        launches = self._launches.get(key)
+        if launches is None:
+            launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
+        for launch in launches:
+            launch(src_slots, dst_slots)
 
-    def _build(self, nb: int) -> Launch:
-        sv, dv, d = self.sv, self.dv, self.sv.shape[2]
-        block, warps, nch, grid = chunk_plan("copy_slots", d, self.w, sv.shape[0] * nb, self.config, self.device)
-        args = (sv, None, *lead_strides(sv, 2), dv, None, *lead_strides(dv, 2), nb, sv.shape[0], d, nch,
-                block, d % block == 0, layer_inner((sv, 0), (dv, 0)))
-        return Launch(_copy_slots_kernel, grid, args, (1, 5), num_warps=warps)
+    def _build(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
+        wb = group[0][0].element_size()
+        moved = sum(s.shape[0] * s.shape[2] for s, _ in group) * nb
+        block, warps = copy_config(max(s.shape[2] for s, _ in group), wb, self.config, moved, self.device)
+        flat, evens, units = [], [], 0
+        for i, (sv, dv) in enumerate(group + group[:1] * (MAX_PAIRS - len(group))):  # unused slots repeat pair 0
+            d = sv.shape[2]
+            nch = triton.cdiv(d, block)
+            flat += [sv, *lead_strides(sv, 2), dv, *lead_strides(dv, 2), d, nch, sv.shape[0]]
+            if i < len(group):
+                units += sv.shape[0] * nb * nch
+            if i < MAX_PAIRS - 1:
+                flat.append(units)
+            evens.append(d % block == 0)
+        args = (None, None, nb, *flat, len(group), block, layer_inner(*((v, 0) for sd in group for v in sd)), *evens)
+        return Launch(_copy_slots_kernel, launch_grid("copy_slots", units), args, (0, 1), num_warps=warps)
 
     def check(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
-        """The index ranges, and that one pool is not both read and written at a slot (one synchronization)."""
-        items = [("src_slots", src_slots, 0, self.src.shape[1]), ("dst_slots", dst_slots, 0, self.dst.shape[1])]
-        if self.one_pool and src_slots.numel():
+        """The index ranges, and that no pool is both read and written at a slot (one synchronization)."""
+        items = [("src_slots", src_slots, 0, min(s.shape[1] for s, _ in self.pairs)),
+                 ("dst_slots", dst_slots, 0, min(d.shape[1] for _, d in self.pairs))]
+        one_pool = any(s.untyped_storage().data_ptr() == d.untyped_storage().data_ptr() for s, d in self.pairs)
+        if one_pool and src_slots.numel():
             shared = torch.isin(dst_slots, src_slots).any().long().view(1)
             items.append(("slots both read and written in one pool (count)", shared, 0, 1))
         check_ranges(items)
@@ -89,7 +134,7 @@ def copy_slots_triton(
     A pure bit copy: `src` and `dst` must have one dtype. Within one pool the read and written slot sets must
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
-    plan = CopySlotsPlan(src, dst, config=config)
+    plan = CopySlotsPlan([(src, dst)], config=config)
     src_slots = as_index("src_slots", src_slots, None, plan.device)
     dst_slots = as_index("dst_slots", dst_slots, src_slots.shape[0], plan.device)
     if check:

@@ -20,20 +20,33 @@ def unpack(packed: torch.Tensor, pool: torch.Tensor, slots: torch.Tensor, ranges
     run(pool.is_cuda, __package__, "unpack", unpack_reference, packed, pool, slots, ranges, check=check)
 
 
-def pack_plan(pool: torch.Tensor, ranges: list[tuple[int, int]], out: torch.Tensor):
-    """`pack` bound to a pool, its ranges and a `[B, L, total]` buffer: a callable `(slots)` that checks nothing
-    per call (the Triton `PackPlan` on CUDA, the torch reference otherwise)."""
-    if pool.is_cuda:
+def pack_plan(items: list[tuple[torch.Tensor, list[tuple[int, int]], torch.Tensor]]):
+    """`pack` bound to triples `[(pool, ranges, out), ...]` (`out` `[B, L, total]` each; a kind's conv window and
+    SSM state, say): a callable `(slots)` that packs every pool and checks nothing per call (the Triton `PackPlan`
+    on CUDA, one launch for two pools; the torch reference otherwise)."""
+    items = list(items)
+    if items and items[0][0].is_cuda:
         from .kernel import PackPlan
 
-        return PackPlan(pool, ranges, out)
-    return lambda slots: pack_reference(pool, slots, ranges, out)
+        return PackPlan(items)
+
+    def reference(slots: torch.Tensor) -> None:
+        for pool, ranges, out in items:
+            pack_reference(pool, slots, ranges, out)
+
+    return reference
 
 
-def unpack_plan(packed: torch.Tensor, pool: torch.Tensor, ranges: list[tuple[int, int]]):
-    """`unpack` bound like `pack_plan`: a callable `(slots)`."""
-    if pool.is_cuda:
+def unpack_plan(items: list[tuple[torch.Tensor, list[tuple[int, int]], torch.Tensor]]):
+    """`unpack` bound like `pack_plan`, triples `[(pool, ranges, packed), ...]`: a callable `(slots)`."""
+    items = list(items)
+    if items and items[0][0].is_cuda:
         from .kernel import PackPlan
 
-        return PackPlan(pool, ranges, packed, to_pool=True)
-    return lambda slots: unpack_reference(packed, pool, slots, ranges)
+        return PackPlan(items, to_pool=True)
+
+    def reference(slots: torch.Tensor) -> None:
+        for pool, ranges, packed in items:
+            unpack_reference(packed, pool, slots, ranges)
+
+    return reference

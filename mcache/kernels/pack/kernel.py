@@ -1,4 +1,5 @@
-"""Triton pack/unpack of state slices between a pool and a `[B, L, total]` transfer buffer.
+"""Triton pack/unpack of state slices between a pool and a `[B, L, total]` transfer buffer, up to two (pool,
+buffer) pairs in one launch.
 
 The `(start, length)` ranges are split on the host into chunks of at most BLOCK words, kept in a small
 device table (cached per ranges, word size, block and device). Programs walk `(request, layer, chunk)` when the
@@ -25,6 +26,7 @@ from .._common import (
     launch_grid,
     layer_inner,
     lead_strides,
+    pool_groups,
     same_device,
     same_dtype,
     state_numel,
@@ -32,15 +34,13 @@ from .._common import (
 )
 from .._launch import Launch
 
+MAX_PAIRS = 2
+
 
 @triton.jit
-def _pack_kernel(
-    pool, slots, ps0, ps1,
-    packed, qs0, qs1,
-    table, B, NL, NCH,
-    TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr, LAYER_INNER: tl.constexpr,
-):  # fmt: skip
-    j, b, layer = chunk_unit(tl.program_id(0), NCH, B, NL, LAYER_INNER)
+def _pack_unit(pool, ps0, ps1, packed, qs0, qs1, table, NL, NCH, u, slots, B,
+               TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr, LAYER_INNER: tl.constexpr):  # fmt: skip
+    j, b, layer = chunk_unit(u, NCH, B, NL, LAYER_INNER)
     p_start = tl.multiple_of(tl.load(table + 3 * j), ALIGN)
     q_start = tl.multiple_of(tl.load(table + 3 * j + 1), ALIGN)
     length = tl.multiple_of(tl.load(table + 3 * j + 2), ALIGN)
@@ -53,6 +53,24 @@ def _pack_kernel(
     else:
         src_ptr, dst_ptr = p_ptr, q_ptr
     move_block(src_ptr, dst_ptr, offs, length, length == BLOCK)
+
+
+@triton.jit
+def _pack_kernel(
+    slots, B,
+    p0, a0, b0, q0, c0, e0, t0, l0, n0, u0,
+    p1, a1, b1, q1, c1, e1, t1, l1, n1,
+    NPAIRS: tl.constexpr, TO_POOL: tl.constexpr, BLOCK: tl.constexpr, LAYER_INNER: tl.constexpr,
+    A0: tl.constexpr, A1: tl.constexpr,
+):  # fmt: skip
+    # Pair i: pool, its two lead strides, buffer, its two lead strides, chunk table, layers, chunks per request
+    # and layer; u0 is the number of pair 0's units. The NPAIRS branch is resolved at compile time.
+    pid = tl.program_id(0)
+    if pid < u0:
+        _pack_unit(p0, a0, b0, q0, c0, e0, t0, l0, n0, pid, slots, B, TO_POOL, BLOCK, A0, LAYER_INNER)
+    else:
+        if NPAIRS > 1:
+            _pack_unit(p1, a1, b1, q1, c1, e1, t1, l1, n1, pid - u0, slots, B, TO_POOL, BLOCK, A1, LAYER_INNER)
 
 
 @lru_cache(maxsize=256)
@@ -74,61 +92,70 @@ def _chunk_table(ranges: tuple[tuple[int, int], ...], block: int, device: torch.
 
 
 class PackPlan:
-    """`pack` (or, with `to_pool`, `unpack`) between a bound pool and a bound `[B, L, total]` buffer over fixed
-    `(start, length)` ranges: `plan(slots)` launches with no host-side work but the launch (`slots` `[B]` on the
-    pool's device, int32 or int64, range not checked; see `check`)."""
+    """`pack` (or, with `to_pool`, `unpack`) of bound triples `[(pool, ranges, packed), ...]`: each pool's fixed
+    `(start, length)` ranges to or from its `[B, L, total]` buffer (a kind's conv window and SSM state: one
+    launch). `plan(slots)` launches with no host-side work but the launches (`slots` `[B]` on the pools' device,
+    int32 or int64, range not checked; see `check`)."""
 
-    def __init__(self, pool: torch.Tensor, ranges, packed: torch.Tensor, *, to_pool: bool = False,
-                 config: tuple[int, int] | None = None):
+    def __init__(self, items, *, to_pool: bool = False, config: tuple[int, int] | None = None):
+        items = [(pool, tuple((int(s), int(n)) for s, n in ranges), packed) for pool, ranges, packed in items]
         self.name = name = "unpack" if to_pool else "pack"
-        self.device = same_device(pool=pool, packed=packed)
-        same_dtype(name, pool=pool, buffer=packed)
-        numel = state_numel(pool, 2, "pool")
-        ranges = tuple((int(s), int(n)) for s, n in ranges)
-        for s, n in ranges:
-            if s < 0 or n < 0 or s + n > numel:
-                fail(f"{name}: range (start={s}, length={n}) is outside the state of {numel} elements")
-        total = sum(n for _, n in ranges)
-        nl = pool.shape[0]
-        if packed.dim() != 3 or packed.shape[1:] != (nl, total) or (total > 1 and packed.stride(2) != 1):
-            fail(f"{name}: buffer must be [B, L={nl}, total={total}] with a contiguous last dim, "
-                 f"got {tuple(packed.shape)} strides {packed.stride()}")  # fmt: skip
-        self.pool, self.batch = pool, packed.shape[0]
-        ranges = tuple(r for r in ranges if r[1] > 0)
-        self._launches: dict[torch.dtype, Launch] = {}
-        self._args = None
-        if self.batch == 0 or total == 0 or nl == 0:
-            return
-        flat = [v for r in ranges for v in r]
-        w, pv, qv = word_views(pool, 2, packed, 2, flat)
-        es = pool.element_size()  # word_size made every start and length a whole number of words
-        words = tuple((s * es // w, n * es // w) for s, n in ranges)
-        nb = self.batch
-        block, warps = copy_config(max(n for _, n in words), w, config, nl * nb * sum(n for _, n in words), pv.device)
-        tab, nch, align = _chunk_table(words, block, pv.device)
-        grid = launch_grid(name, nl * nb * nch)
-        args = (pv, None, *lead_strides(pv, 2), qv, *lead_strides(qv, 2), tab, nb, nl, nch,
-                to_pool, block, align, layer_inner((pv, 0), (qv, 1)))
-        self._args = (grid, args, warps)
+        self.device = same_device(**{f"items[{i}].{n}": t for i, (p, _, q) in enumerate(items) for n, t in (("pool", p), ("buffer", q))})
+        self.pools, self.batch = [p for p, _, _ in items], items[0][2].shape[0]
+        self.to_pool, self.config = to_pool, config
+        views = []
+        for pool, ranges, packed in items:
+            same_dtype(name, pool=pool, buffer=packed)
+            numel = state_numel(pool, 2, "pool")
+            for s, n in ranges:
+                if s < 0 or n < 0 or s + n > numel:
+                    fail(f"{name}: range (start={s}, length={n}) is outside the state of {numel} elements")
+            total, nl = sum(n for _, n in ranges), pool.shape[0]
+            if packed.dim() != 3 or packed.shape != (self.batch, nl, total) or (total > 1 and packed.stride(2) != 1):
+                fail(f"{name}: buffer must be [B={self.batch}, L={nl}, total={total}] with a contiguous last dim, "
+                     f"got {tuple(packed.shape)} strides {packed.stride()}")  # fmt: skip
+            ranges = tuple(r for r in ranges if r[1] > 0)
+            if total and nl and self.batch:
+                w, pv, qv = word_views(pool, 2, packed, 2, [v for r in ranges for v in r])
+                es = pool.element_size()  # word_size made every start and length a whole number of words
+                views.append((pv, qv, tuple((s * es // w, n * es // w) for s, n in ranges)))
+        self.groups = pool_groups(views, lambda v: v[0].dtype, MAX_PAIRS)
+        self._launches: dict[torch.dtype, tuple[Launch, ...]] = {}
 
     def __call__(self, slots: torch.Tensor) -> None:
-        launch = self._launches.get(slots.dtype)
-        if launch is None:
-            if self._args is None:
-                return
-            grid, args, warps = self._args
-            launch = self._launches[slots.dtype] = Launch(_pack_kernel, grid, args, (1,), num_warps=warps)
-        launch(slots)
+        launches = self._launches.get(slots.dtype)
+        if launches is None:
+            launches = self._launches[slots.dtype] = tuple(self._build(g) for g in self.groups)
+        for launch in launches:
+            launch(slots)
+
+    def _build(self, group) -> Launch:
+        nb = self.batch
+        wb = group[0][0].element_size()
+        moved = sum(pv.shape[0] * sum(n for _, n in words) for pv, _, words in group) * nb
+        block, warps = copy_config(max(n for _, _, words in group for _, n in words), wb, self.config, moved, self.device)
+        flat, aligns, units = [], [], 0
+        for i, (pv, qv, words) in enumerate(group + group[:1] * (MAX_PAIRS - len(group))):  # unused slots repeat 0
+            tab, nch, align = _chunk_table(words, block, pv.device)
+            flat += [pv, *lead_strides(pv, 2), qv, *lead_strides(qv, 2), tab, pv.shape[0], nch]
+            if i < len(group):
+                units += pv.shape[0] * nb * nch
+            if i < MAX_PAIRS - 1:
+                flat.append(units)
+            aligns.append(align)
+        inner = layer_inner(*((v, d) for pv, qv, _ in group for v, d in ((pv, 0), (qv, 1))))
+        args = (None, nb, *flat, len(group), self.to_pool, block, inner, *aligns)
+        return Launch(_pack_kernel, launch_grid(self.name, units), args, (0,), num_warps=warps)
 
     def check(self, slots: torch.Tensor) -> None:
-        """One slot per buffer row, each within the pool (one synchronization)."""
+        """One slot per buffer row, each within the pools (one synchronization)."""
         if slots.shape[0] != self.batch:
             fail(f"{self.name}: {slots.shape[0]} slots for a buffer of {self.batch} requests")
-        check_ranges([("slots", slots, 0, self.pool.shape[1])])
+        check_ranges([("slots", slots, 0, min(p.shape[1] for p in self.pools))])
 
 
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
-    plan = PackPlan(pool, ranges, packed, to_pool=to_pool, config=config)
+    plan = PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config)
     slots = as_index("slots", slots, plan.batch, plan.device)
     if check:
         plan.check(slots)

@@ -19,6 +19,7 @@ from .._common import (
     launch_grid,
     layer_inner,
     lead_strides,
+    pool_groups,
     same_device,
     state_numel,
     word_size,
@@ -81,12 +82,8 @@ class ResetSlotsPlan:
         for i, p in enumerate(pools):
             state_numel(p, 2, f"pools[{i}]")
         self.slots_limit = min((p.shape[1] for p in pools), default=0)
-        groups: dict[torch.dtype, list[torch.Tensor]] = {}
-        for p in pools:
-            if p.numel() > 0:
-                v = word_view(p, 2, word_size(p, 2))
-                groups.setdefault(v.dtype, []).append(v)
-        self.groups = [g[i : i + MAX_POOLS] for g in groups.values() for i in range(0, len(g), MAX_POOLS)]
+        views = [word_view(p, 2, word_size(p, 2)) for p in pools if p.numel() > 0]
+        self.groups = pool_groups(views, lambda v: v.dtype, MAX_POOLS)
         self.config = config
         self._launches: dict[tuple, tuple[Launch, ...]] = {}
 

@@ -162,8 +162,9 @@ class StateKind:
 
     def relocate(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Copy every per-slot pool of the kind from slots `src` to slots `dst`."""
-        for p in self.slot_pools():
-            self.plans.get(f"relocate {p.decl.key}", [p], lambda p=p: K.copy_slots_plan(p.view, p.view))(src, dst)
+        pools = self.slot_pools()
+        if pools:
+            self.plans.get("relocate", pools, lambda: K.copy_slots_plan([(p.view, p.view) for p in pools]))(src, dst)
 
     def begin_step(self, step: Step) -> None:
         """Work before the model runs a verify step (replay folds the ring on overflow)."""

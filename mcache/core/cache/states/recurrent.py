@@ -39,9 +39,10 @@ class RecurrentState(StateKind):
         self.rings = {r.name: by[("spec.replay", f"ring_{r.name}")] for r in self.inputs}
 
     def commit(self, step: Step, accepted: torch.Tensor) -> None:
-        for name, inter in self.inter.items():
-            base = self.base[name]
-            plan = self.plans.get(f"commit {name}", [base, inter], lambda b=base, i=inter: K.commit_intermediate_plan(b.view, i.view))
+        if self.inter:
+            pairs = [(self.base[name], inter) for name, inter in self.inter.items()]
+            pools = [p for pair in pairs for p in pair]
+            plan = self.plans.get("commit", pools, lambda: K.commit_intermediate_plan([(b.view, i.view) for b, i in pairs]))
             plan(step.slots, step.rows, accepted)
 
     def current(self, slots: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -64,20 +65,19 @@ class RecurrentState(StateKind):
             scatter(self.base[name].view, slots, value)
 
     def snapshot(self, slot: torch.Tensor, snap: torch.Tensor) -> None:
-        if not self.versions and not self.rings:  # the base pool holds the state: copy pool to pool
-            for name, pool in self.snap.items():
-                self._copy(f"snapshot {name}", self.base[name], pool)(slot, snap)
+        if not self.versions and not self.rings:  # the base pools hold the state: copy pool to pool
+            self._copy("snapshot", [(self.base[n], p) for n, p in self.snap.items()])(slot, snap)
             return
         for name, (src, index) in self.current(slot).items():
             K.copy_slots(src, index, self.snap[name].view, snap)
 
     def restore(self, snap: torch.Tensor, slot: torch.Tensor) -> None:
-        for name, pool in self.snap.items():
-            self._copy(f"restore {name}", pool, self.base[name])(snap, slot)
+        self._copy("restore", [(p, self.base[n]) for n, p in self.snap.items()])(snap, slot)
 
-    def _copy(self, name: str, src: Pool, dst: Pool):
-        """The copy plan from pool `src` to pool `dst`."""
-        return self.plans.get(name, [src, dst], lambda: K.copy_slots_plan(src.view, dst.view))
+    def _copy(self, name: str, pairs: list[tuple[Pool, Pool]]):
+        """The copy plan of pool pairs `(src, dst)`, all in one launch."""
+        pools = [p for pair in pairs for p in pair]
+        return self.plans.get(name, pools, lambda: K.copy_slots_plan([(s.view, d.view) for s, d in pairs]))
 
     def on_transfer_complete(self, slots: torch.Tensor) -> None:
         # The received base state is the whole state: stale rings and versions of the slot go.

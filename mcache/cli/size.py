@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import comma_ints, engine_error, located
+from mcache.cli.args import check_ranges, comma_ints, engine_error, located
 from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
@@ -94,7 +94,7 @@ def size(
     from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
     from mcache.core.engines.options import engine_settings
     from mcache.core.estimator import estimate
-    from mcache.core.gpus import local_gpu, lookup, parse_size
+    from mcache.core.gpus import GIB, local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout
     from mcache.core.rank import resolve_dtypes
     from mcache.core.report import size_report
@@ -103,15 +103,17 @@ def size(
 
     model = load_spec(spec)
     origin = str(resolve(spec))
-    sizes = {"--reserve": reserve, "--weights": weights, "--kv-cache-memory": kv_cache_memory,
-             "--free-memory-before-load": free_memory_before_load}
+    # Size options and the least each takes: a GPU's memory is at least 1 GiB; a reserve, weights or KV budget may be 0.
+    sizes = {"--gpu-memory": (gpu_memory, GIB), "--reserve": (reserve, 0), "--weights": (weights, 0),
+             "--kv-cache-memory": (kv_cache_memory, 0), "--free-memory-before-load": (free_memory_before_load, GIB)}
     parsed = {}
-    for option, text in sizes.items():
+    for option, (text, least) in sizes.items():
         if text is not None:
             try:
-                parsed[option] = parse_size(text, option)
+                parsed[option] = parse_size(text, option, least)
             except LayoutError as err:
                 raise McacheError(f"{option}: {err.expected}") from None
+    gpu_bytes = parsed.pop("--gpu-memory", None)
     given = {
         "--max-seq-len": max_seq_len, "--utilization": utilization, "--draft": draft, "--kv-dtype": kv_dtype,
         "--ssm-dtype": ssm_dtype, "--conv-dtype": conv_dtype, "--block-size": block_size, "--max-batch": max_batch,
@@ -127,13 +129,14 @@ def size(
         "--max-total-tokens": max_total_tokens, "--free-gpu-memory-fraction": free_gpu_memory_fraction,
         "--max-tokens": max_tokens, **parsed,
     }
+    check_ranges({**given, "--tp": tp, "--pp": pp, "--context": context, "--concurrency": concurrency})
     settings = engine_settings(engine, given)
     if engine and verify:
         raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
     try:
         partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
-        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
+        target = (f"{gpu_memory} GPU", gpu_bytes) if gpu_memory else lookup(gpu) if gpu else local_gpu()
     except LayoutError as err:
         raise located(err, origin) from None
     deployment = Deployment(

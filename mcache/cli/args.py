@@ -47,7 +47,8 @@ def check_ranges(values: dict[str, object]) -> None:
                 top = "2**40 (1099511627776)" if high == MAX_INT else high
                 raise McacheError(f"{option}: an integer from {low} to {top}, got {shown}")
             if isinstance(value, float) and not (math.isfinite(value) and low < value <= high):
-                raise McacheError(f"{option}: a number above {low:g} and at most {high:g}, got {value}")
+                what = "a fraction" if (low, high) == FRACTION else "a number"
+                raise McacheError(f"{option}: {what} in ({low:g}, {high:g}], got {value}")
 
 
 def comma_ints(text: str, field: str) -> tuple[int, ...]:

@@ -34,13 +34,15 @@ UNITS_HELP = "GB = 10^9 B, GiB = 2^30 B; also B, KB, MB, TB, KiB, MiB, TiB"
 
 
 def parse_size(text: str, field: str, minimum: int = 0) -> int:
-    """`"141GiB"` -> bytes, exactly (no float rounding); the unit is required (`UNITS_HELP`), and the size must be
-    from `minimum` to `MAX_BYTES`."""
+    """`"141GiB"` -> bytes, exactly (no float rounding); the unit is required (`UNITS_HELP`) unless the size is 0,
+    and the size must be from `minimum` to `MAX_BYTES`."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _UNITS:
-        raise LayoutError(field, f"a size with its unit, such as 141GiB or 80GB ({UNITS_HELP}), got {text!r}")
-    amount = Decimal(match.group(1)) * _UNITS[unit]
+    number, unit = (Decimal(match.group(1)), match.group(2).lower()) if match else (None, None)
+    if unit == "" and number == 0:
+        unit = "b"  # zero is zero in every unit
+    if unit not in _UNITS:
+        raise LayoutError(field, f"a size with its unit, such as 141GiB or 80GB ({UNITS_HELP}), got {_shown(text)}")
+    amount = number * _UNITS[unit]
     if not minimum <= amount <= MAX_BYTES:
         least = f"{minimum // GIB} GiB" if minimum and minimum % GIB == 0 else f"{minimum} B"
         raise LayoutError(field, f"a size from {least} to 1 PiB (2^50 B), got {_shown(text)}")

@@ -42,15 +42,19 @@ def size(
     kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV-cache dtype (fp8 allowed).")] = None,
     conv_dtype: Annotated[str | None, typer.Option("--conv-dtype", "--mamba-cache-dtype", help="Conv-state dtype.")] = None,
     gpu: Annotated[str | None, typer.Option(help="Catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
-    gpu_memory: Annotated[str | None, typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
+    gpu_memory: Annotated[str | None, typer.Option(help=(
+        "GPU memory with its unit, 1GiB to 1PiB: GB = 10^9 B, GiB = 2^30 B (also B, KB, MB, TB, KiB, MiB, TiB), e.g. "
+        "141GiB; overrides --gpu, whose catalogue has what nvidia-smi reports (an H100 80GB: 81559MiB).")
+    )] = None,
     utilization: Annotated[float | None, typer.Option("--utilization", "--gpu-memory-utilization", help=(
         "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)."))] = None,
     reserve: Annotated[str | None, typer.Option(help=(
-        "Memory kept for activations and workspace (2GiB; vLLM, TensorRT-LLM: what their profiling finds)."))] = None,
-    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (default: mcache's estimate).")] = None,
+        "Memory kept for activations and workspace, a size as for --gpu-memory, 0 allowed (2GiB; vLLM, TensorRT-LLM: "
+        "what their profiling finds)."))] = None,
+    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB, or 0 (default: mcache's estimate).")] = None,
     context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (max batch x pp).")] = None,
-    kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB (skips the budget).",
+    kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB, 0 allowed (skips the budget).",
                                                         rich_help_panel=VLLM)] = None,
     enable_prefix_caching: Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
                                                                help="Prefix caching (on for hybrid models).", rich_help_panel=VLLM)] = None,
@@ -78,7 +82,7 @@ def size(
                                                                   rich_help_panel=SGLANG)] = None,
     chunked_prefill_size: Annotated[int | None, typer.Option(help="Default: by GPU memory.", rich_help_panel=SGLANG)] = None,
     max_total_tokens: Annotated[int | None, typer.Option(help="Cap on the token pool.", rich_help_panel=SGLANG)] = None,
-    free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load (GPU less 0.5GiB).",
+    free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load, at least 1GiB (GPU less 0.5GiB).",
                                                                 rich_help_panel=SGLANG)] = None,
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="Of the memory left after the profiled peak (0.9).",
                                                                    rich_help_panel=TRTLLM)] = None,

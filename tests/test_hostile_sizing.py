@@ -215,3 +215,8 @@ def test_json_non_finite(literal, tmp_path, capsys):
 )
 def test_non_finite_option(args, expected, capsys):
     assert one_line(["size", "qwen3.5-27b", "--gpu", "h200", *args], capsys) == f"mcache: {expected}"
+
+
+def test_pp_partition_bounded(capsys):
+    line = one_line(["size", "nemotron-h-8b", "--pp", "2", "--pp-partition", f"1,{HUGE}"], capsys)
+    assert line == f"mcache: --pp-partition: {LIMIT}, got a number of 400 digits"

@@ -22,7 +22,7 @@ OPTION_OF = {
 # bound of every spec number, so no count or token figure can overflow a float when it is shown.
 COUNT, ZERO_UP, FRACTION = (1, MAX_INT), (0, MAX_INT), (0.0, 1.0)
 RANGES = {
-    "--tp": COUNT, "--pp": COUNT, "--max-batch": COUNT, "--max-seq-len": COUNT, "--block-size": COUNT,
+    "--tp": COUNT, "--pp": COUNT, "--pp-partition": COUNT, "--max-batch": COUNT, "--max-seq-len": COUNT, "--block-size": COUNT,
     "--kv-tokens": COUNT, "--draft": ZERO_UP, "--reserved-slots": ZERO_UP, "--snapshot-slots": ZERO_UP,
     "--context": COUNT, "--concurrency": COUNT, "--target-concurrency": COUNT, "--max-gpus": COUNT, "--top": COUNT,
     "--kernel-block-size": COUNT, "--max-num-seqs": COUNT, "--max-num-batched-tokens": COUNT,

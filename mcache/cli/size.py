@@ -139,6 +139,7 @@ def size(
         raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
     try:
         partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
+        check_ranges({"--pp-partition": partition})
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
         target = (f"{gpu_memory} GPU", gpu_bytes) if gpu_memory else lookup(gpu) if gpu else local_gpu()
     except LayoutError as err:

@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 from mcache.core.errors import LayoutError, McacheError, SpecError
+from mcache.core.numbers import shown
 from mcache.core.spec import MAX_INT
 
 # Settings errors name the option a user typed; every other field is a spec field.
@@ -43,9 +44,8 @@ def check_ranges(values: dict[str, object]) -> None:
                 continue
             low, high = RANGES[option]
             if isinstance(value, int) and not low <= value <= high:
-                shown = value if abs(value) < 10**30 else f"a number of {len(str(abs(value)))} digits"
                 top = "2**40 (1099511627776)" if high == MAX_INT else high
-                raise McacheError(f"{option}: an integer from {low} to {top}, got {shown}")
+                raise McacheError(f"{option}: an integer from {low} to {top}, got {shown(value)}")
             if isinstance(value, float) and not (math.isfinite(value) and low < value <= high):
                 what = "a fraction" if (low, high) == FRACTION else "a number"
                 raise McacheError(f"{option}: {what} in ({low:g}, {high:g}], got {value}")

@@ -16,6 +16,7 @@ from math import prod
 from mcache.core import dtypes
 from mcache.core.buffers import BufferDecl
 from mcache.core.errors import LayoutError
+from mcache.core.numbers import shown
 from mcache.core.rank import RankContext
 from mcache.core.spec import MAX_INT
 
@@ -129,7 +130,7 @@ def spec_aux_buffers(ctx: RankContext) -> list[BufferDecl]:
         field = f"aux_buffers[{i}].shape"
         shape = [dim if isinstance(dim, int) else evaluate(dim, _names(ctx), f"{field}[{j}]") for j, dim in enumerate(aux.shape)]
         if prod(shape) > MAX_INT:
-            raise LayoutError(field, f"at most {MAX_INT} (2**40) elements per {aux.per}, got {_short(prod(shape))}")
+            raise LayoutError(field, f"at most {MAX_INT} (2**40) elements per {aux.per}, got {shown(prod(shape))}")
         axes = [dim if isinstance(dim, str) else f"d{j}" for j, dim in enumerate(aux.shape)]
         decls.append(_decl(aux.name, "aux", aux.layer_kind, layers, aux.per, shape, axes, dtypes.canonical(aux.dtype)))
     return decls
@@ -184,15 +185,8 @@ def evaluate(expr: str, names: dict[str, int], field: str) -> int:
         raise LayoutError(field, f"an arithmetic expression, got {expr!r}") from None
     value = walk(tree.body)
     if not 1 <= value <= MAX_INT:
-        raise LayoutError(field, f"a size from 1 to {MAX_INT} (2**40), {expr!r} gives {_short(value)}")
+        raise LayoutError(field, f"a size from 1 to {MAX_INT} (2**40), {expr!r} gives {shown(value)}")
     return value
-
-
-def _short(value: int) -> str:
-    """`value`, or its order of magnitude when it has more than 30 digits."""
-    if abs(value) < 10**30:
-        return str(value)
-    return f"{'-' if value < 0 else ''}about 10**{int(abs(value).bit_length() * 0.30103)}"
 
 
 for _key, _fn in (

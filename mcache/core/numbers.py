@@ -56,6 +56,16 @@ JSON_HOOKS = {
 }
 
 
+def shown(value: int) -> str:
+    """`value` for a message, or how many digits it has when that is more than 30."""
+    if abs(value) < 10**30:
+        return str(value)
+    sign = "a negative" if value < 0 else "a"
+    if value.bit_length() > 14_000:  # str() refuses past 4300 digits
+        return f"{sign} number of more than 4000 digits"
+    return f"{sign} number of {len(str(abs(value)))} digits"
+
+
 def first_refused(data: object) -> tuple[str, Refused] | None:
     """The dotted path (`a.b[2]`) and marker of the first `Refused` number in `data` (keys included), else None.
 

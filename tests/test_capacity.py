@@ -90,9 +90,11 @@ def test_gpu_catalogue_and_sizes():
     assert lookup("h100")[1] == 81559 << 20
     assert parse_size("141GiB", "gpu_memory") == 141 << 30
     assert parse_size("80GB", "gpu_memory") == 80 * 10**9
-    assert parse_size("1.5g", "gpu_memory") == 3 << 29
-    with pytest.raises(LayoutError, match="gpu_memory"):
-        parse_size("80 parsecs", "gpu_memory")
+    assert parse_size("1.5GiB", "gpu_memory") == 3 << 29
+    assert parse_size("8.2GB", "weights") == 8_200_000_000  # through a float: 8.2 * 10**9 = 8199999999.999999
+    for text in ("80 parsecs", "1.5g", "80"):  # no unit, or a bare G that tools read as 10**9 or 2**30
+        with pytest.raises(LayoutError, match="gpu_memory: a size with its unit"):
+            parse_size(text, "gpu_memory")
     with pytest.raises(LayoutError, match="utilization"):
         Budget("x", 1, 0.0)
 

@@ -120,7 +120,7 @@ def test_trtllm_that_cannot_start_exits_3(capsys):
     (["qwen3.5-27b", "--engine", "vllm", "--max-batch", "8"], "--max-batch: vLLM has no such setting (use --max-num-seqs)"),
     (["qwen3.5-27b", "--engine", "sglang", "--snapshot-slots", "2"], "--snapshot-slots: sizes mcache's neutral pool"),
     (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-dtype", "fp4"], "--kv-dtype: one of auto, float16"),
-    (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "lots"], "--kv-cache-memory: a size such as 141GiB"),
+    (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "lots"], "--kv-cache-memory: a size with its unit, such as 141GiB"),
     (["qwen3.5-27b", "--engine", "vllm", "--gpu-memory-utilization", "1.5", "--gpu", "h200"], "--utilization: a fraction"),
     (["qwen3.5-27b", "--engine", "vllm", "--verify"], "--verify: checks mcache's neutral pools"),
     (["jamba-v0.1", "--engine", "trtllm"], "--engine trtllm: a model TensorRT-LLM's hybrid cache manager serves"),

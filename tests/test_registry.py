@@ -185,14 +185,17 @@ def test_shape_expression(expr, tp, runtime, value):
         pytest.param("2.5", id="float"),
         pytest.param("len(hidden_size)", id="call"),
         pytest.param("-hidden_size", id="unary-minus"),
+        pytest.param("True", id="boolean"),
+        pytest.param("+".join(["1"] * 1000), id="1000-terms"),
+        pytest.param("hidden_size * hidden_size * hidden_size * hidden_size * hidden_size * 2", id="above-2**40"),
     ],
 )
 def test_bad_shape_expression_raises_layout_error(expr):
     spec = make_spec(f'aux_buffers:\n  - {{name: buf, shape: [4, "{expr}"], dtype: uint8, per: slot}}\n')
     with pytest.raises(LayoutError) as info:
         estimate(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec))
-    assert info.value.field == "aux_buffers[0].shape"
-    assert str(info.value).startswith("aux_buffers[0].shape: ")
+    assert info.value.field == "aux_buffers[0].shape[1]"
+    assert str(info.value).startswith("aux_buffers[0].shape[1]: ")
 
 
 # --- buffer declarations -------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """Parsing and checks shared by commands: comma lists, the torch extra, devices, and error locations."""
 
 import contextlib
+import math
 from pathlib import Path
 
 from mcache.core.errors import LayoutError, McacheError, SpecError
+from mcache.core.numbers import shown
+from mcache.core.spec import MAX_INT
 
 # Settings errors name the option a user typed; every other field is a spec field.
 OPTION_OF = {
@@ -14,6 +17,38 @@ OPTION_OF = {
     "utilization": "--utilization", "reserve": "--reserve", "context": "--context", "concurrency": "--concurrency",
     "ssm_dtype": "--ssm-dtype", "kv_dtype": "--kv-dtype", "conv_dtype": "--conv-dtype",
 }
+
+
+# The range of every number option (both ends included; a float's lower end excluded). Integers stop at 2**40, the
+# bound of every spec number, so no count or token figure can overflow a float when it is shown.
+COUNT, ZERO_UP, FRACTION = (1, MAX_INT), (0, MAX_INT), (0.0, 1.0)
+RANGES = {
+    "--tp": COUNT, "--pp": COUNT, "--pp-partition": COUNT, "--max-batch": COUNT, "--max-seq-len": COUNT, "--block-size": COUNT,
+    "--kv-tokens": COUNT, "--draft": ZERO_UP, "--reserved-slots": ZERO_UP, "--snapshot-slots": ZERO_UP,
+    "--context": COUNT, "--concurrency": COUNT, "--target-concurrency": COUNT, "--max-gpus": COUNT, "--top": COUNT,
+    "--kernel-block-size": COUNT, "--max-num-seqs": COUNT, "--max-num-batched-tokens": COUNT,
+    "--max-mamba-cache-size": COUNT, "--max-running-requests": COUNT, "--max-total-tokens": COUNT,
+    "--chunked-prefill-size": (-1, MAX_INT),  # SGLang: -1 turns chunked prefill off
+    "--max-tokens": COUNT,
+    "--utilization": FRACTION, "--mem-fraction-static": FRACTION, "--free-gpu-memory-fraction": FRACTION,
+    "--mamba-full-memory-ratio": (0.0, 1000.0),
+}
+
+
+def check_ranges(values: dict[str, object]) -> None:
+    """A one-line error naming the first option (of `RANGES`) outside its range; a value may be a tuple of values
+    (a comma list), None (not given) or a flag (not checked)."""
+    for option, given in values.items():
+        for value in given if isinstance(given, tuple) else (given,):
+            if value is None or isinstance(value, bool) or option not in RANGES:
+                continue
+            low, high = RANGES[option]
+            if isinstance(value, int) and not low <= value <= high:
+                top = "2**40 (1099511627776)" if high == MAX_INT else high
+                raise McacheError(f"{option}: an integer from {low} to {top}, got {shown(value)}")
+            if isinstance(value, float) and not (math.isfinite(value) and low < value <= high):
+                what = "a fraction" if (low, high) == FRACTION else "a number"
+                raise McacheError(f"{option}: {what} in ({low:g}, {high:g}], got {value}")
 
 
 def comma_ints(text: str, field: str) -> tuple[int, ...]:

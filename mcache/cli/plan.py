@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import comma_ints, engine_error, located
+from mcache.cli.args import check_ranges, comma_ints, engine_error, located
 from mcache.core.errors import LayoutError, McacheError
 
 Format = Literal["table", "json", "markdown", "csv"]
@@ -62,6 +62,8 @@ def plan(
             prefix_caching=tuple(p.strip() for p in prefix_caching.split(",")),
             max_gpus=max_gpus,
         )
+        check_ranges({"--context": axes.contexts, "--tp": axes.tps, "--pp": axes.pps, "--draft": axes.drafts,
+                      "--target-concurrency": target_concurrency, "--max-gpus": max_gpus, "--top": top})
         progress = Progress()
         try:
             result = sweep(model, spec, chosen, axes, target_concurrency, progress.update)

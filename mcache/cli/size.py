@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import comma_ints, engine_error, located
+from mcache.cli.args import check_ranges, comma_ints, engine_error, located
 from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
@@ -43,15 +43,19 @@ def size(
     kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV-cache dtype (fp8 allowed).")] = None,
     conv_dtype: Annotated[str | None, typer.Option("--conv-dtype", "--mamba-cache-dtype", help="Conv-state dtype.")] = None,
     gpu: Annotated[str | None, typer.Option(help="Catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
-    gpu_memory: Annotated[str | None, typer.Option(help="GPU memory, e.g. 141GiB (overrides --gpu).")] = None,
+    gpu_memory: Annotated[str | None, typer.Option(help=(
+        "GPU memory with its unit, 1GiB to 1PiB: GB = 10^9 B, GiB = 2^30 B (also B, KB, MB, TB, KiB, MiB, TiB), e.g. "
+        "141GiB; overrides --gpu, whose catalogue has what nvidia-smi reports (an H100 80GB: 81559MiB).")
+    )] = None,
     utilization: Annotated[float | None, typer.Option("--utilization", "--gpu-memory-utilization", help=(
         "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)."))] = None,
     reserve: Annotated[str | None, typer.Option(help=(
-        "Memory kept for activations and workspace (2GiB; vLLM, TensorRT-LLM: what their profiling finds)."))] = None,
-    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (default: mcache's estimate).")] = None,
+        "Memory kept for activations and workspace, a size as for --gpu-memory, 0 allowed (2GiB; vLLM, TensorRT-LLM: "
+        "what their profiling finds)."))] = None,
+    weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB, or 0 (default: mcache's estimate).")] = None,
     context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (max batch x pp).")] = None,
-    kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB (skips the budget).",
+    kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB, 0 allowed (skips the budget).",
                                                         rich_help_panel=VLLM)] = None,
     enable_prefix_caching: Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
                                                                help="Prefix caching (on for hybrid models).", rich_help_panel=VLLM)] = None,
@@ -79,7 +83,7 @@ def size(
                                                                   rich_help_panel=SGLANG)] = None,
     chunked_prefill_size: Annotated[int | None, typer.Option(help="Default: by GPU memory.", rich_help_panel=SGLANG)] = None,
     max_total_tokens: Annotated[int | None, typer.Option(help="Cap on the token pool.", rich_help_panel=SGLANG)] = None,
-    free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load (GPU less 0.5GiB).",
+    free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load, at least 1GiB (GPU less 0.5GiB).",
                                                                 rich_help_panel=SGLANG)] = None,
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="Of the memory left after the profiled peak (0.9).",
                                                                    rich_help_panel=TRTLLM)] = None,
@@ -98,7 +102,7 @@ def size(
     from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
     from mcache.core.engines.options import engine_settings
     from mcache.core.estimator import estimate
-    from mcache.core.gpus import local_gpu, lookup, parse_size
+    from mcache.core.gpus import GIB, local_gpu, lookup, parse_size
     from mcache.core.layout import ParallelLayout
     from mcache.core.rank import resolve_dtypes
     from mcache.core.report import size_report
@@ -107,15 +111,17 @@ def size(
 
     model = load_spec(spec)
     origin = str(resolve(spec))
-    sizes = {"--reserve": reserve, "--weights": weights, "--kv-cache-memory": kv_cache_memory,
-             "--free-memory-before-load": free_memory_before_load}
+    # Size options and the least each takes: a GPU's memory is at least 1 GiB; a reserve, weights or KV budget may be 0.
+    sizes = {"--gpu-memory": (gpu_memory, GIB), "--reserve": (reserve, 0), "--weights": (weights, 0),
+             "--kv-cache-memory": (kv_cache_memory, 0), "--free-memory-before-load": (free_memory_before_load, GIB)}
     parsed = {}
-    for option, text in sizes.items():
+    for option, (text, least) in sizes.items():
         if text is not None:
             try:
-                parsed[option] = parse_size(text, option)
+                parsed[option] = parse_size(text, option, least)
             except LayoutError as err:
                 raise McacheError(f"{option}: {err.expected}") from None
+    gpu_bytes = parsed.pop("--gpu-memory", None)
     given = {
         "--max-seq-len": max_seq_len, "--utilization": utilization, "--draft": draft, "--kv-dtype": kv_dtype,
         "--ssm-dtype": ssm_dtype, "--conv-dtype": conv_dtype, "--block-size": block_size, "--max-batch": max_batch,
@@ -131,13 +137,15 @@ def size(
         "--max-total-tokens": max_total_tokens, "--free-gpu-memory-fraction": free_gpu_memory_fraction,
         "--max-tokens": max_tokens, **parsed,
     }
+    check_ranges({**given, "--tp": tp, "--pp": pp, "--context": context, "--concurrency": concurrency})
     settings = engine_settings(engine, given)
     if engine and verify:
         raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
     try:
         partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
+        check_ranges({"--pp-partition": partition})
         layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
-        target = (f"{gpu_memory} GPU", parse_size(gpu_memory, "gpu_memory")) if gpu_memory else lookup(gpu) if gpu else local_gpu()
+        target = (f"{gpu_memory} GPU", gpu_bytes) if gpu_memory else lookup(gpu) if gpu else local_gpu()
     except LayoutError as err:
         raise located(err, origin) from None
     deployment = Deployment(

@@ -22,12 +22,24 @@ def list_specs() -> None:
 
 @app.command("validate")
 def validate(files: Annotated[list[str], typer.Argument(metavar="SPEC...", help="Spec files (or bundled names) to check.")]) -> None:
-    """Load and check each spec; stop at the first error with one line naming file, field and line."""
+    """Load each spec and size it as `mcache size SPEC` does with its defaults (so every shape expression is
+    evaluated); stop at the first error with one line naming file, field and line."""
+    from mcache.cli.args import located
     from mcache.cli.output import emit_text
-    from mcache.core.spec_loader import load_spec
+    from mcache.core.deployment import Deployment, size_deployment
+    from mcache.core.errors import LayoutError
+    from mcache.core.layout import ParallelLayout
+    from mcache.core.report import size_report
+    from mcache.core.spec_loader import load_spec, resolve
 
     for ref in files:
         spec = load_spec(ref)
+        origin = str(resolve(ref))
+        try:  # the path `mcache size` takes, with no GPU: a spec accepted here is one `size` accepts
+            sized = size_deployment(spec, Deployment(ParallelLayout()))
+            size_report(sized.neutral, origin, sized.dtype_sources)
+        except LayoutError as err:
+            raise located(err, origin) from None
         emit_text(f"ok {ref}: {spec.name}, {spec.num_layers} layers")
 
 

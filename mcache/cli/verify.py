@@ -2,6 +2,22 @@
 
 from pathlib import Path
 
+from mcache.core.errors import McacheError
+
+MAX_IDS = 1 << 24  # the manager keeps every slot and block id in a Python set: about 1 GiB of host memory at this
+
+
+def check_ids(est) -> None:
+    """A one-line error when a stage's manager would hold more than `MAX_IDS` slot and KV block ids."""
+    for rank in est.ranks:
+        ctx = rank.ctx
+        blocks = {c.decl.window: c.units // ctx.runtime.tokens_per_block for c in rank.components if c.decl.per == "token"}
+        ids = ctx.num_slots + ctx.runtime.snapshot_slots + sum(blocks.values())
+        if ids > MAX_IDS:
+            raise McacheError(f"--verify: at most {MAX_IDS} (2**24) slots and KV blocks per stage (the manager lists "
+                              f"them on the host), stage {ctx.stage} has {ids}: fewer slots (--max-batch, --draft, "
+                              "--reserved-slots, --snapshot-slots) or blocks (--max-seq-len, --kv-tokens, --block-size)")
+
 
 def run_verify(est, device: str, pool_layout: str, fmt: str, output: Path | None) -> int:
     """Compare every buffer of every stage; 1 when any differs, else 0."""
@@ -9,6 +25,7 @@ def run_verify(est, device: str, pool_layout: str, fmt: str, output: Path | None
     from mcache.cli.output import emit_verify
     from mcache.core.errors import allocation_error
 
+    check_ids(est)
     require_torch("size --verify")
     check_device(device, "size --verify")
     from mcache.core.cache.manager import verify

@@ -11,11 +11,14 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
+from math import prod
 
 from mcache.core import dtypes
 from mcache.core.buffers import BufferDecl
 from mcache.core.errors import LayoutError
+from mcache.core.numbers import shown
 from mcache.core.rank import RankContext
+from mcache.core.spec import MAX_INT
 
 Estimator = Callable[[RankContext], list[BufferDecl]]
 _REGISTRY: dict[str, Estimator] = {}
@@ -125,7 +128,9 @@ def spec_aux_buffers(ctx: RankContext) -> list[BufferDecl]:
         if not layers:
             continue
         field = f"aux_buffers[{i}].shape"
-        shape = [dim if isinstance(dim, int) else evaluate(dim, _names(ctx), field) for dim in aux.shape]
+        shape = [dim if isinstance(dim, int) else evaluate(dim, _names(ctx), f"{field}[{j}]") for j, dim in enumerate(aux.shape)]
+        if prod(shape) > MAX_INT:
+            raise LayoutError(field, f"at most {MAX_INT} (2**40) elements per {aux.per}, got {shown(prod(shape))}")
         axes = [dim if isinstance(dim, str) else f"d{j}" for j, dim in enumerate(aux.shape)]
         decls.append(_decl(aux.name, "aux", aux.layer_kind, layers, aux.per, shape, axes, dtypes.canonical(aux.dtype)))
     return decls
@@ -150,13 +155,15 @@ def _names(ctx: RankContext) -> dict[str, int]:
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+MAX_EXPRESSION = 200  # characters: bounds the tree's depth, so evaluating it cannot exhaust the stack
 
 
 def evaluate(expr: str, names: dict[str, int], field: str) -> int:
-    """Evaluate a shape expression such as `mamba2.num_heads // tp * 2` over integer `names`."""
+    """Evaluate a shape expression such as `mamba2.num_heads // tp * 2` over integer `names`; the result is a size
+    in `1..MAX_INT`, as a literal would be."""
 
     def walk(node: ast.AST) -> int:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        if isinstance(node, ast.Constant) and type(node.value) is int:  # not True/False, which are ints too
             return node.value
         if isinstance(node, ast.Name | ast.Attribute):
             key = ast.unparse(node)
@@ -170,13 +177,15 @@ def evaluate(expr: str, names: dict[str, int], field: str) -> int:
                 raise LayoutError(field, f"a shape that does not divide by zero, got {expr!r}") from None
         raise LayoutError(field, f"integers, names and + - * // only, got {ast.unparse(node)!r}")
 
+    if len(expr) > MAX_EXPRESSION:
+        raise LayoutError(field, f"an expression of at most {MAX_EXPRESSION} characters, got {len(expr)}")
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError:
         raise LayoutError(field, f"an arithmetic expression, got {expr!r}") from None
     value = walk(tree.body)
-    if value < 1:
-        raise LayoutError(field, f"a positive size, {expr!r} gives {value}")
+    if not 1 <= value <= MAX_INT:
+        raise LayoutError(field, f"a size from 1 to {MAX_INT} (2**40), {expr!r} gives {shown(value)}")
     return value
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from math import ceil
-
 from msgspec import Struct
 
 from mcache.core.errors import LayoutError
@@ -11,11 +9,16 @@ from mcache.core.errors import LayoutError
 SCHEMES = ("none", "intermediate", "replay", "index")
 
 
+def cdiv(a: int, b: int) -> int:
+    """`ceil(a / b)` in integers: exact for token and byte counts past 2**53, where a float would round."""
+    return -(-a // b)
+
 
 def blocks_per_seq(tokens: int, window: int | None, block: int) -> int:
     """KV blocks a sequence of `tokens` tokens holds: capped at `window`, in blocks of `block` tokens (the
     estimate and the manager's block tables both count with this)."""
-    return ceil((min(tokens, window) if window else tokens) / block)
+    return cdiv(min(tokens, window) if window else tokens, block)
+
 
 class ParallelLayout(Struct, frozen=True):
     """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel."""

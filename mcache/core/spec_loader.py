@@ -10,9 +10,8 @@ import msgspec
 import yaml
 
 from mcache.core.errors import SpecError, validation_parts
+from mcache.core.numbers import SpecLoader, first_refused
 from mcache.core.spec import ModelSpec, check_spec
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def bundled_dir() -> Path:
@@ -65,7 +64,7 @@ def load_spec(ref: str) -> ModelSpec:
 def parse_spec(text: str, file: str) -> ModelSpec:
     """Parse and validate spec YAML text; `file` names it in errors."""
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=SpecLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "valid YAML"
@@ -76,6 +75,9 @@ def parse_spec(text: str, file: str) -> ModelSpec:
         raise SpecError(file, "document", "a mapping of spec fields, got an empty file")
     if not isinstance(data, dict):
         raise SpecError(file, "document", f"a mapping of spec fields, got {type(data).__name__}")
+    refused = first_refused(data)
+    if refused:
+        raise SpecError(file, refused[0], refused[1].expected, line_of(text, refused[0]))
     try:
         spec = msgspec.convert(data, ModelSpec)
     except msgspec.ValidationError as err:
@@ -100,7 +102,7 @@ def parse_spec(text: str, file: str) -> ModelSpec:
 def line_of(text: str, field: str) -> int | None:
     """1-based line of a dotted YAML path like `mamba2.num_heads` or `layers.types[3]`, if found."""
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=SpecLoader)
     except yaml.YAMLError:
         return None
     line = None

@@ -209,9 +209,5 @@ def weight_bytes(ctx: RankContext) -> int | None:
     return rank_weight_bytes(ctx)
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def gib(n: float) -> float:
     return n / GIB

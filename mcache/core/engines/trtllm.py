@@ -21,7 +21,6 @@ from mcache.core.engines.common import (
     EngineRun,
     EngineStage,
     Settings,
-    cdiv,
     mtp_attention_layers,
     stage_contexts,
     state_bytes,
@@ -31,6 +30,7 @@ from mcache.core.engines.common import (
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.layout import cdiv
 
 NAME = "trtllm"
 SETTINGS = ("max_batch_size", "max_seq_len", "free_gpu_memory_fraction", "tokens_per_block", "mamba_ssm_cache_dtype",

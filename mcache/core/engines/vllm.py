@@ -22,7 +22,6 @@ from mcache.core.engines.common import (
     EngineRun,
     EngineStage,
     Settings,
-    cdiv,
     kv_heads_per_rank,
     mtp_attention_layers,
     stage_contexts,
@@ -35,6 +34,7 @@ from mcache.core.engines.common import (
 from mcache.core.errors import LayoutError
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.layout import cdiv
 
 NAME = "vllm"
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "num_speculative_tokens",

@@ -11,7 +11,6 @@ read with that library's defaults. Every problem is a one-line `SpecError` namin
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from msgspec.structs import replace
 
 from mcache.core.errors import SpecError
 from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
-from mcache.core.hf.common import Cfg, Draft
+from mcache.core.hf.common import Cfg, Draft, read_config
 from mcache.core.hf.quantization import find_quantization, quantization_block
 from mcache.core.spec import ModelSpec, Quantization, check_spec
 from mcache.core.weights import unknown_fields
@@ -69,26 +68,6 @@ def config_file(path: str | Path) -> Path:
     elif not path.is_file():
         raise SpecError(str(path), "file", "an existing config.json or a checkpoint folder holding one")
     return path
-
-
-def read_config(path: Path) -> dict:
-    """The JSON object in `path`; a `SpecError` for unreadable files, bad JSON or another top-level type."""
-    file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(file, "file", f"a readable UTF-8 JSON file ({err.__class__.__name__})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
-    except RecursionError:
-        raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
-    except ValueError as err:  # an integer literal longer than Python converts (4300 digits)
-        raise SpecError(file, "json", f"valid JSON numbers ({str(err).split(';')[0]})") from None
-    if not isinstance(data, dict):
-        raise SpecError(file, "document", f"a JSON object of config fields, got {type(data).__name__}")
-    return data
 
 
 def model_type_of(data: dict, file: str) -> str:

@@ -3,7 +3,9 @@ assembly of a converter's blocks into a validated `ModelSpec`."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -12,10 +14,33 @@ from mcache.core import dtypes
 from mcache.core.errors import SpecError
 from mcache.core.hf.defaults import defaults_of
 from mcache.core.kinds.mamba1 import dt_rank_auto
+from mcache.core.numbers import JSON_HOOKS, first_refused
 from mcache.core.spec import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
 from mcache.core.spec_dump import compact_layers
 
 _MISSING = object()
+
+
+def read_config(path: Path) -> dict:
+    """The JSON object in `path`; a `SpecError` for unreadable files, bad JSON, another top-level type, or a number
+    no field can hold (an integer too long to read, NaN, Infinity, 1e400), naming its field."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(file, "file", f"a readable UTF-8 JSON file ({err.__class__.__name__})") from None
+    try:
+        data = json.loads(text, **JSON_HOOKS)
+    except json.JSONDecodeError as err:
+        raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
+    except RecursionError:
+        raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise SpecError(file, "document", f"a JSON object of config fields, got {type(data).__name__}")
+    refused = first_refused(data)
+    if refused:
+        raise SpecError(file, refused[0], refused[1].expected)
+    return data
 
 
 class Cfg:

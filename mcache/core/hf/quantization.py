@@ -13,7 +13,6 @@ names checkpoints give each layer's projections (`LEAVES`) under the usual layer
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import msgspec
 
 from mcache.core.errors import SpecError, validation_parts
-from mcache.core.hf.common import Cfg
+from mcache.core.hf.common import Cfg, read_config
 from mcache.core.spec import ModelSpec, layer_kinds
 from mcache.core.weights import layer_units
 
@@ -117,11 +116,7 @@ def find_quantization(cfg: Cfg, text: Cfg) -> tuple[Settings, str] | None:
             return read_settings(c.data["quantization_config"], where, cfg.file), where
     side = Path(cfg.file).with_name("hf_quant_config.json")
     if side.is_file():
-        try:
-            data = json.loads(side.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as err:
-            raise SpecError(str(side), "document", f"readable JSON ({type(err).__name__})") from None
-        q = data.get("quantization") if isinstance(data, dict) else None
+        q = read_config(side).get("quantization")
         if not isinstance(q, dict):
             raise SpecError(str(side), "quantization", "a mapping")
         return read_settings({"quant_method": "modelopt", **q}, "quantization", str(side)), "hf_quant_config.json"

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from math import ceil
-
 from mcache.core.kinds.base import CacheDtypes, StateShape, split
+from mcache.core.layout import cdiv
 
 NAME = "mamba1"
 
 
 def dt_rank_auto(hidden: int) -> int:
-    """Mamba1's `dt_rank="auto"`: `ceil(hidden / 16)`."""
-    return ceil(hidden / 16)
+    """Mamba1's `dt_rank="auto"`: `math.ceil(hidden_size / 16)` (transformers' configuration_mamba.py), in integers."""
+    return cdiv(hidden, 16)
 
 
 def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:

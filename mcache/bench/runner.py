@@ -24,7 +24,7 @@ from mcache.bench.interrupt import Interrupts
 from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, KernelCaseBuilder, sweep_cases
 from mcache.bench.ops import OP_BUFFERS, OPS, CaseBuilder, OpCase
 from mcache.bench.results import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
-from mcache.bench.timing import Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
+from mcache.bench.timing import HOST_CALLS, Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
 from mcache.core.cache.manager import CacheManager
 from mcache.core.errors import McacheError, allocation_error, first_line
 from mcache.core.estimator import estimate_rank
@@ -34,6 +34,7 @@ from mcache.core.rank import RankContext, resolve_dtypes
 from mcache.core.spec_loader import load_spec, resolve
 
 CEILING_BYTES = 4 << 30  # source size of the ceiling copy (8 GiB moved, read + write)
+HOST_MIN_CALLS, HOST_GPU_US = 20, 200_000  # calls in a host-cost loop: at least 20, at most ~0.2 s of device time
 
 
 @dataclass
@@ -326,7 +327,9 @@ class Runner:
         """Device, eager and host time of `fn` (see `results.Row`)."""
         device = time_op(fn, self.device, reps=reps, warmup=5 if capturable else 1, graph=capturable)
         eager = eager_time(fn, self.device, reps=reps)
-        host = host_time(fn, self.device, calls=250 if capturable else 3, busy=capturable)
+        # The GPU works off every call the host loop queued: enough calls for a steady loop, about 0.2 s of GPU work.
+        calls = max(HOST_MIN_CALLS, min(HOST_CALLS, int(HOST_GPU_US / device.median_us))) if capturable else 3
+        host = host_time(fn, self.device, calls=calls, busy=capturable)
         return device, eager, host
 
     def _timer(self, t: Timing) -> str | None:

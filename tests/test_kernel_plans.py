@@ -168,8 +168,8 @@ def test_a_launch_binds_once_and_substitutes_only_the_per_call_arguments():
 
     bound = torch.zeros(3)
     launch = Launch(Kernel(), 7, (bound, None, 5, None), (1, 3), dict(BLOCK=16), num_warps=4)
-    launch("a", "b")
-    launch("c", "d")
+    launch.run("a", "b")
+    launch.run("c", "d")
     assert [s[1] for s in seen] == [(bound, "a", 5, "b"), (bound, "c", 5, "d")]
     assert seen[0][0] == (7,) and seen[0][2] == {"BLOCK": 16, "num_warps": 4}
 

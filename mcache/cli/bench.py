@@ -65,7 +65,7 @@ def bench(
     from mcache.bench.ops import OPS
     from mcache.bench.runner import BenchConfig, Runner
 
-    chosen = [op.strip() for op in ops.replace("kernels", ",".join(KERNEL_OPS)).split(",") if op.strip()]
+    chosen = list(dict.fromkeys(op.strip() for op in ops.replace("kernels", ",".join(KERNEL_OPS)).split(",") if op.strip()))
     unknown = [op for op in chosen if op not in OPS + KERNEL_OPS]
     if unknown or not chosen:
         raise McacheError(f"bench: --ops: one or more of {', '.join(OPS + KERNEL_OPS)} (or kernels), got {ops!r}")

@@ -30,41 +30,36 @@ def interpreted(kernel) -> bool:
 
 class Launch:
     """One launch of `kernel` over a 1-D grid of `grid` programs with `args` bound (the leading parameters in
-    order) and `constexprs` (the trailing ones, by name); `per_call` names the positions in `args` that
-    `__call__` fills, in its order, with tensors. `options` are Triton's launch options (`num_warps`, ...).
+    order) and `constexprs` (the trailing ones, by name); `per_call` names the positions in `args` that `run`
+    fills, in its order, with tensors. `options` are Triton's launch options (`num_warps`, ...).
 
-    Bound tensors are kept alive by the launch; on CUDA they, and the per-call tensors, reach the launcher as
-    addresses, which it takes without querying the driver about them.
+    `run(*tensors)` launches. Its first call compiles through `kernel[grid]`; on CUDA it then becomes a closure
+    over the launcher's whole argument list, which only writes the stream and the per-call tensors' addresses
+    into it: bound tensors (kept alive by the launch) and per-call ones reach the launcher as addresses, which it
+    takes without querying the driver about them.
     """
 
-    __slots__ = ("kernel", "grid", "args", "constexprs", "per_call", "options", "keep", "_call", "_full", "_pos",
-                 "_stream", "_device")
+    __slots__ = ("kernel", "grid", "args", "constexprs", "per_call", "options", "keep", "run")
 
     def __init__(self, kernel, grid: int, args: Sequence, per_call: Sequence[int], constexprs: dict | None = None, **options):
         self.kernel, self.grid, self.options = kernel, grid, options
         self.args, self.constexprs = list(args), constexprs or {}
         self.per_call = tuple(per_call)
         self.keep = [a for a in self.args if isinstance(a, torch.Tensor)]
-        self._full = None
-        self._device = next((a.device for a in self.keep if a.is_cuda), None)
+        self.run = self._first
 
-    def __call__(self, *values) -> None:
-        full = self._full
-        if full is not None:
-            full[3] = self._stream(self._device)
-            for pos, value in zip(self._pos, values, strict=True):
-                full[pos] = value.data_ptr()
-            self._call(*full)
-            return
+    def _first(self, *values) -> None:
         args = self.args
         for pos, value in zip(self.per_call, values, strict=True):
             args[pos] = value
         compiled = self.kernel[(self.grid,)](*args, **self.constexprs, **self.options)
-        if self._device is not None and not interpreted(self.kernel):
-            self._bind(compiled)
+        device = next((a.device for a in self.keep if a.is_cuda), None)
+        if device is not None and not interpreted(self.kernel):
+            self.run = self._bind(compiled, device.index if device.index is not None else torch.cuda.current_device())
 
-    def _bind(self, compiled) -> None:
-        """Keep `compiled` and the whole argument list its launcher takes, pointers as addresses."""
+    def _bind(self, compiled, device: int):
+        """A closure that launches `compiled` with the whole argument list its launcher takes, pointers as
+        addresses; only the stream and the per-call addresses are written per call."""
         params = self.kernel.params
         # Triton 3.3 and later pass every parameter to the launcher (constexprs too, which it skips); earlier
         # versions only the others (triton/runtime/jit.py, JITFunction.run).
@@ -78,16 +73,50 @@ class Launch:
         direct = _direct_launch(run)
         if direct is None:  # the launcher as JITFunction.run calls it
             head = [self.grid, 1, 1, None, compiled.function, compiled.packed_metadata, None, None, None]
-            self._call = run
+            call = run
         else:
-            self._call, expand = direct
+            call, expand = direct
             head = [self.grid, 1, 1, None, compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
                     compiled.packed_metadata, None, None, None]  # fmt: skip
             args, pos = expand(args, pos)
-        self._full = head + args
-        self._pos = tuple(len(head) + p for p in pos)
-        self._stream = torch._C._cuda_getCurrentRawStream  # what Triton's driver asks for the current stream
-        self._device = self._device.index if self._device.index is not None else torch.cuda.current_device()
+        return _closure(head + args, tuple(len(head) + p for p in pos), call, device)
+
+
+def _closure(full: list, pos: tuple[int, ...], call, device: int):
+    """`run(*tensors)` for a bound launch: the stream (position 3 of every launcher's arguments) and the tensors'
+    addresses go into `full`, then `call(*full)`. One closure per count of per-call tensors: the hot path of every
+    launch, so it does no more than that."""
+    stream = torch._C._cuda_getCurrentRawStream  # what Triton's driver asks for the current stream
+    if len(pos) == 1:
+        (p0,) = pos
+
+        def run(a):
+            full[3] = stream(device)
+            full[p0] = a.data_ptr()
+            call(*full)
+    elif len(pos) == 2:
+        p0, p1 = pos
+
+        def run(a, b):
+            full[3] = stream(device)
+            full[p0], full[p1] = a.data_ptr(), b.data_ptr()
+            call(*full)
+    elif len(pos) == 3:
+        p0, p1, p2 = pos
+
+        def run(a, b, c):
+            full[3] = stream(device)
+            full[p0], full[p1], full[p2] = a.data_ptr(), b.data_ptr(), c.data_ptr()
+            call(*full)
+    else:
+
+        def run(*values):
+            full[3] = stream(device)
+            for p, value in zip(pos, values, strict=True):
+                full[p] = value.data_ptr()
+            call(*full)
+
+    return run
 
 
 def _direct_launch(run):

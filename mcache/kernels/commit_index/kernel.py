@@ -45,7 +45,7 @@ class CommitIndexPlan:
                 return
             args = (self.version_idx, self.version_idx.stride(0), None, None, nb, self.num_versions, BLOCK)
             launch = self._launches[key] = Launch(_commit_index_kernel, triton.cdiv(nb, BLOCK), args, (2, 3))
-        launch(slots, accepted)
+        launch.run(slots, accepted)
 
     def check(self, slots: torch.Tensor, accepted: torch.Tensor) -> None:
         """Slots within the index and non-negative counts (one synchronization)."""

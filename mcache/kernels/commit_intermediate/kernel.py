@@ -91,7 +91,7 @@ class CommitIntermediatePlan:
         if launches is None:
             launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
         for launch in launches:
-            launch(slots, rows, accepted)
+            launch.run(slots, rows, accepted)
 
     def _build(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
         wb = group[0][0].element_size()

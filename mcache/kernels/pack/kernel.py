@@ -127,7 +127,7 @@ class PackPlan:
         if launches is None:
             launches = self._launches[slots.dtype] = tuple(self._build(g) for g in self.groups)
         for launch in launches:
-            launch(slots)
+            launch.run(slots)
 
     def _build(self, group) -> Launch:
         nb = self.batch

@@ -435,7 +435,7 @@ class _FoldPlan:
         if launches is None:
             launches = self._launches[key] = self._build(key[0]) if key[0] and not self.empty else ()
         for launch in launches:
-            launch(slots, buf, count)
+            launch.run(slots, buf, count)
 
     def _build(self, nb: int) -> tuple[Launch, ...]:
         raise NotImplementedError

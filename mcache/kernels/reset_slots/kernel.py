@@ -93,7 +93,7 @@ class ResetSlotsPlan:
         if launches is None:
             launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
         for launch in launches:
-            launch(slots)
+            launch.run(slots)
 
     def _build(self, views: list[torch.Tensor], nb: int) -> Launch:
         wb = views[0].element_size()

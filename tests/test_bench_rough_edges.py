@@ -171,3 +171,8 @@ def test_sweep_cases_cover_every_configuration():
     assert [impl for impl, _ in cases] == [f"triton@{b}x{w}" for b, w in COPY_CONFIGS + FOLD_CONFIGS["gdn"] + CONV_CONFIGS]
     assert {case.op for _, case in cases} == {"copy_slots", "replay_fold", "replay_fold_conv"}
     json.dumps([case.nbytes for _, case in cases])
+
+
+def test_a_huge_batch_is_one_line_before_any_work(capsys):
+    assert main(["bench", TINY_SPEC, "--device", "cpu", "--batch", "1,99999999999999999"]) == 2
+    assert capsys.readouterr().err == "mcache: --batch: an integer from 1 to 2**40 (1099511627776), got 99999999999999999\n"

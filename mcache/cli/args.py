@@ -29,7 +29,7 @@ RANGES = {
     "--kernel-block-size": COUNT, "--max-num-seqs": COUNT, "--max-num-batched-tokens": COUNT,
     "--max-mamba-cache-size": COUNT, "--max-running-requests": COUNT, "--max-total-tokens": COUNT,
     "--chunked-prefill-size": (-1, MAX_INT),  # SGLang: -1 turns chunked prefill off
-    "--max-tokens": COUNT,
+    "--max-tokens": COUNT, "--batch": COUNT,
     "--utilization": FRACTION, "--mem-fraction-static": FRACTION, "--free-gpu-memory-fraction": FRACTION,
     "--mamba-full-memory-ratio": (0.0, 1000.0),
 }

@@ -42,7 +42,7 @@ def bench(
         "torch.distributed backend of the transfer (default: nccl on cuda, gloo on cpu)."))] = None,
 ) -> int:
     """Build the real cache manager of one rank and time its kernels against the copy ceiling."""
-    from mcache.cli.args import check_device, comma_ints, located, require_torch
+    from mcache.cli.args import check_device, check_ranges, comma_ints, located, require_torch
     from mcache.cli.output import emit_bench
     from mcache.core.errors import LayoutError, McacheError
 
@@ -52,6 +52,7 @@ def bench(
         batches = []
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
+    check_ranges({"--batch": tuple(batches)})
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     check_output(output)
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:

@@ -47,7 +47,9 @@ def best(result: Plan) -> list[tuple[str, str | None]]:
     one, why (and no settings)."""
     goal = f"run {result.target} sequences" if result.target else "the most sequences per GPU"
     if result.best is None:
-        return [(f"no candidate can {goal}" + (" (raise --max-gpus, or lower the target)" if result.target else ""), None)]
+        if result.target:
+            return [(f"no candidate can {goal} (raise --max-gpus, or lower the target)", None)]
+        return [("no candidate fits: no layout of up to --max-gpus GPUs holds the model and one sequence", None)]
     found = [(f"best for {goal}: {_describe(result.best)}", result.best.settings)]
     found += [(f"best on {gpu}: {_describe(c)}", c.settings) for gpu, c in result.best_by_gpu.items()
               if gpu != result.best.gpu]

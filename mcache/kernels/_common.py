@@ -79,14 +79,11 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
             fail(f"{name}: values must lie in [{lo}, {hi}), got min {mn}, max {mx}")
 
 
-def as_indices(device: torch.device, check: bool, *items: tuple[str, torch.Tensor, int, int]) -> list[torch.Tensor]:
-    """Index vectors `(name, t, lo, hi)` of the first one's length through `as_index`, then (when `check`)
-    `lo <= t < hi` for all of them in one `check_ranges`."""
+def indices_on(device: torch.device, *named: tuple[str, torch.Tensor]) -> list[torch.Tensor]:
+    """Index vectors `(name, t)`, each checked by `as_index` to have the first one's length, on `device`."""
     out: list[torch.Tensor] = []
-    for name, t, _, _ in items:
+    for name, t in named:
         out.append(as_index(name, t, out[0].shape[0] if out else None, device))
-    if check:
-        check_ranges([(name, t, lo, hi) for (name, _, lo, hi), t in zip(items, out, strict=True)])
     return out
 
 
@@ -184,6 +181,23 @@ def pool_groups(items: Sequence, word_dtype, most: int) -> list[list]:
     for item in items:
         by.setdefault(word_dtype(item), []).append(item)
     return [g[i : i + most] for g in by.values() for i in range(0, len(g), most)]
+
+
+def pool_args(group: list, most: int, nb: int, args_of) -> tuple[list, list, int]:
+    """The arguments of a launch over the pools of `group` (at most `most`; unused places repeat the first):
+    `args_of(item)` gives `(arguments, chunks, flag)` of one, the arguments ending in its layers. Returns the
+    flat arguments, each pool's followed by the cumulative unit count at its end (but the last pool's), the
+    flags, and the units `(layer, request, chunk)` of the whole launch at `nb` requests."""
+    flat, flags, units = [], [], 0
+    for i, item in enumerate(group + group[:1] * (most - len(group))):
+        args, nch, flag = args_of(item)
+        flat += args
+        if i < len(group):
+            units += args[-1] * nb * nch
+        if i < most - 1:
+            flat.append(units)
+        flags.append(flag)
+    return flat, flags, units
 
 
 def layer_inner(*views: tuple[torch.Tensor, int]) -> bool:

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import as_index, check_ranges, fail, same_device
+from .._common import check_ranges, fail, indices_on, same_device
 from .._launch import Launch
 
 BLOCK = 1024
@@ -57,8 +57,7 @@ def commit_index_triton(
 ) -> None:
     """See `reference.commit_index_reference`. Slots must be distinct within one call."""
     plan = CommitIndexPlan(version_idx, num_versions)
-    slots = as_index("slots", slots, None, plan.device)
-    accepted = as_index("accepted", accepted, slots.shape[0], plan.device)
+    slots, accepted = indices_on(plan.device, ("slots", slots), ("accepted", accepted))
     if check:
         plan.check(slots, accepted)
     plan(slots, accepted)

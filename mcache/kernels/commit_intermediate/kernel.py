@@ -13,13 +13,14 @@ import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
 from .._common import (
-    as_index,
     check_ranges,
     copy_config,
     fail,
+    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
+    pool_args,
     pool_groups,
     same_device,
     same_dtype,
@@ -97,16 +98,14 @@ class CommitIntermediatePlan:
         wb = group[0][0].element_size()
         moved = sum(p.shape[0] * p.shape[2] for p, _ in group) * nb
         block, warps = copy_config(max(p.shape[2] for p, _ in group), wb, self.config, moved, self.device)
-        flat, evens, units = [], [], 0
-        for i, (pv, iv) in enumerate(group + group[:1] * (MAX_PAIRS - len(group))):  # unused slots repeat pair 0
+
+        def args_of(pair):
+            pv, iv = pair
             d = pv.shape[2]
             nch = triton.cdiv(d, block)
-            flat += [pv, *lead_strides(pv, 2), iv, *lead_strides(iv, 3), d, nch, pv.shape[0]]
-            if i < len(group):
-                units += pv.shape[0] * nb * nch
-            if i < MAX_PAIRS - 1:
-                flat.append(units)
-            evens.append(d % block == 0)
+            return [pv, *lead_strides(pv, 2), iv, *lead_strides(iv, 3), d, nch, pv.shape[0]], nch, d % block == 0
+
+        flat, evens, units = pool_args(group, MAX_PAIRS, nb, args_of)
         args = (None, None, None, nb, *flat, len(group), block, layer_inner(*((v, 0) for pi in group for v in pi)), *evens)
         return Launch(_commit_intermediate_kernel, launch_grid("commit_intermediate", units), args, (0, 1, 2), num_warps=warps)
 
@@ -129,9 +128,7 @@ def commit_intermediate_triton(
 ) -> None:
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
     plan = CommitIntermediatePlan([(pool, inter)], config=config)
-    slots = as_index("slots", slots, None, plan.device)
-    rows = as_index("rows", rows, slots.shape[0], plan.device)
-    accepted = as_index("accepted", accepted, slots.shape[0], plan.device)
+    slots, rows, accepted = indices_on(plan.device, ("slots", slots), ("rows", rows), ("accepted", accepted))
     if check:
         plan.check(slots, rows, accepted)
     plan(slots, rows, accepted)

@@ -14,13 +14,14 @@ import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
 from .._common import (
-    as_index,
     check_ranges,
     copy_config,
     fail,
+    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
+    pool_args,
     pool_groups,
     same_device,
     same_dtype,
@@ -96,16 +97,14 @@ class CopySlotsPlan:
         wb = group[0][0].element_size()
         moved = sum(s.shape[0] * s.shape[2] for s, _ in group) * nb
         block, warps = copy_config(max(s.shape[2] for s, _ in group), wb, self.config, moved, self.device)
-        flat, evens, units = [], [], 0
-        for i, (sv, dv) in enumerate(group + group[:1] * (MAX_PAIRS - len(group))):  # unused slots repeat pair 0
+
+        def args_of(pair):
+            sv, dv = pair
             d = sv.shape[2]
             nch = triton.cdiv(d, block)
-            flat += [sv, *lead_strides(sv, 2), dv, *lead_strides(dv, 2), d, nch, sv.shape[0]]
-            if i < len(group):
-                units += sv.shape[0] * nb * nch
-            if i < MAX_PAIRS - 1:
-                flat.append(units)
-            evens.append(d % block == 0)
+            return [sv, *lead_strides(sv, 2), dv, *lead_strides(dv, 2), d, nch, sv.shape[0]], nch, d % block == 0
+
+        flat, evens, units = pool_args(group, MAX_PAIRS, nb, args_of)
         args = (None, None, nb, *flat, len(group), block, layer_inner(*((v, 0) for sd in group for v in sd)), *evens)
         return Launch(_copy_slots_kernel, launch_grid("copy_slots", units), args, (0, 1), num_warps=warps)
 
@@ -135,8 +134,7 @@ def copy_slots_triton(
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
     plan = CopySlotsPlan([(src, dst)], config=config)
-    src_slots = as_index("src_slots", src_slots, None, plan.device)
-    dst_slots = as_index("dst_slots", dst_slots, src_slots.shape[0], plan.device)
+    src_slots, dst_slots = indices_on(plan.device, ("src_slots", src_slots), ("dst_slots", dst_slots))
     if check:
         plan.check(src_slots, dst_slots)
     plan(src_slots, dst_slots)

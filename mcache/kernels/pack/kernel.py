@@ -26,6 +26,7 @@ from .._common import (
     launch_grid,
     layer_inner,
     lead_strides,
+    pool_args,
     pool_groups,
     same_device,
     same_dtype,
@@ -38,7 +39,7 @@ MAX_PAIRS = 2
 
 
 @triton.jit
-def _pack_unit(pool, ps0, ps1, packed, qs0, qs1, table, NL, NCH, u, slots, B,
+def _pack_unit(pool, ps0, ps1, packed, qs0, qs1, table, NCH, NL, u, slots, B,
                TO_POOL: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr, LAYER_INNER: tl.constexpr):  # fmt: skip
     j, b, layer = chunk_unit(u, NCH, B, NL, LAYER_INNER)
     p_start = tl.multiple_of(tl.load(table + 3 * j), ALIGN)
@@ -58,19 +59,19 @@ def _pack_unit(pool, ps0, ps1, packed, qs0, qs1, table, NL, NCH, u, slots, B,
 @triton.jit
 def _pack_kernel(
     slots, B,
-    p0, a0, b0, q0, c0, e0, t0, l0, n0, u0,
-    p1, a1, b1, q1, c1, e1, t1, l1, n1,
+    p0, a0, b0, q0, c0, e0, t0, n0, l0, u0,
+    p1, a1, b1, q1, c1, e1, t1, n1, l1,
     NPAIRS: tl.constexpr, TO_POOL: tl.constexpr, BLOCK: tl.constexpr, LAYER_INNER: tl.constexpr,
     A0: tl.constexpr, A1: tl.constexpr,
 ):  # fmt: skip
-    # Pair i: pool, its two lead strides, buffer, its two lead strides, chunk table, layers, chunks per request
-    # and layer; u0 is the number of pair 0's units. The NPAIRS branch is resolved at compile time.
+    # Pair i: pool, its two lead strides, buffer, its two lead strides, chunk table, chunks per request and
+    # layer, layers; u0 is the number of pair 0's units. The NPAIRS branch is resolved at compile time.
     pid = tl.program_id(0)
     if pid < u0:
-        _pack_unit(p0, a0, b0, q0, c0, e0, t0, l0, n0, pid, slots, B, TO_POOL, BLOCK, A0, LAYER_INNER)
+        _pack_unit(p0, a0, b0, q0, c0, e0, t0, n0, l0, pid, slots, B, TO_POOL, BLOCK, A0, LAYER_INNER)
     else:
         if NPAIRS > 1:
-            _pack_unit(p1, a1, b1, q1, c1, e1, t1, l1, n1, pid - u0, slots, B, TO_POOL, BLOCK, A1, LAYER_INNER)
+            _pack_unit(p1, a1, b1, q1, c1, e1, t1, n1, l1, pid - u0, slots, B, TO_POOL, BLOCK, A1, LAYER_INNER)
 
 
 @lru_cache(maxsize=256)
@@ -134,15 +135,13 @@ class PackPlan:
         wb = group[0][0].element_size()
         moved = sum(pv.shape[0] * sum(n for _, n in words) for pv, _, words in group) * nb
         block, warps = copy_config(max(n for _, _, words in group for _, n in words), wb, self.config, moved, self.device)
-        flat, aligns, units = [], [], 0
-        for i, (pv, qv, words) in enumerate(group + group[:1] * (MAX_PAIRS - len(group))):  # unused slots repeat 0
+
+        def args_of(item):
+            pv, qv, words = item
             tab, nch, align = _chunk_table(words, block, pv.device)
-            flat += [pv, *lead_strides(pv, 2), qv, *lead_strides(qv, 2), tab, pv.shape[0], nch]
-            if i < len(group):
-                units += pv.shape[0] * nb * nch
-            if i < MAX_PAIRS - 1:
-                flat.append(units)
-            aligns.append(align)
+            return [pv, *lead_strides(pv, 2), qv, *lead_strides(qv, 2), tab, nch, pv.shape[0]], nch, align
+
+        flat, aligns, units = pool_args(group, MAX_PAIRS, nb, args_of)
         inner = layer_inner(*((v, d) for pv, qv, _ in group for v, d in ((pv, 0), (qv, 1))))
         args = (None, nb, *flat, len(group), self.to_pool, block, inner, *aligns)
         return Launch(_pack_kernel, launch_grid(self.name, units), args, (0,), num_warps=warps)

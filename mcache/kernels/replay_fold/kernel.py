@@ -31,7 +31,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._blocks import unit_of
-from .._common import FLOAT_DTYPES, as_index, check_ranges, fail, lead_strides, next_pow2, same_device, sm_count, state_numel
+from .._common import FLOAT_DTYPES, check_ranges, fail, indices_on, lead_strides, next_pow2, same_device, sm_count, state_numel
 from .._launch import Launch
 
 PRECISION = "tf32x3"
@@ -447,9 +447,7 @@ class _FoldPlan:
 
 def _run_fold(plan: _FoldPlan, slots, buf, count, check: bool) -> None:
     """Move the index vectors to the plan's device, check them when `check`, and run the plan once."""
-    slots = as_index("slots", slots, None, plan.device)
-    buf = as_index("buf", buf, slots.shape[0], plan.device)
-    count = as_index("count", count, slots.shape[0], plan.device)
+    slots, buf, count = indices_on(plan.device, ("slots", slots), ("buf", buf), ("count", count))
     if check:
         plan.check(slots, buf, count)
     plan(slots, buf, count)

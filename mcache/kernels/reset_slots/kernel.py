@@ -19,6 +19,7 @@ from .._common import (
     launch_grid,
     layer_inner,
     lead_strides,
+    pool_args,
     pool_groups,
     same_device,
     state_numel,
@@ -99,24 +100,14 @@ class ResetSlotsPlan:
         wb = views[0].element_size()
         moved = sum(v.shape[0] * v.shape[2] for v in views) * nb
         block, warps = copy_config(max(v.shape[2] for v in views), wb, self.config, moved, views[0].device)
-        args, evens, ends, total = [], [], [], 0
-        for v in views:
+
+        def args_of(v):
             d = v.shape[2]
             nch = triton.cdiv(d, block)
-            total += v.shape[0] * nb * nch
-            ends.append(total)
-            evens.append(d % block == 0)
-            args.append((v, *lead_strides(v, 2), d, nch, v.shape[0]))
+            return [v, *lead_strides(v, 2), d, nch, v.shape[0]], nch, d % block == 0
+
+        flat, evens, total = pool_args(views, MAX_POOLS, nb, args_of)
         launch_grid("reset_slots", total)
-        while len(args) < MAX_POOLS:
-            args.append(args[0])
-            evens.append(evens[0])
-            ends.append(total)
-        flat = []
-        for i, a in enumerate(args):
-            flat.extend(a)
-            if i < MAX_POOLS - 1:
-                flat.append(ends[i])
         every = (None, nb, *flat, len(views), block, layer_inner(*((v, 0) for v in views)), *evens)
         return Launch(_reset_kernel, total, every, (0,), num_warps=warps)
 

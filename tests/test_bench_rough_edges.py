@@ -16,7 +16,7 @@ from rich.console import Console
 from mcache.bench import results
 from mcache.bench.ops import CaseBuilder
 from mcache.bench.runner import BenchConfig, Runner
-from mcache.cli import output
+from mcache.cli import bench_output as output
 from mcache.cli.main import main
 
 SMOKE = ["--device", "cpu", "--batch", "1", "--max-batch", "2", "--reps", "2"]

@@ -43,7 +43,7 @@ def bench(
 ) -> int:
     """Build the real cache manager of one rank and time its kernels against the copy ceiling."""
     from mcache.cli.args import check_device, check_ranges, comma_ints, located, require_torch
-    from mcache.cli.output import emit_bench
+    from mcache.cli.bench_output import emit_bench
     from mcache.core.errors import LayoutError, McacheError
 
     try:

@@ -20,7 +20,8 @@ def bench_transfer(spec: str, ops: list[str], batches: list[int], sender: tuple[
     if backend == "nccl" and not device.startswith("cuda"):
         raise McacheError("bench: --backend nccl needs --device cuda (gloo moves CPU buffers)")
     from mcache.bench.transfer import TransferConfig, run_transfer
-    from mcache.cli.output import emit_bench, print_blocks
+    from mcache.cli.bench_output import emit_bench
+    from mcache.cli.output import print_blocks
     from mcache.core.spec_loader import resolve
 
     cfg = TransferConfig(spec, sender, receiver, batches, device.split(":")[0], backend, reps, max_seq_len, pool_layout)

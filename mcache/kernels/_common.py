@@ -183,6 +183,13 @@ def pool_groups(items: Sequence, word_dtype, most: int) -> list[list]:
     return [g[i : i + most] for g in by.values() for i in range(0, len(g), most)]
 
 
+def group_config(views: Sequence[torch.Tensor], nb: int, config: tuple[int, int] | None) -> tuple[int, int]:
+    """`copy_config` of one launch over the `[L, S, words]` word views `views` of a group at `nb` requests: the
+    block suits the largest state, and the launch moves every pool's states."""
+    moved = sum(v.shape[0] * v.shape[2] for v in views) * nb
+    return copy_config(max(v.shape[2] for v in views), views[0].element_size(), config, moved, views[0].device)
+
+
 def pool_args(group: list, most: int, nb: int, args_of) -> tuple[list, list, int]:
     """The arguments of a launch over the pools of `group` (at most `most`; unused places repeat the first):
     `args_of(item)` gives `(arguments, chunks, flag)` of one, the arguments ending in its layers. Returns the

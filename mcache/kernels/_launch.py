@@ -28,6 +28,28 @@ def interpreted(kernel) -> bool:
     return not isinstance(kernel, JITFunction)
 
 
+class Plan:
+    """Base of the ops' plans. What a call launches depends only on its batch size and its index vectors' dtypes
+    (and, for some, their alignment), so the launches are built by `build(nb)` on the first call with a new key
+    and kept. `build` defaults to one launch per pool group (`self.groups`, by `group_launch`)."""
+
+    def __init__(self) -> None:
+        self._launches: dict[tuple, tuple[Launch, ...]] = {}
+
+    def launches(self, key: tuple) -> tuple[Launch, ...]:
+        """The launches of calls with `key` = `(batch size, ...)`: none for an empty batch."""
+        found = self._launches.get(key)
+        if found is None:
+            found = self._launches[key] = self.build(key[0]) if key[0] else ()
+        return found
+
+    def build(self, nb: int) -> tuple[Launch, ...]:
+        return tuple(self.group_launch(group, nb) for group in self.groups)
+
+    def group_launch(self, group: list, nb: int) -> Launch:
+        raise NotImplementedError
+
+
 class Launch:
     """One launch of `kernel` over a 1-D grid of `grid` programs with `args` bound (the leading parameters in
     order) and `constexprs` (the trailing ones, by name); `per_call` names the positions in `args` that `run`

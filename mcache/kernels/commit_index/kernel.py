@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from .._common import check_ranges, fail, indices_on, same_device
-from .._launch import Launch
+from .._launch import Launch, Plan
 
 BLOCK = 1024
 
@@ -22,7 +22,7 @@ def _commit_index_kernel(version_idx, vstride, slots, accepted, B, NV, BLOCK: tl
     tl.store(version_idx + slot * vstride, ((cur + acc) % NV).to(version_idx.dtype.element_ty), mask=mask)
 
 
-class CommitIndexPlan:
+class CommitIndexPlan(Plan):
     """`commit_index` on a bound version index: `plan(slots, accepted)` launches with no host-side work but the
     launch (index vectors on the index's device, int32 or int64, not checked; see `check`)."""
 
@@ -31,21 +31,19 @@ class CommitIndexPlan:
             fail(f"commit_index: version_idx must be int32/int64 [S], got {version_idx.dtype} {tuple(version_idx.shape)}")
         if int(num_versions) < 1:
             fail(f"commit_index: num_versions must be >= 1, got {num_versions}")
+        super().__init__()
         self.device = same_device(version_idx=version_idx)
         self.version_idx, self.num_versions = version_idx, int(num_versions)
-        self._launches: dict[tuple, Launch] = {}
 
     def __call__(self, slots: torch.Tensor, accepted: torch.Tensor) -> None:
         # Triton specializes a pointer on 16-byte alignment, and this kernel loads the index vectors as vectors.
         key = (slots.shape[0], slots.dtype, accepted.dtype, slots.data_ptr() % 16, accepted.data_ptr() % 16)
-        launch = self._launches.get(key)
-        if launch is None:
-            nb = key[0]
-            if nb == 0:
-                return
-            args = (self.version_idx, self.version_idx.stride(0), None, None, nb, self.num_versions, BLOCK)
-            launch = self._launches[key] = Launch(_commit_index_kernel, triton.cdiv(nb, BLOCK), args, (2, 3))
-        launch.run(slots, accepted)
+        for launch in self.launches(key):
+            launch.run(slots, accepted)
+
+    def build(self, nb: int) -> tuple[Launch, ...]:
+        args = (self.version_idx, self.version_idx.stride(0), None, None, nb, self.num_versions, BLOCK)
+        return (Launch(_commit_index_kernel, triton.cdiv(nb, BLOCK), args, (2, 3)),)
 
     def check(self, slots: torch.Tensor, accepted: torch.Tensor) -> None:
         """Slots within the index and non-negative counts (one synchronization)."""

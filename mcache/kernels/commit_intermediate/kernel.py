@@ -14,8 +14,8 @@ import triton.language as tl
 from .._blocks import chunk_unit, move_block
 from .._common import (
     check_ranges,
-    copy_config,
     fail,
+    group_config,
     indices_on,
     launch_grid,
     layer_inner,
@@ -27,7 +27,7 @@ from .._common import (
     state_numel,
     word_views,
 )
-from .._launch import Launch
+from .._launch import Launch, Plan
 
 MAX_PAIRS = 2
 
@@ -64,7 +64,7 @@ def _commit_intermediate_kernel(
             _commit_unit(p1, a1, b1, i1, c1, e1, f1, d1, n1, l1, pid - u0, slots, rows, accepted, B, BLOCK, E1, LAYER_INNER)
 
 
-class CommitIntermediatePlan:
+class CommitIntermediatePlan(Plan):
     """`commit_intermediate` of bound pairs `[(pool, inter), ...]` (a kind's conv window and SSM state with their
     intermediate states): `plan(slots, rows, accepted)` commits every pair, one launch per group of up to
     `MAX_PAIRS` pairs with one word type, with no host-side work but the launches (index vectors on the pools'
@@ -81,23 +81,17 @@ class CommitIntermediatePlan:
                 fail(f"commit_intermediate: state shapes differ: {tuple(pool.shape[2:])} vs {tuple(inter.shape[3:])}")
             state_numel(pool, 2, "pool")
             state_numel(inter, 3, "inter")
+        super().__init__()
         self.pairs, self.config = pairs, config
         words = [word_views(pool, 2, inter, 3)[1:] for pool, inter in pairs if pool.numel()]
         self.groups = pool_groups(words, lambda pi: pi[0].dtype, MAX_PAIRS)
-        self._launches: dict[tuple, tuple[Launch, ...]] = {}
 
     def __call__(self, slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> None:
-        key = (slots.shape[0], slots.dtype, rows.dtype, accepted.dtype)
-        launches = self._launches.get(key)
-        if launches is None:
-            launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
-        for launch in launches:
+        for launch in self.launches((slots.shape[0], slots.dtype, rows.dtype, accepted.dtype)):
             launch.run(slots, rows, accepted)
 
-    def _build(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
-        wb = group[0][0].element_size()
-        moved = sum(p.shape[0] * p.shape[2] for p, _ in group) * nb
-        block, warps = copy_config(max(p.shape[2] for p, _ in group), wb, self.config, moved, self.device)
+    def group_launch(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
+        block, warps = group_config([p for p, _ in group], nb, self.config)
 
         def args_of(pair):
             pv, iv = pair

@@ -15,8 +15,8 @@ import triton.language as tl
 from .._blocks import chunk_unit, move_block
 from .._common import (
     check_ranges,
-    copy_config,
     fail,
+    group_config,
     indices_on,
     launch_grid,
     layer_inner,
@@ -28,7 +28,7 @@ from .._common import (
     state_numel,
     word_views,
 )
-from .._launch import Launch
+from .._launch import Launch, Plan
 
 MAX_PAIRS = 2
 
@@ -63,7 +63,7 @@ def _copy_slots_kernel(
             _copy_unit(s1, a1, b1, t1, c1, e1, d1, n1, l1, pid - u0, src_slots, dst_slots, B, BLOCK, E1, LAYER_INNER)
 
 
-class CopySlotsPlan:
+class CopySlotsPlan(Plan):
     """`copy_slots` between bound pool pairs `[(src, dst), ...]`: `plan(src_slots, dst_slots)` copies the slots in
     every pair, one launch per group of up to `MAX_PAIRS` pairs with one word type (conv window and SSM state: one
     launch), with no host-side work but the launches (index vectors on the pools' device, int32 or int64, ranges
@@ -80,23 +80,17 @@ class CopySlotsPlan:
                 fail(f"copy_slots: src {tuple(src.shape)} and dst {tuple(dst.shape)} need the same L and state shape")
             state_numel(src, 2, f"pairs[{i}].src")
             state_numel(dst, 2, f"pairs[{i}].dst")
+        super().__init__()
         self.pairs, self.config = pairs, config
         words = [word_views(s, 2, d, 2)[1:] for s, d in pairs if s.numel()]
         self.groups = pool_groups(words, lambda sd: sd[0].dtype, MAX_PAIRS)
-        self._launches: dict[tuple, tuple[Launch, ...]] = {}
 
     def __call__(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
-        key = (src_slots.shape[0], src_slots.dtype, dst_slots.dtype)
-        launches = self._launches.get(key)
-        if launches is None:
-            launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
-        for launch in launches:
+        for launch in self.launches((src_slots.shape[0], src_slots.dtype, dst_slots.dtype)):
             launch.run(src_slots, dst_slots)
 
-    def _build(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
-        wb = group[0][0].element_size()
-        moved = sum(s.shape[0] * s.shape[2] for s, _ in group) * nb
-        block, warps = copy_config(max(s.shape[2] for s, _ in group), wb, self.config, moved, self.device)
+    def group_launch(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
+        block, warps = group_config([s for s, _ in group], nb, self.config)
 
         def args_of(pair):
             sv, dv = pair

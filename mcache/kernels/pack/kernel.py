@@ -33,7 +33,7 @@ from .._common import (
     state_numel,
     word_views,
 )
-from .._launch import Launch
+from .._launch import Launch, Plan
 
 MAX_PAIRS = 2
 
@@ -92,13 +92,14 @@ def _chunk_table(ranges: tuple[tuple[int, int], ...], block: int, device: torch.
     return tab, len(rows), align
 
 
-class PackPlan:
+class PackPlan(Plan):
     """`pack` (or, with `to_pool`, `unpack`) of bound triples `[(pool, ranges, packed), ...]`: each pool's fixed
     `(start, length)` ranges to or from its `[B, L, total]` buffer (a kind's conv window and SSM state: one
     launch). `plan(slots)` launches with no host-side work but the launches (`slots` `[B]` on the pools' device,
     int32 or int64, range not checked; see `check`)."""
 
     def __init__(self, items, *, to_pool: bool = False, config: tuple[int, int] | None = None):
+        super().__init__()
         items = [(pool, tuple((int(s), int(n)) for s, n in ranges), packed) for pool, ranges, packed in items]
         self.name = name = "unpack" if to_pool else "pack"
         self.device = same_device(**{f"items[{i}].{n}": t for i, (p, _, q) in enumerate(items) for n, t in (("pool", p), ("buffer", q))})
@@ -121,17 +122,12 @@ class PackPlan:
                 es = pool.element_size()  # word_size made every start and length a whole number of words
                 views.append((pv, qv, tuple((s * es // w, n * es // w) for s, n in ranges)))
         self.groups = pool_groups(views, lambda v: v[0].dtype, MAX_PAIRS)
-        self._launches: dict[torch.dtype, tuple[Launch, ...]] = {}
 
     def __call__(self, slots: torch.Tensor) -> None:
-        launches = self._launches.get(slots.dtype)
-        if launches is None:
-            launches = self._launches[slots.dtype] = tuple(self._build(g) for g in self.groups)
-        for launch in launches:
+        for launch in self.launches((self.batch, slots.dtype)):  # the batch is the buffers'
             launch.run(slots)
 
-    def _build(self, group) -> Launch:
-        nb = self.batch
+    def group_launch(self, group, nb: int) -> Launch:
         wb = group[0][0].element_size()
         moved = sum(pv.shape[0] * sum(n for _, n in words) for pv, _, words in group) * nb
         block, warps = copy_config(max(n for _, _, words in group for _, n in words), wb, self.config, moved, self.device)

@@ -32,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._blocks import unit_of
 from .._common import FLOAT_DTYPES, check_ranges, fail, indices_on, lead_strides, next_pow2, same_device, sm_count, state_numel
-from .._launch import Launch
+from .._launch import Launch, Plan
 
 PRECISION = "tf32x3"
 HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
@@ -420,25 +420,19 @@ def _state(name: str, t: torch.Tensor, ndim: int) -> None:
     state_numel(t, 2, name)
 
 
-class _FoldPlan:
+class _FoldPlan(Plan):
     """A fold bound to its state pool and ring tensors: `plan(slots, buf, count)` launches with no host-side
     work but the launches (index vectors on the pools' device, int32 or int64, ranges not checked; see `check`).
-    Subclasses check their tensors in `__init__` (setting `S`, `nbuf`, `hist`) and build a batch's launches."""
+    Subclasses check their tensors in `__init__` (setting `S`, `nbuf`, `hist`, `empty`) and `build` a batch's
+    launches."""
 
     def __init__(self, device: torch.device, S: int, nbuf: int, hist: int):
+        super().__init__()
         self.device, self.S, self.nbuf, self.hist = device, S, nbuf, hist
-        self._launches: dict[tuple, tuple[Launch, ...]] = {}
 
     def __call__(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
-        key = (slots.shape[0], slots.dtype, buf.dtype, count.dtype)
-        launches = self._launches.get(key)
-        if launches is None:
-            launches = self._launches[key] = self._build(key[0]) if key[0] and not self.empty else ()
-        for launch in launches:
+        for launch in self.launches((0 if self.empty else slots.shape[0], slots.dtype, buf.dtype, count.dtype)):
             launch.run(slots, buf, count)
-
-    def _build(self, nb: int) -> tuple[Launch, ...]:
-        raise NotImplementedError
 
     def check(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
         """Slots, ring buffers and counts within the pools (one synchronization)."""
@@ -473,7 +467,7 @@ class Mamba2FoldPlan(_FoldPlan):
         self.dims = (H, P, N, H // G, self.npb)
         self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=P % bp == 0 and bn == N)
 
-    def _build(self, nb: int) -> tuple[Launch, ...]:
+    def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
         return (Launch(_mamba2_kernel, self.units * nb, (*self.args, None, None, None, nb, *self.dims), (n, n + 1, n + 2),
                        self.constexprs, num_warps=self.warps),)
@@ -505,7 +499,7 @@ class GdnFoldPlan(_FoldPlan):
         if self.tma and not self.empty:
             self.desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, self.bv, self.bk])
 
-    def _build(self, nb: int) -> tuple[Launch, ...]:
+    def build(self, nb: int) -> tuple[Launch, ...]:
         L, H = self.L, self.H
         mix = torch.empty(L * nb * H * self.ct * self.ct, device=self.device, dtype=torch.float32)
         n = len(self.mix_rings)
@@ -545,7 +539,7 @@ class KdaFoldPlan(_FoldPlan):
         self.dims = (H, V, K, hpg, nvb)
         self.constexprs = dict(BV=bv, BK=max(16, next_pow2(K)), STAGES=KDA_STAGES)
 
-    def _build(self, nb: int) -> tuple[Launch, ...]:
+    def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
         return (Launch(_kda_kernel, self.units * nb, (*self.args, None, None, None, nb, *self.dims), (n, n + 1, n + 2),
                        self.constexprs, num_warps=self.warps),)
@@ -570,7 +564,7 @@ class ConvFoldPlan(_FoldPlan):
         self.C = C
         self.constexprs = dict(KM1=km1, BJ=next_pow2(km1), BC=bc, BLOCK=next_pow2(bc * km1))
 
-    def _build(self, nb: int) -> tuple[Launch, ...]:
+    def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
         return (Launch(_conv_kernel, self.L * nb * self.ncb, (*self.args, None, None, None, nb, self.C, self.ncb),
                        (n, n + 1, n + 2), self.constexprs, num_warps=self.warps),)

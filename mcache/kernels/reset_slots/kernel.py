@@ -15,7 +15,7 @@ from .._blocks import chunk_unit
 from .._common import (
     as_index,
     check_ranges,
-    copy_config,
+    group_config,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -26,7 +26,7 @@ from .._common import (
     word_size,
     word_view,
 )
-from .._launch import Launch
+from .._launch import Launch, Plan
 
 MAX_POOLS = 4
 
@@ -72,12 +72,13 @@ def _reset_kernel(
                             _zero_unit(p3, a3, b3, d3, n3, l3, pid - u2, slots_ptr, B, BLOCK, E3, LAYER_INNER)
 
 
-class ResetSlotsPlan:
+class ResetSlotsPlan(Plan):
     """`reset_slots` of bound pools: `plan(slots)` zeroes `pool[:, slots]` in every pool, one launch per group of
     up to `MAX_POOLS` pools with one word type (in practice one launch), with no host-side work but the launches
     (`slots` on the pools' device, int32 or int64, ranges not checked; see `check`)."""
 
     def __init__(self, pools: list[torch.Tensor], *, config: tuple[int, int] | None = None):
+        super().__init__()
         pools = list(pools)
         self.device = same_device(**{f"pools[{i}]": p for i, p in enumerate(pools)}) if pools else None
         for i, p in enumerate(pools):
@@ -86,20 +87,13 @@ class ResetSlotsPlan:
         views = [word_view(p, 2, word_size(p, 2)) for p in pools if p.numel() > 0]
         self.groups = pool_groups(views, lambda v: v.dtype, MAX_POOLS)
         self.config = config
-        self._launches: dict[tuple, tuple[Launch, ...]] = {}
 
     def __call__(self, slots: torch.Tensor) -> None:
-        key = (slots.shape[0], slots.dtype)
-        launches = self._launches.get(key)
-        if launches is None:
-            launches = self._launches[key] = tuple(self._build(g, key[0]) for g in self.groups) if key[0] else ()
-        for launch in launches:
+        for launch in self.launches((slots.shape[0], slots.dtype)):
             launch.run(slots)
 
-    def _build(self, views: list[torch.Tensor], nb: int) -> Launch:
-        wb = views[0].element_size()
-        moved = sum(v.shape[0] * v.shape[2] for v in views) * nb
-        block, warps = copy_config(max(v.shape[2] for v in views), wb, self.config, moved, views[0].device)
+    def group_launch(self, views: list[torch.Tensor], nb: int) -> Launch:
+        block, warps = group_config(views, nb, self.config)
 
         def args_of(v):
             d = v.shape[2]

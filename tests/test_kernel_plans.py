@@ -132,9 +132,10 @@ def _fold_case(kind, device, gen, hist=6):
     if kind == "conv":
         state = torch.randn(L, S, 37, 3, generator=gen).to(device)
         return k.ConvFoldPlan, state, (ring(37),), ref.replay_fold_conv_reference
-    state = torch.randn(L, S, H, 12, 20, generator=gen).to(device)
-    gate = ring(H, 20, lo=-0.5, hi=-0.01) if kind == "kda" else ring(H, lo=-0.5, hi=-0.01)
-    rings = (ring(2, 20, lo=-0.1, hi=0.1), ring(H, 12), gate, ring(H, lo=0.05, hi=1.0))
+    # K = 24: masked (BK = 32), and a row of 48 bytes in bf16, which TMA can address
+    state = torch.randn(L, S, H, 12, 24, generator=gen).to(device)
+    gate = ring(H, 24, lo=-0.5, hi=-0.01) if kind == "kda" else ring(H, lo=-0.5, hi=-0.01)
+    rings = (ring(2, 24, lo=-0.1, hi=0.1), ring(H, 12), gate, ring(H, lo=0.05, hi=1.0))
     if kind == "kda":
         return k.KdaFoldPlan, state, rings, ref.replay_fold_kda_reference
     return k.GdnFoldPlan, state, rings, ref.replay_fold_gdn_reference
@@ -154,6 +155,43 @@ def test_fold_plans_reuse_their_launches(device, kind):
         plan(slots, buf, count)  # plan that did nothing leaves the state the reference changed
         err = rel_err(state, expect)
         assert err < 2e-5, f"{kind} fold, batch {nb}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["mamba2", "gdn", "kda"])
+def test_a_state_fold_folds_its_conv_window_in_the_same_launch(device, kind):
+    """With `conv`, a state's plan also folds the kind's conv window, as trailing programs of its (first) launch:
+    one launch for Mamba2 and KDA, two for GatedDeltaNet as without the window. Both against their references,
+    three rounds, with counts below and above the window's width (3)."""
+    from mcache.kernels.replay_fold.reference import replay_fold_conv_reference
+
+    gen = torch.Generator().manual_seed(7)
+    plan_class, state, rings, reference = _fold_case(kind, device, gen)
+    _, window, (conv_in,), _ = _fold_case("conv", device, gen)
+    plan = plan_class(state, *rings, conv=(window, conv_in))
+    for nb, slots in _rounds(device, gen):
+        buf = torch.randint(0, 2, (nb,), generator=gen).to(device)
+        count = torch.randint(1, 7, (nb,), generator=gen).to(device)
+        expect, expect_window = state.clone(), window.clone()
+        reference(expect, *rings, slots, buf, count)
+        replay_fold_conv_reference(expect_window, conv_in, slots, buf, count)
+        plan(slots, buf, count)
+        err = rel_err(state, expect)
+        assert err < 2e-5, f"{kind} fold with the window, batch {nb}: relative error {err:.2e}"
+        assert torch.equal(window, expect_window), f"{kind} fold's conv window, batch {nb}"
+        assert len(plan.launches((nb, slots.dtype, buf.dtype, count.dtype))) == (2 if kind == "gdn" else 1)
+
+
+def test_a_fold_refuses_a_window_of_other_slots_or_rings():
+    from mcache.kernels._common import KernelArgError
+
+    gen = torch.Generator().manual_seed(8)
+    plan_class, state, rings, _ = _fold_case("mamba2", "cpu", gen)
+    _, window, (conv_in,), _ = _fold_case("conv", "cpu", gen)
+    with pytest.raises(KernelArgError, match="conv: the window's layers, slots and ring dims"):
+        plan_class(state, *rings, conv=(window[:, :-1], conv_in[:, :-1]))
+    with pytest.raises(KernelArgError, match="conv: the window's layers, slots and ring dims"):
+        plan_class(state, *rings, conv=(window, conv_in[:, :, :, :-1]))
 
 
 def test_a_launch_binds_once_and_substitutes_only_the_per_call_arguments():
@@ -198,22 +236,26 @@ def test_the_manager_rebuilds_a_plan_when_its_pool_changes_and_not_otherwise():
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 def test_gdn_tma_plan_encodes_its_descriptor_once_and_stays_right():
-    """The persistent TMA form of the GatedDeltaNet fold (bf16 state on Hopper) through its plan, three rounds: the
-    direct launch encodes the tensor descriptor once at bind time."""
+    """The persistent TMA form of the GatedDeltaNet fold (bf16 state on Hopper) through its plan, with the conv window
+    in its mix launch, three rounds: the direct launch encodes the tensor descriptor once at bind time."""
     from mcache.kernels.replay_fold.kernel import GdnFoldPlan, gdn_tma_fits
+    from mcache.kernels.replay_fold.reference import replay_fold_conv_reference
 
     gen = torch.Generator().manual_seed(6)
     _, state, rings, reference = _fold_case("gdn", "cuda", gen)
-    state = state.to(torch.bfloat16)
+    _, window, (conv_in,), _ = _fold_case("conv", "cuda", gen)
+    state, window, conv_in = state.to(torch.bfloat16), window.to(torch.bfloat16), conv_in.to(torch.bfloat16)
     rings = tuple(r.to(torch.bfloat16) for r in rings)
     if not gdn_tma_fits(state, rings[0]):
         pytest.skip("the TMA form needs a Hopper GPU")
-    plan = GdnFoldPlan(state, *rings, form="tma")
+    plan = GdnFoldPlan(state, *rings, form="tma", conv=(window, conv_in))
     for nb, slots in _rounds("cuda", gen):
         buf = torch.randint(0, 2, (nb,), generator=gen).cuda()
         count = torch.randint(1, 7, (nb,), generator=gen).cuda()
-        expect = state.float()
+        expect, expect_window = state.float(), window.clone()
         reference(expect, *(r.float() for r in rings), slots, buf, count)
+        replay_fold_conv_reference(expect_window, conv_in, slots, buf, count)
         plan(slots, buf, count)
         err = rel_err(state, expect)
         assert err < 1e-2, f"gdn TMA fold, batch {nb}: relative error {err:.2e}"
+        assert torch.equal(window, expect_window), f"gdn TMA fold's conv window, batch {nb}"

@@ -117,7 +117,7 @@ class CaseBuilder:
         rings = [self.views[f"ring_{n}"] for n in names]
         conv_in = self.views["ring_conv_in"]
         fold_ref_fn = FOLD_REFS[self.kind]
-        fold, fold_conv = K.fold_plan(self.kind, ssm, *rings), K.fold_plan("conv", conv, conv_in)
+        fold = K.fold_plan(self.kind, ssm, *rings, conv=(conv, conv_in))  # the manager's fold: one launch of both
         # Each fold reads the state once, writes it once, and reads `count` tokens of every ring entry.
         ring_bytes = sum(batch * r.shape[0] * r[0, 0, 0, 0].numel() * r.element_size() * self.history
                          for r in [*rings, conv_in])
@@ -125,7 +125,6 @@ class CaseBuilder:
 
         def run() -> None:
             fold(slots, buf, count)
-            fold_conv(slots, buf, count)
 
         def baseline() -> None:
             fold_ref_fn(ssm, *rings, slots, buf, count)

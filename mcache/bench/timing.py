@@ -102,8 +102,9 @@ def gbps(nbytes: int, us: float) -> float:
 
 def eager_time(fn: Callable[[], None], device, reps: int = 30) -> Timing:
     """One call launched from Python with the GPU idle, `reps` times: synchronize, flush L2, synchronize,
-    record a start event, call, record an end event. The events span from the start event to the end of
-    the last kernel, so the host's launch latency before the first kernel counts. Wall clock on the CPU."""
+    record a start event, call, record an end event (both events created beforehand). The events span from the
+    start event to the end of the last kernel, so the host's launch latency before the first kernel counts.
+    Wall clock on the CPU."""
     import torch
 
     if device.type != "cuda":
@@ -112,10 +113,12 @@ def eager_time(fn: Callable[[], None], device, reps: int = 30) -> Timing:
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
     samples = []
     for i in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()  # torch creates a CUDA event on its first record: not inside the timed span
+        end.record()
         torch.cuda.synchronize(device)
         flush.fill_(i)
         torch.cuda.synchronize(device)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()

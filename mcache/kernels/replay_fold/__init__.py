@@ -50,13 +50,20 @@ _FOLD_REFERENCES = {"mamba2": replay_fold_mamba2_reference, "gdn": replay_fold_g
                     "kda": replay_fold_kda_reference, "conv": replay_fold_conv_reference}
 
 
-def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor, config: tuple[int, int] | None = None):
+def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor, conv=None, config: tuple[int, int] | None = None):
     """A fold bound to its state pool and rings (`kind`: `mamba2`, `gdn`, `kda` with the rings of its
     `replay_fold_<kind>`, or `conv` with `conv_in`): a callable `(slots, buf, count)` that checks nothing per
-    call (the Triton plan on CUDA, with the kernel's `config` if given; the torch reference otherwise)."""
+    call (the Triton plan on CUDA, with the kernel's `config` if given; the torch reference otherwise). With
+    `conv = (window, conv_in)` a state's fold also folds the kind's conv window, in the same launch on CUDA."""
     if state.is_cuda:
         from . import kernel
 
-        return getattr(kernel, _FOLD_PLANS[kind])(state, *rings, config=config)
+        return getattr(kernel, _FOLD_PLANS[kind])(state, *rings, config=config, **({"conv": conv} if conv else {}))
     reference = _FOLD_REFERENCES[kind]
-    return lambda slots, buf, count: reference(state, *rings, slots, buf, count)
+
+    def fold(slots, buf, count) -> None:
+        reference(state, *rings, slots, buf, count)
+        if conv:
+            replay_fold_conv_reference(*conv, slots, buf, count)
+
+    return fold

@@ -47,7 +47,8 @@ GDN_TMA_PER_SM = 3
 GDN_TMA_STAGES = 5
 # `(channels per program, num_warps)` of the conv-window fold: 512 channels on two warps was the fastest of 256..2048
 # channels on 2..8 warps on an H200 for the Qwen3-Next and Nemotron-H windows (85-96% of the size-matched copy with
-# 16 new tokens, 65-88% with 2, where the old columns are read too).
+# 16 new tokens, 65-88% with 2, where the old columns are read too). Folded in a state kernel's launch, the window
+# takes the same channels per warp on that kernel's warps.
 CONV_CONFIG = (512, 2)
 # `(BV rows of V per program, num_warps)` of the KDA fold and the pipeline stages of its token loop (the next
 # tokens' k and gates load while this one is applied): 16 rows on one warp, 3 stages were the fastest of BV 8..64
@@ -99,8 +100,17 @@ def _mamba2_kernel(
     dA, as0, as1, as2, as3,
     slots, bufs, counts,
     NB, H, P, N, HPG, NPB,
+    conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr,
+    CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
+    # Programs NU.. fold the conv window (`_conv_kernel`). CONV is a constexpr tested on its own, so that a launch
+    # without a window compiles no branch for it.
+    if CONV:  # noqa: SIM102
+        if tl.program_id(0) >= NU:
+            _conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0) - NU, NB, C, NCB,
+                       KM1, BJ, BC, BLOCK)
+            return
     pb, h, b, layer = _head_unit(NPB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
@@ -153,12 +163,21 @@ def _gdn_mix_kernel(
     beta, es0, es1, es2, es3,
     slots, bufs, counts, mix,
     NB, H, K, HPG,
+    conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
+    CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # One program (one warp) per (layer, request, head): M = diag(beta) (I + U)^{-1} diag(e^{G_c - G}), the
     # forward substitution X (I + U) = diag(beta) done column by column on the [CT, CT] tile.
     if PDL:
         tl.extra.cuda.gdc_launch_dependents()  # the update kernel may launch now; it waits for M before reading it
+    # Programs NU.. fold the conv window (`_conv_kernel`). CONV is a constexpr tested on its own, so that a launch
+    # without a window compiles no branch for it.
+    if CONV:  # noqa: SIM102
+        if tl.program_id(0) >= NU:
+            _conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0) - NU, NB, C, NCB,
+                       KM1, BJ, BC, BLOCK)
+            return
     _, h, b, layer = _head_unit(1, H, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
@@ -316,8 +335,17 @@ def _kda_kernel(
     beta, es0, es1, es2, es3,
     slots, bufs, counts,
     NB, H, V, K, HPG, NVB,
+    conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BV: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr,
+    CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
+    # Programs NU.. fold the conv window (`_conv_kernel`). CONV is a constexpr tested on its own, so that a launch
+    # without a window compiles no branch for it.
+    if CONV:  # noqa: SIM102
+        if tl.program_id(0) >= NU:
+            _conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0) - NU, NB, C, NCB,
+                       KM1, BJ, BC, BLOCK)
+            return
     # Rows of the state are independent under the delta rule (`S[v, :]` needs only `v[v]`, k, g and beta),
     # so a program keeps BV rows in registers and steps through the tokens: one read, one write.
     vb, h, b, layer = _head_unit(NVB, H, NB)
@@ -347,16 +375,17 @@ def _kda_kernel(
 
 
 @triton.jit
-def _conv_kernel(
+def _conv_fold(
     conv, cs0, cs1,
     cin, is0, is1, is2, is3,
     slots, bufs, counts,
-    NB, C, NCB,
+    u, NB, C, NCB,
     KM1: tl.constexpr, BJ: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    # Each program owns BC channels, as `[BJ window columns, BC channels]` rows: the ring tokens load contiguously
-    # along the channels, and the rows are stored transposed (the window's time axis is its fastest).
-    cb, b, layer = unit_of(tl.program_id(0), NCB, NB)  # requests inner: the order it was tuned in
+    """Unit `u` of the conv-window fold: BC channels of one (layer, request), as `[BJ window columns, BC channels]`
+    rows. The ring tokens load contiguously along the channels, and the rows are stored transposed (the window's
+    time axis is its fastest)."""
+    cb, b, layer = unit_of(u, NCB, NB)  # requests inner: the order it was tuned in
     layer = layer.to(tl.int64)
     c = tl.load(counts + b).to(tl.int32)
     slot = tl.load(slots + b).to(tl.int64)
@@ -379,6 +408,16 @@ def _conv_kernel(
             rows = tl.where((tok < 0)[:, None], tl.gather(win, tl.reshape(idx, [BJ * BC]), axis=0).reshape(BJ, BC), rows)
             tl.debug_barrier()  # every old column is read before any is overwritten (threads share a channel)
         tl.store(cp + ch[:, None] * KM1 + j[None, :], tl.trans(rows), mask=tl.trans(m))
+
+
+@triton.jit
+def _conv_kernel(
+    slots, bufs, counts, NB,
+    conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB,
+    KM1: tl.constexpr, BJ: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    # The conv window alone (a short-conv kind); the state kernels take it as their trailing programs (`CONV`).
+    _conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0), NB, C, NCB, KM1, BJ, BC, BLOCK)
 
 
 def _float(name: str, t: torch.Tensor) -> None:
@@ -420,15 +459,48 @@ def _state(name: str, t: torch.Tensor, ndim: int) -> None:
     state_numel(t, 2, name)
 
 
+class _ConvWindow:
+    """The conv-window fold of a `[L, S, C, K-1]` window and its conv-input ring, `channels` per program: the
+    trailing arguments of `_conv_kernel` and of the state kernels (from `conv`), and their constexprs."""
+
+    def __init__(self, conv: torch.Tensor, conv_in: torch.Tensor, channels: int):
+        _state("conv", conv, 4)
+        L, S, C, km1 = conv.shape
+        self.device = same_device(conv=conv, conv_in=conv_in)
+        self.L, self.S = L, S
+        self.nbuf, self.hist = _rings(L, S, ("conv_in", conv_in, (C,)))
+        bc = min(next_pow2(channels), next_pow2(C))
+        self.ncb = triton.cdiv(C, bc)
+        self.empty = conv.numel() == 0
+        self.args = (conv, *lead_strides(conv, 2), conv_in, *lead_strides(conv_in, 4), C, self.ncb)
+        self.constexprs = dict(KM1=km1, BJ=next_pow2(km1), BC=bc, BLOCK=next_pow2(bc * km1))
+
+    def programs(self, nb: int) -> int:
+        return self.L * nb * self.ncb
+
+
+NO_WINDOW = (None,) * 8 + (0, 0)  # the conv arguments of a state kernel launched without a window
+
+
 class _FoldPlan(Plan):
     """A fold bound to its state pool and ring tensors: `plan(slots, buf, count)` launches with no host-side
     work but the launches (index vectors on the pools' device, int32 or int64, ranges not checked; see `check`).
     Subclasses check their tensors in `__init__` (setting `S`, `nbuf`, `hist`, `empty`) and `build` a batch's
-    launches."""
+    launches. With `conv = (window, conv_in)` the kind's conv window folds in the same launch as its state, as the
+    launch's trailing programs (a launch costs the host as much as a small kernel costs the device)."""
 
-    def __init__(self, device: torch.device, S: int, nbuf: int, hist: int):
+    def __init__(self, device: torch.device, S: int, nbuf: int, hist: int, conv=None, warps: int = 1, L: int = 0):
         super().__init__()
         self.device, self.S, self.nbuf, self.hist = device, S, nbuf, hist
+        self.window = None
+        if conv is not None:
+            window = _ConvWindow(*conv, channels=CONV_CONFIG[0] // CONV_CONFIG[1] * warps)
+            if window.device != device:
+                fail(f"all tensors must be on one device: conv is on {window.device}, expected {device}")
+            if (window.L, window.S, window.nbuf, window.hist) != (L, S, nbuf, hist):
+                fail(f"conv: the window's layers, slots and ring dims {(window.L, window.S, window.nbuf, window.hist)} "
+                     f"differ from the state's {(L, S, nbuf, hist)}")
+            self.window = window
 
     def __call__(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
         for launch in self.launches((0 if self.empty else slots.shape[0], slots.dtype, buf.dtype, count.dtype)):
@@ -437,6 +509,14 @@ class _FoldPlan(Plan):
     def check(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
         """Slots, ring buffers and counts within the pools (one synchronization)."""
         check_ranges([("slots", slots, 0, self.S), ("buf", buf, 0, self.nbuf), ("count", count, 0, self.hist + 1)])
+
+    def with_window(self, programs: int, nb: int, args: tuple, constexprs: dict) -> tuple[int, tuple, dict]:
+        """`(grid, args, constexprs)` of a state kernel's launch over `programs` state programs with its trailing
+        conv arguments: the window's programs after the state's when this plan folds one."""
+        if self.window is None:
+            return programs, (*args, *NO_WINDOW, programs), constexprs
+        w = self.window
+        return programs + w.programs(nb), (*args, *w.args, programs), {**constexprs, "CONV": True, **w.constexprs}
 
 
 def _run_fold(plan: _FoldPlan, slots, buf, count, check: bool) -> None:
@@ -451,16 +531,16 @@ class Mamba2FoldPlan(_FoldPlan):
     """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings; `config` = `(BP rows of P
     per program, num_warps)`."""
 
-    def __init__(self, ssm, x, B, dt, dA, *, config: tuple[int, int] | None = None):
+    def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, int] | None = None):
         _state("ssm", ssm, 5)
         L, S, H, P, N = ssm.shape
         dev = same_device(ssm=ssm, x=x, B=B, dt=dt, dA=dA)
         G = _groups("B", B, H, "G", "N")
         nbuf, hist = _rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
-        super().__init__(dev, S, nbuf, hist)
-        self.empty = ssm.numel() == 0
         bn = max(16, next_pow2(N))
         bp, self.warps = config or mamba2_config(P, bn)
+        super().__init__(dev, S, nbuf, hist, conv, self.warps, L)
+        self.empty = ssm.numel() == 0
         self.npb = triton.cdiv(P, bp)
         self.units = L * H * self.npb
         self.args = (ssm, *lead_strides(ssm, 2), *_rings_with_strides(x, B, dt, dA))
@@ -469,20 +549,20 @@ class Mamba2FoldPlan(_FoldPlan):
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
-        return (Launch(_mamba2_kernel, self.units * nb, (*self.args, None, None, None, nb, *self.dims), (n, n + 1, n + 2),
-                       self.constexprs, num_warps=self.warps),)
+        grid, args, consts = self.with_window(self.units * nb, nb, (*self.args, None, None, None, nb, *self.dims), self.constexprs)
+        return (Launch(_mamba2_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
 
 
 class GdnFoldPlan(_FoldPlan):
     """The GatedDeltaNet fold of a bound `[L, S, H, V, K]` state and its k, v, g, beta rings, in two launches:
-    the `[CT, CT]` mix matrix M of every (layer, request, head), then the update of the state tiles, either
-    persistent with TMA (`form="tma"`, the default where `gdn_tma_fits`) or one program per tile
-    (`form="pointer"`). `config` = `(BV rows of V per program, at least 16; num_warps)`. M's scratch is
-    allocated once per batch size."""
+    the `[CT, CT]` mix matrix M of every (layer, request, head) (and the conv window, if given), then the update
+    of the state tiles, either persistent with TMA (`form="tma"`, the default where `gdn_tma_fits`) or one
+    program per tile (`form="pointer"`). `config` = `(BV rows of V per program, at least 16; num_warps)`. M's
+    scratch is allocated once per batch size."""
 
-    def __init__(self, ssm, k, v, g, beta, *, config: tuple[int, int] | None = None, form: str | None = None):
+    def __init__(self, ssm, k, v, g, beta, *, conv=None, config: tuple[int, int] | None = None, form: str | None = None):
         (L, H, V, K, hpg, hist, nbuf, S), dev = _delta_args(ssm, k, v, g, beta, per_channel=False)
-        super().__init__(dev, S, nbuf, hist)
+        super().__init__(dev, S, nbuf, hist, conv, 1, L)
         if form not in (None, "tma", "pointer"):
             fail(f"form: expected 'tma' or 'pointer', got {form!r}")
         if form == "tma" and not _tma_aligned(ssm):
@@ -503,8 +583,9 @@ class GdnFoldPlan(_FoldPlan):
         L, H = self.L, self.H
         mix = torch.empty(L * nb * H * self.ct * self.ct, device=self.device, dtype=torch.float32)
         n = len(self.mix_rings)
-        first = Launch(_gdn_mix_kernel, L * nb * H, (*self.mix_rings, None, None, None, mix, nb, H, self.K, self.hpg),
-                       (n, n + 1, n + 2), dict(BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl), num_warps=1)
+        grid, args, consts = self.with_window(L * nb * H, nb, (*self.mix_rings, None, None, None, mix, nb, H, self.K, self.hpg),
+                                              dict(BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl))
+        first = Launch(_gdn_mix_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=1)
         opts = dict(num_warps=self.warps, **({"launch_pdl": True} if self.pdl else {}))
         consts = dict(BV=self.bv, BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl)
         if self.tma:
@@ -528,11 +609,11 @@ class KdaFoldPlan(_FoldPlan):
     """The KDA fold of a bound `[L, S, H, V, K]` state and its k, v, g (per channel), beta rings; `config` =
     `(BV rows of V per program, num_warps)`."""
 
-    def __init__(self, ssm, k, v, g, beta, *, config: tuple[int, int] | None = None):
+    def __init__(self, ssm, k, v, g, beta, *, conv=None, config: tuple[int, int] | None = None):
         (L, H, V, K, hpg, hist, nbuf, S), dev = _delta_args(ssm, k, v, g, beta, per_channel=True)
-        super().__init__(dev, S, nbuf, hist)
-        self.empty = ssm.numel() == 0
         bv, self.warps = config or KDA_CONFIG
+        super().__init__(dev, S, nbuf, hist, conv, self.warps, L)
+        self.empty = ssm.numel() == 0
         nvb = triton.cdiv(V, bv)
         self.units = L * H * nvb
         self.args = (ssm, *lead_strides(ssm, 2), *_rings_with_strides(k, v, g, beta))
@@ -541,33 +622,24 @@ class KdaFoldPlan(_FoldPlan):
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
-        return (Launch(_kda_kernel, self.units * nb, (*self.args, None, None, None, nb, *self.dims), (n, n + 1, n + 2),
-                       self.constexprs, num_warps=self.warps),)
+        grid, args, consts = self.with_window(self.units * nb, nb, (*self.args, None, None, None, nb, *self.dims), self.constexprs)
+        return (Launch(_kda_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
 
 
 class ConvFoldPlan(_FoldPlan):
-    """The conv-window fold of a bound `[L, S, C, K-1]` window and its conv-input ring; `config` = `(channels
-    per program, num_warps)`."""
+    """The conv-window fold of a bound `[L, S, C, K-1]` window and its conv-input ring, alone (a kind without an
+    SSM state); `config` = `(channels per program, num_warps)`."""
 
     def __init__(self, conv, conv_in, *, config: tuple[int, int] | None = None):
-        _state("conv", conv, 4)
-        L, S, C, km1 = conv.shape
-        dev = same_device(conv=conv, conv_in=conv_in)
-        nbuf, hist = _rings(L, S, ("conv_in", conv_in, (C,)))
-        super().__init__(dev, S, nbuf, hist)
-        self.empty = conv.numel() == 0
         bc, self.warps = config or CONV_CONFIG
-        bc = min(next_pow2(bc), next_pow2(C))
-        self.ncb = triton.cdiv(C, bc)
-        self.L = L
-        self.args = (conv, *lead_strides(conv, 2), conv_in, *lead_strides(conv_in, 4))
-        self.C = C
-        self.constexprs = dict(KM1=km1, BJ=next_pow2(km1), BC=bc, BLOCK=next_pow2(bc * km1))
+        window = _ConvWindow(conv, conv_in, bc)
+        super().__init__(window.device, window.S, window.nbuf, window.hist)
+        self.window, self.empty = window, window.empty
 
     def build(self, nb: int) -> tuple[Launch, ...]:
-        n = len(self.args)
-        return (Launch(_conv_kernel, self.L * nb * self.ncb, (*self.args, None, None, None, nb, self.C, self.ncb),
-                       (n, n + 1, n + 2), self.constexprs, num_warps=self.warps),)
+        w = self.window
+        return (Launch(_conv_kernel, w.programs(nb), (None, None, None, nb, *w.args), (0, 1, 2), w.constexprs,
+                       num_warps=self.warps),)
 
 
 def _rings_with_strides(*rings: torch.Tensor) -> tuple:

@@ -23,21 +23,22 @@ class ReplayState(RecurrentState):
 
     fold_inputs: tuple[str, ...] = ()
 
-    def _folds(self, states: dict, rings: dict) -> list[tuple[str, list]]:
-        """`(fold kind, [state, *rings])` of each state this kind folds (pools or tensors alike)."""
-        out = []
-        if "conv" in states:
-            out.append(("conv", [states["conv"], rings["conv_in"]]))
+    def _folds(self, states: dict, rings: dict) -> list[tuple[str, list, list]]:
+        """`(fold kind, [state, *rings], [window, conv_in] or [])` of each fold this kind runs (pools or tensors
+        alike): the SSM state's, with the conv window folded in the same launch, or the conv window alone."""
+        conv = [states["conv"], rings["conv_in"]] if "conv" in states else []
         if "ssm" in states:
-            out.append((self.kind, [states["ssm"], *(rings[n] for n in self.fold_inputs)]))
-        return out
+            return [(self.kind, [states["ssm"], *(rings[n] for n in self.fold_inputs)], conv)]
+        return [("conv", conv, [])] if conv else []
 
     def _fold_plans(self) -> list[Callable]:
         """The fold plans of the base pools with their rings, built once (see `Plans`)."""
         plans = []
-        for kind, pools in self._folds(self.base, self.rings):
-            build = lambda k=kind, ps=pools: K.fold_plan(k, *(p.view for p in ps))  # noqa: E731
-            plans.append(self.plans.get(f"fold {kind}", pools, build))
+        for kind, pools, conv in self._folds(self.base, self.rings):
+            def build(k=kind, ps=pools, cs=conv):
+                return K.fold_plan(k, *(p.view for p in ps), conv=tuple(c.view for c in cs) or None)
+
+            plans.append(self.plans.get(f"fold {kind}", [*pools, *conv], build))
         return plans
 
     def begin_step(self, step: Step) -> None:
@@ -52,8 +53,8 @@ class ReplayState(RecurrentState):
         pos = arange(len(slots), slots.device)
         states = {n: gather(p.view, slots) for n, p in self.base.items()}
         rings = {n: gather(p.view, slots) for n, p in self.rings.items()}
-        for kind, tensors in self._folds(states, rings):  # copies of this call: a plan used once
-            K.fold_plan(kind, *tensors)(pos, buf, prev)
+        for kind, tensors, conv in self._folds(states, rings):  # copies of this call: a plan used once
+            K.fold_plan(kind, *tensors, conv=tuple(conv) or None)(pos, buf, prev)
         return {n: (t, pos) for n, t in states.items()}
 
 

@@ -88,7 +88,7 @@ def test_cpu_run_has_three_times_per_row_and_torch_host_reference(tmp_path):
 
 
 def test_version_1_files_load_without_eager_or_host_times():
-    run = results.load(ROOT / "tests" / "data" / "results-v1.json")  # rows of a schema-1 run (results/kimi-linear-*.json)
+    run = results.load(ROOT / "tests" / "data" / "results-v1.json")  # rows of a schema-1 run (the Kimi-Linear results of dbb705f)
     assert run.schema_version == 1 and run.meta.host_reference is None
     assert all(r.eager_us is None and r.host_us is None for r in run.rows)
 

@@ -479,28 +479,41 @@ class _ConvWindow:
         return self.L * nb * self.ncb
 
 
-NO_WINDOW = (None,) * 8 + (0, 0)  # the conv arguments of a state kernel launched without a window
+_NO_WINDOW = (None,) * 8 + (0, 0)  # the conv arguments of a state kernel launched without a window
 
 
 class _FoldPlan(Plan):
     """A fold bound to its state pool and ring tensors: `plan(slots, buf, count)` launches with no host-side
     work but the launches (index vectors on the pools' device, int32 or int64, ranges not checked; see `check`).
     Subclasses check their tensors in `__init__` (setting `S`, `nbuf`, `hist`, `empty`) and `build` a batch's
-    launches. With `conv = (window, conv_in)` the kind's conv window folds in the same launch as its state, as the
-    launch's trailing programs (a launch costs the host as much as a small kernel costs the device)."""
+    launches. A state's plan may also fold the kind's conv window (`fold_window`)."""
 
-    def __init__(self, device: torch.device, S: int, nbuf: int, hist: int, conv=None, warps: int = 1, L: int = 0):
+    def __init__(self, device: torch.device, S: int, nbuf: int, hist: int):
         super().__init__()
         self.device, self.S, self.nbuf, self.hist = device, S, nbuf, hist
-        self.window = None
-        if conv is not None:
-            window = _ConvWindow(*conv, channels=CONV_CONFIG[0] // CONV_CONFIG[1] * warps)
-            if window.device != device:
-                fail(f"all tensors must be on one device: conv is on {window.device}, expected {device}")
-            if (window.L, window.S, window.nbuf, window.hist) != (L, S, nbuf, hist):
-                fail(f"conv: the window's layers, slots and ring dims {(window.L, window.S, window.nbuf, window.hist)} "
-                     f"differ from the state's {(L, S, nbuf, hist)}")
-            self.window = window
+        self.window: _ConvWindow | None = None
+
+    def fold_window(self, conv: tuple[torch.Tensor, torch.Tensor] | None, L: int, warps: int) -> None:
+        """Fold the conv window `conv = (window, conv_in)` (None: none) in the state kernel's launch, as its
+        trailing programs on the kernel's `warps` (a launch costs the host as much as a small kernel costs the
+        device). The window must have the state's `L` layers, slots and ring dims."""
+        if conv is None:
+            return
+        window = _ConvWindow(*conv, channels=CONV_CONFIG[0] // CONV_CONFIG[1] * warps)
+        if window.device != self.device:
+            fail(f"all tensors must be on one device: conv is on {window.device}, expected {self.device}")
+        if (window.L, window.S, window.nbuf, window.hist) != (L, self.S, self.nbuf, self.hist):
+            fail(f"conv: the window's layers, slots and ring dims {(window.L, window.S, window.nbuf, window.hist)} "
+                 f"differ from the state's {(L, self.S, self.nbuf, self.hist)}")
+        self.window = window
+
+    def with_window(self, programs: int, nb: int, args: tuple, constexprs: dict) -> tuple[int, tuple, dict]:
+        """`(grid, args, constexprs)` of a state kernel's launch over `programs` state programs with its trailing
+        conv arguments: the window's programs after the state's when this plan folds one."""
+        if self.window is None:
+            return programs, (*args, *_NO_WINDOW, programs), constexprs
+        w = self.window
+        return programs + w.programs(nb), (*args, *w.args, programs), {**constexprs, "CONV": True, **w.constexprs}
 
     def __call__(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
         for launch in self.launches((0 if self.empty else slots.shape[0], slots.dtype, buf.dtype, count.dtype)):
@@ -509,14 +522,6 @@ class _FoldPlan(Plan):
     def check(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
         """Slots, ring buffers and counts within the pools (one synchronization)."""
         check_ranges([("slots", slots, 0, self.S), ("buf", buf, 0, self.nbuf), ("count", count, 0, self.hist + 1)])
-
-    def with_window(self, programs: int, nb: int, args: tuple, constexprs: dict) -> tuple[int, tuple, dict]:
-        """`(grid, args, constexprs)` of a state kernel's launch over `programs` state programs with its trailing
-        conv arguments: the window's programs after the state's when this plan folds one."""
-        if self.window is None:
-            return programs, (*args, *NO_WINDOW, programs), constexprs
-        w = self.window
-        return programs + w.programs(nb), (*args, *w.args, programs), {**constexprs, "CONV": True, **w.constexprs}
 
 
 def _run_fold(plan: _FoldPlan, slots, buf, count, check: bool) -> None:
@@ -528,8 +533,8 @@ def _run_fold(plan: _FoldPlan, slots, buf, count, check: bool) -> None:
 
 
 class Mamba2FoldPlan(_FoldPlan):
-    """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings; `config` = `(BP rows of P
-    per program, num_warps)`."""
+    """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings (and, with `conv`, the conv
+    window: `fold_window`), in one launch; `config` = `(BP rows of P per program, num_warps)`."""
 
     def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, int] | None = None):
         _state("ssm", ssm, 5)
@@ -539,7 +544,8 @@ class Mamba2FoldPlan(_FoldPlan):
         nbuf, hist = _rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
         bn = max(16, next_pow2(N))
         bp, self.warps = config or mamba2_config(P, bn)
-        super().__init__(dev, S, nbuf, hist, conv, self.warps, L)
+        super().__init__(dev, S, nbuf, hist)
+        self.fold_window(conv, L, self.warps)
         self.empty = ssm.numel() == 0
         self.npb = triton.cdiv(P, bp)
         self.units = L * H * self.npb
@@ -562,7 +568,8 @@ class GdnFoldPlan(_FoldPlan):
 
     def __init__(self, ssm, k, v, g, beta, *, conv=None, config: tuple[int, int] | None = None, form: str | None = None):
         (L, H, V, K, hpg, hist, nbuf, S), dev = _delta_args(ssm, k, v, g, beta, per_channel=False)
-        super().__init__(dev, S, nbuf, hist, conv, 1, L)
+        super().__init__(dev, S, nbuf, hist)
+        self.fold_window(conv, L, 1)  # in the mix kernel's launch: one warp
         if form not in (None, "tma", "pointer"):
             fail(f"form: expected 'tma' or 'pointer', got {form!r}")
         if form == "tma" and not _tma_aligned(ssm):
@@ -606,13 +613,14 @@ class GdnFoldPlan(_FoldPlan):
 
 
 class KdaFoldPlan(_FoldPlan):
-    """The KDA fold of a bound `[L, S, H, V, K]` state and its k, v, g (per channel), beta rings; `config` =
-    `(BV rows of V per program, num_warps)`."""
+    """The KDA fold of a bound `[L, S, H, V, K]` state and its k, v, g (per channel), beta rings (and, with
+    `conv`, the conv window: `fold_window`), in one launch; `config` = `(BV rows of V per program, num_warps)`."""
 
     def __init__(self, ssm, k, v, g, beta, *, conv=None, config: tuple[int, int] | None = None):
         (L, H, V, K, hpg, hist, nbuf, S), dev = _delta_args(ssm, k, v, g, beta, per_channel=True)
         bv, self.warps = config or KDA_CONFIG
-        super().__init__(dev, S, nbuf, hist, conv, self.warps, L)
+        super().__init__(dev, S, nbuf, hist)
+        self.fold_window(conv, L, self.warps)
         self.empty = ssm.numel() == 0
         nvb = triton.cdiv(V, bv)
         self.units = L * H * nvb

@@ -23,28 +23,30 @@ class ReplayState(RecurrentState):
 
     fold_inputs: tuple[str, ...] = ()
 
-    def _folds(self, states: dict, rings: dict) -> list[tuple[str, list, list]]:
-        """`(fold kind, [state, *rings], [window, conv_in] or [])` of each fold this kind runs (pools or tensors
-        alike): the SSM state's, with the conv window folded in the same launch, or the conv window alone."""
+    def _fold(self, states: dict, rings: dict) -> tuple[str, list, list] | None:
+        """`(fold kind, [state, *rings], [window, conv_in] or [])` of this kind's fold (pools or tensors alike): the
+        SSM state's, with the conv window folded in the same launch, or the conv window alone; None without either."""
         conv = [states["conv"], rings["conv_in"]] if "conv" in states else []
         if "ssm" in states:
-            return [(self.kind, [states["ssm"], *(rings[n] for n in self.fold_inputs)], conv)]
-        return [("conv", conv, [])] if conv else []
+            return self.kind, [states["ssm"], *(rings[n] for n in self.fold_inputs)], conv
+        return ("conv", conv, []) if conv else None
 
-    def _fold_plans(self) -> list[Callable]:
-        """The fold plans of the base pools with their rings, built once (see `Plans`)."""
-        plans = []
-        for kind, pools, conv in self._folds(self.base, self.rings):
-            def build(k=kind, ps=pools, cs=conv):
-                return K.fold_plan(k, *(p.view for p in ps), conv=tuple(c.view for c in cs) or None)
+    def _fold_plan(self) -> Callable | None:
+        """The fold plan of the base pools with their rings, built once (see `Plans`)."""
+        fold = self._fold(self.base, self.rings)
+        if fold is None:
+            return None
+        kind, pools, conv = fold
 
-            plans.append(self.plans.get(f"fold {kind}", [*pools, *conv], build))
-        return plans
+        def build():
+            return K.fold_plan(kind, *(p.view for p in pools), conv=tuple(c.view for c in conv) or None)
+
+        return self.plans.get(f"fold {kind}", [*pools, *conv], build)
 
     def begin_step(self, step: Step) -> None:
-        if self.rings and step.fold is not None:
-            for plan in self._fold_plans():
-                plan(step.slots, step.read_buf, step.fold)
+        plan = self._fold_plan() if self.rings and step.fold is not None else None
+        if plan is not None:
+            plan(step.slots, step.read_buf, step.fold)
 
     def current(self, slots: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         if not self.rings:
@@ -53,7 +55,9 @@ class ReplayState(RecurrentState):
         pos = arange(len(slots), slots.device)
         states = {n: gather(p.view, slots) for n, p in self.base.items()}
         rings = {n: gather(p.view, slots) for n, p in self.rings.items()}
-        for kind, tensors, conv in self._folds(states, rings):  # copies of this call: a plan used once
+        fold = self._fold(states, rings)
+        if fold is not None:  # copies of this call: a plan used once
+            kind, tensors, conv = fold
             K.fold_plan(kind, *tensors, conv=tuple(conv) or None)(pos, buf, prev)
         return {n: (t, pos) for n, t in states.items()}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
+from mcache.core.load import bundled_names, load_spec
 from mcache.core.plan import Axes, sweep
-from mcache.core.spec_loader import bundled_names, load_spec
 
 GPUS = ("h100-80gb", "h200", "b200")
 

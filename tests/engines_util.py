@@ -7,10 +7,10 @@ from paths import HF_CONFIGS
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import GIB, EngineInputs
-from mcache.core.gpus import lookup
 from mcache.core.hf import import_hf
-from mcache.core.layout import ParallelLayout
-from mcache.core.spec_loader import load_spec
+from mcache.core.load import load_spec
+from mcache.core.sizing.gpus import lookup
+from mcache.core.sizing.layout import ParallelLayout
 
 
 def config_spec(stem: str, **changes):

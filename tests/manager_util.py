@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from mcache.core.cache.manager import CacheManager
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.spec_loader import parse_spec
+from mcache.cache.manager import CacheManager
+from mcache.core.load import parse_spec
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 
 # Every recurrent kind once, two KV kinds, odd dims; heads and channels split over TP 1/2/4.
 # Mamba2 has 2 groups, so TP 4 replicates them (two ranks hold each group).

@@ -8,10 +8,10 @@ import pytest
 import torch
 from paths import TINY_SPEC
 
-from mcache.bench import results
 from mcache.bench.ops import CaseBuilder
 from mcache.bench.runner import BenchConfig, Runner
 from mcache.cli.main import main
+from mcache.results import schema as results
 
 
 def test_cpu_smoke_run_writes_a_valid_results_file(tmp_path, capsys):

@@ -13,11 +13,11 @@ import torch
 from paths import TINY_SPEC
 from rich.console import Console
 
-from mcache.bench import results
 from mcache.bench.ops import CaseBuilder
 from mcache.bench.runner import BenchConfig, Runner
 from mcache.cli import bench_output as output
 from mcache.cli.main import main
+from mcache.results import schema as results
 
 SMOKE = ["--device", "cpu", "--batch", "1", "--max-batch", "2", "--reps", "2"]
 

@@ -12,11 +12,12 @@ import torch
 from paths import TINY_SPEC
 from test_results_compare_export import make_run
 
-from mcache.bench import results, timing
-from mcache.bench.compare import compare
-from mcache.bench.export import to_bencher, to_github_action_benchmark
-from mcache.bench.results import Row
+from mcache.bench import timing
 from mcache.cli.main import main
+from mcache.results import schema as results
+from mcache.results.compare import compare
+from mcache.results.export import to_bencher, to_github_action_benchmark
+from mcache.results.schema import Row
 
 ROOT = Path(__file__).resolve().parents[1]
 

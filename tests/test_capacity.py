@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mcache.core.capacity import Budget, capacity
 from mcache.core.errors import LayoutError
-from mcache.core.estimator import estimate
-from mcache.core.gpus import lookup, parse_size
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec_loader import parse_spec
+from mcache.core.load import parse_spec
+from mcache.core.sizing.capacity import Budget, capacity
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.gpus import lookup, parse_size
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
 
 TINY = """
 name: tiny

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
 from mcache.core.hf import import_hf
-from mcache.core.spec_loader import load_spec, parse_spec
+from mcache.core.load import load_spec, parse_spec
 
 runner = CliRunner()
 
@@ -109,7 +109,7 @@ def test_size_on_a_broken_config_is_one_line(tmp_path, capsys):
 def test_cli_start_up_does_not_load_the_importer():
     code = (
         "import sys; import mcache.cli.main; "
-        "bad = [m for m in ('mcache.core.hf', 'mcache.core.spec_dump') if m in sys.modules]; "
+        "bad = [m for m in ('mcache.core.hf', 'mcache.core.spec.dump') if m in sys.modules]; "
         "assert not bad, bad"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

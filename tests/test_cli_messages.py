@@ -42,7 +42,7 @@ def test_ctrl_c_while_importing_is_one_line_and_exit_130():
 
 
 def test_ctrl_c_inside_a_command_is_one_line_and_exit_130(monkeypatch, capsys):
-    import mcache.core.spec_loader as loader
+    import mcache.core.load as loader
 
     def interrupted(ref):
         raise KeyboardInterrupt

@@ -168,7 +168,7 @@ def test_verify_reports_zero_difference(capsys):
 
 
 def test_verify_exits_1_on_a_difference(monkeypatch, capsys):
-    import mcache.core.cache.manager as manager
+    import mcache.cache.manager as manager
 
     real = manager.verify
 

@@ -7,7 +7,7 @@ from engines_util import config_spec, gib, run
 
 from mcache.core.engines.common import GIB
 from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction
-from mcache.core.layout import ParallelLayout
+from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"
 SLOT = 48 * (30_720 * 2 + 786_432 * 4)  # 48 GDN layers: bf16 conv + float32 state = 153,944,064 B (146.81 MiB)

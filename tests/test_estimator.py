@@ -10,11 +10,11 @@ import textwrap
 import pytest
 
 from mcache.core.errors import LayoutError
-from mcache.core.estimator import RankEstimate, estimate
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec import ModelSpec
-from mcache.core.spec_loader import bundled_names, load_spec, parse_spec
+from mcache.core.load import bundled_names, load_spec, parse_spec
+from mcache.core.sizing.estimate import RankEstimate, estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.spec.model import ModelSpec
 
 HEAD = "name: tiny\nsource: test\nhidden_size: {hidden}\nvocab_size: 1000\n"
 

@@ -9,14 +9,14 @@ from collections import Counter
 import pytest
 from paths import HF_CONFIGS
 
-from mcache.core import weights
-from mcache.core.estimator import estimate
 from mcache.core.hf import import_hf
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec import layer_kinds
-from mcache.core.spec_dump import spec_to_yaml
-from mcache.core.spec_loader import parse_spec
+from mcache.core.load import parse_spec
+from mcache.core.sizing import weights
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.spec.dump import spec_to_yaml
+from mcache.core.spec.model import layer_kinds
 
 BF16, FP16, FP32 = 2, 2, 4
 

@@ -11,15 +11,15 @@ import pytest
 from paths import HF_CONFIGS
 from test_hf_families import FAMILIES
 
-from mcache.core import weights
 from mcache.core.errors import SpecError
-from mcache.core.estimator import RankEstimate, estimate
 from mcache.core.hf import import_hf, supported_model_types
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec import ModelSpec, layer_kinds
-from mcache.core.spec_dump import compact_layers, spec_to_yaml
-from mcache.core.spec_loader import load_spec, parse_spec
+from mcache.core.load import load_spec, parse_spec
+from mcache.core.sizing import weights
+from mcache.core.sizing.estimate import RankEstimate, estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.spec.dump import compact_layers, spec_to_yaml
+from mcache.core.spec.model import ModelSpec, layer_kinds
 
 # config file stem -> the bundled hand-written spec of the same model
 BUNDLED = {

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from test_results_compare_export import BASE, NEW, make_run, row
 
-from mcache.bench import results
 from mcache.cli.main import main
 from mcache.core.errors import McacheError
-from mcache.core.json_text import json_text
+from mcache.core.files import json_text
+from mcache.results import schema as results
 
 
 def _file(tmp_path, name: str, data) -> str:

@@ -11,10 +11,10 @@ import pytest
 from paths import HF_CONFIGS, TINY_SPEC
 
 from mcache.cli.main import main
-from mcache.core.estimator import estimate
-from mcache.core.layout import ParallelLayout, RuntimeConfig, blocks_per_seq
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec_loader import load_spec
+from mcache.core.load import load_spec
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig, blocks_per_seq
+from mcache.core.sizing.rank import resolve_dtypes
 
 HUGE = "9" * 400  # 400 digits: past every float
 LIMIT = "an integer from 1 to 2**40 (1099511627776)"

@@ -213,7 +213,7 @@ def test_a_launch_binds_once_and_substitutes_only_the_per_call_arguments():
 
 
 def test_the_manager_rebuilds_a_plan_when_its_pool_changes_and_not_otherwise():
-    from mcache.core.cache.states.base import Plans, Pool
+    from mcache.cache.states.base import Plans, Pool
 
     builds = []
 

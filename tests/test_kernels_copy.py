@@ -325,5 +325,3 @@ def test_copy_config_runs_small_programs_when_a_launch_is_mostly_its_last_wave(m
     assert _common.copy_config(1000, 4, None, 1000, gpu) == (1024, 4)  # a 4 KiB state: one block of it
     assert _common.copy_config(state, 4, None, 36 * state, cpu) == (32768, 16)  # no SM count off the GPU
     assert _common.copy_config(state, 4, (64, 2), 36 * state, gpu) == (64, 2)
-    plan = _common.chunk_plan("copy_slots", state, 4, 36, None, gpu)
-    assert plan == (8192, 16, 32, 36 * 32)

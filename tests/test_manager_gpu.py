@@ -10,11 +10,11 @@ import pytest
 import torch
 from manager_util import ALL_KINDS, make, random_state, scheme_runtime, state_shapes, write_replay_step
 
-from mcache.core.cache.manager import verify
-from mcache.core.estimator import estimate
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec_loader import bundled_names, load_spec
+from mcache.cache.manager import verify
+from mcache.core.load import bundled_names, load_spec
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
 
 pytestmark = pytest.mark.gpu
 

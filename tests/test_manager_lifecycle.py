@@ -16,7 +16,7 @@ from manager_util import (
 )
 
 import mcache.kernels
-from mcache.core.cache.manager import derive_seed
+from mcache.cache.manager import derive_seed
 from mcache.core.errors import CapacityError
 
 GEN = torch.Generator().manual_seed(0)

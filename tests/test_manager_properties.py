@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from manager_util import SMALL, bits, make, random_state, scheme_runtime, state_shapes
 
-from mcache.core.cache.manager import derive_seed
+from mcache.cache.manager import derive_seed
 from mcache.core.errors import CapacityError
 
 # SMALL's stage 0 of PP 2 holds Mamba2, windowed attention (window 10) and short conv; 4 live requests share

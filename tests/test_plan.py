@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
+from mcache.core.load import load_spec
 from mcache.core.plan import Axes, sweep
-from mcache.core.spec_loader import load_spec
 
 runner = CliRunner()
 

@@ -12,12 +12,12 @@ from paths import HF_CONFIGS
 
 from mcache.core.errors import SpecError
 from mcache.core.hf import import_hf
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext, resolve_dtypes
-from mcache.core.spec import Quantization
-from mcache.core.spec_dump import spec_to_yaml
-from mcache.core.spec_loader import parse_spec
-from mcache.core.weights import format_bytes, rank_weight_bytes, stored_bytes
+from mcache.core.load import parse_spec
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.sizing.weights import format_bytes, rank_weight_bytes, stored_bytes
+from mcache.core.spec.dump import spec_to_yaml
+from mcache.core.spec.model import Quantization
 
 TINY = """
 name: tiny-q

@@ -6,14 +6,14 @@ import textwrap
 
 import pytest
 
-from mcache.core import aux
-from mcache.core.buffers import BufferDecl
 from mcache.core.errors import LayoutError
-from mcache.core.estimator import estimate
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext, resolve_dtypes
-from mcache.core.spec import ModelSpec
-from mcache.core.spec_loader import parse_spec
+from mcache.core.load import parse_spec
+from mcache.core.sizing.buffers import BufferDecl
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing import auxiliary as aux
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.spec.model import ModelSpec
 
 # One Mamba2 layer (H 8, P 16, N 32, G 2) and one attention layer; hidden 256.
 BASE = """\
@@ -225,10 +225,10 @@ def test_spec_aux_buffer_problems_are_layout_errors():
     import pytest as _pytest
 
     from mcache.core.errors import LayoutError, SpecError
-    from mcache.core.estimator import estimate
-    from mcache.core.layout import ParallelLayout, RuntimeConfig
-    from mcache.core.rank import resolve_dtypes
-    from mcache.core.spec_loader import parse_spec
+    from mcache.core.load import parse_spec
+    from mcache.core.sizing.estimate import estimate
+    from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+    from mcache.core.sizing.rank import resolve_dtypes
 
     base = ("name: t\nsource: t\nhidden_size: 64\nvocab_size: 10\nnum_layers: 1\nlayers: {types: [mamba2]}\n"
             "mamba2: {num_heads: 4, head_dim: 8, state_size: 16}\naux_buffers:\n")

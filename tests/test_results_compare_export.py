@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from mcache.bench import results
-from mcache.bench.compare import compare
-from mcache.bench.export import to_bencher, to_github_action_benchmark
-from mcache.bench.results import GPU, Ceiling, Meta, Results, Row
 from mcache.cli.main import main
 from mcache.core.errors import McacheError, SpecError
+from mcache.results import schema as results
+from mcache.results.compare import compare
+from mcache.results.export import to_bencher, to_github_action_benchmark
+from mcache.results.schema import GPU, Ceiling, Meta, Results, Row
 
 
 def make_run(rows: list[Row], gpu: str = "NVIDIA H200", sha: str = "a" * 64) -> Results:

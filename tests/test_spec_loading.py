@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcache.core.errors import SpecError
-from mcache.core.spec_loader import load_spec, parse_spec
+from mcache.core.load import load_spec, parse_spec
 
 FILE = "broken.yaml"
 

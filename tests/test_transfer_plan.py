@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
-from mcache.core.estimator import estimate
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec_loader import load_spec
+from mcache.core.load import load_spec
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
 from mcache.core.transfer_plan import transfer_plan
 
 

@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
-from mcache.core.cache.manager import CacheManager, verify
+from mcache.cache.manager import CacheManager, verify
 from mcache.core.errors import LayoutError
-from mcache.core.estimator import estimate
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import resolve_dtypes
-from mcache.core.spec_loader import bundled_names, load_spec
+from mcache.core.load import bundled_names, load_spec
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
 
 LAYOUTS = {
     "tp1": ParallelLayout(tp=1),

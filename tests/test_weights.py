@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from paths import HF_CONFIGS
 
-from mcache.core import weights
 from mcache.core.kinds import KIND_MODULES
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext, resolve_dtypes
-from mcache.core.spec import (
+from mcache.core.load import bundled_names, load_spec
+from mcache.core.sizing import weights
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.spec.model import (
     KDA,
     MLA,
     MLP,
@@ -24,7 +25,6 @@ from mcache.core.spec import (
     MoE,
     ShortConv,
 )
-from mcache.core.spec_loader import bundled_names, load_spec
 
 # Total parameters as the publisher states them (model card of the named Hugging Face repo).
 PUBLISHED = {

@@ -6,8 +6,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from mcache.bench.results import GPU
-from mcache.core.gpus import nvml_query, nvml_text
+from mcache.core.sizing.gpus import nvml_query, nvml_text
+from mcache.results.schema import GPU
 
 
 def gpu_info(index: int) -> GPU | None:

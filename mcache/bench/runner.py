@@ -23,15 +23,15 @@ from mcache.bench import device_info
 from mcache.bench.interrupt import Interrupts
 from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, KernelCaseBuilder, sweep_cases
 from mcache.bench.ops import OP_BUFFERS, OPS, CaseBuilder, OpCase
-from mcache.bench.results import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
 from mcache.bench.timing import HOST_CALLS, Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
-from mcache.core.cache.manager import CacheManager
+from mcache.cache.manager import CacheManager
 from mcache.core.errors import McacheError, allocation_error, first_line
-from mcache.core.estimator import estimate_rank
 from mcache.core.kinds import RECURRENT_KINDS
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext, resolve_dtypes
-from mcache.core.spec_loader import load_spec, resolve
+from mcache.core.load import load_spec, resolve
+from mcache.core.sizing.estimate import estimate_rank
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.results.schema import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
 
 CEILING_BYTES = 4 << 30  # source size of the ceiling copy (8 GiB moved, read + write)
 HOST_MIN_CALLS, HOST_GPU_US = 20, 200_000  # calls in a host-cost loop: at least 20, at most ~0.2 s of device time

@@ -29,17 +29,17 @@ import torch.distributed as dist
 from mcache import __version__
 from mcache import kernels as K
 from mcache.bench import device_info
-from mcache.bench.results import SCHEMA_VERSION, Meta, Results, Row, load, save
 from mcache.bench.timing import gbps
-from mcache.core.cache.manager import CacheManager
-from mcache.core.cache.states.base import torch_dtype
+from mcache.cache.manager import CacheManager
+from mcache.cache.states.base import torch_dtype
 from mcache.core.errors import McacheError
 from mcache.core.kinds import KIND_MODULES
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext, resolve_dtypes
-from mcache.core.spec import layer_kinds
-from mcache.core.spec_loader import load_spec, resolve
+from mcache.core.load import load_spec, resolve
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.spec.model import layer_kinds
 from mcache.core.transfer_plan import Pair, Part, pieces, runs, transfer_plan
+from mcache.results.schema import SCHEMA_VERSION, Meta, Results, Row, load, save
 
 ALIGN = 16  # bytes: every part of a pair buffer starts aligned for any state dtype
 

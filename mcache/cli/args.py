@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mcache.core.errors import LayoutError, McacheError, SpecError
 from mcache.core.numbers import shown
-from mcache.core.spec import MAX_INT
+from mcache.core.spec.model import MAX_INT
 
 # Settings errors name the option a user typed; every other field is a spec field.
 OPTION_OF = {
@@ -62,7 +62,7 @@ def comma_ints(text: str, field: str) -> tuple[int, ...]:
 
 def located(err: LayoutError, origin: str) -> McacheError:
     """Name the option a user typed, or the spec file (and line) of a spec field."""
-    from mcache.core.spec_loader import line_of
+    from mcache.core.load import line_of
 
     if err.field in OPTION_OF:
         return McacheError(f"{OPTION_OF[err.field]}: {err.expected}")

@@ -81,7 +81,7 @@ def bench(
                       batches=batches, ops=chosen, scheme=scheme, draft=draft, max_batch=max_batch,
                       max_seq_len=max_seq_len, per_layer=per_layer, device=device, pool_layout=pool_layout,
                       reps=reps, ssm_dtype=ssm_dtype, sweep=sweep)
-    from mcache.core.spec_loader import resolve
+    from mcache.core.load import resolve
 
     if device == "cpu":
         smoke_threads()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mcache.cli.output import _markdown_table, emit_text, human_bytes, print_blocks, write_file
+from mcache.cli.output import emit_text, human_bytes, markdown_table, print_blocks, write_file
 
 # Bench table columns, most important first: at a narrow page the last ones are dropped, never a number cut.
 _BENCH_COLUMNS = ("op", "kind", "batch", "impl", "device us", "eager us", "host us", "host/copy_", "% size-matched",
@@ -78,7 +78,7 @@ def emit_bench(results, output: Path | None, fmt: str = "table") -> None:
     The table keeps the columns that fit the page (most important first); skipped rows are listed under it,
     one line each.
     """
-    from mcache.bench.results import dump
+    from mcache.results.schema import dump
 
     if output is not None:
         write_file(output, dump(results))
@@ -122,4 +122,4 @@ def bench_markdown(results) -> str:
     text = (f"# {_bench_title(meta)}\n\nTimer: {meta.timer}. Device µs: CUDA-graph replays; eager µs: one call with the "
             "GPU idle, launch included; host µs: the host's cost per call on a busy GPU; '% matched' = time of a "
             "contiguous copy moving the same bytes / kernel time.\n\n")
-    return text + _markdown_table(_MD_HEAD, lines) + "\n" + "".join(f"\n{line}" for line in _skipped_lines(results))
+    return text + markdown_table(_MD_HEAD, lines) + "\n" + "".join(f"\n{line}" for line in _skipped_lines(results))

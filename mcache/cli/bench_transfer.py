@@ -22,7 +22,7 @@ def bench_transfer(spec: str, ops: list[str], batches: list[int], sender: tuple[
     from mcache.bench.transfer import TransferConfig, run_transfer
     from mcache.cli.bench_output import emit_bench
     from mcache.cli.output import print_blocks
-    from mcache.core.spec_loader import resolve
+    from mcache.core.load import resolve
 
     cfg = TransferConfig(spec, sender, receiver, batches, device.split(":")[0], backend, reps, max_seq_len, pool_layout)
     try:

@@ -17,10 +17,10 @@ def compare(
     force: Annotated[bool, typer.Option("--force", help="Compare runs from different GPUs or specs anyway.")] = False,
 ) -> int:
     """Per-row change between two `mcache bench` runs, with a noise-aware verdict."""
-    from mcache.bench import results
-    from mcache.bench.compare import compare as diff
-    from mcache.bench.compare import parse_threshold
-    from mcache.cli.output import emit_comparison
+    from mcache.cli.check_output import emit_comparison
+    from mcache.results import schema as results
+    from mcache.results.compare import compare as diff
+    from mcache.results.compare import parse_threshold
 
     pct = parse_threshold(threshold)
     comparison = diff(results.load(base), results.load(new), str(base), str(new), pct, force)

@@ -16,9 +16,9 @@ def export(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
 ) -> None:
     """Export a run for github-action-benchmark or Bencher."""
-    from mcache.bench import export as exporters
-    from mcache.bench.results import load
     from mcache.cli.output import emit_json
+    from mcache.results import export as exporters
+    from mcache.results.schema import load
 
     run = load(results_file)
     if to == "bencher":

@@ -19,7 +19,7 @@ def import_hf(
     """Write the spec of a Hugging Face config; it loads back to the same estimate (`mcache size SPEC`)."""
     from mcache.cli.output import emit_text
     from mcache.core.hf import import_hf as convert  # the importer loads only for this command
-    from mcache.core.spec_dump import spec_to_yaml
+    from mcache.core.spec.dump import spec_to_yaml
 
     emit_text(spec_to_yaml(convert(path)), output)
 

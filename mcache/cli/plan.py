@@ -41,8 +41,8 @@ def plan(
 ) -> int:
     """Sweep GPUs, TP, PP, dtypes and speculative schemes; rank what serves the target; print the settings to paste."""
     from mcache.cli.plan_output import emit_plan
+    from mcache.core.load import load_spec, resolve
     from mcache.core.plan import Axes, sweep
-    from mcache.core.spec_loader import load_spec, resolve
 
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")

@@ -9,7 +9,7 @@ import msgspec
 from mcache.cli.output import emit_json, emit_text, print_blocks, rich_table
 from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
-from mcache.core.spec import ModelSpec
+from mcache.core.spec.model import ModelSpec
 
 SCHEMA_VERSION = 1
 HEAD = ("#", "gpu", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs", "seqs/GPU",

@@ -9,7 +9,7 @@ from pathlib import Path
 from mcache.cli.plan_output import title
 from mcache.core.errors import McacheError
 from mcache.core.plan import Candidate, Plan
-from mcache.core.spec import ModelSpec
+from mcache.core.spec.model import ModelSpec
 
 LINES = 6  # candidates drawn in the sequences-against-context plot
 
@@ -29,7 +29,7 @@ def write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
     fig.suptitle(title(result, model))
     import io
 
-    from mcache.core.atomic import write_atomic
+    from mcache.core.files import write_atomic
 
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lower().lstrip("."), dpi=110)

@@ -98,16 +98,16 @@ def size(
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
-    from mcache.cli.output import does_not_fit, emit_report
+    from mcache.cli.size_output import does_not_fit, emit_report
     from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
     from mcache.core.engines.options import engine_settings
-    from mcache.core.estimator import estimate
-    from mcache.core.gpus import GIB, local_gpu, lookup, parse_size
-    from mcache.core.layout import ParallelLayout
-    from mcache.core.rank import resolve_dtypes
+    from mcache.core.load import load_spec, resolve
     from mcache.core.report import size_report
-    from mcache.core.sizing import smallest_fitting_layout
-    from mcache.core.spec_loader import load_spec, resolve
+    from mcache.core.sizing.estimate import estimate
+    from mcache.core.sizing.gpus import GIB, local_gpu, lookup, parse_size
+    from mcache.core.sizing.layout import ParallelLayout
+    from mcache.core.sizing.neutral import smallest_fitting_layout
+    from mcache.core.sizing.rank import resolve_dtypes
 
     model = load_spec(spec)
     origin = str(resolve(spec))
@@ -184,7 +184,7 @@ def _transfer(model, run, tp: int, pp: int) -> dict:
     """The transfer plan from the sized layout to a receiver of `tp` x `pp`, at the run's context, as JSON data."""
     import msgspec
 
-    from mcache.core.layout import ParallelLayout
+    from mcache.core.sizing.layout import ParallelLayout
     from mcache.core.transfer_plan import transfer_plan
 
     est = run.estimate
@@ -196,8 +196,8 @@ def _smallest_engine_layout(model, deployment):
     """The layout of fewest GPUs (up to 8) on which the engine starts and runs a sequence of the context."""
     from msgspec.structs import replace
 
-    from mcache.core.capacity import smallest_layout
     from mcache.core.deployment import size_deployment
+    from mcache.core.sizing.capacity import smallest_layout
 
     def fits(candidate):
         run = size_deployment(model, replace(deployment, layout=candidate)).engine

@@ -11,7 +11,7 @@ app = typer.Typer(help="List, validate and describe model specs.", no_args_is_he
 def list_specs() -> None:
     """The bundled specs: name, model and where its numbers came from."""
     from mcache.cli.output import emit_text
-    from mcache.core.spec_loader import bundled_names, load_spec
+    from mcache.core.load import bundled_names, load_spec
 
     rows = []
     for name in bundled_names():
@@ -28,9 +28,9 @@ def validate(files: Annotated[list[str], typer.Argument(metavar="SPEC...", help=
     from mcache.cli.output import emit_text
     from mcache.core.deployment import Deployment, size_deployment
     from mcache.core.errors import LayoutError
-    from mcache.core.layout import ParallelLayout
+    from mcache.core.load import load_spec, resolve
     from mcache.core.report import size_report
-    from mcache.core.spec_loader import load_spec, resolve
+    from mcache.core.sizing.layout import ParallelLayout
 
     for ref in files:
         spec = load_spec(ref)
@@ -47,6 +47,6 @@ def validate(files: Annotated[list[str], typer.Argument(metavar="SPEC...", help=
 def schema() -> None:
     """JSON Schema of the spec format, for editors."""
     from mcache.cli.output import emit_json
-    from mcache.core.spec import json_schema
+    from mcache.core.spec.model import json_schema
 
     emit_json(json_schema(), None)

@@ -22,13 +22,13 @@ def check_ids(est) -> None:
 def run_verify(est, device: str, pool_layout: str, fmt: str, output: Path | None) -> int:
     """Compare every buffer of every stage; 1 when any differs, else 0."""
     from mcache.cli.args import check_device, require_torch
-    from mcache.cli.output import emit_verify
+    from mcache.cli.check_output import emit_verify
     from mcache.core.errors import allocation_error
 
     check_ids(est)
     require_torch("size --verify")
     check_device(device, "size --verify")
-    from mcache.core.cache.manager import verify
+    from mcache.cache.manager import verify
 
     try:
         rows = verify(est, device=device, pool_layout=pool_layout)

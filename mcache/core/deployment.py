@@ -8,14 +8,14 @@ from typing import Any
 
 from msgspec import Struct
 
-from mcache.core.capacity import Budget, check_budget
 from mcache.core.engines.common import EngineRun
 from mcache.core.errors import LayoutError
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import dtype_sources, resolve_dtypes
-from mcache.core.sizing import NeutralRun, run_neutral
-from mcache.core.spec import ModelSpec
-from mcache.core.weights import unknown_fields
+from mcache.core.sizing.capacity import Budget, check_budget
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.neutral import NeutralRun, run_neutral
+from mcache.core.sizing.rank import dtype_sources, resolve_dtypes
+from mcache.core.sizing.weights import unknown_fields
+from mcache.core.spec.model import ModelSpec
 
 DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
 DEFAULT_SEQ_LEN = 8192

@@ -1,7 +1,7 @@
-"""Numbers in spec and config files that no field can hold: integers too long for Python to read (over 4300
-digits, `sys.get_int_max_str_digits`) and non-finite floats (`nan`, `inf`, `1e400`). The YAML and JSON readers
-put a `Refused` marker in their place; `first_refused` finds the first one and the field it is in, so the error
-names the field instead of showing a traceback or using the number."""
+"""Integer helpers (`cdiv`, `shown`), and numbers in spec and config files that no field can hold: integers
+too long for Python to read (over 4300 digits, `sys.get_int_max_str_digits`) and non-finite floats (`nan`, `inf`,
+`1e400`). The YAML and JSON readers put a `Refused` marker in their place; `first_refused` finds the first one and
+the field it is in, so the error names the field instead of showing a traceback or using the number."""
 
 from __future__ import annotations
 
@@ -54,6 +54,11 @@ JSON_HOOKS = {
     "parse_float": lambda text: _finite(text, float(text)),
     "parse_constant": lambda text: Refused(f"a finite number, got {text}"),
 }
+
+
+def cdiv(a: int, b: int) -> int:
+    """`ceil(a / b)` in integers: exact for token and byte counts past 2**53, where a float would round."""
+    return -(-a // b)
 
 
 def shown(value: int) -> str:

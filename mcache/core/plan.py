@@ -18,11 +18,11 @@ from msgspec import Struct
 from mcache.core.deployment import Deployment, EngineSettingError, size_deployment
 from mcache.core.engines.options import engine_settings
 from mcache.core.errors import LayoutError
-from mcache.core.gpus import lookup
-from mcache.core.json_text import json_text
-from mcache.core.layout import ParallelLayout
-from mcache.core.spec import ModelSpec
-from mcache.core.weights import unknown_fields
+from mcache.core.files import json_text
+from mcache.core.sizing.gpus import lookup
+from mcache.core.sizing.layout import ParallelLayout
+from mcache.core.sizing.weights import unknown_fields
+from mcache.core.spec.model import ModelSpec
 
 CONTEXTS = (8192, 32768, 131072)
 TPS = (1, 2, 4, 8)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from msgspec.structs import asdict
 
 from mcache import __version__
-from mcache.core.buffers import COMPONENTS
-from mcache.core.estimator import RankEstimate
-from mcache.core.sizing import NeutralRun
-from mcache.core.weights import stored_bytes, total_params, unknown_fields
+from mcache.core.sizing.buffers import COMPONENTS
+from mcache.core.sizing.estimate import RankEstimate
+from mcache.core.sizing.neutral import NeutralRun
+from mcache.core.sizing.weights import stored_bytes, total_params, unknown_fields
 
 # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
 # model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per

@@ -8,7 +8,7 @@ the receiver's, section by section. Rows that TP replicates (Mamba2 groups when 
 `tp > num_kv_heads`) are held by several senders; a receiver takes them from the first of them (lowest rank).
 PP: a receiver stage takes each layer from the sender stage that holds it.
 
-Pieces are counted in layer-major pools, mcache's own layout (`[layers, units, *shape]`, `mcache.core.cache.pools`):
+Pieces are counted in layer-major pools, mcache's own layout (`[layers, units, *shape]`, `mcache.cache.pools`):
 a request's state in one layer is one contiguous run of rows, so a part costs one piece per (layer, contiguous
 row run); a KV block is `tokens_per_block` consecutive tokens of one layer, so a part that takes every row the
 sender holds costs one piece per (layer, block), and one that takes some KV heads costs one piece per
@@ -22,12 +22,12 @@ from math import prod
 
 from msgspec import Struct
 
-from mcache.core.dtypes import itemsize
 from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.kinds.base import CacheDtypes, StateShape
-from mcache.core.layout import ParallelLayout, blocks_per_seq
-from mcache.core.spec import KINDS, ModelSpec, layer_kinds
+from mcache.core.sizing.layout import ParallelLayout, blocks_per_seq
+from mcache.core.spec.dtypes import itemsize
+from mcache.core.spec.model import KINDS, ModelSpec, layer_kinds
 
 
 @dataclass(frozen=True)

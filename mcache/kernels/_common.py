@@ -218,13 +218,3 @@ def layer_inner(*views: tuple[torch.Tensor, int]) -> bool:
     (results/kernel_experiments.md).
     """
     return any(t.shape[d] > 1 and t.stride(d) == t.shape[-1] for t, d in views)
-
-
-def chunk_plan(
-    op: str, words: int, word_bytes: int, units: int, config: tuple[int, int] | None, device: torch.device
-) -> tuple[int, int, int, int]:
-    """`(BLOCK, num_warps, chunks per unit, grid)` of a copy-like launch over `units` (layer, request) units of
-    `words` words each on `device`; see `copy_config`."""
-    block, warps = copy_config(words, word_bytes, config, units * words, device)
-    nch = -(-words // block)
-    return block, warps, nch, launch_grid(op, units * nch)

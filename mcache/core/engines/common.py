@@ -9,14 +9,14 @@ from typing import Any
 
 from msgspec import Struct
 
-from mcache.core import dtypes as dtype_names
-from mcache.core.dtypes import itemsize
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes, StateShape
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext
-from mcache.core.spec import ModelSpec
-from mcache.core.weights import rank_weight_bytes, unknown_fields
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext
+from mcache.core.sizing.weights import rank_weight_bytes, unknown_fields
+from mcache.core.spec import dtypes as dtype_names
+from mcache.core.spec.dtypes import itemsize
+from mcache.core.spec.model import ModelSpec
 
 GIB = 1 << 30
 ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
@@ -207,7 +207,3 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
 def weight_bytes(ctx: RankContext) -> int | None:
     """mcache's estimate of the weights one rank of the stage loads (the engines measure theirs)."""
     return rank_weight_bytes(ctx)
-
-
-def gib(n: float) -> float:
-    return n / GIB

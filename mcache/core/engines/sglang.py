@@ -10,7 +10,6 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 
 from __future__ import annotations
 
-from mcache.core import dtypes as dtype_names
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
     GIB,
@@ -27,6 +26,7 @@ from mcache.core.engines.common import (
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",

@@ -13,7 +13,6 @@ modelled: this is the V1 manager (`use_kv_cache_manager_v2: false`).
 
 from __future__ import annotations
 
-from mcache.core import dtypes as dtype_names
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
     GIB,
@@ -30,12 +29,12 @@ from mcache.core.engines.common import (
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.layout import cdiv
+from mcache.core.numbers import cdiv
+from mcache.core.spec import dtypes as dtype_names
 
 NAME = "trtllm"
 SETTINGS = ("max_batch_size", "max_seq_len", "free_gpu_memory_fraction", "tokens_per_block", "mamba_ssm_cache_dtype",
             "kv_cache_dtype", "max_draft_len", "max_tokens")
-SUPPORTED = ("mamba2", "gdn", "kda")  # config_utils.py extract_mamba_kv_cache_params: Nemotron-H, Qwen3-Next/3.5, Kimi
 KV_DTYPES = {"auto": None, "fp8": "float8_e4m3fn"}  # KvCacheConfig.dtype with a plain per-token cache
 DUMMY_SLOTS = 1  # mamba_cache_manager.py: one CUDA-graph padding slot, shared by every padded request
 

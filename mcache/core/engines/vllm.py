@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from math import ceil, lcm
 
-from mcache.core import dtypes as dtype_names
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
     GIB,
@@ -34,7 +33,8 @@ from mcache.core.engines.common import (
 from mcache.core.errors import LayoutError
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.layout import cdiv
+from mcache.core.numbers import cdiv
+from mcache.core.spec import dtypes as dtype_names
 
 NAME = "vllm"
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "num_speculative_tokens",

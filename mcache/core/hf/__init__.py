@@ -21,8 +21,8 @@ from mcache.core.errors import SpecError
 from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
 from mcache.core.hf.common import Cfg, Draft, read_config
 from mcache.core.hf.quantization import find_quantization, quantization_block
-from mcache.core.spec import ModelSpec, Quantization, check_spec
-from mcache.core.weights import unknown_fields
+from mcache.core.sizing.weights import unknown_fields
+from mcache.core.spec.model import ModelSpec, Quantization, check_spec
 
 CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "bailing_hybrid": linear_attention.bailing_hybrid,

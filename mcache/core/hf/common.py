@@ -10,13 +10,13 @@ from typing import Any
 
 import msgspec
 
-from mcache.core import dtypes
 from mcache.core.errors import SpecError
 from mcache.core.hf.defaults import defaults_of
 from mcache.core.kinds.mamba1 import dt_rank_auto
 from mcache.core.numbers import JSON_HOOKS, first_refused
-from mcache.core.spec import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
-from mcache.core.spec_dump import compact_layers
+from mcache.core.spec import dtypes
+from mcache.core.spec.dump import compact_layers
+from mcache.core.spec.model import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
 
 _MISSING = object()
 

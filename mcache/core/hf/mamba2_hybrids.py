@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, mamba2_block, moe_block
-from mcache.core.spec import NEMOTRON_LEGEND
+from mcache.core.spec.model import NEMOTRON_LEGEND
 
 NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
 MIXER_NAMES = {"mamba": "mamba2", "attention": "attention", "linear_attention": "mamba2",

@@ -22,8 +22,8 @@ import msgspec
 
 from mcache.core.errors import SpecError, validation_parts
 from mcache.core.hf.common import Cfg, read_config
-from mcache.core.spec import ModelSpec, layer_kinds
-from mcache.core.weights import layer_units
+from mcache.core.sizing.weights import layer_units
+from mcache.core.spec.model import ModelSpec, layer_kinds
 
 PREFIXES = ("model.layers.{i}", "model.language_model.layers.{i}", "backbone.layers.{i}", "language_model.model.layers.{i}")
 # (kind, part) -> the projection names under a layer prefix that checkpoints of the supported families use

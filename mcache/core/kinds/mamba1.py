@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcache.core.kinds.base import CacheDtypes, StateShape, split
-from mcache.core.layout import cdiv
+from mcache.core.numbers import cdiv
 
 NAME = "mamba1"
 

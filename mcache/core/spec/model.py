@@ -12,9 +12,9 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from mcache.core import dtypes
 from mcache.core.errors import SpecError
 from mcache.core.kinds import NAMES as KINDS
+from mcache.core.spec import dtypes
 
 MAX_INT = 1 << 40  # bounds every size, so a typo cannot ask for an absurd allocation
 MAX_LAYERS = 100_000  # bounds layer counts, so a typo cannot build a billion-entry layer list

@@ -5,13 +5,9 @@ from __future__ import annotations
 from msgspec import Struct
 
 from mcache.core.errors import LayoutError
+from mcache.core.numbers import cdiv
 
 SCHEMES = ("none", "intermediate", "replay", "index")
-
-
-def cdiv(a: int, b: int) -> int:
-    """`ceil(a / b)` in integers: exact for token and byte counts past 2**53, where a float would round."""
-    return -(-a // b)
 
 
 def blocks_per_seq(tokens: int, window: int | None, block: int) -> int:

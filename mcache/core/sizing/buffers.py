@@ -16,7 +16,7 @@ from math import prod
 
 from msgspec import Struct
 
-from mcache.core.dtypes import itemsize
+from mcache.core.spec.dtypes import itemsize
 
 PER_UNITS = ("slot", "request", "token", "snapshot", "rank")
 COMPONENTS = ("kv", "conv", "ssm", "spec", "aux")

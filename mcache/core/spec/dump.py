@@ -12,7 +12,7 @@ import textwrap
 import msgspec
 import yaml
 
-from mcache.core.spec import NEMOTRON_LEGEND, Layers, ModelSpec, layer_kinds
+from mcache.core.spec.model import NEMOTRON_LEGEND, Layers, ModelSpec, layer_kinds
 
 MAX_PERIOD = 8  # a repeat unit longer than this reads better as a pattern
 MAX_LEGEND = 10  # more distinct layer types than this are written one per layer

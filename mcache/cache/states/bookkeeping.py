@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from mcache import kernels as K
-from mcache.core.cache.states.base import Pool, StateKind, Step, arange, gather, scatter
+from mcache.cache.states.base import Pool, StateKind, Step, arange, gather, scatter
 
 
 class Bookkeeping(StateKind):

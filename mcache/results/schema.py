@@ -14,9 +14,8 @@ from typing import Annotated, Literal, get_args
 import msgspec
 from msgspec import Meta as Bounds
 
-from mcache.core.atomic import write_atomic
 from mcache.core.errors import McacheError, SpecError, validation_parts
-from mcache.core.json_text import json_text
+from mcache.core.files import json_text, write_atomic
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -86,12 +85,6 @@ class Row(Record, kw_only=True):
     def key(self) -> str:
         """Identity of a row across runs: `op/kind[/layer]/impl/bN`."""
         return row_key(self.op, self.kind, self.layer, self.impl, self.batch)
-
-    @property
-    def spread_us(self) -> tuple[float, float]:
-        """`(p10, p90)` of a timed row, each falling back to the median where it was not recorded."""
-        _, p10, p90 = self.time("device")
-        return p10, p90
 
     def time(self, name: str) -> tuple[float | None, float | None, float | None]:
         """`(median, p10, p90)` of the `device`, `eager` or `host` time (p10/p90 fall back to the median)."""

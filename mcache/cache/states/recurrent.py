@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 
 from mcache import kernels as K
-from mcache.core.cache.states import register
-from mcache.core.cache.states.base import Pool, ReplayMeta, StateKind, Step, arange, scatter
+from mcache.cache.states import register
+from mcache.cache.states.base import Pool, ReplayMeta, StateKind, Step, arange, scatter
 
 
 @register("mamba1", "lightning")

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from mcache.bench.results import TIMES, Meta, Results, Row
 from mcache.core.errors import McacheError
+from mcache.results.schema import TIMES, Meta, Results, Row
 
 
 class Change(msgspec.Struct, kw_only=True):

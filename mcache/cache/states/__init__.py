@@ -36,7 +36,7 @@ def state_class(kind: str, per_token: bool) -> type:
         _LOADED = True
     if kind in _CLASSES:
         return _CLASSES[kind]
-    from mcache.core.cache.states.kv import PagedKV
-    from mcache.core.cache.states.recurrent import RecurrentState
+    from mcache.cache.states.kv import PagedKV
+    from mcache.cache.states.recurrent import RecurrentState
 
     return PagedKV if per_token else RecurrentState

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import torch
 
 from mcache import kernels as K
-from mcache.core.cache.states import register
-from mcache.core.cache.states.base import Step, arange, gather
-from mcache.core.cache.states.recurrent import RecurrentState
+from mcache.cache.states import register
+from mcache.cache.states.base import Step, arange, gather
+from mcache.cache.states.recurrent import RecurrentState
 
 
 class ReplayState(RecurrentState):

@@ -3,7 +3,7 @@
 Every buffer declaration of the rank (`estimator.declarations`) becomes one tensor, layer-major
 (`[layers, units, *shape]`) or slot-major (`[units, layers, *shape]`). The manager keeps the free lists
 (state slots, KV blocks, snapshot slots) and the request table; what an operation does to the pools
-of each layer kind is the kind's business (`mcache.core.cache.states`), and every write to pool memory goes
+of each layer kind is the kind's business (`mcache.cache.states`), and every write to pool memory goes
 through `mcache.kernels`. Imports torch: the sizing modules never import this one.
 """
 
@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import torch
 
-from mcache.core.cache.pools import allocate_pools, assign_pools
-from mcache.core.cache.slots import BlockGroup, FreeList
-from mcache.core.cache.states.base import Plans, Pool, Step, gather, reset_kinds
-from mcache.core.cache.states.transfer import Region, apply_import, export_regions, plan_import
+from mcache.cache.pools import allocate_pools, assign_pools
+from mcache.cache.slots import BlockGroup, FreeList
+from mcache.cache.states.base import Plans, Pool, Step, gather, reset_kinds
+from mcache.cache.states.transfer import Region, apply_import, export_regions, plan_import
 from mcache.core.errors import CapacityError
-from mcache.core.estimator import Estimate
-from mcache.core.rank import RankContext, resolve_dtypes
+from mcache.core.sizing.estimate import Estimate
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
 
 
 def derive_seed(request: Hashable, stage: int, tp_rank: int) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import heapq
 
 from mcache.core.errors import CapacityError
-from mcache.core.layout import blocks_per_seq
+from mcache.core.sizing.layout import blocks_per_seq
 
 
 class FreeList:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from mcache.core.cache.states import state_class
-from mcache.core.cache.states.aux import AuxState
-from mcache.core.cache.states.base import Pool, StateKind, allocate
-from mcache.core.cache.states.bookkeeping import Bookkeeping
-from mcache.core.estimator import tagged_declarations, units_of
-from mcache.core.rank import RankContext
+from mcache.cache.states import state_class
+from mcache.cache.states.auxiliary import AuxState
+from mcache.cache.states.base import Pool, StateKind, allocate
+from mcache.cache.states.bookkeeping import Bookkeeping
+from mcache.core.sizing.estimate import tagged_declarations, units_of
+from mcache.core.sizing.rank import RankContext
 
 KIND_ROLES = ("base", "spec.intermediate", "spec.replay", "spec.index", "snapshot")
 BOOK_ROLES = ("slot.seed", "spec.replay", "spec.index")

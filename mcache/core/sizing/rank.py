@@ -7,12 +7,12 @@ from functools import cached_property
 
 from msgspec import Struct
 
-from mcache.core import dtypes as dt_names
 from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES, RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes, StateShape
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.spec import KINDS, SSM_HINT_KEYS, ModelSpec, layer_kinds
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.spec import dtypes as dt_names
+from mcache.core.spec.model import KINDS, SSM_HINT_KEYS, ModelSpec, layer_kinds
 
 
 def resolve_dtypes(

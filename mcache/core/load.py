@@ -11,7 +11,7 @@ import yaml
 
 from mcache.core.errors import SpecError, validation_parts
 from mcache.core.numbers import SpecLoader, first_refused
-from mcache.core.spec import ModelSpec, check_spec
+from mcache.core.spec.model import ModelSpec, check_spec
 
 
 def bundled_dir() -> Path:

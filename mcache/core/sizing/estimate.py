@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from msgspec import Struct
 
-from mcache.core import weights
-from mcache.core.aux import aux_declarations
-from mcache.core.buffers import BufferDecl
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.rank import RankContext
-from mcache.core.spec import ModelSpec
+from mcache.core.sizing import weights
+from mcache.core.sizing.auxiliary import aux_declarations
+from mcache.core.sizing.buffers import BufferDecl
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext
+from mcache.core.spec.model import ModelSpec
 
 
 def base_declarations(ctx: RankContext) -> list[BufferDecl]:

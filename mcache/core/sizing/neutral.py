@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from msgspec import Struct
 
-from mcache.core.capacity import Budget, RankCapacity, capacity, memory_sized_runtime, smallest_layout
-from mcache.core.estimator import Estimate, estimate
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.spec import ModelSpec
+from mcache.core.sizing.capacity import Budget, RankCapacity, capacity, memory_sized_runtime, smallest_layout
+from mcache.core.sizing.estimate import Estimate, estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.spec.model import ModelSpec
 
 
 class NeutralRun(Struct, frozen=True):

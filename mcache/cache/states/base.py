@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from mcache import kernels as K
-from mcache.core.buffers import BufferDecl
+from mcache.core.sizing.buffers import BufferDecl
 
 if TYPE_CHECKING:
-    from mcache.core.rank import RankContext
+    from mcache.core.sizing.rank import RankContext
 
 LAYOUTS = ("layer", "slot")
 

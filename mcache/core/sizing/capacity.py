@@ -8,10 +8,10 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from mcache.core.errors import LayoutError
-from mcache.core.estimator import Estimate, RankEstimate, estimate
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.layout import ParallelLayout, RuntimeConfig
-from mcache.core.spec import ModelSpec
+from mcache.core.sizing.estimate import Estimate, RankEstimate, estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.spec.model import ModelSpec
 
 
 def check_budget(utilization: float, reserve_bytes: int) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcache.core.cache.states import register
-from mcache.core.cache.states.base import StateKind
+from mcache.cache.states import register
+from mcache.cache.states.base import StateKind
 
 
 @register("attention", "sliding_attention", "mla")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcache.bench.results import Results, Row
 from mcache.core.errors import McacheError
+from mcache.results.schema import Results, Row
 
 METRICS = ("time", "bandwidth")
 

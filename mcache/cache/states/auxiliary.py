@@ -7,7 +7,7 @@ allocated and exposed through `views` only.
 
 from __future__ import annotations
 
-from mcache.core.cache.states.base import StateKind
+from mcache.cache.states.base import StateKind
 
 
 class AuxState(StateKind):

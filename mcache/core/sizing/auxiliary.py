@@ -13,12 +13,12 @@ import operator
 from collections.abc import Callable
 from math import prod
 
-from mcache.core import dtypes
-from mcache.core.buffers import BufferDecl
 from mcache.core.errors import LayoutError
 from mcache.core.numbers import shown
-from mcache.core.rank import RankContext
-from mcache.core.spec import MAX_INT
+from mcache.core.sizing.buffers import BufferDecl
+from mcache.core.sizing.rank import RankContext
+from mcache.core.spec import dtypes
+from mcache.core.spec.model import MAX_INT
 
 Estimator = Callable[[RankContext], list[BufferDecl]]
 _REGISTRY: dict[str, Estimator] = {}
@@ -42,13 +42,6 @@ def registered() -> dict[str, Estimator]:
 def aux_declarations(ctx: RankContext) -> list[tuple[str, BufferDecl]]:
     """`(registry key, declaration)` of every registered auxiliary buffer on this rank."""
     return [(key, decl) for key, estimator in _REGISTRY.items() for decl in estimator(ctx)]
-
-
-def estimate_aux_bytes(ctx: RankContext) -> int:
-    """Total bytes of all registered auxiliary buffers on this rank."""
-    from mcache.core.estimator import units_of  # the estimator imports this module
-
-    return sum(d.bytes_per_unit * units_of(d, ctx) for _, d in aux_declarations(ctx))
 
 
 def _decl(name, component, kind, layers, per, shape, axes, dtype) -> BufferDecl:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from mcache.core.dtypes import canonical, itemsize
 from mcache.core.kinds import KIND_MODULES
-from mcache.core.rank import RankContext
-from mcache.core.spec import ModelSpec, Quantization, layer_kinds, parse_unit
+from mcache.core.sizing.rank import RankContext
+from mcache.core.spec.dtypes import canonical, itemsize
+from mcache.core.spec.model import ModelSpec, Quantization, layer_kinds, parse_unit
 
 FFN_KINDS = ("mlp", "moe")
 UNQUANTIZED_PARTS = ("other",)  # convs, norms, routers, small gates: never quantized (vLLM builds them without)

@@ -1,5 +1,6 @@
-"""What mcache writes: strict JSON text (RFC 8259: NaN and infinity are refused, never written) and files
-written atomically (a reader sees the old file or the new one, never half of one)."""
+"""What mcache reads and writes: input documents read whole only below a size limit, strict JSON text (RFC 8259:
+NaN and infinity are refused, never written) and files written atomically (a reader sees the old file or the new
+one, never half of one)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,28 @@ from pathlib import Path
 
 import msgspec
 
-from mcache.core.errors import McacheError
+from mcache.core.errors import McacheError, SpecError
+
+# A spec, config.json, quantization file or results file is read whole only below this size: the largest real
+# config.json is under 100 KiB, a results file of every op at every batch under 2 MiB.
+MAX_DOCUMENT_BYTES = 8 << 20
+
+
+def read_document(path: str | Path, what: str = "a readable UTF-8 file") -> str:
+    """The text of `path`, read only when it holds at most `MAX_DOCUMENT_BYTES`; a `SpecError` naming the file
+    otherwise (too large, unreadable, or not UTF-8: `what` says what was expected)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as err:
+        raise SpecError(str(path), "file", f"{what} ({err.__class__.__name__})") from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise SpecError(str(path), "file", f"a file of at most {MAX_DOCUMENT_BYTES >> 20} MiB (mcache reads documents "
+                        "whole; this one is larger)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(str(path), "file", f"{what} (UnicodeDecodeError)") from None
 
 
 def json_text(data, indent: int | None = 2) -> str:

@@ -10,8 +10,11 @@ import msgspec
 import yaml
 
 from mcache.core.errors import SpecError, validation_parts
+from mcache.core.files import read_document
 from mcache.core.numbers import SpecLoader, first_refused
 from mcache.core.spec.model import ModelSpec, check_spec
+
+MAX_NODES = 100_000  # values of a spec once its aliases are expanded: a real spec has a few hundred
 
 
 def bundled_dir() -> Path:
@@ -54,17 +57,13 @@ def load_spec(ref: str) -> ModelSpec:
         from mcache.core.hf import import_hf  # only HF users pay for it
 
         return import_hf(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(str(path), "file", f"a readable UTF-8 file ({err.__class__.__name__})") from None
-    return parse_spec(text, str(path))
+    return parse_spec(read_document(path), str(path))
 
 
 def parse_spec(text: str, file: str) -> ModelSpec:
     """Parse and validate spec YAML text; `file` names it in errors."""
     try:
-        data = yaml.load(text, Loader=SpecLoader)
+        data = _load_yaml(text, file)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "valid YAML"
@@ -97,6 +96,47 @@ def parse_spec(text: str, file: str) -> ModelSpec:
     except SpecError as err:  # semantic checks see no YAML nodes: add the line here
         raise SpecError(err.file, err.field, err.expected, err.line or line_of(text, err.field)) from None
     return spec
+
+
+def _load_yaml(text: str, file: str):
+    """The YAML document in `text`, built only once its node graph is known to be finite and small: an alias that
+    refers to the node it is in is refused, and so are aliases that expand the document past `MAX_NODES` nodes
+    (nine levels of ten aliases each build a billion)."""
+    loader = SpecLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            size = expanded_size(node)
+            if size is None:
+                raise SpecError(file, "yaml", "a document without recursive aliases (an alias refers to a node it is in)")
+            if size > MAX_NODES:
+                raise SpecError(file, "yaml", f"a document of at most {MAX_NODES:,} values once its aliases are expanded")
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+
+
+def expanded_size(root: yaml.Node) -> int | None:
+    """How many nodes the document under `root` has once every alias is expanded (counting stops just past
+    `MAX_NODES`), or None when an alias refers to a node it is in. Walks without recursion, each node once."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        key = id(node)
+        children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else (
+            node.value if isinstance(node, yaml.SequenceNode) else [])
+        if closing:
+            open_nodes.discard(key)
+            sizes[key] = min(MAX_NODES + 1, 1 + sum(sizes[id(child)] for child in children))
+        elif key in open_nodes:
+            return None  # reached again before it was closed: one of its own descendants
+        elif key not in sizes:
+            open_nodes.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+    return sizes[id(root)]
 
 
 def line_of(text: str, field: str) -> int | None:

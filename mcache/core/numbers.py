@@ -74,12 +74,18 @@ def shown(value: int) -> str:
 def first_refused(data: object) -> tuple[str, Refused] | None:
     """The dotted path (`a.b[2]`) and marker of the first `Refused` number in `data` (keys included), else None.
 
-    Walks without recursion, so a deeply nested file cannot exhaust the stack."""
+    Walks without recursion and visits each container once, so neither a deeply nested file nor one whose
+    containers are shared or refer to themselves can exhaust the stack or loop."""
     stack: list[tuple[str, object]] = [("", data)]
+    seen: set[int] = set()
     while stack:
         path, value = stack.pop()
         if isinstance(value, Refused):
             return path or "document", value
+        if isinstance(value, (dict, list)):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
         if isinstance(value, dict):
             items = list(value.items())
             for key, _ in items:

@@ -164,9 +164,10 @@ def runs(starts: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _rank_layers(spec: ModelSpec, layout: ParallelLayout, stage: int, kind: str) -> list[int]:
-    kinds = layer_kinds(spec)
-    return [i for i in layout.stages(spec.num_layers)[stage] if kind in kinds[i]]
+def _stage_layers(spec: ModelSpec, layout: ParallelLayout, kinds: list[str]) -> list[dict[str, list[int]]]:
+    """Per PP stage of `layout`, the layers of each kind it holds."""
+    per_layer = layer_kinds(spec)
+    return [{kind: [i for i in stage if kind in per_layer[i]] for kind in kinds} for stage in layout.stages(spec.num_layers)]
 
 
 def _part(spec, dtypes, kind, name, send, recv, layers, taken, context, block) -> Part | None:
@@ -206,16 +207,20 @@ def transfer_plan(spec: ModelSpec, dtypes: CacheDtypes, sender: ParallelLayout, 
     """
     present = {k for ks in layer_kinds(spec) for k in ks}
     kinds = [k for k in KINDS if k in present]
+    sent, received = _stage_layers(spec, sender, kinds), _stage_layers(spec, receiver, kinds)
     pairs = []
-    for r_stage in range(receiver.pp):
+    for r_stage, wanted in enumerate(received):
+        wanted_sets = {kind: set(layers) for kind, layers in wanted.items()}
+        # only the sender stages that hold one of this stage's layers (stages are contiguous layer ranges)
+        overlapping = [(s, held) for s, held in enumerate(sent)
+                       if any(i in wanted_sets[kind] for kind in kinds for i in held[kind])]
         for r_rank in range(receiver.tp):
             taken: set = set()
-            for s_stage in range(sender.pp):
+            for s_stage, held in overlapping:
                 for s_rank in range(sender.tp):
                     parts = []
                     for kind in kinds:
-                        wanted = set(_rank_layers(spec, receiver, r_stage, kind))
-                        layers = [i for i in _rank_layers(spec, sender, s_stage, kind) if i in wanted]
+                        layers = [i for i in held[kind] if i in wanted_sets[kind]]
                         for name in _states(spec, dtypes, kind, 1) if layers else ():
                             part = _part(spec, dtypes, kind, name, (sender, s_rank), (receiver, r_rank), layers, taken,
                                          context, tokens_per_block)

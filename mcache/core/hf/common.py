@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from mcache.core.errors import SpecError
+from mcache.core.files import read_document
 from mcache.core.hf.defaults import defaults_of
 from mcache.core.kinds.mamba1 import dt_rank_auto
 from mcache.core.numbers import JSON_HOOKS, first_refused
@@ -25,10 +26,7 @@ def read_config(path: Path) -> dict:
     """The JSON object in `path`; a `SpecError` for unreadable files, bad JSON, another top-level type, or a number
     no field can hold (an integer too long to read, NaN, Infinity, 1e400), naming its field."""
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(file, "file", f"a readable UTF-8 JSON file ({err.__class__.__name__})") from None
+    text = read_document(path, "a readable UTF-8 JSON file")
     try:
         data = json.loads(text, **JSON_HOOKS)
     except json.JSONDecodeError as err:

@@ -16,14 +16,15 @@ import fnmatch
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from mcache.core.errors import SpecError, validation_parts
 from mcache.core.hf.common import Cfg, read_config
+from mcache.core.hf.patterns import checked
 from mcache.core.sizing.weights import layer_units
-from mcache.core.spec.model import ModelSpec, layer_kinds
+from mcache.core.spec.model import MAX_INT, ModelSpec, layer_kinds
 
 PREFIXES = ("model.layers.{i}", "model.language_model.layers.{i}", "backbone.layers.{i}", "language_model.model.layers.{i}")
 # (kind, part) -> the projection names under a layer prefix that checkpoints of the supported families use
@@ -59,13 +60,18 @@ MODELOPT_ALGOS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4"
                   "MXFP8": "fp8"}
 
 
+# A group size: positive, or -1 (GPTQ, compressed-tensors: one group per row); 0 reads as no group size.
+GroupSize = Annotated[int, msgspec.Meta(ge=-1, le=MAX_INT)]
+Bits = Annotated[int, msgspec.Meta(ge=1, le=64)]
+
+
 class Weights(msgspec.Struct):
     """A compressed-tensors config group's weight scheme."""
 
-    num_bits: int | None = None
+    num_bits: Bits | None = None
     type: str = "int"
     strategy: str | None = None
-    group_size: int | None = None
+    group_size: GroupSize | None = None
     symmetric: bool = True
 
 
@@ -82,7 +88,7 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
 
     quant_method: str = ""
     quant_algo: str = ""  # modelopt
-    group_size: int | None = None  # modelopt, gptq
+    group_size: GroupSize | None = None  # modelopt, gptq
     exclude_modules: list[str] = []  # modelopt hf_quant_config.json
     ignore: list[str] = []  # modelopt config.json form, compressed-tensors
     quantized_layers: dict[str, dict[str, Any] | None] = {}  # modelopt MIXED_PRECISION
@@ -91,9 +97,9 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     weight_block_size: list[int] | None = None  # fp8
     modules_to_not_convert: list[str] | None = None  # fp8, mxfp4, awq
     ignored_layers: list[str] | None = None  # fp8 (older spelling)
-    bits: int | None = None  # gptq
-    w_bit: int | None = None  # awq
-    q_group_size: int | None = None  # awq
+    bits: Bits | None = None  # gptq
+    w_bit: Bits | None = None  # awq
+    q_group_size: GroupSize | None = None  # awq
     lm_head: bool = False  # gptq, awq: the output head is quantized too
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
 
@@ -172,7 +178,7 @@ def _group_of(qc: Settings) -> int | None:
 def _compressed_tensors(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:
     if not qc.config_groups:
         raise cfg.error(f"{where}.config_groups", "at least one config group")
-    ignore = _ct_match(qc.ignore)
+    ignore = _ct_match(qc.ignore, cfg, f"{where}.ignore")
     default, targeted = None, []
     for name, group in qc.config_groups.items():
         fmt, size, zeros = _ct_format(group.weights or Weights(), group.weight_format or qc.weight_format)
@@ -181,7 +187,7 @@ def _compressed_tensors(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> 
         if any(t.lower().endswith("linear") and not t.startswith("re:") for t in group.targets):
             default = (fmt, size, zeros)
         else:
-            targeted.append((_ct_match(group.targets), fmt))
+            targeted.append((_ct_match(group.targets, cfg, f"{where}.config_groups.{name}.targets"), fmt))
     fallback = default[0] if default else None
 
     def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
@@ -223,7 +229,14 @@ def _simple(spec: ModelSpec, qc: Settings, where: str, method: str, cfg: Cfg) ->
     # a module and what is under it (fp8.py: exact names); AWQ/GPTQ skip by substring (match_mode "substring")
     form = ".*{}.*" if method in ("awq", "gptq") else r"{}(?:\..*)?"
     patterns = [form.format(re.escape(m)) for m in skip]
-    patterns += [key[2:] for key in qc.dynamic if method == "gptq" and key.startswith("-:")]  # GPTQModel skips
+    skips = [key[2:] for key in qc.dynamic if method == "gptq" and key.startswith("-:")]  # GPTQModel skips
+    for p in checked(skips, cfg.file, f"{where}.dynamic"):
+        try:
+            re.compile(p)
+        except re.error as err:
+            raise cfg.error(f"{where}.dynamic", f"keys whose pattern after '-:' is a valid regular expression, got {p[:80]!r} "
+                            f"({err.msg})") from None
+    patterns += skips
     regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.DOTALL) if patterns else None
     head_quantized = method in ("awq", "gptq") and qc.lm_head
 
@@ -261,18 +274,17 @@ def _modelopt_match(patterns: list[str]) -> Callable[[str], bool]:
     return lambda name: regex.fullmatch(name) is not None
 
 
-def _ct_match(patterns: list[str]) -> Callable[[tuple[str, ...]], bool]:
+def _ct_match(patterns: list[str], cfg: Cfg, field: str) -> Callable[[tuple[str, ...]], bool]:
     """compressed-tensors: whether any of the names is one of the exact names or matches one of the `re:`
-    regexes from its start (a pattern that does not compile is skipped). The regexes run once over the names
-    joined by lines."""
+    regexes from its start (a pattern that does not compile is skipped; one that may backtrack without bound is
+    refused, naming `field`). The regexes run once over the names joined by lines."""
     exact = {p for p in patterns if not p.startswith("re:")}
     regexes = []
-    for p in patterns:
-        if p.startswith("re:"):
-            try:
-                regexes.append(re.compile(p[3:]).pattern)
-            except re.error:
-                continue
+    for p in checked([p[3:] for p in patterns if p.startswith("re:")], cfg.file, field):
+        try:
+            regexes.append(re.compile(p).pattern)
+        except re.error:
+            continue
     regex = re.compile("|".join(f"^(?:{r})" for r in regexes), re.MULTILINE) if regexes else None
     return lambda names: not exact.isdisjoint(names) or (regex is not None and regex.search("\n".join(names)) is not None)
 

@@ -1,0 +1,202 @@
+"""Hostile input that used to hang or trace back (issue 29): aliases that recurse or expand without bound, regular
+expressions that backtrack without bound, quantization values out of range, oversized documents and a transfer plan
+of 8 x 52 ranks. Each reproducer is one line and exit 2 (or its answer) well inside the time a hang would take; a
+property test per class draws random inputs of the same shape."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from paths import HF_CONFIGS, TINY_SPEC
+
+from mcache.cli.main import main
+from mcache.core.errors import SpecError
+from mcache.core.files import MAX_DOCUMENT_BYTES
+from mcache.core.hf.patterns import MAX_PATTERNS, unsafe_reason
+from mcache.core.load import MAX_NODES, expanded_size, parse_spec
+
+QWEN3_NEXT = HF_CONFIGS / "qwen3-next-80b-a3b.json"
+CT = {"quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
+
+
+def one_line(args: list[str], capsys, code: int = 2) -> str:
+    """Run the CLI; assert exit `code`, no traceback and one line on stderr; return that line."""
+    assert main(args) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    return err.strip()
+
+
+def quantized(tmp_path: Path, qc: dict, name: str = "config.json") -> str:
+    config = json.loads(QWEN3_NEXT.read_text())
+    config["quantization_config"] = qc
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def laughs(levels: int, width: int = 10) -> str:
+    lines = ["a0: &a0 [" + ",".join(["x"] * width) + "]"]
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+# --- YAML aliases ---------------------------------------------------------------------------------------------
+
+
+def test_a_recursive_alias_is_one_line(tmp_path, capsys):
+    path = tmp_path / "r.yaml"
+    path.write_text("a: &r [*r]\n")
+    line = one_line(["spec", "validate", str(path)], capsys)
+    assert line == f"mcache: {path}: yaml: a document without recursive aliases (an alias refers to a node it is in)"
+
+
+def test_a_billion_laughs_is_refused_before_it_is_built(tmp_path, capsys):
+    path = tmp_path / "laughs.yaml"
+    path.write_text(laughs(9))  # 468 bytes, 10**9 values once expanded
+    start = time.perf_counter()
+    line = one_line(["size", str(path)], capsys)
+    assert time.perf_counter() - start < 5
+    assert line == f"mcache: {path}: yaml: a document of at most 100,000 values once its aliases are expanded"
+
+
+def test_aliases_within_the_bound_still_load():
+    text = Path(TINY_SPEC).read_text().replace("hidden_size: 64", "hidden_size: &h 64").replace("vocab_size: 128",
+                                                                                               "vocab_size: *h")
+    assert parse_spec(text, "t.yaml").vocab_size == 64
+    # laughs(4): the mapping, its 4 keys and lists of 11, 111, 1111 and 11111 values
+    assert expanded_size(yaml.compose(laughs(4))) == 1 + 4 + 11 + 111 + 1111 + 11111 < MAX_NODES
+
+
+def test_expanded_size_by_hand():
+    # mapping(2 keys): 1 + key a + seq(1 + 3 scalars) + key b + alias of that seq (counted again, 4) = 11
+    node = yaml.compose("a: &s [1, 2, 3]\nb: *s\n")
+    assert expanded_size(node) == 1 + 1 + 4 + 1 + 4
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(0, 7), max_size=12)), min_size=1, max_size=8),
+       st.booleans())
+def test_random_alias_documents_load_or_are_refused_quickly(levels, self_ref):
+    """Anchors whose lists repeat earlier anchors (any width and depth), sometimes one referring to itself: a
+    spec error or a document, each in well under a second."""
+    lines = []
+    for i, (_, refs) in enumerate(levels):
+        items = [f"*a{r % i}" if i else "x" for r in refs] + ([f"*a{i}"] if self_ref and i == len(levels) - 1 else [])
+        lines.append(f"a{i}: &a{i} [{', '.join(items) or 'x'}]")
+    text = "\n".join(lines) + "\n"
+    start = time.perf_counter()
+    with pytest.raises(SpecError):  # never a spec: no model fields; refused for aliases or for the fields
+        parse_spec(text, "r.yaml")
+    assert time.perf_counter() - start < 2
+
+
+# --- regular expressions ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pattern, why", [("(.*.*)*X$", "a repetition inside a repetition"),
+                                          ("(a|a)*$", "an alternation inside a repetition"),
+                                          (r"(a)\1", "a backreference"),
+                                          (".*.*.*.*X", "4 repetitions"),
+                                          ("a" * 513, "513 characters")])
+def test_unsafe_patterns_name_why(pattern, why):
+    assert unsafe_reason(pattern) == why
+
+
+@pytest.mark.parametrize("pattern", [r".*mlp\.gate$", r"model\.layers\.\d+\.mlp\..*", r".*layers\.\d+\.self_attn.*",
+                                     "lm_head", r"(?:mtp|lm_head)\..*", "x{0,1}y?"])
+def test_patterns_real_configs_use_are_safe(pattern):
+    assert unsafe_reason(pattern) is None
+
+
+def test_a_backtracking_ignore_pattern_is_one_line(tmp_path, capsys):
+    path = quantized(tmp_path, {**CT, "ignore": ["lm_head", "re:(.*.*)*X$"]})
+    line = one_line(["size", path, "--gpu", "h200"], capsys)
+    assert line.startswith(f"mcache: {path}: quantization_config.ignore: a regular expression of at most 512 characters")
+    assert line.endswith("got '(.*.*)*X$' (a repetition inside a repetition)")
+
+
+def test_a_backtracking_gptq_dynamic_key_is_one_line(tmp_path, capsys):
+    path = quantized(tmp_path, {"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:(a|a)*$": {}}})
+    for command in (["size", path], ["import-hf", path], ["plan", path, "--gpu", "h200"]):
+        line = one_line(command, capsys)
+        assert "quantization_config.dynamic: a regular expression" in line and "(an alternation inside" in line
+
+
+def test_an_invalid_gptq_dynamic_key_is_one_line(tmp_path, capsys):
+    path = quantized(tmp_path, {"quant_method": "gptq", "bits": 4, "dynamic": {"-:(unclosed": {}}})
+    assert one_line(["size", path], capsys) == (f"mcache: {path}: quantization_config.dynamic: keys whose pattern after "
+                                                "'-:' is a valid regular expression, got '(unclosed' (missing ), "
+                                                "unterminated subpattern)")
+
+
+def test_too_many_patterns_are_refused(tmp_path, capsys):
+    path = quantized(tmp_path, {**CT, "ignore": [f"re:.*layer{i}$" for i in range(MAX_PATTERNS + 1)]})
+    assert one_line(["size", path], capsys).endswith(f"at most {MAX_PATTERNS} regular expressions, got {MAX_PATTERNS + 1}")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(alphabet="a.*+?|()[]\\d{}1,$^x", max_size=24))
+def test_random_patterns_are_refused_or_run_quickly(pattern):
+    """Any pattern mcache agrees to run matches every module name of a 128-layer model well inside a second."""
+    if unsafe_reason(pattern) is not None:
+        return
+    try:
+        regex = re.compile(f"^(?:{pattern})", re.MULTILINE)
+    except (re.error, OverflowError, RecursionError):
+        return
+    names = "\n".join(f"model.layers.{i}.{leaf}" for i in range(128)
+                      for leaf in ("mixer.in_proj", "self_attn.q_proj", "mlp.experts.0.up_proj", "mlp.shared_expert.down_proj"))
+    start = time.perf_counter()
+    regex.search(names + "\n" + "a" * 60)
+    assert time.perf_counter() - start < 1
+
+
+# --- numbers out of range ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qc, field, expected", [
+    ({"quant_method": "gptq", "bits": 4, "group_size": -5}, "quantization_config.group_size", "Expected `int` >= -1"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 2**70}, "quantization_config.group_size",
+     "Expected `int` <= 1099511627776"),
+    ({"quant_method": "awq", "w_bit": 2**41}, "quantization_config.w_bit", "Expected `int` <= 64"),
+    ({**CT, "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": -5}}}},
+     "quantization_config.config_groups[...].weights.group_size", "Expected `int` >= -1"),
+])
+def test_quantization_values_out_of_range_are_one_line(tmp_path, capsys, qc, field, expected):
+    path = quantized(tmp_path, qc)
+    assert one_line(["size", path], capsys) == f"mcache: {path}: {field}: {expected}"
+
+
+# --- sizes of inputs and of work ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["big.json", "big.yaml"])
+def test_a_document_over_the_limit_is_refused_unread(tmp_path, capsys, name):
+    path = tmp_path / name
+    with open(path, "wb") as f:
+        f.truncate(MAX_DOCUMENT_BYTES + 1)  # sparse: the test writes nothing
+    line = one_line(["size", str(path)], capsys)
+    assert line == (f"mcache: {path}: file: a file of at most {MAX_DOCUMENT_BYTES >> 20} MiB (mcache reads documents "
+                    "whole; this one is larger)")
+
+
+def test_a_transfer_plan_of_8_by_52_ranks_is_quick(tmp_path):
+    out = tmp_path / "plan.json"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mcache.cli.main", "size", "nemotron-h-8b", "--tp", "8", "--pp", "52",
+                    "--transfer-to-tp", "8", "--transfer-to-pp", "52", "--format", "json", "-o", str(out)],
+                   check=True, timeout=60)
+    assert time.perf_counter() - start < 30  # minutes before this plan was computed per pair of stages
+    plan = json.loads(out.read_text())["transfer"]
+    assert plan["pairs"] and all(p["sender"] == p["receiver"] for p in plan["pairs"])  # same layout: each rank to itself

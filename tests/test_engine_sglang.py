@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from engines_util import config_spec, gib, run
 
-from mcache.core.engines.common import GIB
-from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction
+from mcache.core.engines.common import GIB, ServeArgs
+from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"
@@ -147,3 +147,10 @@ def test_unknown_setting_is_refused():
 
     with pytest.raises(LayoutError, match="not a setting of SGLang"):
         run("sglang", config_spec(QWEN35), max_num_seqs=8)
+
+
+def test_serve_command_spells_sglangs_flags():
+    line = serve_command(ServeArgs("org/model", 1, 2, 32768, None, "bfloat16", draft=3, prefix="off"))
+    assert line == ("python -m sglang.launch_server --model-path org/model --tp-size 1 --pp-size 2 --context-length "
+                    "32768 --mamba-ssm-dtype bfloat16 --disable-radix-cache --speculative-algorithm EAGLE "
+                    "--speculative-num-steps 3")

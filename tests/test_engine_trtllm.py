@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from engines_util import config_spec, gib, run
 
+from mcache.core.engines.common import ServeArgs
+from mcache.core.engines.trtllm import serve_command
 from mcache.core.errors import LayoutError
 
 H200 = 143_771 << 20
@@ -90,3 +92,9 @@ def test_without_a_gpu_only_the_memory_free_figures():
     st = stage(run("trtllm", "nemotron-h-8b"))
     assert st.fields["fixed_cost_bytes"] == 2049 * 51_806_208
     assert st.fields["max_tokens"] is None and st.max_running_requests is None
+
+
+def test_serve_command_is_llm_api_options():
+    options = serve_command(ServeArgs("org/model", 4, 1, 8192, "fp8", draft=1, mtp=True))
+    assert options == ('{"tensor_parallel_size": 4, "pipeline_parallel_size": 1, "max_seq_len": 8192, "kv_cache_config": '
+                       '{"dtype": "fp8"}, "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 1}}')

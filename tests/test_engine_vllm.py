@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 from engines_util import config_spec, gib, run
 
+from mcache.core.engines.common import ServeArgs
+from mcache.core.engines.vllm import serve_command
+
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
 # per GDN layer: conv (2*16*128 + 48*128) x 3 rows = 30,720 elements; state 48 x 128 x 128 = 786,432 elements
 CONV, STATE = 30_720, 786_432
@@ -247,3 +250,10 @@ def test_unknown_settings_are_refused():
         qwen35(mamba_cache_mode="sometimes")
     with pytest.raises(LayoutError, match="not a setting of vLLM"):
         qwen35(mem_fraction_static=0.8)
+
+
+def test_serve_command_spells_vllms_flags():
+    line = serve_command(ServeArgs("org/model", 2, 1, 8192, "fp8", "float32", draft=2, mtp=True, prefix="off"))
+    assert line == ("vllm serve org/model --tensor-parallel-size 2 --pipeline-parallel-size 1 --max-model-len 8192 "
+                    "--kv-cache-dtype fp8 --mamba-ssm-cache-dtype float32 --no-enable-prefix-caching "
+                    "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'")

@@ -16,9 +16,10 @@ from pathlib import Path
 from msgspec import Struct
 
 from mcache.core.deployment import Deployment, EngineSettingError, size_deployment
+from mcache.core.engines import serve_command
+from mcache.core.engines.common import ServeArgs
 from mcache.core.engines.options import engine_settings
 from mcache.core.errors import LayoutError
-from mcache.core.files import json_text
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.weights import unknown_fields
@@ -171,34 +172,13 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, 
                   kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str) -> str:
     """What reproduces a candidate: `vllm serve` or SGLang's `launch_server` flags, TensorRT-LLM's LLM-API
     options (JSON), or the `mcache size` command for the neutral model."""
-    model = model_path(spec, spec_arg)
-    if engine == "vllm":  # vllm/engine/arg_utils.py flag names
-        args = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--pipeline-parallel-size", pp, "--max-model-len", context]
-        args += ["--kv-cache-dtype", kv] if kv else []
-        args += ["--mamba-ssm-cache-dtype", ssm] if ssm else []
-        args += [] if prefix == "default" else ["--enable-prefix-caching" if prefix == "on" else "--no-enable-prefix-caching"]
-        if draft:  # vllm/config/speculative.py: MTP heads when the model has them, else n-gram lookup
-            method = {"method": "mtp" if spec.mtp else "ngram", "num_speculative_tokens": draft}
-            args += ["--speculative-config", json_text(method, indent=None)]
-    elif engine == "sglang":  # sglang/srt/server_args.py flag names
-        args = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", tp, "--pp-size", pp,
-                "--context-length", context]
-        args += ["--kv-cache-dtype", kv] if kv else []
-        args += ["--mamba-ssm-dtype", ssm] if ssm else []
-        args += ["--disable-radix-cache"] if prefix == "off" else []
-        args += ["--speculative-algorithm", "NEXTN" if spec.mtp else "EAGLE", "--speculative-num-steps", draft] if draft else []
-    elif engine == "trtllm":  # tensorrt_llm/llmapi/llm_args.py: LLM(...) keyword arguments and KvCacheConfig fields
-        cache = {"dtype": kv} if kv else {}
-        cache |= {"mamba_ssm_cache_dtype": ssm} if ssm else {}
-        options = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "max_seq_len": context}
-        options |= {"kv_cache_config": cache} if cache else {}
-        options |= {"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": draft}} if draft else {}
-        return json_text(options, indent=None)
-    else:
-        args = ["mcache", "size", spec_arg, "--gpu", gpu, "--tp", tp, "--pp", pp, "--max-seq-len", context]
-        args += ["--kv-dtype", kv] if kv else []
-        args += ["--ssm-dtype", ssm] if ssm else []
-        args += ["--draft", draft, "--spec-scheme", scheme] if draft else []
+    if engine:
+        serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix)
+        return serve_command(engine, serve)
+    args = ["mcache", "size", spec_arg, "--gpu", gpu, "--tp", tp, "--pp", pp, "--max-seq-len", context]
+    args += ["--kv-dtype", kv] if kv else []
+    args += ["--ssm-dtype", ssm] if ssm else []
+    args += ["--draft", draft, "--spec-scheme", scheme] if draft else []
     return shlex.join(str(a) for a in args)
 
 

@@ -91,6 +91,23 @@ class EngineRun(Struct):
         }
 
 
+class ServeArgs(Struct, frozen=True):
+    """A deployment as `mcache plan` varies it, for an engine's `serve_command`: what the engine loads (`model`: a
+    Hugging Face repository or a folder), the layout, the max model length, the cache dtypes by the engine's names
+    (None: its default), draft tokens (drafted by the model's MTP head when it has one, `mtp`) and prefix caching
+    (`default`: the engine's; `on` or `off`)."""
+
+    model: str
+    tp: int
+    pp: int
+    context: int
+    kv_dtype: str | None = None
+    ssm_dtype: str | None = None
+    draft: int = 0
+    mtp: bool = False
+    prefix: str = "default"
+
+
 class Settings:
     """The settings of one run: each `take` returns the given value, else the default, and records its source.
 

@@ -1,14 +1,20 @@
 """SGLang: state dtypes, the split of the static memory between the state pool and the token pool, the state
-slots each running request holds, speculative buffers, `max_total_num_tokens` and `max_running_requests`.
+slots each running request holds, speculative buffers, `max_total_num_tokens` and `max_running_requests`; and the
+`sglang.launch_server` line that starts a deployment `mcache plan` found.
 
-Sources (sgl-project/sglang, late-2026 main): `python/sglang/srt/configs/mamba_utils.py` (shapes, dtypes),
+Sources (sgl-project/sglang at tag v0.5.23): `python/sglang/srt/configs/mamba_utils.py` (shapes, dtypes),
 `python/sglang/srt/mem_cache/kv_cache_configurator.py` (`_profile_available_bytes`, `_handle_max_mamba_cache`,
 `_calculate_mamba_ratio`, `resolve_max_num_reqs`), `python/sglang/srt/model_executor/pool_configurator.py` (cell
 size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot), `python/sglang/srt/arg_groups/`
-(`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults).
+(`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults),
+`python/sglang/srt/server_args.py` (flag names).
 """
 
 from __future__ import annotations
+
+import shlex
+
+from msgspec import Struct
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -16,6 +22,7 @@ from mcache.core.engines.common import (
     EngineInputs,
     EngineRun,
     EngineStage,
+    ServeArgs,
     Settings,
     mtp_attention_layers,
     stage_contexts,
@@ -26,6 +33,7 @@ from mcache.core.engines.common import (
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
@@ -37,6 +45,15 @@ STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4m3": "float8_e4m3fn",
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
+DEFAULT_PAGE_SIZE = 1  # server_args.py: ServerArgs.page_size (a token pool of single tokens)
+DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py: ServerArgs.mamba_full_memory_ratio
+DEFAULT_STRATEGY = "auto"  # server_args.py: ServerArgs.mamba_radix_cache_strategy
+SPECULATIVE_MAX_RUNNING_REQUESTS = 48  # arg_groups/overrides.py: max_running_requests with speculative decoding
+MAX_PREFILL_TOKENS = 16384  # server_args.py: ServerArgs.max_prefill_tokens (logged at start-up)
+# arg_groups/memory_hook.py: chunked_prefill_size by GPU memory (MiB below each limit), else the largest; without a GPU
+CHUNKED_PREFILL_BY_GPU_MB = ((20480, 2048), (61440, 4096), (163840, 8192))
+CHUNKED_PREFILL_LARGEST = 16384
+CHUNKED_PREFILL_WITHOUT_GPU = 4096
 CONTEXT_RESERVE = GIB // 2  # assumed: CUDA context and NCCL buffers, taken before the weights load
 # arg_groups/overrides.py: architectures whose hybrid state works with the radix cache (_MAMBA_RADIX_CACHE_ARCHS),
 # and those of them with the extra-buffer strategy (_MAMBA_EXTRA_BUFFER_ARCHS); the others run without radix cache.
@@ -47,66 +64,119 @@ EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForCausalLM", "Qwen3NextFo
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
 
 
+class Setup(Struct, frozen=True):
+    """SGLang's settings for the run, as it resolved them: the context length and the context asked, the cache
+    dtypes, draft tokens, the page size, the state slots per running request (`ratio`, by the radix-cache strategy
+    `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
+    prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
+    whether the state pool follows the requests asked for (without radix cache)."""
+
+    context_len: int
+    context: int
+    dtypes: CacheDtypes
+    drafts: int
+    page: int
+    strategy: str
+    ratio: int
+    user_requests: int | None
+    r: float
+    fixed_slots: int | None
+    total_tokens_cap: int | None
+    chunked: int
+    mfs: float | None
+    pre: int | None
+    slots_follow_requests: bool
+
+
+class StatePool(Struct, frozen=True):
+    """One stage's state pool and token pool: why it fails (None: it fits), its slots, and the tokens its memory
+    holds (None without a GPU)."""
+
+    error: str | None = None
+    slots: int = 0
+    tokens: int | None = None
+
+
 def run(inputs: EngineInputs) -> EngineRun:
     """SGLang's sizing of every PP stage."""
-    spec, layout = inputs.spec, inputs.layout
     s = Settings(inputs.given, SETTINGS, "SGLang")
+    setup = _setup(inputs, s)
+    contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
+    weights = s.weights(contexts)
+    # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
+    # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
+    per_slot = max(_slot_bytes(ctx, setup.dtypes)[0] for ctx in contexts)
+    pools = [_pool(ctx, weight, per_slot, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
+    known = [pool.tokens for pool in pools if pool.tokens is not None]
+    shared_tokens = min(known) if known else None
+    stages = [_stage(ctx, inputs, setup, pool, shared_tokens, per_slot) for ctx, pool in zip(contexts, pools, strict=True)]
+    caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
+
+
+def serve_command(args: ServeArgs) -> str:
+    """The `python -m sglang.launch_server` line of a deployment (sglang/srt/server_args.py flag names)."""
+    line = ["python", "-m", "sglang.launch_server", "--model-path", args.model, "--tp-size", args.tp, "--pp-size",
+            args.pp, "--context-length", args.context]
+    line += ["--kv-cache-dtype", args.kv_dtype] if args.kv_dtype else []
+    line += ["--mamba-ssm-dtype", args.ssm_dtype] if args.ssm_dtype else []
+    line += ["--disable-radix-cache"] if args.prefix == "off" else []
+    if args.draft:
+        line += ["--speculative-algorithm", "NEXTN" if args.mtp else "EAGLE", "--speculative-num-steps", args.draft]
+    return shlex.join(str(a) for a in line)
+
+
+def _setup(inputs: EngineInputs, s: Settings) -> Setup:
+    """The settings of the run: given, else SGLang's defaults and heuristics, in the order SGLang resolves them."""
+    spec = inputs.spec
     arch = spec.architecture or ""
     context_len = s.model_length("context_length", spec)
-    context = inputs.context or context_len
     dtypes = _dtypes(spec, s)
     steps = s.take("speculative_num_steps", 0)
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
-    page = s.take("page_size", 1)
-    ratio_name, ratio = _ratio(s, arch)
-    user_requests = s.take("max_running_requests", 48 if drafts else None)  # reset to 48 for speculative decoding
-    r = s.take("mamba_full_memory_ratio", 0.9)
+    page = s.take("page_size", DEFAULT_PAGE_SIZE)
+    strategy, ratio = _ratio(s, arch)
+    user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
+    r = s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb))
-    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, layout) if gpu_mb else None)
+    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs.layout) if gpu_mb else None)
     pre = s.take("pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
                  "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context")
-    contexts = stage_contexts(spec, layout, dtypes)
-    weights = s.weights(contexts)
-    # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
-    # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
-    per_slot = max(_slot_bytes(ctx, dtypes)[0] for ctx in contexts)
-    pools = []
-    for ctx, weight in zip(contexts, weights, strict=True):
-        if pre is None or mfs is None:
-            pools.append((None, 0, None))
-            continue
-        rest = pre * mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
-        error, slots, rest = _state_pool(rest, per_slot, fixed_slots, user_requests, ratio, drafts, r, s)
-        cell = _cell(ctx, spec, dtypes, drafts)
-        tokens = None
-        if error is None:
-            tokens = int(rest) // cell // page * page if cell else context_len
-            if total_tokens_cap is not None:
-                tokens = min(tokens, total_tokens_cap)
-        pools.append((error, slots, tokens))
-    known = [tokens for _, _, tokens in pools if tokens is not None]
-    shared_tokens = min(known) if known else None
-    stages = [_stage(ctx, spec, dtypes, pool, shared_tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked,
-                     context_len, context, user_requests) for ctx, pool in zip(contexts, pools, strict=True)]
-    caveats = window_caveats(spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
-    return EngineRun(NAME, context_len, context, s.values, s.sources, dtypes, stages, caveats)
+    follow = s.values["disable_radix_cache"] and s.given.get("max_running_requests") is not None
+    return Setup(context_len, inputs.context or context_len, dtypes, drafts, page, strategy, ratio, user_requests, r,
+                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow)
 
 
-def _stage(ctx, spec, dtypes, pool, tokens, per_slot, drafts, page, ratio, ratio_name, mfs, chunked, context_len,
-           context, user_requests) -> EngineStage:
+def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:
+    """One stage's state pool and the tokens the rest of its static memory holds."""
+    if setup.pre is None or setup.mfs is None:
+        return StatePool()
+    rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
+    error, slots, rest = _state_pool(rest, per_slot, setup)
+    if error is not None:
+        return StatePool(error, slots)
+    cell = _cell(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    tokens = int(rest) // cell // setup.page * setup.page if cell else setup.context_len
+    if setup.total_tokens_cap is not None:
+        tokens = min(tokens, setup.total_tokens_cap)
+    return StatePool(None, slots, tokens)
+
+
+def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool, tokens: int | None,
+           per_slot: int) -> EngineStage:
     """One stage's figures, log lines and verdict from its state pool and the stages' common token pool."""
-    error, slots, own_tokens = pool
-    cell = _cell(ctx, spec, dtypes, drafts)
-    fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": ratio,
-              "mamba_radix_cache_strategy": ratio_name, "mem_fraction_static": mfs,
+    cell = _cell(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    mfs, error, slots = setup.mfs, pool.error, pool.slots
+    fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": setup.ratio,
+              "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
-    if mfs is None or (error is None and own_tokens is None):
+    if mfs is None or (error is None and pool.tokens is None):
         return EngineStage(ctx.stage, None, None, [], None, fields)
     log: list[str] = []
-    _, conv, ssm = _slot_bytes(ctx, dtypes)
+    _, conv, ssm = _slot_bytes(ctx, setup.dtypes)
     if error is None and per_slot and ctx.recurrent_kinds:
         log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "
                    f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
@@ -116,24 +186,24 @@ def _stage(ctx, spec, dtypes, pool, tokens, per_slot, drafts, page, ratio, ratio
     requests, binding = 0, "start-up"
     if error is None:
         if cell:
-            log.append(_kv_log(ctx, dtypes, tokens, page))
-        requests, binding, warning = _max_requests(tokens, context_len, user_requests, slots, ratio, per_slot)
+            log.append(_kv_log(ctx, setup.dtypes, tokens, setup.page))
+        requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
         if warning:
             log.append(warning)
         if requests <= 0:
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
-                     f"max_mamba_cache_size={slots}, mamba_ratio={ratio}, resulting max_num_reqs={requests}. Try: "
+                     f"max_mamba_cache_size={slots}, mamba_ratio={setup.ratio}, resulting max_num_reqs={requests}. Try: "
                      "(1) reduce --max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with "
                      "more memory.")
     if error is not None:
         log.append(error)
         return EngineStage(ctx.stage, 0, error, log, "start-up", fields)
-    log.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={chunked}, max_prefill_tokens=16384, "
-               f"max_running_requests={requests}, context_len={context_len}")
+    log.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={setup.chunked}, max_prefill_tokens="
+               f"{MAX_PREFILL_TOKENS}, max_running_requests={requests}, context_len={setup.context_len}")
     fields.update(max_total_num_tokens=tokens, max_mamba_cache_size=slots if per_slot else None,
                   max_running_requests_logged=requests)
-    if tokens // context < requests:  # what runs at once at the context: the token pool admits this many
-        requests, binding = tokens // context, "KV tokens"
+    if tokens // setup.context < requests:  # what runs at once at the context: the token pool admits this many
+        requests, binding = tokens // setup.context, "KV tokens"
     return EngineStage(ctx.stage, requests, None, log, binding, fields)
 
 
@@ -184,7 +254,7 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int]:
     cache; with it 3 (no_buffer), 4 (extra_buffer without overlap, extra_buffer_lazy) or 5 (extra_buffer with the
     overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py)."""
     no_radix = s.take("disable_radix_cache", arch not in RADIX_ARCHS)
-    strategy = s.take("mamba_radix_cache_strategy", "auto")
+    strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
     if strategy not in STRATEGIES:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
@@ -201,23 +271,23 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int]:
     return strategy, 4 if no_overlap else 5
 
 
-def _state_pool(rest: float, per: int, fixed: int | None, requests: int | None, ratio: int, drafts: int, r: float,
-                s: Settings) -> tuple[str | None, int, float]:
+def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, float]:
     """(error, slots, bytes left for the token pool): kv_cache_configurator.py _handle_max_mamba_cache. The slots are
     --max-mamba-cache-size, or the running requests without radix cache, or the share r / (1 + r) of the memory;
     drafts reserve their intermediate states per running request; the pool has one dummy slot more."""
+    requests, ratio, drafts = setup.user_requests, setup.ratio, setup.drafts
     if not per:
         return None, 0, rest
-    if fixed is not None:
-        slots = fixed
+    if setup.fixed_slots is not None:
+        slots = setup.fixed_slots
         if drafts:
             rest -= per * (min(requests, slots // ratio) + 1) * drafts
-    elif s.values["disable_radix_cache"] and s.given.get("max_running_requests") is not None:
+    elif setup.slots_follow_requests:
         slots = requests
         if drafts:
             rest -= per * (slots + 1) * drafts
     else:
-        budget = rest * r / (1 + r)
+        budget = rest * setup.r / (1 + setup.r)
         if drafts:
             slots = int((budget - per * (1 + drafts)) // (per * (1 + drafts / ratio)))
             rest -= per * (min(requests, slots // ratio) + 1) * drafts
@@ -231,11 +301,11 @@ def _state_pool(rest: float, per: int, fixed: int | None, requests: int | None, 
     return None, slots, rest - (slots + 1) * per
 
 
-def _max_requests(tokens: int, context_len: int, user: int | None, slots: int, ratio: int,
-                  per_slot: int) -> tuple[int, str, str | None]:
+def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple[int, str, str | None]:
     """kv_cache_configurator.py resolve_max_num_reqs: the user's value or clamp(tokens / context * 512, 2048, 4096),
     at most half the tokens, and at most the state slots / ratio; with what binds and the warning SGLang logs."""
-    estimated = max(min(int(tokens / context_len * 512), 4096), 2048)
+    user, ratio = setup.user_requests, setup.ratio
+    estimated = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
     requests, binding = (min(user, tokens // 2), "max_running_requests") if user else (min(estimated, tokens // 2),
                                                                                        "default max_running_requests")
     if requests == tokens // 2 and requests < (user or estimated):
@@ -261,11 +331,11 @@ def _kv_log(ctx, dtypes: CacheDtypes, tokens: int, page: int) -> str:
 def _chunked_prefill(gpu_mb: int | None) -> int:
     """arg_groups/memory_hook.py: the chunked prefill size by GPU memory."""
     if gpu_mb is None:
-        return 4096
-    for limit, size in ((20480, 2048), (61440, 4096), (163840, 8192)):
+        return CHUNKED_PREFILL_WITHOUT_GPU
+    for limit, size in CHUNKED_PREFILL_BY_GPU_MB:
         if gpu_mb < limit:
             return size
-    return 16384
+    return CHUNKED_PREFILL_LARGEST
 
 
 def _mem_fraction(gpu_mb: int, chunked: int, layout) -> float:

@@ -1,17 +1,21 @@
 """TensorRT-LLM (PyTorch backend) with its C++ hybrid cache manager: the state dtype, the fixed state cost of
 `max_batch_size x pp + 1` slots, the budget `free_gpu_memory_fraction` takes of the memory left after the
-profiled peak, the KV tokens left for attention, and the start-up failure when the fixed cost does not fit.
+profiled peak, the KV tokens left for attention, and the start-up failure when the fixed cost does not fit; and the
+LLM-API options that start a deployment `mcache plan` found.
 
-Sources (NVIDIA/TensorRT-LLM, late-2026 main): `tensorrt_llm/_torch/pyexecutor/_util.py` (`KvCacheCreator`,
-`CacheCost`, `_cal_max_memory` and its log lines), `tensorrt_llm/_torch/pyexecutor/kv_cache/mamba_cache_manager.py`
-(`CppMambaHybridCacheManager.get_cache_size_per_token`: the affine cost), `tensorrt_llm/_torch/pyexecutor/
-config_utils.py` (`MambaKVCacheParams`, `resolve_ssm_cache_dtype`), `tensorrt_llm/_torch/modules/mamba/mamba2_tp.py`
-(Mamba2 groups replicated when tp > n_groups), `tensorrt_llm/llmapi/llm_args.py` (`KvCacheConfig`, `BaseLlmArgs`
-defaults). KV cache manager V2 (`use_kv_cache_manager_v2`, which splits the budget by a typical step) is not
-modelled: this is the V1 manager (`use_kv_cache_manager_v2: false`).
+Sources (NVIDIA/TensorRT-LLM, main at commit 151c21c6a0034712a71fb0352cf7c75ea07b7b5b):
+`tensorrt_llm/_torch/pyexecutor/_util.py` (`KvCacheCreator`, `CacheCost`, `_cal_max_memory` and its log lines),
+`tensorrt_llm/_torch/pyexecutor/kv_cache/mamba_cache_manager.py` (`CppMambaHybridCacheManager.get_cache_size_per_token`:
+the affine cost), `tensorrt_llm/_torch/pyexecutor/config_utils.py` (`MambaKVCacheParams`, `resolve_ssm_cache_dtype`),
+`tensorrt_llm/_torch/modules/mamba/mamba2_tp.py` (Mamba2 groups replicated when tp > n_groups),
+`tensorrt_llm/llmapi/llm_args.py` (`KvCacheConfig`, `BaseLlmArgs` defaults and option names). KV cache manager V2
+(`use_kv_cache_manager_v2`, which splits the budget by a typical step) is not modelled: this is the V1 manager
+(`use_kv_cache_manager_v2: false`).
 """
 
 from __future__ import annotations
+
+from msgspec import Struct
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -19,6 +23,7 @@ from mcache.core.engines.common import (
     EngineInputs,
     EngineRun,
     EngineStage,
+    ServeArgs,
     Settings,
     mtp_attention_layers,
     stage_contexts,
@@ -28,89 +33,135 @@ from mcache.core.engines.common import (
     window_caveats,
 )
 from mcache.core.errors import LayoutError
+from mcache.core.files import json_text
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
+from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "trtllm"
 SETTINGS = ("max_batch_size", "max_seq_len", "free_gpu_memory_fraction", "tokens_per_block", "mamba_ssm_cache_dtype",
             "kv_cache_dtype", "max_draft_len", "max_tokens")
 KV_DTYPES = {"auto": None, "fp8": "float8_e4m3fn"}  # KvCacheConfig.dtype with a plain per-token cache
+DEFAULT_MAX_BATCH_SIZE = 2048  # llmapi/llm_args.py: BaseLlmArgs.max_batch_size
+DEFAULT_FREE_GPU_MEMORY_FRACTION = 0.9  # llmapi/llm_args.py: KvCacheConfig.free_gpu_memory_fraction
+DEFAULT_TOKENS_PER_BLOCK = 32  # llmapi/llm_args.py: KvCacheConfig.tokens_per_block
 DUMMY_SLOTS = 1  # mamba_cache_manager.py: one CUDA-graph padding slot, shared by every padded request
+UNSUPPORTED_KINDS = ("mamba1", "short_conv", "lightning")  # no state manager in the hybrid cache manager
+
+
+class Setup(Struct, frozen=True):
+    """TensorRT-LLM's settings for the run: max_batch_size, the max sequence length and the context asked, the
+    fraction of the free memory the KV cache takes, tokens per block, draft tokens, the `max_tokens` cap, the
+    memory the profiling finds besides the weights, and the cache dtypes."""
+
+    batch: int
+    max_len: int
+    context: int
+    fraction: float
+    block: int
+    drafts: int
+    max_tokens: int | None
+    non_kv: int
+    dtypes: CacheDtypes
 
 
 def run(inputs: EngineInputs) -> EngineRun:
     """TensorRT-LLM's sizing of every PP stage."""
-    spec, layout = inputs.spec, inputs.layout
+    spec = inputs.spec
     s = Settings(inputs.given, SETTINGS, "TensorRT-LLM")
-    unsupported = sorted({k for k in ("mamba1", "short_conv", "lightning") if getattr(spec, k) is not None})
+    unsupported = sorted({k for k in UNSUPPORTED_KINDS if getattr(spec, k) is not None})
     if unsupported:
         raise LayoutError("engine", f"a model TensorRT-LLM's hybrid cache manager serves (Mamba2, GatedDeltaNet or KDA "
                                     f"states); this one has {', '.join(unsupported)} layers")
-    batch = s.take("max_batch_size", 2048)
-    max_len = s.model_length("max_seq_len", spec)
-    context = inputs.context or max_len
-    fraction = s.take("free_gpu_memory_fraction", 0.9)
-    block = s.take("tokens_per_block", 32)
+    setup = _setup(inputs, s)
+    contexts = stage_contexts(spec, inputs.layout, setup.dtypes)
+    weights = s.weights(contexts)
+    stages = [_stage(ctx, weight, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
+    _share_tokens(stages, setup, inputs.layout.pp)
+    caveats = window_caveats(spec, "TensorRT-LLM", "per-window KV pools (max_attention_window)")
+    return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
+
+
+def serve_command(args: ServeArgs) -> str:
+    """The LLM-API options of a deployment, as JSON (tensorrt_llm/llmapi/llm_args.py: `LLM(...)` keyword arguments
+    and `KvCacheConfig` fields)."""
+    cache = {"dtype": args.kv_dtype} if args.kv_dtype else {}
+    cache |= {"mamba_ssm_cache_dtype": args.ssm_dtype} if args.ssm_dtype else {}
+    options = {"tensor_parallel_size": args.tp, "pipeline_parallel_size": args.pp, "max_seq_len": args.context}
+    options |= {"kv_cache_config": cache} if cache else {}
+    options |= {"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": args.draft}} if args.draft else {}
+    return json_text(options, indent=None)
+
+
+def _setup(inputs: EngineInputs, s: Settings) -> Setup:
+    """The settings of the run: given, else TensorRT-LLM's defaults (a `LayoutError` for a fraction out of range)."""
+    batch = s.take("max_batch_size", DEFAULT_MAX_BATCH_SIZE)
+    max_len = s.model_length("max_seq_len", inputs.spec)
+    fraction = s.take("free_gpu_memory_fraction", DEFAULT_FREE_GPU_MEMORY_FRACTION)
+    block = s.take("tokens_per_block", DEFAULT_TOKENS_PER_BLOCK)
     drafts = s.take("max_draft_len", 0)
     max_tokens = s.take("max_tokens", None)
     non_kv = s.non_kv_memory("TensorRT-LLM profiles its activation peak and non-torch memory at start-up")
     if not 0 < fraction <= 1:
         raise LayoutError("free_gpu_memory_fraction", f"a fraction in (0, 1], got {fraction}")
-    dtypes = _dtypes(spec, s)
-    contexts = stage_contexts(spec, layout, dtypes)
-    weights = s.weights(contexts)
-    stages = []
-    for ctx, weight in zip(contexts, weights, strict=True):
-        slot = _slot_bytes(ctx, dtypes)
-        slope = _token_bytes(ctx, spec, dtypes, drafts)
-        fixed_slots = batch * layout.pp + DUMMY_SLOTS
-        intercept = fixed_slots * slot
-        fields = {"max_batch_size": batch, "state_slot_bytes": slot, "kv_token_bytes": slope,
-                  "fixed_state_slots": fixed_slots, "fixed_cost_bytes": intercept, "kv_cache_budget_bytes": None,
-                  "max_tokens": None, "largest_max_batch_size": None, "best_max_batch_size": None}
-        if inputs.gpu_bytes is None:
-            stages.append(EngineStage(ctx.stage, None, None, [], None, fields))
-            continue
-        peak = weight + non_kv
-        budget = int((inputs.gpu_bytes - peak) * fraction)  # _util.py _cal_max_memory
-        seq_tokens = cdiv(context, block) * block
-        largest = _largest_batch(budget, slot, slope * seq_tokens, layout.pp)
-        best = _best_batch(budget, slot, slope * seq_tokens, layout.pp)
-        fields.update(kv_cache_budget_bytes=budget, largest_max_batch_size=largest, best_max_batch_size=best)
-        log = [f"Peak memory during memory usage profiling (torch + non-torch): {peak / GIB:.2f} GiB, available KV cache "
-               f"memory when calculating max tokens: {budget / GIB:.2f} GiB, fraction is set {fraction}, kv size per "
-               f"token is {slope} bytes/token + {intercept} bytes fixed cost. device total memory "
-               f"{inputs.gpu_bytes / GIB:.2f} GiB, temporary kv cache memory during profiling 0.00 GiB"]
-        if max_tokens is not None:
-            budget = min(budget, slope * max_tokens + intercept)
-        log.append(f"Estimated max memory in KV cache : {budget / GIB:.2f} GiB")
-        tokens = max((budget - intercept) // slope, 0) if slope else 0  # CacheCost.tokens_for_budget
-        if max_tokens is not None:
-            tokens = min(tokens, max_tokens)
-        tokens = tokens // block * block
-        error = None
-        if budget < intercept + slope * block:
-            error = (f"Impossible to fit in any sequence in kvCache: the fixed cost of {fixed_slots} state slots "
-                     f"(max_batch_size {batch} x pp {layout.pp} + {DUMMY_SLOTS}) is {intercept / GIB:.2f} GiB of the "
-                     f"{budget / GIB:.2f} GiB KV cache budget; "
-                     + (f"max_batch_size {largest} fits" if largest else "no max_batch_size fits"))
-            log.append(error)
-        stages.append(EngineStage(ctx.stage, 0, error, log, "start-up", fields))
-        fields["max_tokens"] = tokens
-    # resource_manager.py: the ranks agree on the smallest KV pool (an allgather of blocks per window)
+    dtypes = _dtypes(inputs.spec, s)
+    return Setup(batch, max_len, inputs.context or max_len, fraction, block, drafts, max_tokens, non_kv, dtypes)
+
+
+def _stage(ctx: RankContext, weight: int, inputs: EngineInputs, setup: Setup) -> EngineStage:
+    """One stage's affine cost (fixed state slots + KV per token), its budget, its tokens before the ranks agree, and
+    its start-up failure (the running requests are filled once the ranks agree)."""
+    pp, block = inputs.layout.pp, setup.block
+    slot = _slot_bytes(ctx, setup.dtypes)
+    slope = _token_bytes(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    fixed_slots = setup.batch * pp + DUMMY_SLOTS
+    intercept = fixed_slots * slot
+    fields = {"max_batch_size": setup.batch, "state_slot_bytes": slot, "kv_token_bytes": slope,
+              "fixed_state_slots": fixed_slots, "fixed_cost_bytes": intercept, "kv_cache_budget_bytes": None,
+              "max_tokens": None, "largest_max_batch_size": None, "best_max_batch_size": None}
+    if inputs.gpu_bytes is None:
+        return EngineStage(ctx.stage, None, None, [], None, fields)
+    peak = weight + setup.non_kv
+    budget = int((inputs.gpu_bytes - peak) * setup.fraction)  # _util.py _cal_max_memory
+    seq_tokens = cdiv(setup.context, block) * block
+    largest = _largest_batch(budget, slot, slope * seq_tokens, pp)
+    fields.update(kv_cache_budget_bytes=budget, largest_max_batch_size=largest,
+                  best_max_batch_size=_best_batch(budget, slot, slope * seq_tokens, pp))
+    log = [f"Peak memory during memory usage profiling (torch + non-torch): {peak / GIB:.2f} GiB, available KV cache "
+           f"memory when calculating max tokens: {budget / GIB:.2f} GiB, fraction is set {setup.fraction}, kv size per "
+           f"token is {slope} bytes/token + {intercept} bytes fixed cost. device total memory "
+           f"{inputs.gpu_bytes / GIB:.2f} GiB, temporary kv cache memory during profiling 0.00 GiB"]
+    if setup.max_tokens is not None:
+        budget = min(budget, slope * setup.max_tokens + intercept)
+    log.append(f"Estimated max memory in KV cache : {budget / GIB:.2f} GiB")
+    tokens = max((budget - intercept) // slope, 0) if slope else 0  # CacheCost.tokens_for_budget
+    if setup.max_tokens is not None:
+        tokens = min(tokens, setup.max_tokens)
+    fields["max_tokens"] = tokens // block * block
+    error = None
+    if budget < intercept + slope * block:
+        error = (f"Impossible to fit in any sequence in kvCache: the fixed cost of {fixed_slots} state slots "
+                 f"(max_batch_size {setup.batch} x pp {pp} + {DUMMY_SLOTS}) is {intercept / GIB:.2f} GiB of the "
+                 f"{budget / GIB:.2f} GiB KV cache budget; "
+                 + (f"max_batch_size {largest} fits" if largest else "no max_batch_size fits"))
+        log.append(error)
+    return EngineStage(ctx.stage, 0, error, log, "start-up", fields)
+
+
+def _share_tokens(stages: list[EngineStage], setup: Setup, pp: int) -> None:
+    """resource_manager.py: the ranks that start agree on the smallest KV pool (an allgather of blocks per window);
+    each logs its allocation and runs what that pool holds at the context, at most max_batch_size x pp."""
     started = [st for st in stages if st.startup_error is None and st.fields["max_tokens"] is not None]
     shared = min((st.fields["max_tokens"] for st in started), default=None)
+    batch = setup.batch * pp
     for st in started:
         st.fields["max_tokens"] = shared
         slope, intercept = st.fields["kv_token_bytes"], st.fields["fixed_cost_bytes"]
         st.log.append(f"[MemUsageChange] Allocated {(shared * slope + intercept) / GIB:.2f} GiB for max tokens in paged "
                       f"KV cache ({shared}).")
-        fit = shared // (cdiv(context, block) * block) if slope else batch * layout.pp
-        st.max_running_requests, st.binding = ((fit, "KV tokens") if fit < batch * layout.pp
-                                               else (batch * layout.pp, "max_batch_size"))
-    caveats = window_caveats(spec, "TensorRT-LLM", "per-window KV pools (max_attention_window)")
-    return EngineRun(NAME, max_len, context, s.values, s.sources, dtypes, stages, caveats)
+        fit = shared // (cdiv(setup.context, setup.block) * setup.block) if slope else batch
+        st.max_running_requests, st.binding = (fit, "KV tokens") if fit < batch else (batch, "max_batch_size")
 
 
 def _dtypes(spec, s: Settings) -> CacheDtypes:

@@ -1,18 +1,23 @@
 """vLLM (V1 engine, hybrid KV-cache manager): state dtypes, pages, block alignment, KV-cache groups, blocks,
-concurrency and the start-up checks, as vLLM 0.33.0 (2026-11-01) computes them on an NVIDIA GPU.
+concurrency and the start-up checks, as vLLM 0.33.0 computes them on an NVIDIA GPU; and the `vllm serve` line
+that starts a deployment `mcache plan` found.
 
-Sources (vllm-project/vllm 0.33.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and dtypes),
-`vllm/model_executor/models/config.py` (per-model hooks, mamba cache mode), `vllm/platforms/interface.py`
+Sources (vllm-project/vllm at tag v0.33.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and
+dtypes), `vllm/model_executor/models/config.py` (per-model hooks, mamba cache mode), `vllm/platforms/interface.py`
 (`_align_hybrid_block_size`), `vllm/v1/kv_cache_interface.py` (page sizes, blocks per request),
 `vllm/v1/core/kv_cache_planning.py` (groups, block counts, the memory check), `vllm/v1/core/kv_cache_utils.py`
 (concurrency and its log line), `vllm/config/compilation.py` (the max_num_seqs check), `vllm/v1/worker/gpu_worker.py`
-(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults). Older releases differ where
-noted; their behaviour is reachable through settings (`mamba_cache_mode all`, `gdn_prefill_backend triton`).
+(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults, flag names). Older releases
+differ where noted; their behaviour is reachable through settings (`mamba_cache_mode all`, `gdn_prefill_backend
+triton`).
 """
 
 from __future__ import annotations
 
+import shlex
 from math import ceil, lcm
+
+from msgspec import Struct
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -20,6 +25,7 @@ from mcache.core.engines.common import (
     EngineInputs,
     EngineRun,
     EngineStage,
+    ServeArgs,
     Settings,
     kv_heads_per_rank,
     mtp_attention_layers,
@@ -31,9 +37,11 @@ from mcache.core.engines.common import (
     window_of,
 )
 from mcache.core.errors import LayoutError
+from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
+from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "vllm"
@@ -43,6 +51,16 @@ SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", 
             "gdn_prefill_backend")
 DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (0.9 before 0.22)
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
+DEFAULT_KERNEL_BLOCK_SIZE = DEFAULT_BLOCK_SIZE  # vllm/config/cache.py: the attention kernel's block follows block_size
+DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # vllm/config/model.py: FlashInfer's GDN prefill on Hopper since 0.33
+# vllm/engine/arg_utils.py get_batch_defaults (API server): by GPU memory, 70 GiB and over counting as big unless an A100
+BIG_GPU_BYTES = 70 * GIB
+HUGE_GPU_BYTES = 160 * GIB
+DEFAULT_MAX_NUM_SEQS = 256
+DEFAULT_MAX_NUM_SEQS_BIG_GPU = 1024
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
+DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU = 8192
+DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU = 16384
 FLASHMLA_BLOCK = 64  # v1/attention/backends/mla/flashattn_mla.py: FlashMLA (the fp8 MLA backend) takes only 64
 MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.29)
 GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer GDN prefill checkpoints (0.33)
@@ -66,14 +84,113 @@ ALL_MODE_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "MambaFo
                   "JambaForCausalLM", "FalconMambaForCausalLM")
 
 
+class BlockRule(Struct, frozen=True):
+    """How many blocks a request holds (kv_cache_interface.py max_memory_usage_bytes): the attention block size,
+    the mamba cache mode, the state blocks drafts and prefill checkpoints add, and the tokens one step schedules
+    (a windowed layer keeps that many beside its window)."""
+
+    block: int
+    mode: str
+    extra: int
+    batched: int
+
+    def per_request(self, groups: dict[str, int], tokens: int, ctx: RankContext) -> int:
+        """Blocks one request of `tokens` tokens holds over all `groups`: attention `ceil(tokens / block)` (windowed:
+        the window plus a batch of new tokens, and one more), state `1 + extra` (none), `2 + extra` (align) or
+        `ceil(tokens / block) + extra` (all)."""
+        total = 0
+        for name, n in groups.items():
+            if name in RECURRENT_KINDS:
+                per = {"none": 1 + self.extra, "align": 2 + self.extra}.get(self.mode, cdiv(tokens, self.block) + self.extra)
+            elif name.endswith(":window"):
+                window = window_of(ctx, name.split(":")[0])
+                per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
+            else:
+                per = cdiv(tokens, self.block)
+            total += n * per
+        return total
+
+
+class Setup(Struct, frozen=True):
+    """What vLLM resolves once for the whole model before it sizes a stage: its settings, the state page (`page`,
+    padded to `padded`), the KV bytes of one token in one attention layer, and the block rule."""
+
+    dtypes: CacheDtypes
+    max_len: int
+    context: int
+    drafts: int
+    rule: BlockRule
+    page: int
+    padded: int
+    attn_tok: int
+    max_num_seqs: int
+    eager: bool
+    utilization: float
+    kv_memory: int | None
+    non_kv: int
+    log: list[str]
+
+
+class StagePool(Struct, frozen=True):
+    """One stage's KV-cache groups before the workers agree on a block count: layers per cache spec (`buckets`),
+    groups per spec, layers per group, the padding layers, the bytes of one layer's block (`unit`) and the memory
+    for the blocks (None without a GPU)."""
+
+    ctx: RankContext
+    buckets: dict[str, int]
+    groups: dict[str, int]
+    group: int
+    padding_layers: int
+    unit: int
+    available: int | None
+    log: list[str]
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes of one block over a group's layers."""
+        return self.group * self.unit
+
+    @property
+    def num_blocks(self) -> int:
+        """The blocks this stage's memory holds (0 without memory)."""
+        return self.available // self.block_bytes if self.available is not None and self.available > 0 else 0
+
+
 def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
-    spec, layout = inputs.spec, inputs.layout
     s = Settings(inputs.given, SETTINGS, "vLLM")
+    setup = _setup(inputs, s)
+    contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
+    weights = s.weights(contexts)
+    pools = [_pool(ctx, weight, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
+    # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
+    num_blocks = min(p.num_blocks for p in pools) if all(p.available is not None for p in pools) else None
+    stages = [_stage(pool, num_blocks, setup) for pool in pools]
+    s.values["max_num_seqs"] = setup.max_num_seqs
+    return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
+
+
+def serve_command(args: ServeArgs) -> str:
+    """The `vllm serve` line of a deployment (vllm/engine/arg_utils.py flag names)."""
+    line = ["vllm", "serve", args.model, "--tensor-parallel-size", args.tp, "--pipeline-parallel-size", args.pp,
+            "--max-model-len", args.context]
+    line += ["--kv-cache-dtype", args.kv_dtype] if args.kv_dtype else []
+    line += ["--mamba-ssm-cache-dtype", args.ssm_dtype] if args.ssm_dtype else []
+    if args.prefix != "default":
+        line += ["--enable-prefix-caching" if args.prefix == "on" else "--no-enable-prefix-caching"]
+    if args.draft:  # vllm/config/speculative.py: MTP heads when the model has them, else n-gram lookup
+        method = {"method": "mtp" if args.mtp else "ngram", "num_speculative_tokens": args.draft}
+        line += ["--speculative-config", json_text(method, indent=None)]
+    return shlex.join(str(a) for a in line)
+
+
+def _setup(inputs: EngineInputs, s: Settings) -> Setup:
+    """The settings of the run (given or vLLM's defaults, in the order vLLM resolves them) and the model-wide page
+    and block alignment, with the lines vLLM logs while it resolves them."""
+    spec = inputs.spec
     arch = spec.architecture or ""
     log: list[str] = []
     max_len = s.model_length("max_model_len", spec)
-    context = inputs.context or max_len
     k = s.take("num_speculative_tokens", 0)
     dtypes = _dtypes(spec, s, arch, log)
     kv_mode = s.values["kv_cache_dtype"]
@@ -85,15 +202,10 @@ def run(inputs: EngineInputs) -> EngineRun:
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
-    kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
-    gdn_backend = s.take("gdn_prefill_backend", "flashinfer") if "gdn" in recurrent else None
+    kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_KERNEL_BLOCK_SIZE)
+    gdn_backend = s.take("gdn_prefill_backend", DEFAULT_GDN_PREFILL_BACKEND) if "gdn" in recurrent else None
     checkpoints = mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
-    gpu = inputs.gpu_bytes or 0
-    big_gpu = gpu >= 70 * GIB and "a100" not in (inputs.gpu_name or "").lower()
-    # arg_utils.py get_batch_defaults (API server): 16384 tokens from 160 GiB, 8192 from 70 GiB (not A100), else 2048
-    by_gpu = "default" if gpu else "assumed: no GPU given, so the defaults of one under 70 GiB"
-    batched = s.take("max_num_batched_tokens", 16384 if gpu >= 160 * GIB else 8192 if big_gpu else 2048, by_gpu)
-    max_num_seqs = min(s.take("max_num_seqs", 1024 if big_gpu else 256, by_gpu), batched)
+    batched, max_num_seqs = _batch_limits(s, inputs)
     eager = s.take("enforce_eager", False)
     util = s.take("gpu_memory_utilization", DEFAULT_UTILIZATION)
     kv_memory = s.take("kv_cache_memory_bytes", None)
@@ -101,7 +213,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
 
-    model = whole_model(spec, layout, dtypes)
+    model = whole_model(spec, inputs.layout, dtypes)
     page = _state_page(model, dtypes, arch, k)
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
@@ -113,77 +225,98 @@ def run(inputs: EngineInputs) -> EngineRun:
         block, padded = _align(page, attn_tok, block_size, align, mode, _chunk(spec), log)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
+    extra = 1 if checkpoints else 0  # kv_cache_interface.py MambaSpec.num_prefill_checkpoint_blocks
+    rule = BlockRule(block, mode, k + extra, batched)
+    return Setup(dtypes, max_len, inputs.context or max_len, k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
+                 kv_memory, non_kv, log)
 
-    stages = []
-    contexts = stage_contexts(spec, layout, dtypes)
-    weights = s.weights(contexts)
-    for ctx, weight in zip(contexts, weights, strict=True):
-        buckets = _buckets(ctx, spec, k)
-        group = _group_size(buckets)
-        padding = {name: group - n % group for name, n in buckets.items() if n % group}
-        stage_log = list(log) if ctx.stage == 0 else []
-        for name, missing in padding.items():
-            stage_log.append(f"Add {missing} padding layers, may waste at most {missing / buckets[name] * 100:.2f}% "
-                             "KV cache memory")
-        groups = {name: cdiv(n, group) for name, n in buckets.items()}
-        unit = padded if page else block * attn_tok
-        available = None
-        if kv_memory is not None:
-            available = kv_memory
-        elif inputs.gpu_bytes is not None:
-            available = ceil(inputs.gpu_bytes * util) - weight - non_kv  # gpu_worker.py determine_available_memory
-        stages.append((ctx, buckets, groups, group, sum(padding.values()), unit, available, stage_log))
 
-    # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
-    counts = [avail // (group * unit) if avail is not None and avail > 0 else 0
-              for _, _, _, group, _, unit, avail, _ in stages]
-    num_blocks = min(counts) if all(a is not None for *_, a, _ in stages) else None
-    result = []
-    for (ctx, buckets, groups, group, padding_layers, unit, available, stage_log) in stages:
-        per_block = group * unit
-        extra = 1 if checkpoints else 0  # kv_cache_interface.py MambaSpec.num_prefill_checkpoint_blocks
-        per_request = _blocks_per_request(groups, max_len, block, mode, k + extra, batched, ctx)
-        fields = {
-            "attention_block_size": block if attn_tok else None,
-            "mamba_cache_mode": mode,
-            "state_page_bytes": page or None,
-            "state_page_padded_bytes": padded or None,
-            "state_page_padding_pct": round(100 * (padded - page) / page, 2) if page else None,
-            "group_size": group,
-            "groups": groups,
-            "padding_layers": padding_layers,
-            "block_bytes": per_block,
-            "available_kv_cache_memory_bytes": available,
-            "num_blocks": num_blocks,
-            "blocks_per_request": per_request,
-            "max_concurrency": None,
-            "kv_cache_tokens": None,
-            "kv_cache_tokens_legacy": None,
-        }
-        error, running, binding = None, None, None
-        if available is not None:
-            stage_log.append(f"Available KV cache memory: {round(available / GIB, 2)} GiB")
-            error = _memory_error(available, per_block, unit, buckets, max_len, block, mode, k + extra, batched, ctx)
-        if error is None and num_blocks is not None:
-            concurrency = num_blocks / per_request
-            tokens = int(concurrency * max_len)
-            legacy = num_blocks // sum(groups.values()) * min(block, max_len)
-            fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
-            stage_log.append(f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {max_len:,} tokens per "
-                             f"request: {concurrency:.2f}x")
-            has_state = any(name in RECURRENT_KINDS for name in groups)
-            if has_state and not eager and max_num_seqs > num_blocks:
-                error = (f"max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks ({num_blocks}). Each "
-                         "decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. "
-                         f"Please lower max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.")
-            at_context = num_blocks // _blocks_per_request(groups, context, block, mode, k + extra, batched, ctx)
-            running, binding = (at_context, "KV cache blocks") if at_context < max_num_seqs else (max_num_seqs, "max_num_seqs")
-        if error is not None:
-            stage_log.append(error)
-            running, binding = 0, "start-up"
-        result.append(EngineStage(ctx.stage, running, error, stage_log, binding, fields))
-    s.values["max_num_seqs"] = max_num_seqs
-    return EngineRun(NAME, max_len, context, s.values, s.sources, dtypes, result)
+def _batch_limits(s: Settings, inputs: EngineInputs) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory;
+    max_num_seqs is at most the batched tokens."""
+    gpu = inputs.gpu_bytes or 0
+    big_gpu = gpu >= BIG_GPU_BYTES and "a100" not in (inputs.gpu_name or "").lower()
+    by_gpu = "default" if gpu else "assumed: no GPU given, so the defaults of one under 70 GiB"
+    batched = s.take("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU if gpu >= HUGE_GPU_BYTES
+                     else DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_BATCHED_TOKENS, by_gpu)
+    seqs = s.take("max_num_seqs", DEFAULT_MAX_NUM_SEQS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_SEQS, by_gpu)
+    return batched, min(seqs, batched)
+
+
+def _pool(ctx: RankContext, weight: int, inputs: EngineInputs, setup: Setup) -> StagePool:
+    """One stage's KV-cache groups (padded to equal size, as vLLM logs) and the memory its blocks get."""
+    buckets = _buckets(ctx, inputs.spec, setup.drafts)
+    group = _group_size(buckets)
+    padding = {name: group - n % group for name, n in buckets.items() if n % group}
+    log = list(setup.log) if ctx.stage == 0 else []
+    for name, missing in padding.items():
+        log.append(f"Add {missing} padding layers, may waste at most {missing / buckets[name] * 100:.2f}% KV cache memory")
+    groups = {name: cdiv(n, group) for name, n in buckets.items()}
+    unit = setup.padded if setup.page else setup.rule.block * setup.attn_tok
+    available = None
+    if setup.kv_memory is not None:
+        available = setup.kv_memory
+    elif inputs.gpu_bytes is not None:  # gpu_worker.py determine_available_memory
+        available = ceil(inputs.gpu_bytes * setup.utilization) - weight - setup.non_kv
+    return StagePool(ctx, buckets, groups, group, sum(padding.values()), unit, available, log)
+
+
+def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage:
+    """One stage's figures, log lines and verdict once the workers agreed on `num_blocks` (None without memory)."""
+    rule, max_len, log = setup.rule, setup.max_len, pool.log
+    per_request = rule.per_request(pool.groups, max_len, pool.ctx)
+    fields = _fields(pool, num_blocks, per_request, setup)
+    error, running, binding = None, None, None
+    if pool.available is not None:
+        log.append(f"Available KV cache memory: {round(pool.available / GIB, 2)} GiB")
+        error = _memory_error(pool, rule, max_len)
+    if error is None and num_blocks is not None:
+        concurrency = num_blocks / per_request
+        tokens = int(concurrency * max_len)
+        legacy = num_blocks // sum(pool.groups.values()) * min(rule.block, max_len)
+        fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
+        log.append(f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {max_len:,} tokens per "
+                   f"request: {concurrency:.2f}x")
+        error = _graph_error(pool, num_blocks, setup)
+        at_context = num_blocks // rule.per_request(pool.groups, setup.context, pool.ctx)
+        running, binding = ((at_context, "KV cache blocks") if at_context < setup.max_num_seqs
+                            else (setup.max_num_seqs, "max_num_seqs"))
+    if error is not None:
+        log.append(error)
+        running, binding = 0, "start-up"
+    return EngineStage(pool.ctx.stage, running, error, log, binding, fields)
+
+
+def _fields(pool: StagePool, num_blocks: int | None, per_request: int, setup: Setup) -> dict:
+    """vLLM's own figures of the stage (the concurrency ones filled once it starts)."""
+    page, padded = setup.page, setup.padded
+    return {
+        "attention_block_size": setup.rule.block if setup.attn_tok else None,
+        "mamba_cache_mode": setup.rule.mode,
+        "state_page_bytes": page or None,
+        "state_page_padded_bytes": padded or None,
+        "state_page_padding_pct": round(100 * (padded - page) / page, 2) if page else None,
+        "group_size": pool.group,
+        "groups": pool.groups,
+        "padding_layers": pool.padding_layers,
+        "block_bytes": pool.block_bytes,
+        "available_kv_cache_memory_bytes": pool.available,
+        "num_blocks": num_blocks,
+        "blocks_per_request": per_request,
+        "max_concurrency": None,
+        "kv_cache_tokens": None,
+        "kv_cache_tokens_legacy": None,
+    }
+
+
+def _graph_error(pool: StagePool, num_blocks: int, setup: Setup) -> str | None:
+    """compilation.py: CUDA-graph capture needs one state block per decode sequence (None: it has them)."""
+    has_state = any(name in RECURRENT_KINDS for name in pool.groups)
+    if not has_state or setup.eager or setup.max_num_seqs <= num_blocks:
+        return None
+    return (f"max_num_seqs ({setup.max_num_seqs}) exceeds available Mamba cache blocks ({num_blocks}). Each "
+            "decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. "
+            f"Please lower max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.")
 
 
 def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
@@ -305,35 +438,17 @@ def _group_size(buckets: dict[str, int]) -> int:
     return largest if largest < 1.5 * smallest else smallest
 
 
-def _blocks_per_request(groups: dict[str, int], tokens: int, block: int, mode: str, k: int, batched: int, ctx) -> int:
-    """Blocks one request of `tokens` tokens holds over all groups (kv_cache_interface.py max_memory_usage_bytes):
-    attention `ceil(tokens / block)` (windowed: the window plus a batch of new tokens, and one more), state `1 + k`
-    (none), `2 + k` (align) or `ceil(tokens / block) + k` (all)."""
-    total = 0
-    for name, n in groups.items():
-        if name in RECURRENT_KINDS:
-            per = {"none": 1 + k, "align": 2 + k}.get(mode, cdiv(tokens, block) + k)
-        elif name.endswith(":window"):
-            window = window_of(ctx, name.split(":")[0])
-            per = cdiv(min(window - 1 + batched, tokens), block) + 1
-        else:
-            per = cdiv(tokens, block)
-        total += n * per
-    return total
-
-
-def _memory_error(available: int, per_block: int, page: int, buckets: dict[str, int], max_len: int, block: int,
-                  mode: str, k: int, batched: int, ctx) -> str | None:
+def _memory_error(pool: StagePool, rule: BlockRule, max_len: int) -> str | None:
     """kv_cache_planning.py check_enough_kv_cache_memory: every layer's blocks for one request at the max model length
-    (`page` bytes each), in the memory left beside the block pool's null block."""
-    usable = available - per_block
+    (a layer's block bytes each), in the memory left beside the block pool's null block."""
+    usable = pool.available - pool.block_bytes
     if usable <= 0:
         return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
                 "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
                 "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
 
     def needed(tokens: int) -> int:
-        return page * _blocks_per_request(buckets, tokens, block, mode, k, batched, ctx)
+        return pool.unit * rule.per_request(pool.buckets, tokens, pool.ctx)
 
     if needed(max_len) <= usable:
         return None

@@ -1,16 +1,15 @@
 """`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit (in mcache's neutral
 model, or as vLLM, SGLang or TensorRT-LLM will run it with `--engine`)."""
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import check_ranges, comma_ints, engine_error, located
+from mcache.cli.args import check_ranges, comma_ints, located
+from mcache.cli.options import FormatOption, OutputOption
 from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
-Format = Literal["table", "json", "markdown", "csv"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
 Engine = Literal["vllm", "sglang", "trtllm"]
@@ -91,15 +90,15 @@ def size(
     transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(
         "Also show what one request moves from each rank to each rank of a receiver of this TP (disaggregated serving)."))] = None,
     transfer_to_pp: Annotated[int | None, typer.Option(min=1, help="The receiver's PP stages for the transfer (default: --pp).")] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    fmt: FormatOption = "table",
+    output: OutputOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
     device: Annotated[Device, typer.Option(help="Device for --verify.")] = "meta",
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.size_output import does_not_fit, emit_report
-    from mcache.core.deployment import EngineSettingError, smallest_fitting_layout
+    from mcache.core.deployment import smallest_fitting_layout
     from mcache.core.engines.options import engine_settings
     from mcache.core.load import load_spec, resolve
     from mcache.core.report import size_report
@@ -140,10 +139,8 @@ def size(
             from mcache.cli.verify import run_verify
 
             return run_verify(report.sized.neutral, device, pool_layout, fmt, output)
-    except EngineSettingError as err:
-        raise engine_error(err, engine) from None
     except LayoutError as err:
-        raise located(err, origin) from None
+        raise located(err, origin, engine) from None
     emit_report(report.data, fmt, output)
     if report.sized.fits is False:
         raise does_not_fit(report.data, smallest_fitting_layout(model, deployment))

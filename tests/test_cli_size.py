@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from paths import TINY_SPEC
 from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
@@ -165,6 +166,32 @@ def test_verify_reports_zero_difference(capsys):
     assert out["differences"] == 0 and out["device"] == "meta"
     assert {r["buffer"] for r in out["rows"]} >= {"gdn.ssm", "gdn.ring_k", "replay_buf_idx", "gdn.snap_ssm"}
     assert all(r["estimated"] == r["allocated"] > 0 for r in out["rows"])
+
+
+def test_verify_checks_the_pool_size_sized(capsys):
+    """`--verify` builds the pool the same command sizes: here the one memory holds on an H200, not a default."""
+    assert main(["size", TINY_SPEC, "--gpu", "h200", "--format", "json"]) == 0
+    sized = json.loads(capsys.readouterr().out)
+    assert main(["size", TINY_SPEC, "--gpu", "h200", "--verify", "--format", "json"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    assert checked["differences"] == 0
+    assert sum(r["estimated"] for r in checked["rows"]) == sum(r["cache_bytes"] for r in sized["ranks"])
+    assert sized["ranks"][0]["slots"] == 63383
+
+
+def test_verify_shrinks_a_pool_sized_by_memory_past_the_host_limit(monkeypatch, capsys):
+    import mcache.cli.verify as verify
+
+    monkeypatch.setattr(verify, "MAX_IDS", 5000)
+    assert main(["size", TINY_SPEC, "--gpu", "h200", "--verify", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    note = captured.err.strip()
+    assert note.startswith("mcache: --verify: the sized pool (max batch 63382) exceeds the manager's host limit of 5000")
+    batch = int(note.rsplit("max batch ", 1)[1])
+    assert 0 < batch < 63382 and json.loads(captured.out)["differences"] == 0
+    monkeypatch.setattr(verify, "MAX_IDS", 5)  # not even one request: the one-line error
+    assert main(["size", TINY_SPEC, "--gpu", "h200", "--verify"]) == 2
+    assert capsys.readouterr().err.startswith("mcache: --verify: at most 5 (2**24) slots")
 
 
 def test_verify_exits_1_on_a_difference(monkeypatch, capsys):

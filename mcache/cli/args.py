@@ -60,12 +60,18 @@ def comma_ints(text: str, field: str) -> tuple[int, ...]:
     return values
 
 
-def located(err: LayoutError, origin: str) -> McacheError:
-    """Name the option a user typed, or the spec file (and line) of a spec field."""
+def located(err: LayoutError, origin: str, engine: str | None = None, options: dict[str, str] | None = None) -> McacheError:
+    """The one place a core error gets the option a user typed: an engine's refusal of a setting (an
+    `EngineSettingError`) names the engine's option, a field of `options` (a command's own, over `OPTION_OF`) its
+    option; any other field is a spec field, named with the spec file (and line)."""
+    from mcache.core.deployment import EngineSettingError
     from mcache.core.load import line_of
 
-    if err.field in OPTION_OF:
-        return McacheError(f"{OPTION_OF[err.field]}: {err.expected}")
+    if isinstance(err, EngineSettingError):
+        return _engine_error(err, engine)
+    names = OPTION_OF | (options or {})
+    if err.field in names:
+        return McacheError(f"{names[err.field]}: {err.expected}")
     line = None
     if origin.endswith((".yaml", ".yml")):
         with contextlib.suppress(OSError):
@@ -95,9 +101,7 @@ def check_device(device: str, command: str, allowed: tuple[str, ...] = ("cuda", 
         raise McacheError(f"{command}: --device: {device} is not a CUDA device here (try --device cpu)")
 
 
-
-
-def engine_error(err: LayoutError, engine: str) -> McacheError:
+def _engine_error(err: LayoutError, engine: str) -> McacheError:
     """An engine's refusal of a setting (an `EngineSettingError`), naming the option a user typed for it."""
     from mcache.core.engines.options import option_for
 

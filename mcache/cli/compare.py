@@ -5,6 +5,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from mcache.cli.options import OutputOption
+
 CompareFormat = Literal["table", "markdown", "json"]
 
 
@@ -13,7 +15,7 @@ def compare(
     new: Annotated[Path, typer.Argument(metavar="NEW", help="The new results file.")],
     threshold: Annotated[str, typer.Option(help="Slow-down beyond which a change outside the noise is a regression, e.g. 5%.")] = "5%",
     fmt: Annotated[CompareFormat, typer.Option("--format", help="table, markdown (for PR comments) or json.")] = "table",
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    output: OutputOption = None,
     force: Annotated[bool, typer.Option("--force", help="Compare runs from different GPUs or specs anyway.")] = False,
 ) -> int:
     """Per-row change between two `mcache bench` runs, with a noise-aware verdict."""

@@ -5,6 +5,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from mcache.cli.options import OutputOption
+
 Target = Literal["github-action-benchmark", "bencher"]
 Metric = Literal["time", "bandwidth"]
 
@@ -13,7 +15,7 @@ def export(
     results_file: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results file of `mcache bench`.")],
     to: Annotated[Target, typer.Option("--to", help="github-action-benchmark (custom format) or bencher (BMF).")],
     metric: Annotated[Metric, typer.Option(help="github-action-benchmark: time (lower is better) or bandwidth.")] = "time",
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    output: OutputOption = None,
 ) -> None:
     """Export a run for github-action-benchmark or Bencher."""
     from mcache.cli.output import emit_json

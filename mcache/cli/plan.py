@@ -10,10 +10,10 @@ from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import check_ranges, comma_ints, engine_error, located
+from mcache.cli.args import check_ranges, comma_ints, located
+from mcache.cli.options import FormatOption, OutputOption
 from mcache.core.errors import LayoutError, McacheError
 
-Format = Literal["table", "json", "markdown", "csv"]
 EngineName = Literal["vllm", "sglang", "trtllm", "none"]
 DEFAULT_GPUS = "h100-80gb,h200,b200"
 PROGRESS_AFTER_S = 0.5  # a sweep that takes longer than this shows a progress bar on stderr
@@ -35,8 +35,8 @@ def plan(
     prefix_caching: Annotated[str, typer.Option(help="default, on, off (vLLM, SGLang).")] = "default",
     max_gpus: Annotated[int, typer.Option(min=1, help="Most GPUs (tp x pp) a candidate may use.")] = 8,
     top: Annotated[int, typer.Option(min=1, help="Candidates the table shows (JSON and CSV hold all).")] = 20,
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    fmt: FormatOption = "table",
+    output: OutputOption = None,
     plot: Annotated[Path | None, typer.Option(help="Write the two plots to this .png or .svg (needs mcache[plot]).")] = None,
 ) -> int:
     """Sweep GPUs, TP, PP, dtypes and speculative schemes; rank what serves the target; print the settings to paste."""
@@ -70,7 +70,7 @@ def plan(
         finally:
             progress.stop()
     except LayoutError as err:
-        raise _option_error(err, origin, chosen) from None
+        raise located(err, origin, chosen, PLAN_OPTIONS) from None
     emit_plan(result, model, fmt, output, top)
     if plot is not None:
         from mcache.cli.plan_plot import write_plot
@@ -84,19 +84,9 @@ def _names(text: str) -> tuple[str | None, ...]:
     return tuple(None if name.strip() == "default" else name.strip() for name in text.split(","))
 
 
+# Fields of plan's own options (over `mcache size`'s): weights the spec leaves unknown name the spec.
 PLAN_OPTIONS = {"target_concurrency": "--target-concurrency", "prefix_caching": "--prefix-caching",
                 "spec_scheme": "--spec-scheme", "draft": "--draft", "weights": "SPEC", "engine": "--engine"}
-
-
-def _option_error(err: LayoutError, origin: str, engine: str | None) -> McacheError:
-    """A plan option's error names the option; an engine setting's, the engine option; others as `mcache size`."""
-    from mcache.core.deployment import EngineSettingError
-
-    if isinstance(err, EngineSettingError):
-        return engine_error(err, engine)
-    if err.field in PLAN_OPTIONS:
-        return McacheError(f"{PLAN_OPTIONS[err.field]}: {err.expected}")
-    return located(err, origin)
 
 
 class Progress:

@@ -1,16 +1,15 @@
 """`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit (in mcache's neutral
 model, or as vLLM, SGLang or TensorRT-LLM will run it with `--engine`)."""
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from mcache.cli.args import check_ranges, comma_ints, engine_error, located
+from mcache.cli.args import check_ranges, comma_ints, located
+from mcache.cli.options import FormatOption, OutputOption
 from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
-Format = Literal["table", "json", "markdown", "csv"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
 Engine = Literal["vllm", "sglang", "trtllm"]
@@ -91,37 +90,25 @@ def size(
     transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(
         "Also show what one request moves from each rank to each rank of a receiver of this TP (disaggregated serving)."))] = None,
     transfer_to_pp: Annotated[int | None, typer.Option(min=1, help="The receiver's PP stages for the transfer (default: --pp).")] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = "table",
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")] = None,
+    fmt: FormatOption = "table",
+    output: OutputOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
     device: Annotated[Device, typer.Option(help="Device for --verify.")] = "meta",
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
     from mcache.cli.size_output import does_not_fit, emit_report
-    from mcache.core.deployment import DEFAULT_SEQ_LEN, Deployment, EngineSettingError, runtime_of, size_deployment
+    from mcache.core.deployment import smallest_fitting_layout
     from mcache.core.engines.options import engine_settings
     from mcache.core.load import load_spec, resolve
     from mcache.core.report import size_report
-    from mcache.core.sizing.estimate import estimate
-    from mcache.core.sizing.gpus import GIB, local_gpu, lookup, parse_size
     from mcache.core.sizing.layout import ParallelLayout
-    from mcache.core.sizing.neutral import smallest_fitting_layout
-    from mcache.core.sizing.rank import resolve_dtypes
 
     model = load_spec(spec)
     origin = str(resolve(spec))
-    # Size options and the least each takes: a GPU's memory is at least 1 GiB; a reserve, weights or KV budget may be 0.
-    sizes = {"--gpu-memory": (gpu_memory, GIB), "--reserve": (reserve, 0), "--weights": (weights, 0),
-             "--kv-cache-memory": (kv_cache_memory, 0), "--free-memory-before-load": (free_memory_before_load, GIB)}
-    parsed = {}
-    for option, (text, least) in sizes.items():
-        if text is not None:
-            try:
-                parsed[option] = parse_size(text, option, least)
-            except LayoutError as err:
-                raise McacheError(f"{option}: {err.expected}") from None
-    gpu_bytes = parsed.pop("--gpu-memory", None)
+    sizes = _parse_sizes({"--gpu-memory": gpu_memory, "--reserve": reserve, "--weights": weights,
+                          "--kv-cache-memory": kv_cache_memory, "--free-memory-before-load": free_memory_before_load})
+    gpu_bytes = sizes.pop("--gpu-memory", None)
     given = {
         "--max-seq-len": max_seq_len, "--utilization": utilization, "--draft": draft, "--kv-dtype": kv_dtype,
         "--ssm-dtype": ssm_dtype, "--conv-dtype": conv_dtype, "--block-size": block_size, "--max-batch": max_batch,
@@ -135,72 +122,72 @@ def size(
         "--mamba-radix-cache-strategy": mamba_radix_cache_strategy,
         "--disable-overlap-schedule": disable_overlap_schedule or None, "--chunked-prefill-size": chunked_prefill_size,
         "--max-total-tokens": max_total_tokens, "--free-gpu-memory-fraction": free_gpu_memory_fraction,
-        "--max-tokens": max_tokens, **parsed,
+        "--max-tokens": max_tokens, **sizes,
     }
     check_ranges({**given, "--tp": tp, "--pp": pp, "--context": context, "--concurrency": concurrency})
     settings = engine_settings(engine, given)
     if engine and verify:
         raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
     try:
-        partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
-        check_ranges({"--pp-partition": partition})
-        layout = ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
-        target = (f"{gpu_memory} GPU", gpu_bytes) if gpu_memory else lookup(gpu) if gpu else local_gpu()
-    except LayoutError as err:
-        raise located(err, origin) from None
-    deployment = Deployment(
-        layout, target, engine, settings, max_seq_len=max_seq_len, draft=draft or 0, spec_scheme=spec_scheme,
-        max_batch=max_batch, block_size=block_size, kv_tokens=kv_tokens, reserved_slots=reserved_slots,
-        snapshot_slots=snapshot_slots or 0, kv_dtype=kv_dtype, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-        utilization=utilization, reserve_bytes=parsed.get("--reserve"), weights_bytes=parsed.get("--weights"),
-        context=context, concurrency=concurrency)
-    try:
+        layout = _layout(tp, pp, attention_dp, pp_partition)
+        target = (f"{gpu_memory} GPU", gpu_bytes) if gpu_memory else _gpu(gpu)
+        deployment = _deployment(given, layout, target, engine, settings, context, concurrency)
+        receiver = transfer_to_tp or transfer_to_pp
+        transfer = ParallelLayout(tp=transfer_to_tp or tp, pp=transfer_to_pp or pp) if receiver and not verify else None
+        report = size_report(model, deployment, origin, transfer)
         if verify:
             from mcache.cli.verify import run_verify
 
-            runtime = runtime_of(deployment, max_seq_len or DEFAULT_SEQ_LEN)
-            dtypes = resolve_dtypes(model, kv_dtype, conv_dtype, ssm_dtype)
-            return run_verify(estimate(model, layout, runtime, dtypes), device, pool_layout, fmt, output)
-        sized = size_deployment(model, deployment)
-        report = size_report(sized.neutral, origin, sized.dtype_sources)
-        if transfer_to_tp or transfer_to_pp:
-            report["transfer"] = _transfer(model, sized.neutral, transfer_to_tp or tp, transfer_to_pp or pp)
-    except EngineSettingError as err:
-        raise engine_error(err, engine) from None
+            return run_verify(report.sized.neutral, device, pool_layout, fmt, output)
     except LayoutError as err:
-        raise located(err, origin) from None
-    erun, run = sized.engine, sized.neutral
-    if erun:
-        report["engine"] = erun.as_json()
-    emit_report(report, fmt, output)
-    if erun and erun.max_running_requests is not None and (not erun.starts or not erun.max_running_requests):
-        raise does_not_fit(report, _smallest_engine_layout(model, deployment))
-    if not erun and run.fits is False:
-        raise does_not_fit(report, smallest_fitting_layout(run))
+        raise located(err, origin, engine) from None
+    emit_report(report.data, fmt, output)
+    if report.sized.fits is False:
+        raise does_not_fit(report.data, smallest_fitting_layout(model, deployment))
     return 0
 
 
-def _transfer(model, run, tp: int, pp: int) -> dict:
-    """The transfer plan from the sized layout to a receiver of `tp` x `pp`, at the run's context, as JSON data."""
-    import msgspec
+def _parse_sizes(texts: dict[str, str | None]) -> dict[str, int]:
+    """The size options given (option -> text), parsed; a GPU's memory is at least 1 GiB, a free memory before load
+    too, a reserve, weights or KV budget may be 0."""
+    from mcache.core.sizing.gpus import GIB, parse_size
 
+    least = {"--gpu-memory": GIB, "--free-memory-before-load": GIB}
+    parsed = {}
+    for option, text in texts.items():
+        if text is not None:
+            try:
+                parsed[option] = parse_size(text, option, least.get(option, 0))
+            except LayoutError as err:
+                raise McacheError(f"{option}: {err.expected}") from None
+    return parsed
+
+
+def _layout(tp: int, pp: int, attention_dp: bool, pp_partition: str | None):
+    """The parallel layout of `--tp`, `--pp`, `--attention-dp` and `--pp-partition`."""
     from mcache.core.sizing.layout import ParallelLayout
-    from mcache.core.transfer_plan import transfer_plan
 
-    est = run.estimate
-    plan = transfer_plan(model, est.dtypes, est.layout, ParallelLayout(tp=tp, pp=pp), run.context, est.runtime.tokens_per_block)
-    return msgspec.to_builtins(plan)
+    partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
+    check_ranges({"--pp-partition": partition})
+    return ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
 
 
-def _smallest_engine_layout(model, deployment):
-    """The layout of fewest GPUs (up to 8) on which the engine starts and runs a sequence of the context."""
-    from msgspec.structs import replace
+def _gpu(name: str | None) -> tuple[str, int] | None:
+    """The catalogue GPU `name`, else this machine's GPU (None without one)."""
+    from mcache.core.sizing.gpus import local_gpu, lookup
 
-    from mcache.core.deployment import size_deployment
-    from mcache.core.sizing.capacity import smallest_layout
+    return lookup(name) if name else local_gpu()
 
-    def fits(candidate):
-        run = size_deployment(model, replace(deployment, layout=candidate)).engine
-        return run.starts and bool(run.max_running_requests)
 
-    return smallest_layout(fits, deployment.layout.attention_dp)
+def _deployment(given: dict, layout, target, engine: str | None, settings: dict, context: int | None,
+                concurrency: int | None):
+    """The `Deployment` of the options given (`given`: option -> value, None when not given)."""
+    from mcache.core.deployment import Deployment
+
+    return Deployment(
+        layout, target, engine, settings, max_seq_len=given["--max-seq-len"], draft=given["--draft"] or 0,
+        spec_scheme=given["--spec-scheme"], max_batch=given["--max-batch"], block_size=given["--block-size"],
+        kv_tokens=given["--kv-tokens"], reserved_slots=given["--reserved-slots"],
+        snapshot_slots=given["--snapshot-slots"] or 0, kv_dtype=given["--kv-dtype"], conv_dtype=given["--conv-dtype"],
+        ssm_dtype=given["--ssm-dtype"], utilization=given["--utilization"], reserve_bytes=given.get("--reserve"),
+        weights_bytes=given.get("--weights"), context=context, concurrency=concurrency)

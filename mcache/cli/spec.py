@@ -26,7 +26,7 @@ def validate(files: Annotated[list[str], typer.Argument(metavar="SPEC...", help=
     evaluated); stop at the first error with one line naming file, field and line."""
     from mcache.cli.args import located
     from mcache.cli.output import emit_text
-    from mcache.core.deployment import Deployment, size_deployment
+    from mcache.core.deployment import Deployment
     from mcache.core.errors import LayoutError
     from mcache.core.load import load_spec, resolve
     from mcache.core.report import size_report
@@ -36,8 +36,7 @@ def validate(files: Annotated[list[str], typer.Argument(metavar="SPEC...", help=
         spec = load_spec(ref)
         origin = str(resolve(ref))
         try:  # the path `mcache size` takes, with no GPU: a spec accepted here is one `size` accepts
-            sized = size_deployment(spec, Deployment(ParallelLayout()))
-            size_report(sized.neutral, origin, sized.dtype_sources)
+            size_report(spec, Deployment(ParallelLayout()), origin)
         except LayoutError as err:
             raise located(err, origin) from None
         emit_text(f"ok {ref}: {spec.name}, {spec.num_layers} layers")

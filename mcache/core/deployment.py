@@ -1,12 +1,14 @@
 """One deployment sized end to end, as `mcache size` shows it and `mcache plan` ranks it: the engine's run (with
 `engine`), the neutral run beside it, and where each dtype came from. Both commands build a `Deployment` and call
-`size_deployment`; nothing else turns options into figures."""
+`size_deployment`; nothing else turns options into figures. `smallest_fitting_layout` answers, for the neutral
+model and every engine alike, which layout would fit."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.engines.common import EngineRun
 from mcache.core.errors import LayoutError
@@ -61,6 +63,15 @@ class Sized(Struct, frozen=True):
     engine: EngineRun | None
     dtype_sources: dict[str, str]
 
+    @property
+    def fits(self) -> bool | None:
+        """The engine starts and runs a sequence of the context, or the neutral model fits one on every stage (None:
+        not known without a GPU)."""
+        if self.engine is None:
+            return self.neutral.fits
+        running = self.engine.max_running_requests
+        return None if running is None else self.engine.starts and bool(running)
+
 
 def runtime_of(d: Deployment, max_seq_len: int) -> RuntimeConfig:
     """The runtime the neutral model sizes (engines keep 32-token blocks for the table beside theirs)."""
@@ -99,3 +110,17 @@ def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
     sources = ({role: f"{d.engine} rule" for role in ("kv", "conv", "ssm")} if d.engine
                else dtype_sources(spec, d.kv_dtype, d.conv_dtype, d.ssm_dtype))
     return Sized(neutral, erun, sources)
+
+
+def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = 8) -> ParallelLayout | None:
+    """The layout of fewest GPUs (then fewest PP stages, up to `max_gpus`) on which `d` fits with everything else
+    the same; a layout the model cannot be split into is skipped. None when no layout fits."""
+    for gpus in range(1, max_gpus + 1):
+        for pp in (p for p in range(1, gpus + 1) if gpus % p == 0):
+            layout = ParallelLayout(tp=gpus // pp, pp=pp, attention_dp=d.layout.attention_dp)
+            try:
+                if size_deployment(spec, replace(d, layout=layout)).fits:
+                    return layout
+            except LayoutError:
+                continue
+    return None

@@ -156,12 +156,13 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, con
         sequences = erun.max_running_requests or 0
         tight = min(erun.stages, key=lambda st: st.max_running_requests or 0)
         error = next((st.startup_error for st in erun.stages if st.startup_error), None)
-        fits, binding = erun.starts and sequences > 0, tight.binding or "start-up"
+        binding = tight.binding or "start-up"
         startup = error.split(". ")[0] if error else "starts"
     else:
         dtypes = run.estimate.dtypes
         cap = run.caps[run.tightest]
-        sequences, fits, binding, startup = cap.max_sequences, bool(run.fits), cap.binding, "-"
+        sequences, binding, startup = cap.max_sequences, cap.binding, "-"
+    fits = bool(sized.fits)
     scheme_used = run.estimate.runtime.spec_scheme if not engine else ("engine" if draft else "none")
     paste = settings_line(spec, spec_arg, engine, gpu, tp, pp, context, kv, ssm, draft, scheme_used, prefix)
     return Candidate(gpu, tp, pp, tp * pp, context, dtypes.kv, dtypes.ssm, draft, scheme_used, prefix, fits,

@@ -1,14 +1,20 @@
-"""The `mcache size` report as plain, JSON-ready data (the output module renders it)."""
+"""The `mcache size` report as plain, JSON-ready data (the output module renders it): the neutral model's sections,
+the engine's run and the transfer plan, all from one `Deployment`."""
 
 from __future__ import annotations
 
+import msgspec
 from msgspec.structs import asdict
 
 from mcache import __version__
+from mcache.core.deployment import Deployment, Sized, size_deployment
 from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
+from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.neutral import NeutralRun
 from mcache.core.sizing.weights import stored_bytes, total_params, unknown_fields
+from mcache.core.spec.model import ModelSpec
+from mcache.core.transfer_plan import transfer_plan
 
 # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
 # model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per
@@ -50,8 +56,29 @@ def _rank(r: RankEstimate) -> dict:
     }
 
 
-def size_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | None = None) -> dict:
-    """Everything `mcache size` shows: model, layout, runtime, dtypes, per-rank bytes, capacity."""
+class SizeReport(msgspec.Struct, frozen=True):
+    """What `mcache size` shows (`data`, JSON-ready) and the figures it was drawn from (`sized`)."""
+
+    data: dict
+    sized: Sized
+
+
+def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: ParallelLayout | None = None) -> SizeReport:
+    """Size `d` and report it whole: the neutral model's sections, the engine's run (with an engine) and, with
+    `transfer_to`, what one request moves from each rank to each rank of a receiver of that layout."""
+    sized = size_deployment(spec, d)
+    data = neutral_report(sized.neutral, origin, sized.dtype_sources)
+    if transfer_to is not None:
+        est = sized.neutral.estimate
+        plan = transfer_plan(spec, est.dtypes, est.layout, transfer_to, sized.neutral.context, est.runtime.tokens_per_block)
+        data["transfer"] = msgspec.to_builtins(plan)
+    if sized.engine:
+        data["engine"] = sized.engine.as_json()
+    return SizeReport(data, sized)
+
+
+def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | None = None) -> dict:
+    """The neutral model's sections: model, layout, runtime, dtypes, per-rank bytes, capacity."""
     est = run.estimate
     spec, rt, layout = est.spec, est.runtime, est.layout
     params = total_params(spec)

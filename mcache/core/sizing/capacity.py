@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from msgspec import Struct
 from msgspec.structs import replace
 
@@ -167,17 +165,3 @@ def capacity(est: Estimate, budget: Budget, context: int, concurrency: int,
     tightest = min(range(len(caps)), key=lambda i: tightness(caps[i]))
     return caps, tightest
 
-
-def smallest_layout(fits: Callable[[ParallelLayout], bool], attention_dp: bool = False,
-                    max_gpus: int = 8) -> ParallelLayout | None:
-    """The layout of fewest GPUs (then fewest PP stages) up to `max_gpus` for which `fits` holds; a layout the
-    model cannot be split into (`fits` raises `LayoutError`) is skipped. None when no layout fits."""
-    for gpus in range(1, max_gpus + 1):
-        for pp in (p for p in range(1, gpus + 1) if gpus % p == 0):
-            layout = ParallelLayout(tp=gpus // pp, pp=pp, attention_dp=attention_dp)
-            try:
-                if fits(layout):
-                    return layout
-            except LayoutError:
-                continue
-    return None

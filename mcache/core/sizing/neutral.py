@@ -6,7 +6,7 @@ from __future__ import annotations
 from msgspec import Struct
 
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.sizing.capacity import Budget, RankCapacity, capacity, memory_sized_runtime, smallest_layout
+from mcache.core.sizing.capacity import Budget, RankCapacity, capacity, memory_sized_runtime
 from mcache.core.sizing.estimate import Estimate, estimate
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.spec.model import ModelSpec
@@ -51,13 +51,3 @@ def run_neutral(spec: ModelSpec, layout: ParallelLayout, runtime: RuntimeConfig,
     caps, tightest = capacity(est, budget, context, concurrency, from_memory)
     return NeutralRun(est, budget, context, concurrency, batch_given, from_memory, caps, tightest)
 
-
-def smallest_fitting_layout(run: NeutralRun) -> ParallelLayout | None:
-    """The layout of fewest GPUs (up to 8) on which `run`'s model fits with the same runtime, dtypes and GPU."""
-    est = run.estimate
-
-    def fits(layout: ParallelLayout) -> bool:
-        again = run_neutral(est.spec, layout, est.runtime, est.dtypes, run.budget, run.context, None, run.batch_given)
-        return bool(again.fits)
-
-    return smallest_layout(fits, est.layout.attention_dp)

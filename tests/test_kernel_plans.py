@@ -118,8 +118,11 @@ def test_pack_unpack_and_index_plans_reuse_their_launches(device):
 def _fold_case(kind, device, gen, hist=6):
     """`(plan class, state, rings, reference)` of a fold on random inputs (float32: the interpreter's bf16 is not
     faithful)."""
-    from mcache.kernels.replay_fold import kernel as k
     from mcache.kernels.replay_fold import reference as ref
+    from mcache.kernels.replay_fold.conv import ConvFoldPlan
+    from mcache.kernels.replay_fold.gdn import GdnFoldPlan
+    from mcache.kernels.replay_fold.kda import KdaFoldPlan
+    from mcache.kernels.replay_fold.mamba2 import Mamba2FoldPlan
 
     def ring(*tail, lo=-1.0, hi=1.0):
         return (torch.rand(L, S, 2, hist, *tail, generator=gen) * (hi - lo) + lo).to(device)
@@ -128,17 +131,17 @@ def _fold_case(kind, device, gen, hist=6):
     if kind == "mamba2":
         state = torch.randn(L, S, H, 20, 24, generator=gen).to(device)
         rings = (ring(H, 20), ring(2, 24), ring(H, lo=0.0, hi=0.1), ring(H, lo=-0.5, hi=-0.01))
-        return k.Mamba2FoldPlan, state, rings, ref.replay_fold_mamba2_reference
+        return Mamba2FoldPlan, state, rings, ref.replay_fold_mamba2_reference
     if kind == "conv":
         state = torch.randn(L, S, 37, 3, generator=gen).to(device)
-        return k.ConvFoldPlan, state, (ring(37),), ref.replay_fold_conv_reference
+        return ConvFoldPlan, state, (ring(37),), ref.replay_fold_conv_reference
     # K = 24: masked (BK = 32), and a row of 48 bytes in bf16, which TMA can address
     state = torch.randn(L, S, H, 12, 24, generator=gen).to(device)
     gate = ring(H, 24, lo=-0.5, hi=-0.01) if kind == "kda" else ring(H, lo=-0.5, hi=-0.01)
     rings = (ring(2, 24, lo=-0.1, hi=0.1), ring(H, 12), gate, ring(H, lo=0.05, hi=1.0))
     if kind == "kda":
-        return k.KdaFoldPlan, state, rings, ref.replay_fold_kda_reference
-    return k.GdnFoldPlan, state, rings, ref.replay_fold_gdn_reference
+        return KdaFoldPlan, state, rings, ref.replay_fold_kda_reference
+    return GdnFoldPlan, state, rings, ref.replay_fold_gdn_reference
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -238,7 +241,7 @@ def test_the_manager_rebuilds_a_plan_when_its_pool_changes_and_not_otherwise():
 def test_gdn_tma_plan_encodes_its_descriptor_once_and_stays_right():
     """The persistent TMA form of the GatedDeltaNet fold (bf16 state on Hopper) through its plan, with the conv window
     in its mix launch, three rounds: the direct launch encodes the tensor descriptor once at bind time."""
-    from mcache.kernels.replay_fold.kernel import GdnFoldPlan, gdn_tma_fits
+    from mcache.kernels.replay_fold.gdn import GdnFoldPlan, gdn_tma_fits
     from mcache.kernels.replay_fold.reference import replay_fold_conv_reference
 
     gen = torch.Generator().manual_seed(6)

@@ -275,19 +275,20 @@ def test_cpu_path_refuses_mixed_dtypes_like_the_launchers():
         K.commit_intermediate(f32, torch.ones(2, 4, 2, 3, dtype=torch.bfloat16), idx, idx, idx + 1)
 
 
-@pytest.mark.parametrize("package,name", [
-    ("commit_index", "commit_index"), ("commit_intermediate", "commit_intermediate"), ("copy_slots", "copy_slots"),
-    ("pack", "pack"), ("pack", "unpack"), ("reset_slots", "reset_slots"), ("replay_fold", "replay_fold_mamba2"),
-    ("replay_fold", "replay_fold_gdn"), ("replay_fold", "replay_fold_kda"), ("replay_fold", "replay_fold_conv"),
+@pytest.mark.parametrize("module,name", [
+    ("commit_index.kernel", "commit_index"), ("commit_intermediate.kernel", "commit_intermediate"),
+    ("copy_slots.kernel", "copy_slots"), ("pack.kernel", "pack"), ("pack.kernel", "unpack"),
+    ("reset_slots.kernel", "reset_slots"), ("replay_fold.mamba2", "replay_fold_mamba2"),
+    ("replay_fold.gdn", "replay_fold_gdn"), ("replay_fold.kda", "replay_fold_kda"), ("replay_fold.conv", "replay_fold_conv"),
 ])  # fmt: skip
-def test_public_op_dispatches_cuda_tensors_to_its_triton_launcher(package, name, monkeypatch):
-    """Each public op sends CUDA tensors to `<package>.kernel.<name>_triton`, with the caller's `check` (the CPU
+def test_public_op_dispatches_cuda_tensors_to_its_triton_launcher(module, name, monkeypatch):
+    """Each public op sends CUDA tensors to `<name>_triton` of its Triton module, with the caller's `check` (the CPU
     path is every other test's); the launcher is replaced here, so this runs without a GPU."""
     import importlib
 
     import mcache.kernels as ops
 
-    module = importlib.import_module(f"mcache.kernels.{package}.kernel")
+    module = importlib.import_module(f"mcache.kernels.{module}")
     calls = []
     monkeypatch.setattr(module, f"{name}_triton", lambda *args, check: calls.append((len(args), check)))
     cuda = type("CudaTensor", (), {"is_cuda": True})()

@@ -101,7 +101,11 @@ def test_commit_and_pack_past_2g(arena):
 
 
 def test_replay_folds_past_2g(arena):
-    from mcache.kernels.replay_fold import kernel, reference
+    from mcache.kernels.replay_fold import reference
+    from mcache.kernels.replay_fold.conv import replay_fold_conv_triton
+    from mcache.kernels.replay_fold.gdn import replay_fold_gdn_triton
+    from mcache.kernels.replay_fold.kda import replay_fold_kda_triton
+    from mcache.kernels.replay_fold.mamba2 import replay_fold_mamba2_triton
 
     L, S, H, P, N, hist = 3, 2, 2, 16, 16, 4
     slots, buf, count = torch.tensor([1]), torch.tensor([1]), torch.tensor([3])
@@ -112,22 +116,25 @@ def test_replay_folds_past_2g(arena):
     dA = -dt
     expect = ssm.clone()
     reference.replay_fold_mamba2_reference(expect, x, B, dt, dA, slots, buf, count)
-    kernel.replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count)
+    replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count)
     assert rel_err(ssm, expect) < 2e-5
 
     ssm = _big_layer(arena, L, S, (H, P, N))
     k = torch.nn.functional.normalize(torch.randn(L, S, 2, hist, 1, N), dim=-1)
     v, beta = torch.randn(L, S, 2, hist, H, P), torch.rand(L, S, 2, hist, H)
     gdn_g, kda_g = -torch.rand(L, S, 2, hist, H), -torch.rand(L, S, 2, hist, H, N)
+    folds = {"gdn": (reference.replay_fold_gdn_reference, replay_fold_gdn_triton),
+             "kda": (reference.replay_fold_kda_reference, replay_fold_kda_triton)}
     for kind, g, opts in (("gdn", gdn_g, {"form": "pointer"}), ("gdn", gdn_g, {"form": "tma"}), ("kda", kda_g, {})):
         expect = ssm.clone()
-        getattr(reference, f"replay_fold_{kind}_reference")(expect, k, v, g, beta, slots, buf, count)
-        getattr(kernel, f"replay_fold_{kind}_triton")(ssm, k, v, g, beta, slots, buf, count, **opts)
+        ref_fn, triton_fn = folds[kind]
+        ref_fn(expect, k, v, g, beta, slots, buf, count)
+        triton_fn(ssm, k, v, g, beta, slots, buf, count, **opts)
         assert rel_err(ssm, expect) < 2e-5, (kind, opts)
 
     conv = _big_layer(arena, L, S, (19, 3))
     conv_in = torch.randn(L, S, 2, hist, 19)
     expect = conv.clone()
     reference.replay_fold_conv_reference(expect, conv_in, slots, buf, count)
-    kernel.replay_fold_conv_triton(conv, conv_in, slots, buf, count)
+    replay_fold_conv_triton(conv, conv_in, slots, buf, count)
     assert torch.equal(conv, expect)

@@ -60,7 +60,7 @@ def _dims(device):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("even", [False, True], ids=["odd-head", "whole-blocks"])
 def test_replay_fold_mamba2(device, dtype, layout, even):
-    from mcache.kernels.replay_fold.kernel import replay_fold_mamba2_triton
+    from mcache.kernels.replay_fold.mamba2 import replay_fold_mamba2_triton
     from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
 
     d = _dims(device)
@@ -103,10 +103,12 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
     """GatedDeltaNet in both update forms (pointer, persistent TMA) and KDA."""
     import functools
 
-    from mcache.kernels.replay_fold import kernel, reference
+    from mcache.kernels.replay_fold import reference
+    from mcache.kernels.replay_fold.gdn import replay_fold_gdn_triton
+    from mcache.kernels.replay_fold.kda import replay_fold_kda_triton
 
     config = ((16, 2) if kind == "gdn" else (8, 2)) if small else None  # GatedDeltaNet products need 16 rows
-    triton_fn = getattr(kernel, f"replay_fold_{kind}_triton")
+    triton_fn = replay_fold_gdn_triton if kind == "gdn" else replay_fold_kda_triton
     if form:
         triton_fn = functools.partial(triton_fn, form=form)
     ref_fn = getattr(reference, f"replay_fold_{kind}_reference")
@@ -130,7 +132,7 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
 def test_gdn_fold_rejects_a_bad_form(device):
     """An unknown form, and the TMA form on a pool whose strides TMA cannot take (10 float32 = 40 bytes)."""
     from mcache.kernels._common import KernelArgError
-    from mcache.kernels.replay_fold.kernel import replay_fold_gdn_triton
+    from mcache.kernels.replay_fold.gdn import replay_fold_gdn_triton
 
     d = {**_dims(device), "K": 10}
     gen = torch.Generator().manual_seed(15)
@@ -147,7 +149,7 @@ def test_gdn_fold_rejects_a_bad_form(device):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("config", [None, (16, 2)], ids=["default", "small-blocks"])  # 16 channels: several blocks, a ragged tail
 def test_replay_fold_conv(device, dtype, layout, config):
-    from mcache.kernels.replay_fold.kernel import replay_fold_conv_triton
+    from mcache.kernels.replay_fold.conv import replay_fold_conv_triton
     from mcache.kernels.replay_fold.reference import replay_fold_conv_reference
 
     d = _dims(device)

@@ -1,5 +1,6 @@
 """Cache kernels: each op is a folder with a plain-torch `reference.py` (the CPU path and the oracle) and a
-Triton `kernel.py` (used for CUDA tensors; Triton is imported only then).
+Triton `kernel.py` (`replay_fold`: one module per kind, `mamba2.py`, `gdn.py`, `kda.py`, `conv.py`), used for
+CUDA tensors; the op's `__init__.py` imports its Triton module only then, so the CPU path never imports Triton.
 
 Each op comes in two forms: `op(...)` checks its arguments and launches once; `op_plan(pools...)` binds the
 pools once and returns a callable that takes only the index vectors, for callers that launch the same op on

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import torch
 
-from .._dispatch import run
 from .reference import commit_intermediate_reference
 
 __all__ = ["commit_intermediate", "commit_intermediate_plan", "commit_intermediate_reference"]
@@ -20,7 +21,10 @@ def commit_intermediate(
     check: bool = True,
 ) -> None:
     """`pool[:, slots[b]] = inter[:, rows[b], accepted[b] - 1]`, skipping `accepted[b] == 0`."""
-    run(pool.is_cuda, __package__, "commit_intermediate", commit_intermediate_reference, pool, inter, slots, rows, accepted, check=check)
+    if pool.is_cuda:
+        _kernel().commit_intermediate_triton(pool, inter, slots, rows, accepted, check=check)
+    else:
+        commit_intermediate_reference(pool, inter, slots, rows, accepted)
 
 
 def commit_intermediate_plan(pairs: list[tuple[torch.Tensor, torch.Tensor]]):
@@ -29,12 +33,18 @@ def commit_intermediate_plan(pairs: list[tuple[torch.Tensor, torch.Tensor]]):
     (the Triton `CommitIntermediatePlan` on CUDA, one launch for two pairs; the torch reference otherwise)."""
     pairs = list(pairs)
     if pairs and pairs[0][0].is_cuda:
-        from .kernel import CommitIntermediatePlan
-
-        return CommitIntermediatePlan(pairs)
+        return _kernel().CommitIntermediatePlan(pairs)
 
     def reference(slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> None:
         for pool, inter in pairs:
             commit_intermediate_reference(pool, inter, slots, rows, accepted)
 
     return reference
+
+
+@cache
+def _kernel():
+    """`kernel`, imported on the first CUDA call (Triton is imported only then; once: an import costs microseconds)."""
+    from . import kernel
+
+    return kernel

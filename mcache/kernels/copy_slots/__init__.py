@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import torch
 
-from .._dispatch import run
 from .reference import copy_slots_reference
 
 __all__ = ["copy_slots", "copy_slots_plan", "copy_slots_reference"]
@@ -15,7 +16,10 @@ def copy_slots(src: torch.Tensor, src_slots: torch.Tensor, dst: torch.Tensor, ds
 
     Within one pool, a slot may not be both read and written by one call (the kernel does not gather first).
     """
-    run(dst.is_cuda, __package__, "copy_slots", copy_slots_reference, src, src_slots, dst, dst_slots, check=check)
+    if dst.is_cuda:
+        _kernel().copy_slots_triton(src, src_slots, dst, dst_slots, check=check)
+    else:
+        copy_slots_reference(src, src_slots, dst, dst_slots)
 
 
 def copy_slots_plan(pairs: list[tuple[torch.Tensor, torch.Tensor]], *, config: tuple[int, int] | None = None):
@@ -25,12 +29,18 @@ def copy_slots_plan(pairs: list[tuple[torch.Tensor, torch.Tensor]], *, config: t
     reference otherwise)."""
     pairs = list(pairs)
     if pairs and pairs[0][1].is_cuda:
-        from .kernel import CopySlotsPlan
-
-        return CopySlotsPlan(pairs, config=config)
+        return _kernel().CopySlotsPlan(pairs, config=config)
 
     def reference(src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
         for src, dst in pairs:
             copy_slots_reference(src, src_slots, dst, dst_slots)
 
     return reference
+
+
+@cache
+def _kernel():
+    """`kernel`, imported on the first CUDA call (Triton is imported only then; once: an import costs microseconds)."""
+    from . import kernel
+
+    return kernel

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from .._dispatch import run
 from .reference import (
     replay_fold_conv_reference,
     replay_fold_gdn_reference,
@@ -27,25 +26,44 @@ __all__ = [
 
 def replay_fold_mamba2(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True) -> None:
     """Mamba2 fold; shapes in `reference.replay_fold_mamba2_reference`."""
-    run(ssm.is_cuda, __package__, "replay_fold_mamba2", replay_fold_mamba2_reference, ssm, x, B, dt, dA, slots, buf, count, check=check)
+    if ssm.is_cuda:
+        from .mamba2 import replay_fold_mamba2_triton  # Triton is imported only for CUDA tensors
+
+        replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, check=check)
+    else:
+        replay_fold_mamba2_reference(ssm, x, B, dt, dA, slots, buf, count)
 
 
 def replay_fold_gdn(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True) -> None:
     """GatedDeltaNet fold; shapes in `reference.replay_fold_gdn_reference`."""
-    run(ssm.is_cuda, __package__, "replay_fold_gdn", replay_fold_gdn_reference, ssm, k, v, g, beta, slots, buf, count, check=check)
+    if ssm.is_cuda:
+        from .gdn import replay_fold_gdn_triton
+
+        replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
+    else:
+        replay_fold_gdn_reference(ssm, k, v, g, beta, slots, buf, count)
 
 
 def replay_fold_kda(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True) -> None:
     """KDA fold (per-channel gate); shapes in `reference.replay_fold_kda_reference`."""
-    run(ssm.is_cuda, __package__, "replay_fold_kda", replay_fold_kda_reference, ssm, k, v, g, beta, slots, buf, count, check=check)
+    if ssm.is_cuda:
+        from .kda import replay_fold_kda_triton
+
+        replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
+    else:
+        replay_fold_kda_reference(ssm, k, v, g, beta, slots, buf, count)
 
 
 def replay_fold_conv(conv: torch.Tensor, conv_in: torch.Tensor, slots, buf, count, *, check: bool = True) -> None:
     """Conv-window fold; shapes in `reference.replay_fold_conv_reference`."""
-    run(conv.is_cuda, __package__, "replay_fold_conv", replay_fold_conv_reference, conv, conv_in, slots, buf, count, check=check)
+    if conv.is_cuda:
+        from .conv import replay_fold_conv_triton
+
+        replay_fold_conv_triton(conv, conv_in, slots, buf, count, check=check)
+    else:
+        replay_fold_conv_reference(conv, conv_in, slots, buf, count)
 
 
-_FOLD_PLANS = {"mamba2": "Mamba2FoldPlan", "gdn": "GdnFoldPlan", "kda": "KdaFoldPlan", "conv": "ConvFoldPlan"}
 _FOLD_REFERENCES = {"mamba2": replay_fold_mamba2_reference, "gdn": replay_fold_gdn_reference,
                     "kda": replay_fold_kda_reference, "conv": replay_fold_conv_reference}
 
@@ -53,12 +71,10 @@ _FOLD_REFERENCES = {"mamba2": replay_fold_mamba2_reference, "gdn": replay_fold_g
 def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor, conv=None, config: tuple[int, int] | None = None):
     """A fold bound to its state pool and rings (`kind`: `mamba2`, `gdn`, `kda` with the rings of its
     `replay_fold_<kind>`, or `conv` with `conv_in`): a callable `(slots, buf, count)` that checks nothing per
-    call (the Triton plan on CUDA, with the kernel's `config` if given; the torch reference otherwise). With
-    `conv = (window, conv_in)` a state's fold also folds the kind's conv window, in the same launch on CUDA."""
+    call (the kind's Triton plan on CUDA, with the kernel's `config` if given; the torch reference otherwise).
+    With `conv = (window, conv_in)` a state's fold also folds the kind's conv window, in the same launch on CUDA."""
     if state.is_cuda:
-        from . import kernel
-
-        return getattr(kernel, _FOLD_PLANS[kind])(state, *rings, config=config, **({"conv": conv} if conv else {}))
+        return _triton_plans()[kind](state, *rings, config=config, **({"conv": conv} if conv else {}))
     reference = _FOLD_REFERENCES[kind]
 
     def fold(slots, buf, count) -> None:
@@ -67,3 +83,13 @@ def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor, conv=None, c
             replay_fold_conv_reference(*conv, slots, buf, count)
 
     return fold
+
+
+def _triton_plans() -> dict[str, type]:
+    """Each kind's Triton plan class (importing them imports Triton: only for CUDA tensors)."""
+    from .conv import ConvFoldPlan
+    from .gdn import GdnFoldPlan
+    from .kda import KdaFoldPlan
+    from .mamba2 import Mamba2FoldPlan
+
+    return {"mamba2": Mamba2FoldPlan, "gdn": GdnFoldPlan, "kda": KdaFoldPlan, "conv": ConvFoldPlan}

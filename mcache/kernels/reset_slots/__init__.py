@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import torch
 
-from .._dispatch import run
 from .reference import reset_slots_reference
 
 __all__ = ["reset_slots", "reset_slots_plan", "reset_slots_reference"]
@@ -15,7 +16,10 @@ def reset_slots(pools: list[torch.Tensor], slots: torch.Tensor, *, check: bool =
 
     `check=False` skips the host-side index-range check (which synchronizes when `slots` is on the GPU).
     """
-    run(bool(pools) and pools[0].is_cuda, __package__, "reset_slots", reset_slots_reference, pools, slots, check=check)
+    if pools and pools[0].is_cuda:
+        _kernel().reset_slots_triton(pools, slots, check=check)
+    else:
+        reset_slots_reference(pools, slots)
 
 
 def reset_slots_plan(pools: list[torch.Tensor]):
@@ -23,7 +27,13 @@ def reset_slots_plan(pools: list[torch.Tensor]):
     `ResetSlotsPlan` on CUDA, the torch reference otherwise)."""
     pools = list(pools)
     if pools and pools[0].is_cuda:
-        from .kernel import ResetSlotsPlan
-
-        return ResetSlotsPlan(pools)
+        return _kernel().ResetSlotsPlan(pools)
     return lambda slots: reset_slots_reference(pools, slots)
+
+
+@cache
+def _kernel():
+    """`kernel`, imported on the first CUDA call (Triton is imported only then; once: an import costs microseconds)."""
+    from . import kernel
+
+    return kernel

@@ -58,7 +58,7 @@ def test_the_json_encoder_refuses_nan_and_infinity_naming_where():
 def test_every_json_writer_goes_through_the_strict_encoder():
     root = Path(__file__).parent.parent / "mcache"
     writers = [str(p.relative_to(root)) for p in root.rglob("*.py")
-               if re.search(r"json\.dumps?\(|msgspec\.json\.encode", p.read_text()) and p.name != "json_text.py"]
+               if re.search(r"json\.dumps?\(|msgspec\.json\.encode", p.read_text()) and p.relative_to(root).as_posix() != "core/files.py"]
     assert writers == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from mcache.cache.manager import CacheManager
+from mcache.core.kinds.base import Role
 from mcache.core.load import parse_spec
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 
@@ -137,6 +138,6 @@ def write_replay_step(mgr: CacheManager, step, gen: torch.Generator, scale: floa
             for view in meta.rings.values():
                 view[:, slot, buf] = (torch.rand(view.shape[3:], generator=gen) * scale).to(view.device)
         for pool in mgr.pools.values():
-            if pool.role == "spec.intermediate":
+            if pool.decl.role is Role.INTERMEDIATE:
                 view = pool.view[:, row]
                 view.copy_(torch.randn(view.shape, generator=gen).to(view.device))

@@ -165,8 +165,7 @@ def test_sweep_cases_cover_every_configuration():
 
     runner = Runner(BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1], max_batch=2, scheme="replay"))
     manager = runner._build_manager()
-    pools = {key: pool.view for key, pool in manager.pools.items()}
-    builder = KernelCaseBuilder(pools, "gdn", None, len(manager.free_slots), 4, 16, torch.Generator().manual_seed(0))
+    builder = KernelCaseBuilder(manager.pools.values(), "gdn", None, len(manager.free_slots), 4, 16, torch.Generator().manual_seed(0))
     cases = sweep_cases(builder, 1)
     assert [impl for impl, _ in cases] == [f"triton@{b}x{w}" for b, w in COPY_CONFIGS + FOLD_CONFIGS["gdn"] + CONV_CONFIGS]
     assert {case.op for _, case in cases} == {"copy_slots", "replay_fold", "replay_fold_conv"}

@@ -224,7 +224,7 @@ def test_the_manager_rebuilds_a_plan_when_its_pool_changes_and_not_otherwise():
         builds.append(1)
         return object()
 
-    pool = Pool(decl=None, role="base", units=4, storage=torch.zeros(2, 4, 3), layout="layer")
+    pool = Pool(decl=None, units=4, storage=torch.zeros(2, 4, 3), layout="layer")
     plans = Plans()
     first = plans.get("copy", [pool], build)
     assert plans.get("copy", [pool], build) is first and len(builds) == 1  # same pool: the plan it has

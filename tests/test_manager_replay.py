@@ -6,11 +6,15 @@ Float32 throughout; conv windows are data movement and must match bitwise.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
 import torch
-from manager_util import make
+from manager_util import ALL_KINDS, make
+
+from mcache import kernels
+from mcache.core.kinds.base import Role
 
 SPECS = {
     "mamba2": "mamba2: {num_heads: 4, head_dim: 3, state_size: 5, n_groups: 2, conv_kernel: 4}",
@@ -131,3 +135,20 @@ def test_replay_commit_equals_token_by_token(kind, draft, history, pool_layout):
             ref["c"] = dict(ref["a"])
             assert_close(mgr.state("c"), ref["c"], f"{kind} restored")
     assert overflows > 0 and folded > 0, "the test never overflowed the ring"
+
+
+
+@pytest.mark.parametrize("kind", ["mamba2", "gdn", "kda", "short_conv"])
+def test_a_kind_declares_its_fold_inputs_in_the_order_of_its_fold(kind):
+    """The replay inputs of the SSM state follow `replay_fold_<kind>`'s arguments after the state, the conv input
+    `replay_fold_conv`'s after the window; the manager's rings keep that order."""
+    mgr = make(ALL_KINDS, draft_tokens=1, spec_scheme="replay", max_batch=1)
+    inputs = mgr.ctx.replay_inputs(kind)
+    for role, fold, state in ((Role.STATE, f"replay_fold_{kind}", "ssm"), (Role.CONV, "replay_fold_conv", "conv")):
+        names = [r.name for r in inputs if r.of is role]
+        if kind == "short_conv" and role is Role.STATE:
+            assert names == []  # a conv window only: no SSM fold
+            continue
+        params = list(inspect.signature(getattr(kernels, fold)).parameters)
+        assert params[: len(names) + 2] == [state, *names, "slots"]
+    assert list(mgr.replay_metadata()[kind].rings) == [r.name for r in inputs]

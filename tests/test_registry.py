@@ -10,7 +10,7 @@ from mcache.core.errors import LayoutError
 from mcache.core.load import parse_spec
 from mcache.core.sizing import auxiliary as aux
 from mcache.core.sizing.buffers import BufferDecl
-from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.estimate import estimate, units_of
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext, resolve_dtypes
 from mcache.core.spec.model import ModelSpec
@@ -41,6 +41,11 @@ def registry(monkeypatch):
     """A private copy of the registry, so a test's registrations vanish after it."""
     monkeypatch.setattr(aux, "_REGISTRY", dict(aux._REGISTRY))
     return aux
+
+
+def aux_bytes(ctx: RankContext) -> int:
+    """Total bytes of every registered auxiliary buffer on the rank."""
+    return sum(d.bytes_per_unit * units_of(d, ctx) for d in aux.aux_declarations(ctx))
 
 
 def probe(ctx: RankContext) -> list[BufferDecl]:
@@ -91,15 +96,15 @@ def test_registered_returns_a_copy(registry):
 def test_registered_estimator_is_counted(registry):
     spec = make_spec()
     ctx = context(spec, max_batch=4)
-    before = aux.estimate_aux_bytes(ctx)
+    before = aux_bytes(ctx)
     assert before == 8 * (4 + 1)  # an int64 seed per slot: 4 requests + 1 padding slot
     registry.register("test.probe", probe)
-    assert aux.estimate_aux_bytes(ctx) == before + 10 * 4
+    assert aux_bytes(ctx) == before + 10 * 4
     rank = estimate(spec, ParallelLayout(), RuntimeConfig(max_batch=4), resolve_dtypes(spec)).ranks[0]
     assert [(c.decl.key, c.total_bytes) for c in rank.components if c.decl.key == "probe"] == [("probe", 10 * 4)]
 
 
-# --- estimate_aux_bytes sums every registered buffer ---------------------------------------------
+# --- the registry's buffers: every registered one counted ------------------------------------------
 
 AUX = """\
 aux_buffers:
@@ -109,7 +114,7 @@ aux_buffers:
 """
 
 
-def test_estimate_aux_bytes_sums_builtin_and_spec_buffers():
+def test_aux_bytes_sum_builtin_and_spec_buffers():
     # tp 2, max_batch 4, 1 draft (T = 2): 4 + 2 = 6 slots. Mamba2 per rank: 4 heads, 1 group (of 2).
     ctx = context(make_spec(AUX), tp=2, max_batch=4, draft_tokens=1, spec_scheme="intermediate")
     seed = 8 * 6
@@ -118,7 +123,7 @@ def test_estimate_aux_bytes_sums_builtin_and_spec_buffers():
     dt_cache = (8 // 2) * 4 * 4 * 6  # [heads/tp, 4] float32 per slot
     step_table = (4 * 2) * 4  # [max_batch * T] int32, once per rank
     scratch = 256 * 2 * 2 * 4  # [hidden, 2] bf16 per batch row
-    assert aux.estimate_aux_bytes(ctx) == seed + inter_conv + inter_ssm + dt_cache + step_table + scratch
+    assert aux_bytes(ctx) == seed + inter_conv + inter_ssm + dt_cache + step_table + scratch
 
 
 def test_spec_aux_buffers_declarations():
@@ -145,7 +150,7 @@ def test_spec_aux_buffer_per_token():
     """)
     ctx = context(spec, max_batch=4, max_seq_len=100, tokens_per_block=32)
     # 4 sequences x 128 tokens (100 rounded up to blocks of 32), [2, 2] float32 each; plus 5 seeds
-    assert aux.estimate_aux_bytes(ctx) == 4 * 128 * (2 * 2 * 4) + 8 * 5
+    assert aux_bytes(ctx) == 4 * 128 * (2 * 2 * 4) + 8 * 5
 
 
 # --- shape expressions ---------------------------------------------------------------------------

@@ -13,12 +13,15 @@ from __future__ import annotations
 import torch
 
 from mcache import kernels as K
-from mcache.bench.ops import FOLD_INPUTS, FOLD_REFS, CaseBuilder, OpCase, _index_put, _nbytes
+from mcache.bench.ops import FOLD_REFS, CaseBuilder, Needs, OpCase, _index_put, _nbytes
+from mcache.core.kinds.base import Role
 from mcache.kernels.replay_fold import reference as fold_ref
 
 KERNEL_OPS = ("copy_slots", "commit_intermediate", "pack_heads", "unpack_heads", "replay_fold", "replay_fold_conv")
 # The pool each kernel op needs beside the state: kinds or schemes without it have no such rows.
-KERNEL_BUFFERS = {"commit_intermediate": "inter_ssm", "replay_fold": "ring_conv_in", "replay_fold_conv": "ring_conv_in"}
+KERNEL_BUFFERS = {"commit_intermediate": Needs(Role.INTERMEDIATE, Role.STATE, "inter_ssm"),
+                  "replay_fold": Needs(Role.RING, Role.CONV, "ring_conv_in"),
+                  "replay_fold_conv": Needs(Role.RING, Role.CONV, "ring_conv_in")}
 COPY_CONFIGS = [(8192, 8), (16384, 16), (32768, 16), (32768, 32), (65536, 32)]  # (BLOCK, num_warps)
 FOLD_CONFIGS = {"mamba2": [(16, 4), (32, 4), (32, 8), (64, 4)], "gdn": [(16, 2), (32, 2), (64, 4), (128, 8)],
                 "kda": [(16, 2), (32, 2), (64, 4)]}  # (BP or BV rows per program, num_warps)
@@ -38,14 +41,14 @@ class KernelCaseBuilder(CaseBuilder):
         return sum(batch * r.shape[0] * r[0, 0, 0, 0].numel() * r.element_size() * self.history for r in rings)
 
     def copy_slots(self, batch: int, config=None) -> OpCase:
-        ssm = self.views["ssm"]
+        ssm = self.base[Role.STATE]
         src, dst = self._slots(batch, 2).split(batch)
         plan = K.copy_slots_plan([(ssm, ssm)], config=config)
         return self._case("copy_slots", batch, _nbytes([ssm], batch), lambda: plan(src, dst), lambda: _index_put(ssm, dst, ssm[:, src]),
                           lambda: torch.equal(ssm[:, dst], ssm[:, src]))
 
     def commit_intermediate(self, batch: int) -> OpCase:
-        pool, inter = self.views["ssm"], self.views["inter_ssm"]
+        pool, inter = self.base[Role.STATE], self.inter[Role.STATE]
         slots = self._slots(batch)
         rows = torch.randperm(inter.shape[1], generator=self.gen)[:batch].to(slots.device)
         accepted = torch.randint(1, self.tokens + 1, (batch,), generator=self.gen).to(slots.device)
@@ -55,7 +58,7 @@ class KernelCaseBuilder(CaseBuilder):
                           lambda: torch.equal(pool[:, slots], inter[:, rows, accepted - 1]))
 
     def _half_heads(self, batch: int):
-        ssm = self.views["ssm"]
+        ssm = self.base[Role.STATE]
         n = ssm[0, 0].numel() // ssm.shape[2] * (ssm.shape[2] // 2 or 1)
         packed = torch.empty((batch, ssm.shape[0], n), dtype=ssm.dtype, device=ssm.device)
         return ssm, ssm.flatten(2), [(0, n)], n, packed
@@ -82,10 +85,10 @@ class KernelCaseBuilder(CaseBuilder):
                           lambda: torch.equal(flat[:, slots, :n], packed.transpose(0, 1)))
 
     def replay_fold(self, batch: int, config=None) -> OpCase | None:
-        names = FOLD_INPUTS.get(self.kind)
-        if names is None:
+        rings = self.rings[Role.STATE]
+        if not rings:
             return None
-        ssm, rings = self.views["ssm"], [self.views[f"ring_{n}"] for n in names]
+        ssm = self.base[Role.STATE]
         slots, buf, count = self._fold_args(batch)
         plan = K.fold_plan(self.kind, ssm, *rings, config=config)
 
@@ -101,7 +104,7 @@ class KernelCaseBuilder(CaseBuilder):
                           _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop")
 
     def replay_fold_conv(self, batch: int, config=None) -> OpCase:
-        conv, conv_in = self.views["conv"], self.views["ring_conv_in"]
+        conv, (conv_in,) = self.base[Role.CONV], self.rings[Role.CONV]
         slots, buf, count = self._fold_args(batch)
         plan = K.fold_plan("conv", conv, conv_in, config=config)
 
@@ -132,7 +135,7 @@ def _fold_check(state: torch.Tensor, slots: torch.Tensor, run, reference):
 def sweep_cases(builder: KernelCaseBuilder, batch: int) -> list[tuple[str, OpCase]]:
     """`(impl, case)` of every configuration of the copy kernel and this kind's folds at `batch`."""
     cases = [(f"triton@{b}x{w}", builder.copy_slots(batch, (b, w))) for b, w in COPY_CONFIGS]
-    if "ring_conv_in" in builder.views:
+    if builder.rings[Role.CONV]:
         cases += [(f"triton@{b}x{w}", builder.replay_fold(batch, (b, w))) for b, w in FOLD_CONFIGS.get(builder.kind, [])]
         cases += [(f"triton@{b}x{w}", builder.replay_fold_conv(batch, (b, w))) for b, w in CONV_CONFIGS]
     return [(impl, case) for impl, case in cases if case is not None]

@@ -9,18 +9,35 @@ least the op must read plus write, and `check` compares the op's output with the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 from mcache import kernels as K
+from mcache.cache.states.base import Pool
+from mcache.core.kinds.base import Role
+from mcache.core.sizing.buffers import BufferDecl
 from mcache.kernels.replay_fold import reference as fold_ref
 
+
+class Needs(NamedTuple):
+    """The buffers an op needs beside the state: one of `role` that belongs to the state of role `of` (any state when
+    None); a skip reason shows them as `shown*`."""
+
+    role: Role
+    of: Role | None
+    shown: str
+
+    def met_by(self, decls: Iterable[BufferDecl]) -> bool:
+        """Whether one of `decls` is such a buffer."""
+        return any(d.role is self.role and self.of in (None, d.of) for d in decls)
+
+
 OPS = ("alloc", "reset", "commit", "replay", "relocate", "snapshot", "pack", "transfer")
-# The buffers (name prefix) an op needs beside the state: a kind or scheme without them has no such rows.
-OP_BUFFERS = {"commit": "inter_", "replay": "ring_"}
-FOLD_INPUTS = {"mamba2": ("x", "B", "dt", "dA"), "gdn": ("k", "v", "g", "beta"), "kda": ("k", "v", "g", "beta")}
+# A kind or scheme without an op's buffers has no such rows.
+OP_BUFFERS = {"commit": Needs(Role.INTERMEDIATE, None, "inter_"), "replay": Needs(Role.RING, None, "ring_")}
 FOLD_REFS = {"mamba2": fold_ref.replay_fold_mamba2_reference, "gdn": fold_ref.replay_fold_gdn_reference,
              "kda": fold_ref.replay_fold_kda_reference}
 
@@ -50,15 +67,21 @@ def _index_put(dst: torch.Tensor, slots: torch.Tensor, value: torch.Tensor) -> N
 
 
 class CaseBuilder:
-    """Builds `OpCase`s over the pools of one manager (`pools`: buffer key -> `[L, units, *shape]` view)."""
+    """Builds `OpCase`s over the pools of one manager, each pool's `[L, units, *shape]` view picked by its role."""
 
-    def __init__(self, pools: dict[str, torch.Tensor], kind: str, local_layer: int | None, free_slots: int,
+    def __init__(self, pools: Iterable[Pool], kind: str, local_layer: int | None, free_slots: int,
                  tokens_per_step: int, history: int, generator: torch.Generator):
         """`local_layer` picks one layer of the kind's pools (`None`: all of them in one launch)."""
         sl = slice(local_layer, local_layer + 1) if local_layer is not None else slice(None)
         self.kind, self.gen = kind, generator
-        self.views = {k.split(".", 1)[1]: v[sl] for k, v in pools.items() if k.startswith(f"{kind}.")}
-        self.states = [self.views[n] for n in ("conv", "ssm") if n in self.views]
+        mine = [(p.decl, p.view[sl]) for p in pools if p.decl.kind == kind]
+        # The conv window and SSM state by role; derived pools by the role of the state they belong to.
+        self.base = {d.role: v for d, v in mine if d.role in (Role.CONV, Role.STATE)}
+        self.states = list(self.base.values())
+        self.inter = {d.of: v for d, v in mine if d.role is Role.INTERMEDIATE}
+        self.snap = {d.of: v for d, v in mine if d.role is Role.SNAPSHOT}
+        # Each state's rings in the kind's fold order (the order of the declarations).
+        self.rings = {role: [v for d, v in mine if d.role is Role.RING and d.of is role] for role in (Role.STATE, Role.CONV)}
         self.free_slots, self.tokens, self.history = free_slots, tokens_per_step, history
 
     def _slots(self, batch: int, sets: int = 1) -> torch.Tensor:
@@ -84,7 +107,7 @@ class CaseBuilder:
                           lambda: [_index_put(v, slots, z) for v, z in zip(views, zeros, strict=True)], check)
 
     def commit(self, batch: int) -> OpCase | None:
-        pairs = [(self.views[n], self.views[f"inter_{n}"]) for n in ("conv", "ssm") if f"inter_{n}" in self.views]
+        pairs = [(self.base[of], inter) for of, inter in self.inter.items()]
         if not pairs:
             return None
         device = pairs[0][0].device
@@ -106,16 +129,15 @@ class CaseBuilder:
         return self._case("commit", batch, _nbytes([p for p, _ in pairs], batch), run, baseline, check)
 
     def replay(self, batch: int) -> OpCase | None:
-        names = FOLD_INPUTS.get(self.kind)
-        if names is None or f"ring_{names[0]}" not in self.views:
+        rings = self.rings[Role.STATE]
+        if not rings:
             return None
         device = self.states[0].device
         slots = self._slots(batch)
         buf = torch.randint(0, 2, (batch,), generator=self.gen).to(device)
         count = torch.full((batch,), self.history, dtype=torch.int64, device=device)
-        ssm, conv = self.views["ssm"], self.views["conv"]
-        rings = [self.views[f"ring_{n}"] for n in names]
-        conv_in = self.views["ring_conv_in"]
+        ssm, conv = self.base[Role.STATE], self.base[Role.CONV]
+        (conv_in,) = self.rings[Role.CONV]
         fold_ref_fn = FOLD_REFS[self.kind]
         fold = K.fold_plan(self.kind, ssm, *rings, conv=(conv, conv_in))  # the manager's fold: one launch of both
         # Each fold reads the state once, writes it once, and reads `count` tokens of every ring entry.
@@ -153,7 +175,7 @@ class CaseBuilder:
                           lambda: [_index_put(v, dst, v[:, src]) for v in views], check)
 
     def snapshot(self, batch: int) -> OpCase | None:
-        pairs = [(self.views[n], self.views[f"snap_{n}"]) for n in ("conv", "ssm") if f"snap_{n}" in self.views]
+        pairs = [(self.base[of], snap) for of, snap in self.snap.items()]
         if not pairs or pairs[0][1].shape[1] < batch:
             return None
         slots = self._slots(batch)

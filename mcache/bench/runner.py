@@ -25,8 +25,10 @@ from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, KernelCaseBuilde
 from mcache.bench.ops import OP_BUFFERS, OPS, CaseBuilder, OpCase
 from mcache.bench.timing import HOST_CALLS, Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
 from mcache.cache.manager import CacheManager
+from mcache.cache.states.base import Pool
 from mcache.core.errors import McacheError, allocation_error, first_line
 from mcache.core.kinds import RECURRENT_KINDS
+from mcache.core.kinds.base import Role
 from mcache.core.load import load_spec, resolve
 from mcache.core.sizing.estimate import estimate_rank
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
@@ -111,7 +113,7 @@ class Runner:
         self.host_reference = torch_host_reference(self.device)
         kinds = self.ctx.recurrent_kinds
         layers = self._layers(kinds)
-        pools = {key: pool.view for key, pool in manager.pools.items()}
+        pools = list(manager.pools.values())
         runnable = {kind: self._runnable(pools, kind) for kind in kinds}
         units = sum((1 + len(layers.get(kind, []))) * len(runnable[kind]) for kind in kinds)  # all layers, each alone
         tick("ops", units * len(self.cfg.batches) + (len(kinds) * len(self.cfg.batches) if self.cfg.sweep else 0))
@@ -131,17 +133,17 @@ class Runner:
                                                   self.runtime.history, self.gen), batch)
                     tick("", 0)
 
-    def _runnable(self, pools: dict[str, torch.Tensor], kind: str) -> list[str]:
+    def _runnable(self, pools: list[Pool], kind: str) -> list[str]:
         """The ops of `kind` to time; one skipped row (and no work) for each op it has no buffers for."""
-        have = {key.split(".", 1)[1] for key in pools if key.startswith(f"{kind}.")}
+        have = [p.decl for p in pools if p.decl.kind == kind]
         runnable = []
         for op in self.cfg.ops:
             need = OP_BUFFERS.get(op) or KERNEL_BUFFERS.get(op)
             if op == "alloc":
                 continue
-            if need and not any(name.startswith(need) for name in have):
+            if need and not need.met_by(have):
                 self.rows.append(Row(op=op, impl=self._impl(), kind=kind, batch=min(self.cfg.batches), status="skipped",
-                                     reason=f"no {need}* buffers for {kind} with scheme {self.runtime.spec_scheme} (every batch)"))
+                                     reason=f"no {need.shown}* buffers for {kind} with scheme {self.runtime.spec_scheme} (every batch)"))
             else:
                 runnable.append(op)
         return runnable
@@ -253,12 +255,12 @@ class Runner:
         values = torch.Generator(device=self.device).manual_seed(self.cfg.seed)
         ranges = {"dt": (0.0, 0.1), "dA": (-0.5, -0.01), "g": (-0.5, -0.01), "beta": (0.05, 1.0),
                   "k": (-0.1, 0.1)}
-        for key, pool in manager.pools.items():
-            kind, _, name = key.partition(".")
-            if kind not in RECURRENT_KINDS or not pool.storage.is_floating_point():
-                continue
-            lo, hi = ranges.get(name.removeprefix("ring_"), (-1.0, 1.0))
-            pool.storage.uniform_(lo, hi, generator=values)
+        for pool in manager.pools.values():
+            if pool.decl.kind in RECURRENT_KINDS and pool.decl.role is not Role.RING and pool.storage.is_floating_point():
+                pool.storage.uniform_(-1.0, 1.0, generator=values)
+        for meta in manager.replay_metadata().values():
+            for name, ring in meta.rings.items():
+                ring.uniform_(*ranges.get(name, (-1.0, 1.0)), generator=values)
         self._sync()
 
     def _ceiling(self) -> Ceiling | None:

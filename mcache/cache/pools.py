@@ -1,8 +1,8 @@
 """The rank's pools: one tensor per buffer declaration, and which state kind owns each.
 
-A layer kind owns its base states and their scheme and snapshot copies; the kind-less seed, replay
-cursors and version index are the rank's slot bookkeeping; everything else (the spec's own buffers,
-any other registered estimator's) is handled as an auxiliary buffer.
+Each pool goes by its declaration's role: a layer kind owns its base states and their scheme and snapshot
+copies; the seed, replay cursors and version index are the rank's slot bookkeeping; everything else (the
+spec's own buffers, any other registered estimator's) is handled as an auxiliary buffer.
 """
 
 from __future__ import annotations
@@ -13,18 +13,19 @@ from mcache.cache.states import state_class
 from mcache.cache.states.auxiliary import AuxState
 from mcache.cache.states.base import Pool, StateKind, allocate
 from mcache.cache.states.bookkeeping import Bookkeeping
-from mcache.core.sizing.estimate import tagged_declarations, units_of
+from mcache.core.kinds.base import Role
+from mcache.core.sizing.estimate import declarations, units_of
 from mcache.core.sizing.rank import RankContext
 
-KIND_ROLES = ("base", "spec.intermediate", "spec.replay", "spec.index", "snapshot")
-BOOK_ROLES = ("slot.seed", "spec.replay", "spec.index")
+# The roles a layer kind's state object owns: its base states and their scheme and snapshot copies.
+KIND_ROLES = (Role.KV, Role.CONV, Role.STATE, Role.INTERMEDIATE, Role.VERSIONS, Role.RING, Role.SNAPSHOT)
 
 
 def allocate_pools(ctx: RankContext, device: torch.device, layout: str) -> dict[str, Pool]:
     """One pool per declaration, by buffer key, sized by `units_of` exactly as the estimator counts it."""
     pools: dict[str, Pool] = {}
-    for role, decl in tagged_declarations(ctx):  # keys are unique: the estimator checks
-        pools[decl.key] = allocate(decl, role, units_of(decl, ctx), layout, device, ctx.runtime.tokens_per_block)
+    for decl in declarations(ctx):  # keys are unique: the estimator checks
+        pools[decl.key] = allocate(decl, units_of(decl, ctx), layout, device, ctx.runtime.tokens_per_block)
     return pools
 
 
@@ -35,9 +36,9 @@ def assign_pools(ctx: RankContext, pools: dict[str, Pool]) -> tuple[Bookkeeping,
     book: list[Pool] = []
     for p in pools.values():
         kind = p.decl.kind
-        if kind is None and p.role in BOOK_ROLES:
+        if p.decl.role is Role.BOOKKEEPING:
             book.append(p)
-        elif kind is not None and p.role in KIND_ROLES:
+        elif kind is not None and p.decl.role in KIND_ROLES:
             owned.setdefault(kind, []).append(p)
         else:
             aux.setdefault(kind, []).append(p)

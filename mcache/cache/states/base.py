@@ -29,10 +29,9 @@ def torch_dtype(name: str) -> torch.dtype:
 
 @dataclass(eq=False)
 class Pool:
-    """One allocated buffer declaration. `role` is the aux registry key that declared it, or `base`."""
+    """One allocated buffer declaration (its `decl.role` says what it is)."""
 
     decl: BufferDecl
-    role: str
     units: int
     storage: torch.Tensor
     layout: str
@@ -48,7 +47,7 @@ class Pool:
         return self.storage.numel() * self.storage.element_size()
 
 
-def allocate(decl: BufferDecl, role: str, units: int, layout: str, device: torch.device, block: int) -> Pool:
+def allocate(decl: BufferDecl, units: int, layout: str, device: torch.device, block: int) -> Pool:
     """One tensor for `decl`: layer-major `[L, units, *shape]` or slot-major `[units, L, *shape]`.
 
     Per-token pools are split into blocks: `[L, blocks, block, *shape]` or `[blocks, L, block, *shape]`
@@ -61,7 +60,7 @@ def allocate(decl: BufferDecl, role: str, units: int, layout: str, device: torch
         raise ValueError(f"{decl.key}: {units} tokens are not whole blocks of {block}")
     shape = (decl.layers, *lead, *decl.shape) if layout == "layer" else (lead[0], decl.layers, *lead[1:], *decl.shape)
     storage = torch.empty(shape, dtype=torch_dtype(decl.dtype), device=device)
-    return Pool(decl, role, units, storage, layout)
+    return Pool(decl, units, storage, layout)
 
 
 def arange(n: int, device: torch.device) -> torch.Tensor:

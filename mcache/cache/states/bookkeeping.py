@@ -16,18 +16,20 @@ import torch
 
 from mcache import kernels as K
 from mcache.cache.states.base import Pool, StateKind, Step, arange, gather, scatter
+from mcache.core.sizing.auxiliary import REPLAY_BUFFER, REPLAY_PENDING, SEED, VERSION_INDEX
 
 
 class Bookkeeping(StateKind):
-    """The rank's kind-less per-slot pools (`seed`, `replay_prev_accepted`, `replay_buf_idx`, `version_idx`)."""
+    """The rank's per-slot pools of `Role.BOOKKEEPING`, each found by its declaration in `core.sizing.auxiliary`
+    (`seed`, `replay_prev_accepted`, `replay_buf_idx`, `version_idx`)."""
 
     def __init__(self, ctx, pools: list[Pool]):
         super().__init__(None, ctx, pools)
-        named = {p.decl.name: p for p in pools}
-        self.seed = named.get("seed")
-        self.prev = named.get("replay_prev_accepted")
-        self.buf = named.get("replay_buf_idx")
-        self.version = named.get("version_idx")
+        by_decl = {p.decl: p for p in pools}
+        self.seed = by_decl.get(SEED)
+        self.prev = by_decl.get(REPLAY_PENDING)
+        self.buf = by_decl.get(REPLAY_BUFFER)
+        self.version = by_decl.get(VERSION_INDEX)
 
     def reseed(self, slots: torch.Tensor, seeds: list[int]) -> None:
         """Write each slot's seed."""

@@ -1,8 +1,9 @@
 """Recurrent kinds (conv window and/or SSM state per slot): the behaviour every one of them shares.
 
-Pools of a kind `k` with base states `s` (`conv`, `ssm`): `k.s` `[L, S, *s]`, and per scheme
-`k.inter_s` `[L, R, T, *s]` (intermediate), `k.s_versions` `[L, S, T, *s]` (index), `k.ring_*`
-`[L, S, 2, Hist, *input]` (replay, see `replay.py`), `k.snap_s` `[L, snapshots, *s]`.
+Pools of a kind `k` with base states `s` (`conv`, `ssm`), by role: `k.s` `[L, S, *s]`, and per scheme
+`k.inter_s` `[L, R, T, *s]` (intermediate), `k.s_versions` `[L, S, T, *s]` (versions), `k.ring_*`
+`[L, S, 2, Hist, *input]` (ring, see `replay.py`), `k.snap_s` `[L, snapshots, *s]` (snapshot); each derived
+pool's `decl.of` is the role of the base state it belongs to.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import torch
 from mcache import kernels as K
 from mcache.cache.states import register
 from mcache.cache.states.base import Pool, ReplayMeta, StateKind, Step, arange, scatter
+from mcache.core.kinds.base import Role
 
 
 @register("mamba1", "lightning")
@@ -24,19 +26,21 @@ class RecurrentState(StateKind):
 
     def __init__(self, kind: str, ctx, pools: list[Pool], book=None):
         super().__init__(kind, ctx, pools, book)
-        self.shapes = {s.name: s for s in ctx.states(kind)}
-        by = {(p.role, p.decl.name): p for p in pools}
+        self.base = {p.decl.name: p for p in pools if p.decl.role in (Role.CONV, Role.STATE)}
+        name_of = {p.decl.role: name for name, p in self.base.items()}
 
-        def pick(role: str, name: str) -> dict[str, Pool]:
-            return {n: by[(role, name.format(n))] for n in self.shapes if (role, name.format(n)) in by}
+        def derived(role: Role) -> dict[str, Pool]:
+            """The `role` pools of the kind, by the name of the base state each belongs to."""
+            return {name_of[p.decl.of]: p for p in pools if p.decl.role is role}
 
-        self.base = pick("base", "{}")
-        self.inter = pick("spec.intermediate", "inter_{}")
-        self.versions = pick("spec.index", "{}_versions")
-        self.snap = pick("snapshot", "snap_{}")
+        self.inter = derived(Role.INTERMEDIATE)
+        self.versions = derived(Role.VERSIONS)
+        self.snap = derived(Role.SNAPSHOT)
+        # The ring pools are declared in the order of the kind's replay inputs (its fold order).
         replay = ctx.runtime.spec_scheme == "replay"
         self.inputs = tuple(ctx.replay_inputs(kind) or []) if replay else ()
-        self.rings = {r.name: by[("spec.replay", f"ring_{r.name}")] for r in self.inputs}
+        rings = [p for p in pools if p.decl.role is Role.RING]
+        self.rings = {r.name: p for r, p in zip(self.inputs, rings, strict=True)}
 
     def commit(self, step: Step, accepted: torch.Tensor) -> None:
         if self.inter:

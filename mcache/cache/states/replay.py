@@ -13,27 +13,34 @@ import torch
 
 from mcache import kernels as K
 from mcache.cache.states import register
-from mcache.cache.states.base import Step, arange, gather
+from mcache.cache.states.base import Pool, Step, arange, gather
 from mcache.cache.states.recurrent import RecurrentState
+from mcache.core.kinds.base import Role
 
 
+@register("mamba2", "gdn", "kda", "short_conv")
 class ReplayState(RecurrentState):
-    """A recurrent kind whose ring can be folded: `fold_inputs` names the rings its SSM fold reads, in the order
-    of `mcache.kernels.replay_fold_<kind>`; the conv window folds from `conv_in` whatever the kind."""
+    """A recurrent kind whose ring can be folded: its SSM state's fold reads the rings that belong to `Role.STATE`, in
+    the order the kind declares them (that of `mcache.kernels.replay_fold_<kind>`); its conv window's fold reads the
+    ring that belongs to `Role.CONV` (`conv_in`)."""
 
-    fold_inputs: tuple[str, ...] = ()
+    def _fold_pools(self, role: Role) -> list[Pool]:
+        """The base state of `role`, then the rings that belong to it in fold order; empty without such a state."""
+        base = [p for p in self.base.values() if p.decl.role is role]
+        return base + [p for p in self.rings.values() if p.decl.of is role] if base else []
 
-    def _fold(self, states: dict, rings: dict) -> tuple[str, list, list] | None:
-        """`(fold kind, [state, *rings], [window, conv_in] or [])` of this kind's fold (pools or tensors alike): the
-        SSM state's, with the conv window folded in the same launch, or the conv window alone; None without either."""
-        conv = [states["conv"], rings["conv_in"]] if "conv" in states else []
-        if "ssm" in states:
-            return self.kind, [states["ssm"], *(rings[n] for n in self.fold_inputs)], conv
+    def _fold(self, take: Callable[[Pool], object]) -> tuple[str, list, list] | None:
+        """`(fold kind, [state, *rings], [window, conv_in] or [])` of this kind's fold, each pool through `take` (the
+        pool itself, or a copy of some of its slots): the SSM state's, with the conv window folded in the same launch,
+        or the conv window alone; None without either."""
+        state, conv = ([take(p) for p in self._fold_pools(role)] for role in (Role.STATE, Role.CONV))
+        if state:
+            return self.kind, state, conv
         return ("conv", conv, []) if conv else None
 
     def _fold_plan(self) -> Callable | None:
         """The fold plan of the base pools with their rings, built once (see `Plans`)."""
-        fold = self._fold(self.base, self.rings)
+        fold = self._fold(lambda p: p)
         if fold is None:
             return None
         kind, pools, conv = fold
@@ -53,36 +60,9 @@ class ReplayState(RecurrentState):
             return super().current(slots)
         buf, prev = self.book.cursor(slots)
         pos = arange(len(slots), slots.device)
-        states = {n: gather(p.view, slots) for n, p in self.base.items()}
-        rings = {n: gather(p.view, slots) for n, p in self.rings.items()}
-        fold = self._fold(states, rings)
+        copies = {p: gather(p.view, slots) for p in [*self.base.values(), *self.rings.values()]}
+        fold = self._fold(copies.__getitem__)
         if fold is not None:  # copies of this call: a plan used once
             kind, tensors, conv = fold
             K.fold_plan(kind, *tensors, conv=tuple(conv) or None)(pos, buf, prev)
-        return {n: (t, pos) for n, t in states.items()}
-
-
-@register("mamba2")
-class Mamba2State(ReplayState):
-    """Ring: x `[H, P]`, B `[G, N]`, dt and dA `[H]`, conv_in `[C]` per token."""
-
-    fold_inputs = ("x", "B", "dt", "dA")
-
-
-@register("gdn")
-class GatedDeltaNetState(ReplayState):
-    """Ring: normalized k `[Hk, K]`, v `[H, V]`, log gate g and beta `[H]`, conv_in `[C]` per token."""
-
-    fold_inputs = ("k", "v", "g", "beta")
-
-
-@register("kda")
-class KDAState(ReplayState):
-    """Ring: like GatedDeltaNet with a per-channel log gate g `[H, K]`."""
-
-    fold_inputs = ("k", "v", "g", "beta")
-
-
-@register("short_conv")
-class ShortConvState(ReplayState):
-    """Ring: the conv input `[C]` per token; there is no SSM state."""
+        return {n: (copies[p], pos) for n, p in self.base.items()}

@@ -1,4 +1,4 @@
-"""What every layer kind declares: its per-layer cache states, replay inputs and weights.
+"""What every layer kind declares: its per-layer cache states, replay inputs and weights, and the roles of buffers.
 
 Pure shape functions: integers in, named shapes out, a `LayoutError` naming the spec field on an
 impossible TP split. The estimator and the cache manager both read these declarations.
@@ -6,9 +6,25 @@ impossible TP split. The estimator and the cache manager both read these declara
 
 from __future__ import annotations
 
+from enum import Enum
+
 from msgspec import Struct
 
 from mcache.core.errors import LayoutError
+
+
+class Role(Enum):
+    """What a buffer is to the cache manager; a buffer's name is for display only."""
+
+    KV = "kv"  # attention KV, per token
+    CONV = "conv window"  # a recurrent kind's conv window, per slot
+    STATE = "state"  # a recurrent kind's recurrent (SSM) state, per slot
+    INTERMEDIATE = "intermediate"  # speculative: a state after every draft position, per batch row
+    VERSIONS = "versions"  # speculative index scheme: T more versions of a state, per slot
+    RING = "ring"  # speculative replay: the per-token inputs a state's fold reads, per slot
+    SNAPSHOT = "snapshot"  # a copy of a state per snapshot slot (prefix caching)
+    BOOKKEEPING = "bookkeeping"  # the rank's per-slot seed, replay cursors and version index
+    AUXILIARY = "auxiliary"  # anything else: the spec's own buffers, a registered extension's
 
 
 class CacheDtypes(Struct, frozen=True):
@@ -36,6 +52,29 @@ class StateShape(Struct, frozen=True):
     per: str = "slot"
     sections: tuple[tuple[str, int], ...] = ()
     window: int | None = None
+
+    @property
+    def role(self) -> Role:
+        """`KV`, `CONV` or `STATE`, by component."""
+        return _STATE_ROLES[self.component]
+
+
+_STATE_ROLES = {"kv": Role.KV, "conv": Role.CONV, "ssm": Role.STATE}
+
+
+class ReplayInput(Struct, frozen=True):
+    """One per-token entry of a kind's replay ring, and the state whose fold reads it (`of`: `Role.STATE` or
+    `Role.CONV`).
+
+    A kind lists its inputs once, in fold order: those of `Role.STATE` in the order of the arguments of its
+    `replay_fold_<kind>` after the state, then the conv input (`replay_fold_conv`'s `conv_in`).
+    """
+
+    name: str
+    of: Role
+    shape: tuple[int, ...]
+    axes: tuple[str, ...]
+    dtype: str
 
 
 def split(total: int, tp: int, field: str, what: str = "heads") -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.core.kinds.base import CacheDtypes, StateShape, split
+from mcache.core.kinds.base import CacheDtypes, ReplayInput, Role, StateShape, split
 
 NAME = "gdn"
 
@@ -21,15 +21,15 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [conv, ssm]
 
 
-def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
-    """Per-token ring entries: normalized k, v, log gate g, beta, raw conv input."""
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[ReplayInput]:
+    """Per-token ring entries, in fold order: normalized k, v, log gate g, beta (`replay_fold_gdn`), then the raw conv input."""
     hk, hv = _heads(p, tp)
     return [
-        StateShape("k", "spec", (hk, p.k_head_dim), ("Hk", "K"), dt.conv),
-        StateShape("v", "spec", (hv, p.v_head_dim), ("H", "V"), dt.conv),
-        StateShape("g", "spec", (hv,), ("H",), "float32"),
-        StateShape("beta", "spec", (hv,), ("H",), "float32"),
-        StateShape("conv_in", "spec", (2 * hk * p.k_head_dim + hv * p.v_head_dim,), ("C",), dt.conv),
+        ReplayInput("k", Role.STATE, (hk, p.k_head_dim), ("Hk", "K"), dt.conv),
+        ReplayInput("v", Role.STATE, (hv, p.v_head_dim), ("H", "V"), dt.conv),
+        ReplayInput("g", Role.STATE, (hv,), ("H",), "float32"),
+        ReplayInput("beta", Role.STATE, (hv,), ("H",), "float32"),
+        ReplayInput("conv_in", Role.CONV, (2 * hk * p.k_head_dim + hv * p.v_head_dim,), ("C",), dt.conv),
     ]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.core.kinds.base import CacheDtypes, StateShape, split
+from mcache.core.kinds.base import CacheDtypes, ReplayInput, Role, StateShape, split
 
 NAME = "kda"
 STATE_DTYPE = "float32"  # every engine keeps the KDA recurrent state in float32
@@ -24,15 +24,16 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [conv, ssm]
 
 
-def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
-    """Per-token ring entries: normalized k, v, per-channel log gate, beta, raw conv input."""
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[ReplayInput]:
+    """Per-token ring entries, in fold order: normalized k, v, per-channel log gate g, beta (`replay_fold_kda`), then the raw
+    conv input."""
     h, hk, dk = _dims(p, tp)
     return [
-        StateShape("k", "spec", (hk, dk), ("Hk", "K"), dt.conv),
-        StateShape("v", "spec", (h, p.head_dim), ("H", "V"), dt.conv),
-        StateShape("g", "spec", (h, dk), ("H", "K"), "float32"),
-        StateShape("beta", "spec", (h,), ("H",), "float32"),
-        StateShape("conv_in", "spec", (2 * hk * dk + h * p.head_dim,), ("C",), dt.conv),
+        ReplayInput("k", Role.STATE, (hk, dk), ("Hk", "K"), dt.conv),
+        ReplayInput("v", Role.STATE, (h, p.head_dim), ("H", "V"), dt.conv),
+        ReplayInput("g", Role.STATE, (h, dk), ("H", "K"), "float32"),
+        ReplayInput("beta", Role.STATE, (h,), ("H",), "float32"),
+        ReplayInput("conv_in", Role.CONV, (2 * hk * dk + h * p.head_dim,), ("C",), dt.conv),
     ]
 
 

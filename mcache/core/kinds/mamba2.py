@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.core.kinds.base import CacheDtypes, StateShape, replicated_split, split
+from mcache.core.kinds.base import CacheDtypes, ReplayInput, Role, StateShape, replicated_split, split
 
 NAME = "mamba2"
 
@@ -24,17 +24,17 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [conv, ssm]
 
 
-def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
-    """Per-token inputs the replay ring keeps: x, B, dt, dA and the raw conv input."""
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[ReplayInput]:
+    """Per-token inputs the replay ring keeps, in fold order: x, B, dt, dA (`replay_fold_mamba2`), then the raw conv input."""
     heads = split(p.num_heads, tp, f"{NAME}.num_heads")
     g = groups_per_rank(p, tp)
     conv_dim = heads * p.head_dim + 2 * g * p.state_size
     return [
-        StateShape("x", "spec", (heads, p.head_dim), ("H", "P"), dt.conv),
-        StateShape("B", "spec", (max(g, 1), p.state_size), ("G", "N"), dt.conv),  # no groups: one B for all heads
-        StateShape("dt", "spec", (heads,), ("H",), "float32"),
-        StateShape("dA", "spec", (heads,), ("H",), "float32"),
-        StateShape("conv_in", "spec", (conv_dim,), ("C",), dt.conv),
+        ReplayInput("x", Role.STATE, (heads, p.head_dim), ("H", "P"), dt.conv),
+        ReplayInput("B", Role.STATE, (max(g, 1), p.state_size), ("G", "N"), dt.conv),  # no groups: one B for all heads
+        ReplayInput("dt", Role.STATE, (heads,), ("H",), "float32"),
+        ReplayInput("dA", Role.STATE, (heads,), ("H",), "float32"),
+        ReplayInput("conv_in", Role.CONV, (conv_dim,), ("C",), dt.conv),
     ]
 
 

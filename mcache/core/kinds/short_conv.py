@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcache.core.kinds.base import CacheDtypes, StateShape, split
+from mcache.core.kinds.base import CacheDtypes, ReplayInput, Role, StateShape, split
 
 NAME = "short_conv"
 
@@ -13,10 +13,10 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
     return [StateShape("conv", "conv", (channels, p.conv_kernel - 1), ("C", "K"), dt.conv)]
 
 
-def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
+def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[ReplayInput]:
     """The raw conv input per token: rolling the window back needs nothing else."""
     channels = split(spec.hidden_size, tp, "hidden_size", "channels")
-    return [StateShape("conv_in", "spec", (channels,), ("C",), dt.conv)]
+    return [ReplayInput("conv_in", Role.CONV, (channels,), ("C",), dt.conv)]
 
 
 def weights(spec, p) -> dict[str, int]:

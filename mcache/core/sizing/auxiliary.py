@@ -3,7 +3,8 @@
 `register(key, estimator)` adds an estimator, a function `RankContext -> list[BufferDecl]`;
 registering the same function again is a no-op, a different one under a taken key raises.
 The speculative buffers, replay bookkeeping, per-slot seeds, snapshot slots and the spec's own
-`aux_buffers` are registered below, through the same door a user extension would use.
+`aux_buffers` are registered below, through the same door a user extension would use; each declares its
+`Role` (a declaration without one is `Role.AUXILIARY`), and the key only names the estimator.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from math import prod
 
 from mcache.core.errors import LayoutError
+from mcache.core.kinds.base import Role
 from mcache.core.numbers import shown
 from mcache.core.sizing.buffers import BufferDecl
 from mcache.core.sizing.rank import RankContext
@@ -39,13 +41,20 @@ def registered() -> dict[str, Estimator]:
     return dict(_REGISTRY)
 
 
-def aux_declarations(ctx: RankContext) -> list[tuple[str, BufferDecl]]:
-    """`(registry key, declaration)` of every registered auxiliary buffer on this rank."""
-    return [(key, decl) for key, estimator in _REGISTRY.items() for decl in estimator(ctx)]
+def aux_declarations(ctx: RankContext) -> list[BufferDecl]:
+    """Every registered auxiliary buffer on this rank, in registration order."""
+    return [decl for estimator in _REGISTRY.values() for decl in estimator(ctx)]
 
 
-def _decl(name, component, kind, layers, per, shape, axes, dtype) -> BufferDecl:
-    return BufferDecl(name, component, kind, layers, per, tuple(shape), tuple(axes), dtype)
+def _decl(name, component, kind, layers, per, shape, axes, dtype, role, of=None) -> BufferDecl:
+    return BufferDecl(name, component, kind, layers, per, tuple(shape), tuple(axes), dtype, role=role, of=of)
+
+
+# The rank's per-slot bookkeeping: the cache manager finds each of its pools by declaration.
+SEED = _decl("seed", "aux", None, 1, "slot", (), (), "int64", Role.BOOKKEEPING)
+REPLAY_PENDING = _decl("replay_prev_accepted", "spec", None, 1, "slot", (), (), "int32", Role.BOOKKEEPING)
+REPLAY_BUFFER = _decl("replay_buf_idx", "spec", None, 1, "slot", (), (), "int32", Role.BOOKKEEPING)
+VERSION_INDEX = _decl("version_idx", "spec", None, 1, "slot", (), (), "int32", Role.BOOKKEEPING)
 
 
 def intermediate_states(ctx: RankContext) -> list[BufferDecl]:
@@ -58,30 +67,26 @@ def intermediate_states(ctx: RankContext) -> list[BufferDecl]:
     if scheme == "replay":
         kinds = [k for k in ctx.recurrent_kinds if ctx.replay_inputs(k) is None]
     return [
-        _decl(f"inter_{s.name}", "spec", k, ctx.counts[k], "request", (t, *s.shape), ("T", *s.axes), s.dtype)
+        _decl(f"inter_{s.name}", "spec", k, ctx.counts[k], "request", (t, *s.shape), ("T", *s.axes), s.dtype,
+              Role.INTERMEDIATE, s.role)
         for k in kinds
         for s in ctx.states(k)
     ]
 
 
 def replay_buffers(ctx: RankContext) -> list[BufferDecl]:
-    """Replay scheme: a double-buffered ring of per-token inputs per slot, and per-slot bookkeeping."""
+    """Replay scheme: a double-buffered ring of per-token inputs per slot (in the kind's fold order), and per-slot
+    bookkeeping."""
     if ctx.runtime.spec_scheme != "replay":
         return []
     hist = ctx.runtime.history
     decls = [
-        _decl(
-            f"ring_{s.name}", "spec", k, ctx.counts[k], "slot", (2, hist, *s.shape), ("buf", "hist", *s.axes), s.dtype
-        )
+        _decl(f"ring_{r.name}", "spec", k, ctx.counts[k], "slot", (2, hist, *r.shape), ("buf", "hist", *r.axes), r.dtype,
+              Role.RING, r.of)
         for k in ctx.recurrent_kinds
-        for s in ctx.replay_inputs(k) or []
+        for r in ctx.replay_inputs(k) or []
     ]
-    if decls:
-        decls += [
-            _decl("replay_prev_accepted", "spec", None, 1, "slot", (), (), "int32"),
-            _decl("replay_buf_idx", "spec", None, 1, "slot", (), (), "int32"),
-        ]
-    return decls
+    return decls + [REPLAY_PENDING, REPLAY_BUFFER] if decls else []
 
 
 def state_versions(ctx: RankContext) -> list[BufferDecl]:
@@ -90,16 +95,17 @@ def state_versions(ctx: RankContext) -> list[BufferDecl]:
         return []
     t = ctx.runtime.tokens_per_step
     decls = [
-        _decl(f"{s.name}_versions", "spec", k, ctx.counts[k], "slot", (t, *s.shape), ("T", *s.axes), s.dtype)
+        _decl(f"{s.name}_versions", "spec", k, ctx.counts[k], "slot", (t, *s.shape), ("T", *s.axes), s.dtype,
+              Role.VERSIONS, s.role)
         for k in ctx.recurrent_kinds
         for s in ctx.states(k)
     ]
-    return decls + [_decl("version_idx", "spec", None, 1, "slot", (), (), "int32")]
+    return decls + [VERSION_INDEX]
 
 
 def slot_seeds(ctx: RankContext) -> list[BufferDecl]:
     """A random seed per slot, re-derived from the request and the rank on first use."""
-    return [_decl("seed", "aux", None, 1, "slot", (), (), "int64")] if ctx.recurrent_kinds else []
+    return [SEED] if ctx.recurrent_kinds else []
 
 
 def snapshot_slots(ctx: RankContext) -> list[BufferDecl]:
@@ -107,7 +113,7 @@ def snapshot_slots(ctx: RankContext) -> list[BufferDecl]:
     if not ctx.runtime.snapshot_slots:
         return []
     return [
-        _decl(f"snap_{s.name}", "aux", k, ctx.counts[k], "snapshot", s.shape, s.axes, s.dtype)
+        _decl(f"snap_{s.name}", "aux", k, ctx.counts[k], "snapshot", s.shape, s.axes, s.dtype, Role.SNAPSHOT, s.role)
         for k in ctx.recurrent_kinds
         for s in ctx.states(k)
     ]
@@ -125,7 +131,7 @@ def spec_aux_buffers(ctx: RankContext) -> list[BufferDecl]:
         if prod(shape) > MAX_INT:
             raise LayoutError(field, f"at most {MAX_INT} (2**40) elements per {aux.per}, got {shown(prod(shape))}")
         axes = [dim if isinstance(dim, str) else f"d{j}" for j, dim in enumerate(aux.shape)]
-        decls.append(_decl(aux.name, "aux", aux.layer_kind, layers, aux.per, shape, axes, dtypes.canonical(aux.dtype)))
+        decls.append(_decl(aux.name, "aux", aux.layer_kind, layers, aux.per, shape, axes, dtypes.canonical(aux.dtype), Role.AUXILIARY))
     return decls
 
 

@@ -16,6 +16,7 @@ from math import prod
 
 from msgspec import Struct
 
+from mcache.core.kinds.base import Role
 from mcache.core.spec.dtypes import itemsize
 
 PER_UNITS = ("slot", "request", "token", "snapshot", "rank")
@@ -26,7 +27,9 @@ class BufferDecl(Struct, frozen=True):
     """One pool of a rank: `layers` x units x `shape` elements of `dtype`.
 
     `kind` is the layer kind that owns it (`None` for per-rank bookkeeping); `axes` names the
-    axes of `shape` (e.g. `("H", "P", "N")`) so readers know the order.
+    axes of `shape` (e.g. `("H", "P", "N")`) so readers know the order. `role` says what the buffer is
+    and `of` which state of the kind a derived buffer belongs to (`Role.STATE` or `Role.CONV`: the ring `x`
+    of Mamba2's SSM state, the snapshot of a conv window); consumers select by these, `name` is for display.
     """
 
     name: str
@@ -38,6 +41,8 @@ class BufferDecl(Struct, frozen=True):
     axes: tuple[str, ...]
     dtype: str
     window: int | None = None
+    role: Role = Role.AUXILIARY
+    of: Role | None = None
 
     def __post_init__(self) -> None:
         if self.per not in PER_UNITS:

@@ -17,29 +17,23 @@ from mcache.core.spec.model import ModelSpec
 def base_declarations(ctx: RankContext) -> list[BufferDecl]:
     """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank."""
     return [
-        BufferDecl(s.name, s.component, kind, ctx.counts[kind], s.per, s.shape, s.axes, s.dtype, s.window)
+        BufferDecl(s.name, s.component, kind, ctx.counts[kind], s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
         for kind in ctx.kinds
         for s in ctx.states(kind)
     ]
 
 
-def tagged_declarations(ctx: RankContext) -> list[tuple[str, BufferDecl]]:
-    """`(role, decl)` for every buffer of the rank: base states (role `base`), then the auxiliary
-    registry's (role: the registry key that declared it). Buffer keys must be unique."""
-    tagged = [("base", d) for d in base_declarations(ctx)] + aux_declarations(ctx)
+def declarations(ctx: RankContext) -> list[BufferDecl]:
+    """Every buffer of the rank: base states, then the auxiliary registry's. Buffer keys must be unique."""
+    decls = base_declarations(ctx) + aux_declarations(ctx)
     seen: set[str] = set()
-    for _, decl in tagged:
+    for decl in decls:
         if decl.key in seen:
             names = [a.name for a in ctx.spec.aux_buffers]
             field = f"aux_buffers[{names.index(decl.name)}].name" if decl.name in names else "aux_buffers"
             raise LayoutError(field, f"a name no other buffer of the rank has, got {decl.key!r}")
         seen.add(decl.key)
-    return tagged
-
-
-def declarations(ctx: RankContext) -> list[BufferDecl]:
-    """Every buffer of the rank, in `tagged_declarations` order."""
-    return [decl for _, decl in tagged_declarations(ctx)]
+    return decls
 
 
 def units_of(decl: BufferDecl, ctx: RankContext) -> int:

@@ -9,7 +9,7 @@ from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES, RECURRENT_KINDS
-from mcache.core.kinds.base import CacheDtypes, StateShape
+from mcache.core.kinds.base import CacheDtypes, ReplayInput, StateShape
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.spec import dtypes as dt_names
 from mcache.core.spec.model import KINDS, SSM_HINT_KEYS, ModelSpec, layer_kinds
@@ -105,8 +105,8 @@ class RankContext(Struct, frozen=True, dict=True):
         """Per-layer states of `kind` on this rank (KV per token, conv/SSM per slot)."""
         return self._states[kind]
 
-    def replay_inputs(self, kind: str) -> list[StateShape] | None:
-        """Per-token replay-ring entries of `kind`, or None if it has no replay (uses intermediate states)."""
+    def replay_inputs(self, kind: str) -> list[ReplayInput] | None:
+        """Per-token replay-ring entries of `kind` in fold order, or None if it has no replay (uses intermediate states)."""
         fn = getattr(KIND_MODULES[kind], "replay_inputs", None)
         return fn(self.spec, getattr(self.spec, kind), self.layout.state_tp, self.dtypes) if fn else None
 

@@ -8,10 +8,10 @@ import pytest
 
 from mcache.core.errors import LayoutError
 from mcache.core.load import parse_spec
+from mcache.core.sizing import auxiliary as aux
 from mcache.core.sizing.buffers import BufferDecl
 from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
-from mcache.core.sizing import auxiliary as aux
 from mcache.core.sizing.rank import RankContext, resolve_dtypes
 from mcache.core.spec.model import ModelSpec
 

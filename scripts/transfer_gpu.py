@@ -4,13 +4,14 @@ On any GPU machine: two or three processes whose pools live on GPU 0 (ranks shar
 over gloo through host memory, bitwise checked (`gloo` cases). With one GPU per rank: the same models over NCCL,
 batch 1, 8, 32, 64, each row beside the same sends of plain buffers (`nccl` cases; NCCL refuses two ranks on one
 GPU, so TP 1 -> TP 2 and TP 2 -> TP 1 need 3 GPUs, TP 1 -> TP 1 needs 2). Cases the machine cannot hold are
-listed as skipped. Each case writes `DIR/<model>-<sender>-to-<receiver>-<backend>.json`; the exit status is 1 if
-any case failed or disagreed with the reference.
+listed as skipped. Each case writes `DIR/<model>-<sender>-to-<receiver>-<backend>-<gpu>-<date>.json` (the GPU's
+`--gpu` name, such as `h200`, and today's UTC date); the exit status is 1 if any case failed or disagreed with the reference.
 """
 
 from __future__ import annotations
 
 import argparse
+from datetime import datetime, timezone
 from pathlib import Path
 
 MODELS = ("nemotron-h-8b", "qwen3-next-80b-a3b")
@@ -21,6 +22,7 @@ def main() -> int:
     import torch
 
     from mcache.cli.main import main as mcache
+    from mcache.core.sizing.gpus import CATALOGUE
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/transfer"))
@@ -28,6 +30,9 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     gpus = torch.cuda.device_count()
+    gpu = torch.cuda.get_device_name(0)
+    gpu = next((key for key, (name, _) in CATALOGUE.items() if name == gpu), gpu.lower().replace(" ", "-"))
+    stamp = f"{gpu}-{datetime.now(timezone.utc).date().isoformat()}"
     failed, skipped = [], []
     for backend, batch, reps in (("gloo", "1,8", "5"), ("nccl", "1,8,32,64", "20")):
         if args.only not in (None, backend):
@@ -41,7 +46,7 @@ def main() -> int:
                 print(f"== {name}", flush=True)
                 rc = mcache(["bench", model, "--ops", "transfer", "--sender-tp", str(a), "--receiver-tp", str(b),
                              "--backend", backend, "--batch", batch, "--reps", reps, "--device", "cuda",
-                             "-o", str(args.out / f"{name}.json")])
+                             "-o", str(args.out / f"{name}-{stamp}.json")])
                 if rc:
                     failed.append(f"{name}: exit {rc}")
     for line in skipped:

@@ -21,6 +21,7 @@ def test_cpu_smoke_run_writes_a_valid_results_file(tmp_path, capsys):
     assert rc == 0
     run = results.load(out)
     assert run.meta.comparable is False and run.meta.device == "cpu" and run.meta.ceiling is None
+    assert not run.meta.spec_file.startswith("/")  # the spec relative to the working directory, or its name alone
     assert run.meta.memory.estimated_bytes == run.meta.memory.allocated_bytes > 0
     done = {(r.op, r.kind, r.batch, r.impl) for r in run.rows if r.status == "ok"}
     for kind in ("mamba2", "gdn"):  # kinds with a replay recurrence

@@ -28,7 +28,7 @@ TOO_BIG_FLOAT = "1e400"  # parses to infinity
 
 SPECS = sorted((HERE.parent / "model_specs").glob("*.yaml"))
 CONFIGS = sorted(HF_CONFIGS.glob("*.json"))
-RESULTS = HERE.parent / "results" / "nemotron-h-8b-replay.json"
+RESULTS = HERE.parent / "results" / "nemotron-h-8b-replay-h200-2026-12-02.json"
 # Literals that JSON and YAML cannot carry through `json.dumps`: placeholders replaced in the text.
 RAW = {"@@huge@@": HUGE_INT, "@@inf@@": TOO_BIG_FLOAT}
 VALUES = [None, True, "x", -1, 0, "@@inf@@", "@@huge@@", [[[[1]]]], 2**63, 1e308, 1.5, ""]

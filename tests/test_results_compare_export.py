@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -39,6 +40,43 @@ NEW = [row("reset", 101, 99, 103),  # inside both spreads: same
        row("copy", 45, 44.5, 45.5),  # -10%: improvement
        row("pack", 82, 81.5, 82.5),  # +2.5%, outside spread, within 5%: slower
        row("new", 10, 9, 11), row("oom", 0, 0, 0, status="skipped")]
+
+
+def collected(spec_path) -> Meta:
+    return Meta.collect("tiny", spec_path, device="cpu", comparable=False, gpu=None, versions={}, git_commit=None,
+                        layout={}, runtime={}, timer="wall clock (CPU)", cuda_graphs=False, ceiling=None, memory=None)
+
+
+def test_collected_meta_names_the_spec_without_the_machines_folders(tmp_path, monkeypatch):
+    spec = tmp_path / "specs" / "tiny.yaml"
+    spec.parent.mkdir()
+    spec.write_text("name: tiny\n")
+    monkeypatch.chdir(tmp_path)
+    meta = collected(spec.resolve())
+    assert meta.spec_file == "specs/tiny.yaml"  # inside the working directory: relative to it
+    assert meta.spec_sha256 == hashlib.sha256(b"name: tiny\n").hexdigest() and meta.mcache_version
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert collected(spec).spec_file == "tiny.yaml"  # outside it: the file name alone
+
+
+def test_collected_meta_hashes_a_hugging_face_folders_config(tmp_path, monkeypatch):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    meta = collected(tmp_path / "model")
+    assert meta.spec_file == "model" and meta.spec_sha256 == hashlib.sha256(b"{}").hexdigest()
+
+
+def test_files_with_an_absolute_spec_path_still_load_and_compare(tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    results.save(make_run(BASE), new)
+    data = json.loads(new.read_text())
+    data["meta"]["spec_file"] = "/work/main/model_specs/nemotron-h-8b.yaml"  # as runs before issue 27 wrote it
+    old.write_text(json.dumps(data))
+    assert results.load(old).meta.spec_file == "/work/main/model_specs/nemotron-h-8b.yaml"
+    same = compare(results.load(old), results.load(new), "old", "new")  # the spec is told by its name and hash
+    assert not same.notes and not same.regressions and {c.verdict for c in same.changes} <= {"same", "skipped"}
 
 
 def test_round_trip_and_atomic_save(tmp_path):

@@ -95,6 +95,7 @@ def test_spawned_run_writes_rows_with_phases(tmp_path):
     row = results.rows[1]
     assert row.pack_us > 0 and row.wire_us > 0 and row.unpack_us > 0 and row.size_matched_us > 0
     assert results.meta.layout == {"sender_tp": 1, "sender_pp": 1, "receiver_tp": 1, "receiver_pp": 1, "world": 2}
+    assert results.meta.spec_file == "tiny-transfer.yaml"  # outside the working directory: its name alone
 
 
 @pytest.mark.parametrize("args,needle", [

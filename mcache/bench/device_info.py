@@ -1,13 +1,21 @@
-"""Run metadata: the GPU through NVML, library versions, the git commit, the spec's hash."""
+"""What a run's metadata reads off the machine: the GPU through NVML, library versions, the git commit."""
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 from pathlib import Path
 
+import torch
+
 from mcache.core.sizing.gpus import nvml_query, nvml_text
 from mcache.results.schema import GPU
+
+
+def machine(device: torch.device) -> dict:
+    """The `Meta` fields of the machine a run on `device` is made on (GPU runs alone are comparable)."""
+    cuda = device.type == "cuda"
+    return {"device": str(device), "comparable": cuda, "gpu": gpu_info(device.index or 0) if cuda else None,
+            "versions": versions(), "git_commit": git_commit()}
 
 
 def gpu_info(index: int) -> GPU | None:
@@ -37,8 +45,6 @@ def versions() -> dict[str, str]:
     """torch, CUDA, triton and Python versions."""
     import platform
 
-    import torch
-
     out = {"python": platform.python_version(), "torch": str(torch.__version__), "cuda": str(torch.version.cuda)}
     try:
         import triton
@@ -58,7 +64,3 @@ def git_commit() -> str | None:
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
 
-
-def sha256_of(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

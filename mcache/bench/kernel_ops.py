@@ -2,7 +2,7 @@
 
 The manager ops of `ops.py` move everything a request's state has (conv and SSM state, all layers);
 these time each kernel on the SSM state pool alone (the conv window for `replay_fold_conv`), as the
-kernel tables in `results/kernels_h200.md` do. `pack_heads`/`unpack_heads` move the first half of the
+kernel tables in `results/kernels/` do. `pack_heads`/`unpack_heads` move the first half of the
 heads (a TP-2 receiver's share). `sweep_cases` times the block/warps variants of the copy kernel and the
 folds through their plans' `config=` argument (CUDA only). Like the manager ops, each case launches the kernel
 through its plan (`mcache.kernels.*_plan`), bound to the pools once.

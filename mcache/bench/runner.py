@@ -14,11 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import torch
 
-from mcache import __version__
 from mcache.bench import device_info
 from mcache.bench.interrupt import Interrupts
 from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, KernelCaseBuilder, sweep_cases
@@ -165,20 +163,9 @@ class Runner:
 
     def results(self) -> Results:
         """The run so far as a results file."""
-        cfg, gpu = self.cfg, None
-        if self.device.type == "cuda":
-            gpu = device_info.gpu_info(self.device.index or 0)
-        meta = Meta(
-            mcache_version=__version__,
-            git_commit=device_info.git_commit(),
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            device=str(self.device),
-            comparable=self.device.type == "cuda",
-            gpu=gpu,
-            versions=device_info.versions(),
-            spec_name=self.spec.name,
-            spec_file=str(self.spec_path),
-            spec_sha256=device_info.sha256_of(self.spec_path if self.spec_path.is_file() else self.spec_path / "config.json"),
+        cfg = self.cfg
+        meta = Meta.collect(
+            self.spec.name, self.spec_path, **device_info.machine(self.device),
             layout={"tp": cfg.tp, "pp": cfg.pp, "stage": cfg.stage, "tp_rank": cfg.tp_rank,
                     "attention_dp": cfg.attention_dp},
             runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,

@@ -20,13 +20,11 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-from mcache import __version__
 from mcache import kernels as K
 from mcache.bench import device_info
 from mcache.bench.timing import gbps
@@ -292,14 +290,9 @@ def _row(cfg: TransferConfig, batch: int, times: list[list[float]], nbytes: int,
 
 
 def _results(cfg: TransferConfig, device: torch.device, rows: list[Row]) -> Results:
-    spec, path = load_spec(cfg.spec), resolve(cfg.spec)
     cuda = device.type == "cuda"
-    meta = Meta(
-        mcache_version=__version__, git_commit=device_info.git_commit(),
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), device=str(device), comparable=cuda,
-        gpu=device_info.gpu_info(device.index or 0) if cuda else None, versions=device_info.versions(),
-        spec_name=spec.name, spec_file=str(path),
-        spec_sha256=device_info.sha256_of(path if path.is_file() else path / "config.json"),
+    meta = Meta.collect(
+        load_spec(cfg.spec).name, resolve(cfg.spec), **device_info.machine(device),
         layout={"sender_tp": cfg.sender[0], "sender_pp": cfg.sender[1], "receiver_tp": cfg.receiver[0],
                 "receiver_pp": cfg.receiver[1], "world": cfg.world},
         runtime={"spec_scheme": "none", "backend": cfg.backend_name, "pool_layout": cfg.pool_layout, "reps": cfg.reps},

@@ -7,13 +7,16 @@ version-1 files are still read (their rows have no eager or host times).
 
 from __future__ import annotations
 
+import hashlib
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
 import msgspec
 from msgspec import Meta as Bounds
 
+from mcache import __version__
 from mcache.core.errors import McacheError, SpecError, validation_parts
 from mcache.core.files import json_text, write_atomic
 
@@ -130,8 +133,10 @@ class Memory(Record, kw_only=True):
 class Meta(Record, kw_only=True):
     """Everything needed to tell whether two runs can be compared.
 
-    `host_reference`: torch's own host cost per call (us) measured in the same run as rows' `host_us`
-    (`copy_` and `index_copy_` of a small tensor), the yardstick for a launcher's host cost.
+    `spec_file`: the spec relative to the working directory, or its file name alone when it lies outside (files of
+    older runs may hold an absolute path; they are read the same). `host_reference`: torch's own host cost per call
+    (us) measured in the same run as rows' `host_us` (`copy_` and `index_copy_` of a small tensor), the yardstick for
+    a launcher's host cost.
     """
 
     mcache_version: str
@@ -153,10 +158,29 @@ class Meta(Record, kw_only=True):
     interrupted: bool = False
     host_reference: dict[str, float] | None = None
 
+    @classmethod
+    def collect(cls, spec_name: str, spec_path: Path, **fields) -> Meta:
+        """A run's metadata as of now: mcache's version, the time (UTC), the spec's name, place (`spec_file`) and
+        SHA-256 (of its `config.json` for a Hugging Face folder), and `fields`: the machine's (`bench.device_info.machine`)
+        and the run's own."""
+        spec_bytes = (spec_path / "config.json" if spec_path.is_dir() else spec_path).read_bytes()
+        return cls(mcache_version=__version__, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   spec_name=spec_name, spec_file=shareable_path(spec_path),
+                   spec_sha256=hashlib.sha256(spec_bytes).hexdigest(), **fields)
+
     @property
     def device_name(self) -> str:
         """The GPU's name, or the device string where no GPU was read (CPU runs)."""
         return self.gpu.name if self.gpu else self.device
+
+
+def shareable_path(path: Path) -> str:
+    """`path` relative to the working directory when it lies inside it, else its name alone: no machine's folders."""
+    path = path.resolve()
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 class Results(Record, kw_only=True):

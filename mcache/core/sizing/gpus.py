@@ -1,30 +1,17 @@
-"""GPU memory: a small catalogue, a size parser, and the local GPU through NVML when present."""
+"""GPU memory: catalogue GPUs by any name people give them, a size parser, and the local GPU through NVML."""
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
 from decimal import Decimal
 
 from mcache.core.errors import LayoutError
+from mcache.core.sizing.gpu_catalogue import CATALOGUE, Gpu
 
-MIB = 1 << 20
 GIB = 1 << 30
 MAX_BYTES = 1 << 50  # 1 PiB: bounds every size option, so a typo cannot ask for an absurd GPU
-
-# Total memory as `nvidia-smi` reports it (`memory.total`, MiB), keyed by a lower-case name. This is what the
-# driver lets CUDA allocate, not the marketing figure: an "80GB" H100 reports 81559 MiB (79.6 GiB, 85.5 GB;
-# nvidia-smi in NVIDIA/nccl#1264 and the table in modal-labs/modal-client#2797), so `--gpu-memory 80GB` (74.5 GiB)
-# would undercount it by 5 GiB.
-CATALOGUE = {
-    "h100-80gb": ("NVIDIA H100 80GB HBM3", 81559 * MIB),
-    "h200": ("NVIDIA H200", 143771 * MIB),
-    "b200": ("NVIDIA B200", 183359 * MIB),
-    "a100-40gb": ("NVIDIA A100-SXM4-40GB", 40960 * MIB),
-    "a100-80gb": ("NVIDIA A100-SXM4-80GB", 81920 * MIB),
-    "l40s": ("NVIDIA L40S", 46068 * MIB),
-    "rtx-4090": ("NVIDIA GeForce RTX 4090", 24564 * MIB),
-}
-ALIASES = {"h100": "h100-80gb", "a100": "a100-80gb", "4090": "rtx-4090", "rtx4090": "rtx-4090"}
 
 # Decimal units are powers of 1000, binary ones powers of 1024; a bare number or a bare K/M/G (which vLLM reads as
 # binary and other tools as decimal) is refused rather than guessed.
@@ -55,13 +42,36 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
 
 
+_VENDOR_WORDS = re.compile(r"^(?:nvidia|geforce|amd|instinct)+")
+
+
+def _plain(name: str) -> str:
+    """`name` lower-cased, without punctuation, spaces or leading vendor words: `NVIDIA GeForce RTX 4090` -> `rtx4090`."""
+    return _VENDOR_WORDS.sub("", re.sub(r"[^a-z0-9]", "", name.lower()))
+
+
+@functools.cache
+def _names() -> dict[str, str]:
+    """Every plain name of every catalogue GPU (its key, its driver name, its aliases) -> its key."""
+    return {_plain(name): key for key, gpu in CATALOGUE.items() for name in (key, gpu.name, *gpu.aliases)}
+
+
+def find_gpu(name: str) -> Gpu:
+    """The catalogue GPU called `name`: its key, driver name (`NVIDIA H100 80GB HBM3`) or an alias, in any case and
+    punctuation (`h200`, `NVIDIA H200`, `nvidia_h200`, `h200-141gb`); an unknown name lists the catalogue and suggests
+    the closest."""
+    plain = _plain(name)
+    if plain in _names():
+        return CATALOGUE[_names()[plain]]
+    close = difflib.get_close_matches(plain, _names(), n=1) if len(plain) <= 40 else []
+    hint = f"; did you mean {_names()[close[0]]}?" if close else ""
+    raise LayoutError("gpu", f"one of {', '.join(CATALOGUE)}, got {_shown(name)} (or give --gpu-memory){hint}")
+
+
 def lookup(name: str) -> tuple[str, int]:
-    """(full name, bytes) of a catalogue GPU, by case-insensitive name or alias."""
-    key = name.strip().lower().replace(" ", "-")
-    key = ALIASES.get(key, key)
-    if key not in CATALOGUE:
-        raise LayoutError("gpu", f"one of {', '.join(CATALOGUE)}, got {name!r} (or give --gpu-memory)")
-    return CATALOGUE[key]
+    """(driver name, total bytes) of the catalogue GPU called `name` (as `find_gpu` reads it)."""
+    gpu = find_gpu(name)
+    return gpu.name, gpu.memory
 
 
 def nvml_query(query):

@@ -31,7 +31,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     gpus = torch.cuda.device_count()
     gpu = torch.cuda.get_device_name(0)
-    gpu = next((key for key, (name, _) in CATALOGUE.items() if name == gpu), gpu.lower().replace(" ", "-"))
+    gpu = next((key for key, entry in CATALOGUE.items() if entry.name == gpu), gpu.lower().replace(" ", "-"))
     stamp = f"{gpu}-{datetime.now(timezone.utc).date().isoformat()}"
     failed, skipped = [], []
     for backend, batch, reps in (("gloo", "1,8", "5"), ("nccl", "1,8,32,64", "20")):

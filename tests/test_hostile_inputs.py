@@ -200,3 +200,41 @@ def test_a_transfer_plan_of_8_by_52_ranks_is_quick(tmp_path):
     assert time.perf_counter() - start < 30  # minutes before this plan was computed per pair of stages
     plan = json.loads(out.read_text())["transfer"]
     assert plan["pairs"] and all(p["sender"] == p["receiver"] for p in plan["pairs"])  # same layout: each rank to itself
+
+
+# --- budgets, contexts and engine options that meant nonsense ----------------------------------------------------
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--engine", "vllm", "--kv-cache-memory", "1000TiB"], "--kv-cache-memory: at most the GPU's 140.4 GiB, got 1024000.0 GiB"),
+    (["--engine", "sglang", "--free-memory-before-load", "1000TiB"],
+     "--free-memory-before-load: at most the GPU's 140.4 GiB, got 1024000.0 GiB"),
+    (["--reserve", "200GiB"], "--reserve: less than the 126.36 GiB the engine may use (0.9 of 140.40 GiB), got 200.00 GiB"),
+    (["--engine", "vllm", "--gdn-prefill-backend", "bogus"],
+     "--gdn-prefill-backend: one of flashinfer, triton (the backends mcache models), got 'bogus'"),
+    (["--context", "100000", "--max-seq-len", "8192"],
+     "--context: at most the max sequence length the KV pool is sized for (8,192 tokens), got 100,000"),
+    (["--engine", "vllm", "--context", "100000"],
+     "--context: at most the max model length the engine runs (8,192 tokens; it refuses longer requests), got 100,000"),
+    (["--engine", "sglang", "--context", "8193"],
+     "--context: at most the max model length the engine runs (8,192 tokens; it refuses longer requests), got 8,193"),
+    (["--engine", "trtllm", "--context", "8193"],
+     "--context: at most the max model length the engine runs (8,192 tokens; it refuses longer requests), got 8,193"),
+])
+def test_settings_beyond_the_gpu_or_the_sized_length_are_refused(capsys, args, expected):
+    model = "qwen3-next-80b-a3b" if "--gdn-prefill-backend" in args else "nemotron-h-8b"
+    assert one_line(["size", model, "--gpu", "h200", *args], capsys) == f"mcache: {expected}"
+
+
+@pytest.mark.parametrize("layout", [["--pp", "2", "--pp-partition", "51,1"], ["--pp", "52"]])
+def test_a_vllm_stage_without_cache_layers_leaves_every_worker_one_block(capsys, layout):
+    """v1/core/kv_cache_planning.py (v0.33.0): a worker with no cache layer has one block (the null block) and every
+    worker takes the smallest count, so the Mamba blocks cannot cover max_num_seqs: a division by zero before."""
+    line = one_line(["size", "nemotron-h-8b", "--gpu", "h200", "--engine", "vllm", *layout], capsys, code=3)
+    assert "max_num_seqs (1024) exceeds available Mamba cache blocks (1)" in line
+    # Without CUDA graphs it starts, and runs nothing: one block holds no request of 8192 tokens.
+    assert main(["size", "nemotron-h-8b", "--gpu", "h200", "--engine", "vllm", *layout, "--enforce-eager",
+                 "--format", "json"]) == 3
+    engine = json.loads(capsys.readouterr().out)["engine"]
+    assert {s["num_blocks"] for s in engine["stages"]} == {1} and engine["max_running_requests"] == 0
+    assert engine["stages"][-1]["groups"] == {} and engine["stages"][-1]["startup_error"] is None

@@ -153,6 +153,24 @@ class Settings:
         return [given] * len(contexts) if isinstance(given, int) else estimates
 
 
+def asked_context(inputs: EngineInputs, max_len: int) -> int:
+    """The context the running-request count is asked at: the given one, else the max model length; a longer one
+    than the engine runs is a `LayoutError` (every engine refuses a request past its max model length)."""
+    context = inputs.context or max_len
+    if context > max_len:
+        raise LayoutError("context", f"at most the max model length the engine runs ({max_len:,} tokens; it refuses "
+                                     f"longer requests), got {context:,}")
+    return context
+
+
+def within_gpu(setting: str, value: int | None, gpu_bytes: int | None) -> int | None:
+    """`value` (bytes of GPU memory the setting `setting` names) when no GPU is given or it is at most the GPU's
+    memory; a `LayoutError` naming the setting otherwise (no engine can use more memory than its GPU has)."""
+    if value is not None and gpu_bytes is not None and value > gpu_bytes:
+        raise LayoutError(setting, f"at most the GPU's {round(gpu_bytes / GIB, 2)} GiB, got {round(value / GIB, 2)} GiB")
+    return value
+
+
 def state_dtype(name: str, setting: str) -> str:
     """The canonical name of a recurrent-state dtype setting; a `LayoutError` naming the setting otherwise."""
     canonical = dtype_names.for_role(name, "ssm_dtype")

@@ -24,12 +24,14 @@ from mcache.core.engines.common import (
     EngineStage,
     ServeArgs,
     Settings,
+    asked_context,
     mtp_attention_layers,
     stage_contexts,
     state_bytes,
     state_dtype,
     token_bytes,
     window_caveats,
+    within_gpu,
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
@@ -156,10 +158,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb))
     mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs.layout) if gpu_mb else None)
-    pre = s.take("pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
-                 "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context")
+    pre = within_gpu("pre_model_load_memory_bytes", s.take(
+        "pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
+        "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context"), inputs.gpu_bytes)
     follow = s.values["disable_radix_cache"] and s.given.get("max_running_requests") is not None
-    return Setup(context_len, inputs.context or context_len, dtypes, drafts, page, strategy, ratio, user_requests, r,
+    return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow)
 
 

@@ -25,6 +25,7 @@ from mcache.core.engines.common import (
     EngineStage,
     ServeArgs,
     Settings,
+    asked_context,
     mtp_attention_layers,
     stage_contexts,
     state_bytes,
@@ -115,7 +116,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     if not 0 < fraction <= 1:
         raise LayoutError("free_gpu_memory_fraction", f"a fraction in (0, 1], got {fraction}")
     dtypes = _dtypes(inputs.spec, s)
-    return Setup(batch, max_len, inputs.context or max_len, fraction, block, drafts, max_tokens, non_kv, dtypes)
+    return Setup(batch, max_len, asked_context(inputs, max_len), fraction, block, drafts, max_tokens, non_kv, dtypes)
 
 
 def _stage(ctx: RankContext, weight: int, inputs: EngineInputs, setup: Setup) -> EngineStage:

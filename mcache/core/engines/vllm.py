@@ -27,6 +27,7 @@ from mcache.core.engines.common import (
     EngineStage,
     ServeArgs,
     Settings,
+    asked_context,
     kv_heads_per_rank,
     mtp_attention_layers,
     stage_contexts,
@@ -35,6 +36,7 @@ from mcache.core.engines.common import (
     token_bytes,
     whole_model,
     window_of,
+    within_gpu,
 )
 from mcache.core.errors import LayoutError
 from mcache.core.files import json_text
@@ -65,6 +67,9 @@ DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utili
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
 DEFAULT_KERNEL_BLOCK_SIZE = DEFAULT_BLOCK_SIZE  # vllm/config/cache.py: the attention kernel's block follows block_size
 DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # vllm/config/model.py: FlashInfer's GDN prefill on Hopper since 0.33
+# engine/arg_utils.py --gdn-prefill-backend choices: flashinfer, triton, cutedsl, aiter_flydsl, sycl; mcache models the
+# first two (FlashInfer exports prefill checkpoints on block boundaries, Triton does not).
+GDN_PREFILL_BACKENDS = ("flashinfer", "triton")
 # vllm/engine/arg_utils.py get_batch_defaults (API server): by GPU memory, 70 GiB and over counting as big unless an A100
 BIG_GPU_BYTES = 70 * GIB
 HUGE_GPU_BYTES = 160 * GIB
@@ -164,7 +169,11 @@ class StagePool(Struct, frozen=True):
 
     @property
     def num_blocks(self) -> int:
-        """The blocks this stage's memory holds (0 without memory)."""
+        """The blocks this stage's memory holds (0 without memory). A stage without cache layers has one, the block
+        pool's null block (v1/core/kv_cache_planning.py get_kv_cache_configs, v0.33.0), and since every worker then
+        takes the smallest count, such a stage leaves the others one block."""
+        if not self.groups:
+            return 1
         return self.available // self.block_bytes if self.available is not None and self.available > 0 else 0
 
 
@@ -216,11 +225,14 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
     kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_KERNEL_BLOCK_SIZE)
     gdn_backend = s.take("gdn_prefill_backend", DEFAULT_GDN_PREFILL_BACKEND) if "gdn" in recurrent else None
+    if s.given.get("gdn_prefill_backend", GDN_PREFILL_BACKENDS[0]) not in GDN_PREFILL_BACKENDS:
+        raise LayoutError("gdn_prefill_backend", f"one of {', '.join(GDN_PREFILL_BACKENDS)} (the backends mcache models), "
+                                                 f"got {s.given['gdn_prefill_backend']!r}")
     checkpoints = mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
     batched, max_num_seqs = _batch_limits(s, inputs)
     eager = s.take("enforce_eager", False)
     util = s.take("gpu_memory_utilization", DEFAULT_UTILIZATION)
-    kv_memory = s.take("kv_cache_memory_bytes", None)
+    kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
@@ -239,7 +251,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
     extra = 1 if checkpoints else 0  # kv_cache_interface.py MambaSpec.num_prefill_checkpoint_blocks
     rule = BlockRule(block, mode, k + extra, batched)
-    return Setup(dtypes, max_len, inputs.context or max_len, k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
+    return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
                  kv_memory, non_kv, log)
 
 
@@ -278,6 +290,9 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     rule, max_len, log = setup.rule, setup.max_len, pool.log
     per_request = rule.per_request(pool.groups, max_len, pool.ctx)
     fields = _fields(pool, num_blocks, per_request, setup)
+    if not pool.groups:  # no cache layer: no memory check (kv_cache_planning.py skips it); the scheduler's limit
+        return EngineStage(pool.ctx.stage, None if num_blocks is None else setup.max_num_seqs, None, log,
+                           "max_num_seqs", fields)
     error, running, binding = None, None, None
     if pool.available is not None:
         log.append(f"Available KV cache memory: {round(pool.available / GIB, 2)} GiB")

@@ -11,6 +11,8 @@ from mcache.core.sizing.estimate import Estimate, RankEstimate, estimate
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.spec.model import ModelSpec
 
+GIB = 1 << 30
+
 
 def check_budget(utilization: float, reserve_bytes: int) -> None:
     """Raise `LayoutError` unless 0 < utilization <= 1 and the reserve is not negative."""
@@ -32,6 +34,10 @@ class Budget(Struct, frozen=True):
 
     def __post_init__(self) -> None:
         check_budget(self.utilization, self.reserve_bytes)
+        usable = int(self.gpu_bytes * self.utilization)
+        if self.reserve_bytes >= usable:
+            raise LayoutError("reserve", f"less than the {usable / GIB:.2f} GiB the engine may use ({self.utilization:g} of "
+                                         f"{self.gpu_bytes / GIB:.2f} GiB), got {self.reserve_bytes / GIB:.2f} GiB")
 
     def weights(self, rank: RankEstimate) -> int:
         """The weights the rank loads: given, else estimated; a `LayoutError` when neither is known."""

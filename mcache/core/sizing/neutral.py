@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from msgspec import Struct
 
+from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.capacity import Budget, RankCapacity, capacity, memory_sized_runtime
 from mcache.core.sizing.estimate import Estimate, estimate
@@ -40,6 +41,9 @@ def run_neutral(spec: ModelSpec, layout: ParallelLayout, runtime: RuntimeConfig,
     """Size one deployment; without `batch_given` and with a budget, the max batch is what memory holds at the
     context (`memory_sized_runtime`). `context` defaults to the max seq len, `concurrency` to the max batch x pp."""
     context = runtime.max_seq_len if context is None else context
+    if context > runtime.max_seq_len:
+        raise LayoutError("context", f"at most the max sequence length the KV pool is sized for ({runtime.max_seq_len:,} "
+                                     f"tokens), got {context:,}")
     from_memory = budget is not None and not batch_given
     if from_memory:
         runtime, batch = memory_sized_runtime(spec, layout, runtime, dtypes, budget, context)

@@ -238,3 +238,58 @@ def test_a_vllm_stage_without_cache_layers_leaves_every_worker_one_block(capsys,
     engine = json.loads(capsys.readouterr().out)["engine"]
     assert {s["num_blocks"] for s in engine["stages"]} == {1} and engine["max_running_requests"] == 0
     assert engine["stages"][-1]["groups"] == {} and engine["stages"][-1]["startup_error"] is None
+
+
+# --- terminal and output -----------------------------------------------------------------------------------------
+
+EVIL = "tiny\x1b]52;c;aGk=\x07\x1b[2J\x9b\u202e"
+
+
+def test_user_text_reaches_the_terminal_escaped(tmp_path, capsys):
+    """A spec's name with a clipboard write, a screen clear, a C1 CSI and a right-to-left override: shown, not run."""
+    path = tmp_path / "evil.yaml"
+    path.write_text(Path(TINY_SPEC).read_text().replace("name: tiny-hybrid", f"name: {json.dumps(EVIL)}"))
+    for fmt in ("table", "markdown", "csv"):
+        assert main(["size", str(path), "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        assert re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out) is None, fmt
+    assert main(["size", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("tiny\\x1b]52;c;aGk=\\x07\\x1b[2J\\x9b\\u202e (")
+    assert main(["size", str(path), "--format", "json"]) == 0
+    text = capsys.readouterr().out
+    assert json.loads(text)["model"]["name"] == EVIL and re.search("[\x7f-\x9f\u202e]", text) is None
+
+
+def test_an_error_line_escapes_user_text(tmp_path, capsys):
+    line = one_line(["size", str(tmp_path / "a\x1b[2Jb.yaml")], capsys)
+    assert "\x1b" not in line and "a\\x1b[2Jb.yaml" in line
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=30))
+def test_random_names_never_reach_the_terminal_raw(name):
+    from mcache.cli.output import safe_text
+    from mcache.core.files import json_text
+
+    shown = safe_text(name)
+    assert re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]", shown) is None
+    assert json.loads(json_text({"n": name}))["n"] == name  # JSON escapes, and stays exact
+
+
+def test_a_full_disk_is_one_line_and_exit_4():
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "mcache.cli.main", "size", "nemotron-h-8b"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 4
+    assert done.stderr == "mcache: output: stdout: cannot write, No space left on device; the output is incomplete\n"
+
+
+def test_a_closed_stdout_is_one_line_and_exit_4():
+    proc = subprocess.Popen([sys.executable, "-m", "mcache.cli.main", "size", "nemotron-h-8b", "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 4
+    assert proc.stderr.read() == ("mcache: output: stdout: cannot write, it was closed (a broken pipe); the output is "
+                                  "incomplete\n")

@@ -51,5 +51,7 @@ def _no_such_option(err, ctx) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"mcache: {message}", file=sys.stderr)
+    from mcache.cli.output import safe_text
+
+    print(f"mcache: {safe_text(message)}", file=sys.stderr)
     return code

@@ -4,8 +4,18 @@ to stdout or atomically to a file. The renderers of each command (`size_output`,
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import sys
 from pathlib import Path
+
+# Characters that a terminal acts on rather than shows: C0 controls but tab and newline (ESC starts a sequence that
+# can clear the screen or write the clipboard), DEL, C1 controls (0x9b is a one-byte CSI), and the bidirectional
+# marks and overrides that make a line read other than it is.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# A failed write that is the output's fault, not the user's input: a full disk, a quota, an I/O error.
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG}
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -20,23 +30,54 @@ def human_bytes(n: int | None) -> str:
     return f"{int(value)} B" if unit == 0 else f"{value:.2f} {_UNITS[unit]}"
 
 
+def safe_text(text: str) -> str:
+    """`text` with every character a terminal would act on shown as its escape (`\\x1b`, `\\u202e`): the one
+    sanitizer of user-supplied text (names, notes, file names) on its way to a terminal or a text file."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
 def write_file(output: Path, text: str) -> None:
-    """Write `text` to `output` atomically; a failure is one line naming the file."""
-    from mcache.core.errors import McacheError
+    """Write `text` to `output` atomically; a failure is one line naming the file (a full disk: an `OutputError`)."""
+    from mcache.core.errors import McacheError, OutputError
     from mcache.core.files import write_atomic
 
     try:
         write_atomic(output, text)
     except OSError as err:
-        raise McacheError(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
+        kind = OutputError if err.errno in _OUTPUT_ERRNOS else McacheError
+        raise kind(f"{output}: output: a writable file path ({err.strerror or type(err).__name__})") from None
+
+
+def _write(text: str, output: Path | None) -> None:
+    """`text`, ending in a newline, to `output` or stdout; a closed or failing stdout is an `OutputError` (and stdout
+    is pointed at the null device, so the interpreter's last flush fails no more)."""
+    text = text if text.endswith("\n") else text + "\n"
+    if output is not None:
+        write_file(output, text)
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as err:
+        from mcache.core.errors import OutputError
+
+        _silence_stdout()
+        why = "it was closed (a broken pipe)" if isinstance(err, BrokenPipeError) else err.strerror or type(err).__name__
+        raise OutputError(f"output: stdout: cannot write, {why}; the output is incomplete") from None
+
+
+def _silence_stdout() -> None:
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no file descriptor behind stdout (a test's capture)
+        pass
 
 
 def emit_text(text: str, output: Path | None = None) -> None:
-    """Write `text` to `output` atomically, or to stdout."""
-    if output is not None:
-        write_file(output, text if text.endswith("\n") else text + "\n")
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    """Write `text` (sanitized: `safe_text`) to `output` atomically, or to stdout."""
+    _write(safe_text(text), output)
 
 
 def rich_table(head: tuple[str, ...], rows, right, drop: tuple[str, ...] = ()):
@@ -49,7 +90,7 @@ def rich_table(head: tuple[str, ...], rows, right, drop: tuple[str, ...] = ()):
     for i, name in enumerate(head):
         table.add_column(name, justify="right" if right(i, name) else "left", overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(safe_text(cell) for cell in row))
     table.droppable = drop
     return table
 
@@ -69,27 +110,26 @@ NO_GPU_HINT = "no capacity section: name a GPU with --gpu (e.g. --gpu h200) or i
 
 
 def print_blocks(blocks: list, output: Path | None) -> None:
-    """Print rich tables and plain lines (written as they are: no wrapping, no markup)."""
+    """Print rich tables and plain lines (written as they are: no wrapping, no markup; user text sanitized)."""
+    import io
+    import shutil
+
     from rich.console import Console
 
-    buf = None
-    if output is not None:
-        import io
-
-        buf = io.StringIO()
     # Piped output must not be cut at 80 columns: give rich a wide page when it is no terminal.
-    width = None if buf is None and sys.stdout.isatty() else 240
-    console = Console(file=buf, width=width, color_system=None if buf else "auto", highlight=False, markup=False, emoji=False)
+    tty = output is None and sys.stdout.isatty()
+    width = shutil.get_terminal_size().columns if tty else 240
+    console = Console(file=io.StringIO(), width=width, force_terminal=tty, color_system="auto" if tty else None,
+                      highlight=False, markup=False, emoji=False)
     for block in blocks:
         if isinstance(block, str):
-            console.out(block)
+            console.out(safe_text(block))
             continue
         dropped = _fit(block, console)
         console.print(block)
         if dropped:
             console.out(f"(left out for width: {', '.join(dropped)}; a wider terminal or --format json shows them)")
-    if buf is not None:
-        emit_text(buf.getvalue(), output)
+    _write(console.file.getvalue(), output)
 
 
 def markdown_table(head: tuple[str, ...], rows: list[list[str]]) -> str:
@@ -102,6 +142,6 @@ def emit_json(data, output: Path | None) -> None:
     """Write JSON-ready data (lists, dicts, msgspec structs) as indented, strict JSON."""
     from mcache.core.files import json_text
 
-    emit_text(json_text(data), output)
+    _write(json_text(data), output)  # strict JSON escapes every control character itself
 
 

@@ -13,6 +13,12 @@ class McacheError(Exception):
     exit_code = 2
 
 
+class OutputError(McacheError):
+    """The output could not be written: stdout closed (a broken pipe) or failing, a full disk."""
+
+    exit_code = 4
+
+
 class SpecError(McacheError):
     """A model spec (or HF config) is malformed: names the file, the field, and what was expected."""
 

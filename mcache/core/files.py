@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -18,6 +19,8 @@ from mcache.core.errors import McacheError, SpecError
 # A spec, config.json, quantization file or results file is read whole only below this size: the largest real
 # config.json is under 100 KiB, a results file of every op at every batch under 2 MiB.
 MAX_DOCUMENT_BYTES = 8 << 20
+# What a terminal acts on that `json.dumps` leaves as it is: DEL, C1 controls, bidirectional marks and overrides.
+_TERMINAL_ACTIVE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def read_document(path: str | Path, what: str = "a readable UTF-8 file") -> str:
@@ -41,10 +44,12 @@ def json_text(data, indent: int | None = 2) -> str:
     """Strict JSON text of `data` (builtins or msgspec structs); a non-finite number is a one-line `McacheError`."""
     plain = msgspec.to_builtins(data)
     try:
-        return json.dumps(plain, indent=indent, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(plain, indent=indent, ensure_ascii=False, allow_nan=False)
     except ValueError:
         where, value = _non_finite(plain, "$")
         raise McacheError(f"output: {where} is {value}, which JSON cannot hold; nothing was written") from None
+    # json escapes C0 controls; escape the ones a terminal still acts on too (DEL, C1, bidirectional overrides)
+    return _TERMINAL_ACTIVE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _non_finite(data, where: str) -> tuple[str, float] | tuple[None, None]:

@@ -56,8 +56,18 @@ MOCKS = [
     "are empty stand-in modules and missing torch.ops._C* ops resolve to no-ops (register_fake on them is skipped): "
     "they are kernels, called only in forward passes, never by the sizing code",
     "current_platform is vLLM's own CudaPlatform with the device queries answered as one NVIDIA H200 (SM 9.0, "
-    "143771140096 bytes, 8 devices) and current_device = meta: they pick the backends an H200 picks (FlashAttention "
-    "3, FlashInfer GDN prefill) and the API-server batch defaults; the page/block/group arithmetic is vLLM's own",
+    "143771140096 bytes, 8 devices) and current_device = meta: vLLM's own selector (platforms/cuda.py "
+    "_get_backend_priorities for SM 9.x) then picks what an H200 picks: FLASH_ATTN for attention (kernel block 16), "
+    "FLASH_ATTN_MLA for MLA, FlashInfer GDN prefill (chosen on capability 9.0 alone), and the API-server batch "
+    "defaults; the page/block/group arithmetic is vLLM's own",
+    "the layers are built under set_default_torch_dtype(model dtype), as BaseModelLoader.load_model does (Attention "
+    "takes its dtype from torch.get_default_dtype(); built under float32 the selector refuses FlashAttention and "
+    "falls back to TRITON_ATTN, which is what tables before this fix show)",
+    "flashinfer is not installed: FLASHINFER / FLASHINFER_MLA are refused as unavailable. On SM 9.x they rank below "
+    "FLASH_ATTN / FLASH_ATTN_MLA, which are valid here, so the choice does not change",
+    "nvidia-cutlass-dsl (`cutlass...`) and cuda-python (`cuda.bindings...`), installed with vLLM on a GPU host, are "
+    "stand-in packages whose names are classes: kernel DSLs imported at module level (vllm/cute_utils, the KDA and "
+    "CuTe kernels), never called while sizing",
     "vllm_flash_attn.is_fa_version_supported answers FA2/FA3 supported (what it answers on an H200)",
     "CUDA_VISIBLE_DEVICES='' so vLLM keeps the installed Triton decorators (its 'distributed env' path); no kernel "
     "is compiled or launched",
@@ -185,13 +195,50 @@ def install_mocks():
                 raise AttributeError(n)
             return Dummy()
 
+    class StandInType(type):
+        # a name from a stand-in kernel package is a class (others test isinstance against them, e.g. tvm_ffi
+        # against cuda.bindings.driver.CUstream, subclass them, or subscript them); calling or reading through one
+        # gives another
+        def __getattr__(cls, n):
+            if n.startswith("__"):
+                raise AttributeError(n)
+            return StandInType(n, (), {})
+
+        def __call__(cls, *a, **k):
+            return StandInType("call", (), {})
+
+        def __getitem__(cls, item):
+            return StandInType("item", (), {})
+
+    class KernelPkg(types.ModuleType):
+        def __getattr__(self, n):
+            if n.startswith("__"):
+                raise AttributeError(n)
+            return StandInType(n, (), {})
+
     pattern = re.compile(r"^vllm\.(_C\w*|_\w+_C\w*|\w+_C|cumem_allocator|spinloop|vllm_flash_attn\._vllm_fa[23]_C)$")
+
+    # nvidia-cutlass-dsl (`cutlass`, `cutlass.cute`, `cutlass._mlir...`) is a kernel DSL that vLLM imports at module
+    # level in vllm/cute_utils and some backends (KDA, FlashAttention's CuTe paths); it is not installed here (its
+    # wheel is CUDA-only) and nothing of it is called while sizing, so it is a stand-in package like the extensions;
+    # so is cuda-python (`cuda.bindings.driver`, imported beside it for the CuTe kernels' stream type). Both are
+    # installed with vLLM 0.33 on a GPU host (nvidia-cutlass-dsl[cu13] is in its requirements), so find_spec finding
+    # them answers as it would there.
+    kernel_pkgs = re.compile(r"^(cutlass|cuda)(\..+)?$")
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
-            return importlib.machinery.ModuleSpec(name, self) if pattern.match(name) else None
+            if pattern.match(name):
+                return importlib.machinery.ModuleSpec(name, self)
+            if kernel_pkgs.match(name):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
 
         def create_module(self, spec):
+            if kernel_pkgs.match(spec.name):
+                module = KernelPkg(spec.name)
+                module.__path__ = []
+                return module
             return StubModule(spec.name)
 
         def exec_module(self, m):
@@ -389,6 +436,7 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
     import torch
     from vllm.config import set_current_vllm_config
     from vllm.model_executor.model_loader.utils import initialize_model
+    from vllm.utils.torch_utils import set_default_torch_dtype
     from vllm.platforms import current_platform
     from vllm.usage.usage_lib import UsageContext
     from vllm.v1.attention.backend import AttentionCGSupport
@@ -426,7 +474,10 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                 with set_current_vllm_config(vc):
                     if layers is None:
                         try:
-                            with torch.device("meta"):
+                            # as BaseModelLoader.load_model: the layers are built under the model dtype
+                            # (Attention reads torch.get_default_dtype(), and the backend selector rejects
+                            # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
+                            with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
                                 initialize_model(vllm_config=vc)
                         except Exception as exc:  # noqa: BLE001
                             build_error = exc

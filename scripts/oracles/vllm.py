@@ -44,7 +44,10 @@ GIB = 1 << 30
 # What each vLLM version needs installed besides torch and vllm (--no-deps each, so pip never swaps torch).
 # transformers is pinned inside the range the version's own requirements name.
 VERSION_PINS = {
-    "0.33.0": {"transformers": "transformers>=5.16.1,<5.21.0", "compressed-tensors": "compressed-tensors==0.17.0"},
+    # torchvision: the release built for the venv's torch (vLLM 0.33 pins 0.29.0 for torch 2.14); the Qwen3.5 /
+    # Qwen3-VL model modules import transformers' image processors, which import it at module level
+    "0.33.0": {"transformers": "transformers>=5.16.1,<5.21.0", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
 }
 PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "tqdm", "huggingface_hub", "tokenizers",
              "safetensors", "msgspec", "pyyaml", "einops", "cloudpickle", "pybase64", "cbor2", "py-cpuinfo",
@@ -78,6 +81,9 @@ MOCKS = [
     "the model is built on the meta device and never loaded (load_format dummy, skip_tokenizer_init)",
     "CompilationConfig.resolve_cudagraph_mode_and_sizes gets min_cg_support=ALWAYS (the runner would take it from "
     "the attention builders); it is called only for its max_num_seqs vs Mamba blocks check",
+    "torchvision is the PyPI wheel for the venv's torch, --no-deps: its compiled ops do not load against the CPU "
+    "torch (its register_fake calls fail and are skipped); only its Python modules are imported, by transformers' "
+    "image processors, which Qwen3.5 / Qwen3.6 model modules import and sizing never calls",
     "speculative decoding is asked as method 'ngram' with num_speculative_tokens k (no draft model to load); "
     "the Mamba specs take num_speculative_tokens from the VllmConfig as with any method",
 ]
@@ -102,7 +108,7 @@ def ensure_venv(version: str, root: Path) -> Path:
     subprocess.run(pip + ["--no-deps", f"vllm=={version}"], check=True)
     subprocess.run(pip + [pins["transformers"], *PURE_DEPS], check=True)
     for name, spec in pins.items():
-        if name != "transformers":
+        if name not in ("transformers", "torch"):
             subprocess.run(pip + ["--no-deps", spec], check=True)
     out = subprocess.run([str(py), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
     if "+cpu" not in out.stdout and "cpu" not in out.stdout:
@@ -426,6 +432,11 @@ def error_text(exc: BaseException) -> str:
     # pydantic wraps the validator's message; keep vLLM's own words
     if type(exc).__name__ == "ValidationError" and "Value error, " in text:
         text = text.split("Value error, ", 1)[1].split(" [type=", 1)[0]
+    if not text:  # a bare assert: say where it fired
+        import traceback
+
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        text = f"at {frame.filename.split('site-packages/')[-1]}:{frame.lineno} ({frame.line})"
     return f"{type(exc).__name__}: {text}"[:1200]
 
 
@@ -616,15 +627,16 @@ def worker(args) -> None:
     import vllm
 
     capture = Capture()
-    keys = builds()
+    # a key's lengths are chosen by its index in the whole list, so a --configs run gives the cases a full run does
+    keys = list(enumerate(builds()))
     if args.configs:
-        keys = [k for k in keys if k["config"] in args.configs.split(",")]
+        keys = [(i, k) for i, k in keys if k["config"] in args.configs.split(",")]
     if args.limit:
         keys = keys[: args.limit]
     memories = [20 * GIB, 60 * GIB]
     cases = []
     start = time.time()
-    for i, key in enumerate(keys):
+    for n, (i, key) in enumerate(keys):
         cfg = load_config(key["config"])
         limit = length_limit(cfg)
         lengths = [4096, 32768, 131072, (limit * 2 if limit else None)]
@@ -632,17 +644,20 @@ def worker(args) -> None:
             h = int(hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest(), 16)
             lengths = [lengths[h % 4], lengths[(h // 4) % 4]] if h % 4 != (h // 4) % 4 else [lengths[h % 4]]
         cases += run_build(key, lengths, memories, capture)
-        print(f"[{i + 1}/{len(keys)}] {key['config']} tp{key['tp']} {time.time() - start:.0f}s", flush=True)
-        if (i + 1) % 20 == 0 or i + 1 == len(keys):
+        print(f"[{n + 1}/{len(keys)}] {key['config']} tp{key['tp']} {time.time() - start:.0f}s", flush=True)
+        if (n + 1) % 20 == 0 or n + 1 == len(keys):
             write_table(args, cases, torch.__version__, transformers.__version__, vllm.__version__)
 
 
 def write_table(args, cases, torch_version, transformers_version, vllm_version):
+    out = Path(args.out or OUT_DIR / f"vllm-{vllm_version}.json")
+    if args.merge and out.exists():  # keep the other configs' cases of the existing table
+        redone = {c["config"] for c in cases}
+        cases = [c for c in json.loads(out.read_text())["cases"] if c["config"] not in redone] + cases
     table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
              "torch": torch_version, "transformers": transformers_version, "mocks": MOCKS,
              "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
              "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
-    out = Path(args.out or OUT_DIR / f"vllm-{vllm_version}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(table, sort_keys=True, indent=1, default=str) + "\n")
 
@@ -654,6 +669,8 @@ def main() -> None:
     parser.add_argument("--out")
     parser.add_argument("--limit", type=int, default=0, help="only the first N build keys")
     parser.add_argument("--configs", help="comma-separated config names")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --configs: replace only those configs' cases in the existing table")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -664,6 +681,8 @@ def main() -> None:
     for opt in ("out", "limit", "configs"):
         if getattr(args, opt):
             cmd += [f"--{opt}", str(getattr(args, opt))]
+    if args.merge:
+        cmd.append("--merge")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     sys.exit(subprocess.call(cmd, env=env, cwd=str(ROOT)))
 

@@ -132,13 +132,18 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     cfg = load_cfg(configs, case["config"])
     q = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") or {}
     ve, me = error_class(v.get("error")), error_class(m.get("error"))
-    if field == "error" or (ve is None) != (me is None):
+    if ve != me and not (field != "error" and figures(v) and figures(m)) and not (
+            figures(v) and figures(m) and {ve, me} <= {None, "max_num_seqs > Mamba blocks"}):
         if isinstance(m.get("spec"), type(None)) and me and "Error" in me and not v.get("error"):
             return f"mcache refuses the config ({me})"
         if ve == "architecture refused" or (v.get("error") and "0.23.0" in v.get("error", "")):
             return "architecture removed from vLLM 0.33 (it refuses; mcache sizes it)"
         if ve == "max_model_len above the config's":
             return "vLLM refuses max_model_len above the config's limit (mcache does not check)"
+        if v.get("error") and ("contains custom code" in v["error"] or "has model type" in v["error"]):
+            return "vLLM needs trust_remote_code (transformers does not know the model type; the oracle does not pass it)"
+        if v.get("error") and "has no attribute 'block_dim'" in v["error"]:
+            return "the config fixture lacks block_dim, which vLLM's lfm2.py reads (vLLM fails; mcache sizes it)"
         if ve and ve.startswith(("StrictDataclass", "ValidationError", "TypeError", "ValueError", "KeyError")) and not me:
             return f"vLLM/transformers refuses the config ({ve})"
         if me and not ve:
@@ -146,23 +151,30 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
         if ve and not me:
             return f"only vLLM errs ({ve})"
         return f"both err, differently (vLLM {ve} / mcache {me})"
-    if ve is not None:
-        return "both err"
+    spec = m.get("spec")
+    k = flags["num_speculative_tokens"]
     if flags.get("max_model_len") is None:
         return "config without a length key (vLLM derives one; mcache assumes 8192)"
-    if flags.get("mamba_cache_mode") == "all":
+    if flags.get("mamba_cache_mode") == "all" and m.get("mamba_cache_mode") == "all":
         return ("mamba_cache_mode all (vLLM 0.33 falls back to align; mcache keeps 'all' for the architectures "
                 "that had SupportsMambaPrefixCaching in 0.31)")
-    if v.get("num_prefill_checkpoint_blocks") and (m.get("spec") is not None) and \
-            getattr(m["spec"], "gdn", None) is None and v.get("mamba_cache_mode") == "align":
-        return "prefill-checkpoint block for non-GDN Mamba layers in align mode (vLLM adds 1 block; mcache only for GDN)"
+    if flags["mamba_ssm_cache_dtype"] != "auto" and getattr(spec, "kda", None) is not None and field in (
+            "state_page_bytes", "state_page_padded_bytes", "attention_block_size", "num_blocks", "error"):
+        return (f"mamba_ssm_cache_dtype {flags['mamba_ssm_cache_dtype']} on KDA layers (vLLM applies it to the KDA "
+                "state; mcache keeps KDA's state float32)")
+    if k and getattr(spec, "short_conv", None) is not None:
+        return "speculative tokens on short conv (vLLM 0.33 grows its conv window by k rows; mcache does not)"
+    if k and getattr(spec, "mtp", None) is not None:
+        return "speculative tokens on an MTP model (the oracle drafts with ngram; mcache counts the MTP layers)"
+    if v.get("num_prefill_checkpoint_blocks") and spec is not None and getattr(spec, "gdn", None) is None and \
+            v.get("mamba_cache_mode") == "align":
+        return ("prefill-checkpoint block for non-GDN Mamba layers in align mode (vLLM 0.33 adds 1 block per "
+                "request to every Mamba group; mcache only for GDN-only models)")
     if q.get("kv_cache_scheme"):
         return f"config's kv_cache_scheme ({q['kv_cache_scheme'].get('type', '?')}{q['kv_cache_scheme'].get('num_bits', '')})"
     if flags["kv_cache_dtype"] != "auto":
         return f"kv_cache_dtype {flags['kv_cache_dtype']}"
-    if flags["num_speculative_tokens"] and getattr(m.get("spec"), "mtp", None) is not None:
-        return "speculative tokens on an MTP model (the oracle drafts with ngram; mcache counts MTP layers)"
-    if flags["num_speculative_tokens"]:
+    if k:
         return "speculative tokens"
     if flags["mamba_ssm_cache_dtype"] != "auto":
         return f"mamba_ssm_cache_dtype {flags['mamba_ssm_cache_dtype']}"
@@ -243,9 +255,17 @@ def main() -> None:
         lines.append("")
         for cause, items in sorted(by_cause[field].items(), key=lambda kv: -len(kv[1])):
             lines.append(f"- **{cause}**: {len(items)}")
-            for case, vv, mv in items[: args.examples]:
+            shown, configs_seen = [], set()  # examples from distinct configs first
+            for item in items:
+                if item[0]["config"] not in configs_seen:
+                    configs_seen.add(item[0]["config"])
+                    shown.append(item)
+            shown += [item for item in items if item not in shown]
+            for case, vv, mv in shown[: args.examples]:
                 lines.append(f"  - `{case['config']}` {flag_text(case['flags'])}: vLLM {short(vv)} / mcache {short(mv)}")
         lines.append("")
+    lines += ["## What the oracle stands in for (from the table's `mocks`)", ""]
+    lines += [f"- {mock}" for mock in table.get("mocks", [])]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -1,0 +1,276 @@
+"""Compare a golden table of an engine's own sizing (scripts/oracles/vllm.py) with mcache's profile of that engine.
+
+    PYTHONPATH=/work/wt/oracle-vllm /work/main/.venv/bin/python scripts/oracles/compare.py \
+        tests/data/engine_golden/vllm-0.33.0.json --out scripts/oracles/vllm-0.33.0-vs-mcache.md
+
+For every case of the table, mcache's vLLM profile (`mcache.core.engines.run_engine('vllm', EngineInputs(...))`)
+runs on the spec imported from the same HF config with the same flags (TP, max_model_len, kv_cache_memory_bytes,
+num_speculative_tokens, kv / SSM dtypes, prefix caching, mamba_cache_mode) on an H200, and each field is compared:
+the count of matching cases per field, then, per mismatching field, the mismatches grouped by a likely cause (the
+first tag of `causes` that applies to the case) with a few examples showing both values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mcache.core.engines import run_engine  # noqa: E402
+from mcache.core.engines.common import EngineInputs  # noqa: E402
+from mcache.core.layout import ParallelLayout  # noqa: E402
+from mcache.core.spec_loader import load_spec  # noqa: E402
+
+H200 = ("NVIDIA H200", 143771140096)  # what the oracle's platform answers
+FIELDS = ("error", "mamba_cache_mode", "attention_block_size", "state_page_bytes", "state_page_padded_bytes",
+          "groups", "num_blocks", "blocks_per_request", "max_concurrency", "kv_cache_tokens")
+# mcache's group names -> vLLM's KV-cache spec classes (every recurrent kind is a MambaSpec there)
+SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "attention:window": "SlidingWindowSpec",
+              "sliding_attention": "FullAttentionSpec", "sliding_attention:window": "SlidingWindowSpec",
+              "mla:window": "SlidingWindowMLASpec"}
+
+
+def config_path(configs: Path, name: str) -> Path:
+    return configs / name
+
+
+_specs: dict[str, object] = {}
+
+
+def spec_of(configs: Path, name: str):
+    if name not in _specs:
+        try:
+            _specs[name] = load_spec(str(config_path(configs, name)))
+        except Exception as exc:  # noqa: BLE001
+            _specs[name] = exc
+    return _specs[name]
+
+
+def mcache_case(configs: Path, case: dict) -> dict:
+    """mcache's figures for one case (the same names as the table's), or {'error': ...}."""
+    flags = case["flags"]
+    spec = spec_of(configs, case["config"])
+    if isinstance(spec, Exception):
+        return {"error": f"{type(spec).__name__}: {spec}"}
+    given = {"kv_cache_memory_bytes": flags["kv_cache_memory_bytes"], "weights_bytes": 0,
+             "num_speculative_tokens": flags["num_speculative_tokens"],
+             "mamba_ssm_cache_dtype": flags["mamba_ssm_cache_dtype"], "kv_cache_dtype": flags["kv_cache_dtype"],
+             "max_model_len": flags.get("max_model_len"),
+             "enable_prefix_caching": flags.get("enable_prefix_caching"),
+             "mamba_cache_mode": flags.get("mamba_cache_mode")}
+    try:
+        run = run_engine("vllm", EngineInputs(spec, ParallelLayout(tp=flags["tensor_parallel_size"]), H200[0], H200[1],
+                                              None, given))
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    stage = run.stages[0]
+    f = stage.fields
+    groups: Counter = Counter()
+    for name, n in (f.get("groups") or {}).items():
+        groups[SPEC_CLASS.get(name, "MambaSpec")] += n
+    return {"error": stage.startup_error, "mamba_cache_mode": f.get("mamba_cache_mode"),
+            "attention_block_size": f.get("attention_block_size"), "state_page_bytes": f.get("state_page_bytes"),
+            "state_page_padded_bytes": f.get("state_page_padded_bytes"), "groups": dict(sorted(groups.items())),
+            "num_blocks": f.get("num_blocks"), "blocks_per_request": f.get("blocks_per_request"),
+            "max_concurrency": f.get("max_concurrency"), "kv_cache_tokens": f.get("kv_cache_tokens"),
+            "max_model_len": run.max_len, "spec": spec}
+
+
+def vllm_case(case: dict) -> dict:
+    r = dict(case["result"])
+    r["error"] = case["error"]
+    if r.get("groups") is None and not case["error"]:
+        r["groups"] = {}
+    return r
+
+
+def figures(side: dict) -> bool:
+    """Whether a side got as far as sizing (a start-up check may still have refused after it)."""
+    return "num_blocks" in side and "groups" in side
+
+
+def error_class(text: str | None) -> str | None:
+    if not text:
+        return None
+    t = text
+    if "greater than the derived max_model_len" in t:
+        return "max_model_len above the config's"
+    if "max_num_seqs" in t and "Mamba cache blocks" in t:
+        return "max_num_seqs > Mamba blocks"
+    if "To serve at least one request" in t or "No available memory" in t:
+        return "not enough KV memory for one request"
+    if "does not dispatch through the Transformers" in t or "not supported" in t.lower() and "architecture" in t.lower():
+        return "architecture refused"
+    return t.split(":", 1)[0]
+
+
+def same(field: str, v, m) -> bool:
+    if field == "error":
+        return error_class(v) == error_class(m)
+    if field == "max_concurrency" and v is not None and m is not None:
+        return abs(round(v, 2) - m) < 0.011
+    if field == "groups":
+        return (v or {}) == (m or {})
+    return v == m
+
+
+def load_cfg(configs: Path, name: str) -> dict:
+    p = configs / name
+    return json.loads((p / "config.json" if p.is_dir() else p).read_text())
+
+
+def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
+    """The likely cause of a mismatch, first that applies."""
+    flags = case["flags"]
+    cfg = load_cfg(configs, case["config"])
+    q = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") or {}
+    ve, me = error_class(v.get("error")), error_class(m.get("error"))
+    if ve != me and not (field != "error" and figures(v) and figures(m)) and not (
+            figures(v) and figures(m) and {ve, me} <= {None, "max_num_seqs > Mamba blocks"}):
+        if isinstance(m.get("spec"), type(None)) and me and "Error" in me and not v.get("error"):
+            return f"mcache refuses the config ({me})"
+        if ve == "architecture refused" or (v.get("error") and "0.23.0" in v.get("error", "")):
+            return "architecture removed from vLLM 0.33 (it refuses; mcache sizes it)"
+        if ve == "max_model_len above the config's":
+            return "vLLM refuses max_model_len above the config's limit (mcache does not check)"
+        if v.get("error") and ("contains custom code" in v["error"] or "has model type" in v["error"]):
+            return "vLLM needs trust_remote_code (transformers does not know the model type; the oracle does not pass it)"
+        if v.get("error") and "has no attribute 'block_dim'" in v["error"]:
+            return "the config fixture lacks block_dim, which vLLM's lfm2.py reads (vLLM fails; mcache sizes it)"
+        if ve and ve.startswith(("StrictDataclass", "ValidationError", "TypeError", "ValueError", "KeyError")) and not me:
+            return f"vLLM/transformers refuses the config ({ve})"
+        if me and not ve:
+            return f"only mcache errs ({me})"
+        if ve and not me:
+            return f"only vLLM errs ({ve})"
+        return f"both err, differently (vLLM {ve} / mcache {me})"
+    spec = m.get("spec")
+    k = flags["num_speculative_tokens"]
+    if flags.get("max_model_len") is None:
+        return "config without a length key (vLLM derives one; mcache assumes 8192)"
+    if flags.get("mamba_cache_mode") == "all" and m.get("mamba_cache_mode") == "all":
+        return ("mamba_cache_mode all (vLLM 0.33 falls back to align; mcache keeps 'all' for the architectures "
+                "that had SupportsMambaPrefixCaching in 0.31)")
+    if flags["mamba_ssm_cache_dtype"] != "auto" and getattr(spec, "kda", None) is not None and field in (
+            "state_page_bytes", "state_page_padded_bytes", "attention_block_size", "num_blocks", "error"):
+        return (f"mamba_ssm_cache_dtype {flags['mamba_ssm_cache_dtype']} on KDA layers (vLLM applies it to the KDA "
+                "state; mcache keeps KDA's state float32)")
+    if k and getattr(spec, "short_conv", None) is not None:
+        return "speculative tokens on short conv (vLLM 0.33 grows its conv window by k rows; mcache does not)"
+    if k and getattr(spec, "mtp", None) is not None:
+        return "speculative tokens on an MTP model (the oracle drafts with ngram; mcache counts the MTP layers)"
+    if v.get("num_prefill_checkpoint_blocks") and spec is not None and getattr(spec, "gdn", None) is None and \
+            v.get("mamba_cache_mode") == "align":
+        return ("prefill-checkpoint block for non-GDN Mamba layers in align mode (vLLM 0.33 adds 1 block per "
+                "request to every Mamba group; mcache only for GDN-only models)")
+    if q.get("kv_cache_scheme"):
+        return f"config's kv_cache_scheme ({q['kv_cache_scheme'].get('type', '?')}{q['kv_cache_scheme'].get('num_bits', '')})"
+    if flags["kv_cache_dtype"] != "auto":
+        return f"kv_cache_dtype {flags['kv_cache_dtype']}"
+    if k:
+        return "speculative tokens"
+    if flags["mamba_ssm_cache_dtype"] != "auto":
+        return f"mamba_ssm_cache_dtype {flags['mamba_ssm_cache_dtype']}"
+    if flags["tensor_parallel_size"] > 1:
+        return "tensor parallel > 1"
+    return "other"
+
+
+def short(value) -> str:
+    if isinstance(value, str):
+        return value if len(value) <= 140 else value[:137] + "..."
+    return json.dumps(value)
+
+
+def flag_text(flags: dict) -> str:
+    names = {"tensor_parallel_size": "tp", "max_model_len": "len", "kv_cache_memory_bytes": "kvmem",
+             "num_speculative_tokens": "k", "mamba_ssm_cache_dtype": "ssm", "kv_cache_dtype": "kv",
+             "enable_prefix_caching": "prefix", "mamba_cache_mode": "mode"}
+    parts = []
+    for key, value in flags.items():
+        if key == "kv_cache_memory_bytes":
+            value = f"{value >> 30}GiB"
+        parts.append(f"{names.get(key, key)}={value}")
+    return " ".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("table", type=Path)
+    parser.add_argument("--configs", type=Path, default=Path("/work/main/tests/data/hf_configs"))
+    parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
+    parser.add_argument("--examples", type=int, default=3)
+    args = parser.parse_args()
+    table = json.loads(args.table.read_text())
+    cases = table["cases"]
+    matches: Counter = Counter()
+    compared: Counter = Counter()
+    by_cause: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    case_causes: Counter = Counter()
+    for case in cases:
+        v, m = vllm_case(case), mcache_case(args.configs, case)
+        worst = None
+        for field in FIELDS:
+            vv, mv = v.get(field), m.get(field)
+            if field != "error" and not (figures(v) and figures(m)):
+                continue  # a refusal before sizing on either side: only the error field is compared
+            compared[field] += 1
+            if same(field, vv, mv):
+                matches[field] += 1
+            else:
+                cause = causes(args.configs, case, v, m, field)
+                by_cause[field][cause].append((case, vv, mv))
+                worst = worst or cause
+        if worst:
+            case_causes[worst] += 1
+    lines = [f"# {table['engine']} {table['version']} (golden table) vs mcache's profile", "",
+             f"Table: `{args.table.relative_to(ROOT) if args.table.is_relative_to(ROOT) else args.table}` "
+             f"({len(cases)} cases, {len({c['config'] for c in cases})} configs); GPU assumed: {table.get('gpu_assumed')}.",
+             "mcache: the worktree's `mcache/core/engines/vllm.py` via `run_engine('vllm', EngineInputs(...))` on the spec "
+             "`load_spec(<HF config>)` imports, with the case's flags, an H200 (143771140096 bytes) and weights_bytes 0 "
+             "(kv_cache_memory_bytes is given, so weights do not enter).",
+             "The error field is compared on every case; the other fields only where both sides sized the case (a "
+             "refusal before sizing on either side counts under error only); errors are compared by class (e.g. 'max_model_len above the config's'); max_concurrency to 0.01.",
+             "", "## Match rate per field", "", "| field | compared | match | rate |", "| --- | ---: | ---: | ---: |"]
+    for field in FIELDS:
+        n, k = compared[field], matches[field]
+        lines.append(f"| {field} | {n} | {k} | {100 * k / n if n else 0:.1f}% |")
+    all_ok = sum(1 for c in cases) - sum(case_causes.values())
+    lines += ["", f"Cases matching on every field: {all_ok} of {len(cases)}.", "",
+              "## Cases by first mismatch cause", "", "| cause | cases |", "| --- | ---: |"]
+    for cause, n in case_causes.most_common():
+        lines.append(f"| {cause} | {n} |")
+    lines += ["", "## Mismatches per field, by likely cause", ""]
+    for field in FIELDS:
+        if field not in by_cause:
+            continue
+        lines.append(f"### {field} ({compared[field] - matches[field]} mismatches)")
+        lines.append("")
+        for cause, items in sorted(by_cause[field].items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"- **{cause}**: {len(items)}")
+            shown, configs_seen = [], set()  # examples from distinct configs first
+            for item in items:
+                if item[0]["config"] not in configs_seen:
+                    configs_seen.add(item[0]["config"])
+                    shown.append(item)
+            shown += [item for item in items if item not in shown]
+            for case, vv, mv in shown[: args.examples]:
+                lines.append(f"  - `{case['config']}` {flag_text(case['flags'])}: vLLM {short(vv)} / mcache {short(mv)}")
+        lines.append("")
+    lines += ["## What the oracle stands in for (from the table's `mocks`)", ""]
+    lines += [f"- {mock}" for mock in table.get("mocks", [])]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,691 @@
+"""Golden tables from vLLM's own code (issue 28): run vLLM's real config, layer and KV-cache sizing code on
+every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm-X.Y.Z.json.
+
+    python scripts/oracles/vllm.py --version 0.33.0            # makes /tmp/oracle-venvs/vllm-0.33.0, then runs
+    python scripts/oracles/vllm.py --version 0.33.0 --limit 20 # a quick partial table
+
+The outer run makes a throwaway venv (CPU torch, `vllm --no-deps`, only the pure-Python packages vLLM's config,
+model and KV-cache modules import), then re-runs this file inside it with --worker. The worker, per case:
+  1. EngineArgs(...).create_engine_config(UsageContext.OPENAI_API_SERVER): ModelConfig (max_model_len check, the
+     per-model hooks of model_executor/models/config.py, mamba_cache_mode), CacheConfig, SchedulerConfig defaults.
+  2. the model class built on the meta device (vllm.model_executor.model_loader.utils.initialize_model), which
+     registers every attention / Mamba layer in the static forward context, as the GPU worker's load_model does.
+  3. current_platform.update_block_size_for_backend (block-size alignment, mamba page padding), as the executor
+     does after load_model.
+  4. GPUModelRunner.get_kv_cache_spec (the layers' own get_kv_cache_spec + the backend's customize_spec).
+  5. get_global_kv_cache_groups / get_kv_cache_configs with available memory = kv_cache_memory_bytes (what
+     gpu_worker.determine_available_memory returns when that flag is set), generate_scheduler_kv_cache_config,
+     update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs vs Mamba blocks check of
+     CompilationConfig.resolve_cudagraph_mode_and_sizes.
+Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
+Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GPU and the process groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# This file is named vllm.py: keep its folder off sys.path so `import vllm` finds the engine, not this script.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+OUT_DIR = ROOT / "tests" / "data" / "engine_golden"
+GIB = 1 << 30
+
+# What each vLLM version needs installed besides torch and vllm (--no-deps each, so pip never swaps torch).
+# transformers is pinned inside the range the version's own requirements name.
+VERSION_PINS = {
+    # torchvision: the release built for the venv's torch (vLLM 0.33 pins 0.29.0 for torch 2.14); the Qwen3.5 /
+    # Qwen3-VL model modules import transformers' image processors, which import it at module level
+    "0.33.0": {"transformers": "transformers>=5.16.1,<5.21.0", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
+}
+PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "tqdm", "huggingface_hub", "tokenizers",
+             "safetensors", "msgspec", "pyyaml", "einops", "cloudpickle", "pybase64", "cbor2", "py-cpuinfo",
+             "sentencepiece", "typing_extensions", "pyzmq", "aiohttp", "openai", "openai-harmony", "pillow", "uvloop",
+             "prometheus_client", "fastapi", "partial-json-parser", "llguidance", "xgrammar", "loguru"]
+
+MOCKS = [
+    "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "
+    "are empty stand-in modules and missing torch.ops._C* ops resolve to no-ops (register_fake on them is skipped): "
+    "they are kernels, called only in forward passes, never by the sizing code",
+    "current_platform is vLLM's own CudaPlatform with the device queries answered as one NVIDIA H200 (SM 9.0, "
+    "143771140096 bytes, 8 devices) and current_device = meta: vLLM's own selector (platforms/cuda.py "
+    "_get_backend_priorities for SM 9.x) then picks what an H200 picks: FLASH_ATTN for attention (kernel block 16), "
+    "FLASH_ATTN_MLA for MLA, FlashInfer GDN prefill (chosen on capability 9.0 alone), and the API-server batch "
+    "defaults; the page/block/group arithmetic is vLLM's own",
+    "the layers are built under set_default_torch_dtype(model dtype), as BaseModelLoader.load_model does (Attention "
+    "takes its dtype from torch.get_default_dtype(); built under float32 the selector refuses FlashAttention and "
+    "falls back to TRITON_ATTN, which is what tables before this fix show)",
+    "flashinfer is not installed: FLASHINFER / FLASHINFER_MLA are refused as unavailable. On SM 9.x they rank below "
+    "FLASH_ATTN / FLASH_ATTN_MLA, which are valid here, so the choice does not change",
+    "nvidia-cutlass-dsl (`cutlass...`) and cuda-python (`cuda.bindings...`), installed with vLLM on a GPU host, are "
+    "stand-in packages whose names are classes: kernel DSLs imported at module level (vllm/cute_utils, the KDA and "
+    "CuTe kernels), never called while sizing",
+    "vllm_flash_attn.is_fa_version_supported answers FA2/FA3 supported (what it answers on an H200)",
+    "CUDA_VISIBLE_DEVICES='' so vLLM keeps the installed Triton decorators (its 'distributed env' path); no kernel "
+    "is compiled or launched",
+    "torch.cuda.Stream/Event are inert objects (auxiliary streams made at layer construction, unused here)",
+    "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
+    "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP) or "
+    "1 (others), rank 0: layers read only their size and rank to shard heads; rank 0's specs equal every rank's",
+    "the model is built on the meta device and never loaded (load_format dummy, skip_tokenizer_init)",
+    "CompilationConfig.resolve_cudagraph_mode_and_sizes gets min_cg_support=ALWAYS (the runner would take it from "
+    "the attention builders); it is called only for its max_num_seqs vs Mamba blocks check",
+    "torchvision is the PyPI wheel for the venv's torch, --no-deps: its compiled ops do not load against the CPU "
+    "torch (its register_fake calls fail and are skipped); only its Python modules are imported, by transformers' "
+    "image processors, which Qwen3.5 / Qwen3.6 model modules import and sizing never calls",
+    "speculative decoding is asked as method 'ngram' with num_speculative_tokens k (no draft model to load); "
+    "the Mamba specs take num_speculative_tokens from the VllmConfig as with any method",
+]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# outer: the venv
+
+
+def ensure_venv(version: str, root: Path) -> Path:
+    venv = root / f"vllm-{version}"
+    py = venv / "bin" / "python"
+    stamp = venv / ".oracle-ready"
+    if stamp.exists():
+        return py
+    pins = VERSION_PINS.get(version)
+    if pins is None:
+        sys.exit(f"no pins for vLLM {version}: add VERSION_PINS[{version!r}] from its requirements")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(py), "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["torch==2.13.0"], check=True)  # the CPU wheel; never a CUDA one
+    subprocess.run(pip + ["--no-deps", f"vllm=={version}"], check=True)
+    subprocess.run(pip + [pins["transformers"], *PURE_DEPS], check=True)
+    for name, spec in pins.items():
+        if name not in ("transformers", "torch"):
+            subprocess.run(pip + ["--no-deps", spec], check=True)
+    out = subprocess.run([str(py), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if "+cpu" not in out.stdout and "cpu" not in out.stdout:
+        sys.exit(f"the venv's torch is not the CPU build: {out.stdout!r}")
+    stamp.write_text("ok\n")
+    return py
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# cases
+
+
+def config_names() -> list[str]:
+    names = sorted(p.name for p in CONFIGS.glob("*.json"))
+    names += sorted(p.name for p in CONFIGS.iterdir() if p.is_dir() and (p / "config.json").exists())
+    return names
+
+
+def length_limit(cfg: dict) -> int | None:
+    text = cfg.get("text_config") or {}
+    for src in (cfg, text):
+        for key in ("max_position_embeddings", "max_sequence_length", "seq_length", "model_max_length", "n_ctx"):
+            if isinstance(src.get(key), int):
+                return src[key]
+    return None
+
+
+def load_config(name: str) -> dict:
+    path = CONFIGS / name
+    return json.loads((path / "config.json" if path.is_dir() else path).read_text())
+
+
+def builds(seed: int = 28) -> list[dict]:
+    """Build keys (everything that changes the model's layers or the cache config apart from length and memory):
+    every config x TP 1/2/4 at the defaults, then a seeded covering sample of the other axes for each config."""
+    rng = random.Random(seed)
+    axes = {
+        "prefix": [None, True, False],
+        "mamba_cache_mode": [None, "none", "align", "all"],
+        "num_speculative_tokens": [0, 3, 7],
+        "mamba_ssm_cache_dtype": ["auto", "float32", "bfloat16"],
+        "kv_cache_dtype": ["auto", "fp8"],
+    }
+    out = []
+    for name in config_names():
+        keys = [dict(config=name, tp=tp, prefix=None, mamba_cache_mode=None, num_speculative_tokens=0,
+                     mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto") for tp in (1, 2, 4)]
+        # each value of each axis at least once per config (pairs with TP rotating), then random extras
+        for axis, values in axes.items():
+            for i, value in enumerate(values):
+                key = dict(keys[0], tp=(1, 2, 4)[(i + len(axis)) % 3])
+                key[axis] = value
+                if axis == "mamba_cache_mode" and value not in (None, "none"):
+                    key["prefix"] = True
+                keys.append(key)
+        for _ in range(1):
+            keys.append(dict(config=name, tp=rng.choice((1, 2, 4)), **{a: rng.choice(v) for a, v in axes.items()}))
+        seen = set()
+        for key in keys:
+            sig = json.dumps(key, sort_keys=True)
+            if sig not in seen:
+                seen.add(sig)
+                out.append(key)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# worker (inside the venv)
+
+
+def install_mocks():
+    import importlib.abc
+    import importlib.machinery
+    import re
+    import types
+
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO")
+
+    class Dummy:
+        def __getattr__(self, n):
+            return Dummy()
+
+        def __call__(self, *a, **k):
+            return Dummy()
+
+    class StubModule(types.ModuleType):
+        def __getattr__(self, n):
+            if n.startswith("__"):
+                raise AttributeError(n)
+            return Dummy()
+
+    class StandInType(type):
+        # a name from a stand-in kernel package is a class (others test isinstance against them, e.g. tvm_ffi
+        # against cuda.bindings.driver.CUstream, subclass them, or subscript them); calling or reading through one
+        # gives another
+        def __getattr__(cls, n):
+            if n.startswith("__"):
+                raise AttributeError(n)
+            return StandInType(n, (), {})
+
+        def __call__(cls, *a, **k):
+            return StandInType("call", (), {})
+
+        def __getitem__(cls, item):
+            return StandInType("item", (), {})
+
+    class KernelPkg(types.ModuleType):
+        def __getattr__(self, n):
+            if n.startswith("__"):
+                raise AttributeError(n)
+            return StandInType(n, (), {})
+
+    pattern = re.compile(r"^vllm\.(_C\w*|_\w+_C\w*|\w+_C|cumem_allocator|spinloop|vllm_flash_attn\._vllm_fa[23]_C)$")
+
+    # nvidia-cutlass-dsl (`cutlass`, `cutlass.cute`, `cutlass._mlir...`) is a kernel DSL that vLLM imports at module
+    # level in vllm/cute_utils and some backends (KDA, FlashAttention's CuTe paths); it is not installed here (its
+    # wheel is CUDA-only) and nothing of it is called while sizing, so it is a stand-in package like the extensions;
+    # so is cuda-python (`cuda.bindings.driver`, imported beside it for the CuTe kernels' stream type). Both are
+    # installed with vLLM 0.33 on a GPU host (nvidia-cutlass-dsl[cu13] is in its requirements), so find_spec finding
+    # them answers as it would there.
+    kernel_pkgs = re.compile(r"^(cutlass|cuda)(\..+)?$")
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if pattern.match(name):
+                return importlib.machinery.ModuleSpec(name, self)
+            if kernel_pkgs.match(name):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
+
+        def create_module(self, spec):
+            if kernel_pkgs.match(spec.name):
+                module = KernelPkg(spec.name)
+                module.__path__ = []
+                return module
+            return StubModule(spec.name)
+
+        def exec_module(self, m):
+            pass
+
+    sys.meta_path.insert(0, Finder())
+
+    import torch
+    import torch._ops as tops
+    import torch.library as tl
+
+    orig_getattr = tops._OpNamespace.__getattr__
+
+    def ns_getattr(self, op_name):
+        try:
+            return orig_getattr(self, op_name)
+        except AttributeError:
+            if "_C" in self.name:
+                return Dummy()
+            raise
+
+    tops._OpNamespace.__getattr__ = ns_getattr
+    orig_rf = tl.register_fake
+
+    def register_fake(op, fn=None, /, **kw):
+        def wrap(f):
+            try:
+                return orig_rf(op, f, **kw)
+            except Exception:
+                return f
+        return wrap if fn is None else wrap(fn)
+
+    tl.register_fake = register_fake
+    tl.impl_abstract = register_fake
+
+    class Inert:
+        def __init__(self, *a, **k):
+            pass
+
+        def __getattr__(self, n):
+            return lambda *a, **k: None
+
+    torch.cuda.Stream = Inert
+    torch.cuda.Event = Inert
+
+    import vllm.platforms as platforms
+    from vllm.platforms.cuda import CudaPlatform
+    from vllm.platforms.interface import DeviceCapability
+
+    class H200(CudaPlatform):
+        @classmethod
+        def get_device_capability(cls, device_id=0):
+            return DeviceCapability(9, 0)
+
+        @classmethod
+        def device_count(cls):
+            return 8
+
+        @classmethod
+        def get_device_name(cls, device_id=0):
+            return "NVIDIA H200"
+
+        @classmethod
+        def get_device_total_memory(cls, device_id=0):
+            return 143771140096
+
+        @classmethod
+        def current_device(cls):
+            return torch.device("meta")
+
+    platforms._current_platform = H200()
+    import vllm.vllm_flash_attn.flash_attn_interface as fai
+
+    fai.is_fa_version_supported = lambda v, device=None: v in (2, 3)
+    fai.fa_version_unsupported_reason = lambda v, device=None: None
+    import vllm.model_executor.models.registry as registry
+
+    registry._run_in_subprocess = lambda fn: fn()
+
+
+class PG:
+    def __init__(self, n):
+        self.n = n
+
+    def size(self):
+        return self.n
+
+    def rank(self):
+        return 0
+
+
+class FakeGroup:
+    is_first_rank = True
+    is_last_rank = True
+
+    def __init__(self, n):
+        self.world_size, self.rank_in_group, self.rank, self.local_rank = n, 0, 0, 0
+        self.ranks = list(range(n))
+        self.device_group, self.cpu_group = PG(n), PG(n)
+        self.unique_name = "oracle"
+
+    def size(self):
+        return self.world_size
+
+
+def set_groups(tp: int):
+    import vllm.distributed.parallel_state as ps
+
+    for name in ("_PP", "_DCP", "_PCP", "_EP", "_DP", "_EPLB", "_ETP", "_ENGRAM_DP", "_INNER_DP_WORLD"):
+        if hasattr(ps, name):
+            setattr(ps, name, FakeGroup(1))
+    ps._TP = FakeGroup(tp)
+    ps._WORLD = FakeGroup(tp)
+
+
+class Capture:
+    """Collects the records of the vllm loggers."""
+
+    def __init__(self):
+        import logging
+
+        self.lines: list[str] = []
+        lines = self.lines
+        orig = logging.Logger.callHandlers
+
+        # vLLM re-applies its logging dictConfig, which drops foreign handlers; hook the dispatch instead
+        def call_handlers(logger, record):
+            if record.name.startswith("vllm") and record.levelno >= logging.INFO:
+                try:
+                    self.lines.append(record.getMessage())
+                except Exception:  # noqa: BLE001
+                    pass
+            return orig(logger, record)
+
+        logging.Logger.callHandlers = call_handlers
+
+    def take(self) -> list[str]:
+        lines = list(self.lines)
+        self.lines.clear()
+        return lines
+
+
+SIZING_WORDS = ("block size", "page size", "mamba", "Mamba", "KV cache", "kv cache", "kv-cache", "max model len",
+                "max_model_len", "padding", "Padding", "concurrency", "ssm", "fp8", "FP8", "Using max model len",
+                "prefix caching", "Prefix caching", "max_num_seqs", "max_num_batched_tokens", "backend")
+
+
+def dtype_name(value) -> str | None:
+    if value is None:
+        return None
+    return str(value).replace("torch.", "")
+
+
+def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
+    from vllm.engine.arg_utils import EngineArgs
+
+    kw = dict(model=model_dir, tensor_parallel_size=key["tp"], kv_cache_memory_bytes=memory,
+              skip_tokenizer_init=True, load_format="dummy", mamba_ssm_cache_dtype=key["mamba_ssm_cache_dtype"],
+              kv_cache_dtype=key["kv_cache_dtype"])
+    if max_len is not None:
+        kw["max_model_len"] = max_len
+    if key["prefix"] is not None:
+        kw["enable_prefix_caching"] = key["prefix"]
+    if key["mamba_cache_mode"] is not None:
+        kw["mamba_cache_mode"] = key["mamba_cache_mode"]
+    if key["num_speculative_tokens"]:
+        kw["speculative_config"] = {"method": "ngram", "num_speculative_tokens": key["num_speculative_tokens"],
+                                    "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    return EngineArgs(**kw)
+
+
+def flags_of(key: dict, max_len, memory, vc=None) -> dict:
+    flags = {"tensor_parallel_size": key["tp"], "max_model_len": max_len, "kv_cache_memory_bytes": memory,
+             "num_speculative_tokens": key["num_speculative_tokens"],
+             "mamba_ssm_cache_dtype": key["mamba_ssm_cache_dtype"], "kv_cache_dtype": key["kv_cache_dtype"]}
+    if key["prefix"] is not None:
+        flags["enable_prefix_caching"] = key["prefix"]
+    if key["mamba_cache_mode"] is not None:
+        flags["mamba_cache_mode"] = key["mamba_cache_mode"]
+    return flags
+
+
+def error_text(exc: BaseException) -> str:
+    text = str(exc).strip()
+    # pydantic wraps the validator's message; keep vLLM's own words
+    if type(exc).__name__ == "ValidationError" and "Value error, " in text:
+        text = text.split("Value error, ", 1)[1].split(" [type=", 1)[0]
+    if not text:  # a bare assert: say where it fired
+        import traceback
+
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        text = f"at {frame.filename.split('site-packages/')[-1]}:{frame.lineno} ({frame.line})"
+    return f"{type(exc).__name__}: {text}"[:1200]
+
+
+def run_build(key: dict, lengths: list[int | None], memories: list[int], capture: Capture) -> list[dict]:
+    import shutil
+    import tempfile
+
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.model_loader.utils import initialize_model
+    from vllm.utils.torch_utils import set_default_torch_dtype
+    from vllm.platforms import current_platform
+    from vllm.usage.usage_lib import UsageContext
+    from vllm.v1.attention.backend import AttentionCGSupport
+    from vllm.v1.core import kv_cache_utils as kcu
+    from vllm.v1.core.kv_cache_planning import get_global_kv_cache_groups, get_kv_cache_configs
+    from vllm.v1.kv_cache_interface import AttentionSpec, MambaSpec, MLAAttentionSpec
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+    import vllm.logger as vlog
+
+    src = CONFIGS / key["config"]
+    tmp = tempfile.mkdtemp(prefix="oracle-model-")
+    if src.is_dir():
+        for f in src.iterdir():
+            if f.suffix == ".json":
+                shutil.copy(f, tmp)
+    else:
+        shutil.copy(src, Path(tmp) / "config.json")
+    results = []
+    layers = None
+    build_error = None
+    try:
+        for max_len in lengths:
+            capture.take()
+            for cache in ("_print_info_once", "_print_warning_once", "_print_debug_once"):
+                fn = getattr(vlog, cache, None)
+                if fn is not None and hasattr(fn, "cache_clear"):
+                    fn.cache_clear()
+            case_memories = memories
+            try:
+                if build_error is not None:
+                    raise build_error
+                vc = engine_args(key, tmp, max_len, memories[0]).create_engine_config(
+                    usage_context=UsageContext.OPENAI_API_SERVER)
+                set_groups(key["tp"])
+                with set_current_vllm_config(vc):
+                    if layers is None:
+                        try:
+                            # as BaseModelLoader.load_model: the layers are built under the model dtype
+                            # (Attention reads torch.get_default_dtype(), and the backend selector rejects
+                            # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
+                            with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
+                                initialize_model(vllm_config=vc)
+                        except Exception as exc:  # noqa: BLE001
+                            build_error = exc
+                            raise
+                        layers = dict(vc.compilation_config.static_forward_context)
+                    else:
+                        # same layers: only max_model_len differs, which no layer reads at construction
+                        vc.compilation_config.static_forward_context.update(layers)
+                    current_platform.update_block_size_for_backend(vc)
+                    runner = type("Runner", (), {})()
+                    runner.vllm_config = vc
+                    runner.shared_kv_cache_layers = {}
+                    specs = GPUModelRunner.get_kv_cache_spec(runner)
+                base_log = capture.take()
+                for memory in case_memories:
+                    results.append(size_case(key, max_len, memory, vc, specs, base_log, capture))
+            except Exception as exc:  # noqa: BLE001
+                log = capture.take()
+                for memory in case_memories:
+                    results.append({"config": key["config"], "flags": flags_of(key, max_len, memory),
+                                    "result": {"log": sizing_lines(log)}, "error": error_text(exc)})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def sizing_lines(lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        if any(w in line for w in SIZING_WORDS) and line not in out:
+            out.append(line[:400])
+    return out
+
+
+def size_case(key, max_len, memory, vc, specs, base_log, capture) -> dict:
+    import copy
+
+    from vllm.v1.attention.backend import AttentionCGSupport
+    from vllm.v1.core import kv_cache_utils as kcu
+    from vllm.v1.core.kv_cache_planning import get_global_kv_cache_groups, get_kv_cache_configs
+    from vllm.v1.kv_cache_interface import AttentionSpec, MambaSpec
+    import vllm.logger as vlog
+
+    for cache in ("_print_info_once", "_print_warning_once"):
+        fn = getattr(vlog, cache, None)
+        if fn is not None and hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+    vc = copy.copy(vc)
+    vc.cache_config = copy.deepcopy(vc.cache_config)
+    vc.model_config = copy.copy(vc.model_config)
+    vc.cache_config.kv_cache_memory_bytes = memory
+    tp = key["tp"]
+    cc, mc, sc = vc.cache_config, vc.model_config, vc.scheduler_config
+    attn = [s for s in specs.values() if isinstance(s, AttentionSpec)]
+    mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
+    result = {
+        "architecture": mc.architecture,
+        "max_model_len": mc.max_model_len,
+        "max_num_seqs": sc.max_num_seqs,
+        "max_num_batched_tokens": sc.max_num_batched_tokens,
+        "enable_prefix_caching": cc.enable_prefix_caching,
+        "mamba_cache_mode": cc.mamba_cache_mode if mamba else None,
+        "attention_block_size": attn[0].block_size if attn else None,
+        "mamba_block_size": mamba[0].block_size if mamba else None,
+        "kv_cache_dtype": dtype_name(attn[0].dtype) if attn else None,
+        "cache_dtype_flag_resolved": cc.cache_dtype,
+        "mamba_cache_dtype": dtype_name(mamba[0].dtypes[0]) if mamba else None,
+        "mamba_ssm_cache_dtype": dtype_name(mamba[0].dtypes[-1]) if mamba else None,
+        "mamba_state_dtypes": sorted({"/".join(dtype_name(d) for d in s.dtypes) for s in mamba}),
+        "mamba_state_shapes": sorted({json.dumps([list(x) for x in s.shapes]) for s in mamba}),
+        "state_page_bytes": max((s.real_page_size_bytes if hasattr(s, "real_page_size_bytes") else
+                                 s.page_size_bytes for s in mamba), default=None),
+        "state_page_padded_bytes": max((s.page_size_bytes for s in mamba), default=None),
+        "attention_page_bytes": attn[0].page_size_bytes if attn else None,
+        "num_speculative_blocks": mamba[0].num_speculative_blocks if mamba else None,
+        "num_prefill_checkpoint_blocks": getattr(mamba[0], "num_prefill_checkpoint_blocks", None) if mamba else None,
+        "spec_types": dict(sorted(_count(type(s).__name__ for s in specs.values()).items())),
+    }
+    try:
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.attention.backends.utils import resolve_kv_cache_layout
+        from vllm.v1.worker.worker_base import WorkerBase
+
+        worker_like = type("Worker", (), {})()
+        worker_like.vllm_config = vc
+        with set_current_vllm_config(vc):  # as EngineCore._initialize_kv_caches: the layout, then the groups
+            supported = WorkerBase.get_supported_kv_cache_layouts(worker_like)
+            layout = resolve_kv_cache_layout(vc, [supported] * tp, list(specs.values()))
+            WorkerBase.set_kv_cache_layout(worker_like, layout.name, vc.parallel_config.cp_kv_cache_interleave_size)
+        groups = get_global_kv_cache_groups(vc, [specs] * tp)
+        configs = get_kv_cache_configs(vc, [specs] * tp, [memory] * tp, groups)
+        sched = kcu.generate_scheduler_kv_cache_config(configs)
+        kv = configs[0]
+        result["num_blocks"] = kv.num_blocks
+        result["num_kv_cache_groups"] = len(kv.kv_cache_groups)
+        result["groups"] = dict(sorted(_count(type(g.kv_cache_spec).__name__ if not hasattr(
+            g.kv_cache_spec, "kv_cache_specs") else type(next(iter(g.kv_cache_spec.kv_cache_specs.values()))).__name__
+            for g in sched.kv_cache_groups).items()))
+        result["group_size"] = max(len(g.layer_names) for g in kv.kv_cache_groups)
+        result["kv_cache_tensor_bytes"] = sum(t.size for t in kv.kv_cache_tensors)
+        per_request = 0
+        for g in sched.kv_cache_groups:
+            per_request += -(-g.kv_cache_spec.max_memory_usage_bytes(vc) // g.kv_cache_spec.page_size_bytes)
+        result["blocks_per_request"] = per_request
+        result["max_model_len_after"] = vc.model_config.max_model_len
+        if sched.kv_cache_groups:
+            kcu.update_kv_cache_capacity(vc, sched)
+            result["max_concurrency"] = round(vc.cache_config.kv_cache_max_concurrency, 4)
+            result["kv_cache_tokens"] = vc.cache_config.kv_cache_size_tokens
+        # the max_num_seqs vs Mamba blocks start-up check (CompilationConfig.resolve_cudagraph_mode_and_sizes)
+        comp = vc.compilation_config
+        saved = (comp.cudagraph_mode, list(comp.cudagraph_capture_sizes or []))
+        try:
+            comp.resolve_cudagraph_mode_and_sizes(AttentionCGSupport.ALWAYS, None, kv_cache_config=kv,
+                                                  max_num_reqs=sc.max_num_seqs)
+        finally:
+            comp.cudagraph_mode, comp.cudagraph_capture_sizes = saved[0], saved[1]
+        error = None
+    except Exception as exc:  # noqa: BLE001
+        error = error_text(exc)
+    result["log"] = sizing_lines(base_log + capture.take())
+    return {"config": key["config"], "flags": flags_of(key, max_len, memory), "result": result, "error": error}
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
+
+
+def worker(args) -> None:
+    install_mocks()
+    import torch
+    import transformers
+    import vllm
+
+    capture = Capture()
+    # a key's lengths are chosen by its index in the whole list, so a --configs run gives the cases a full run does
+    keys = list(enumerate(builds()))
+    if args.configs:
+        keys = [(i, k) for i, k in keys if k["config"] in args.configs.split(",")]
+    if args.limit:
+        keys = keys[: args.limit]
+    memories = [20 * GIB, 60 * GIB]
+    cases = []
+    start = time.time()
+    for n, (i, key) in enumerate(keys):
+        cfg = load_config(key["config"])
+        limit = length_limit(cfg)
+        lengths = [4096, 32768, 131072, (limit * 2 if limit else None)]
+        if i % 3:  # the build keys beyond the TP rows take two lengths, chosen by key (covers all four)
+            h = int(hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest(), 16)
+            lengths = [lengths[h % 4], lengths[(h // 4) % 4]] if h % 4 != (h // 4) % 4 else [lengths[h % 4]]
+        cases += run_build(key, lengths, memories, capture)
+        print(f"[{n + 1}/{len(keys)}] {key['config']} tp{key['tp']} {time.time() - start:.0f}s", flush=True)
+        if (n + 1) % 20 == 0 or n + 1 == len(keys):
+            write_table(args, cases, torch.__version__, transformers.__version__, vllm.__version__)
+
+
+def write_table(args, cases, torch_version, transformers_version, vllm_version):
+    out = Path(args.out or OUT_DIR / f"vllm-{vllm_version}.json")
+    if args.merge and out.exists():  # keep the other configs' cases of the existing table
+        redone = {c["config"] for c in cases}
+        cases = [c for c in json.loads(out.read_text())["cases"] if c["config"] not in redone] + cases
+    table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
+             "torch": torch_version, "transformers": transformers_version, "mocks": MOCKS,
+             "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
+             "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, sort_keys=True, indent=1, default=str) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--version", default="0.33.0")
+    parser.add_argument("--venv-root", default="/tmp/oracle-venvs")
+    parser.add_argument("--out")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N build keys")
+    parser.add_argument("--configs", help="comma-separated config names")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --configs: replace only those configs' cases in the existing table")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    py = ensure_venv(args.version, Path(args.venv_root))
+    cmd = [str(py), str(Path(__file__).resolve()), "--worker", "--version", args.version]
+    for opt in ("out", "limit", "configs"):
+        if getattr(args, opt):
+            cmd += [f"--{opt}", str(getattr(args, opt))]
+    if args.merge:
+        cmd.append("--merge")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    sys.exit(subprocess.call(cmd, env=env, cwd=str(ROOT)))
+
+
+if __name__ == "__main__":
+    main()

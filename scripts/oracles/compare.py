@@ -1,6 +1,6 @@
 """Compare a golden table of an engine's own sizing (scripts/oracles/vllm.py) with mcache's profile of that engine.
 
-    PYTHONPATH=/work/wt/oracle-vllm /work/main/.venv/bin/python scripts/oracles/compare.py \
+    python scripts/oracles/compare.py \
         tests/data/engine_golden/vllm-0.33.0.json --out scripts/oracles/vllm-0.33.0-vs-mcache.md
 
 For every case of the table, mcache's vLLM profile (`mcache.core.engines.run_engine('vllm', EngineInputs(...))`)
@@ -25,8 +25,8 @@ if str(ROOT) not in sys.path:
 
 from mcache.core.engines import run_engine  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
-from mcache.core.layout import ParallelLayout  # noqa: E402
-from mcache.core.spec_loader import load_spec  # noqa: E402
+from mcache.core.load import load_spec  # noqa: E402
+from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
 H200 = ("NVIDIA H200", 143771140096)  # what the oracle's platform answers
 FIELDS = ("error", "mamba_cache_mode", "attention_block_size", "state_page_bytes", "state_page_padded_bytes",
@@ -233,11 +233,12 @@ def main() -> None:
     lines = [f"# {table['engine']} {table['version']} (golden table) vs mcache's profile", "",
              f"Table: `{args.table.relative_to(ROOT) if args.table.is_relative_to(ROOT) else args.table}` "
              f"({len(cases)} cases, {len({c['config'] for c in cases})} configs); GPU assumed: {table.get('gpu_assumed')}.",
-             "mcache: the worktree's `mcache/core/engines/vllm.py` via `run_engine('vllm', EngineInputs(...))` on the spec "
+             "mcache: `mcache/core/engines/vllm.py` via `run_engine('vllm', EngineInputs(...))` on the spec "
              "`load_spec(<HF config>)` imports, with the case's flags, an H200 (143771140096 bytes) and weights_bytes 0 "
              "(kv_cache_memory_bytes is given, so weights do not enter).",
              "The error field is compared on every case; the other fields only where both sides sized the case (a "
-             "refusal before sizing on either side counts under error only); errors are compared by class (e.g. 'max_model_len above the config's'); max_concurrency to 0.01.",
+             "refusal before sizing on either side counts under error only); errors are compared by class (e.g. "
+             "'max_model_len above the config's'); max_concurrency to 0.01.",
              "", "## Match rate per field", "", "| field | compared | match | rate |", "| --- | ---: | ---: | ---: |"]
     for field in FIELDS:
         n, k = compared[field], matches[field]

@@ -24,8 +24,8 @@ Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GP
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
-import itertools
 import json
 import os
 import random
@@ -367,16 +367,13 @@ class Capture:
         import logging
 
         self.lines: list[str] = []
-        lines = self.lines
         orig = logging.Logger.callHandlers
 
         # vLLM re-applies its logging dictConfig, which drops foreign handlers; hook the dispatch instead
         def call_handlers(logger, record):
             if record.name.startswith("vllm") and record.levelno >= logging.INFO:
-                try:
+                with contextlib.suppress(Exception):  # a record whose arguments do not format
                     self.lines.append(record.getMessage())
-                except Exception:  # noqa: BLE001
-                    pass
             return orig(logger, record)
 
         logging.Logger.callHandlers = call_handlers
@@ -445,17 +442,13 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
     import tempfile
 
     import torch
+    import vllm.logger as vlog
     from vllm.config import set_current_vllm_config
     from vllm.model_executor.model_loader.utils import initialize_model
-    from vllm.utils.torch_utils import set_default_torch_dtype
     from vllm.platforms import current_platform
     from vllm.usage.usage_lib import UsageContext
-    from vllm.v1.attention.backend import AttentionCGSupport
-    from vllm.v1.core import kv_cache_utils as kcu
-    from vllm.v1.core.kv_cache_planning import get_global_kv_cache_groups, get_kv_cache_configs
-    from vllm.v1.kv_cache_interface import AttentionSpec, MambaSpec, MLAAttentionSpec
+    from vllm.utils.torch_utils import set_default_torch_dtype
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
-    import vllm.logger as vlog
 
     src = CONFIGS / key["config"]
     tmp = tempfile.mkdtemp(prefix="oracle-model-")
@@ -526,11 +519,11 @@ def sizing_lines(lines: list[str]) -> list[str]:
 def size_case(key, max_len, memory, vc, specs, base_log, capture) -> dict:
     import copy
 
+    import vllm.logger as vlog
     from vllm.v1.attention.backend import AttentionCGSupport
     from vllm.v1.core import kv_cache_utils as kcu
     from vllm.v1.core.kv_cache_planning import get_global_kv_cache_groups, get_kv_cache_configs
     from vllm.v1.kv_cache_interface import AttentionSpec, MambaSpec
-    import vllm.logger as vlog
 
     for cache in ("_print_info_once", "_print_warning_once"):
         fn = getattr(vlog, cache, None)

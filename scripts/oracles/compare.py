@@ -204,7 +204,7 @@ def flag_text(flags: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("table", type=Path)
-    parser.add_argument("--configs", type=Path, default=Path("/work/main/tests/data/hf_configs"))
+    parser.add_argument("--configs", type=Path, default=ROOT / "tests" / "data" / "hf_configs")
     parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args()

@@ -6,6 +6,7 @@ property test per class draws random inputs of the same shape."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -293,3 +294,15 @@ def test_a_closed_stdout_is_one_line_and_exit_4():
     assert proc.wait(timeout=60) == 4
     assert proc.stderr.read() == ("mcache: output: stdout: cannot write, it was closed (a broken pipe); the output is "
                                   "incomplete\n")
+
+
+def test_plan_plot_writes_nothing_outside_its_file(tmp_path):
+    """matplotlib's font cache and config go to a temporary folder: the home folder stays empty."""
+    pytest.importorskip("matplotlib")
+    home, plot = tmp_path / "home", tmp_path / "plan.png"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config")}
+    env.pop("MPLCONFIGDIR", None)
+    subprocess.run([sys.executable, "-m", "mcache.cli.main", "plan", "nemotron-h-8b", "--gpu", "h200", "--plot", str(plot)],
+                   env=env, check=True, capture_output=True, timeout=120)
+    assert plot.stat().st_size > 0 and list(home.iterdir()) == []

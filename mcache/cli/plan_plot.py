@@ -15,7 +15,23 @@ LINES = 6  # candidates drawn in the sequences-against-context plot
 
 
 def write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
-    """Both plots, side by side, to `path` (.png or .svg), written atomically."""
+    """Both plots, side by side, to `path` (.png or .svg), written atomically. matplotlib keeps its font cache and
+    config in a temporary folder (unless MPLCONFIGDIR names one), so nothing is written outside `path`."""
+    import os
+    import tempfile
+
+    if "MPLCONFIGDIR" in os.environ:
+        _write_plot(result, model, path)
+        return
+    with tempfile.TemporaryDirectory(prefix="mcache-matplotlib-") as folder:
+        os.environ["MPLCONFIGDIR"] = folder
+        try:
+            _write_plot(result, model, path)
+        finally:
+            del os.environ["MPLCONFIGDIR"]
+
+
+def _write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
     try:
         import matplotlib
 

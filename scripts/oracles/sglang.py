@@ -3,8 +3,13 @@ wheel, `sglang` without its dependencies and only the pure-Python packages its s
 memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
 tests/data/engine_golden/sglang-VERSION.json (strict JSON, sorted keys). CI never runs this: it reads the tables.
 
-    python scripts/oracles/sglang.py 0.5.23            # venv in /tmp/oracle-venvs/sglang-0.5.23
-    python scripts/oracles/sglang.py 0.5.23 --limit 20 # a quick look at the first cases
+    python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
+    python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
+    python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
+
+The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
+interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
+(filtered by keywords in the worker's KEEP) and, last, the scheduler's start-up line (see MOCKS).
 
 Inputs every case states (`inputs`): the GPU's total memory as SGLang reads it (`gpu_total_bytes`), the free memory
 before the weights load (`free_gpu_memory_bytes`: the total less 0.5 GiB of CUDA context, SGLang's
@@ -22,7 +27,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,38 +156,75 @@ def cases() -> list[dict]:
     return out
 
 
-def run(version: str, venv_root: Path, limit: int | None, jobs: int) -> Path:
+def _key(case: dict) -> str:
+    return json.dumps({k: case[k] for k in ("config", "flags", "env", "inputs")}, sort_keys=True)
+
+
+def _round_robin(todo: list[dict]) -> list[dict]:
+    """Cases interleaved by config, so that a run stopped early still covers every config."""
+    by_config: dict[str, list[dict]] = {}
+    for c in todo:
+        by_config.setdefault(c["config"], []).append(c)
+    out, queues = [], list(by_config.values())
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def answered(work: Path) -> dict[str, dict]:
+    """Results already in the work folder (from an earlier or an interrupted run), by case."""
+    done = {}
+    for inp in sorted(work.glob("in*.json")):
+        out = inp.with_name(inp.name.replace("in", "out", 1)).with_suffix(".jsonl")
+        if not out.exists():
+            continue
+        cases = json.loads(inp.read_text())["cases"]
+        for line in out.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by an interruption
+            done[_key(cases[r["index"]])] = r
+    return done
+
+
+def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
+        every: int = 1) -> Path:
     py = venv_for(version, venv_root)
     todo = cases()[:limit] if limit else cases()
-    with tempfile.TemporaryDirectory(prefix="sglang-oracle-") as tmp:
-        tmp = Path(tmp)
-        dirs = model_dirs(tmp / "models")
-        shards = [todo[i::jobs] for i in range(jobs)]
+    todo = _round_robin(todo)[::every] if every > 1 else todo  # a thinned sample that still spans every config
+    work.mkdir(parents=True, exist_ok=True)
+    dirs = model_dirs(work / "models") if not (work / "models").exists() else {
+        name: work / "models" / name.removesuffix(".json") for name, _ in config_files()}
+    done = answered(work)
+    missing = _round_robin([c for c in todo if _key(c) not in done])
+    if missing and not assemble_only:
+        shards = [missing[i::jobs] for i in range(jobs)]
+        stamp = len(list(work.glob("in*.json")))
         procs = []
         for i, shard in enumerate(shards):
-            (tmp / f"in{i}.json").write_text(json.dumps(
+            n = stamp + i
+            (work / f"in{n}.json").write_text(json.dumps(
                 {"cases": [{**c, "model_dir": str(dirs[c["config"]])} for c in shard]}))
-            procs.append(subprocess.Popen([str(py), str(WORKER), str(tmp / f"in{i}.json"), str(tmp / f"out{i}.jsonl")],
-                                          stdout=subprocess.DEVNULL, stderr=open(tmp / f"err{i}.txt", "w")))
+            procs.append(subprocess.Popen([str(py), str(WORKER), str(work / f"in{n}.json"), str(work / f"out{n}.jsonl")],
+                                          stdout=subprocess.DEVNULL, stderr=open(work / f"err{n}.txt", "w")))
         for p in procs:
             p.wait()
-        results = []
-        for i, shard in enumerate(shards):
-            lines = (tmp / f"out{i}.jsonl").read_text().splitlines() if (tmp / f"out{i}.jsonl").exists() else []
-            if len(lines) != len(shard):
-                sys.stderr.write((tmp / f"err{i}.txt").read_text()[-3000:])
-                raise SystemExit(f"worker {i} answered {len(lines)} of {len(shard)} cases")
-            results += [(c, json.loads(line)) for c, line in zip(shard, lines, strict=True)]
-        header = json.loads(subprocess.run([str(py), str(WORKER), "--header"], capture_output=True, text=True,
-                                           check=True).stdout)
+        done = answered(work)
+    results = [(c, done[_key(c)]) for c in todo if _key(c) in done]
+    if len(results) < len(todo):
+        sys.stderr.write(f"{len(todo) - len(results)} of {len(todo)} cases have no answer yet; the table holds the "
+                         f"{len(results)} answered\n")
+    header = json.loads(subprocess.run([str(py), str(WORKER), "--header"], capture_output=True, text=True,
+                                       check=True).stdout)
     for _, r in results:
         res = r["result"]
         if r["error"] is None and res.get("log_scheduler"):
             res["log"] = res["log"] + [res["log_scheduler"]]  # the scheduler's line last, as SGLang logs it
         if "mamba_cache_size" in res:
             res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
-    order = {json.dumps(c, sort_keys=True): i for i, c in enumerate(todo)}
-    results.sort(key=lambda cr: order[json.dumps(cr[0], sort_keys=True)])
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "gpus": {k: v for k, v in GPUS.items()},
              "cases": [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
@@ -201,11 +242,16 @@ def main():
     ap.add_argument("--limit", type=int)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--count", action="store_true", help="print the number of cases and stop")
+    ap.add_argument("--work", type=Path, help="folder of the worker's inputs and answers (default "
+                    "/tmp/sglang-oracle-VERSION); answered cases are not asked again")
+    ap.add_argument("--every", type=int, default=1, help="only every Nth case (interleaved by config): a quick table")
+    ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     if args.count:
         print(len(cases()))
         return
-    print(run(args.version, args.venv_root, args.limit, args.jobs))
+    work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
+    print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,258 @@
+"""Golden tables from SGLang's own code (issue 28): for one SGLang version, build a throwaway venv with the CPU torch
+wheel, `sglang` without its dependencies and only the pure-Python packages its server-args, model-config and
+memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
+tests/data/engine_golden/sglang-VERSION.json (strict JSON, sorted keys). CI never runs this: it reads the tables.
+
+    python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
+    python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
+    python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
+
+The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
+interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
+(filtered by keywords in the worker's KEEP) and, last, the scheduler's start-up line (see MOCKS).
+
+Inputs every case states (`inputs`): the GPU's total memory as SGLang reads it (`gpu_total_bytes`), the free memory
+before the weights load (`free_gpu_memory_bytes`: the total less 0.5 GiB of CUDA context, SGLang's
+pre_model_load_memory) and the weights one rank loads (`weights_bytes`: the free memory SGLang measures after loading
+is free_gpu_memory_bytes - weights_bytes). The weights figure is a chosen input, not a measurement: compare a case
+with mcache by giving mcache the same `weights_bytes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = Path(os.environ.get("MCACHE_HF_CONFIGS", REPO / "tests/data/hf_configs"))
+OUT_DIR = REPO / "tests/data/engine_golden"
+WORKER = Path(__file__).with_name("sglang_worker.py")
+TORCH = "torch==2.13.0"
+# Pure-Python packages SGLang's import chain needs for server args, model config, the model registry (the
+# architecture check) and the memory pools; never let pip resolve sglang's own pins (they pull a CUDA torch).
+PURE_DEPS = ["numpy", "pydantic", "msgspec", "psutil", "requests", "packaging", "orjson", "einops", "pybase64",
+             "pillow", "pyyaml", "pyzmq", "starlette", "fastapi", "uvicorn", "IPython", "aiohttp", "dill",
+             "sentencepiece", "compressed-tensors", "gguf", "openai", "partial_json_parser", "setproctitle", "triton"]
+
+MIB, GIB = 1 << 20, 1 << 30
+GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB}  # total memory as nvidia-smi / torch report it
+CONTEXT_RESERVE = GIB // 2
+
+
+def venv_for(version: str, root: Path) -> Path:
+    venv = root / f"sglang-{version}"
+    py = venv / "bin/python"
+    if (venv / ".oracle-ready").exists():
+        return py
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(py), "-m", "pip", "install", "-q"]
+    subprocess.run(pip + [TORCH], check=True)  # the CPU wheel (this machine's index has it)
+    subprocess.run(pip + ["--no-deps", f"sglang=={version}"], check=True)
+    meta = subprocess.run([str(py), "-c", "import importlib.metadata as m; print('\\n'.join(m.requires('sglang')))"],
+                          capture_output=True, text=True, check=True).stdout
+    pins = {}
+    for line in meta.splitlines():
+        name = line.split(";")[0].strip()
+        for pkg in ("transformers", "tokenizers"):
+            if name.startswith(pkg + "=="):
+                pins[pkg] = name
+    # transformers and tokenizers at sglang's pins, without deps that would replace torch
+    subprocess.run(pip + list(pins.values()) + PURE_DEPS + [TORCH], check=True)
+    (venv / ".oracle-ready").write_text("ok\n")
+    return py
+
+
+def config_files() -> list[tuple[str, Path]]:
+    """(name as the table records it, the HF config.json)."""
+    out = [(p.name, p) for p in sorted(CONFIGS.glob("*.json"))]
+    out += [(d.name, d / "config.json") for d in sorted(CONFIGS.iterdir()) if (d / "config.json").exists()]
+    return out
+
+
+def model_dirs(tmp: Path) -> dict[str, Path]:
+    """A folder per config holding it as config.json (a checkpoint folder is copied whole: its quant config)."""
+    dirs = {}
+    for name, cfg in config_files():
+        d = tmp / name.removesuffix(".json")
+        if cfg.parent != CONFIGS:
+            shutil.copytree(cfg.parent, d)
+        else:
+            d.mkdir(parents=True)
+            shutil.copy(cfg, d / "config.json")
+        dirs[name] = d
+    return dirs
+
+
+def max_len(cfg: dict) -> int | None:
+    text = cfg.get("text_config") or cfg
+    for key in ("max_position_embeddings", "model_max_length", "max_seq_len", "seq_length"):
+        if text.get(key) or cfg.get(key):
+            return int(text.get(key) or cfg.get(key))
+    return None
+
+
+def _pick(seed: str, options: list):
+    return options[int(hashlib.sha256(seed.encode()).hexdigest(), 16) % len(options)]
+
+
+SPEC = {0: {}, 3: {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+                   "speculative_num_draft_tokens": 4},
+        7: {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": 8}}
+RADIX = {"default": {}, "off": {"disable_radix_cache": True}, "no_buffer": {"mamba_radix_cache_strategy": "no_buffer"},
+         "no_buffer_no_overlap": {"mamba_radix_cache_strategy": "no_buffer", "disable_overlap_schedule": True},
+         "extra_buffer": {"mamba_radix_cache_strategy": "extra_buffer"}}
+
+
+def cases() -> list[dict]:
+    """Per config: the full drafts x radix grid at TP 1 on an H200 (the rules interact there), then TP 2/4, the
+    contexts (one above the config's limit, also with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), the state and
+    KV dtypes, the second GPU, a fixed max_running_requests and max_mamba_cache_size, each crossed with a drafts and
+    radix setting picked by a hash of the case (deterministic)."""
+    out = []
+    for name, path in config_files():
+        cfg = json.loads(path.read_text())
+        limit = max_len(cfg)
+        grid = []
+        for drafts in (0, 3, 7):
+            for radix in RADIX:
+                grid.append(({}, drafts, radix, "H200", 30 * GIB, {}))
+        for tp in (2, 4):
+            for drafts in (0, 3):
+                grid.append(({"tp_size": tp}, drafts, _pick(f"{name}{tp}{drafts}", list(RADIX)), "H200", 30 * GIB, {}))
+        contexts = [4096, 32768] + ([limit * 2] if limit else [1 << 20])
+        for ctx in contexts:
+            grid.append(({"context_length": ctx}, _pick(f"{name}c{ctx}", [0, 3]), "default", "H200", 30 * GIB, {}))
+        if limit:
+            grid.append(({"context_length": limit * 2}, 0, "default", "H200", 30 * GIB,
+                         {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}))
+        for ssm in ("bfloat16", "float16", "float32"):
+            grid.append(({"mamba_ssm_dtype": ssm}, _pick(f"{name}s{ssm}", [0, 3, 7]),
+                         _pick(f"{name}r{ssm}", list(RADIX)), "H200", 30 * GIB, {}))
+        for kv in ("fp8_e4m3", "bfloat16"):
+            grid.append(({"kv_cache_dtype": kv}, _pick(f"{name}k{kv}", [0, 3]), "default", "H200", 30 * GIB, {}))
+        for drafts in (0, 3, 7):
+            for radix in ("default", "off"):
+                grid.append(({}, drafts, radix, "H100-80GB", 8 * GIB, {}))
+        for tp in (1, 4):
+            grid.append(({"tp_size": tp}, 0, "default", "H100-80GB", 60 * GIB, {}))  # weights leave little room
+        grid.append(({"max_running_requests": 64}, 3, "off", "H200", 30 * GIB, {}))
+        grid.append(({"max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
+        grid.append(({"max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
+        grid.append(({"mamba_full_memory_ratio": 0.5}, 0, "default", "H200", 30 * GIB, {}))
+        for extra, drafts, radix, gpu, weights, env in grid:
+            flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
+            total = GPUS[gpu]
+            case = {"config": name, "flags": dict(sorted(flags.items())), "env": env,
+                    "inputs": {"gpu": gpu, "gpu_total_bytes": total, "free_gpu_memory_bytes": total - CONTEXT_RESERVE,
+                               "weights_bytes": weights}}
+            out.append(case)
+    return out
+
+
+def _key(case: dict) -> str:
+    return json.dumps({k: case[k] for k in ("config", "flags", "env", "inputs")}, sort_keys=True)
+
+
+def _round_robin(todo: list[dict]) -> list[dict]:
+    """Cases interleaved by config, so that a run stopped early still covers every config."""
+    by_config: dict[str, list[dict]] = {}
+    for c in todo:
+        by_config.setdefault(c["config"], []).append(c)
+    out, queues = [], list(by_config.values())
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def answered(work: Path) -> dict[str, dict]:
+    """Results already in the work folder (from an earlier or an interrupted run), by case."""
+    done = {}
+    for inp in sorted(work.glob("in*.json")):
+        out = inp.with_name(inp.name.replace("in", "out", 1)).with_suffix(".jsonl")
+        if not out.exists():
+            continue
+        cases = json.loads(inp.read_text())["cases"]
+        for line in out.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by an interruption
+            done[_key(cases[r["index"]])] = r
+    return done
+
+
+def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
+        every: int = 1) -> Path:
+    py = venv_for(version, venv_root)
+    todo = cases()[:limit] if limit else cases()
+    todo = _round_robin(todo)[::every] if every > 1 else todo  # a thinned sample that still spans every config
+    work.mkdir(parents=True, exist_ok=True)
+    dirs = model_dirs(work / "models") if not (work / "models").exists() else {
+        name: work / "models" / name.removesuffix(".json") for name, _ in config_files()}
+    done = answered(work)
+    missing = _round_robin([c for c in todo if _key(c) not in done])
+    if missing and not assemble_only:
+        shards = [missing[i::jobs] for i in range(jobs)]
+        stamp = len(list(work.glob("in*.json")))
+        procs = []
+        for i, shard in enumerate(shards):
+            n = stamp + i
+            (work / f"in{n}.json").write_text(json.dumps(
+                {"cases": [{**c, "model_dir": str(dirs[c["config"]])} for c in shard]}))
+            procs.append(subprocess.Popen([str(py), str(WORKER), str(work / f"in{n}.json"), str(work / f"out{n}.jsonl")],
+                                          stdout=subprocess.DEVNULL, stderr=open(work / f"err{n}.txt", "w")))
+        for p in procs:
+            p.wait()
+        done = answered(work)
+    results = [(c, done[_key(c)]) for c in todo if _key(c) in done]
+    if len(results) < len(todo):
+        sys.stderr.write(f"{len(todo) - len(results)} of {len(todo)} cases have no answer yet; the table holds the "
+                         f"{len(results)} answered\n")
+    header = json.loads(subprocess.run([str(py), str(WORKER), "--header"], capture_output=True, text=True,
+                                       check=True).stdout)
+    for _, r in results:
+        res = r["result"]
+        if r["error"] is None and res.get("log_scheduler"):
+            res["log"] = res["log"] + [res["log_scheduler"]]  # the scheduler's line last, as SGLang logs it
+        if "mamba_cache_size" in res:
+            res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
+    table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
+             "gpus": {k: v for k, v in GPUS.items()},
+             "cases": [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
+                        "result": r["result"], "error": r["error"]} for c, r in results]}
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"sglang-{version}.json"
+    path.write_text(json.dumps(table, sort_keys=True, indent=1) + "\n")
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("version")
+    ap.add_argument("--venv-root", type=Path, default=Path("/tmp/oracle-venvs"))
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--count", action="store_true", help="print the number of cases and stop")
+    ap.add_argument("--work", type=Path, help="folder of the worker's inputs and answers (default "
+                    "/tmp/sglang-oracle-VERSION); answered cases are not asked again")
+    ap.add_argument("--every", type=int, default=1, help="only every Nth case (interleaved by config): a quick table")
+    ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
+    args = ap.parse_args()
+    if args.count:
+        print(len(cases()))
+        return
+    work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
+    print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every))
+
+
+if __name__ == "__main__":
+    main()

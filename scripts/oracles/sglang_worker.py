@@ -1,0 +1,371 @@
+"""Runs INSIDE a throwaway venv that has SGLang installed (see scripts/oracles/sglang.py): sizes each case with
+SGLang's own functions and prints one JSON object per case on stdout.
+
+Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
+
+Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and
+each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import logging
+import os
+import sys
+import traceback
+import types
+
+# This folder holds scripts/oracles/sglang.py, which would shadow the sglang package.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+import torch  # noqa: E402
+
+MIB = 1 << 20
+
+MOCKS = [
+    "torch.cuda.is_available/device_count/current_device/get_device_properties/get_device_capability/"
+    "get_device_name/mem_get_info/empty_cache/synchronize: a fake CUDA device (an H200, sm90) whose total memory is "
+    "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
+    "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
+    "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
+    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack: empty stand-in modules, "
+    "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
+    "server args are resolved or pools are sized.",
+    "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
+    "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
+    "minimum over ranks, which are identical here.",
+    "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
+    "order: ServerArgs.resolve_once, ModelConfig, get_model_architecture, configure_kv_cache_dtype, "
+    "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
+    "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
+    "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
+    "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
+    "The scheduler's 'max_total_num_tokens=..., max_running_requests=...' line is the scheduler's own f-string "
+    "filled from the configurator's result (the Scheduler is not started); every other log line is captured from "
+    "SGLang's loggers as emitted.",
+]
+
+
+# ---- fake CUDA device -------------------------------------------------------------------------------------------
+_GPU = {"total": 143771 * MIB, "free": 143771 * MIB}
+
+
+class _Props:
+    name = "NVIDIA H200"
+    major, minor = 9, 0
+    is_integrated = False
+    multi_processor_count = 132
+    uuid = "GPU-oracle"
+    L2_cache_size = 50 * MIB
+    warp_size = 32
+
+    @property
+    def total_memory(self):
+        return _GPU["total"]
+
+
+torch.cuda.is_available = lambda: True
+torch.version.cuda = "13.0"
+torch.cuda.device_count = lambda: 8
+torch.cuda.current_device = lambda: 0
+torch.cuda.set_device = lambda *a, **k: None
+torch.cuda.get_device_properties = lambda *a, **k: _Props()
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+torch.cuda.get_device_name = lambda *a, **k: "NVIDIA H200"
+torch.cuda.mem_get_info = lambda *a, **k: (_GPU["free"], _GPU["total"])
+torch.cuda.empty_cache = lambda: None
+torch.cuda.synchronize = lambda *a, **k: None
+
+
+# ---- stand-ins for GPU-only packages ----------------------------------------------------------------------------
+class _Any(types.ModuleType):
+    __path__: list = []
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Any(self.__name__ + "." + name)
+
+    def __call__(self, *a, **k):
+        return _Any(self.__name__ + "()")
+
+    def __getitem__(self, key):
+        return _Any(self.__name__ + "[]")
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl_kernel,deep_gemm,cutlass,quack").split(","))
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in STUBS:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return _Any(spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
+# The pools are built on the meta device; the KV pool asks torch for the device's module to make a side stream
+# (only used to overlap copies at run time).
+torch._register_device_module("meta", _Any("torch.meta"))
+
+import transformers.utils.import_utils  # noqa: E402,F401  (decides torchvision is absent before the stub exists)
+
+sys.meta_path.insert(0, _Finder())
+
+
+# ---- log capture ------------------------------------------------------------------------------------------------
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        if record.name.startswith("sglang") or record.name == "root":
+            self.lines.append(record.getMessage())
+
+
+CAPTURE = _Capture()
+logging.getLogger().addHandler(CAPTURE)
+logging.getLogger().setLevel(logging.INFO)
+for _h in list(logging.getLogger().handlers):
+    if _h is not CAPTURE:
+        logging.getLogger().removeHandler(_h)
+
+KEEP = ("Mamba Cache is allocated", "KV Cache is allocated", "max_running_requests", "Reserving", "mem_fraction",
+        "mamba", "Mamba", "context", "falling back", "Transformers", "speculative", "KV cache", "max_total",
+        "Memory pool", "radix", "draft", "Draft")
+
+
+def _kept(lines):
+    return [ln for ln in lines if any(k in ln for k in KEEP)]
+
+
+def run_case(case):
+    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.arg_groups.overrides import resolving_view
+    from sglang.srt.runtime_context import get_context
+
+    inputs = case["inputs"]
+    _GPU["total"] = inputs["gpu_total_bytes"]
+    _GPU["free"] = inputs["free_gpu_memory_bytes"]
+    env = case.get("env", {})
+    old_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    CAPTURE.lines = []
+    result = {}
+    try:
+        sa = ServerArgs(model_path=case["model_dir"], **case["flags"])
+        sa.served_model_name = case["config"]
+        sa.resolve_once()
+        cfg = resolving_view(sa)
+        result["mem_fraction_static"] = cfg.mem_fraction_static
+        result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
+        get_context().set_server_args(sa)
+        result.update(_size(sa, cfg, inputs, result))
+        error = None
+    except BaseException as e:  # noqa: BLE001 (a refusal is a result)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        error = f"{type(e).__name__}: {e}"
+        result["traceback_tail"] = traceback.format_exc().strip().splitlines()[-3:]
+    finally:
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    result["log"] = _kept(CAPTURE.lines)
+    return result, error
+
+
+RESOLVED = ("chunked_prefill_size", "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy",
+            "disable_overlap_schedule", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+            "speculative_num_draft_tokens", "page_size", "kv_cache_dtype", "mamba_ssm_dtype", "attention_backend",
+            "context_length", "max_mamba_cache_size", "mamba_full_memory_ratio", "tp_size")
+
+
+def _plain(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return str(v)
+
+
+def _size(sa, cfg, inputs, result):
+    """What ModelRunner.initialize and init_memory_pool do, minus loading weights."""
+    from sglang.srt.arg_groups.overrides import model_config_of
+    from sglang.srt.mem_cache import kv_cache_configurator as kvc_mod
+    from sglang.srt.mem_cache import kv_cache_dtype
+    from sglang.srt.model_executor.model_runner_components.layer_setup import ModelLayerInfo
+    from sglang.srt.model_loader.utils import get_model_architecture
+    from sglang.srt.runtime_context import get_model, get_spec
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    out = {}
+    model_config = model_config_of(sa)
+    out["context_length"] = model_config.context_len
+    _, arch = get_model_architecture(model_config)
+    out["resolved_architecture"] = arch
+    spec_algorithm = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)
+    resolved_kv, torch_kv = kv_cache_dtype.configure_kv_cache_dtype(
+        server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=None, model_dtype=model_config.dtype,
+        is_draft_worker=False, is_dflash=spec_algorithm.is_dflash_family(),
+        speculative_draft_attention_backend=None,
+        speculative_draft_kv_cache_dtype=get_spec().speculative_draft_kv_cache_dtype)
+    free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
+    kvc_mod.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
+    from sglang.srt.configs.model_config import AttentionArch
+    from sglang.srt.model_executor.model_runner_components.kv_pool_runtime import is_post_capture_kv_active
+    from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import (
+        resolve_spec_aux_hidden_state_config,
+    )
+    from sglang.srt.runtime_context import get_schedule
+
+    post_capture = is_post_capture_kv_active(server_args=sa, is_draft_worker=False, spec_algorithm=spec_algorithm,
+                                             token_to_kv_pool_allocator=None)
+    out["post_capture_kv_active"] = post_capture
+    from sglang.srt.runtime_context import get_parallel
+
+    # No process group exists: the configurator reads world_group only to pass its cpu_group to the (mocked)
+    # get_available_gpu_memory, which takes the minimum free memory over ranks.
+    get_parallel().override_permanently(world_group=types.SimpleNamespace(cpu_group=None), tp_rank=0, pp_rank=0)
+    layer_info = ModelLayerInfo(start_layer=0, end_layer=model_config.num_hidden_layers,
+                                num_effective_layers=model_config.num_hidden_layers,
+                                swa_attention_layer_ids=model_config.swa_attention_layer_ids,
+                                full_attention_layer_ids=model_config.full_attention_layer_ids
+                                if model_config.swa_attention_layer_ids is not None else None)
+    kvc = kvc_mod.KVCacheConfigurator(
+        device="cuda", gpu_id=0, attn_dp_size=1, pp_size=1, pp_group=None, model=None, model_config=model_config,
+        server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or get_model().kv_cache_dtype,
+        model_dtype=model_config.dtype, page_size=get_schedule().page_size, sliding_window_size=None,
+        spec_algorithm=spec_algorithm, is_draft_worker=False, post_capture_kv_active=post_capture,
+        spec_aux_config=resolve_spec_aux_hidden_state_config(server_args=sa, model_config=model_config,
+                                                             spec_algorithm=spec_algorithm, is_draft_worker=False),
+        is_hybrid_swa=model_config.is_hybrid_swa, is_hybrid_swa_compress=model_config.is_hybrid_swa_compress,
+        use_mla_backend=model_config.attention_arch == AttentionArch.MLA, layer_info=layer_info,
+        forward_stream=None, req_to_token_pool=None, token_to_kv_pool_allocator=None, memory_pool_config=None)
+    out["kv_cache_dtype"] = str(torch_kv)
+    pre = inputs["free_gpu_memory_bytes"] / (1 << 30)
+    config = kvc._resolve_memory_pool_config(pre)
+    out["max_total_num_tokens"] = config.max_total_num_tokens
+    out["max_running_requests"] = config.max_running_requests
+    out["mamba_cache_size"] = get_schedule().max_mamba_cache_size if kvc.mambaish_config is not None else None
+    if kvc.mambaish_config is not None:
+        out["mamba_cache_per_req_bytes"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
+        out["mamba_state_slots_per_request"] = kvc._calculate_mamba_ratio()
+    cfg_fields = getattr(config, "__struct_fields__", None) or getattr(config, "__dataclass_fields__", {})
+    out["memory_pool_config"] = {k: getattr(config, k) for k in cfg_fields
+                                 if isinstance(getattr(config, k), (bool, int, float, type(None)))}
+    # The scheduler's start-up line (managers/scheduler.py), its own f-string without the measured available memory.
+    out["log_scheduler"] = (f"max_total_num_tokens={config.max_total_num_tokens}, "
+                            f"chunked_prefill_size={get_schedule().chunked_prefill_size}, "
+                            f"max_prefill_tokens={getattr(cfg, 'max_prefill_tokens', None)}, "
+                            f"max_running_requests={config.max_running_requests}, "
+                            f"context_len={model_config.context_len}")
+    out.update(_pool_bytes(kvc, config))
+    return out
+
+
+def _pool_bytes(kvc, config):
+    """Builds the pools as init_memory_pool does, on the meta device: the constructors log their
+    "Mamba Cache is allocated" / "KV Cache is allocated" lines and the tensors carry their sizes, no memory."""
+    out = {"mamba_cache_bytes": None, "kv_cache_bytes": None, "pool_error": None}
+    try:
+        kvc.device = "meta"
+        sizes = kvc._derive_pool_sizes(config=config)
+        pools = kvc._init_pools(sizes=sizes, req_to_token_pool=None, token_to_kv_pool_allocator=None)
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        out["pool_error"] = f"{type(e).__name__}: {e}"
+        if os.environ.get("ORACLE_DEBUG"):
+            traceback.print_exc()
+        return out
+    kv = pools.token_to_kv_pool
+    full = getattr(kv, "full_kv_pool", kv)
+    try:
+        size = full.get_kv_size_bytes()  # (K, V) for MHA pools, one figure for MLA
+        out["kv_cache_bytes"] = int(sum(size)) if isinstance(size, (tuple, list)) else int(size)
+    except Exception as e:  # noqa: BLE001
+        out["pool_error"] = f"kv size: {type(e).__name__}: {e}"
+    mamba = getattr(pools.req_to_token_pool, "mamba_pool", None)
+    if mamba is not None:
+        total = 0
+        for t in _tensors(mamba.mamba_cache):
+            total += t.numel() * t.element_size()
+        out["mamba_cache_bytes"] = total
+    return out
+
+
+def _tensors(obj, seen=None):
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _tensors(x, seen)
+    elif hasattr(obj, "__dataclass_fields__"):
+        for k in obj.__dataclass_fields__:
+            yield from _tensors(getattr(obj, k), seen)
+
+
+def header():
+    import importlib.metadata as md
+
+    return {"torch": torch.__version__, "transformers": md.version("transformers"), "sglang": md.version("sglang"),
+            "mocks": MOCKS, "stubs": list(STUBS)}
+
+
+def main():
+    if sys.argv[1] == "--header":
+        print(json.dumps(header()))
+        return
+    cases = json.load(open(sys.argv[1]))["cases"]
+    # Import once, then fork a child per case: SGLang keeps process-wide state (runtime context, memoized configs,
+    # env-derived globals), and a case must not see the one before it.
+    import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
+    import sglang.srt.model_loader.utils  # noqa: F401
+    import sglang.srt.server_args  # noqa: F401
+    from sglang.srt.models.registry import ModelRegistry
+
+    ModelRegistry.is_arch_supported("LlamaForCausalLM")  # imports every model module once
+    with open(sys.argv[2], "w") as out:
+        for i, case in enumerate(cases):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                try:
+                    result, error = run_case(case)
+                    line = json.dumps({"index": i, "result": result, "error": error}, sort_keys=True, default=str)
+                except BaseException as e:  # noqa: BLE001
+                    line = json.dumps({"index": i, "result": {}, "error": f"{type(e).__name__}: {e}"})
+                with os.fdopen(w, "w") as f:
+                    f.write(line)
+                os._exit(0)
+            os.close(w)
+            with os.fdopen(r) as f:
+                line = f.read()
+            _, status = os.waitpid(pid, 0)
+            if not line:
+                line = json.dumps({"index": i, "result": {}, "error": f"WorkerCrash: child exit status {status}"})
+            out.write(line + "\n")
+            out.flush()
+
+if __name__ == "__main__":
+    main()

@@ -209,7 +209,7 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
             (work / f"in{n}.json").write_text(json.dumps(
                 {"cases": [{**c, "model_dir": str(dirs[c["config"]])} for c in shard]}))
             procs.append(subprocess.Popen([str(py), str(WORKER), str(work / f"in{n}.json"), str(work / f"out{n}.jsonl")],
-                                          stdout=subprocess.DEVNULL, stderr=open(work / f"err{n}.txt", "w")))
+                                          stdout=subprocess.DEVNULL, stderr=open(work / f"err{n}.txt", "w")))  # noqa: SIM115 (closed with the child)
         for p in procs:
             p.wait()
         done = answered(work)

@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 import types
+from pathlib import Path
 
 # This folder holds scripts/oracles/sglang.py, which would shadow the sglang package.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
@@ -152,9 +153,9 @@ def _kept(lines):
 
 
 def run_case(case):
-    from sglang.srt.server_args import ServerArgs
     from sglang.srt.arg_groups.overrides import resolving_view
     from sglang.srt.runtime_context import get_context
+    from sglang.srt.server_args import ServerArgs
 
     inputs = case["inputs"]
     _GPU["total"] = inputs["gpu_total_bytes"]
@@ -335,7 +336,7 @@ def main():
     if sys.argv[1] == "--header":
         print(json.dumps(header()))
         return
-    cases = json.load(open(sys.argv[1]))["cases"]
+    cases = json.loads(Path(sys.argv[1]).read_text())["cases"]
     # Import once, then fork a child per case: SGLang keeps process-wide state (runtime context, memoized configs,
     # env-derived globals), and a case must not see the one before it.
     import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401

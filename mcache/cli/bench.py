@@ -52,7 +52,7 @@ def bench(
         batches = []
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
-    check_ranges({"--batch": tuple(batches)})
+    check_ranges({"batch": tuple(batches)})
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     check_output(output)
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:

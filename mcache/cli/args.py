@@ -106,5 +106,5 @@ def _engine_error(err: LayoutError, engine: str) -> McacheError:
     from mcache.core.engines.options import option_for
 
     if err.field == "engine":
-        return McacheError(f"{flag('engine')} {engine}: {err.expected}")
+        return McacheError(f"--engine {engine}: {err.expected}")
     return McacheError(f"{flag(option_for(engine, err.field))}: {err.expected}")

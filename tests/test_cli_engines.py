@@ -134,6 +134,29 @@ def test_engine_option_errors_are_one_line(args, needle, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_every_option_field_is_spelled_as_an_option_of_mcache_size():
+    """The engines' tables name `SizeOptions` fields, and the one function that spells a field's flag gives an
+    option `mcache size` has for each."""
+    from importlib import import_module
+
+    import typer
+
+    from mcache.cli.main import build_app
+    from mcache.cli.options import flag
+    from mcache.core.engines import NAMES
+    from mcache.core.engines.options import NEUTRAL
+    from mcache.core.options import SizeOptions
+
+    command = typer.main.get_command(build_app("size")).commands["size"]
+    flags = {name for param in command.params for name in param.opts}
+    fields = set(SizeOptions.__struct_fields__)
+    assert {flag(field) for field in fields} <= flags
+    assert set(NEUTRAL) <= fields
+    for name in NAMES:
+        engine = import_module(f"mcache.core.engines.{name}")
+        assert set(engine.FLAGS) | set(engine.INSTEAD) | set(engine.INSTEAD.values()) <= fields, name
+
+
 def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
     """PLaMo-2 windows every attention layer: SGLang's SWA pool and TensorRT-LLM's per-window pools are not
     modelled, and their runs say so; vLLM's profile sizes the window (kv_cache_interface.py SlidingWindowSpec)."""

@@ -24,7 +24,7 @@ MAY_IMPORT = {
     "cli": {"bench", "cache", "kernels", "core", "results"},
 }
 # Inside core, floors from the ground up: a module imports its own floor's package or lower floors only.
-CORE_FLOORS = {"errors": 0, "numbers": 0, "files": 0, "kinds": 1, "spec": 2, "sizing": 3, "engines": 4, "hf": 4}
+CORE_FLOORS = {"errors": 0, "numbers": 0, "files": 0, "options": 0, "kinds": 1, "spec": 2, "sizing": 3, "engines": 4, "hf": 4}
 CORE_TOP = 5  # load, deployment, report, plan, transfer_plan: what the commands call
 
 

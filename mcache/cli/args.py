@@ -4,51 +4,48 @@ import contextlib
 import math
 from pathlib import Path
 
+from mcache.cli.options import flag
 from mcache.core.errors import LayoutError, McacheError, SpecError
 from mcache.core.numbers import shown
+from mcache.core.options import OptionError, SizeOptions
 from mcache.core.spec.model import MAX_INT
 
-# Settings errors name the option a user typed; every other field is a spec field.
-OPTION_OF = {
-    "tp": "--tp", "pp": "--pp", "tp/pp": "--tp/--pp", "pp_partition": "--pp-partition", "max_batch": "--max-batch",
-    "max_seq_len": "--max-seq-len", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
-    "kv_tokens": "--kv-tokens", "reserved_slots": "--reserved-slots", "spec_scheme": "--spec-scheme",
-    "snapshot_slots": "--snapshot-slots", "gpu": "--gpu", "gpu_memory": "--gpu-memory",
-    "utilization": "--utilization", "reserve": "--reserve", "context": "--context", "concurrency": "--concurrency",
-    "ssm_dtype": "--ssm-dtype", "kv_dtype": "--kv-dtype", "conv_dtype": "--conv-dtype",
-}
+# Fields of the core's errors that name an option (every other field is a spec field): the layout's, the GPU's, the
+# capacity figures', the runtime's own names for options, `mcache plan`'s own, and every `SizeOptions` field.
+OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "gpu", "gpu_memory", "context", "concurrency",
+                           "tokens_per_block", "draft_tokens", "engine", "target_concurrency", "prefix_caching",
+                           *SizeOptions.__struct_fields__))
 
-
-# The range of every number option (both ends included; a float's lower end excluded). Integers stop at 2**40, the
-# bound of every spec number, so no count or token figure can overflow a float when it is shown.
+# The range of every number option, by field (both ends included; a float's lower end excluded). Integers stop at
+# 2**40, the bound of every spec number, so no count or token figure can overflow a float when it is shown.
 COUNT, ZERO_UP, FRACTION = (1, MAX_INT), (0, MAX_INT), (0.0, 1.0)
 RANGES = {
-    "--tp": COUNT, "--pp": COUNT, "--pp-partition": COUNT, "--max-batch": COUNT, "--max-seq-len": COUNT, "--block-size": COUNT,
-    "--kv-tokens": COUNT, "--draft": ZERO_UP, "--reserved-slots": ZERO_UP, "--snapshot-slots": ZERO_UP,
-    "--context": COUNT, "--concurrency": COUNT, "--target-concurrency": COUNT, "--max-gpus": COUNT, "--top": COUNT,
-    "--kernel-block-size": COUNT, "--max-num-seqs": COUNT, "--max-num-batched-tokens": COUNT,
-    "--max-mamba-cache-size": COUNT, "--max-running-requests": COUNT, "--max-total-tokens": COUNT,
-    "--chunked-prefill-size": (-1, MAX_INT),  # SGLang: -1 turns chunked prefill off
-    "--max-tokens": COUNT, "--batch": COUNT,
-    "--utilization": FRACTION, "--mem-fraction-static": FRACTION, "--free-gpu-memory-fraction": FRACTION,
-    "--mamba-full-memory-ratio": (0.0, 1000.0),
+    "tp": COUNT, "pp": COUNT, "pp_partition": COUNT, "max_batch": COUNT, "max_seq_len": COUNT, "block_size": COUNT,
+    "kv_tokens": COUNT, "draft": ZERO_UP, "reserved_slots": ZERO_UP, "snapshot_slots": ZERO_UP,
+    "context": COUNT, "concurrency": COUNT, "target_concurrency": COUNT, "max_gpus": COUNT, "top": COUNT,
+    "kernel_block_size": COUNT, "max_num_seqs": COUNT, "max_num_batched_tokens": COUNT,
+    "max_mamba_cache_size": COUNT, "max_running_requests": COUNT, "max_total_tokens": COUNT,
+    "chunked_prefill_size": (-1, MAX_INT),  # SGLang: -1 turns chunked prefill off
+    "max_tokens": COUNT, "batch": COUNT,
+    "utilization": FRACTION, "mem_fraction_static": FRACTION, "free_gpu_memory_fraction": FRACTION,
+    "mamba_full_memory_ratio": (0.0, 1000.0),
 }
 
 
 def check_ranges(values: dict[str, object]) -> None:
-    """A one-line error naming the first option (of `RANGES`) outside its range; a value may be a tuple of values
-    (a comma list), None (not given) or a flag (not checked)."""
-    for option, given in values.items():
+    """A one-line error naming the first option (by field, of `RANGES`) outside its range; a value may be a tuple of
+    values (a comma list), None (not given) or a flag (not checked)."""
+    for field, given in values.items():
         for value in given if isinstance(given, tuple) else (given,):
-            if value is None or isinstance(value, bool) or option not in RANGES:
+            if value is None or isinstance(value, bool) or field not in RANGES:
                 continue
-            low, high = RANGES[option]
+            low, high = RANGES[field]
             if isinstance(value, int) and not low <= value <= high:
                 top = "2**40 (1099511627776)" if high == MAX_INT else high
-                raise McacheError(f"{option}: an integer from {low} to {top}, got {shown(value)}")
+                raise McacheError(f"{flag(field)}: an integer from {low} to {top}, got {shown(value)}")
             if isinstance(value, float) and not (math.isfinite(value) and low < value <= high):
                 what = "a fraction" if (low, high) == FRACTION else "a number"
-                raise McacheError(f"{option}: {what} in ({low:g}, {high:g}], got {value}")
+                raise McacheError(f"{flag(field)}: {what} in ({low:g}, {high:g}], got {value}")
 
 
 def comma_ints(text: str, field: str) -> tuple[int, ...]:
@@ -60,18 +57,21 @@ def comma_ints(text: str, field: str) -> tuple[int, ...]:
     return values
 
 
-def located(err: LayoutError, origin: str, engine: str | None = None, options: dict[str, str] | None = None) -> McacheError:
+def located(err: LayoutError, origin: str, engine: str | None = None, named: dict[str, str] | None = None) -> McacheError:
     """The one place a core error gets the option a user typed: an engine's refusal of a setting (an
-    `EngineSettingError`) names the engine's option, a field of `options` (a command's own, over `OPTION_OF`) its
-    option; any other field is a spec field, named with the spec file (and line)."""
+    `EngineSettingError`) names the engine's option, a field of `named` what the command calls it, an option field
+    (`OPTION_FIELDS`) its flag; any other field is a spec field, named with the spec file (and line)."""
     from mcache.core.deployment import EngineSettingError
     from mcache.core.load import line_of
 
     if isinstance(err, EngineSettingError):
         return _engine_error(err, engine)
-    names = OPTION_OF | (options or {})
-    if err.field in names:
-        return McacheError(f"{names[err.field]}: {err.expected}")
+    if named and err.field in named:
+        return McacheError(f"{named[err.field]}: {err.expected}")
+    if isinstance(err, OptionError) and err.instead:
+        return McacheError(f"{flag(err.field)}: {err.expected} (use {flag(err.instead)})")
+    if err.field in OPTION_FIELDS:
+        return McacheError(f"{flag(err.field)}: {err.expected}")
     line = None
     if origin.endswith((".yaml", ".yml")):
         with contextlib.suppress(OSError):
@@ -107,4 +107,4 @@ def _engine_error(err: LayoutError, engine: str) -> McacheError:
 
     if err.field == "engine":
         return McacheError(f"--engine {engine}: {err.expected}")
-    return McacheError(f"{option_for(engine, err.field)}: {err.expected}")
+    return McacheError(f"{flag(option_for(engine, err.field))}: {err.expected}")

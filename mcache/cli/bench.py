@@ -5,14 +5,16 @@ from typing import Annotated, Literal
 
 import typer
 
+from mcache.cli.options import PpOption, TpOption
+
 Scheme = Literal["intermediate", "replay", "index"]
 BenchFormat = Literal["table", "markdown"]
 
 
 def bench(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled spec name, or HF config.json.")],
-    tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
-    pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
+    tp: TpOption = 1,
+    pp: PpOption = 1,
     rank: Annotated[int, typer.Option(help="Global rank to build: stage = rank // tp, TP rank = rank % tp.")] = 0,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel.")] = False,
     batch: Annotated[str, typer.Option(help="Batch sizes, comma-separated.")] = "1,8,32,64",
@@ -52,7 +54,7 @@ def bench(
         batches = []
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
-    check_ranges({"--batch": tuple(batches)})
+    check_ranges({"batch": tuple(batches)})
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     check_output(output)
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:

@@ -40,11 +40,15 @@ def _no_such_option(err, ctx) -> str:
     flag means, else the closest spelling."""
     import difflib
 
+    from mcache.cli.options import flag
     from mcache.core.engines.options import mcache_option_for
 
     typed = err.option_name
     known = [name for param in (ctx.command.params if ctx else []) for name in param.opts if name.startswith("--")]
-    same = mcache_option_for(typed)
+    # the engines spell their options with dashes: one typed with underscores is taken for one only when it is a
+    # neutral option's setting
+    field = mcache_option_for(typed.removeprefix("--").replace("-", "_"), aliases="_" not in typed)
+    same = flag(field) if field else None
     # An engine's flag gets the mcache option that means the same, or nothing: a close spelling would mislead.
     close = difflib.get_close_matches(typed, known, n=1) if same is None else [same] if same in known else []
     return f"no such option {typed}; " + (f"did you mean {close[0]}?" if close else "see --help")

@@ -62,15 +62,15 @@ def plan(
             prefix_caching=tuple(p.strip() for p in prefix_caching.split(",")),
             max_gpus=max_gpus,
         )
-        check_ranges({"--context": axes.contexts, "--tp": axes.tps, "--pp": axes.pps, "--draft": axes.drafts,
-                      "--target-concurrency": target_concurrency, "--max-gpus": max_gpus, "--top": top})
+        check_ranges({"context": axes.contexts, "tp": axes.tps, "pp": axes.pps, "draft": axes.drafts,
+                      "target_concurrency": target_concurrency, "max_gpus": max_gpus, "top": top})
         progress = Progress()
         try:
             result = sweep(model, spec, chosen, axes, target_concurrency, progress.update)
         finally:
             progress.stop()
     except LayoutError as err:
-        raise located(err, origin, chosen, PLAN_OPTIONS) from None
+        raise located(err, origin, chosen, {"weights": "SPEC"}) from None  # weights the spec leaves unknown
     emit_plan(result, model, fmt, output, top)
     if plot is not None:
         from mcache.cli.plan_plot import write_plot
@@ -82,11 +82,6 @@ def plan(
 def _names(text: str) -> tuple[str | None, ...]:
     """Comma-separated names, `default` for the default (None)."""
     return tuple(None if name.strip() == "default" else name.strip() for name in text.split(","))
-
-
-# Fields of plan's own options (over `mcache size`'s): weights the spec leaves unknown name the spec.
-PLAN_OPTIONS = {"target_concurrency": "--target-concurrency", "prefix_caching": "--prefix-caching",
-                "spec_scheme": "--spec-scheme", "draft": "--draft", "weights": "SPEC", "engine": "--engine"}
 
 
 class Progress:

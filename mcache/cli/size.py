@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption
+from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, flag
 from mcache.core.errors import LayoutError, McacheError
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
@@ -19,8 +19,8 @@ VLLM, SGLANG, TRTLLM = "vLLM (with --engine vllm)", "SGLang (with --engine sglan
 def size(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled name (`mcache spec list`), HF config.json or folder.")],
     engine: Annotated[Engine | None, typer.Option(help="Size as this engine does (default: mcache's neutral model).")] = None,
-    tp: Annotated[int, typer.Option(help="Tensor-parallel size.")] = 1,
-    pp: Annotated[int, typer.Option(help="Pipeline-parallel stages.")] = 1,
+    tp: TpOption = 1,
+    pp: PpOption = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
     max_batch: Annotated[int | None, typer.Option("--max-batch", "--max-batch-size", help=(
@@ -97,41 +97,42 @@ def size(
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
+    from msgspec.structs import asdict
+
     from mcache.cli.size_output import does_not_fit, emit_report
-    from mcache.core.deployment import smallest_fitting_layout
+    from mcache.core.deployment import Deployment, smallest_fitting_layout
     from mcache.core.engines.options import engine_settings
     from mcache.core.load import load_spec, resolve
+    from mcache.core.options import SizeOptions
     from mcache.core.report import size_report
     from mcache.core.sizing.layout import ParallelLayout
 
     model = load_spec(spec)
     origin = str(resolve(spec))
-    sizes = _parse_sizes({"--gpu-memory": gpu_memory, "--reserve": reserve, "--weights": weights,
-                          "--kv-cache-memory": kv_cache_memory, "--free-memory-before-load": free_memory_before_load})
-    gpu_bytes = sizes.pop("--gpu-memory", None)
-    given = {
-        "--max-seq-len": max_seq_len, "--utilization": utilization, "--draft": draft, "--kv-dtype": kv_dtype,
-        "--ssm-dtype": ssm_dtype, "--conv-dtype": conv_dtype, "--block-size": block_size, "--max-batch": max_batch,
-        "--kv-tokens": kv_tokens, "--reserved-slots": reserved_slots, "--snapshot-slots": snapshot_slots,
-        "--spec-scheme": spec_scheme, "--enable-prefix-caching": enable_prefix_caching,
-        "--mamba-cache-mode": mamba_cache_mode, "--kernel-block-size": kernel_block_size, "--max-num-seqs": max_num_seqs,
-        "--max-num-batched-tokens": max_num_batched_tokens, "--enforce-eager": enforce_eager or None,
-        "--gdn-prefill-backend": gdn_prefill_backend, "--mem-fraction-static": mem_fraction_static,
-        "--mamba-full-memory-ratio": mamba_full_memory_ratio, "--max-mamba-cache-size": max_mamba_cache_size,
-        "--max-running-requests": max_running_requests, "--disable-radix-cache": disable_radix_cache or None,
-        "--mamba-radix-cache-strategy": mamba_radix_cache_strategy,
-        "--disable-overlap-schedule": disable_overlap_schedule or None, "--chunked-prefill-size": chunked_prefill_size,
-        "--max-total-tokens": max_total_tokens, "--free-gpu-memory-fraction": free_gpu_memory_fraction,
-        "--max-tokens": max_tokens, **sizes,
-    }
-    check_ranges({**given, "--tp": tp, "--pp": pp, "--context": context, "--concurrency": concurrency})
-    settings = engine_settings(engine, given)
-    if engine and verify:
-        raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
+    sizes = _parse_sizes({"gpu_memory": gpu_memory, "reserve": reserve, "weights": weights,
+                          "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
+    options = SizeOptions(
+        max_seq_len=max_seq_len, utilization=utilization, draft=draft, kv_dtype=kv_dtype, ssm_dtype=ssm_dtype,
+        conv_dtype=conv_dtype, block_size=block_size, max_batch=max_batch, kv_tokens=kv_tokens,
+        reserved_slots=reserved_slots, snapshot_slots=snapshot_slots, spec_scheme=spec_scheme,
+        enable_prefix_caching=enable_prefix_caching, mamba_cache_mode=mamba_cache_mode,
+        kernel_block_size=kernel_block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager or None, gdn_prefill_backend=gdn_prefill_backend,
+        mem_fraction_static=mem_fraction_static, mamba_full_memory_ratio=mamba_full_memory_ratio,
+        max_mamba_cache_size=max_mamba_cache_size, max_running_requests=max_running_requests,
+        disable_radix_cache=disable_radix_cache or None, mamba_radix_cache_strategy=mamba_radix_cache_strategy,
+        disable_overlap_schedule=disable_overlap_schedule or None, chunked_prefill_size=chunked_prefill_size,
+        max_total_tokens=max_total_tokens, free_gpu_memory_fraction=free_gpu_memory_fraction, max_tokens=max_tokens,
+        reserve=sizes.get("reserve"), weights=sizes.get("weights"), kv_cache_memory=sizes.get("kv_cache_memory"),
+        free_memory_before_load=sizes.get("free_memory_before_load"))
+    check_ranges({**asdict(options), "tp": tp, "pp": pp, "context": context, "concurrency": concurrency})
     try:
+        engine_settings(engine, options)  # an option the engine lacks is the first error, before the layout's
+        if engine and verify:
+            raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
         layout = _layout(tp, pp, attention_dp, pp_partition)
-        target = (f"{gpu_memory} GPU", gpu_bytes) if gpu_memory else _gpu(gpu)
-        deployment = _deployment(given, layout, target, engine, settings, context, concurrency)
+        target = (f"{gpu_memory} GPU", sizes["gpu_memory"]) if gpu_memory else _gpu(gpu)
+        deployment = Deployment(layout, target, engine, options, context, concurrency)
         receiver = transfer_to_tp or transfer_to_pp
         transfer = ParallelLayout(tp=transfer_to_tp or tp, pp=transfer_to_pp or pp) if receiver and not verify else None
         report = size_report(model, deployment, origin, transfer)
@@ -148,18 +149,18 @@ def size(
 
 
 def _parse_sizes(texts: dict[str, str | None]) -> dict[str, int]:
-    """The size options given (option -> text), parsed; a GPU's memory is at least 1 GiB, a free memory before load
+    """The size options given (field -> text), parsed; a GPU's memory is at least 1 GiB, a free memory before load
     too, a reserve, weights or KV budget may be 0."""
     from mcache.core.sizing.gpus import GIB, parse_size
 
-    least = {"--gpu-memory": GIB, "--free-memory-before-load": GIB}
+    least = {"gpu_memory": GIB, "free_memory_before_load": GIB}
     parsed = {}
-    for option, text in texts.items():
+    for field, text in texts.items():
         if text is not None:
             try:
-                parsed[option] = parse_size(text, option, least.get(option, 0))
+                parsed[field] = parse_size(text, field, least.get(field, 0))
             except LayoutError as err:
-                raise McacheError(f"{option}: {err.expected}") from None
+                raise McacheError(f"{flag(field)}: {err.expected}") from None
     return parsed
 
 
@@ -168,7 +169,7 @@ def _layout(tp: int, pp: int, attention_dp: bool, pp_partition: str | None):
     from mcache.core.sizing.layout import ParallelLayout
 
     partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
-    check_ranges({"--pp-partition": partition})
+    check_ranges({"pp_partition": partition})
     return ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
 
 
@@ -177,17 +178,3 @@ def _gpu(name: str | None) -> tuple[str, int] | None:
     from mcache.core.sizing.gpus import local_gpu, lookup
 
     return lookup(name) if name else local_gpu()
-
-
-def _deployment(given: dict, layout, target, engine: str | None, settings: dict, context: int | None,
-                concurrency: int | None):
-    """The `Deployment` of the options given (`given`: option -> value, None when not given)."""
-    from mcache.core.deployment import Deployment
-
-    return Deployment(
-        layout, target, engine, settings, max_seq_len=given["--max-seq-len"], draft=given["--draft"] or 0,
-        spec_scheme=given["--spec-scheme"], max_batch=given["--max-batch"], block_size=given["--block-size"],
-        kv_tokens=given["--kv-tokens"], reserved_slots=given["--reserved-slots"],
-        snapshot_slots=given["--snapshot-slots"] or 0, kv_dtype=given["--kv-dtype"], conv_dtype=given["--conv-dtype"],
-        ssm_dtype=given["--ssm-dtype"], utilization=given["--utilization"], reserve_bytes=given.get("--reserve"),
-        weights_bytes=given.get("--weights"), context=context, concurrency=concurrency)

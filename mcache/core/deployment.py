@@ -5,13 +5,13 @@ model and every engine alike, which layout would fit."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec import Struct
 from msgspec.structs import replace
 
 from mcache.core.engines.common import EngineRun
+from mcache.core.engines.options import engine_settings
 from mcache.core.errors import LayoutError
+from mcache.core.options import SizeOptions
 from mcache.core.sizing.capacity import Budget, check_budget
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.neutral import NeutralRun, run_neutral
@@ -31,26 +31,13 @@ class EngineSettingError(LayoutError):
 
 class Deployment(Struct, frozen=True):
     """What to size: the layout and GPU (`gpu`: name and bytes, None for no capacity), the engine (None: the neutral
-    model) with its settings by the engine's own names, and mcache's own options (None: the default)."""
+    model), the options given, and the context and concurrency the capacity figures are asked at (None: the
+    defaults)."""
 
     layout: ParallelLayout
     gpu: tuple[str, int] | None = None
     engine: str | None = None
-    settings: dict[str, Any] = {}
-    max_seq_len: int | None = None
-    draft: int = 0
-    spec_scheme: str | None = None
-    max_batch: int | None = None
-    block_size: int | None = None
-    kv_tokens: int | None = None
-    reserved_slots: int | None = None
-    snapshot_slots: int = 0
-    kv_dtype: str | None = None
-    conv_dtype: str | None = None
-    ssm_dtype: str | None = None
-    utilization: float | None = None
-    reserve_bytes: int | None = None
-    weights_bytes: int | None = None
+    options: SizeOptions = SizeOptions()
     context: int | None = None
     concurrency: int | None = None
 
@@ -75,40 +62,43 @@ class Sized(Struct, frozen=True):
 
 def runtime_of(d: Deployment, max_seq_len: int) -> RuntimeConfig:
     """The runtime the neutral model sizes (engines keep 32-token blocks for the table beside theirs)."""
-    scheme = d.spec_scheme if d.spec_scheme else ("intermediate" if d.draft else "none")
-    return RuntimeConfig(max_batch=DEFAULT_BATCH if d.max_batch is None else d.max_batch, max_seq_len=max_seq_len,
-                         tokens_per_block=32 if d.engine or d.block_size is None else d.block_size,
-                         draft_tokens=d.draft, spec_scheme=scheme, reserved_slots=d.reserved_slots,
-                         snapshot_slots=d.snapshot_slots, kv_tokens=d.kv_tokens)
+    o, draft = d.options, d.options.draft or 0
+    scheme = o.spec_scheme if o.spec_scheme else ("intermediate" if draft else "none")
+    return RuntimeConfig(max_batch=DEFAULT_BATCH if o.max_batch is None else o.max_batch, max_seq_len=max_seq_len,
+                         tokens_per_block=32 if d.engine or o.block_size is None else o.block_size,
+                         draft_tokens=draft, spec_scheme=scheme, reserved_slots=o.reserved_slots,
+                         snapshot_slots=o.snapshot_slots or 0, kv_tokens=o.kv_tokens)
 
 
 def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
-    """Size `d`: a `LayoutError` for a setting that cannot work (an `EngineSettingError` for the engine's own)."""
-    erun = None
+    """Size `d`: an `OptionError` for an option the engine (or the neutral model) lacks, a `LayoutError` for a
+    setting that cannot work (an `EngineSettingError` for the engine's own)."""
+    o, erun = d.options, None
+    settings = engine_settings(d.engine, o)
     if d.engine:
         from mcache.core.engines import run_engine
         from mcache.core.engines.common import EngineInputs
 
         name, memory = d.gpu if d.gpu else (None, None)
         try:
-            erun = run_engine(d.engine, EngineInputs(spec, d.layout, name, memory, d.context, d.settings))
+            erun = run_engine(d.engine, EngineInputs(spec, d.layout, name, memory, d.context, settings))
         except LayoutError as err:
             if "." in err.field:  # a spec field the engine reads (a TP split): the spec's own error
                 raise
             raise EngineSettingError(err.field, err.expected) from None
-    runtime = runtime_of(d, erun.max_len if erun else d.max_seq_len or DEFAULT_SEQ_LEN)
-    dtypes = erun.dtypes if erun else resolve_dtypes(spec, d.kv_dtype, d.conv_dtype, d.ssm_dtype)
-    reserve = DEFAULT_RESERVE if d.engine or d.reserve_bytes is None else d.reserve_bytes
-    fraction = DEFAULT_UTILIZATION if d.engine or d.utilization is None else d.utilization
+    runtime = runtime_of(d, erun.max_len if erun else o.max_seq_len or DEFAULT_SEQ_LEN)
+    dtypes = erun.dtypes if erun else resolve_dtypes(spec, o.kv_dtype, o.conv_dtype, o.ssm_dtype)
+    reserve = DEFAULT_RESERVE if d.engine or o.reserve is None else o.reserve
+    fraction = DEFAULT_UTILIZATION if d.engine or o.utilization is None else o.utilization
     check_budget(fraction, reserve)
-    weights = None if d.engine else d.weights_bytes
+    weights = None if d.engine else o.weights
     # weights mcache cannot estimate and nobody gave: the caches are sized, capacity is left out
     weighable = weights is not None or not unknown_fields(spec)
     budget = Budget(d.gpu[0], d.gpu[1], fraction, reserve, weights) if d.gpu and weighable else None
     neutral = run_neutral(spec, d.layout, runtime, dtypes, budget, d.context or (erun.context if erun else None),
-                          d.concurrency, batch_given=d.max_batch is not None and not d.engine)
+                          d.concurrency, batch_given=o.max_batch is not None and not d.engine)
     sources = ({role: f"{d.engine} rule" for role in ("kv", "conv", "ssm")} if d.engine
-               else dtype_sources(spec, d.kv_dtype, d.conv_dtype, d.ssm_dtype))
+               else dtype_sources(spec, o.kv_dtype, o.conv_dtype, o.ssm_dtype))
     return Sized(neutral, erun, sources)
 
 

@@ -18,8 +18,8 @@ from msgspec import Struct
 from mcache.core.deployment import Deployment, EngineSettingError, size_deployment
 from mcache.core.engines import serve_command
 from mcache.core.engines.common import ServeArgs
-from mcache.core.engines.options import engine_settings
 from mcache.core.errors import LayoutError
+from mcache.core.options import SizeOptions
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.weights import unknown_fields
@@ -140,16 +140,12 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, target
 def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, context: int, tp: int, pp: int,
                kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str) -> Candidate:
     kv = FP8.get(engine, kv) if kv == "fp8" else kv
-    given = {"--max-seq-len": context, "--kv-dtype": kv, "--ssm-dtype": ssm, "--draft": draft or None}
-    if prefix != "default" and engine == "vllm":
-        given["--enable-prefix-caching"] = prefix == "on"
-    if prefix == "off" and engine == "sglang":  # SGLang's radix cache is on unless disabled
-        given["--disable-radix-cache"] = True
-    settings = engine_settings(engine, given)
-    layout = ParallelLayout(tp=tp, pp=pp)
-    sized = size_deployment(spec, Deployment(layout, lookup(gpu), engine, settings, max_seq_len=context, draft=draft,
-                                             spec_scheme=scheme if draft and not engine else None, kv_dtype=kv,
-                                             ssm_dtype=ssm, context=context))
+    prefix_caching = prefix == "on" if prefix != "default" and engine == "vllm" else None
+    no_radix = True if prefix == "off" and engine == "sglang" else None  # SGLang's radix cache is on unless disabled
+    options = SizeOptions(max_seq_len=context, kv_dtype=kv, ssm_dtype=ssm, draft=draft or None,
+                          spec_scheme=scheme if draft and not engine else None,
+                          enable_prefix_caching=prefix_caching, disable_radix_cache=no_radix)
+    sized = size_deployment(spec, Deployment(ParallelLayout(tp=tp, pp=pp), lookup(gpu), engine, options, context))
     erun, run = sized.engine, sized.neutral
     if erun:
         dtypes = erun.dtypes

@@ -39,19 +39,19 @@ from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
-# The mcache options of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
+# The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
-    "--max-seq-len": "context_length", "--draft": "speculative_num_steps", "--kv-dtype": "kv_cache_dtype",
-    "--ssm-dtype": "mamba_ssm_dtype", "--block-size": "page_size", "--weights": "weights_bytes",
-    "--mem-fraction-static": "mem_fraction_static", "--mamba-full-memory-ratio": "mamba_full_memory_ratio",
-    "--max-mamba-cache-size": "max_mamba_cache_size", "--max-running-requests": "max_running_requests",
-    "--disable-radix-cache": "disable_radix_cache", "--mamba-radix-cache-strategy": "mamba_radix_cache_strategy",
-    "--disable-overlap-schedule": "disable_overlap_schedule", "--chunked-prefill-size": "chunked_prefill_size",
-    "--max-total-tokens": "max_total_tokens", "--free-memory-before-load": "pre_model_load_memory_bytes",
+    "max_seq_len": "context_length", "draft": "speculative_num_steps", "kv_dtype": "kv_cache_dtype",
+    "ssm_dtype": "mamba_ssm_dtype", "block_size": "page_size", "weights": "weights_bytes",
+    "mem_fraction_static": "mem_fraction_static", "mamba_full_memory_ratio": "mamba_full_memory_ratio",
+    "max_mamba_cache_size": "max_mamba_cache_size", "max_running_requests": "max_running_requests",
+    "disable_radix_cache": "disable_radix_cache", "mamba_radix_cache_strategy": "mamba_radix_cache_strategy",
+    "disable_overlap_schedule": "disable_overlap_schedule", "chunked_prefill_size": "chunked_prefill_size",
+    "max_total_tokens": "max_total_tokens", "free_memory_before_load": "pre_model_load_memory_bytes",
 }
-# mcache options SGLang lacks -> its own option for what they mean
-INSTEAD = {"--max-batch": "--max-running-requests", "--utilization": "--mem-fraction-static", "--reserve": "--mem-fraction-static"}
+# mcache options SGLang lacks -> its own option for what they mean (fields)
+INSTEAD = {"max_batch": "max_running_requests", "utilization": "mem_fraction_static", "reserve": "mem_fraction_static"}
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",

@@ -41,15 +41,15 @@ from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "trtllm"
-# The mcache options of `mcache size --engine trtllm` and the TensorRT-LLM setting each sets (its own name is an
+# The `SizeOptions` fields of `mcache size --engine trtllm` and the TensorRT-LLM setting each sets (its own name is an
 # alias of the option; an option TensorRT-LLM lacks is refused with it).
 FLAGS = {
-    "--max-seq-len": "max_seq_len", "--draft": "max_draft_len", "--kv-dtype": "kv_cache_dtype",
-    "--ssm-dtype": "mamba_ssm_cache_dtype", "--block-size": "tokens_per_block", "--max-batch": "max_batch_size",
-    "--reserve": "non_kv_memory_bytes", "--weights": "weights_bytes",
-    "--free-gpu-memory-fraction": "free_gpu_memory_fraction", "--max-tokens": "max_tokens",
+    "max_seq_len": "max_seq_len", "draft": "max_draft_len", "kv_dtype": "kv_cache_dtype",
+    "ssm_dtype": "mamba_ssm_cache_dtype", "block_size": "tokens_per_block", "max_batch": "max_batch_size",
+    "reserve": "non_kv_memory_bytes", "weights": "weights_bytes",
+    "free_gpu_memory_fraction": "free_gpu_memory_fraction", "max_tokens": "max_tokens",
 }
-INSTEAD = {"--utilization": "--free-gpu-memory-fraction"}  # mcache options it lacks -> its own option for them
+INSTEAD = {"utilization": "free_gpu_memory_fraction"}  # mcache options it lacks -> its own option for them (fields)
 SETTINGS = ("max_batch_size", "max_seq_len", "free_gpu_memory_fraction", "tokens_per_block", "mamba_ssm_cache_dtype",
             "kv_cache_dtype", "max_draft_len", "max_tokens")
 KV_DTYPES = {"auto": None, "fp8": "float8_e4m3fn"}  # KvCacheConfig.dtype with a plain per-token cache

@@ -47,18 +47,18 @@ from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "vllm"
-# The mcache options of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
+# The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
 # the option; an option vLLM lacks is refused with it).
 FLAGS = {
-    "--max-seq-len": "max_model_len", "--utilization": "gpu_memory_utilization", "--draft": "num_speculative_tokens",
-    "--kv-dtype": "kv_cache_dtype", "--ssm-dtype": "mamba_ssm_cache_dtype", "--conv-dtype": "mamba_cache_dtype",
-    "--block-size": "block_size", "--reserve": "non_kv_memory_bytes", "--weights": "weights_bytes",
-    "--kv-cache-memory": "kv_cache_memory_bytes", "--enable-prefix-caching": "enable_prefix_caching",
-    "--mamba-cache-mode": "mamba_cache_mode", "--kernel-block-size": "kernel_block_size", "--max-num-seqs": "max_num_seqs",
-    "--max-num-batched-tokens": "max_num_batched_tokens", "--enforce-eager": "enforce_eager",
-    "--gdn-prefill-backend": "gdn_prefill_backend",
+    "max_seq_len": "max_model_len", "utilization": "gpu_memory_utilization", "draft": "num_speculative_tokens",
+    "kv_dtype": "kv_cache_dtype", "ssm_dtype": "mamba_ssm_cache_dtype", "conv_dtype": "mamba_cache_dtype",
+    "block_size": "block_size", "reserve": "non_kv_memory_bytes", "weights": "weights_bytes",
+    "kv_cache_memory": "kv_cache_memory_bytes", "enable_prefix_caching": "enable_prefix_caching",
+    "mamba_cache_mode": "mamba_cache_mode", "kernel_block_size": "kernel_block_size", "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens", "enforce_eager": "enforce_eager",
+    "gdn_prefill_backend": "gdn_prefill_backend",
 }
-INSTEAD = {"--max-batch": "--max-num-seqs"}  # mcache options vLLM lacks -> its own option for what they mean
+INSTEAD = {"max_batch": "max_num_seqs"}  # mcache options vLLM lacks -> its own option for what they mean (fields)
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "num_speculative_tokens",
             "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
             "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",

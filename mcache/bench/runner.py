@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
@@ -159,7 +160,7 @@ class Runner:
             if reason := builder.unfit(op, batch):
                 self._skipped(op, "triton@sweep", builder.kind, batch, None, reason)
         for impl, case in sweep_cases(builder, batch):
-            self._guarded(case.op, impl, builder.kind, batch, None, lambda: self._time_case(case, impl, None, baseline=False))
+            self._guarded(case.op, impl, builder.kind, batch, None, partial(self._time_case, case, impl, None, baseline=False))
             self.interrupts.check()
 
     def results(self) -> Results:
@@ -171,7 +172,7 @@ class Runner:
                     "attention_dp": cfg.attention_dp},
             runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,
                      "draft_tokens": self.runtime.draft_tokens, "spec_scheme": self.runtime.spec_scheme,
-                     "history": self.runtime.history, "pool_layout": cfg.pool_layout},
+                     "history": self.runtime.history, "pool_layout": cfg.pool_layout, "state_dtype": self.ctx.dtypes.ssm},
             # The device timer (unchanged since schema 1, so runs stay comparable); `Row` says how eager and host are timed.
             timer="cuda-graph replays, CUDA events, L2 flushed" if self.device.type == "cuda" else "wall clock (CPU)",
             cuda_graphs=self.device.type == "cuda",

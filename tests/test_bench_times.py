@@ -10,7 +10,7 @@ import msgspec
 import pytest
 import torch
 from paths import TINY_SPEC
-from test_results_compare_export import make_run
+from test_results_compare_export import SERIES, make_run
 
 from mcache.bench import timing
 from mcache.cli.main import main
@@ -139,7 +139,7 @@ def test_a_version_1_base_is_compared_on_the_device_time_only(tmp_path):
 def test_export_writes_eager_and_host_times():
     run = make_run([_timed("reset")])
     names = {e["name"]: e for e in to_github_action_benchmark(run, "time")}
-    key = "nemotron-h-8b/reset/mamba2/triton/b1"
+    key = f"{SERIES}/reset/mamba2/triton/b1"
     assert names[key]["value"] == 100 and names[f"{key}/eager"]["value"] == 120 and names[f"{key}/host"]["value"] == 50
     assert names[f"{key}/host"]["range"] == "±1.00"
     bmf = to_bencher(run)[key]

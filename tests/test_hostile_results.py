@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_results_compare_export import BASE, NEW, make_run, row
+from test_results_compare_export import BASE, NEW, SERIES, make_run, row
 
 from mcache.cli.main import main
 from mcache.core.errors import McacheError
@@ -190,7 +190,7 @@ def test_output_to_a_fifo_writes_through_it(tmp_path):
     reader.start()
     assert _export_to(tmp_path, fifo) == 0
     reader.join(timeout=10)
-    assert "nemotron-h-8b/reset/mamba2/triton/b1" in json.loads(read[0])
+    assert f"{SERIES}/reset/mamba2/triton/b1" in json.loads(read[0])
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
@@ -206,7 +206,7 @@ def test_output_to_dev_stdout_in_a_pipe_writes_to_the_pipe(tmp_path):
     src = _file(tmp_path, "run.json", _run_data([row("reset", 100, 98, 102)]))
     args = ["export", src, "--to", "bencher", "-o", "/dev/stdout"]
     done = subprocess.run([sys.executable, "-m", "mcache.cli.main", *args], capture_output=True, text=True, check=False)
-    assert done.returncode == 0 and "latency" in json.loads(done.stdout)["nemotron-h-8b/reset/mamba2/triton/b1"]
+    assert done.returncode == 0 and "latency" in json.loads(done.stdout)[f"{SERIES}/reset/mamba2/triton/b1"]
 
 
 def test_output_through_a_symlink_replaces_the_file_it_names(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -14,13 +16,16 @@ from mcache.results.compare import compare
 from mcache.results.export import to_bencher, to_github_action_benchmark
 from mcache.results.schema import GPU, Ceiling, Meta, Results, Row
 
+RUNTIME = {"max_batch": 64, "state_dtype": "bfloat16", "history": 16, "spec_scheme": "intermediate"}
+SERIES = "nemotron-h-8b/state_dtype=bfloat16,history=16,spec_scheme=intermediate"  # an exported benchmark's name, less its key
+
 
 def make_run(rows: list[Row], gpu: str = "NVIDIA H200", sha: str = "a" * 64) -> Results:
     meta = Meta(
         mcache_version="0.1.0", git_commit="abc", created_at="2026-11-29T00:00:00Z", device="cuda", comparable=True,
         gpu=GPU(name=gpu, uuid="GPU-1", memory_bytes=143771 << 20), versions={"torch": "2.11"},
         spec_name="nemotron-h-8b", spec_file="model_specs/nemotron-h-8b.yaml", spec_sha256=sha,
-        layout={"tp": 1, "pp": 1, "stage": 0}, runtime={"max_batch": 64}, timer="cuda-graph", cuda_graphs=True,
+        layout={"tp": 1, "pp": 1, "stage": 0}, runtime=dict(RUNTIME), timer="cuda-graph", cuda_graphs=True,
         ceiling=Ceiling(bytes=4 << 30, median_us=2000.0, gbps=4294.0), memory=None,
     )
     return Results(schema_version=results.SCHEMA_VERSION, meta=meta, rows=rows)
@@ -179,7 +184,7 @@ def test_github_action_benchmark_export():
     times = to_github_action_benchmark(run, "time")
     assert len(times) == 5  # skipped rows are left out
     first = times[0]
-    assert first == {"name": "nemotron-h-8b/reset/mamba2/triton/b1", "unit": "us", "value": 100,
+    assert first == {"name": f"{SERIES}/reset/mamba2/triton/b1", "unit": "us", "value": 100,
                      "range": "±2.00", "extra": "100000000 bytes; 90.0% of copy ceiling"}
     bandwidth = to_github_action_benchmark(run, "bandwidth")
     assert bandwidth[0]["unit"] == "GB/s" and bandwidth[0]["value"] == pytest.approx(1000.0)
@@ -188,10 +193,10 @@ def test_github_action_benchmark_export():
 
 def test_bencher_export():
     bmf = to_bencher(make_run(BASE))
-    entry = bmf["nemotron-h-8b/commit/mamba2/triton/b1"]
+    entry = bmf[f"{SERIES}/commit/mamba2/triton/b1"]
     assert entry["latency"] == {"value": 200_000, "lower_value": 196_000, "upper_value": 204_000}
     assert entry["bandwidth"]["value"] == pytest.approx(500.0)
-    assert "nemotron-h-8b/oom/mamba2/triton/b1" not in bmf
+    assert f"{SERIES}/oom/mamba2/triton/b1" not in bmf
 
 
 def test_export_cli_writes_files(tmp_path, capsys):
@@ -236,3 +241,54 @@ def test_export_without_a_ceiling():
     run = make_run([row("reset", 100, 98, 102)])
     run.rows[0].pct_ceiling = None
     assert to_github_action_benchmark(run, "time")[0]["extra"] == "100000000 bytes"
+
+
+@pytest.mark.parametrize(("field", "value", "what"),
+                         [("state_dtype", "float32", "state dtype (bfloat16 vs float32)"), ("history", 8, "ring length (16 vs 8)"),
+                          ("spec_scheme", "replay", "scheme (intermediate vs replay)")], ids=["state-dtype", "ring", "scheme"])
+def test_another_experiment_is_refused_naming_what_differs_unless_forced(tmp_path, capsys, field, value, what):
+    base = _write(tmp_path, "base.json", make_run(BASE))
+    other = make_run(NEW)
+    other.meta.runtime[field] = value
+    new = _write(tmp_path, "new.json", other)
+    assert main(["compare", base, new]) == 2
+    assert capsys.readouterr().err == f"mcache: compare: runs with different {what}; pass --force to compare anyway\n"
+    assert main(["compare", base, new, "--force"]) == 1
+    assert f"note: compared despite different {what} (--force)" in capsys.readouterr().out
+
+
+def test_a_run_that_does_not_record_its_state_dtype_cannot_be_told_apart(tmp_path, capsys):
+    old = make_run(BASE)
+    del old.meta.runtime["state_dtype"]
+    base, new = _write(tmp_path, "old.json", old), _write(tmp_path, "new.json", make_run(NEW))
+    assert main(["compare", base, new]) == 2
+    assert capsys.readouterr().err == (f"mcache: compare: runs with different state dtype ({base} records none: cannot tell); "
+                                       "pass --force to compare anyway\n")
+    assert main(["compare", base, new, "--force"]) == 1
+    assert "state dtype (" in capsys.readouterr().out
+
+
+def test_export_names_the_experiment_in_each_series():
+    fp32 = make_run(BASE)
+    fp32.meta.runtime["state_dtype"] = "float32"
+    del fp32.meta.runtime["history"]
+    names = {e["name"] for e in to_github_action_benchmark(fp32, "time")}
+    assert "nemotron-h-8b/state_dtype=float32,history=unknown,spec_scheme=intermediate/reset/mamba2/triton/b1" in names
+    assert not names & {e["name"] for e in to_github_action_benchmark(make_run(BASE), "time")}
+    assert not set(to_bencher(fp32)) & set(to_bencher(make_run(BASE)))
+
+
+@pytest.mark.parametrize("command", ["compare", "export"])
+@pytest.mark.parametrize("how", ["same path", "symlink"])
+def test_an_output_naming_an_input_is_refused_and_the_input_kept(tmp_path, capsys, command, how):
+    base = _write(tmp_path, "base.json", make_run(BASE))
+    new = _write(tmp_path, "new.json", make_run(NEW))
+    output = base
+    if how == "symlink":
+        output = str(tmp_path / "link.json")
+        os.symlink(base, output)
+    before = Path(base).read_bytes()
+    args = ["compare", base, new, "-o", output] if command == "compare" else ["export", base, "--to", "bencher", "-o", output]
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"mcache: {output}: output: a file other than the input {base}, which it would overwrite\n"
+    assert Path(base).read_bytes() == before

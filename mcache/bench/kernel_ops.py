@@ -22,6 +22,7 @@ KERNEL_OPS = ("copy_slots", "commit_intermediate", "pack_heads", "unpack_heads",
 KERNEL_BUFFERS = {"commit_intermediate": Needs(Role.INTERMEDIATE, Role.STATE, "inter_ssm"),
                   "replay_fold": Needs(Role.RING, Role.CONV, "ring_conv_in"),
                   "replay_fold_conv": Needs(Role.RING, Role.CONV, "ring_conv_in")}
+SWEEP_OPS = ("copy_slots", "replay_fold", "replay_fold_conv")  # the kernels `sweep_cases` times
 COPY_CONFIGS = [(8192, 8), (16384, 16), (32768, 16), (32768, 32), (65536, 32)]  # (BLOCK, num_warps)
 FOLD_CONFIGS = {"mamba2": [(16, 4), (32, 4), (32, 8), (64, 4)], "gdn": [(16, 2), (32, 2), (64, 4), (128, 8)],
                 "kda": [(16, 2), (32, 2), (64, 4)]}  # (BP or BV rows per program, num_warps)
@@ -133,9 +134,11 @@ def _fold_check(state: torch.Tensor, slots: torch.Tensor, run, reference):
 
 
 def sweep_cases(builder: KernelCaseBuilder, batch: int) -> list[tuple[str, OpCase]]:
-    """`(impl, case)` of every configuration of the copy kernel and this kind's folds at `batch`."""
-    cases = [(f"triton@{b}x{w}", builder.copy_slots(batch, (b, w))) for b, w in COPY_CONFIGS]
+    """`(impl, case)` of every configuration of the copy kernel and this kind's folds at `batch`, for each of them
+    whose slots fit (`builder.unfit`)."""
+    configs = {"copy_slots": COPY_CONFIGS}
     if builder.rings[Role.CONV]:
-        cases += [(f"triton@{b}x{w}", builder.replay_fold(batch, (b, w))) for b, w in FOLD_CONFIGS.get(builder.kind, [])]
-        cases += [(f"triton@{b}x{w}", builder.replay_fold_conv(batch, (b, w))) for b, w in CONV_CONFIGS]
+        configs |= {"replay_fold": FOLD_CONFIGS.get(builder.kind, []), "replay_fold_conv": CONV_CONFIGS}
+    cases = [(f"triton@{b}x{w}", getattr(builder, op)(batch, (b, w)))
+             for op, sizes in configs.items() if builder.unfit(op, batch) is None for b, w in sizes]
     return [(impl, case) for impl, case in cases if case is not None]

@@ -38,6 +38,9 @@ class Needs(NamedTuple):
 OPS = ("alloc", "reset", "commit", "replay", "relocate", "snapshot", "pack", "transfer")
 # A kind or scheme without an op's buffers has no such rows.
 OP_BUFFERS = {"commit": Needs(Role.INTERMEDIATE, None, "inter_"), "replay": Needs(Role.RING, None, "ring_")}
+# What an op takes beside the state: disjoint sets of free slots (one unless named), and rows of a derived pool.
+SLOT_SETS = {"relocate": 2, "transfer": 2, "copy_slots": 2}
+ROW_POOLS = {"commit": Role.INTERMEDIATE, "commit_intermediate": Role.INTERMEDIATE, "snapshot": Role.SNAPSHOT}
 FOLD_REFS = {"mamba2": fold_ref.replay_fold_mamba2_reference, "gdn": fold_ref.replay_fold_gdn_reference,
              "kda": fold_ref.replay_fold_kda_reference}
 
@@ -85,10 +88,22 @@ class CaseBuilder:
         self.free_slots, self.tokens, self.history = free_slots, tokens_per_step, history
 
     def _slots(self, batch: int, sets: int = 1) -> torch.Tensor:
-        """`sets` disjoint random sets of `batch` slots, as `[sets * batch]` (the runner skips a batch whose
-        sets do not fit in the free slots)."""
+        """`sets` disjoint random sets of `batch` slots, as `[sets * batch]` (`unfit` says when they do not fit)."""
         perm = torch.randperm(self.free_slots, generator=self.gen)
         return perm[: sets * batch].to(self.states[0].device)
+
+    def unfit(self, op: str, batch: int) -> str | None:
+        """Why `op` at `batch` does not fit these pools (its slot sets or derived-pool rows), or None when it does."""
+        sets = SLOT_SETS.get(op, 1)
+        if sets * batch > self.free_slots:
+            disjoint = f" ({sets} disjoint sets of {batch})" if sets > 1 else ""
+            return f"needs {sets * batch} free slots{disjoint}, the pool has {self.free_slots}"
+        role = ROW_POOLS.get(op)
+        pools = {Role.INTERMEDIATE: self.inter, Role.SNAPSHOT: self.snap}.get(role, {})
+        rows = min((v.shape[1] for v in pools.values()), default=batch)
+        if rows < batch:
+            return f"needs {batch} rows of its {role.value} pool, which has {rows}"
+        return None
 
     def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True, baseline_impl="torch-index") -> OpCase:
         return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline, baseline_impl)
@@ -176,7 +191,7 @@ class CaseBuilder:
 
     def snapshot(self, batch: int) -> OpCase | None:
         pairs = [(self.base[of], snap) for of, snap in self.snap.items()]
-        if not pairs or pairs[0][1].shape[1] < batch:
+        if not pairs:
             return None
         slots = self._slots(batch)
         snaps = torch.randperm(pairs[0][1].shape[1], generator=self.gen)[:batch].to(slots.device)

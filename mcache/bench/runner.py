@@ -6,7 +6,9 @@ bytes and against the large-copy ceiling measured in the same process, and check
 output against the reference first (a row whose output disagrees is recorded as skipped, never timed).
 Each row has three times (see `results.Row`): device (CUDA-graph replays), eager (one call with the GPU
 idle) and host (the launch cost per call). Ops a kind or scheme has no buffers for are listed once as
-skipped, without work. Out-of-memory cases become skipped rows; Ctrl-C ends the run with the rows done so far.
+skipped, without work. A batch an op's slots do not fit in the pool is a skipped row saying why, planned before any
+case is built; out of memory and an op that fails become skipped rows too (a failure also goes into `failures`, for
+the caller to say), so a run always keeps every row it finished. Ctrl-C ends the run with the rows done so far.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
 from mcache.bench import device_info
 from mcache.bench.interrupt import Interrupts
-from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, KernelCaseBuilder, sweep_cases
+from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, SWEEP_OPS, KernelCaseBuilder, sweep_cases
 from mcache.bench.ops import OP_BUFFERS, OPS, CaseBuilder, OpCase
 from mcache.bench.timing import HOST_CALLS, Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
 from mcache.cache.manager import CacheManager
@@ -90,6 +93,7 @@ class Runner:
         self.ceiling: Ceiling | None = None
         self.memory: Memory | None = None
         self.interrupted = False
+        self.failures: list[str] = []  # one line per op that raised (each also a skipped row)
         self.host_reference: dict[str, float] | None = None
         self.interrupts = interrupts or Interrupts()
         self._copy_cache: dict[int, Timing] = {}
@@ -140,8 +144,8 @@ class Runner:
             if op == "alloc":
                 continue
             if need and not need.met_by(have):
-                self.rows.append(Row(op=op, impl=self._impl(), kind=kind, batch=min(self.cfg.batches), status="skipped",
-                                     reason=f"no {need.shown}* buffers for {kind} with scheme {self.runtime.spec_scheme} (every batch)"))
+                self._skipped(op, self._impl(), kind, min(self.cfg.batches), None,
+                              f"no {need.shown}* buffers for {kind} with scheme {self.runtime.spec_scheme} (every batch)")
             else:
                 runnable.append(op)
         return runnable
@@ -150,15 +154,13 @@ class Runner:
         return "triton" if self.device.type == "cuda" else "torch"
 
     def _sweep(self, builder: KernelCaseBuilder, batch: int) -> None:
-        """Time every kernel configuration of the sweep at `batch` (rows `impl="triton@BLOCKxWARPS"`)."""
-        if 2 * batch > builder.free_slots:
-            return
+        """Time every kernel configuration of the sweep at `batch` (rows `impl="triton@BLOCKxWARPS"`); an op whose
+        slots do not fit is one skipped row `impl="triton@sweep"`."""
+        for op in SWEEP_OPS:
+            if reason := builder.unfit(op, batch):
+                self._skipped(op, "triton@sweep", builder.kind, batch, None, reason)
         for impl, case in sweep_cases(builder, batch):
-            try:
-                self._time_case(case, impl, None, baseline=False)
-            except _Skip as skip:
-                self.rows.append(Row(op=case.op, impl=impl, kind=case.kind, batch=batch, status="skipped",
-                                     reason=str(skip)))
+            self._guarded(case.op, impl, builder.kind, batch, None, partial(self._time_case, case, impl, None, baseline=False))
             self.interrupts.check()
 
     def results(self) -> Results:
@@ -170,7 +172,7 @@ class Runner:
                     "attention_dp": cfg.attention_dp},
             runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,
                      "draft_tokens": self.runtime.draft_tokens, "spec_scheme": self.runtime.spec_scheme,
-                     "history": self.runtime.history, "pool_layout": cfg.pool_layout},
+                     "history": self.runtime.history, "pool_layout": cfg.pool_layout, "state_dtype": self.ctx.dtypes.ssm},
             # The device timer (unchanged since schema 1, so runs stay comparable); `Row` says how eager and host are timed.
             timer="cuda-graph replays, CUDA events, L2 flushed" if self.device.type == "cuda" else "wall clock (CPU)",
             cuda_graphs=self.device.type == "cuda",
@@ -277,23 +279,35 @@ class Runner:
         return self._copy_cache[nbytes]
 
     def _measure(self, builder: CaseBuilder, op: str, batch: int, layer: int | None) -> None:
-        """Check, then time one case and its baseline; OOM and wrong output become skipped rows."""
-        kind = builder.kind
-        impl = self._impl()
-        try:
-            if op in ("relocate", "transfer") and 2 * batch > builder.free_slots:
-                raise _Skip(f"needs {2 * batch} free slots (two disjoint sets), the pool has {builder.free_slots}")
+        """Check, then time one case and its baseline (see `_guarded`)."""
+
+        def measure() -> None:
+            if reason := builder.unfit(op, batch):
+                raise _Skip(reason)
             case = builder.build(op, batch)
             if case is None:
-                raise _Skip(f"no {op} buffers for {kind} with scheme {self.runtime.spec_scheme}")
-            self._time_case(case, impl, layer)
+                raise _Skip(f"no {op} buffers for {builder.kind} with scheme {self.runtime.spec_scheme}")
+            self._time_case(case, self._impl(), layer)
+
+        self._guarded(op, self._impl(), builder.kind, batch, layer, measure)
+
+    def _guarded(self, op: str, impl: str, kind: str, batch: int, layer: int | None, measure: Callable[[], None]) -> None:
+        """Run `measure`; a case that cannot run, out of memory, or any failure becomes a skipped row saying why, so
+        one failing op never loses the rows done (a failure is also kept in `failures`)."""
+        try:
+            measure()
         except _Skip as skip:
-            self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped",
-                                 reason=str(skip)))
+            self._skipped(op, impl, kind, batch, layer, str(skip))
         except torch.cuda.OutOfMemoryError as err:
             torch.cuda.empty_cache()
-            self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped",
-                                 reason=f"out of memory: {first_line(err)}"))
+            self._skipped(op, impl, kind, batch, layer, f"out of memory: {first_line(err)}")
+        except Exception as err:  # any op's bug: the run goes on and keeps what it measured
+            reason = f"failed: {type(err).__name__}: {first_line(err)}"
+            self._skipped(op, impl, kind, batch, layer, reason)
+            self.failures.append(f"bench: {op} ({impl}) on {kind} at batch {batch} {reason}; recorded as a skipped row")
+
+    def _skipped(self, op: str, impl: str, kind: str, batch: int, layer: int | None, reason: str) -> None:
+        self.rows.append(Row(op=op, impl=impl, kind=kind, batch=batch, layer=layer, status="skipped", reason=reason))
 
     def _time_case(self, case: OpCase, impl: str, layer: int | None, baseline: bool = True) -> None:
         case.run()

@@ -1,5 +1,6 @@
 """`mcache bench`: time the cache operations of one rank on a GPU (or a CPU smoke run)."""
 
+import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -54,7 +55,8 @@ def bench(
         batches = []
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
-    check_ranges({"batch": tuple(batches)})
+    check_ranges({"batch": tuple(batches), "tp": tp, "pp": pp, "draft": draft, "max_batch": max_batch,
+                  "max_seq_len": max_seq_len})
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     check_output(output)
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:
@@ -95,7 +97,11 @@ def bench(
             raise located(err, str(resolve(spec))) from None
         results = _run_with_progress(runner)
         emit_bench(results, output, fmt)
-    return 130 if results.meta.interrupted or interrupts.requested else 0
+    for failure in runner.failures:
+        print(f"mcache: {failure}", file=sys.stderr)
+    if results.meta.interrupted or interrupts.requested:
+        return 130
+    return 1 if runner.failures else 0
 
 
 def check_output(output: Path | None) -> None:

@@ -20,10 +20,12 @@ def compare(
 ) -> int:
     """Per-row change between two `mcache bench` runs, with a noise-aware verdict."""
     from mcache.cli.check_output import emit_comparison
+    from mcache.cli.output import refuse_input_as_output
     from mcache.results import schema as results
     from mcache.results.compare import compare as diff
     from mcache.results.compare import parse_threshold
 
+    refuse_input_as_output(output, base, new)
     pct = parse_threshold(threshold)
     comparison = diff(results.load(base), results.load(new), str(base), str(new), pct, force)
     emit_comparison(comparison, fmt, output)

@@ -18,10 +18,11 @@ def export(
     output: OutputOption = None,
 ) -> None:
     """Export a run for github-action-benchmark or Bencher."""
-    from mcache.cli.output import emit_json
+    from mcache.cli.output import emit_json, refuse_input_as_output
     from mcache.results import export as exporters
     from mcache.results.schema import load
 
+    refuse_input_as_output(output, results_file)
     run = load(results_file)
     if to == "bencher":
         emit_json(exporters.to_bencher(run), output)

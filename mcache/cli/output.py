@@ -75,6 +75,20 @@ def _silence_stdout() -> None:
         pass
 
 
+def refuse_input_as_output(output: Path | None, *inputs: Path) -> None:
+    """Refuse an `-o` that is one of the command's `inputs` (the same file, links resolved) before any work: writing
+    it would destroy what the command reads."""
+    import os
+
+    from mcache.core.errors import McacheError
+
+    if output is None or not output.exists():
+        return
+    for given in inputs:
+        if given.exists() and os.path.samefile(output, given):
+            raise McacheError(f"{output}: output: a file other than the input {given}, which it would overwrite")
+
+
 def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` (sanitized: `safe_text`) to `output` atomically, or to stdout."""
     _write(safe_text(text), output)

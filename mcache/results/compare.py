@@ -8,7 +8,7 @@ from collections.abc import Callable
 import msgspec
 
 from mcache.core.errors import McacheError
-from mcache.results.schema import TIMES, Meta, Results, Row
+from mcache.results.schema import EXPERIMENT, TIMES, Meta, Results, Row
 
 
 class Change(msgspec.Struct, kw_only=True):
@@ -85,17 +85,32 @@ _REFUSED = {
     "device": lambda m: m.device_name if m.comparable else f"{m.device_name} (smoke run)",
     "spec": lambda m: f"{m.spec_name} {m.spec_sha256[:12]}",
     "layout": lambda m: m.layout,
-    "runtime": lambda m: m.runtime,
+    "runtime": lambda m: {k: v for k, v in m.runtime.items() if k not in EXPERIMENT.values()},
     "timer": lambda m: m.timer,
     "cuda_graphs": lambda m: m.cuda_graphs,
 }
 _NOTED = {"mcache_version": lambda m: m.mcache_version, "versions": lambda m: m.versions}
 
 
+def _experiment_differences(b: Meta, n: Meta, names: tuple[str, str]) -> list[str]:
+    """`state dtype (bfloat16 vs float32)` for each of `EXPERIMENT` that differs, or `... (base records none: cannot
+    tell)` where a run lacks it."""
+    found = []
+    for what, key in EXPERIMENT.items():
+        old, new = b.runtime.get(key), n.runtime.get(key)
+        missing = [name for name, value in zip(names, (old, new), strict=True) if value is None]
+        if missing:
+            found.append(f"{what} ({' and '.join(missing)} {'record' if len(missing) > 1 else 'records'} none: cannot tell)")
+        elif old != new:
+            found.append(f"{what} ({old} vs {new})")
+    return found
+
+
 def check_comparable(base: Results, new: Results, force: bool, names: tuple[str, str] = ("base", "new")) -> list[str]:
-    """Refuse runs that differ in device, spec, layout, runtime settings, timer or CUDA graphs unless `force`;
+    """Refuse runs that differ in device, spec, layout, runtime settings, timer or CUDA graphs, or are a different
+    experiment (state dtype, ring length, scheme; a run that does not record one cannot tell), unless `force`;
     return the notes to print: differing versions, an interrupted run, and (when forced) what differs."""
-    refused = _differences(base.meta, new.meta, _REFUSED)
+    refused = _differences(base.meta, new.meta, _REFUSED) + _experiment_differences(base.meta, new.meta, names)
     if refused and not force:
         raise McacheError(f"compare: runs with different {refused[0]}; pass --force to compare anyway")
     notes = [f"compared despite different {', '.join(refused)} (--force)"] if refused else []

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from mcache.core.errors import McacheError
-from mcache.results.schema import Results, Row
+from mcache.results.schema import EXPERIMENT, Results, Row
 
 METRICS = ("time", "bandwidth")
 
 
 def _name(results: Results, key: str) -> str:
-    return f"{results.meta.spec_name}/{key}"
+    """`spec/state_dtype=bfloat16,history=16,spec_scheme=replay/key`: runs of another experiment are another series."""
+    runtime = results.meta.runtime
+    experiment = ",".join(f"{field}={runtime.get(field, 'unknown')}" for field in EXPERIMENT.values())
+    return f"{results.meta.spec_name}/{experiment}/{key}"
 
 
 def to_github_action_benchmark(results: Results, metric: str) -> list[dict]:
     """The "custom" format: `[{"name", "unit", "value", "range", "extra"}]`.
 
+    Each benchmark's name holds the spec, the experiment (state dtype, ring length, scheme: `_name`) and the row's key.
     Its direction (smaller or bigger is better) is per file, so times and bandwidths are exported
     separately (`metric`: `time` in us, smaller is better; `bandwidth` in GB/s, bigger is better).
     With `time`, a row's eager and host times (schema 2) are benchmarks of their own, named `.../eager` and

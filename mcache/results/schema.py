@@ -27,6 +27,10 @@ MAX_US = 1e12  # about 11.6 days: no cache op takes longer, and times in ns (x10
 TIMES = {"device": ("median_us", "p10_us", "p90_us"), "eager": ("eager_us", "eager_p10_us", "eager_p90_us"),
          "host": ("host_us", "host_p10_us", "host_p90_us")}
 
+# What makes two runs a different experiment, by the `meta.runtime` key that records it (files of older runs may lack
+# one: unknown, which `compare` refuses to match and `export` names `unknown`).
+EXPERIMENT = {"state dtype": "state_dtype", "ring length": "history", "scheme": "spec_scheme"}
+
 Micros = Annotated[float, Bounds(gt=0, lt=MAX_US)]
 Positive = Annotated[float, Bounds(gt=0)]
 NonNegative = Annotated[float, Bounds(ge=0)]

@@ -309,3 +309,29 @@ def test_plan_plot_writes_nothing_outside_its_file(tmp_path):
     subprocess.run([sys.executable, "-m", "mcache.cli.main", "plan", "nemotron-h-8b", "--gpu", "h200", "--plot", str(plot)],
                    env=env, check=True, capture_output=True, timeout=120)
     assert plot.stat().st_size > 0 and list(home.iterdir()) == []
+
+
+# --- help ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["size", "plan", "bench", "compare", "export", "import-hf"])
+def test_no_option_name_is_cut_in_help_at_100_columns(command, capsys, monkeypatch):
+    """The engines' names of an option are in its description ("Also --max-model-len."), so the option column holds
+    one name each."""
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    names = [m.group(1) for line in out.splitlines() if (m := re.match(r"│\s*\*?\s+(--\S+)", line))]
+    assert names and not any("…" in name for name in names), names
+
+
+def test_an_alias_is_the_option(capsys):
+    for args in (["--max-model-len", "4096"], ["--max-model-len=4096"], ["--context-length", "4096"]):
+        assert main(["size", "nemotron-h-8b", *args, "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["runtime"]["max_seq_len"] == 4096
+
+
+def test_help_text_is_not_eaten_as_markup(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["plan", "--help"]) == 0
+    assert "(needs mcache[plot])" in capsys.readouterr().out

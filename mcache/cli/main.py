@@ -70,10 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     fit, 130 for Ctrl-C, including one that comes while the CLI is still importing)."""
     try:
         from mcache.cli.errors import run
+        from mcache.cli.options import unaliased
 
         args = sys.argv[1:] if argv is None else argv
         only = args[0] if args and args[0] in COMMANDS else None
-        return run(lambda: build_app(only), args)
+        return run(lambda: build_app(only), [*args[:1], *unaliased(only, args[1:])])
     except KeyboardInterrupt:
         print("mcache: interrupted", file=sys.stderr)
         return INTERRUPTED

@@ -16,6 +16,35 @@ PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]
 SPELLED = {"tp/pp": "--tp/--pp", "tokens_per_block": "--block-size", "draft_tokens": "--draft"}
 
 
+# The engines' names for mcache size's options: accepted as typed, shown in each option's description (so the
+# option column of --help holds one name and is never cut), and read as the option before typer parses.
+ALIASES = {
+    "size": {"--max-batch-size": "--max-batch", "--max-model-len": "--max-seq-len", "--context-length": "--max-seq-len",
+             "--tokens-per-block": "--block-size", "--page-size": "--block-size", "--num-speculative-tokens": "--draft",
+             "--speculative-num-steps": "--draft", "--max-draft-len": "--draft", "--mamba-ssm-cache-dtype": "--ssm-dtype",
+             "--mamba-ssm-dtype": "--ssm-dtype", "--kv-cache-dtype": "--kv-dtype", "--mamba-cache-dtype": "--conv-dtype",
+             "--gpu-memory-utilization": "--utilization"},
+}
+
+
+def also(command: str, option: str) -> str:
+    """` Also --a, --b.`: the aliases of `option` in `command`'s help, or nothing."""
+    names = [alias for alias, primary in ALIASES.get(command, {}).items() if primary == option]
+    return f" Also {', '.join(names)}." if names else ""
+
+
+def unaliased(command: str | None, args: list[str]) -> list[str]:
+    """`args` with each alias of `command` (as `--alias` or `--alias=value`) read as its option."""
+    table = ALIASES.get(command or "", {})
+    if not table:
+        return args
+    out = []
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        out.append(table[name] + sep + value if name in table else arg)
+    return out
+
+
 def flag(field: str) -> str:
     """The flag a user types for the option `field` (a `SizeOptions` field, a layout or runtime field, or a command's
     parameter): `max_seq_len` -> `--max-seq-len`."""

@@ -37,7 +37,8 @@ def plan(
     top: Annotated[int, typer.Option(min=1, help="Candidates the table shows (JSON and CSV hold all).")] = 20,
     fmt: FormatOption = "table",
     output: OutputOption = None,
-    plot: Annotated[Path | None, typer.Option(help="Write the two plots to this .png or .svg (needs mcache[plot]).")] = None,
+    # help texts are Rich markup: a literal "[" is written "\\["
+    plot: Annotated[Path | None, typer.Option(help="Write the two plots to this .png or .svg (needs mcache\\[plot]).")] = None,
 ) -> int:
     """Sweep GPUs, TP, PP, dtypes and speculative schemes; rank what serves the target; print the settings to paste."""
     from mcache.cli.plan_output import emit_plan

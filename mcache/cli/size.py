@@ -6,8 +6,10 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, flag
+from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, also, flag
+from mcache.core.engines import sglang, trtllm, vllm
 from mcache.core.errors import LayoutError, McacheError
+from mcache.core.sizing.gpu_catalogue import CATALOGUE
 
 Scheme = Literal["none", "intermediate", "replay", "index"]
 Device = Literal["meta", "cpu", "cuda"]
@@ -23,31 +25,35 @@ def size(
     pp: PpOption = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
-    max_batch: Annotated[int | None, typer.Option("--max-batch", "--max-batch-size", help=(
+    max_batch: Annotated[int | None, typer.Option("--max-batch", help=(
         "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
         "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "
-        "max_batch_size (default 2048)."))] = None,
-    max_seq_len: Annotated[int | None, typer.Option("--max-seq-len", "--max-model-len", "--context-length", help=(
-        "Max tokens per sequence, sizing the KV pool (8192; engines: the config's max_model_len)."))] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size", "--tokens-per-block", "--page-size", help=(
-        "Tokens per KV block (32; vLLM 16, SGLang page 1, TensorRT-LLM 32)."))] = None,
+        f"max_batch_size (default {trtllm.DEFAULT_MAX_BATCH_SIZE})." + also("size", "--max-batch")))] = None,
+    max_seq_len: Annotated[int | None, typer.Option("--max-seq-len", help=(
+        "Max tokens per sequence, sizing the KV pool (8192; engines: the config's max_model_len)."
+        + also("size", "--max-seq-len")))] = None,
+    block_size: Annotated[int | None, typer.Option("--block-size", help=(
+        f"Tokens per KV block (32; vLLM {vllm.DEFAULT_BLOCK_SIZE}, SGLang page {sglang.DEFAULT_PAGE_SIZE}, TensorRT-LLM "
+        f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})." + also("size", "--block-size")))] = None,
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
-    draft: Annotated[int | None, typer.Option("--draft", "--num-speculative-tokens", "--speculative-num-steps", "--max-draft-len",
-                                              help="Speculative draft tokens per step (0).")] = None,
+    draft: Annotated[int | None, typer.Option("--draft", help="Speculative draft tokens per step (0)."
+                                              + also("size", "--draft"))] = None,
     spec_scheme: Annotated[Scheme | None, typer.Option(help="Speculative state scheme (default: intermediate with --draft).")] = None,
     reserved_slots: Annotated[int | None, typer.Option(help="Reserved padding slots (default: draft+1, +1 with attention-DP).")] = None,
     snapshot_slots: Annotated[int | None, typer.Option(help="Snapshot slots for prefix caching (0).")] = None,
-    ssm_dtype: Annotated[str | None, typer.Option("--ssm-dtype", "--mamba-ssm-cache-dtype", "--mamba-ssm-dtype", help=(
-        "Recurrent-state dtype (default: spec, else model dtype; KDA: float32; engines: their own rule)."))] = None,
-    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV-cache dtype (fp8 allowed).")] = None,
-    conv_dtype: Annotated[str | None, typer.Option("--conv-dtype", "--mamba-cache-dtype", help="Conv-state dtype.")] = None,
-    gpu: Annotated[str | None, typer.Option(help="Catalogue GPU: h100-80gb, h200, b200, a100-40gb, a100-80gb, l40s, rtx-4090.")] = None,
+    ssm_dtype: Annotated[str | None, typer.Option("--ssm-dtype", help=(
+        "Recurrent-state dtype (default: spec, else model dtype; KDA: float32; engines: their own rule)."
+        + also("size", "--ssm-dtype")))] = None,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV-cache dtype (fp8 allowed)." + also("size", "--kv-dtype"))] = None,
+    conv_dtype: Annotated[str | None, typer.Option("--conv-dtype", help="Conv-state dtype." + also("size", "--conv-dtype"))] = None,
+    gpu: Annotated[str | None, typer.Option(help=(
+        "Catalogue GPU, in any case and as drivers print it (NVIDIA H200): " + ", ".join(CATALOGUE) + "."))] = None,
     gpu_memory: Annotated[str | None, typer.Option(help=(
         "GPU memory with its unit, 1GiB to 1PiB: GB = 10^9 B, GiB = 2^30 B (also B, KB, MB, TB, KiB, MiB, TiB), e.g. "
         "141GiB; overrides --gpu, whose catalogue has what nvidia-smi reports (an H100 80GB: 81559MiB).")
     )] = None,
-    utilization: Annotated[float | None, typer.Option("--utilization", "--gpu-memory-utilization", help=(
-        "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)."))] = None,
+    utilization: Annotated[float | None, typer.Option("--utilization", help=(
+        f"Fraction of GPU memory the engine may use (0.9; vLLM {vllm.DEFAULT_UTILIZATION})." + also("size", "--utilization")))] = None,
     reserve: Annotated[str | None, typer.Option(help=(
         "Memory kept for activations and workspace, a size as for --gpu-memory, 0 allowed (2GiB; vLLM, TensorRT-LLM: "
         "what their profiling finds)."))] = None,
@@ -59,11 +65,15 @@ def size(
     enable_prefix_caching: Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
                                                                help="Prefix caching (on for hybrid models).", rich_help_panel=VLLM)] = None,
     mamba_cache_mode: Annotated[str | None, typer.Option(help="none, align, or all (vLLM 0.31 and older).", rich_help_panel=VLLM)] = None,
-    kernel_block_size: Annotated[int | None, typer.Option(help="Smallest kernel block of the attention backend (16).",
+    kernel_block_size: Annotated[int | None, typer.Option(help=(
+        f"Smallest kernel block of the attention backend ({vllm.DEFAULT_KERNEL_BLOCK_SIZE})."),
                                                           rich_help_panel=VLLM)] = None,
-    max_num_seqs: Annotated[int | None, typer.Option(help="Scheduler limit (1024 on 70 GiB+ GPUs, else 256).",
+    max_num_seqs: Annotated[int | None, typer.Option(help=(
+        f"Scheduler limit ({vllm.DEFAULT_MAX_NUM_SEQS_BIG_GPU} on {vllm.BIG_GPU_BYTES >> 30} GiB+ GPUs, else "
+        f"{vllm.DEFAULT_MAX_NUM_SEQS})."),
                                                      rich_help_panel=VLLM)] = None,
-    max_num_batched_tokens: Annotated[int | None, typer.Option(help="Tokens per scheduler step (8192 on an H100/H200).",
+    max_num_batched_tokens: Annotated[int | None, typer.Option(help=(
+        f"Tokens per scheduler step ({vllm.DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU} on an H100/H200)."),
                                                                rich_help_panel=VLLM)] = None,
     enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager", help="No CUDA graphs (skips the max_num_seqs check).",
                                                        rich_help_panel=VLLM)] = None,
@@ -71,7 +81,8 @@ def size(
                                                             rich_help_panel=VLLM)] = None,
     mem_fraction_static: Annotated[float | None, typer.Option(help="Static memory fraction (default: SGLang's heuristic).",
                                                               rich_help_panel=SGLANG)] = None,
-    mamba_full_memory_ratio: Annotated[float | None, typer.Option(help="State pool : token pool (0.9).", rich_help_panel=SGLANG)] = None,
+    mamba_full_memory_ratio: Annotated[float | None, typer.Option(help=(
+        f"State pool : token pool ({sglang.DEFAULT_MAMBA_FULL_MEMORY_RATIO})."), rich_help_panel=SGLANG)] = None,
     max_mamba_cache_size: Annotated[int | None, typer.Option(help="Fixed state slots.", rich_help_panel=SGLANG)] = None,
     max_running_requests: Annotated[int | None, typer.Option(help="Scheduler limit.", rich_help_panel=SGLANG)] = None,
     disable_radix_cache: Annotated[bool | None, typer.Option("--disable-radix-cache", help="One state slot per request.",
@@ -84,7 +95,8 @@ def size(
     max_total_tokens: Annotated[int | None, typer.Option(help="Cap on the token pool.", rich_help_panel=SGLANG)] = None,
     free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load, at least 1GiB (GPU less 0.5GiB).",
                                                                 rich_help_panel=SGLANG)] = None,
-    free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="Of the memory left after the profiled peak (0.9).",
+    free_gpu_memory_fraction: Annotated[float | None, typer.Option(help=(
+        f"Of the memory left after the profiled peak ({trtllm.DEFAULT_FREE_GPU_MEMORY_FRACTION})."),
                                                                    rich_help_panel=TRTLLM)] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens (KvCacheConfig.max_tokens).", rich_help_panel=TRTLLM)] = None,
     transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(

@@ -45,6 +45,7 @@ from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
+from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
 # The mcache options of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
@@ -102,6 +103,11 @@ CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
 # Kimi-K3's KDA layer (models/kimi_k3/nvidia/kda.py get_kv_cache_spec) takes a prefill-checkpoint block with the
 # FlashKDA prefill backend, which it resolves to on Hopper
 FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
+# model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
+# by the last release that served them; a config of one loads through the Transformers backend, whose first
+# recurrent layer stops start-up (models/transformers/base.py)
+REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
+                 "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
 
 
 class BlockRule(Struct, frozen=True):
@@ -233,7 +239,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
     prefix = s.take("enable_prefix_caching", hybrid)
     mode = _mode(s, prefix, arch, recurrent, log)
-    length_error = _length_error(s, spec)
+    refusal = _length_error(s, spec) or _architecture_error(spec)  # ModelConfig checks the length before loading
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
@@ -265,7 +271,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch), batched)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, length_error)
+                 kv_memory, non_kv, log, refusal)
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -275,6 +281,16 @@ def _max_len(s: Settings, spec, log: list[str]) -> int:
         log.append("The model's config.json does not contain any of the keys to determine the original maximum length "
                    f"of the model. Assuming the model's maximum length is {NO_LENGTH_KEY_LEN}.")
     return s.take("max_model_len", spec.max_model_len or NO_LENGTH_KEY_LEN)
+
+
+def _architecture_error(spec) -> str | None:
+    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`) falls back to the
+    Transformers backend, which refuses its first layer that is not attention; None for the others."""
+    if spec.architecture not in REMOVED_ARCHS:
+        return None
+    first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
+    return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "
+            f"to handle it. ({spec.architecture} was served natively until vLLM {REMOVED_ARCHS[spec.architecture]}.)")
 
 
 def _length_error(s: Settings, spec) -> str | None:

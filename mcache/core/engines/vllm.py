@@ -196,12 +196,11 @@ def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
     s = Settings(inputs.given, SETTINGS, "vLLM")
     setup = _setup(inputs, s)
-    if setup.refusal is not None:
-        stages = [EngineStage(stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up")
-                  for stage in range(inputs.layout.pp)]
-        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
     contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
     weights = s.weights(contexts)
+    if setup.refusal is not None:
+        stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
+        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
     pools = [_pool(ctx, weight, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
     # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
     num_blocks = min(p.num_blocks for p in pools) if all(p.available is not None for p in pools) else None

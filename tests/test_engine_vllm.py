@@ -174,24 +174,33 @@ def test_group_size_takes_the_largest_bucket_under_one_and_a_half_times_the_smal
     assert st.fields["group_size"] == 36 and st.fields["groups"] == {"attention": 1, "mamba2": 1}
 
 
-def test_all_mode_aligns_blocks_to_the_scan_chunk():
-    # vLLM 0.31 and older, --mamba-cache-mode all (Nemotron-H has SupportsMambaPrefixCaching): the page of one
-    # Mamba2 layer: conv (128*64 + 2*8*128) * (4 - 1) * 2 = 61,440 + state 128*64*128*4 = 4,194,304;
-    # attention 2*8*128*2 = 4,096 B/token; step lcm(chunk 128, 16) = 128; 128 * ceil(ceil(4,255,744 / 4,096) / 128)
+def test_mamba_cache_mode_all_is_a_deprecated_no_op_and_mamba2_takes_a_checkpoint_block():
+    # engine/arg_utils.py (v0.33.0): --mamba-cache-mode only logs its deprecation, the mode follows prefix caching;
+    # layers/mamba/mamba_mixer2.py get_kv_cache_spec: num_prefill_checkpoint_blocks=1, so kv_cache_interface.py
+    # MambaSpec.max_memory_usage_bytes counts 2 + 0 drafts + 1 blocks per Mamba2 group in align mode.
+    # Nemotron-H-8B's Mamba2 page: conv (128*64 + 2*8*128) * (4 - 1) * 2 = 61,440 + state 128*64*128*4 = 4,194,304;
+    # attention 4,096 B/token, so the block is 16 * ceil(4,255,744 / (16 * 4,096)) = 1,040 tokens
     st = stage(run("vllm", "nemotron-h-8b", mamba_cache_mode="all", max_model_len=8192))
-    page = 61_440 + 4_194_304
-    assert st.fields["state_page_bytes"] == page
-    tokens = -(-page // 4096)  # 1,039 tokens of attention page hold one state page
-    assert st.fields["attention_block_size"] == 128 * -(-tokens // 128) == 1152
-    assert st.fields["mamba_cache_mode"] == "all"
-    # a state group holds ceil(L / block) blocks per request: 1 attention group + 6 Mamba2 groups (24 / 4)
-    assert st.fields["blocks_per_request"] == 8 * 7 == 56
-
-
-def test_all_mode_falls_back_to_align_without_support():
-    st = qwen35(mamba_cache_mode="all")
     assert st.fields["mamba_cache_mode"] == "align"
-    assert any("falling back to 'align' mode" in line for line in st.log)
+    assert any("--mamba-cache-mode is deprecated" in line for line in st.log)
+    assert st.fields["attention_block_size"] == 1040
+    # 1 attention group: ceil(8,192 / 1,040) = 8 blocks; 6 Mamba2 groups (24 / 4): 3 blocks each
+    assert st.fields["blocks_per_request"] == 8 + 6 * 3 == 26
+
+
+def test_max_model_len_above_the_config_s_is_a_start_up_refusal():
+    # config/model.py _get_and_verify_max_len: Nemotron-H-8B's max_position_embeddings is 8,192
+    r = run("vllm", "nemotron-h-8b", max_model_len=16_384)
+    assert not r.starts
+    assert stage(r).startup_error.startswith("User-specified max_model_len (16384) is greater than the derived "
+                                             "max_model_len (8192.0")
+
+
+def test_a_config_without_a_length_key_means_2048():
+    # config/model.py _get_and_verify_max_len: none of the keys, so 2048 with a warning (Mamba-2.8B)
+    r = run("vllm", config_spec("mamba-2.8b"))
+    assert r.max_len == 2048
+    assert any("Assuming the model's maximum length is 2048" in line for line in stage(r).log)
 
 
 def test_num_blocks_from_memory_and_the_running_requests_at_a_context():

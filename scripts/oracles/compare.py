@@ -183,6 +183,19 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     return "other"
 
 
+def compare_case(configs: Path, case: dict) -> list[tuple[str, object, object, str | None]]:
+    """Each compared field of one case: (field, vLLM's value, mcache's, the mismatch cause or None when they match).
+    A refusal before sizing on either side compares only the error field."""
+    v, m = vllm_case(case), mcache_case(configs, case)
+    rows = []
+    for field in FIELDS:
+        if field != "error" and not (figures(v) and figures(m)):
+            continue
+        vv, mv = v.get(field), m.get(field)
+        rows.append((field, vv, mv, None if same(field, vv, mv) else causes(configs, case, v, m, field)))
+    return rows
+
+
 def short(value) -> str:
     if isinstance(value, str):
         return value if len(value) <= 140 else value[:137] + "..."
@@ -215,17 +228,12 @@ def main() -> None:
     by_cause: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     case_causes: Counter = Counter()
     for case in cases:
-        v, m = vllm_case(case), mcache_case(args.configs, case)
         worst = None
-        for field in FIELDS:
-            vv, mv = v.get(field), m.get(field)
-            if field != "error" and not (figures(v) and figures(m)):
-                continue  # a refusal before sizing on either side: only the error field is compared
+        for field, vv, mv, cause in compare_case(args.configs, case):
             compared[field] += 1
-            if same(field, vv, mv):
+            if cause is None:
                 matches[field] += 1
             else:
-                cause = causes(args.configs, case, v, m, field)
                 by_cause[field][cause].append((case, vv, mv))
                 worst = worst or cause
         if worst:

@@ -45,6 +45,7 @@ from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing.rank import RankContext
 from mcache.core.spec import dtypes as dtype_names
+from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
 # The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
@@ -81,11 +82,15 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU = 16384
 FLASHMLA_BLOCK = 64  # v1/attention/backends/mla/flashattn_mla.py: FlashMLA (the fp8 MLA backend) takes only 64
 MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.29)
 GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer GDN prefill checkpoints (0.33)
-MAMBA1_CHUNK = 2048  # vllm/config/model.py get_mamba_chunk_size: no chunk notion in the config
+NO_LENGTH_KEY_LEN = 2048  # config/model.py _get_and_verify_max_len: a config naming no max length
 KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
              "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "fp8_per_token_head": "float8_e4m3fn",
              "int8_per_token_head": "uint8"}  # vllm/config/cache.py CacheDType (the ones with a plain page)
-MODES = ("none", "align", "all")  # 'all' (per-block state prefix caching) was removed in 0.32
+# engine/arg_utils.py: --mamba-cache-mode still takes these, but in 0.33 it is a deprecated no-op (the mode follows
+# prefix caching); 'all' (per-block state prefix caching, 0.31 and older) is not modelled
+MODES = ("none", "align", "all")
+MODE_DEPRECATED = ("--mamba-cache-mode is deprecated and will be removed in v0.33.0. It has no effect: Mamba prefix "
+                   "caching follows --enable-prefix-caching.")
 
 # vllm/model_executor/models/config.py: NemotronHForCausalLMConfig sets the state dtype from the config's
 # mamba_ssm_cache_dtype, else float32; Qwen3_5ForConditionalGenerationConfig copies text_config.mamba_ssm_dtype.
@@ -95,30 +100,38 @@ QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneratio
 # and kda_state_shape callers all pass it in 0.33 (nemotron_h.py, mamba2.py, falcon_h1.py, granitemoehybrid.py,
 # zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1, short conv and linear attention do not.
 CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
-# Model classes with SupportsMambaPrefixCaching in 0.31 (model_executor/models/*.py), the only ones 'all' mode took.
-ALL_MODE_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "MambaForCausalLM", "Mamba2ForCausalLM",
-                  "BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "Zamba2ForCausalLM",
-                  "JambaForCausalLM", "FalconMambaForCausalLM")
+# Kimi-K3's KDA layer (models/kimi_k3/nvidia/kda.py get_kv_cache_spec) takes a prefill-checkpoint block with the
+# FlashKDA prefill backend, which it resolves to on Hopper
+FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
+# model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
+# by the last release that served them; a config of one loads through the Transformers backend, whose first
+# recurrent layer stops start-up (models/transformers/base.py)
+REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
+                 "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
 
 
 class BlockRule(Struct, frozen=True):
     """How many blocks a request holds (kv_cache_interface.py max_memory_usage_bytes): the attention block size,
-    the mamba cache mode, the state blocks drafts and prefill checkpoints add, and the tokens one step schedules
-    (a windowed layer keeps that many beside its window)."""
+    the mamba cache mode, the state blocks drafts add, the recurrent kinds whose specs take a prefill-checkpoint
+    block (`num_prefill_checkpoint_blocks`) and the tokens one step schedules (a windowed layer keeps that many
+    beside its window)."""
 
     block: int
     mode: str
-    extra: int
+    drafts: int
+    checkpoint_kinds: tuple[str, ...]
     batched: int
 
     def per_request(self, groups: dict[str, int], tokens: int, ctx: RankContext) -> int:
         """Blocks one request of `tokens` tokens holds over all `groups`: attention `ceil(tokens / block)` (windowed:
-        the window plus a batch of new tokens, and one more), state `1 + extra` (none), `2 + extra` (align) or
-        `ceil(tokens / block) + extra` (all)."""
+        the window plus a batch of new tokens, and one more), state `1 + drafts` (none) or `2 + drafts` and a
+        checkpoint block where the kind takes one (align)."""
         total = 0
         for name, n in groups.items():
             if name in RECURRENT_KINDS:
-                per = {"none": 1 + self.extra, "align": 2 + self.extra}.get(self.mode, cdiv(tokens, self.block) + self.extra)
+                per = 1 + self.drafts
+                if self.mode == "align":
+                    per += 1 + (name in self.checkpoint_kinds)
             elif name.endswith(":window"):
                 window = window_of(ctx, name.split(":")[0])
                 per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
@@ -130,7 +143,8 @@ class BlockRule(Struct, frozen=True):
 
 class Setup(Struct, frozen=True):
     """What vLLM resolves once for the whole model before it sizes a stage: its settings, the state page (`page`,
-    padded to `padded`), the KV bytes of one token in one attention layer, and the block rule."""
+    padded to `padded`), the KV bytes of one token in one attention layer, the block rule, and why vLLM refuses
+    the model or its settings before sizing anything (`refusal`, None: it goes on)."""
 
     dtypes: CacheDtypes
     max_len: int
@@ -146,6 +160,7 @@ class Setup(Struct, frozen=True):
     kv_memory: int | None
     non_kv: int
     log: list[str]
+    refusal: str | None = None
 
 
 class StagePool(Struct, frozen=True):
@@ -183,6 +198,9 @@ def run(inputs: EngineInputs) -> EngineRun:
     setup = _setup(inputs, s)
     contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
     weights = s.weights(contexts)
+    if setup.refusal is not None:
+        stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
+        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
     pools = [_pool(ctx, weight, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
     # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
     num_blocks = min(p.num_blocks for p in pools) if all(p.available is not None for p in pools) else None
@@ -211,7 +229,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     spec = inputs.spec
     arch = spec.architecture or ""
     log: list[str] = []
-    max_len = s.model_length("max_model_len", spec)
+    max_len = _max_len(s, spec, log)
     k = s.take("num_speculative_tokens", 0)
     dtypes = _dtypes(spec, s, arch, log)
     kv_mode = s.values["kv_cache_dtype"]
@@ -220,6 +238,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
     prefix = s.take("enable_prefix_caching", hybrid)
     mode = _mode(s, prefix, arch, recurrent, log)
+    refusal = _length_error(s, spec) or _architecture_error(spec)  # ModelConfig checks the length before loading
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
@@ -246,13 +265,53 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         align = max(kernel_block, block_size, MLA_ALIGNMENT if uses_mla else 1)
         if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
             align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
-        block, padded = _align(page, attn_tok, block_size, align, mode, _chunk(spec), log)
+        block, padded = _align(page, attn_tok, block_size, align, log)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
-    extra = 1 if checkpoints else 0  # kv_cache_interface.py MambaSpec.num_prefill_checkpoint_blocks
-    rule = BlockRule(block, mode, k + extra, batched)
+    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch), batched)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log)
+                 kv_memory, non_kv, log, refusal)
+
+
+def _max_len(s: Settings, spec, log: list[str]) -> int:
+    """The max model length: given, else the config's (config/model.py _get_and_verify_max_len), else 2048 with
+    vLLM's warning."""
+    if spec.max_model_len is None and "max_model_len" not in s.given:
+        log.append("The model's config.json does not contain any of the keys to determine the original maximum length "
+                   f"of the model. Assuming the model's maximum length is {NO_LENGTH_KEY_LEN}.")
+    return s.take("max_model_len", spec.max_model_len or NO_LENGTH_KEY_LEN)
+
+
+def _architecture_error(spec) -> str | None:
+    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`) falls back to the
+    Transformers backend, which refuses its first layer that is not attention; None for the others."""
+    if spec.architecture not in REMOVED_ARCHS:
+        return None
+    first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
+    return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "
+            f"to handle it. ({spec.architecture} was served natively until vLLM {REMOVED_ARCHS[spec.architecture]}.)")
+
+
+def _length_error(s: Settings, spec) -> str | None:
+    """config/model.py _get_and_verify_max_len: a given max_model_len above the length the config allows stops
+    vLLM before it sizes anything (VLLM_ALLOW_LONG_MAX_MODEL_LEN unset); None when it is allowed."""
+    given, allowed = s.given.get("max_model_len"), spec.max_model_len
+    if given is None or allowed is None or given <= allowed:
+        return None
+    return (f"User-specified max_model_len ({given}) is greater than the derived max_model_len ({float(allowed)} in "
+            "model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
+            "encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute "
+            "position encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.")
+
+
+def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str) -> tuple[str, ...]:
+    """The recurrent kinds whose MambaSpec takes one prefill-checkpoint block (counted in align mode): Mamba2 always
+    (layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN when FlashInfer exports checkpoints
+    (gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA; Mamba1, short conv, lightning and Kimi-Linear's
+    KDA never (v0.33.0)."""
+    kinds = {"mamba2": True, "gdn": gdn_checkpoints, "kda": arch in FLASHKDA_ARCHS}
+    return tuple(kind for kind in recurrent if kinds.get(kind, False))
 
 
 def _batch_limits(s: Settings, inputs: EngineInputs) -> tuple[int, int]:
@@ -371,22 +430,18 @@ def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
 
 def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], log: list[str]) -> str:
     """The mamba cache mode (models/config.py MambaModelConfig.verify_and_update_config): `none` without prefix
-    caching, `align` with it; `all` (vLLM 0.31 and older, models with SupportsMambaPrefixCaching) only when asked."""
+    caching, `align` with it; a given --mamba-cache-mode is a deprecated no-op (engine/arg_utils.py, v0.33.0)."""
     given = s.take("mamba_cache_mode", None)
     if given is not None and given not in MODES:
         raise LayoutError("mamba_cache_mode", f"one of {', '.join(MODES)}, got {given!r}")
+    if given is not None:
+        log.append(MODE_DEPRECATED)
     if not prefix or not recurrent:
         mode = "none"
-    elif given == "all" and arch in ALL_MODE_ARCHS:
-        mode = "all"
     else:
         mode = "align"
-        if given == "all":
-            log.append("Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all' "
-                       "mode: falling back to 'align' mode.")
-        else:
-            log.append(f"Mamba cache mode is set to 'align' for {arch or 'this model'} by default when prefix caching "
-                       "is enabled")
+        log.append(f"Mamba cache mode is set to 'align' for {arch or 'this model'} by default when prefix caching "
+                   "is enabled")
     s.values["mamba_cache_mode"] = mode
     return mode
 
@@ -413,21 +468,10 @@ def _token_bytes(ctx, kind: str, kv_mode: str, dtypes: CacheDtypes) -> int:
     return token_bytes(ctx, kind, dtypes.kv) + scales
 
 
-def _chunk(spec) -> int:
-    """The scan chunk that 'all' mode aligns blocks to (config.py get_mamba_chunk_size)."""
-    return spec.mamba2.chunk_size if spec.mamba2 is not None and spec.mamba2.chunk_size else MAMBA1_CHUNK
-
-
-def _align(page: int, attn_tok: int, block_size: int, align: int, mode: str, chunk: int,
-           log: list[str]) -> tuple[int, int]:
+def _align(page: int, attn_tok: int, block_size: int, align: int, log: list[str]) -> tuple[int, int]:
     """The attention block size and padded state page (platforms/interface.py _align_hybrid_block_size): the
-    smallest multiple of the alignment whose attention page holds a state page, which is padded to equal it; in
-    'all' mode (0.31 and older) a multiple of the scan chunk too."""
-    if mode == "all":
-        step = lcm(chunk, align)
-        attn_block = step * cdiv(cdiv(page, attn_tok), step)
-    else:
-        attn_block = align * cdiv(page, align * attn_tok)
+    smallest multiple of the alignment whose attention page holds a state page, which is padded to equal it."""
+    attn_block = align * cdiv(page, align * attn_tok)
     block = block_size
     if block < attn_block:
         block = attn_block

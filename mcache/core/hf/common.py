@@ -233,17 +233,34 @@ def _defaults_notes(used: dict[str, tuple[Any, str]]) -> list[str]:
     return [f"Not in the config, so {cls.split(' (')[0]}'s defaults: {', '.join(items)}." for cls, items in by_class.items()]
 
 
+# vllm/transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (v0.33.0): the keys that bound
+# the context, the smallest of them winning, `model_max_length` overriding them all
+MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+# vllm/config/model.py _get_and_verify_max_len: RoPE types whose max_position_embeddings is already scaled
+PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
 def _provenance(top: Cfg, text: Cfg) -> dict[str, Any]:
-    """`architecture` (the first of the config's `architectures`) and `max_model_len` (its
-    `max_position_embeddings`, else `model_max_length`), when present."""
+    """`architecture` (the first of the config's `architectures`) and `max_model_len`, the length the config
+    allows as vLLM derives it (`_get_and_verify_max_len`): the smallest of `MAX_LEN_KEYS` (`model_max_length`
+    overriding), times the RoPE scaling factor unless the type is pre-scaled; absent when no key is set."""
     found: dict[str, Any] = {}
     if top.architecture():
         found["architecture"] = top.architecture()
-    for key in ("max_position_embeddings", "model_max_length"):
+    lengths = {}
+    for key in MAX_LEN_KEYS:
         c = next((c for c in (text, top) if c.has(key)), None)
         if c is not None:
-            found["max_model_len"] = c.int(key)
-            break
+            lengths[key] = c.int(key)
+    if not lengths:
+        return found
+    length = lengths.get("model_max_length") or min(lengths.values())
+    rope = text.data.get("rope_parameters") or text.data.get("rope_scaling")
+    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) not in PRESCALED_ROPE:
+        factor = rope.get("factor")
+        length = int(length * factor) if isinstance(factor, int | float) and factor > 0 else length
+    found["max_model_len"] = min(length, MAX_INT)
     return found
 
 

@@ -6,7 +6,7 @@ import pytest
 from engines_util import config_spec, gib, run
 
 from mcache.core.engines.common import GIB, ServeArgs
-from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction, serve_command
+from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction, _prefill_graph_mb, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"
@@ -97,11 +97,15 @@ def test_lfm2_700m_16gb_log():
     # mem_fraction_static 0.771): "Load weight begin. avail mem=15.33 GB", "Load weight end ... avail mem=13.81 GB",
     # "Mamba Cache is allocated. max_mamba_cache_size: 85292, conv_state size: 4.88GB", "#tokens: 473854,
     # K size: 2.71 GB"
+    # SGLang 0.5.23's heuristic also reserves its prefill CUDA graphs (42 sizes up to the 2048-token chunk, 8 MiB each:
+    # arg_groups/memory_hook.py reserve_for_graph_mb), so it takes 0.751 where 0.5.6 took 0.771; the log is replayed
+    # with 0.5.6's fraction.
     gpu = 16_303 << 20
-    assert _mem_fraction(16_303, _chunked_prefill(16_303), ParallelLayout()) == 0.771
+    assert _mem_fraction(16_303, _chunked_prefill(16_303), ParallelLayout(), None, 0) == 0.771
+    assert _mem_fraction(16_303, _chunked_prefill(16_303), ParallelLayout(), None, 42 * 8) == 0.751
     spec = config_spec("lfm2-1.2b", hidden_size=1536)
     st = stage(run("sglang", spec, gpu_bytes=gpu, pre_model_load_memory_bytes=gib(15.33),
-                   weights_bytes=gib(15.33 - 13.81)))
+                   weights_bytes=gib(15.33 - 13.81), mem_fraction_static=0.771))
     assert st.fields["mem_fraction_static"] == 0.771
     assert st.fields["mamba_cache_per_req_bytes"] == 10 * 1536 * 2 * 2  # 61,440 B: ten short convs
     assert st.fields["max_mamba_cache_size"] == pytest.approx(85_292, rel=2e-3)
@@ -138,8 +142,14 @@ def test_drafts_reserve_intermediate_states_per_running_request():
 
 
 def test_mem_fraction_heuristic_on_an_h200():
-    # arg_groups/memory_hook.py: 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 = 13,440 MB reserved of 143,771 MB
-    assert _mem_fraction(143_771, 8192, ParallelLayout()) == round((143_771 - 13_440) / 143_771, 3) == 0.907
+    # arg_groups/memory_hook.py: 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 = 13,440 MB reserved of 143,771 MB, and 8 MiB
+    # for each of the 58 prefill-graph sizes up to 8192 tokens (SGLang 0.5.23's table: 0.903 for Nemotron-H)
+    assert _prefill_graph_mb(config_spec("nemotron-h-8b-base-8k"), 8192, None) == 58 * 8
+    assert _mem_fraction(143_771, 8192, ParallelLayout(), None, 58 * 8) == round((143_771 - 13_904) / 143_771, 3) == 0.903
+    # the decode graphs' max batch is cut to --max-running-requests: 64 x 2 MB instead of 256 x 2 MB
+    assert _mem_fraction(143_771, 8192, ParallelLayout(), 64, 58 * 8) == 0.906
+    # an MLA backend reserves 1.5 GiB for prefill graphs; KDA configs capture none (cuda_graph_hook.py)
+    assert _prefill_graph_mb(config_spec("kimi-linear-48b-a3b-instruct"), 8192, None) == 0
 
 
 def test_unknown_setting_is_refused():

@@ -14,11 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-from mcache.core.layout import ParallelLayout
-from mcache.core.spec_loader import load_spec
-
 from mcache.core.engines import sglang
 from mcache.core.engines.common import EngineInputs
+from mcache.core.load import load_spec
+from mcache.core.sizing.layout import ParallelLayout
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests/data/hf_configs"

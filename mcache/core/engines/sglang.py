@@ -72,11 +72,18 @@ CHUNKED_PREFILL_WITHOUT_GPU = 4096
 CONTEXT_RESERVE = GIB // 2  # assumed: CUDA context and NCCL buffers, taken before the weights load
 # arg_groups/overrides.py: architectures whose hybrid state works with the radix cache (_MAMBA_RADIX_CACHE_ARCHS),
 # and those of them with the extra-buffer strategy (_MAMBA_EXTRA_BUFFER_ARCHS); the others run without radix cache.
-EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration",
-                      "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
-                      "BailingMoeV2_5ForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
-                      "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
+                      "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
+                      "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
+                      "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
+# model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
+# cannot serve either (SGLang refuses them at start-up)
+UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
+DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
+# configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
+KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
+MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
 
 
 class Setup(Struct, frozen=True):
@@ -101,6 +108,7 @@ class Setup(Struct, frozen=True):
     mfs: float | None
     pre: int | None
     slots_follow_requests: bool
+    refusal: str | None = None
 
 
 class StatePool(Struct, frozen=True):
@@ -118,6 +126,10 @@ def run(inputs: EngineInputs) -> EngineRun:
     setup = _setup(inputs, s)
     contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
     weights = s.weights(contexts)
+    caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    if setup.refusal is not None:
+        stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
+        return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
     # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
     per_slot = max(_slot_bytes(ctx, setup.dtypes)[0] for ctx in contexts)
@@ -125,7 +137,6 @@ def run(inputs: EngineInputs) -> EngineRun:
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
     stages = [_stage(ctx, inputs, setup, pool, shared_tokens, per_slot) for ctx, pool in zip(contexts, pools, strict=True)]
-    caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
 
 
@@ -145,25 +156,38 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     """The settings of the run: given, else SGLang's defaults and heuristics, in the order SGLang resolves them."""
     spec = inputs.spec
     arch = spec.architecture or ""
-    context_len = s.model_length("context_length", spec)
+    derived = spec.max_model_len or DEFAULT_CONTEXT_LEN
+    context_len = s.take("context_length", derived, "default" if spec.max_model_len else
+                         "default: SGLang's 2048 for a config without a length key")
     dtypes = _dtypes(spec, s)
     steps = s.take("speculative_num_steps", 0)
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
     page = s.take("page_size", DEFAULT_PAGE_SIZE)
-    strategy, ratio = _ratio(s, arch)
+    strategy, ratio, refusal = _ratio(s, arch)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
     r = s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb))
-    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs.layout) if gpu_mb else None)
+    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs.layout, s.given.get("max_running_requests"),
+                                                      _prefill_graph_mb(spec, chunked, total_tokens_cap)) if gpu_mb else None)
     pre = within_gpu("pre_model_load_memory_bytes", s.take(
         "pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
         "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context"), inputs.gpu_bytes)
-    follow = s.values["disable_radix_cache"] and s.given.get("max_running_requests") is not None
+    # kv_cache_configurator.py _handle_max_mamba_cache: without radix cache the state pool holds max_running_requests,
+    # the user's or the speculative hook's
+    follow = s.values["disable_radix_cache"] and user_requests is not None
+    if context_len > derived:  # configs/model_config.py ModelConfig._derive_context_length
+        refusal = (f"Warning: User-specified context_length ({context_len}) is greater than the derived context_length "
+                   f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
+                   "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
+                   "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+    elif refusal is None and arch in UNSUPPORTED_ARCHS:
+        refusal = (f"{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
+                   "SGLang.")
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
-                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow)
+                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal)
 
 
 def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:
@@ -223,6 +247,15 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     return EngineStage(ctx.stage, requests, None, log, binding, fields)
 
 
+def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -> EngineStage:
+    """A stage of a run SGLang refuses before it sizes any pool."""
+    fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup.dtypes)[0], "state_slots_per_request": setup.ratio,
+              "cell_size_bytes": _cell(ctx, inputs.spec, setup.dtypes, setup.drafts),
+              "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": setup.mfs,
+              "max_total_num_tokens": None, "max_mamba_cache_size": None}
+    return EngineStage(ctx.stage, 0, error, [error], "start-up", fields)
+
+
 def ctx_layers(ctx) -> int:
     """Recurrent layers the stage's state pool stacks."""
     return sum(ctx.counts[k] for k in ctx.recurrent_kinds)
@@ -265,26 +298,34 @@ def _cell(ctx, spec, dtypes: CacheDtypes, drafts: int) -> int:
     return cell + (cell * drafter // layers if layers else 0)
 
 
-def _ratio(s: Settings, arch: str) -> tuple[str, int]:
+def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
     """State slots per running request (kv_cache_configurator.py _calculate_mamba_ratio): 1 without the radix
     cache; with it 3 (no_buffer), 4 (extra_buffer without overlap, extra_buffer_lazy) or 5 (extra_buffer with the
-    overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py)."""
+    overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py); with
+    SGLang's start-up refusal of a strategy the model or the scheduler cannot run (model_hook.py, mamba_hook.py)."""
     no_radix = s.take("disable_radix_cache", arch not in RADIX_ARCHS)
     strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
     if strategy not in STRATEGIES:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
+    if arch not in RADIX_ARCHS and strategy.startswith("extra_buffer"):
+        return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
     if no_radix:
-        return "none (no radix cache)", 1
+        return "none (no radix cache)", 1, None
     if strategy == "auto":
         strategy = "extra_buffer" if arch in EXTRA_BUFFER_ARCHS else "no_buffer"
         s.values["mamba_radix_cache_strategy"] = strategy
+        if strategy == "no_buffer":
+            no_overlap = s.values["disable_overlap_schedule"] = True  # overrides.py: auto's no_buffer turns overlap off
+    if strategy.startswith("extra_buffer") and arch not in EXTRA_BUFFER_ARCHS:
+        return strategy, 1, f"extra_buffer is not supported for {arch}; use no_buffer."
     if strategy == "no_buffer":
-        s.values["disable_overlap_schedule"] = True  # no_buffer turns the overlap scheduler off
-        return strategy, 3
+        refusal = None if no_overlap else ("no_buffer do not support overlap schedule. Try to set "
+                                           "disable_overlap_schedule=True.")
+        return strategy, 3, refusal
     if strategy == "extra_buffer_lazy":
-        return strategy, 4
-    return strategy, 4 if no_overlap else 5
+        return strategy, 4, None
+    return strategy, 4 if no_overlap else 5, None
 
 
 def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, float]:
@@ -354,15 +395,36 @@ def _chunked_prefill(gpu_mb: int | None) -> int:
     return CHUNKED_PREFILL_LARGEST
 
 
-def _mem_fraction(gpu_mb: int, chunked: int, layout) -> float:
-    """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and decode CUDA graphs
-    reserve (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU (prefill graphs not counted)."""
+def _mem_fraction(gpu_mb: int, chunked: int, layout, user_requests: int | None, prefill_graphs_mb: int) -> float:
+    """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
+    (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
+    batch size up to max_bs (cut to --max-running-requests), and what the prefill graphs take."""
     graphs = 8 if gpu_mb < 20480 else 48 if gpu_mb < 35840 else 32 if gpu_mb < 61440 else 256
     if gpu_mb >= 20480 and layout.tp >= 4:
         graphs = 512 if gpu_mb >= 61440 else 160
     if gpu_mb >= 163840:
         graphs = 512
-    reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2
+    if user_requests is not None:
+        graphs = min(graphs, user_requests)
+    reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mb - reserved) / gpu_mb, 3)
+
+
+def _prefill_graph_mb(spec, chunked: int, total_tokens_cap: int | None) -> int:
+    """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
+    them off (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA configs), 1.5 GiB with an MLA
+    backend, else 8 MiB per captured size up to the chunked prefill (at most --max-total-tokens)."""
+    if spec.architecture in KDA_CONFIG_ARCHS:
+        return 0
+    if spec.mla is not None:
+        return MLA_PREFILL_GRAPH_MB
+    return 8 * len(_prefill_graph_sizes(chunked if total_tokens_cap is None else min(chunked, total_tokens_cap)))
+
+
+def _prefill_graph_sizes(max_bs: int) -> list[int]:
+    """arg_groups/cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes: the token counts prefill graphs capture."""
+    sizes = ([*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
+              *range(4608, max_bs + 1, 512)])
+    return [n for n in sizes if n <= max_bs]

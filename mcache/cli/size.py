@@ -64,7 +64,8 @@ def size(
                                                         rich_help_panel=VLLM)] = None,
     enable_prefix_caching: Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
                                                                help="Prefix caching (on for hybrid models).", rich_help_panel=VLLM)] = None,
-    mamba_cache_mode: Annotated[str | None, typer.Option(help="none, align or all: deprecated, logged and ignored (vLLM 0.33).", rich_help_panel=VLLM)] = None,
+    mamba_cache_mode: Annotated[str | None, typer.Option(
+        help="none, align or all: deprecated, logged and ignored (vLLM 0.33).", rich_help_panel=VLLM)] = None,
     kernel_block_size: Annotated[int | None, typer.Option(help=(
         f"Smallest kernel block of the attention backend ({vllm.DEFAULT_KERNEL_BLOCK_SIZE})."),
                                                           rich_help_panel=VLLM)] = None,

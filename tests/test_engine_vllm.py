@@ -267,6 +267,9 @@ def test_kimi_k3_kda_state_takes_the_ssm_cache_dtype():
     assert (bf16.fields["state_page_bytes"], bf16.fields["attention_block_size"]) == (841_728, 768)
     auto = stage(run("vllm", config_spec("kimi-k3"), tp=4))
     assert (auto.fields["state_page_bytes"], auto.fields["attention_block_size"]) == (1_628_160, 1536)
+    # any other dtype: kda_state_dtype's ValueError, from the hook _align_hybrid_block_size calls at start-up
+    half = stage(run("vllm", config_spec("kimi-k3"), tp=4, mamba_ssm_cache_dtype="float16"))
+    assert half.startup_error == "KDA recurrent state supports only auto, float32, and bfloat16; got float16"
 
 
 def test_short_conv_drafts_grow_the_layer_page_not_the_padding():

@@ -100,7 +100,8 @@ QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneratio
            "Qwen3_5MoeForCausalLM")
 # Kinds whose state shape takes num_spec (k more conv rows with drafts): mamba2_state_shape, gated_delta_net_state_shape
 # and kda_state_shape callers all pass it in 0.33 (nemotron_h.py, mamba2.py, falcon_h1.py, granitemoehybrid.py,
-# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1, short conv and linear attention do not.
+# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1 and linear attention do not, and short conv only in
+# its layer (LAYER_ONLY_DRAFT_KINDS).
 CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
 # KDA's recurrent state (mamba_utils.py kda_state_dtype): float32 under 'auto', else --mamba-ssm-cache-dtype. The model
 # class's hook, which sizes the padded page, passes the flag for Kimi-Linear and Kimi-K3 alike (models/kimi_k3/nvidia/
@@ -109,6 +110,7 @@ CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
 # (layers/mamba/gdn/kimi_gdn_linear_attn.py) does not, so its state stays float32.
 KDA_SSM_DTYPE_HOOK = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 KDA_SSM_DTYPE_LAYER = ("KimiK3ForConditionalGeneration",)
+KDA_SSM_DTYPES = ("auto", "float32", "bfloat16")  # kda_state_dtype raises ValueError on any other
 # Short conv's layer takes num_spec (layers/mamba/short_conv.py get_state_shape) but the LFM2 model classes' hooks do
 # not (models/lfm2.py, lfm2_moe.py, lfm2_vl.py get_mamba_state_shape_from_config), so drafts grow the real page, not
 # the one the padding is computed from.
@@ -271,6 +273,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
 
     model = whole_model(spec, inputs.layout, dtypes)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
+    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES:
+        refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
     page = _state_page(model, dtypes, arch, k, ssm_flag, layer=True)  # what the layers' MambaSpecs hold
     hook_page = _state_page(model, dtypes, arch, k, ssm_flag, layer=False)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)

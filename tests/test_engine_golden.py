@@ -37,13 +37,6 @@ KNOWN = {
         # not yet understood: the oracle refuses MiniMax-Text-01 at 20,480,000 tokens by length in some cases and by
         # the Transformers backend in others; mcache checks the length first, as ModelConfig does
         "architecture removed from vLLM 0.33 (it refuses; mcache sizes it)": 12,
-        # not yet modelled: MambaSpec.page_size_bytes asserts page_size_padded >= page_size (Kimi-Linear bf16 SSM,
-        # LFM2 with many drafts)
-        "only vLLM errs (AssertionError)": 10,
-        # not yet modelled: Kimi-K3's KDA honours mamba_ssm_cache_dtype
-        "mamba_ssm_cache_dtype bfloat16 on KDA layers (vLLM applies it to the KDA state; mcache keeps KDA's state float32)": 6,
-        # not yet modelled: short conv takes k draft rows
-        "speculative tokens on short conv (vLLM 0.33 grows its conv window by k rows; mcache does not)": 2,
     },
 }
 

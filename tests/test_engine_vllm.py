@@ -72,9 +72,17 @@ def test_qwen3_next_float32_block_1056_as_qwen3_6_35b_a3b():
     assert st.fields["state_page_padding_pct"] == 0.76  # a ROCm boot log (2026-03-23) reads "by 0.76%"
 
 
+@pytest.mark.parametrize("arch", ["Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"])
+def test_qwen3_5_hook_also_runs_for_the_flat_text_classes(arch):
+    # models/config.py MODELS_CONFIG_MAP (v0.33.0) maps the flat text classes to Qwen3_5ForCausalLMConfig, which runs
+    # Qwen3_5ForConditionalGenerationConfig's hook: the checkpoint's float32 mamba_ssm_dtype is the state dtype
+    r = run("vllm", config_spec(QWEN35, architecture=arch))
+    assert r.dtypes.ssm == "float32"
+    assert stage(r).fields["state_page_bytes"] == CONV * 2 + STATE * 4
+
+
 def test_qwen3_next_has_no_dtype_hook():
-    # models/config.py registers the Qwen hook for Qwen3_5*ForConditionalGeneration only: Qwen3-Next keeps the
-    # model dtype
+    # models/config.py registers the Qwen hook for the Qwen3_5* classes only: Qwen3-Next keeps the model dtype
     assert run("vllm", config_spec("qwen3-next-80b-a3b")).dtypes.ssm == "bfloat16"
 
 
@@ -239,6 +247,40 @@ def test_kimi_linear_mla_aligns_to_128_tokens():
     st = stage(run("vllm", "kimi-linear-48b-a3b", max_model_len=8192))
     assert st.fields["state_page_bytes"] == 2_170_880
     assert st.fields["attention_block_size"] == 128 * -(-2_170_880 // (128 * 1152)) == 1920
+
+
+@pytest.mark.parametrize("tp", [1, 4])
+def test_kimi_linear_bf16_ssm_dtype_fails_the_padded_page_assertion(tp):
+    # the model class's hook (models/kimi_k3/nvidia/model.py KimiLinearForCausalLM.get_mamba_state_dtype_from_config)
+    # sizes the padding with a bf16 KDA state, but Kimi-Linear's layer (layers/mamba/gdn/kimi_gdn_linear_attn.py)
+    # keeps it float32: TP 4 pads 280,576 B to 256 x 1,152 = 294,912 B, under the layer's 542,720 B, so
+    # v1/kv_cache_interface.py MambaSpec.page_size_bytes asserts at start-up (vLLM 0.33.0's own run, golden table)
+    st = stage(run("vllm", config_spec("kimi-linear-48b-a3b-instruct"), tp=tp, mamba_ssm_cache_dtype="bfloat16"))
+    assert st.startup_error.startswith("AssertionError: assert self.page_size_padded >= page_size")
+    assert st.binding == "start-up" and st.max_running_requests == 0
+
+
+def test_kimi_k3_kda_state_takes_the_ssm_cache_dtype():
+    # models/kimi_k3/nvidia/kda.py KimiK3DeltaAttention passes --mamba-ssm-cache-dtype to kda_state_dtype: TP 4,
+    # bf16 state 841,728 B and block 768 (float32: 1,628,160 B and 1536), as vLLM 0.33.0 sized them (golden table)
+    bf16 = stage(run("vllm", config_spec("kimi-k3"), tp=4, mamba_ssm_cache_dtype="bfloat16"))
+    assert (bf16.fields["state_page_bytes"], bf16.fields["attention_block_size"]) == (841_728, 768)
+    auto = stage(run("vllm", config_spec("kimi-k3"), tp=4))
+    assert (auto.fields["state_page_bytes"], auto.fields["attention_block_size"]) == (1_628_160, 1536)
+    # any other dtype: kda_state_dtype's ValueError, from the hook _align_hybrid_block_size calls at start-up
+    half = stage(run("vllm", config_spec("kimi-k3"), tp=4, mamba_ssm_cache_dtype="float16"))
+    assert half.startup_error == "KDA recurrent state supports only auto, float32, and bfloat16; got float16"
+
+
+def test_short_conv_drafts_grow_the_layer_page_not_the_padding():
+    # layers/mamba/short_conv.py get_state_shape passes num_spec, models/lfm2_moe.py's hook does not: LFM2-8B at TP 4,
+    # 3 drafts -> conv 512 x (2 + 3) x 2 = 5,120 B, padded to the 16-token attention page the hook's 2,048 B gave
+    st = stage(run("vllm", config_spec("lfm2-8b-a1b"), tp=4, num_speculative_tokens=3))
+    assert st.fields["state_page_bytes"] == 5120
+    assert (st.fields["attention_block_size"], st.fields["state_page_padded_bytes"]) == (16, 8192)
+    # TP 1, 7 drafts: 2,048 x 9 x 2 = 36,864 B outgrow the 32,768 B page -> the start-up assertion
+    st = stage(run("vllm", config_spec("lfm2-8b-a1b"), num_speculative_tokens=7))
+    assert st.startup_error.startswith("AssertionError") and "36864 bytes" in st.startup_error
 
 
 def test_per_token_head_scales_add_eight_bytes_per_kv_head():

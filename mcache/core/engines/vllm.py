@@ -95,11 +95,26 @@ MODE_DEPRECATED = ("--mamba-cache-mode is deprecated and will be removed in v0.3
 # vllm/model_executor/models/config.py: NemotronHForCausalLMConfig sets the state dtype from the config's
 # mamba_ssm_cache_dtype, else float32; Qwen3_5ForConditionalGenerationConfig copies text_config.mamba_ssm_dtype.
 NEMOTRON_H = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
-QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+# The hook registry (MODELS_CONFIG_MAP) names the flat text classes too (Qwen3_5ForCausalLMConfig runs the same hook).
+QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
+           "Qwen3_5MoeForCausalLM")
 # Kinds whose state shape takes num_spec (k more conv rows with drafts): mamba2_state_shape, gated_delta_net_state_shape
 # and kda_state_shape callers all pass it in 0.33 (nemotron_h.py, mamba2.py, falcon_h1.py, granitemoehybrid.py,
-# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1, short conv and linear attention do not.
+# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1 and linear attention do not, and short conv only in
+# its layer (LAYER_ONLY_DRAFT_KINDS).
 CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
+# KDA's recurrent state (mamba_utils.py kda_state_dtype): float32 under 'auto', else --mamba-ssm-cache-dtype. The model
+# class's hook, which sizes the padded page, passes the flag for Kimi-Linear and Kimi-K3 alike (models/kimi_k3/nvidia/
+# model.py KimiLinearForCausalLM.get_mamba_state_dtype_from_config); the layers differ: Kimi-K3's KimiK3DeltaAttention
+# (models/kimi_k3/nvidia/kda.py) passes it, Kimi-Linear's KimiGatedDeltaNetAttention
+# (layers/mamba/gdn/kimi_gdn_linear_attn.py) does not, so its state stays float32.
+KDA_SSM_DTYPE_HOOK = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
+KDA_SSM_DTYPE_LAYER = ("KimiK3ForConditionalGeneration",)
+KDA_SSM_DTYPES = ("auto", "float32", "bfloat16")  # kda_state_dtype raises ValueError on any other
+# Short conv's layer takes num_spec (layers/mamba/short_conv.py get_state_shape) but the LFM2 model classes' hooks do
+# not (models/lfm2.py, lfm2_moe.py, lfm2_vl.py get_mamba_state_shape_from_config), so drafts grow the real page, not
+# the one the padding is computed from.
+LAYER_ONLY_DRAFT_KINDS = ("short_conv",)
 # Kimi-K3's KDA layer (models/kimi_k3/nvidia/kda.py get_kv_cache_spec) takes a prefill-checkpoint block with the
 # FlashKDA prefill backend, which it resolves to on Hopper
 FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
@@ -257,7 +272,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
 
     model = whole_model(spec, inputs.layout, dtypes)
-    page = _state_page(model, dtypes, arch, k)
+    ssm_flag = s.values["mamba_ssm_cache_dtype"]
+    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES:
+        refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
+    page = _state_page(model, dtypes, arch, k, ssm_flag, layer=True)  # what the layers' MambaSpecs hold
+    hook_page = _state_page(model, dtypes, arch, k, ssm_flag, layer=False)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
     block, padded = block_size, page
@@ -265,7 +284,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         align = max(kernel_block, block_size, MLA_ALIGNMENT if uses_mla else 1)
         if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
             align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
-        block, padded = _align(page, attn_tok, block_size, align, log)
+        block, padded = _align(hook_page, attn_tok, block_size, align, log)
+        if padded == hook_page:  # no padding set (page_size_padded None): each layer keeps its own page
+            padded = page
+        refusal = refusal or _padding_error(page, padded)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch), batched)
@@ -446,19 +468,36 @@ def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], log: list[
     return mode
 
 
-def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int) -> int:
-    """Bytes of one recurrent layer's state for one request (MambaSpec.page_size_bytes); with several recurrent
-    kinds, the largest (kv_cache_utils.py unify_kv_cache_spec_page_size pads the others to it)."""
+def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, layer: bool) -> int:
+    """Bytes of one recurrent layer's state for one request, unpadded: as the layers' MambaSpecs hold it (`layer`)
+    or as the model class's get_mamba_state_shape/dtype_from_config hooks say, which platforms/interface.py
+    _align_hybrid_block_size pads to the attention page (they differ for short conv with drafts and Kimi-Linear's
+    KDA dtype); with several recurrent kinds, the largest (kv_cache_utils.py unify_kv_cache_spec_page_size pads the
+    others to it)."""
+    kda_flag = (arch in KDA_SSM_DTYPE_LAYER) if layer else (arch in KDA_SSM_DTYPE_HOOK)
+    kda_ssm = dtypes.ssm if kda_flag and ssm_flag != "auto" else "float32"
 
     def dtype_of(kind, state):
         if state.component == "conv" or kind in ("short_conv", "lightning"):
             return dtypes.conv  # linear attention and short conv keep one state in the conv dtype
-        return "float32" if kind == "kda" else dtypes.ssm
+        return kda_ssm if kind == "kda" else dtypes.ssm
 
     def rows(kind: str) -> int:
-        return k if kind in CONV_DRAFT_KINDS or (kind == "mamba2" and arch in NEMOTRON_H) else 0
+        drafts = kind in CONV_DRAFT_KINDS or (layer and kind in LAYER_ONLY_DRAFT_KINDS)
+        return k if drafts or (kind == "mamba2" and arch in NEMOTRON_H) else 0
 
     return max((state_bytes(ctx, kind, dtype_of, rows(kind)) for kind in ctx.recurrent_kinds), default=0)
+
+
+def _padding_error(page: int, padded: int) -> str | None:
+    """v1/kv_cache_interface.py MambaSpec.page_size_bytes asserts `page_size_padded >= page_size`: the padded page
+    comes from the model class's hook, so a layer whose state is larger (draft rows in short conv, Kimi-Linear's
+    float32 KDA state under a bfloat16 --mamba-ssm-cache-dtype) stops start-up when it outgrows the padding; None
+    when it fits."""
+    if page <= padded:
+        return None
+    return (f"AssertionError: assert self.page_size_padded >= page_size (the layer's state page, {page} bytes, exceeds "
+            f"the page padded to the attention page, {padded} bytes, that the model class's state hooks gave)")
 
 
 def _token_bytes(ctx, kind: str, kv_mode: str, dtypes: CacheDtypes) -> int:

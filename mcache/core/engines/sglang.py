@@ -71,7 +71,7 @@ CHUNKED_PREFILL_LARGEST = 16384
 CHUNKED_PREFILL_WITHOUT_GPU = 4096
 CONTEXT_RESERVE = GIB // 2  # assumed: CUDA context and NCCL buffers, taken before the weights load
 # arg_groups/overrides.py: architectures whose hybrid state works with the radix cache (_MAMBA_RADIX_CACHE_ARCHS),
-# and those of them with the extra-buffer strategy (_MAMBA_EXTRA_BUFFER_ARCHS); the others run without radix cache.
+# and those of them with the extra-buffer strategy (_MAMBA_EXTRA_BUFFER_ARCHS); the others keep the radix cache unresolved.
 EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
                       "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
@@ -303,7 +303,7 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
     cache; with it 3 (no_buffer), 4 (extra_buffer without overlap, extra_buffer_lazy) or 5 (extra_buffer with the
     overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py); with
     SGLang's start-up refusal of a strategy the model or the scheduler cannot run (model_hook.py, mamba_hook.py)."""
-    no_radix = s.take("disable_radix_cache", arch not in RADIX_ARCHS)
+    no_radix = s.take("disable_radix_cache", False)
     strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
     if strategy not in STRATEGIES:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
@@ -312,6 +312,11 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
         return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
     if no_radix:
         return "none (no radix cache)", 1, None
+    if arch not in RADIX_ARCHS:
+        # overrides.py _mamba_radix_cache_resolution leaves the strategy of other architectures (pure Mamba)
+        # unresolved and model_hook.py handle_mamba_radix_cache validates nothing: the radix cache stays on without
+        # an extra buffer, so _calculate_mamba_ratio gives its base of 3 slots per request
+        return strategy, 3, None
     if strategy == "auto":
         strategy = "extra_buffer" if arch in EXTRA_BUFFER_ARCHS else "no_buffer"
         s.values["mamba_radix_cache_strategy"] = strategy

@@ -48,8 +48,6 @@ KNOWN = {
     "qwen3.6-35b-a3b.json": (33, VLM),
     "redhatai-qwen3.5-9b-w4a16.json": (34, VLM),
     "kimi-k3.json": (32, VLM),
-    "minimax-text-01.json": (34, "SGLang serves MiniMax-Text-01 through the Transformers backend: no state pool, KV on "
-                                 "every layer"),
     "qwen3-next-80b-a3b.json": (19, "the MTP draft layer is charged to the KV pool only when the config declares "
                                     "num_nextn_predict_layers (pool_configurator.py)"),
     "nemotron-h-56b-base-8k.json": (7, NO_KV),

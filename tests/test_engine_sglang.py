@@ -92,6 +92,28 @@ def test_lfm2_has_no_extra_buffer():
     assert (st.fields["mamba_radix_cache_strategy"], st.fields["state_slots_per_request"]) == ("no_buffer", 3)
 
 
+def test_pure_mamba_keeps_the_radix_cache_at_three_slots_per_request():
+    # arg_groups/overrides.py _mamba_radix_cache_resolution: MambaForCausalLM is not in _MAMBA_RADIX_CACHE_ARCHS, so
+    # its radix cache stays on with the strategy unresolved; _calculate_mamba_ratio: 3 (no extra buffer), 1 without
+    # the radix cache. SGLang 0.5.23 on mamba-2.8b, H200: 2135 slots, "capped to 711" (tests/data/engine_golden).
+    st = stage(run("sglang", config_spec("mamba-2.8b"), "h200"))
+    assert (st.fields["state_slots_per_request"], st.fields["max_running_requests_logged"]) == (
+        3, st.fields["max_mamba_cache_size"] // 3)
+    assert stage(run("sglang", config_spec("mamba-2.8b"), disable_radix_cache=True)).fields[
+        "state_slots_per_request"] == 1
+
+
+def test_minimax_text_01_runs_on_the_transformers_backend():
+    # model_loader/utils.py resolve_transformers_arch: no MiniMaxForCausalLM in SGLang 0.5.23's models/; the
+    # Transformers backend keeps K and V on all 80 layers (8 KV heads x 128 x 2 x bf16) and no state pool
+    result = run("sglang", config_spec("minimax-text-01"), "h200")
+    st = stage(result)
+    assert st.fields["cell_size_bytes"] == 80 * 8 * 128 * 2 * 2
+    assert st.fields["mamba_cache_per_req_bytes"] == 0 and st.fields["max_mamba_cache_size"] is None
+    assert st.log[0].startswith("MiniMaxForCausalLM has no SGLang implementation, falling back to Transformers")
+    assert any("Transformers backend" in caveat for caveat in result.caveats)
+
+
 def test_lfm2_700m_16gb_log():
     # SGLang 0.5.6 notes (LFM2-700M: LFM2-1.2B's layers at hidden 1536, a 16 GB GPU of 16,303 MiB, heuristic
     # mem_fraction_static 0.771): "Load weight begin. avail mem=15.33 GB", "Load weight end ... avail mem=13.81 GB",

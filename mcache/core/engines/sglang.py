@@ -80,6 +80,10 @@ RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Je
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
 # cannot serve either (SGLang refuses them at start-up)
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
+# model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
+# Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
+# state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
+TRANSFORMERS_ARCHS = ("MiniMaxForCausalLM",)
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
@@ -91,7 +95,8 @@ class Setup(Struct, frozen=True):
     dtypes, draft tokens, the page size, the state slots per running request (`ratio`, by the radix-cache strategy
     `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
-    whether the state pool follows the requests asked for (without radix cache)."""
+    whether the state pool follows the requests asked for (without radix cache); SGLang's refusal, and whether the
+    Transformers backend serves the model (KV on every layer, no state pool)."""
 
     context_len: int
     context: int
@@ -109,6 +114,7 @@ class Setup(Struct, frozen=True):
     pre: int | None
     slots_follow_requests: bool
     refusal: str | None = None
+    transformers: bool = False
 
 
 class StatePool(Struct, frozen=True):
@@ -127,12 +133,16 @@ def run(inputs: EngineInputs) -> EngineRun:
     contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
     weights = s.weights(contexts)
     caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    if setup.transformers:
+        caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
+                       "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "
+                       "state pool and full-attention KV on every layer.")
     if setup.refusal is not None:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
         return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
     # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
-    per_slot = max(_slot_bytes(ctx, setup.dtypes)[0] for ctx in contexts)
+    per_slot = max(_slot_bytes(ctx, setup)[0] for ctx in contexts)
     pools = [_pool(ctx, weight, per_slot, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
@@ -187,7 +197,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         refusal = (f"{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
                    "SGLang.")
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
-                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal)
+                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS)
 
 
 def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:
@@ -198,7 +208,7 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     error, slots, rest = _state_pool(rest, per_slot, setup)
     if error is not None:
         return StatePool(error, slots)
-    cell = _cell(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    cell = _cell(ctx, inputs.spec, setup)
     tokens = int(rest) // cell // setup.page * setup.page if cell else setup.context_len
     if setup.total_tokens_cap is not None:
         tokens = min(tokens, setup.total_tokens_cap)
@@ -208,15 +218,16 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
 def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool, tokens: int | None,
            per_slot: int) -> EngineStage:
     """One stage's figures, log lines and verdict from its state pool and the stages' common token pool."""
-    cell = _cell(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    cell = _cell(ctx, inputs.spec, setup)
     mfs, error, slots = setup.mfs, pool.error, pool.slots
     fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": setup.ratio,
               "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     if mfs is None or (error is None and pool.tokens is None):
         return EngineStage(ctx.stage, None, None, [], None, fields)
-    log: list[str] = []
-    _, conv, ssm = _slot_bytes(ctx, setup.dtypes)
+    log = [f"{inputs.spec.architecture} has no SGLang implementation, falling back to Transformers implementation. "
+           "Some features may not be supported and performance may not be optimal."] if setup.transformers else []
+    _, conv, ssm = _slot_bytes(ctx, setup)
     if error is None and per_slot and ctx.recurrent_kinds:
         log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "
                    f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
@@ -226,7 +237,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     requests, binding = 0, "start-up"
     if error is None:
         if cell:
-            log.append(_kv_log(ctx, setup.dtypes, tokens, setup.page))
+            log.append(_kv_log(ctx, setup, tokens))
         requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
         if warning:
             log.append(warning)
@@ -249,8 +260,8 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
 
 def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -> EngineStage:
     """A stage of a run SGLang refuses before it sizes any pool."""
-    fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup.dtypes)[0], "state_slots_per_request": setup.ratio,
-              "cell_size_bytes": _cell(ctx, inputs.spec, setup.dtypes, setup.drafts),
+    fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup)[0], "state_slots_per_request": setup.ratio,
+              "cell_size_bytes": _cell(ctx, inputs.spec, setup),
               "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": setup.mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     return EngineStage(ctx.stage, 0, error, [error], "start-up", fields)
@@ -276,9 +287,13 @@ def _dtypes(spec, s: Settings) -> CacheDtypes:
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv="bfloat16", ssm=ssm)
 
 
-def _slot_bytes(ctx, dtypes: CacheDtypes) -> tuple[int, int, int]:
+def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     """(bytes of one slot over the stage's recurrent layers, conv bytes of one layer, state bytes of one layer):
-    BaseLinearStateParams.mamba_cache_per_req, the conv window without draft rows."""
+    BaseLinearStateParams.mamba_cache_per_req, the conv window without draft rows; none under the Transformers
+    backend."""
+    dtypes = setup.dtypes
+    if setup.transformers:
+        return 0, 0, 0
 
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
@@ -289,11 +304,22 @@ def _slot_bytes(ctx, dtypes: CacheDtypes) -> tuple[int, int, int]:
     return conv + ssm, conv // layers, ssm // layers
 
 
-def _cell(ctx, spec, dtypes: CacheDtypes, drafts: int) -> int:
+def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
+    """The stage's layers that keep K and V, by the attention kind whose cell they take: the full-attention layers,
+    or under the Transformers backend every layer at the full-attention cell."""
+    layers = {kind: ctx.counts[kind] for kind in ctx.kinds if kind in ATTENTION_KINDS}
+    if setup.transformers:
+        return {"attention": sum(layers.values()) + ctx_layers(ctx)}
+    return layers
+
+
+def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
     scale it by (1 + draft layers / layers)."""
-    cell = sum(token_bytes(ctx, kind, dtypes.kv) * ctx.counts[kind] for kind in ctx.kinds if kind in ATTENTION_KINDS)
-    layers = sum(ctx.counts[kind] for kind in ctx.kinds if kind in ATTENTION_KINDS)
+    dtypes, drafts = setup.dtypes, setup.drafts
+    kv_layers = _kv_layers(ctx, setup)
+    cell = sum(token_bytes(ctx, kind, dtypes.kv) * n for kind, n in kv_layers.items())
+    layers = sum(kv_layers.values())
     drafter = mtp_attention_layers(spec) if drafts and ctx.stage == ctx.layout.pp - 1 else 0
     return cell + (cell * drafter // layers if layers else 0)
 
@@ -381,10 +407,12 @@ def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple
     return requests, binding, warning
 
 
-def _kv_log(ctx, dtypes: CacheDtypes, tokens: int, page: int) -> str:
+def _kv_log(ctx, setup: Setup, tokens: int) -> str:
     """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer."""
-    layers = sum(ctx.counts[k] for k in ctx.kinds if k in ATTENTION_KINDS)
-    half = sum(token_bytes(ctx, k, dtypes.kv) * ctx.counts[k] for k in ctx.kinds if k in ATTENTION_KINDS) // 2
+    dtypes, page = setup.dtypes, setup.page
+    kv_layers = _kv_layers(ctx, setup)
+    layers = sum(kv_layers.values())
+    half = sum(token_bytes(ctx, k, dtypes.kv) * n for k, n in kv_layers.items()) // 2
     size = half * (tokens + page) / GIB if layers else 0
     torch_name = {"bfloat16": "bfloat16", "float16": "float16"}.get(dtypes.kv, dtypes.kv)
     return f"KV Cache is allocated. dtype: torch.{torch_name}, #tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"

@@ -48,8 +48,6 @@ KNOWN = {
     "qwen3.6-35b-a3b.json": (33, VLM),
     "redhatai-qwen3.5-9b-w4a16.json": (34, VLM),
     "kimi-k3.json": (32, VLM),
-    "qwen3-next-80b-a3b.json": (19, "the MTP draft layer is charged to the KV pool only when the config declares "
-                                    "num_nextn_predict_layers (pool_configurator.py)"),
     "nemotron-h-56b-base-8k.json": (7, NO_KV),
     "nemotron-3-super-120b-a12b.json": (1, NO_KV),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from engines_util import config_spec, gib, run
 
-from mcache.core.engines.common import GIB, ServeArgs
+from mcache.core.engines.common import GIB, ServeArgs, mtp_attention_layers, whole_model
 from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction, _prefill_graph_mb, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -158,9 +158,24 @@ def test_drafts_reserve_intermediate_states_per_running_request():
     slots = int((budget - per * (1 + drafts)) // (per * (1 + drafts / ratio)))
     assert st.fields["max_mamba_cache_size"] == slots
     kv_rest = rest - per * (min(48, slots // ratio) + 1) * drafts - (slots + 1) * per
-    cell = 16 * 4096 * 17 // 16  # the MTP layer's KV: x (1 + 1 / 16)
+    cell = 16 * 4096  # Qwen3.5's config names its MTP layer mtp_num_hidden_layers: not charged (next test)
     assert st.fields["cell_size_bytes"] == cell
     assert st.fields["max_total_num_tokens"] == int(kv_rest) // cell
+
+
+def test_the_mtp_layer_is_charged_only_where_the_config_declares_num_nextn_predict_layers():
+    # spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft charges the target config's
+    # num_nextn_predict_layers to the KV pool (pool_configurator.py eagle_draft_num_layers): Nemotron-3-Super declares
+    # 1 (cell x (1 + 1 / attention layers)); Qwen3-Next declares none (SGLang 0.5.23's table agrees)
+    spec = config_spec("nemotron-3-super-120b-a12b")
+    result = run("sglang", spec)
+    plain, layers = stage(result).fields["cell_size_bytes"], whole_model(spec, ParallelLayout(), result.dtypes).counts[
+        "attention"]
+    assert mtp_attention_layers(spec) == 1
+    assert stage(run("sglang", spec, speculative_num_steps=3)).fields["cell_size_bytes"] == plain + plain // layers
+    spec = config_spec("qwen3-next-80b-a3b")
+    assert (stage(run("sglang", spec, speculative_num_steps=3)).fields["cell_size_bytes"]
+            == stage(run("sglang", spec)).fields["cell_size_bytes"])
 
 
 def test_mem_fraction_heuristic_on_an_h200():

@@ -87,6 +87,12 @@ TRANSFORMERS_ARCHS = ("MiniMaxForCausalLM",)
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
+# model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft charges the KV pool
+# the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing where it declares
+# none; these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py Qwen3_5TextConfig) name
+# their MTP layers mtp_num_hidden_layers or not at all
+NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                  "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
 
 
@@ -315,12 +321,13 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
-    scale it by (1 + draft layers / layers)."""
+    scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers."""
     dtypes, drafts = setup.dtypes, setup.drafts
     kv_layers = _kv_layers(ctx, setup)
     cell = sum(token_bytes(ctx, kind, dtypes.kv) * n for kind, n in kv_layers.items())
     layers = sum(kv_layers.values())
-    drafter = mtp_attention_layers(spec) if drafts and ctx.stage == ctx.layout.pp - 1 else 0
+    charged = drafts and ctx.stage == ctx.layout.pp - 1 and spec.architecture not in NO_NEXTN_ARCHS
+    drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
 
 

@@ -40,16 +40,12 @@ ORACLE_FAULTS = (
 )
 # Mismatches not modelled yet, per config: (cases, cause). Each count is exact.
 VLM = "adjust_mem_fraction_for_vlm (arg_groups/memory_hook.py) needs the vision tower's size, which the spec lacks"
-NO_KV = ("SGLang's refusal when the weights leave no KV memory ('Loaded weights leave no GPU memory for the KV cache', "
-         "kv_cache_configurator.py): mcache refuses in other words")
 KNOWN = {
     "centml-qwen3.6-27b-nvfp4": (34, VLM),
     "qwen3.5-27b.json": (33, VLM),
     "qwen3.6-35b-a3b.json": (33, VLM),
     "redhatai-qwen3.5-9b-w4a16.json": (34, VLM),
     "kimi-k3.json": (32, VLM),
-    "nemotron-h-56b-base-8k.json": (7, NO_KV),
-    "nemotron-3-super-120b-a12b.json": (1, NO_KV),
 }
 
 

@@ -201,3 +201,15 @@ def test_serve_command_spells_sglangs_flags():
     assert line == ("python -m sglang.launch_server --model-path org/model --tp-size 1 --pp-size 2 --context-length "
                     "32768 --mamba-ssm-dtype bfloat16 --disable-radix-cache --speculative-algorithm EAGLE "
                     "--speculative-num-steps 3")
+
+
+def test_refusal_when_the_weights_leave_no_kv_memory():
+    # kv_cache_configurator.py _profile_available_bytes: rest after the state pool <= 0 -> SGLang's ValueError, with
+    # 1 - available / pre; SGLang 0.5.23 on Nemotron-H-56B, H200, weights 30 GiB, EAGLE 3 steps, no radix cache
+    st = stage(run("sglang", config_spec("nemotron-h-56b-base-8k"), "h200", disable_radix_cache=True,
+                   speculative_num_steps=3, weights_bytes=32_212_254_720, pre_model_load_memory_bytes=150_217_949_184))
+    assert st.startup_error == (
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.903. Raise "
+        "--mem-fraction-static above 0.215 (minimum viable = 1 - available/pre = 0.2144). If using speculative "
+        "decoding, draft weights are now counted.")
+    assert st.max_running_requests == 0

@@ -12,6 +12,7 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 
 from __future__ import annotations
 
+import math
 import shlex
 
 from msgspec import Struct
@@ -212,6 +213,8 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
         return StatePool()
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
     error, slots, rest = _state_pool(rest, per_slot, setup)
+    if error is None and rest <= 0:
+        error = _no_kv_memory(setup, weight)
     if error is not None:
         return StatePool(error, slots)
     cell = _cell(ctx, inputs.spec, setup)
@@ -394,6 +397,16 @@ def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, f
                 "--max-running-requests, (2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, "
                 "or (4) use GPUs with more memory."), slots, rest
     return None, slots, rest - (slots + 1) * per
+
+
+def _no_kv_memory(setup: Setup, weight: int) -> str:
+    """kv_cache_configurator.py _profile_available_bytes: SGLang's refusal when the weights (and the state pool) leave
+    no memory for the token pool, with the smallest mem_fraction_static that leaves some (1 - available / pre, the
+    memory free after the weights load over the memory free before)."""
+    minimum = 1 - (setup.pre - weight) / setup.pre
+    return (f"Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={setup.mfs}. Raise "
+            f"--mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 - available/pre = "
+            f"{minimum:.4f}). If using speculative decoding, draft weights are now counted.")
 
 
 def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple[int, str, str | None]:

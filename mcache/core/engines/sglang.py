@@ -7,7 +7,8 @@ Sources (sgl-project/sglang at tag v0.5.23): `python/sglang/srt/configs/mamba_ut
 `_calculate_mamba_ratio`, `resolve_max_num_reqs`), `python/sglang/srt/model_executor/pool_configurator.py` (cell
 size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot), `python/sglang/srt/arg_groups/`
 (`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults),
-`python/sglang/srt/server_args.py` (flag names).
+`python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
+`python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 """
 
 from __future__ import annotations

@@ -40,23 +40,12 @@ ORACLE_FAULTS = (
 )
 # Mismatches not modelled yet, per config: (cases, cause). Each count is exact.
 VLM = "adjust_mem_fraction_for_vlm (arg_groups/memory_hook.py) needs the vision tower's size, which the spec lacks"
-MAMBA = "pure Mamba: SGLang's max_running_requests and state pool without attention layers"
-NO_KV = ("SGLang's refusal when the weights leave no KV memory ('Loaded weights leave no GPU memory for the KV cache', "
-         "kv_cache_configurator.py): mcache refuses in other words")
 KNOWN = {
     "centml-qwen3.6-27b-nvfp4": (34, VLM),
     "qwen3.5-27b.json": (33, VLM),
     "qwen3.6-35b-a3b.json": (33, VLM),
     "redhatai-qwen3.5-9b-w4a16.json": (34, VLM),
     "kimi-k3.json": (32, VLM),
-    "falcon-mamba-7b.json": (22, MAMBA),
-    "mamba-2.8b.json": (18, MAMBA),
-    "minimax-text-01.json": (34, "SGLang serves MiniMax-Text-01 through the Transformers backend: no state pool, KV on "
-                                 "every layer"),
-    "qwen3-next-80b-a3b.json": (19, "the MTP draft layer is charged to the KV pool only when the config declares "
-                                    "num_nextn_predict_layers (pool_configurator.py)"),
-    "nemotron-h-56b-base-8k.json": (7, NO_KV),
-    "nemotron-3-super-120b-a12b.json": (1, NO_KV),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from engines_util import config_spec, gib, run
 
-from mcache.core.engines.common import GIB, ServeArgs
+from mcache.core.engines.common import GIB, ServeArgs, mtp_attention_layers, whole_model
 from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction, _prefill_graph_mb, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -92,6 +92,28 @@ def test_lfm2_has_no_extra_buffer():
     assert (st.fields["mamba_radix_cache_strategy"], st.fields["state_slots_per_request"]) == ("no_buffer", 3)
 
 
+def test_pure_mamba_keeps_the_radix_cache_at_three_slots_per_request():
+    # arg_groups/overrides.py _mamba_radix_cache_resolution: MambaForCausalLM is not in _MAMBA_RADIX_CACHE_ARCHS, so
+    # its radix cache stays on with the strategy unresolved; _calculate_mamba_ratio: 3 (no extra buffer), 1 without
+    # the radix cache. SGLang 0.5.23 on mamba-2.8b, H200: 2135 slots, "capped to 711" (tests/data/engine_golden).
+    st = stage(run("sglang", config_spec("mamba-2.8b"), "h200"))
+    assert (st.fields["state_slots_per_request"], st.fields["max_running_requests_logged"]) == (
+        3, st.fields["max_mamba_cache_size"] // 3)
+    assert stage(run("sglang", config_spec("mamba-2.8b"), disable_radix_cache=True)).fields[
+        "state_slots_per_request"] == 1
+
+
+def test_minimax_text_01_runs_on_the_transformers_backend():
+    # model_loader/utils.py resolve_transformers_arch: no MiniMaxForCausalLM in SGLang 0.5.23's models/; the
+    # Transformers backend keeps K and V on all 80 layers (8 KV heads x 128 x 2 x bf16) and no state pool
+    result = run("sglang", config_spec("minimax-text-01"), "h200")
+    st = stage(result)
+    assert st.fields["cell_size_bytes"] == 80 * 8 * 128 * 2 * 2
+    assert st.fields["mamba_cache_per_req_bytes"] == 0 and st.fields["max_mamba_cache_size"] is None
+    assert st.log[0].startswith("MiniMaxForCausalLM has no SGLang implementation, falling back to Transformers")
+    assert any("Transformers backend" in caveat for caveat in result.caveats)
+
+
 def test_lfm2_700m_16gb_log():
     # SGLang 0.5.6 notes (LFM2-700M: LFM2-1.2B's layers at hidden 1536, a 16 GB GPU of 16,303 MiB, heuristic
     # mem_fraction_static 0.771): "Load weight begin. avail mem=15.33 GB", "Load weight end ... avail mem=13.81 GB",
@@ -136,9 +158,24 @@ def test_drafts_reserve_intermediate_states_per_running_request():
     slots = int((budget - per * (1 + drafts)) // (per * (1 + drafts / ratio)))
     assert st.fields["max_mamba_cache_size"] == slots
     kv_rest = rest - per * (min(48, slots // ratio) + 1) * drafts - (slots + 1) * per
-    cell = 16 * 4096 * 17 // 16  # the MTP layer's KV: x (1 + 1 / 16)
+    cell = 16 * 4096  # Qwen3.5's config names its MTP layer mtp_num_hidden_layers: not charged (next test)
     assert st.fields["cell_size_bytes"] == cell
     assert st.fields["max_total_num_tokens"] == int(kv_rest) // cell
+
+
+def test_the_mtp_layer_is_charged_only_where_the_config_declares_num_nextn_predict_layers():
+    # spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft charges the target config's
+    # num_nextn_predict_layers to the KV pool (pool_configurator.py eagle_draft_num_layers): Nemotron-3-Super declares
+    # 1 (cell x (1 + 1 / attention layers)); Qwen3-Next declares none (SGLang 0.5.23's table agrees)
+    spec = config_spec("nemotron-3-super-120b-a12b")
+    result = run("sglang", spec)
+    plain, layers = stage(result).fields["cell_size_bytes"], whole_model(spec, ParallelLayout(), result.dtypes).counts[
+        "attention"]
+    assert mtp_attention_layers(spec) == 1
+    assert stage(run("sglang", spec, speculative_num_steps=3)).fields["cell_size_bytes"] == plain + plain // layers
+    spec = config_spec("qwen3-next-80b-a3b")
+    assert (stage(run("sglang", spec, speculative_num_steps=3)).fields["cell_size_bytes"]
+            == stage(run("sglang", spec)).fields["cell_size_bytes"])
 
 
 def test_mem_fraction_heuristic_on_an_h200():
@@ -164,3 +201,15 @@ def test_serve_command_spells_sglangs_flags():
     assert line == ("python -m sglang.launch_server --model-path org/model --tp-size 1 --pp-size 2 --context-length "
                     "32768 --mamba-ssm-dtype bfloat16 --disable-radix-cache --speculative-algorithm EAGLE "
                     "--speculative-num-steps 3")
+
+
+def test_refusal_when_the_weights_leave_no_kv_memory():
+    # kv_cache_configurator.py _profile_available_bytes: rest after the state pool <= 0 -> SGLang's ValueError, with
+    # 1 - available / pre; SGLang 0.5.23 on Nemotron-H-56B, H200, weights 30 GiB, EAGLE 3 steps, no radix cache
+    st = stage(run("sglang", config_spec("nemotron-h-56b-base-8k"), "h200", disable_radix_cache=True,
+                   speculative_num_steps=3, weights_bytes=32_212_254_720, pre_model_load_memory_bytes=150_217_949_184))
+    assert st.startup_error == (
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.903. Raise "
+        "--mem-fraction-static above 0.215 (minimum viable = 1 - available/pre = 0.2144). If using speculative "
+        "decoding, draft weights are now counted.")
+    assert st.max_running_requests == 0

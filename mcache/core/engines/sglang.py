@@ -7,11 +7,13 @@ Sources (sgl-project/sglang at tag v0.5.23): `python/sglang/srt/configs/mamba_ut
 `_calculate_mamba_ratio`, `resolve_max_num_reqs`), `python/sglang/srt/model_executor/pool_configurator.py` (cell
 size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot), `python/sglang/srt/arg_groups/`
 (`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults),
-`python/sglang/srt/server_args.py` (flag names).
+`python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
+`python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 
 from msgspec import Struct
@@ -71,7 +73,7 @@ CHUNKED_PREFILL_LARGEST = 16384
 CHUNKED_PREFILL_WITHOUT_GPU = 4096
 CONTEXT_RESERVE = GIB // 2  # assumed: CUDA context and NCCL buffers, taken before the weights load
 # arg_groups/overrides.py: architectures whose hybrid state works with the radix cache (_MAMBA_RADIX_CACHE_ARCHS),
-# and those of them with the extra-buffer strategy (_MAMBA_EXTRA_BUFFER_ARCHS); the others run without radix cache.
+# and those of them with the extra-buffer strategy (_MAMBA_EXTRA_BUFFER_ARCHS); the others keep the radix cache unresolved.
 EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
                       "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
@@ -80,9 +82,19 @@ RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Je
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
 # cannot serve either (SGLang refuses them at start-up)
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
+# model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
+# Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
+# state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
+TRANSFORMERS_ARCHS = ("MiniMaxForCausalLM",)
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
+# model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft charges the KV pool
+# the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing where it declares
+# none; these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py Qwen3_5TextConfig) name
+# their MTP layers mtp_num_hidden_layers or not at all
+NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                  "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
 
 
@@ -91,7 +103,8 @@ class Setup(Struct, frozen=True):
     dtypes, draft tokens, the page size, the state slots per running request (`ratio`, by the radix-cache strategy
     `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
-    whether the state pool follows the requests asked for (without radix cache)."""
+    whether the state pool follows the requests asked for (without radix cache); SGLang's refusal, and whether the
+    Transformers backend serves the model (KV on every layer, no state pool)."""
 
     context_len: int
     context: int
@@ -109,6 +122,7 @@ class Setup(Struct, frozen=True):
     pre: int | None
     slots_follow_requests: bool
     refusal: str | None = None
+    transformers: bool = False
 
 
 class StatePool(Struct, frozen=True):
@@ -127,12 +141,16 @@ def run(inputs: EngineInputs) -> EngineRun:
     contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
     weights = s.weights(contexts)
     caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    if setup.transformers:
+        caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
+                       "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "
+                       "state pool and full-attention KV on every layer.")
     if setup.refusal is not None:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
         return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
     # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
-    per_slot = max(_slot_bytes(ctx, setup.dtypes)[0] for ctx in contexts)
+    per_slot = max(_slot_bytes(ctx, setup)[0] for ctx in contexts)
     pools = [_pool(ctx, weight, per_slot, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
@@ -187,7 +205,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         refusal = (f"{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
                    "SGLang.")
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
-                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal)
+                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS)
 
 
 def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:
@@ -196,9 +214,11 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
         return StatePool()
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
     error, slots, rest = _state_pool(rest, per_slot, setup)
+    if error is None and rest <= 0:
+        error = _no_kv_memory(setup, weight)
     if error is not None:
         return StatePool(error, slots)
-    cell = _cell(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    cell = _cell(ctx, inputs.spec, setup)
     tokens = int(rest) // cell // setup.page * setup.page if cell else setup.context_len
     if setup.total_tokens_cap is not None:
         tokens = min(tokens, setup.total_tokens_cap)
@@ -208,15 +228,16 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
 def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool, tokens: int | None,
            per_slot: int) -> EngineStage:
     """One stage's figures, log lines and verdict from its state pool and the stages' common token pool."""
-    cell = _cell(ctx, inputs.spec, setup.dtypes, setup.drafts)
+    cell = _cell(ctx, inputs.spec, setup)
     mfs, error, slots = setup.mfs, pool.error, pool.slots
     fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": setup.ratio,
               "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     if mfs is None or (error is None and pool.tokens is None):
         return EngineStage(ctx.stage, None, None, [], None, fields)
-    log: list[str] = []
-    _, conv, ssm = _slot_bytes(ctx, setup.dtypes)
+    log = [f"{inputs.spec.architecture} has no SGLang implementation, falling back to Transformers implementation. "
+           "Some features may not be supported and performance may not be optimal."] if setup.transformers else []
+    _, conv, ssm = _slot_bytes(ctx, setup)
     if error is None and per_slot and ctx.recurrent_kinds:
         log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "
                    f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
@@ -226,7 +247,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     requests, binding = 0, "start-up"
     if error is None:
         if cell:
-            log.append(_kv_log(ctx, setup.dtypes, tokens, setup.page))
+            log.append(_kv_log(ctx, setup, tokens))
         requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
         if warning:
             log.append(warning)
@@ -249,8 +270,8 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
 
 def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -> EngineStage:
     """A stage of a run SGLang refuses before it sizes any pool."""
-    fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup.dtypes)[0], "state_slots_per_request": setup.ratio,
-              "cell_size_bytes": _cell(ctx, inputs.spec, setup.dtypes, setup.drafts),
+    fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup)[0], "state_slots_per_request": setup.ratio,
+              "cell_size_bytes": _cell(ctx, inputs.spec, setup),
               "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": setup.mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     return EngineStage(ctx.stage, 0, error, [error], "start-up", fields)
@@ -276,9 +297,13 @@ def _dtypes(spec, s: Settings) -> CacheDtypes:
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv="bfloat16", ssm=ssm)
 
 
-def _slot_bytes(ctx, dtypes: CacheDtypes) -> tuple[int, int, int]:
+def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     """(bytes of one slot over the stage's recurrent layers, conv bytes of one layer, state bytes of one layer):
-    BaseLinearStateParams.mamba_cache_per_req, the conv window without draft rows."""
+    BaseLinearStateParams.mamba_cache_per_req, the conv window without draft rows; none under the Transformers
+    backend."""
+    dtypes = setup.dtypes
+    if setup.transformers:
+        return 0, 0, 0
 
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
@@ -289,12 +314,24 @@ def _slot_bytes(ctx, dtypes: CacheDtypes) -> tuple[int, int, int]:
     return conv + ssm, conv // layers, ssm // layers
 
 
-def _cell(ctx, spec, dtypes: CacheDtypes, drafts: int) -> int:
+def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
+    """The stage's layers that keep K and V, by the attention kind whose cell they take: the full-attention layers,
+    or under the Transformers backend every layer at the full-attention cell."""
+    layers = {kind: ctx.counts[kind] for kind in ctx.kinds if kind in ATTENTION_KINDS}
+    if setup.transformers:
+        return {"attention": sum(layers.values()) + ctx_layers(ctx)}
+    return layers
+
+
+def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
-    scale it by (1 + draft layers / layers)."""
-    cell = sum(token_bytes(ctx, kind, dtypes.kv) * ctx.counts[kind] for kind in ctx.kinds if kind in ATTENTION_KINDS)
-    layers = sum(ctx.counts[kind] for kind in ctx.kinds if kind in ATTENTION_KINDS)
-    drafter = mtp_attention_layers(spec) if drafts and ctx.stage == ctx.layout.pp - 1 else 0
+    scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers."""
+    dtypes, drafts = setup.dtypes, setup.drafts
+    kv_layers = _kv_layers(ctx, setup)
+    cell = sum(token_bytes(ctx, kind, dtypes.kv) * n for kind, n in kv_layers.items())
+    layers = sum(kv_layers.values())
+    charged = drafts and ctx.stage == ctx.layout.pp - 1 and spec.architecture not in NO_NEXTN_ARCHS
+    drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
 
 
@@ -303,7 +340,7 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
     cache; with it 3 (no_buffer), 4 (extra_buffer without overlap, extra_buffer_lazy) or 5 (extra_buffer with the
     overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py); with
     SGLang's start-up refusal of a strategy the model or the scheduler cannot run (model_hook.py, mamba_hook.py)."""
-    no_radix = s.take("disable_radix_cache", arch not in RADIX_ARCHS)
+    no_radix = s.take("disable_radix_cache", False)
     strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
     if strategy not in STRATEGIES:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
@@ -312,6 +349,11 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
         return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
     if no_radix:
         return "none (no radix cache)", 1, None
+    if arch not in RADIX_ARCHS:
+        # overrides.py _mamba_radix_cache_resolution leaves the strategy of other architectures (pure Mamba)
+        # unresolved and model_hook.py handle_mamba_radix_cache validates nothing: the radix cache stays on without
+        # an extra buffer, so _calculate_mamba_ratio gives its base of 3 slots per request
+        return strategy, 3, None
     if strategy == "auto":
         strategy = "extra_buffer" if arch in EXTRA_BUFFER_ARCHS else "no_buffer"
         s.values["mamba_radix_cache_strategy"] = strategy
@@ -358,6 +400,16 @@ def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, f
     return None, slots, rest - (slots + 1) * per
 
 
+def _no_kv_memory(setup: Setup, weight: int) -> str:
+    """kv_cache_configurator.py _profile_available_bytes: SGLang's refusal when the weights (and the state pool) leave
+    no memory for the token pool, with the smallest mem_fraction_static that leaves some (1 - available / pre, the
+    memory free after the weights load over the memory free before)."""
+    minimum = 1 - (setup.pre - weight) / setup.pre
+    return (f"Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={setup.mfs}. Raise "
+            f"--mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 - available/pre = "
+            f"{minimum:.4f}). If using speculative decoding, draft weights are now counted.")
+
+
 def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple[int, str, str | None]:
     """kv_cache_configurator.py resolve_max_num_reqs: the user's value or clamp(tokens / context * 512, 2048, 4096),
     at most half the tokens, and at most the state slots / ratio; with what binds and the warning SGLang logs."""
@@ -376,10 +428,12 @@ def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple
     return requests, binding, warning
 
 
-def _kv_log(ctx, dtypes: CacheDtypes, tokens: int, page: int) -> str:
+def _kv_log(ctx, setup: Setup, tokens: int) -> str:
     """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer."""
-    layers = sum(ctx.counts[k] for k in ctx.kinds if k in ATTENTION_KINDS)
-    half = sum(token_bytes(ctx, k, dtypes.kv) * ctx.counts[k] for k in ctx.kinds if k in ATTENTION_KINDS) // 2
+    dtypes, page = setup.dtypes, setup.page
+    kv_layers = _kv_layers(ctx, setup)
+    layers = sum(kv_layers.values())
+    half = sum(token_bytes(ctx, k, dtypes.kv) * n for k, n in kv_layers.items()) // 2
     size = half * (tokens + page) / GIB if layers else 0
     torch_name = {"bfloat16": "bfloat16", "float16": "float16"}.get(dtypes.kv, dtypes.kv)
     return f"KV Cache is allocated. dtype: torch.{torch_name}, #tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"

@@ -198,9 +198,25 @@ def test_yaml_non_finite(literal, field, line, tmp_path, capsys):
 
 @pytest.mark.parametrize("literal", ["NaN", "-Infinity", "1e400"])
 def test_json_non_finite(literal, tmp_path, capsys):
-    text = (HF_CONFIGS / "bamba-9b.json").read_text().replace("{", '{"rope_theta": ' + literal + ", ", 1)
-    path = spec_file(tmp_path, text, "config.json")
-    assert one_line(["import-hf", path], capsys) == f"mcache: {path}: rope_theta: a finite number, got {literal}"
+    """transformers reads NaN and infinities (NVIDIA's Nemotron-H configs hold `"time_step_limit": [0.0, Infinity]`):
+    one in a field mcache does not size is accepted (issue 30); in a field it sizes, one line naming it."""
+    config = (HF_CONFIGS / "bamba-9b.json").read_text()
+    unused = spec_file(tmp_path, config.replace("{", '{"rope_theta": ' + literal + ", ", 1), "config.json")
+    assert main(["import-hf", unused]) == 0
+    capsys.readouterr()
+    sized = json.loads(config)["hidden_size"]
+    path = spec_file(tmp_path, config.replace(f'"hidden_size": {sized}', f'"hidden_size": {literal}'), "sized.json")
+    assert one_line(["import-hf", path], capsys) == f"mcache: {path}: hidden_size: a finite number, got {literal}"
+
+
+def test_nemotron_time_step_limit_infinity_sizes_as_without_it(tmp_path, capsys):
+    config = (HF_CONFIGS / "nemotron-h-56b-base-8k.json").read_text()
+    published = spec_file(tmp_path, config.replace("{", '{"time_step_limit": [0.0, Infinity], ', 1), "config.json")
+    figures = []
+    for path in (published, str(HF_CONFIGS / "nemotron-h-56b-base-8k.json")):
+        assert main(["size", path, "--gpu", "h200", "--tp", "4", "--format", "json"]) == 0
+        figures.append(json.loads(capsys.readouterr().out)["capacity"])
+    assert figures[0] == figures[1] and figures[0]["ranks"][0]["max_sequences"] > 0
 
 
 @pytest.mark.parametrize(

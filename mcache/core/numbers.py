@@ -13,10 +13,15 @@ _CSafe = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Refused:
-    """A number read from a file that mcache will not use; `expected` says why, as an error message's tail."""
+    """A number read from a file that mcache will not use; `expected` says why, as an error message's tail, and
+    `non_finite` that it is a NaN or an infinity (which transformers reads: a config may hold one in a field mcache
+    never sizes)."""
 
-    def __init__(self, expected: str):
-        self.expected = expected
+    def __init__(self, expected: str, non_finite: bool = False):
+        self.expected, self.non_finite = expected, non_finite
+
+    def __repr__(self) -> str:
+        return self.expected.rpartition("got ")[2]
 
 
 def _integer(text: str) -> int | Refused:
@@ -27,7 +32,7 @@ def _integer(text: str) -> int | Refused:
 
 
 def _finite(text: str, value: float) -> float | Refused:
-    return value if math.isfinite(value) else Refused(f"a finite number, got {text}")
+    return value if math.isfinite(value) else Refused(f"a finite number, got {text}", non_finite=True)
 
 
 class SpecLoader(_CSafe):
@@ -52,7 +57,7 @@ SpecLoader.add_constructor("tag:yaml.org,2002:float", _yaml_float)
 JSON_HOOKS = {
     "parse_int": _integer,
     "parse_float": lambda text: _finite(text, float(text)),
-    "parse_constant": lambda text: Refused(f"a finite number, got {text}"),
+    "parse_constant": lambda text: Refused(f"a finite number, got {text}", non_finite=True),
 }
 
 
@@ -71,8 +76,9 @@ def shown(value: int) -> str:
     return f"{sign} number of {len(str(abs(value)))} digits"
 
 
-def first_refused(data: object) -> tuple[str, Refused] | None:
-    """The dotted path (`a.b[2]`) and marker of the first `Refused` number in `data` (keys included), else None.
+def first_refused(data: object, non_finite: bool = True) -> tuple[str, Refused] | None:
+    """The dotted path (`a.b[2]`) and marker of the first `Refused` number in `data` (keys included), else None;
+    with `non_finite=False`, NaN and infinities are left for the reader of their field to refuse.
 
     Walks without recursion and visits each container once, so neither a deeply nested file nor one whose
     containers are shared or refer to themselves can exhaust the stack or loop."""
@@ -80,7 +86,7 @@ def first_refused(data: object) -> tuple[str, Refused] | None:
     seen: set[int] = set()
     while stack:
         path, value = stack.pop()
-        if isinstance(value, Refused):
+        if isinstance(value, Refused) and (non_finite or not value.non_finite):
             return path or "document", value
         if isinstance(value, (dict, list)):
             if id(value) in seen:

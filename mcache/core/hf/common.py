@@ -14,7 +14,7 @@ from mcache.core.errors import SpecError
 from mcache.core.files import read_document
 from mcache.core.hf.defaults import defaults_of
 from mcache.core.kinds.mamba1 import dt_rank_auto
-from mcache.core.numbers import JSON_HOOKS, first_refused
+from mcache.core.numbers import JSON_HOOKS, Refused, first_refused
 from mcache.core.spec import dtypes
 from mcache.core.spec.dump import compact_layers
 from mcache.core.spec.model import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
@@ -35,7 +35,7 @@ def read_config(path: Path) -> dict:
         raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise SpecError(file, "document", f"a JSON object of config fields, got {type(data).__name__}")
-    refused = first_refused(data)
+    refused = first_refused(data, non_finite=False)  # NaN and infinities: refused where mcache reads them (`Cfg.raw`)
     if refused:
         raise SpecError(file, refused[0], refused[1].expected)
     return data
@@ -82,6 +82,8 @@ class Cfg:
 
     def raw(self, key: str, default: Any = _MISSING) -> Any:
         value = self.data.get(key)
+        if isinstance(value, Refused):  # a NaN or an infinity in a field mcache sizes
+            raise self.error(key, value.expected)
         if value is None and self.defaults.get(key) is not None:
             value = self.defaults[key]
             self.used[self.prefix + key] = (value, self.class_name)

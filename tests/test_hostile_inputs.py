@@ -335,3 +335,30 @@ def test_help_text_is_not_eaten_as_markup(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["plan", "--help"]) == 0
     assert "(needs mcache[plot])" in capsys.readouterr().out
+
+
+# --- -o and its format ---------------------------------------------------------------------------------------------
+
+
+def test_o_naming_an_input_is_refused_before_any_work(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text((HF_CONFIGS / "bamba-9b.json").read_text())
+    before = config.read_text()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(Path(TINY_SPEC).read_text())
+    (tmp_path / "link.yaml").symlink_to(spec)
+    for args, target, source in ((["import-hf", str(config)], config, config), (["size", str(config)], config, config),
+                                 (["size", str(tmp_path)], config, config), (["plan", str(spec), "--gpu", "h200"], spec, spec),
+                                 (["size", str(spec)], tmp_path / "link.yaml", spec)):
+        line = one_line([*args, "-o", str(target)], capsys)
+        assert line == f"mcache: {target}: output: a file other than the input {source}, which it would overwrite"
+    assert config.read_text() == before
+
+
+@pytest.mark.parametrize("suffix, starts", [(".json", "{"), (".md", "### "), (".csv", "stage,"), (".txt", "tiny-hybrid")])
+def test_o_without_format_takes_it_from_the_suffix(tmp_path, suffix, starts):
+    out = tmp_path / f"k{suffix}"
+    assert main(["size", TINY_SPEC, "-o", str(out)]) == 0
+    assert out.read_text().startswith(starts)
+    if suffix == ".json":
+        json.loads(out.read_text())

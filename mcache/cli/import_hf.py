@@ -17,10 +17,11 @@ def import_hf(
     ] = None,
 ) -> None:
     """Write the spec of a Hugging Face config; it loads back to the same estimate (`mcache size SPEC`)."""
-    from mcache.cli.output import emit_text
+    from mcache.cli.output import emit_text, refuse_input_as_output, spec_inputs
     from mcache.core.hf import import_hf as convert  # the importer loads only for this command
     from mcache.core.spec.dump import spec_to_yaml
 
+    refuse_input_as_output(output, *spec_inputs(path))
     emit_text(spec_to_yaml(convert(path)), output)
 
 

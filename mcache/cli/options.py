@@ -7,7 +7,14 @@ from typing import Annotated, Literal
 import typer
 
 Format = Literal["table", "json", "markdown", "csv"]
-FormatOption = Annotated[Format, typer.Option("--format", help="Output format.")]
+FormatOption = Annotated[Format | None, typer.Option("--format", help=(
+    "Output format (default: by the -o file's suffix, .json, .md or .csv, else table)."))]
+SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".csv": "csv"}
+
+
+def output_format(fmt: str | None, output: Path | None) -> str:
+    """The format given, else the one `output`'s suffix names (`k.json`: json), else a table."""
+    return fmt or (SUFFIX_FORMATS.get(output.suffix.lower()) if output is not None else None) or "table"
 OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")]
 TpOption = Annotated[int, typer.Option(help="Tensor-parallel size.")]
 PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]

@@ -89,6 +89,13 @@ def refuse_input_as_output(output: Path | None, *inputs: Path) -> None:
             raise McacheError(f"{output}: output: a file other than the input {given}, which it would overwrite")
 
 
+def spec_inputs(path: Path) -> list[Path]:
+    """The files reading the spec at `path` may read: the spec, or a checkpoint folder's config.json, and the
+    quantization file beside it."""
+    config = path / "config.json" if path.is_dir() else path
+    return [path, config, config.with_name("hf_quant_config.json")]
+
+
 def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` (sanitized: `safe_text`) to `output` atomically, or to stdout."""
     _write(safe_text(text), output)

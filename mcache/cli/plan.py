@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption
+from mcache.cli.options import FormatOption, OutputOption, output_format
 from mcache.core.errors import LayoutError, McacheError
 
 EngineName = Literal["vllm", "sglang", "trtllm", "none"]
@@ -35,12 +35,14 @@ def plan(
     prefix_caching: Annotated[str, typer.Option(help="default, on, off (vLLM, SGLang).")] = "default",
     max_gpus: Annotated[int, typer.Option(min=1, help="Most GPUs (tp x pp) a candidate may use.")] = 8,
     top: Annotated[int, typer.Option(min=1, help="Candidates the table shows (JSON and CSV hold all).")] = 20,
-    fmt: FormatOption = "table",
+    fmt: FormatOption = None,
     output: OutputOption = None,
     # help texts are Rich markup: a literal "[" is written "\\["
     plot: Annotated[Path | None, typer.Option(help="Write the two plots to this .png or .svg (needs mcache\\[plot]).")] = None,
 ) -> int:
     """Sweep GPUs, TP, PP, dtypes and speculative schemes; rank what serves the target; print the settings to paste."""
+    fmt = output_format(fmt, output)
+    from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
     from mcache.core.load import load_spec, resolve
     from mcache.core.plan import Axes, sweep
@@ -49,6 +51,8 @@ def plan(
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")
     model = load_spec(spec)
     origin = str(resolve(spec))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)))
+    refuse_input_as_output(plot, *spec_inputs(Path(origin)))
     chosen = None if engine == "none" else engine
     try:
         axes = Axes(

@@ -1,12 +1,13 @@
 """`mcache size`: bytes per GPU rank for every cache component, and how many sequences fit (in mcache's neutral
 model, or as vLLM, SGLang or TensorRT-LLM will run it with `--engine`)."""
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, also, flag
+from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, also, flag, output_format
 from mcache.core.engines import sglang, trtllm, vllm
 from mcache.core.errors import LayoutError, McacheError
 from mcache.core.sizing.gpu_catalogue import CATALOGUE
@@ -103,15 +104,17 @@ def size(
     transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(
         "Also show what one request moves from each rank to each rank of a receiver of this TP (disaggregated serving)."))] = None,
     transfer_to_pp: Annotated[int | None, typer.Option(min=1, help="The receiver's PP stages for the transfer (default: --pp).")] = None,
-    fmt: FormatOption = "table",
+    fmt: FormatOption = None,
     output: OutputOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Build the cache manager; compare allocation with estimate.")] = False,
     device: Annotated[Device, typer.Option(help="Device for --verify.")] = "meta",
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
+    fmt = output_format(fmt, output)
     from msgspec.structs import asdict
 
+    from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.size_output import does_not_fit, emit_report
     from mcache.core.deployment import Deployment, smallest_fitting_layout
     from mcache.core.engines.options import engine_settings
@@ -122,6 +125,7 @@ def size(
 
     model = load_spec(spec)
     origin = str(resolve(spec))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)))
     sizes = _parse_sizes({"gpu_memory": gpu_memory, "reserve": reserve, "weights": weights,
                           "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
     options = SizeOptions(

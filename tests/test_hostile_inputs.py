@@ -362,3 +362,12 @@ def test_o_without_format_takes_it_from_the_suffix(tmp_path, suffix, starts):
     assert out.read_text().startswith(starts)
     if suffix == ".json":
         json.loads(out.read_text())
+
+
+def test_csv_carries_the_capacity_the_table_shows(capsys):
+    assert main(["size", "nemotron-h-8b", "--gpu", "h200", "--format", "json"]) == 0
+    cap = json.loads(capsys.readouterr().out)["capacity"]["ranks"][0]
+    assert main(["size", "nemotron-h-8b", "--gpu", "h200", "--format", "csv"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    head, row = blocks[1].splitlines()
+    assert head.startswith("stage,weights,cache budget,") and row.split(",")[6] == str(cap["max_sequences"]) == "630"

@@ -217,4 +217,9 @@ def _size_csv(report: dict) -> str:
     writer.writerow(_COMPONENT_HEAD)
     for stage, c in _component_rows(report):
         writer.writerow(_component_cells(stage, c, human=False))
+    if report["capacity"]:  # the capacity table too, after a blank line, in bytes as the components are
+        writer.writerow([])
+        writer.writerow(_CAPACITY_HEAD)
+        for cap in report["capacity"]["ranks"]:
+            writer.writerow(_capacity_cells(report, cap, human=False))
     return buf.getvalue()

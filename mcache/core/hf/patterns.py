@@ -7,6 +7,9 @@ name's length (well under a second for every module of a 128-layer model)."""
 from __future__ import annotations
 
 import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 try:  # the parser `re` compiles with (a private module; `sre_parse` before Python 3.11)
     from re import _constants as sre  # type: ignore[attr-defined]
@@ -27,13 +30,23 @@ EXPECTED = (f"a regular expression of at most {MAX_LENGTH} characters with at mo
             "may backtrack without bound)")
 
 
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Parse and compile user patterns without Python's FutureWarnings ("possible nested set"): a warning about a
+    checkpoint's pattern is no business of the terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
+
+
 def unsafe_reason(pattern: str) -> str | None:
     """Why `pattern` may backtrack without bound (None: it is safe to run). A pattern that does not compile is
     not judged here: `re.compile` says so."""
     if len(pattern) > MAX_LENGTH:
         return f"{len(pattern)} characters"
     try:
-        parsed = sre_parse.parse(pattern)
+        with quiet():
+            parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError):
         return None
     repeats = 0

@@ -22,7 +22,7 @@ import msgspec
 
 from mcache.core.errors import SpecError, validation_parts
 from mcache.core.hf.common import Cfg, read_config
-from mcache.core.hf.patterns import checked
+from mcache.core.hf.patterns import checked, quiet
 from mcache.core.sizing.weights import layer_units
 from mcache.core.spec.model import MAX_INT, ModelSpec, layer_kinds
 
@@ -230,14 +230,15 @@ def _simple(spec: ModelSpec, qc: Settings, where: str, method: str, cfg: Cfg) ->
     form = ".*{}.*" if method in ("awq", "gptq") else r"{}(?:\..*)?"
     patterns = [form.format(re.escape(m)) for m in skip]
     skips = [key[2:] for key in qc.dynamic if method == "gptq" and key.startswith("-:")]  # GPTQModel skips
-    for p in checked(skips, cfg.file, f"{where}.dynamic"):
-        try:
-            re.compile(p)
-        except re.error as err:
-            raise cfg.error(f"{where}.dynamic", f"keys whose pattern after '-:' is a valid regular expression, got {p[:80]!r} "
-                            f"({err.msg})") from None
-    patterns += skips
-    regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.DOTALL) if patterns else None
+    with quiet():
+        for p in checked(skips, cfg.file, f"{where}.dynamic"):
+            try:
+                re.compile(p)
+            except re.error as err:
+                raise cfg.error(f"{where}.dynamic", f"keys whose pattern after '-:' is a valid regular expression, got "
+                                f"{p[:80]!r} ({err.msg})") from None
+        patterns += skips
+        regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.DOTALL) if patterns else None
     head_quantized = method in ("awq", "gptq") and qc.lm_head
 
     def chosen(fmt: str, experts_only: bool = False) -> Callable:
@@ -280,12 +281,13 @@ def _ct_match(patterns: list[str], cfg: Cfg, field: str) -> Callable[[tuple[str,
     refused, naming `field`). The regexes run once over the names joined by lines."""
     exact = {p for p in patterns if not p.startswith("re:")}
     regexes = []
-    for p in checked([p[3:] for p in patterns if p.startswith("re:")], cfg.file, field):
-        try:
-            regexes.append(re.compile(p).pattern)
-        except re.error:
-            continue
-    regex = re.compile("|".join(f"^(?:{r})" for r in regexes), re.MULTILINE) if regexes else None
+    with quiet():
+        for p in checked([p[3:] for p in patterns if p.startswith("re:")], cfg.file, field):
+            try:
+                regexes.append(re.compile(p).pattern)
+            except re.error:
+                continue
+        regex = re.compile("|".join(f"^(?:{r})" for r in regexes), re.MULTILINE) if regexes else None
     return lambda names: not exact.isdisjoint(names) or (regex is not None and regex.search("\n".join(names)) is not None)
 
 

@@ -166,3 +166,22 @@ def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
         assert "sliding_attention" in caveat and "upper bound" in caveat
     assert run("vllm", plamo, "h200").caveats == []
     assert run("sglang", config_spec("qwen3.5-27b"), "h200").caveats == []
+
+
+def test_help_states_each_engines_defaults_as_its_module_names_them(capsys, monkeypatch):
+    """`mcache size --help` writes the engines' defaults as literals (it starts without loading the engine modules):
+    each literal is the engine module's named constant."""
+    from mcache.core.engines import sglang, trtllm, vllm
+
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["size", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    for phrase in (f"max_batch_size (default {trtllm.DEFAULT_MAX_BATCH_SIZE})",
+                   f"(32; vLLM {vllm.DEFAULT_BLOCK_SIZE}, SGLang page {sglang.DEFAULT_PAGE_SIZE}, TensorRT-LLM "
+                   f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})", f"(0.9; vLLM {vllm.DEFAULT_UTILIZATION})",
+                   f"attention backend ({vllm.DEFAULT_KERNEL_BLOCK_SIZE})",
+                   f"({vllm.DEFAULT_MAX_NUM_SEQS_BIG_GPU} on {vllm.BIG_GPU_BYTES >> 30} GiB+ GPUs, else {vllm.DEFAULT_MAX_NUM_SEQS})",
+                   f"({vllm.DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU} on an H100/H200)",
+                   f"token pool ({sglang.DEFAULT_MAMBA_FULL_MEMORY_RATIO})",
+                   f"profiled peak ({trtllm.DEFAULT_FREE_GPU_MEMORY_FRACTION})"):
+        assert phrase in text, phrase

@@ -8,7 +8,6 @@ import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
 from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, also, flag, output_format
-from mcache.core.engines import sglang, trtllm, vllm
 from mcache.core.errors import LayoutError, McacheError
 from mcache.core.sizing.gpu_catalogue import CATALOGUE
 
@@ -16,6 +15,8 @@ Scheme = Literal["none", "intermediate", "replay", "index"]
 Device = Literal["meta", "cpu", "cuda"]
 PoolLayout = Literal["layer", "slot"]
 Engine = Literal["vllm", "sglang", "trtllm"]
+# Help texts state the engines' defaults as literals, so that `mcache size` starts without loading the engine
+# modules; tests/test_cli_engines.py holds each to its engine's named constant.
 VLLM, SGLANG, TRTLLM = "vLLM (with --engine vllm)", "SGLang (with --engine sglang)", "TensorRT-LLM (with --engine trtllm)"
 
 
@@ -29,13 +30,12 @@ def size(
     max_batch: Annotated[int | None, typer.Option("--max-batch", help=(
         "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
         "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "
-        f"max_batch_size (default {trtllm.DEFAULT_MAX_BATCH_SIZE})." + also("size", "--max-batch")))] = None,
+        "max_batch_size (default 2048)." + also("size", "--max-batch")))] = None,
     max_seq_len: Annotated[int | None, typer.Option("--max-seq-len", help=(
         "Max tokens per sequence, sizing the KV pool (8192; engines: the config's max_model_len)."
         + also("size", "--max-seq-len")))] = None,
     block_size: Annotated[int | None, typer.Option("--block-size", help=(
-        f"Tokens per KV block (32; vLLM {vllm.DEFAULT_BLOCK_SIZE}, SGLang page {sglang.DEFAULT_PAGE_SIZE}, TensorRT-LLM "
-        f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})." + also("size", "--block-size")))] = None,
+        "Tokens per KV block (32; vLLM 16, SGLang page 1, TensorRT-LLM 32)." + also("size", "--block-size")))] = None,
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
     draft: Annotated[int | None, typer.Option("--draft", help="Speculative draft tokens per step (0)."
                                               + also("size", "--draft"))] = None,
@@ -54,7 +54,7 @@ def size(
         "141GiB; overrides --gpu, whose catalogue has what nvidia-smi reports (an H100 80GB: 81559MiB).")
     )] = None,
     utilization: Annotated[float | None, typer.Option("--utilization", help=(
-        f"Fraction of GPU memory the engine may use (0.9; vLLM {vllm.DEFAULT_UTILIZATION})." + also("size", "--utilization")))] = None,
+        "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)." + also("size", "--utilization")))] = None,
     reserve: Annotated[str | None, typer.Option(help=(
         "Memory kept for activations and workspace, a size as for --gpu-memory, 0 allowed (2GiB; vLLM, TensorRT-LLM: "
         "what their profiling finds)."))] = None,
@@ -68,14 +68,13 @@ def size(
     mamba_cache_mode: Annotated[str | None, typer.Option(
         help="none, align or all: deprecated, logged and ignored (vLLM 0.33).", rich_help_panel=VLLM)] = None,
     kernel_block_size: Annotated[int | None, typer.Option(help=(
-        f"Smallest kernel block of the attention backend ({vllm.DEFAULT_KERNEL_BLOCK_SIZE})."),
+        "Smallest kernel block of the attention backend (16)."),
                                                           rich_help_panel=VLLM)] = None,
     max_num_seqs: Annotated[int | None, typer.Option(help=(
-        f"Scheduler limit ({vllm.DEFAULT_MAX_NUM_SEQS_BIG_GPU} on {vllm.BIG_GPU_BYTES >> 30} GiB+ GPUs, else "
-        f"{vllm.DEFAULT_MAX_NUM_SEQS})."),
+        "Scheduler limit (1024 on 70 GiB+ GPUs, else 256)."),
                                                      rich_help_panel=VLLM)] = None,
     max_num_batched_tokens: Annotated[int | None, typer.Option(help=(
-        f"Tokens per scheduler step ({vllm.DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU} on an H100/H200)."),
+        "Tokens per scheduler step (8192 on an H100/H200)."),
                                                                rich_help_panel=VLLM)] = None,
     enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager", help="No CUDA graphs (skips the max_num_seqs check).",
                                                        rich_help_panel=VLLM)] = None,
@@ -84,7 +83,7 @@ def size(
     mem_fraction_static: Annotated[float | None, typer.Option(help="Static memory fraction (default: SGLang's heuristic).",
                                                               rich_help_panel=SGLANG)] = None,
     mamba_full_memory_ratio: Annotated[float | None, typer.Option(help=(
-        f"State pool : token pool ({sglang.DEFAULT_MAMBA_FULL_MEMORY_RATIO})."), rich_help_panel=SGLANG)] = None,
+        "State pool : token pool (0.9)."), rich_help_panel=SGLANG)] = None,
     max_mamba_cache_size: Annotated[int | None, typer.Option(help="Fixed state slots.", rich_help_panel=SGLANG)] = None,
     max_running_requests: Annotated[int | None, typer.Option(help="Scheduler limit.", rich_help_panel=SGLANG)] = None,
     disable_radix_cache: Annotated[bool | None, typer.Option("--disable-radix-cache", help="One state slot per request.",
@@ -98,7 +97,7 @@ def size(
     free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load, at least 1GiB (GPU less 0.5GiB).",
                                                                 rich_help_panel=SGLANG)] = None,
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(help=(
-        f"Of the memory left after the profiled peak ({trtllm.DEFAULT_FREE_GPU_MEMORY_FRACTION})."),
+        "Of the memory left after the profiled peak (0.9)."),
                                                                    rich_help_panel=TRTLLM)] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens (KvCacheConfig.max_tokens).", rich_help_panel=TRTLLM)] = None,
     transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(

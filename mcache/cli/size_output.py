@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcache.cli.engine_output import engine_blocks, engine_headline, engine_misfit
 from mcache.cli.output import NO_GPU_HINT, emit_json, emit_text, human_bytes, markdown_table, print_blocks, rich_table
 
 
@@ -141,6 +140,8 @@ def does_not_fit(report: dict, smallest) -> Exception:
     gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
     where = f"{report['model']['name']} does not fit {gpu} at --tp {lay['tp']} --pp {lay['pp']}"
     if eng:
+        from mcache.cli.engine_output import engine_misfit  # the --engine part loads only with --engine
+
         where, reason = engine_misfit(report, where)
     else:
         reason = _misfit_reason(report, cap["ranks"][cap["tightest_stage"]])
@@ -158,6 +159,8 @@ def _size_tables(report: dict):
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
     if report.get("engine"):
+        from mcache.cli.engine_output import engine_blocks
+
         blocks += ["", *engine_blocks(report)]
     elif cap:
         table = rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
@@ -202,6 +205,8 @@ def _size_markdown(report: dict) -> str:
                   markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]]),
                   "", CAPACITY_LEGEND, "", capacity_headline(report)]
     if report.get("engine"):
+        from mcache.cli.engine_output import engine_headline
+
         parts += ["", engine_headline(report)]
     elif not cap:
         parts += ["", no_capacity_hint(report)]

@@ -4,15 +4,11 @@ one, never half of one)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
-
-import msgspec
 
 from mcache.core.errors import McacheError, SpecError
 
@@ -42,6 +38,10 @@ def read_document(path: str | Path, what: str = "a readable UTF-8 file") -> str:
 
 def json_text(data, indent: int | None = 2) -> str:
     """Strict JSON text of `data` (builtins or msgspec structs); a non-finite number is a one-line `McacheError`."""
+    import json  # the readers and `mcache size`'s table output never load the encoder
+
+    import msgspec
+
     plain = msgspec.to_builtins(data)
     try:
         text = json.dumps(plain, indent=indent, ensure_ascii=False, allow_nan=False)
@@ -85,6 +85,8 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     target = Path(os.path.realpath(path))
     if not target.parent.is_dir():
         raise McacheError(f"{path}: cannot write: the folder {target.parent} does not exist")
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     if mode is None:
         umask = os.umask(0)

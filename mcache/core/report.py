@@ -14,7 +14,6 @@ from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.neutral import NeutralRun
 from mcache.core.sizing.weights import stored_bytes, total_params, unknown_fields
 from mcache.core.spec.model import ModelSpec
-from mcache.core.transfer_plan import transfer_plan
 
 # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
 # model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per
@@ -70,6 +69,8 @@ def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: Parall
     data = neutral_report(sized.neutral, origin, sized.dtype_sources)
     if transfer_to is not None:
         est = sized.neutral.estimate
+        from mcache.core.transfer_plan import transfer_plan  # only with a receiver layout
+
         plan = transfer_plan(spec, est.dtypes, est.layout, transfer_to, sized.neutral.context, est.runtime.tokens_per_block)
         data["transfer"] = msgspec.to_builtins(plan)
     if sized.engine:

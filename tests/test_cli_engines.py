@@ -29,8 +29,9 @@ def test_neutral_headline_sizes_the_pool_by_memory(capsys):
     assert cap["max_sequences"] == cap["sequences_if_resized"] == report["runtime"]["max_batch"]
     assert cap["binding"] == "KV"  # 128 MiB of KV per 8K sequence against 49.41 MiB of state
     out, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200")
-    line = next(line for line in out.splitlines() if line.startswith("fits "))
-    assert line.startswith(f"fits {cap['max_sequences']} sequences of 8192 tokens per rank on NVIDIA H200 (KV-bound")
+    line = next(line for line in out.splitlines() if line.startswith("mcache's neutral model fits "))
+    assert line.startswith(f"mcache's neutral model fits {cap['max_sequences']} sequences of 8192 tokens per replica "
+                           "(TP × PP = 1 GPU) on NVIDIA H200 (KV-bound")
 
 
 def test_neutral_headline_with_a_fixed_pool_says_what_memory_would_allow(capsys):
@@ -38,7 +39,8 @@ def test_neutral_headline_with_a_fixed_pool_says_what_memory_would_allow(capsys)
     cap = report["capacity"]["ranks"][0]
     assert (cap["max_sequences"], cap["binding"]) == (64, "state slots")
     out, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200", "--max-batch", "64")
-    assert (f"fits 64 sequences of 8192 tokens per rank on NVIDIA H200 (bound by --max-batch: 64 slots; memory "
+    assert (f"fits 64 sequences of 8192 tokens per replica (TP × PP = 1 GPU) on NVIDIA H200 (bound by --max-batch: 64 "
+            "slots; memory "
             f"would hold {cap['sequences_if_resized']})") in out
 
 
@@ -102,13 +104,14 @@ def test_sglang_and_trtllm_json_carry_their_figures(capsys):
 
 def test_engine_table_prints_the_headline_and_the_log(capsys):
     out, _ = size_text(capsys, "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200", "--max-model-len", "8192")
-    assert re.search(r"^vLLM runs \d+ sequences of 8192 tokens per rank on NVIDIA H200 \(bound by ", out, re.M)
+    assert re.search(r"^vLLM 0\.33\.0 runs \d+ sequences of 8192 tokens per replica \(TP × PP = 1 GPU\) on NVIDIA H200 "
+                     r"\(bound by ", out, re.M)
     assert "vLLM would log:" in out and "  Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in out
 
 
 def test_trtllm_that_cannot_start_exits_3(capsys):
     out, err = size_text(capsys, "qwen3.5-27b", "--engine", "trtllm", "--gpu", "h200", code=3)
-    assert "TensorRT-LLM would not start on NVIDIA H200: Impossible to fit" in out
+    assert "TensorRT-LLM main@151c21c would not start on NVIDIA H200: Impossible to fit" in out
     assert err.count("\n") == 1
     assert "does not fit on NVIDIA H200 at --tp 1 --pp 1 under TensorRT-LLM" in err
     assert err.rstrip().endswith("it fits at --tp 2")
@@ -185,3 +188,41 @@ def test_help_states_each_engines_defaults_as_its_module_names_them(capsys, monk
                    f"token pool ({sglang.DEFAULT_MAMBA_FULL_MEMORY_RATIO})",
                    f"profiled peak ({trtllm.DEFAULT_FREE_GPU_MEMORY_FRACTION})"):
         assert phrase in text, phrase
+
+
+def test_the_neutral_answer_ends_with_each_engine_at_its_defaults(capsys):
+    """Issue 28: the capacity section names the neutral model as such and ends with each engine's run (its defaults,
+    the same GPU, layout and context), the figures the one `size_deployment` gives with `--engine`."""
+    report = size_json(capsys, "nemotron-h-8b", "--gpu", "h200")
+    engines = report["capacity"]["engines"]
+    assert [(e["name"], e["version"]) for e in engines] == [("vllm", "0.33.0"), ("sglang", "0.5.23"), ("trtllm", "main@151c21c")]
+    for e in engines:
+        alone = size_json(capsys, "nemotron-h-8b", "--gpu", "h200", "--engine", e["name"], "--context", "8192")["engine"]
+        assert alone["version"] == e["version"] and e["max_running_requests"] == alone["max_running_requests"]
+        assert e["startup_error"] is None and e["binding"] == alone["stages"][0]["binding"]
+    out, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200")
+    last = out.splitlines()[-1]
+    assert last == "engines (their defaults): " + " · ".join(
+        f"{t} {e['version']}: {e['max_running_requests']} ({e['binding']})"
+        for t, e in zip(("vLLM", "SGLang", "TensorRT-LLM"), engines, strict=True))
+    md, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200", "--format", "markdown")
+    assert md.rstrip().splitlines()[-1] == last
+
+
+def test_an_engine_that_would_not_start_says_so_beside_the_neutral_figure(capsys):
+    report = size_json(capsys, "qwen3.5-27b", "--gpu", "h200")
+    trt = report["capacity"]["engines"][2]
+    assert trt["max_running_requests"] is None and trt["startup_error"].startswith("Impossible to fit")
+    out, _ = size_text(capsys, "qwen3.5-27b", "--gpu", "h200")
+    assert "TensorRT-LLM main@151c21c: does not start: Impossible to fit" in out.splitlines()[-1]
+
+
+def test_a_replica_is_tp_x_pp_gpus_with_the_per_gpu_figure_beside_it(capsys):
+    report = size_json(capsys, "nemotron-h-8b", "--gpu", "h200", "--tp", "2", "--pp", "2")
+    cap = report["capacity"]
+    n = cap["ranks"][cap["tightest_stage"]]["max_sequences"]
+    assert (cap["gpus_per_replica"], cap["max_sequences"], cap["max_sequences_per_gpu"]) == (4, n, round(n / 4, 2))
+    out, _ = size_text(capsys, "nemotron-h-8b", "--gpu", "h200", "--tp", "2", "--pp", "2")
+    assert f"mcache's neutral model fits {n} sequences of 8192 tokens per replica (TP × PP = 4 GPUs; {round(n / 4, 1):,g} per GPU)" in out
+    assert not [line for line in out.splitlines() if "fits" in line and "per rank" in line]
+    assert "engines" not in size_json(capsys, "nemotron-h-8b", "--tp", "2") and size_json(capsys, "nemotron-h-8b")["capacity"] is None

@@ -190,8 +190,8 @@ def test_params_are_billions_and_bytes_alone_are_b(capsys):
 def test_capacity_table_has_a_legend(capsys):
     _, out, _ = run(["size", "nemotron-h-8b", "--gpu", "h200"], capsys)
     lines = out.splitlines()
-    assert lines[-2].startswith("fixed: bytes that are not KV") and "binds: " in lines[-2] and "if slots resized: " in lines[-2]
-    assert lines[-1].startswith("fits 630 sequences")
+    assert lines[-3].startswith("fixed: bytes that are not KV") and "binds: " in lines[-3] and "if slots resized: " in lines[-3]
+    assert lines[-2].startswith("mcache's neutral model fits 630 sequences") and lines[-1].startswith("engines (their defaults): ")
 
 
 def test_max_batch_means_the_same_in_help_and_readme(capsys, monkeypatch):

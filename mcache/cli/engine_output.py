@@ -19,10 +19,19 @@ def engine_misfit(report: dict, where: str) -> tuple[str, str]:
     return f"{where} under {TITLES[eng['name']]}", stage["startup_error"] or f"no sequence of {eng['context']} tokens fits"
 
 
+def per_replica(layout: dict, sequences: int) -> str:
+    """"per replica (TP × PP = N GPUs)", with the per-GPU figure where a replica spans more than one GPU."""
+    gpus = layout["tp"] * layout["pp"]
+    if gpus == 1:
+        return "per replica (TP × PP = 1 GPU)"
+    return f"per replica (TP × PP = {gpus} GPUs; {round(sequences / gpus, 1):,g} per GPU)"
+
+
 def engine_headline(report: dict) -> str:
-    """The engine's one line: what it runs at once at the context and what binds, or why it would not start."""
+    """The engine's one line at its version: what it runs at once at the context and what binds, or why it would not
+    start."""
     eng, cap = report["engine"], report["capacity"]
-    title = TITLES[eng["name"]]
+    title = f"{TITLES[eng['name']]} {eng['version']}"
     stage = _tightest(eng)
     if stage["max_running_requests"] is None:
         return f"{title}: {NO_GPU_HINT} (the figures that need memory are left out)"
@@ -30,7 +39,8 @@ def engine_headline(report: dict) -> str:
     gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
     if stage["startup_error"]:
         return f"{title} would not start {gpu}{where}: {stage['startup_error']}"
-    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens per rank{where} {gpu} "
+    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens "
+            f"{per_replica(report['layout'], stage['max_running_requests'])}{where} {gpu} "
             f"({_engine_binding(eng['name'], stage)})")
 
 

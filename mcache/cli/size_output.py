@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcache.cli.engine_output import engine_blocks, engine_headline, engine_misfit, per_replica
 from mcache.cli.output import NO_GPU_HINT, emit_json, emit_text, human_bytes, markdown_table, print_blocks, rich_table
+from mcache.core.engines import TITLES
 
 
 def emit_report(report: dict, fmt: str, output: Path | None) -> None:
@@ -115,7 +117,18 @@ def capacity_headline(report: dict) -> str | None:
         resized = c["sequences_if_resized"]
         why = f"bound by --max-batch: {pool} slots; memory would hold {'any number' if resized is None else resized}"
     stages = f" (stage {c['stage']} of {len(cap['ranks'])})" if len(cap["ranks"]) > 1 else ""
-    return f"fits {c['max_sequences']} sequences of {cap['context']} tokens per rank{stages} on {cap['gpu']} ({why})"
+    return (f"mcache's neutral model fits {c['max_sequences']} sequences of {cap['context']} tokens "
+            f"{per_replica(report['layout'], c['max_sequences'])}{stages} on {cap['gpu']} ({why})")
+
+
+def engines_line(report: dict) -> str | None:
+    """The line beside the neutral figure: each engine's run with its defaults, or why it would not start."""
+    engines = (report["capacity"] or {}).get("engines")
+    if not engines:
+        return None
+    parts = [f"{TITLES[e['name']]} {e['version']}: " + (f"does not start: {e['startup_error']}" if e["startup_error"] else
+                                                        f"{e['max_running_requests']} ({e['binding']})") for e in engines]
+    return "engines (their defaults): " + " · ".join(parts)
 
 
 def _misfit_reason(report: dict, c: dict) -> str:
@@ -140,8 +153,6 @@ def does_not_fit(report: dict, smallest) -> Exception:
     gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
     where = f"{report['model']['name']} does not fit {gpu} at --tp {lay['tp']} --pp {lay['pp']}"
     if eng:
-        from mcache.cli.engine_output import engine_misfit  # the --engine part loads only with --engine
-
         where, reason = engine_misfit(report, where)
     else:
         reason = _misfit_reason(report, cap["ranks"][cap["tightest_stage"]])
@@ -159,13 +170,12 @@ def _size_tables(report: dict):
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
     cap = report["capacity"]
     if report.get("engine"):
-        from mcache.cli.engine_output import engine_blocks
-
         blocks += ["", *engine_blocks(report)]
     elif cap:
         table = rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
                             lambda i, head: head != "binds", drop=("cache budget", "weights", "KV tokens", "fixed"))
         blocks += ["", _capacity_title(cap), table, CAPACITY_LEGEND, capacity_headline(report)]
+        blocks += [line for line in (engines_line(report),) if line]
     else:
         blocks.append(no_capacity_hint(report))
     if report.get("transfer"):
@@ -204,9 +214,8 @@ def _size_markdown(report: dict) -> str:
         parts += ["", f"**{_capacity_title(cap)}**", "",
                   markdown_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]]),
                   "", CAPACITY_LEGEND, "", capacity_headline(report)]
+        parts += [line for line in (engines_line(report),) if line]
     if report.get("engine"):
-        from mcache.cli.engine_output import engine_headline
-
         parts += ["", engine_headline(report)]
     elif not cap:
         parts += ["", no_capacity_hint(report)]

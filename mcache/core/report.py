@@ -8,6 +8,7 @@ from msgspec.structs import asdict
 
 from mcache import __version__
 from mcache.core.deployment import Deployment, Sized, size_deployment
+from mcache.core.errors import McacheError
 from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
 from mcache.core.sizing.layout import ParallelLayout
@@ -74,8 +75,47 @@ def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: Parall
         plan = transfer_plan(spec, est.dtypes, est.layout, transfer_to, sized.neutral.context, est.runtime.tokens_per_block)
         data["transfer"] = msgspec.to_builtins(plan)
     if sized.engine:
-        data["engine"] = sized.engine.as_json()
+        data["engine"] = sized.engine.as_json() | {"version": engine_version(sized.engine.name)}
+    elif data["capacity"] is not None:
+        data["capacity"]["engines"] = engines_beside(spec, d, sized.neutral.context)
     return SizeReport(data, sized)
+
+
+def engine_version(name: str) -> str:
+    """The version the engine's profile models (its module's `VERSION`)."""
+    from importlib import import_module
+
+    return import_module(f"mcache.core.engines.{name}").VERSION
+
+
+def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:
+    """Each engine's run with its defaults on the spec, layout and GPU of `d` at `context` (through the one
+    `size_deployment`), for the line beside the neutral figure: what it runs at once and what binds, or why it would not
+    start (the first sentence of its error)."""
+    from mcache.core.engines import NAMES
+
+    lines = []
+    for name in NAMES:
+        entry = {"name": name, "version": engine_version(name), "max_running_requests": None, "binding": None,
+                 "startup_error": None}
+        try:
+            run = size_deployment(spec, Deployment(d.layout, d.gpu, name, context=context)).engine
+        except McacheError as err:
+            entry["startup_error"] = _first_sentence(str(err))
+        else:
+            failed = [st.startup_error for st in run.stages if st.startup_error]
+            if failed:
+                entry["startup_error"] = _first_sentence(failed[0])
+            else:
+                bound = min(run.stages, key=lambda st: st.max_running_requests or 0)
+                entry |= {"max_running_requests": run.max_running_requests, "binding": bound.binding}
+        lines.append(entry)
+    return lines
+
+
+def _first_sentence(text: str) -> str:
+    head = text.split(". ")[0].split("; ")[0].strip()
+    return head[:-1] if head.endswith(".") else head
 
 
 def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | None = None) -> dict:
@@ -121,6 +161,8 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
     }
     budget = run.budget
     if budget is not None:
+        gpus = layout.tp * layout.pp
+        replica = run.caps[run.tightest].max_sequences
         report["capacity"] = {
             "gpu": budget.gpu_name,
             "gpu_bytes": budget.gpu_bytes,
@@ -132,6 +174,10 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "slots_from_memory": run.slots_from_memory,
             "fits": run.fits,
             "tightest_stage": run.tightest,
+            # one replica is TP x PP GPUs; the tightest stage's figure is what the whole replica runs at once
+            "gpus_per_replica": gpus,
+            "max_sequences": replica,
+            "max_sequences_per_gpu": round(replica / gpus, 2),
             "ranks": [asdict(c) | _per_sequence(r, run.context) for c, r in zip(run.caps, est.ranks, strict=True)],
         }
         report["tightest_stage"] = run.tightest

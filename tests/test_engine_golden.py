@@ -32,8 +32,6 @@ KNOWN = {
         "both err, differently (vLLM StrictDataclassFieldValidationError / mcache max_model_len above the config's)": 14,
         # oracle fixture: lfm2-1.2b's config lacks block_dim, which vLLM's lfm2.py reads
         "the config fixture lacks block_dim, which vLLM's lfm2.py reads (vLLM fails; mcache sizes it)": 50,
-        # not yet modelled: compressed-tensors kv_cache_scheme / ModelOpt kv_cache_quant_algo turns auto into fp8
-        "config's kv_cache_scheme (float8)": 40,
         # not yet understood: the oracle refuses MiniMax-Text-01 at 20,480,000 tokens by length in some cases and by
         # the Transformers backend in others; mcache checks the length first, as ModelConfig does
         "architecture removed from vLLM 0.33 (it refuses; mcache sizes it)": 12,

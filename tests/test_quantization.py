@@ -189,3 +189,50 @@ def test_quantization_round_trips_through_yaml():
     spec = import_hf(HF_CONFIGS / "kimi-k3.json")
     again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
     assert again.quantization == spec.quantization and stored_bytes(again) == stored_bytes(spec)
+
+
+def _modelopt_fp8_kv_checkpoint(tmp_path):
+    """Qwen3.6-27B NVFP4 with its settings only in a ModelOpt hf_quant_config.json that says kv_cache_quant_algo FP8."""
+    folder = HF_CONFIGS / "centml-qwen3.6-27b-nvfp4"
+    data = json.loads((folder / "config.json").read_text())
+    del data["quantization_config"]
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    quant = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
+                                                                "group_size": 16, "exclude_modules": ["model.visual*"]}}
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(quant))
+    return tmp_path
+
+
+def test_the_checkpoints_kv_format_is_recorded(tmp_path):
+    """compressed-tensors-style kv_cache_scheme (8-bit float) and ModelOpt kv_cache_quant_algo FP8 both say fp8;
+    a checkpoint that says nothing leaves it None, and it round-trips through the spec YAML."""
+    ct = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
+    assert ct.quantization.kv_cache == "fp8" and "KV cache stored as fp8" in ct.notes
+    assert parse_spec(spec_to_yaml(ct), "x.yaml").quantization.kv_cache == "fp8"
+    assert import_hf(_modelopt_fp8_kv_checkpoint(tmp_path)).quantization.kv_cache == "fp8"
+    qc = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    (tmp_path / "plain").mkdir()
+    assert quantized(tmp_path / "plain", qc).kv_cache is None
+
+
+@pytest.mark.parametrize("engine,flag,value", [("vllm", "kv_cache_dtype", "fp8_e4m3"),
+                                               ("sglang", "kv_cache_dtype", "fp8_e4m3"),
+                                               ("trtllm", "kv_cache_dtype", "fp8")])
+@pytest.mark.parametrize("form", ["kv_cache_scheme", "hf_quant_config.json"])
+def test_engines_size_fp8_kv_for_a_checkpoint_that_stores_it(tmp_path, engine, flag, value, form):
+    """--kv-cache-dtype auto takes the checkpoint's fp8 KV in each engine; a given dtype still wins; the neutral
+    model keeps the model dtype and says why."""
+    from mcache.core.engines import run_engine
+    from mcache.core.engines.common import EngineInputs
+    from mcache.core.sizing.rank import dtype_sources
+
+    folder = HF_CONFIGS / "centml-qwen3.6-27b-nvfp4" if form == "kv_cache_scheme" else _modelopt_fp8_kv_checkpoint(tmp_path)
+    spec = import_hf(folder)
+    auto = run_engine(engine, EngineInputs(spec, ParallelLayout(tp=1)))
+    assert auto.dtypes.kv == "float8_e4m3fn" and auto.settings[flag] == value
+    given = run_engine(engine, EngineInputs(spec, ParallelLayout(tp=1), given={flag: "bfloat16" if engine != "trtllm"
+                                                                               else "auto"}))
+    assert given.dtypes.kv == ("bfloat16" if engine != "trtllm" else "float8_e4m3fn")
+    assert resolve_dtypes(spec).kv == "float16"
+    assert "the checkpoint stores KV as fp8" in dtype_sources(spec)["kv"]
+    assert dtype_sources(spec, kv="fp8")["kv"] == "--kv-dtype"

@@ -37,7 +37,7 @@ from mcache.core.engines.common import (
 )
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.sizing.rank import RankContext
+from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
@@ -295,6 +295,12 @@ def _dtypes(spec, s: Settings) -> CacheDtypes:
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8":
+        # mem_cache/kv_cache_dtype.py configure_kv_cache_dtype (v0.5.23): auto takes the model quant config's
+        # kv_cache_quant_algo FP8 (ModelOpt: modelopt_quant.py reads kv_cache_quant_algo or an 8-bit float
+        # kv_cache_scheme; compressed-tensors: its kv_cache_quant_algo property) as torch.float8_e4m3fn
+        kv_flag = "fp8_e4m3"
+        s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = kv_flag, "default: the checkpoint's KV format"
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv="bfloat16", ssm=ssm)
 
 

@@ -37,7 +37,7 @@ from mcache.core.errors import LayoutError
 from mcache.core.files import json_text
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
-from mcache.core.sizing.rank import RankContext
+from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "trtllm"
@@ -186,6 +186,13 @@ def _dtypes(spec, s: Settings) -> CacheDtypes:
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8":
+        # _torch/model_config.py (ModelConfig loading hf_quant_config.json / a quantization_config): ModelOpt
+        # kv_cache_quant_algo FP8, or an 8-bit float kv_cache_scheme, sets QuantConfig.kv_cache_quant_algo FP8, and
+        # the KV cache manager then allocates float8_e4m3fn pages. Read through the search tool, not at a pinned
+        # commit: the exact file and line are not verified.
+        kv_flag = "fp8"
+        s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = kv_flag, "default: the checkpoint's KV format"
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv=model, ssm=ssm)
 
 

@@ -43,7 +43,7 @@ from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
-from mcache.core.sizing.rank import RankContext
+from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
 
@@ -87,6 +87,12 @@ NO_LENGTH_KEY_LEN = 2048  # config/model.py _get_and_verify_max_len: a config na
 KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
              "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "fp8_per_token_head": "float8_e4m3fn",
              "int8_per_token_head": "uint8"}  # vllm/config/cache.py CacheDType (the ones with a plain page)
+# --kv-cache-dtype auto for a checkpoint that stores fp8 KV (v0.33.0): utils/torch_utils.py
+# resolve_kv_cache_dtype_string / get_kv_cache_quant_algo_string turn a ModelOpt `kv_cache_scheme` (static 8-bit float)
+# or `kv_cache_quant_algo` FP8 (config.json, or hf_quant_config.json read by transformers_utils/config.py) into
+# fp8_e4m3; for compressed-tensors, model_executor/layers/attention/attention.py sets cache_dtype "fp8" when the config
+# has a kv_cache_scheme. Both are float8_e4m3fn pages.
+CHECKPOINT_KV = "fp8_e4m3"
 # engine/arg_utils.py: --mamba-cache-mode still takes these, but in 0.33 it is a deprecated no-op (the mode follows
 # prefix caching); 'all' (per-block state prefix caching, 0.31 and older) is not modelled
 MODES = ("none", "align", "all")
@@ -448,7 +454,11 @@ def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8":
+        kv_flag = CHECKPOINT_KV
+        s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = kv_flag, "default: the checkpoint's KV format"
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv=conv, ssm=dtype_names.canonical(ssm))
+
 
 
 def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], log: list[str]) -> str:

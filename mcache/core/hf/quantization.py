@@ -102,6 +102,8 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     q_group_size: GroupSize | None = None  # awq
     lm_head: bool = False  # gptq, awq: the output head is quantized too
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
+    kv_cache_scheme: dict[str, Any] | None = None  # compressed-tensors, modelopt's config.json form
+    kv_cache_quant_algo: str | None = None  # modelopt
 
 
 def read_settings(qc: Any, where: str, file: str) -> Settings:
@@ -133,12 +135,30 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
     """The spec's `quantization` block for settings `qc` (None for a method mcache does not know, with a note)."""
     method = qc.quant_method.lower()
     if method.startswith("modelopt"):
-        return _modelopt(spec, qc, where, cfg)
-    if method == "compressed-tensors":
-        return _compressed_tensors(spec, qc, where, cfg)
-    if method in ("fp8", "mxfp4", "gptq", "awq"):
-        return _simple(spec, qc, where, method, cfg)
-    return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
+        block, note = _modelopt(spec, qc, where, cfg)
+    elif method == "compressed-tensors":
+        block, note = _compressed_tensors(spec, qc, where, cfg)
+    elif method in ("fp8", "mxfp4", "gptq", "awq"):
+        block, note = _simple(spec, qc, where, method, cfg)
+    else:
+        return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
+    kv = kv_cache_format(qc, method)
+    if kv is not None:
+        block["kv_cache"] = kv
+        note += f" KV cache stored as {kv} (an engine's --kv-cache-dtype auto takes it)."
+    return block, note
+
+
+def kv_cache_format(qc: Settings, method: str) -> str | None:
+    """`fp8` when the checkpoint declares an 8-bit float KV cache: a compressed-tensors or ModelOpt
+    `kv_cache_scheme` (`num_bits` 8, `type` float) or a ModelOpt `kv_cache_quant_algo` FP8; else None.
+    (Other KV formats, e.g. NVFP4 KV, are not recorded: no engine profile sizes them yet.)"""
+    scheme = qc.kv_cache_scheme
+    if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
+        return "fp8"
+    if method.startswith("modelopt") and (qc.kv_cache_quant_algo or "").upper() == "FP8":
+        return "fp8"
+    return None
 
 
 def _modelopt(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:

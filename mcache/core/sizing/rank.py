@@ -54,7 +54,16 @@ def dtype_sources(spec: ModelSpec, kv: str | None = None, conv: str | None = Non
     hint = next((k for k in SSM_HINT_KEYS if k in spec.ssm_dtype_hints), None)
     ssm_source = f"config {hint}" if not ssm and not spec.ssm_dtype and hint else source(ssm, "ssm_dtype")
     ssm_source += ("; KDA state always float32" if spec.kda is not None else "")
-    return {"kv": source(kv, "kv_dtype"), "conv": source(conv, "conv_dtype"), "ssm": ssm_source}
+    kv_source = source(kv, "kv_dtype")
+    if kv_source == "model dtype" and checkpoint_kv_format(spec):
+        kv_source += (f"; the checkpoint stores KV as {checkpoint_kv_format(spec)} (quantization.kv_cache), which engines "
+                      "take for --kv-cache-dtype auto: pass --kv-dtype to size it")
+    return {"kv": kv_source, "conv": source(conv, "conv_dtype"), "ssm": ssm_source}
+
+
+def checkpoint_kv_format(spec: ModelSpec) -> str | None:
+    """The KV cache format the checkpoint declares (the spec's `quantization.kv_cache`), or None."""
+    return spec.quantization.kv_cache if spec.quantization is not None else None
 
 
 class RankContext(Struct, frozen=True, dict=True):

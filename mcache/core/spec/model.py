@@ -163,6 +163,9 @@ class Quantization(Block):
     (`moe.experts`, `moe.shared_experts`, `moe.proj` for latent projections, `gdn.gate_proj` for the `[b|a]`
     one), optionally `@3,7`: only those layers (0-based). `other_formats` maps a format to the units stored in it instead (mixed precision).
     `group_size`: elements per scale (nvfp4 16, mxfp4 32, int4 the config's); `zero_points`: int4 with zeros.
+    `kv_cache`: the KV cache format the checkpoint declares (`fp8`: a compressed-tensors or ModelOpt
+    `kv_cache_scheme` of 8-bit floats, or ModelOpt `kv_cache_quant_algo` FP8); None when it declares none. Engine
+    profiles resolve `--kv-cache-dtype auto` from it as each engine does; the neutral model keeps the model dtype.
     """
 
     format: Literal["nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8"]
@@ -170,6 +173,7 @@ class Quantization(Block):
     zero_points: bool = False
     unquantized: list[str] = []
     other_formats: dict[str, list[str]] = {}
+    kv_cache: Literal["fp8"] | None = None
     source: str = ""
 
 

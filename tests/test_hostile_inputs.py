@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_util import one_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paths import HF_CONFIGS, TINY_SPEC
@@ -29,13 +30,6 @@ QWEN3_NEXT = HF_CONFIGS / "qwen3-next-80b-a3b.json"
 CT = {"quant_method": "compressed-tensors", "format": "float-quantized",
       "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
 
-
-def one_line(args: list[str], capsys, code: int = 2) -> str:
-    """Run the CLI; assert exit `code`, no traceback and one line on stderr; return that line."""
-    assert main(args) == code
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and err.count("\n") == 1, err
-    return err.strip()
 
 
 def quantized(tmp_path: Path, qc: dict, name: str = "config.json") -> str:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_util import one_line
 from paths import HF_CONFIGS, TINY_SPEC
 
 from mcache.cli.main import main
@@ -20,13 +21,6 @@ HUGE = "9" * 400  # 400 digits: past every float
 LIMIT = "an integer from 1 to 2**40 (1099511627776)"
 TINY = Path(TINY_SPEC).read_text()
 
-
-def one_line(args: list[str], capsys, code: int = 2) -> str:
-    """Run the CLI; assert exit `code`, no traceback and one line on stderr; return that line."""
-    assert main(args) == code
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and err.count("\n") == 1, err
-    return err.strip()
 
 
 def spec_file(tmp_path: Path, text: str, name: str = "bad.yaml") -> str:

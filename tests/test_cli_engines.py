@@ -7,6 +7,7 @@ import re
 
 import pytest
 from engines_util import config_spec, run
+from paths import HF_CONFIGS
 
 from mcache.cli.main import main
 
@@ -226,3 +227,14 @@ def test_a_replica_is_tp_x_pp_gpus_with_the_per_gpu_figure_beside_it(capsys):
     assert f"mcache's neutral model fits {n} sequences of 8192 tokens per replica (TP × PP = 4 GPUs; {round(n / 4, 1):,g} per GPU)" in out
     assert not [line for line in out.splitlines() if "fits" in line and "per rank" in line]
     assert "engines" not in size_json(capsys, "nemotron-h-8b", "--tp", "2") and size_json(capsys, "nemotron-h-8b")["capacity"] is None
+
+
+def test_an_engine_with_a_shorter_max_length_answers_at_its_own_length(capsys):
+    """The config names no length: vLLM and SGLang run at 2048 tokens, below the neutral model's 8192, so beside the
+    neutral figure each answers at its own max model length and says so (not 'does not start')."""
+    spec = str(HF_CONFIGS / "falcon-mamba-7b.json")
+    engines = size_json(capsys, spec, "--gpu", "h200")["capacity"]["engines"]
+    assert [(e["name"], e["context"], e["startup_error"] is None) for e in engines[:2]] == [("vllm", 2048, True),
+                                                                                          ("sglang", 2048, True)]
+    out, _ = size_text(capsys, spec, "--gpu", "h200")
+    assert out.splitlines()[-1].count("at its max model length of 2048 tokens") == 2

@@ -213,3 +213,12 @@ def test_refusal_when_the_weights_leave_no_kv_memory():
         "--mem-fraction-static above 0.215 (minimum viable = 1 - available/pre = 0.2144). If using speculative "
         "decoding, draft weights are now counted.")
     assert st.max_running_requests == 0
+
+
+def test_a_model_without_attention_is_not_bound_by_its_token_pool():
+    """Issue 28: a pure-Mamba model's token pool is the context's length (kv_cache_configurator.py) and holds no KV,
+    so what runs at once is what SGLang logs as max_running_requests (here the state slots bind), not one sequence."""
+    stage = run("sglang", config_spec("mamba2-2.7b"), "h200").stages[0]
+    assert stage.fields["max_total_num_tokens"] == 2048
+    assert (stage.max_running_requests, stage.binding) == (stage.fields["max_running_requests_logged"], "state slots")
+    assert stage.max_running_requests == 120 and stage.log[-1].endswith("max_running_requests=120, context_len=2048")

@@ -126,8 +126,11 @@ def engines_line(report: dict) -> str | None:
     engines = (report["capacity"] or {}).get("engines")
     if not engines:
         return None
+    context = report["capacity"]["context"]
     parts = [f"{TITLES[e['name']]} {e['version']}: " + (f"does not start: {e['startup_error']}" if e["startup_error"] else
-                                                        f"{e['max_running_requests']} ({e['binding']})") for e in engines]
+                                                        f"{e['max_running_requests']} ({e['binding']})")
+             + (f" at its max model length of {e['context']} tokens" if e.get("context", context) != context else "")
+             for e in engines]
     return "engines (their defaults): " + " · ".join(parts)
 
 

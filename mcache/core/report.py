@@ -8,7 +8,7 @@ from msgspec.structs import asdict
 
 from mcache import __version__
 from mcache.core.deployment import Deployment, Sized, size_deployment
-from mcache.core.errors import McacheError
+from mcache.core.errors import LayoutError, McacheError
 from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
 from mcache.core.sizing.layout import ParallelLayout
@@ -97,9 +97,16 @@ def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:
     lines = []
     for name in NAMES:
         entry = {"name": name, "version": engine_version(name), "max_running_requests": None, "binding": None,
-                 "startup_error": None}
+                 "startup_error": None, "context": context}
         try:
-            run = size_deployment(spec, Deployment(d.layout, d.gpu, name, context=context)).engine
+            try:
+                run = size_deployment(spec, Deployment(d.layout, d.gpu, name, context=context)).engine
+            except LayoutError as err:
+                if err.field != "context":
+                    raise
+                # the engine's max model length is shorter than the neutral context: what it runs at its own length
+                run = size_deployment(spec, Deployment(d.layout, d.gpu, name)).engine
+                entry["context"] = run.context
         except McacheError as err:
             entry["startup_error"] = _first_sentence(str(err))
         else:

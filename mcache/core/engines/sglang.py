@@ -264,7 +264,9 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                f"{MAX_PREFILL_TOKENS}, max_running_requests={requests}, context_len={setup.context_len}")
     fields.update(max_total_num_tokens=tokens, max_mamba_cache_size=slots if per_slot else None,
                   max_running_requests_logged=requests)
-    if tokens // setup.context < requests:  # what runs at once at the context: the token pool admits this many
+    # What runs at once at the context: the token pool admits this many. A model without attention keeps no KV: its
+    # token pool (the context's length, kv_cache_configurator.py) holds nothing a running request needs.
+    if cell and tokens // setup.context < requests:
         requests, binding = tokens // setup.context, "KV tokens"
     return EngineStage(ctx.stage, requests, None, log, binding, fields)
 

@@ -5,6 +5,7 @@ property test per class draws random inputs of the same shape."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -363,3 +364,37 @@ def test_csv_carries_the_capacity_the_table_shows(capsys):
     blocks = capsys.readouterr().out.split("\n\n")
     head, row = blocks[1].splitlines()
     assert head.startswith("stage,weights,cache budget,") and row.split(",")[6] == str(cap["max_sequences"]) == "630"
+
+
+class _Failing:
+    """A stdout whose writes fail with `error` after `good` characters went through."""
+
+    def __init__(self, error: OSError, good: int):
+        self.error, self.good, self.written = error, good, 0
+
+    def write(self, text: str) -> int:
+        if self.written + len(text) > self.good:
+            raise self.error
+        self.written += len(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EBADF]), st.integers(0, 4000),
+       st.sampled_from(["table", "json", "csv", "markdown"]))
+def test_random_broken_outputs_are_one_line_and_exit_4(monkeypatch, capsys, code, good, fmt):
+    error = BrokenPipeError(code, os.strerror(code)) if code == errno.EPIPE else OSError(code, os.strerror(code))
+    monkeypatch.setattr(sys, "stdout", _Failing(error, good))
+    result = main(["size", "nemotron-h-8b", "--gpu", "h200", "--format", fmt])
+    err = capsys.readouterr().err
+    if result == 0:  # everything fit in the `good` characters
+        assert err == ""
+        return
+    assert result == 4 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("mcache: output: stdout: cannot write, ") and err.endswith("; the output is incomplete\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mcache.cli.output import emit_text, human_bytes, markdown_table, print_blocks, write_file
+from mcache.cli.output import emit_text, human_bytes, markdown_table, print_blocks, text_table, write_file
 
 # Bench table columns, most important first: at a narrow page the last ones are dropped, never a number cut.
 _BENCH_COLUMNS = ("op", "kind", "batch", "impl", "device us", "eager us", "host us", "host/copy_", "% size-matched",
@@ -90,14 +90,8 @@ def emit_bench(results, output: Path | None, fmt: str = "table") -> None:
     head = bench_columns(cells, page_width()) if cells else []
     blocks: list = [_bench_title(results.meta)]
     if cells:
-        from rich.table import Table
-
-        table = Table()
-        for name in head:
-            table.add_column(name, justify="left" if name in _BENCH_TEXT else "right", overflow="fold")
-        for c in cells:
-            table.add_row(*(c[name] for name in head))
-        blocks.append(table)
+        blocks.append(text_table(tuple(head), [[c[name] for name in head] for c in cells],
+                                 lambda i, name: name not in _BENCH_TEXT))
     print_blocks(blocks + _skipped_lines(results), None)
 
 

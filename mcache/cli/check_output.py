@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcache.cli.output import emit_json, emit_text, markdown_table, print_blocks, rich_table
+from mcache.cli.output import emit_json, emit_text, markdown_table, print_blocks, text_table
 
 _VERDICT_MARK = {"regression": "❌ regression", "improvement": "✅ improvement"}
 
@@ -43,7 +43,7 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         notes = "".join(f"\n\nnote: {note}" for note in comparison.notes)
         emit_text(f"**{summary}**{notes}\n\n{markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
-        table = rich_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 6)
+        table = text_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 6)
         print_blocks([summary, *(f"note: {note}" for note in comparison.notes), table], output)
 
 
@@ -64,5 +64,5 @@ def emit_verify(model: str, device: str, layout: str, rows, fmt: str, output: Pa
         emit_text(f"**{summary}**\n\n{markdown_table(_VERIFY_HEAD, cells)}" if fmt == "markdown"
                   else "\n".join(",".join(c) for c in [list(_VERIFY_HEAD), *cells]), output)
     else:
-        table = rich_table(_VERIFY_HEAD, cells, lambda i, head: i >= 3)
+        table = text_table(_VERIFY_HEAD, cells, lambda i, head: i >= 3)
         print_blocks([summary, table], output)

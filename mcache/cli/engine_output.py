@@ -3,7 +3,7 @@ script greps and the lines the engine would log."""
 
 from __future__ import annotations
 
-from mcache.cli.output import NO_GPU_HINT, human_bytes, rich_table
+from mcache.cli.output import NO_GPU_HINT, human_bytes, text_table
 from mcache.core.engines import TITLES
 
 
@@ -74,7 +74,8 @@ def engine_blocks(report: dict) -> list:
     rows = [[name, *(_figure(name, st[name]) for st in eng["stages"])] for name in names]
     rows.append(["max_running_requests", *("-" if st["max_running_requests"] is None else str(st["max_running_requests"])
                                            for st in eng["stages"])])
-    blocks += [rich_table(head, rows, lambda i, h: i > 0), engine_headline(report)]
+    blocks += [text_table(head, rows, lambda i, h: i > 0), engine_headline(report)]
+    blocks += [f"note: {eng['version_note']}"] if eng["version_note"] else []
     blocks += [f"caveat: {c}" for c in eng["caveats"]]
     for st in eng["stages"]:
         if st["log"]:

@@ -1,4 +1,4 @@
-"""Everything the CLI writes to stdout or to files goes through here: text, JSON, rich tables and markdown tables,
+"""Everything the CLI writes to stdout or to files goes through here: text, JSON, text tables and markdown tables,
 to stdout or atomically to a file. The renderers of each command (`size_output`, `engine_output`, `plan_output`,
 `bench_output`, `check_output`) build what this module writes."""
 
@@ -101,56 +101,39 @@ def emit_text(text: str, output: Path | None = None) -> None:
     _write(safe_text(text), output)
 
 
-def rich_table(head: tuple[str, ...], rows, right, drop: tuple[str, ...] = ()):
-    """A rich table of `rows` under `head`; `right(i, name)` says which columns are right-aligned. On a page too
-    narrow for it, the `drop` columns go first (least important first; `print_blocks` says which), and what
+def text_table(head: tuple[str, ...], rows, right, drop: tuple[str, ...] = ()):
+    """A table of `rows` under `head` for `print_blocks`; `right(i, name)` says which columns are right-aligned. On a
+    page too narrow for it, the `drop` columns go first (least important first; `print_blocks` says which), and what
     still does not fit folds onto a second line: a cell is never cut short (`18.…`)."""
-    from rich.table import Table
+    from mcache.cli.table import Table
 
-    table = Table()
-    for i, name in enumerate(head):
-        table.add_column(name, justify="right" if right(i, name) else "left", overflow="fold")
-    for row in rows:
-        table.add_row(*(safe_text(cell) for cell in row))
-    table.droppable = drop
-    return table
-
-
-def _fit(table, console) -> list[str]:
-    """Remove the table's droppable columns until it fits the console's width; the names removed."""
-    dropped, unbounded = [], console.options.update_width(1 << 16)  # measure the natural width, not the clamped one
-    for name in getattr(table, "droppable", ()):
-        if console.measure(table, options=unbounded).maximum <= console.width:
-            break
-        table.columns = [c for c in table.columns if c.header != name]
-        dropped.append(name)
-    return dropped
+    return Table(head, [[safe_text(cell) for cell in row] for row in rows],
+                 {i for i, name in enumerate(head) if right(i, name)}, drop)
 
 
 NO_GPU_HINT = "no capacity section: name a GPU with --gpu (e.g. --gpu h200) or its memory with --gpu-memory (e.g. 141GiB)"
 
 
 def print_blocks(blocks: list, output: Path | None) -> None:
-    """Print rich tables and plain lines (written as they are: no wrapping, no markup; user text sanitized)."""
-    import io
+    """Print tables (`text_table`) and plain lines (written as they are: no wrapping, no markup; user text
+    sanitized)."""
     import shutil
 
-    from rich.console import Console
+    from mcache.cli.table import render
 
-    # Piped output must not be cut at 80 columns: give rich a wide page when it is no terminal.
+    # Piped output must not be cut at 80 columns: a wide page when it is no terminal.
     tty = output is None and sys.stdout.isatty()
     width = shutil.get_terminal_size().columns if tty else 240
-    console = Console(file=io.StringIO(), width=width, force_terminal=tty, color_system="auto" if tty else None,
-                      highlight=False, markup=False, emoji=False)
+    lines = []
     for block in blocks:
         if isinstance(block, str):
-            console.out(safe_text(block))
+            lines.append(safe_text(block))
             continue
-        dropped = _fit(block, console)
-        console.print(block)
+        drawn, dropped = render(block, width)
+        lines += drawn
         if dropped:
-            console.out(f"(left out for width: {', '.join(dropped)}; a wider terminal or --format json shows them)")
-    _write(console.file.getvalue(), output)
+            lines.append(f"(left out for width: {', '.join(dropped)}; a wider terminal or --format json shows them)")
+    _write("\n".join(lines), output)
 
 
 def markdown_table(head: tuple[str, ...], rows: list[list[str]]) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import msgspec
 
-from mcache.cli.output import emit_json, emit_text, print_blocks, rich_table
+from mcache.cli.output import emit_json, emit_text, print_blocks, text_table
 from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
 from mcache.core.spec.model import ModelSpec
@@ -93,7 +93,7 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
                 *(["```sh", *pastes, "```"] if pastes else [])]
         emit_text("\n".join(body) + "\n", output)
     else:
-        table = rich_table(HEAD, rows[:shown], lambda i, head: head in ("#", "tp", "pp", "gpus", "context", "seqs",
+        table = text_table(HEAD, rows[:shown], lambda i, head: head in ("#", "tp", "pp", "gpus", "context", "seqs",
                                                                          "seqs/GPU"),
                            drop=("gpus", "prefix", "start-up", "draft", "fits", "state", "binds"))
         print_blocks([title(result, model), table, *more, *skipped, *best_lines(result)], output)

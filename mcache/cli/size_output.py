@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcache.cli.engine_output import engine_blocks, engine_headline, engine_misfit, per_replica
-from mcache.cli.output import NO_GPU_HINT, emit_json, emit_text, human_bytes, markdown_table, print_blocks, rich_table
+from mcache.cli.output import NO_GPU_HINT, emit_json, emit_text, human_bytes, markdown_table, print_blocks, text_table
 from mcache.core.engines import TITLES
 
 
@@ -167,7 +167,7 @@ def does_not_fit(report: dict, smallest) -> Exception:
 
 
 def _size_tables(report: dict):
-    comps = rich_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
+    comps = text_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
                         lambda i, head: i >= 8 or head == "layers", drop=("buffer", "dtype", "per", "kind", "shape"))
     notes = " ".join(report["model"].get("notes", "").split())
     blocks: list = [_headline(report), comps, *_per_rank_lines(report), *([f"notes: {notes}"] if notes else [])]
@@ -175,7 +175,7 @@ def _size_tables(report: dict):
     if report.get("engine"):
         blocks += ["", *engine_blocks(report)]
     elif cap:
-        table = rich_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
+        table = text_table(_CAPACITY_HEAD, [_capacity_cells(report, c, human=True) for c in cap["ranks"]],
                             lambda i, head: head != "binds", drop=("cache budget", "weights", "KV tokens", "fixed"))
         blocks += ["", _capacity_title(cap), table, CAPACITY_LEGEND, capacity_headline(report)]
         blocks += [line for line in (engines_line(report),) if line]
@@ -201,7 +201,7 @@ def transfer_blocks(plan: dict) -> list:
              "contiguous runs in layer-major pools (state: per layer; KV: per layer and block, per token where heads are cut)")
     rows = [[str(pair["sender"]), str(pair["receiver"]), part["buffer"], str(len(part["layers"])), _spans_text(part["spans"]),
              human_bytes(part["bytes"]), str(part["pieces"])] for pair in plan["pairs"] for part in pair["parts"]]
-    table = rich_table(_TRANSFER_HEAD, rows, lambda i, head: head in ("layers", "bytes", "pieces"))
+    table = text_table(_TRANSFER_HEAD, rows, lambda i, head: head in ("layers", "bytes", "pieces"))
     pairs = "; ".join(f"{p['sender']}->{p['receiver']}: state {human_bytes(p['state_bytes'])}, KV {human_bytes(p['kv_bytes'])}, "
                       f"{p['pieces']} pieces" for p in plan["pairs"])
     total = (f"per request: state {human_bytes(plan['state_bytes'])}, KV {human_bytes(plan['kv_bytes'])}, "

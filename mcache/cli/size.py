@@ -23,6 +23,8 @@ VLLM, SGLANG, TRTLLM = "vLLM (with --engine vllm)", "SGLang (with --engine sglan
 def size(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled name (`mcache spec list`), HF config.json or folder.")],
     engine: Annotated[Engine | None, typer.Option(help="Size as this engine does (default: mcache's neutral model).")] = None,
+    engine_version: Annotated[str | None, typer.Option(metavar="X.Y[.Z]", help=(
+        "The engine's release (default: the newest modelled; another takes the modelled release before it)."))] = None,
     tp: TpOption = 1,
     pp: PpOption = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
@@ -144,11 +146,13 @@ def size(
     check_ranges({**asdict(options), "tp": tp, "pp": pp, "context": context, "concurrency": concurrency})
     try:
         engine_settings(engine, options)  # an option the engine lacks is the first error, before the layout's
+        if engine_version and not engine:
+            raise McacheError("--engine-version: the release of the engine named by --engine; add --engine")
         if engine and verify:
             raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
         layout = _layout(tp, pp, attention_dp, pp_partition)
         target = (f"{gpu_memory} GPU", sizes["gpu_memory"]) if gpu_memory else _gpu(gpu)
-        deployment = Deployment(layout, target, engine, options, context, concurrency)
+        deployment = Deployment(layout, target, engine, options, context, concurrency, engine_version)
         receiver = transfer_to_tp or transfer_to_pp
         transfer = ParallelLayout(tp=transfer_to_tp or tp, pp=transfer_to_pp or pp) if receiver and not verify else None
         report = size_report(model, deployment, origin, transfer)

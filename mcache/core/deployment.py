@@ -31,8 +31,8 @@ class EngineSettingError(LayoutError):
 
 class Deployment(Struct, frozen=True):
     """What to size: the layout and GPU (`gpu`: name and bytes, None for no capacity), the engine (None: the neutral
-    model), the options given, and the context and concurrency the capacity figures are asked at (None: the
-    defaults)."""
+    model) and its version, the options given, and the context and concurrency the capacity figures are asked at
+    (None: the defaults)."""
 
     layout: ParallelLayout
     gpu: tuple[str, int] | None = None
@@ -40,6 +40,7 @@ class Deployment(Struct, frozen=True):
     options: SizeOptions = SizeOptions()
     context: int | None = None
     concurrency: int | None = None
+    engine_version: str | None = None  # the release the user runs (None: the newest the engine's profile models)
 
 
 class Sized(Struct, frozen=True):
@@ -81,7 +82,7 @@ def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
 
         name, memory = d.gpu if d.gpu else (None, None)
         try:
-            erun = run_engine(d.engine, EngineInputs(spec, d.layout, name, memory, d.context, settings))
+            erun = run_engine(d.engine, EngineInputs(spec, d.layout, name, memory, d.context, settings), d.engine_version)
         except LayoutError as err:
             if "." in err.field:  # a spec field the engine reads (a TP split): the spec's own error
                 raise

@@ -75,28 +75,21 @@ def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: Parall
         plan = transfer_plan(spec, est.dtypes, est.layout, transfer_to, sized.neutral.context, est.runtime.tokens_per_block)
         data["transfer"] = msgspec.to_builtins(plan)
     if sized.engine:
-        data["engine"] = sized.engine.as_json() | {"version": engine_version(sized.engine.name)}
+        data["engine"] = sized.engine.as_json()
     elif data["capacity"] is not None:
         data["capacity"]["engines"] = engines_beside(spec, d, sized.neutral.context)
     return SizeReport(data, sized)
-
-
-def engine_version(name: str) -> str:
-    """The version the engine's profile models (its module's `VERSION`)."""
-    from importlib import import_module
-
-    return import_module(f"mcache.core.engines.{name}").VERSION
 
 
 def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:
     """Each engine's run with its defaults on the spec, layout and GPU of `d` at `context` (through the one
     `size_deployment`), for the line beside the neutral figure: what it runs at once and what binds, or why it would not
     start (the first sentence of its error)."""
-    from mcache.core.engines import NAMES
+    from mcache.core.engines import NAMES, newest_version
 
     lines = []
     for name in NAMES:
-        entry = {"name": name, "version": engine_version(name), "max_running_requests": None, "binding": None,
+        entry = {"name": name, "version": newest_version(name), "max_running_requests": None, "binding": None,
                  "startup_error": None, "context": context}
         try:
             try:

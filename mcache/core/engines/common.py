@@ -9,6 +9,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from mcache.core.engines.versions import EngineVersion
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
@@ -35,6 +36,7 @@ class EngineInputs(Struct, frozen=True):
     gpu_bytes: int | None = None
     context: int | None = None
     given: dict[str, Any] = {}
+    version: str | None = None  # the modelled release whose rules apply (`run_engine` sets it; None: the newest)
 
 
 class EngineStage(Struct):
@@ -61,6 +63,7 @@ class EngineRun(Struct):
     dtypes: CacheDtypes
     stages: list[EngineStage]
     caveats: list[str] = []  # what this profile does not model for this model
+    version: EngineVersion | None = None  # the modelled release that sized it (`run_engine` sets it)
 
     @property
     def max_running_requests(self) -> int | None:
@@ -74,8 +77,12 @@ class EngineRun(Struct):
 
     def as_json(self) -> dict:
         """The `engine` object of `mcache size --format json`."""
+        version = self.version or EngineVersion("")
         return {
             "name": self.name,
+            "version": version.modelled,
+            "version_requested": version.requested,
+            "version_note": version.note,
             "max_model_len": self.max_len,
             "context": self.context,
             "settings": self.settings,

@@ -41,7 +41,7 @@ from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
-VERSION = "0.5.23"  # the release this module models (sgl-project/sglang tag v0.5.23)
+VERSIONS = ("0.5.23",)  # the releases this module models, oldest first (sgl-project/sglang tags)
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {

@@ -41,7 +41,7 @@ from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "trtllm"
-VERSION = "main@151c21c"  # what this module models: main at commit 151c21c (V1 KV cache manager), not a release
+VERSIONS = ("main@151c21c",)  # what this module models, oldest first: main at commit 151c21c (V1 KV cache manager)
 # The `SizeOptions` fields of `mcache size --engine trtllm` and the TensorRT-LLM setting each sets (its own name is an
 # alias of the option; an option TensorRT-LLM lacks is refused with it).
 FLAGS = {

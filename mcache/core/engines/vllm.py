@@ -48,7 +48,7 @@ from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
-VERSION = "0.33.0"  # the release this module models (vllm-project/vllm tag v0.33.0)
+VERSIONS = ("0.33.0",)  # the releases this module models, oldest first (vllm-project/vllm tags)
 # The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
 # the option; an option vLLM lacks is refused with it).
 FLAGS = {

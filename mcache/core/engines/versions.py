@@ -1,0 +1,63 @@
+"""Which modelled release of an engine answers for the version a user runs (`--engine-version`).
+
+Each engine module lists the releases its rules were checked at (`VERSIONS`, oldest first); a rule that changed
+between them tests the run's version with `at_least` and cites the engine's source at the versions on each side.
+A version between two modelled ones takes the older one (its rules held until the newer one changed them) and says
+so; a version past the newest takes the newest with a note; one before the oldest is refused (its rules are not
+modelled). A development branch (`main@<commit>`) comes after every release and is asked for as `main`."""
+
+from __future__ import annotations
+
+import re
+
+from msgspec import Struct
+
+from mcache.core.errors import LayoutError
+
+_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:(?:rc|\.post|\.dev|post|dev)\d{1,4})?")
+_BRANCH = (1 << 30,)  # a development branch sorts after every release
+
+
+class EngineVersion(Struct, frozen=True):
+    """The release whose rules size a run (`modelled`), the version the user asked for (None: the newest modelled),
+    and what a user reads when the two differ (`note`)."""
+
+    modelled: str
+    requested: str | None = None
+    note: str | None = None
+
+
+def key(version: str) -> tuple[int, ...]:
+    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3` (a release candidate counts as its release) or
+    `main@<commit>`; a `LayoutError` naming `--engine-version` otherwise."""
+    if version == "main" or version.startswith("main@"):
+        return _BRANCH
+    found = _RELEASE.fullmatch(version.strip())
+    if found is None:
+        raise LayoutError("engine_version", f"a release such as 0.33.0 or 1.2 (or main), got {version!r}")
+    return tuple(int(part or 0) for part in found.groups())
+
+
+def at_least(version: str, floor: str) -> bool:
+    """Whether the modelled `version` is `floor` or later (a rule that holds from `floor` on)."""
+    return key(version) >= key(floor)
+
+
+def resolve(title: str, versions: tuple[str, ...], requested: str | None) -> EngineVersion:
+    """The modelled release of engine `title` (`versions`: oldest first) for the `requested` version."""
+    newest = versions[-1]
+    if requested is None:
+        return EngineVersion(newest)
+    asked = key(requested)
+    exact = next((v for v in versions if key(v) == asked), None)
+    if exact is not None:
+        return EngineVersion(exact, requested)
+    if asked < key(versions[0]):
+        raise LayoutError("engine_version", f"{title} {versions[0]} or later (the releases mcache models: "
+                                            f"{', '.join(versions)}), got {requested}")
+    if asked > key(newest):
+        return EngineVersion(newest, requested, f"{title} {requested} is newer than the newest release mcache models; "
+                                                f"sized as {newest}")
+    older = max((v for v in versions if key(v) < asked), key=key)
+    return EngineVersion(older, requested, f"{title} {requested} is sized by the rules of {older}, the newest modelled "
+                                           "release before it")

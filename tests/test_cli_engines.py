@@ -58,9 +58,11 @@ def test_a_model_that_does_not_fit_exits_3_naming_the_smallest_tp(capsys):
     assert err.rstrip().endswith("it fits at --tp 8")
 
 
-def test_nothing_up_to_8_gpus(capsys):
+def test_the_smallest_layout_is_searched_up_to_64_gpus(capsys):
     _, err = size_text(capsys, "minimax-text-01", "--gpu", "rtx-4090", code=3)
-    assert err.rstrip().endswith("no layout of up to 8 GPUs fits")
+    assert err.rstrip().endswith("it fits at --tp 16 --pp 3")  # 849.53 GiB of weights over 48 cards of 19.59 GiB usable
+    _, err = size_text(capsys, "minimax-text-01", "--gpu-memory", "4GiB", code=3)
+    assert err.rstrip().endswith("no layout of up to 64 GPUs (TP x PP) fits")
 
 
 def test_vllm_json_contract(capsys):

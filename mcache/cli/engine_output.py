@@ -39,9 +39,22 @@ def engine_headline(report: dict) -> str:
     gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
     if stage["startup_error"]:
         return f"{title} would not start {gpu}{where}: {stage['startup_error']}"
-    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens "
+    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens{_length_source(report)} "
             f"{per_replica(report['layout'], stage['max_running_requests'])}{where} {gpu} "
             f"({_engine_binding(eng['name'], stage)})")
+
+
+def _length_source(report: dict) -> str:
+    """`(the model's max length from its config, …)` when the engine took its max model length from the model's
+    config and the sequences are that long; a given length, or one the engine assumed, says nothing here."""
+    from mcache.core.engines.options import setting_of
+
+    eng = report["engine"]
+    setting = setting_of(eng["name"], "max_seq_len")
+    from_config = eng["max_model_len"] == report["model"]["max_model_len"]
+    if eng["sources"].get(setting) != "default" or not from_config or eng["context"] != eng["max_model_len"]:
+        return ""
+    return f" (the model's max length from its config, which {TITLES[eng['name']]} takes by default)"
 
 
 def _engine_binding(name: str, st: dict) -> str:

@@ -117,7 +117,7 @@ def size(
 
     from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.size_output import does_not_fit, emit_report
-    from mcache.core.deployment import Deployment, smallest_fitting_layout
+    from mcache.core.deployment import Deployment, longest_starting_length, smallest_fitting_layout
     from mcache.core.engines.options import engine_settings
     from mcache.core.load import load_spec, resolve
     from mcache.core.options import SizeOptions
@@ -164,7 +164,8 @@ def size(
         raise located(err, origin, engine) from None
     emit_report(report.data, fmt, output)
     if report.sized.fits is False:
-        raise does_not_fit(report.data, smallest_fitting_layout(model, deployment))
+        raise does_not_fit(report.data, smallest_fitting_layout(model, deployment),
+                           longest_starting_length(model, deployment))
     return 0
 
 

@@ -148,8 +148,10 @@ def _misfit_reason(report: dict, c: dict) -> str:
             f"{human_bytes(c['state_bytes_per_sequence'])} of state, {human_bytes(c['kv_budget_bytes'])} is left")
 
 
-def does_not_fit(report: dict, smallest) -> Exception:
-    """The exit-3 line: what does not fit, and the smallest layout (a `ParallelLayout`, or None) that does."""
+def does_not_fit(report: dict, smallest, longest: int | None = None) -> Exception:
+    """The exit-3 line: what does not fit, the smallest layout (a `ParallelLayout`, or None) that does, and with an
+    engine the longest max model length (`longest`, None: none shorter) that starts on this layout."""
+    from mcache.core.deployment import MAX_LAYOUT_GPUS
     from mcache.core.errors import DoesNotFit
 
     cap, lay, eng = report["capacity"], report["layout"], report.get("engine")
@@ -160,9 +162,14 @@ def does_not_fit(report: dict, smallest) -> Exception:
     else:
         reason = _misfit_reason(report, cap["ranks"][cap["tightest_stage"]])
     if smallest is None:
-        hint = "no layout of up to 8 GPUs fits" + (" with these settings" if eng else "")
+        hint = f"no layout of up to {MAX_LAYOUT_GPUS} GPUs (TP x PP) fits" + (" with these settings" if eng else "")
     else:
         hint = f"it fits at --tp {smallest.tp}" + (f" --pp {smallest.pp}" if smallest.pp > 1 else "")
+    if eng and longest:
+        from mcache.core.engines.options import setting_of
+
+        setting = "--" + setting_of(eng["name"], "max_seq_len").replace("_", "-")
+        hint += f"; at --tp {lay['tp']} --pp {lay['pp']} it starts with {setting} {longest} (and a context up to it)"
     return DoesNotFit(f"{where}: {reason}; {hint}")
 
 

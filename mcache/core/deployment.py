@@ -1,7 +1,8 @@
 """One deployment sized end to end, as `mcache size` shows it and `mcache plan` ranks it: the engine's run (with
 `engine`), the neutral run beside it, and where each dtype came from. Both commands build a `Deployment` and call
 `size_deployment`; nothing else turns options into figures. `smallest_fitting_layout` answers, for the neutral
-model and every engine alike, which layout would fit."""
+model and every engine alike, which layout would fit; `longest_starting_length`, which max model length an engine
+would start at."""
 
 from __future__ import annotations
 
@@ -103,7 +104,10 @@ def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
     return Sized(neutral, erun, sources)
 
 
-def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = 8) -> ParallelLayout | None:
+MAX_LAYOUT_GPUS = 64  # the largest TP x PP a misfit's hint searches (one replica of eight 8-GPU nodes)
+
+
+def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = MAX_LAYOUT_GPUS) -> ParallelLayout | None:
     """The layout of fewest GPUs (then fewest PP stages, up to `max_gpus`) on which `d` fits with everything else
     the same; a layout the model cannot be split into is skipped. None when no layout fits."""
     for gpus in range(1, max_gpus + 1):
@@ -115,3 +119,23 @@ def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = 8) -
             except LayoutError:
                 continue
     return None
+
+
+def longest_starting_length(spec: ModelSpec, d: Deployment) -> int | None:
+    """The longest max model length at which the engine of `d` starts and runs one sequence of it, with everything
+    else the same, shorter than the one `d` sized at (None: not even one token's length starts, or no GPU)."""
+    sized = size_deployment(spec, d)
+    if d.engine is None or sized.engine is None or sized.fits is not False:
+        return None
+
+    def starts(length: int) -> bool:
+        try:
+            return bool(size_deployment(spec, replace(d, options=replace(d.options, max_seq_len=length), context=None)).fits)
+        except LayoutError:
+            return False
+
+    low, high = 0, sized.engine.max_len  # starts(low) holds (or low is 0), starts(high) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if starts(middle) else (low, middle)
+    return low or None

@@ -135,6 +135,7 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "param_bytes": stored_bytes(spec),
             "weight_format": spec.quantization.format if spec.quantization else spec.dtype,
             "weights_unknown": unknown_fields(spec),
+            "max_model_len": spec.max_model_len,
         },
         "layout": {
             "tp": layout.tp,

@@ -70,3 +70,9 @@ def mcache_option_for(setting: str, aliases: bool = True) -> str | None:
 def option_for(engine: str, setting: str) -> str:
     """The field of the option a user gives for `engine`'s `setting` (the setting itself when no option sets it)."""
     return next((option for option, name in _engine(engine).FLAGS.items() if name == setting), setting)
+
+
+def setting_of(engine: str, option: str) -> str:
+    """`engine`'s own setting for the option `option` (a `SizeOptions` field it has): `max_seq_len` -> vLLM's
+    `max_model_len`."""
+    return _engine(engine).FLAGS[option]

@@ -1,0 +1,60 @@
+"""A misfit under an engine leads somewhere (issue 28): the smallest layout that starts, searched up to TP x PP 64,
+and the longest max model length that starts on the asked layout; the headline says when the length is the config's."""
+
+import re
+
+from cli_util import one_line
+
+from mcache.core.deployment import Deployment, longest_starting_length, size_deployment
+from mcache.core.load import load_spec
+from mcache.core.options import SizeOptions
+from mcache.core.sizing.gpus import lookup
+from mcache.core.sizing.layout import ParallelLayout
+
+
+def _fits(spec, d: Deployment, length: int) -> bool:
+    options = SizeOptions(max_seq_len=length)
+    return bool(size_deployment(spec, Deployment(d.layout, d.gpu, d.engine, options)).fits)
+
+
+def test_a_length_above_the_config_s_is_answered_with_the_config_s(capsys):
+    err = one_line(["size", "nemotron-h-8b", "--engine", "vllm", "--gpu", "h100-80gb", "--max-model-len", "100000"],
+                   capsys, 3)
+    assert "is greater than the derived max_model_len (8192.0 in model's config.json)" in err
+    assert err.endswith("at --tp 1 --pp 1 it starts with --max-model-len 8192 (and a context up to it)")
+
+
+def test_the_longest_length_is_the_last_that_starts():
+    spec = load_spec("qwen3.5-27b")  # SGLang's token pool on one H100 holds less than the config's 262,144 tokens
+    d = Deployment(ParallelLayout(), lookup("h100-80gb"), "sglang")
+    longest = longest_starting_length(spec, d)
+    assert longest is not None and 0 < longest < 262144
+    assert _fits(spec, d, longest) and not _fits(spec, d, longest + 1)
+
+
+def test_weights_that_never_fit_name_no_length(capsys):
+    err = one_line(["size", "nemotron-h-56b", "--engine", "vllm", "--gpu", "h100-80gb"], capsys, 3)
+    assert "No available memory for the cache blocks" in err and "it starts with" not in err
+    assert err.endswith("; it fits at --tp 4")
+
+
+def test_the_layout_search_goes_past_eight_gpus(capsys):
+    # TensorRT-LLM's default max_batch_size of 2048 state slots (870 MiB each at TP 1) needs 16 H100s
+    err = one_line(["size", "nemotron-h-56b", "--engine", "trtllm", "--gpu", "h100-80gb"], capsys, 3)
+    assert err.endswith("; it fits at --tp 16")
+
+
+def test_none_fits_names_the_bound_searched(capsys):
+    err = one_line(["size", "minimax-text-01", "--engine", "vllm", "--gpu", "h200", "--tp", "8"], capsys, 3)
+    assert err.endswith("no layout of up to 64 GPUs (TP x PP) fits with these settings")
+
+
+def test_the_headline_says_when_the_length_is_the_config_s(capsys):
+    from mcache.cli.main import main
+
+    assert main(["size", "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"runs \d+ sequences of 8192 tokens \(the model's max length from its config, which vLLM takes "
+                     r"by default\)", out)
+    assert main(["size", "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200", "--max-model-len", "8192"]) == 0
+    assert "from its config" not in capsys.readouterr().out  # given, not taken

@@ -307,15 +307,17 @@ def test_plan_plot_writes_nothing_outside_its_file(tmp_path):
 # --- help ----------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["size", "plan", "bench", "compare", "export", "import-hf"])
-def test_no_option_name_is_cut_in_help_at_100_columns(command, capsys, monkeypatch):
+@pytest.mark.parametrize("columns", [80, 100])
+@pytest.mark.parametrize("command", ["size", "plan", "bench", "compare", "export", "import-hf", "spec validate"])
+def test_nothing_is_cut_in_help(command, columns, capsys, monkeypatch):
     """The engines' names of an option are in its description ("Also --max-model-len."), so the option column holds
-    one name each."""
-    monkeypatch.setenv("COLUMNS", "100")
-    assert main([command, "--help"]) == 0
+    one name each; long choices and lists are in the description, where they wrap: no "…" anywhere."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main([*command.split(), "--help"]) == 0
     out = capsys.readouterr().out
     names = [m.group(1) for line in out.splitlines() if (m := re.match(r"│\s*\*?\s+(--\S+)", line))]
-    assert names and not any("…" in name for name in names), names
+    assert names and "…" not in out, [line for line in out.splitlines() if "…" in line]
+    assert max(len(line) for line in out.splitlines()) <= columns
 
 
 def test_an_alias_is_the_option(capsys):

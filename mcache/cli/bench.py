@@ -19,10 +19,10 @@ def bench(
     rank: Annotated[int, typer.Option(help="Global rank to build: stage = rank // tp, TP rank = rank % tp.")] = 0,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel.")] = False,
     batch: Annotated[str, typer.Option(help="Batch sizes, comma-separated.")] = "1,8,32,64",
-    ops: Annotated[str, typer.Option(help="Manager ops: alloc,reset,commit,replay,relocate,snapshot,pack,transfer; "
-                                     "kernel ops (the SSM pool alone): copy_slots,commit_intermediate,pack_heads,"
-                                     "unpack_heads,replay_fold,replay_fold_conv; or 'kernels' for all kernel ops.")] = (
-        "alloc,reset,commit,replay,relocate,snapshot,pack,transfer"),
+    ops: Annotated[str, typer.Option(show_default="every manager op", help=(
+        "Ops, comma-separated. Manager ops: alloc, reset, commit, replay, relocate, snapshot, pack, transfer; kernel "
+        "ops (the SSM pool alone): copy_slots, commit_intermediate, pack_heads, unpack_heads, replay_fold, "
+        "replay_fold_conv; or kernels for all kernel ops."))] = "alloc,reset,commit,replay,relocate,snapshot,pack,transfer",
     scheme: Annotated[Scheme, typer.Option(help="Speculative scheme the manager is built with.")] = "intermediate",
     draft: Annotated[int, typer.Option(min=1, help="Draft tokens per step (T = draft + 1).")] = 3,
     max_batch: Annotated[int | None, typer.Option(min=1, help=(

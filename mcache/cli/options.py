@@ -20,7 +20,8 @@ TpOption = Annotated[int, typer.Option(help="Tensor-parallel size.")]
 PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]
 
 # Fields the core names whose flag is not the field with dashes: the layout's pair, and the runtime's own names.
-SPELLED = {"tp/pp": "--tp/--pp", "tokens_per_block": "--block-size", "draft_tokens": "--draft"}
+SPELLED = {"tp/pp": "--tp/--pp", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
+           "enable_prefix_caching": "--prefix-caching"}
 
 
 # The engines' names for mcache size's options: accepted as typed, shown in each option's description (so the
@@ -30,18 +31,20 @@ ALIASES = {
              "--tokens-per-block": "--block-size", "--page-size": "--block-size", "--num-speculative-tokens": "--draft",
              "--speculative-num-steps": "--draft", "--max-draft-len": "--draft", "--mamba-ssm-cache-dtype": "--ssm-dtype",
              "--mamba-ssm-dtype": "--ssm-dtype", "--kv-cache-dtype": "--kv-dtype", "--mamba-cache-dtype": "--conv-dtype",
-             "--gpu-memory-utilization": "--utilization"},
+             "--gpu-memory-utilization": "--utilization", "--enable-prefix-caching": "--prefix-caching=on",
+             "--no-enable-prefix-caching": "--prefix-caching=off"},
 }
 
 
-def also(command: str, option: str) -> str:
-    """` Also --a, --b.`: the aliases of `option` in `command`'s help, or nothing."""
-    names = [alias for alias, primary in ALIASES.get(command, {}).items() if primary == option]
+def also(command: str, *options: str) -> str:
+    """` Also --a, --b.`: the aliases of `options` in `command`'s help, or nothing."""
+    names = [alias for alias, primary in ALIASES.get(command, {}).items() if primary in options]
     return f" Also {', '.join(names)}." if names else ""
 
 
 def unaliased(command: str | None, args: list[str]) -> list[str]:
-    """`args` with each alias of `command` (as `--alias` or `--alias=value`) read as its option."""
+    """`args` with each alias of `command` (as `--alias` or `--alias=value`) read as its option (an engine's flag,
+    such as `--no-enable-prefix-caching`, as the option and its value: `--prefix-caching=off`)."""
     table = ALIASES.get(command or "", {})
     if not table:
         return args

@@ -22,7 +22,8 @@ VLLM, SGLANG, TRTLLM = "vLLM (with --engine vllm)", "SGLang (with --engine sglan
 
 def size(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="Spec file, bundled name (`mcache spec list`), HF config.json or folder.")],
-    engine: Annotated[Engine | None, typer.Option(help="Size as this engine does (default: mcache's neutral model).")] = None,
+    engine: Annotated[Engine | None, typer.Option(metavar="ENGINE", help=(
+        "vllm, sglang or trtllm: size as this engine does (default: mcache's neutral model)."))] = None,
     engine_version: Annotated[str | None, typer.Option(metavar="X.Y[.Z]", help=(
         "The engine's release (default: the newest modelled; another takes the modelled release before it)."))] = None,
     tp: TpOption = 1,
@@ -41,7 +42,8 @@ def size(
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
     draft: Annotated[int | None, typer.Option("--draft", help="Speculative draft tokens per step (0)."
                                               + also("size", "--draft"))] = None,
-    spec_scheme: Annotated[Scheme | None, typer.Option(help="Speculative state scheme (default: intermediate with --draft).")] = None,
+    spec_scheme: Annotated[Scheme | None, typer.Option(metavar="SCHEME", help=(
+        "Speculative state scheme: none, intermediate, replay or index (default: intermediate with --draft)."))] = None,
     reserved_slots: Annotated[int | None, typer.Option(help="Reserved padding slots (default: draft+1, +1 with attention-DP).")] = None,
     snapshot_slots: Annotated[int | None, typer.Option(help="Snapshot slots for prefix caching (0).")] = None,
     ssm_dtype: Annotated[str | None, typer.Option("--ssm-dtype", help=(
@@ -65,8 +67,9 @@ def size(
     concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (max batch x pp).")] = None,
     kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB, 0 allowed (skips the budget).",
                                                         rich_help_panel=VLLM)] = None,
-    enable_prefix_caching: Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
-                                                               help="Prefix caching (on for hybrid models).", rich_help_panel=VLLM)] = None,
+    prefix_caching: Annotated[Literal["on", "off"] | None, typer.Option(help=(
+        "Prefix caching (on for hybrid models)." + also("size", "--prefix-caching=on", "--prefix-caching=off")),
+        rich_help_panel=VLLM)] = None,
     mamba_cache_mode: Annotated[str | None, typer.Option(
         help="none, align or all: deprecated, logged and ignored (vLLM 0.33).", rich_help_panel=VLLM)] = None,
     kernel_block_size: Annotated[int | None, typer.Option(help=(
@@ -133,7 +136,7 @@ def size(
         max_seq_len=max_seq_len, utilization=utilization, draft=draft, kv_dtype=kv_dtype, ssm_dtype=ssm_dtype,
         conv_dtype=conv_dtype, block_size=block_size, max_batch=max_batch, kv_tokens=kv_tokens,
         reserved_slots=reserved_slots, snapshot_slots=snapshot_slots, spec_scheme=spec_scheme,
-        enable_prefix_caching=enable_prefix_caching, mamba_cache_mode=mamba_cache_mode,
+        enable_prefix_caching=None if prefix_caching is None else prefix_caching == "on", mamba_cache_mode=mamba_cache_mode,
         kernel_block_size=kernel_block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         enforce_eager=enforce_eager or None, gdn_prefill_backend=gdn_prefill_backend,
         mem_fraction_static=mem_fraction_static, mamba_full_memory_ratio=mamba_full_memory_ratio,

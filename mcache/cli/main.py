@@ -7,7 +7,6 @@ This module imports nothing heavy at the top, so a Ctrl-C while the CLI loads is
 
 import sys
 from importlib import import_module
-from typing import Annotated
 
 # name -> (module, attribute): a command function, or a typer group for `spec`.
 COMMANDS = {
@@ -24,6 +23,8 @@ INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (128 + 2)
 
 def build_app(only: str | None = None) -> "typer.Typer":  # noqa: F821 (typer is imported here, not at the top)
     """The CLI with every command, or with just `only` (same behaviour for that command, faster start)."""
+    from typing import Annotated
+
     import typer
 
     app = typer.Typer(

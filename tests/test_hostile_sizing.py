@@ -117,6 +117,22 @@ def test_largest_allowed_value_renders_in_every_format(option, fmt, capsys):
         json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
 
 
+def test_plan_bounds_its_sweep_before_building_it(capsys):
+    drafts = ",".join(map(str, range(400)))  # 3 GPUs x 3 contexts x 7 layouts x 2 KV dtypes x 400 drafts
+    assert one_line(["plan", "nemotron-h-8b", "--draft", drafts], capsys) == (
+        "mcache: --draft: a sweep of at most 1,000 candidates (GPUs x contexts x layouts x KV dtypes x state dtypes x "
+        "drafts x prefix settings), got 50,400: shorten this list of 400 values or another")
+
+
+def test_plan_sizes_a_repeated_value_once(capsys):
+    from mcache.cli.main import main
+
+    assert main(["plan", "nemotron-h-8b", "--tp", "1,1,2,1", "--pp", "1", "--kv-dtype", "fp8,fp8", "--format", "json"]) == 0
+    import json
+
+    assert len(json.loads(capsys.readouterr().out)["candidates"]) == 3 * 3 * 2  # GPUs x contexts x TP 1, 2
+
+
 def test_plan_bounds_its_lists(capsys):
     assert one_line(["plan", "nemotron-h-8b", "--context", f"8192,{HUGE}"], capsys) == (
         f"mcache: --context: {LIMIT}, got a number of 400 digits")

@@ -16,8 +16,8 @@ from mcache.core.options import SizeOptions
 from mcache.core.sizing.capacity import Budget, check_budget
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.neutral import NeutralRun, run_neutral
-from mcache.core.sizing.rank import dtype_sources, resolve_dtypes
-from mcache.core.sizing.weights import unknown_fields
+from mcache.core.sizing.rank import RankContext, dtype_sources, resolve_dtypes
+from mcache.core.sizing.weights import rank_weight_bytes, unknown_fields
 from mcache.core.spec.model import ModelSpec
 
 DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
@@ -110,7 +110,10 @@ MAX_LAYOUT_GPUS = 64  # the largest TP x PP a misfit's hint searches (one replic
 def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = MAX_LAYOUT_GPUS) -> ParallelLayout | None:
     """The layout of fewest GPUs (then fewest PP stages, up to `max_gpus`) on which `d` fits with everything else
     the same; a layout the model cannot be split into is skipped. None when no layout fits."""
+    whole = _whole_weight_bytes(spec, d)
     for gpus in range(1, max_gpus + 1):
+        if whole is not None and d.gpu and whole > gpus * d.gpu[1]:
+            continue  # however they are split, the weights alone exceed these GPUs' memory
         for pp in (p for p in range(1, gpus + 1) if gpus % p == 0):
             layout = ParallelLayout(tp=gpus // pp, pp=pp, attention_dp=d.layout.attention_dp)
             try:
@@ -119,6 +122,14 @@ def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = MAX_
             except LayoutError:
                 continue
     return None
+
+
+def _whole_weight_bytes(spec: ModelSpec, d: Deployment) -> int | None:
+    """The weights of the whole model on one GPU: what the ranks of any layout hold between them at least (TP and PP
+    split them; what a layout replicates only adds). None when the weights are given per rank, or unknown."""
+    if d.options.weights is not None:
+        return None
+    return rank_weight_bytes(RankContext.build(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec), 0))
 
 
 def longest_starting_length(spec: ModelSpec, d: Deployment) -> int | None:

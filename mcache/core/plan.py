@@ -10,10 +10,13 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
+from bisect import bisect_right
 from collections.abc import Callable
+from math import prod
 from pathlib import Path
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.deployment import Deployment, EngineSettingError, size_deployment
 from mcache.core.engines import serve_command
@@ -31,6 +34,7 @@ PPS = (1, 2)
 FP8 = {"sglang": "fp8_e4m3"}  # each engine's spelling of an fp8 KV cache (others: fp8)
 PREFIX = ("default", "on", "off")
 LAYOUT_FIELDS = ("tp", "pp", "tp/pp")  # a layout the model cannot be split into is skipped, not an error
+MAX_CANDIDATES = 1000  # a sweep sizes about 300 candidates a second on one core: answered within 5 s
 
 
 class Axes(Struct, frozen=True):
@@ -112,9 +116,35 @@ def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, target: int | No
                                      "null (fill it in, e.g. from mcache import-hf -o)")
 
 
+def distinct(axes: Axes) -> Axes:
+    """`axes` with each list's repeated values dropped (a value given twice is one candidate, not two)."""
+    fields = ("gpus", "contexts", "tps", "pps", "kv_dtypes", "ssm_dtypes", "drafts", "schemes", "prefix_caching")
+    return replace(axes, **{f: tuple(dict.fromkeys(getattr(axes, f))) for f in fields})
+
+
+def check_size(axes: Axes, engine: str | None) -> None:
+    """Refuse a sweep of more than `MAX_CANDIDATES` candidates before any is built, naming its longest list."""
+    pps = sorted(p for p in axes.pps if p <= axes.max_gpus)
+    layouts = sum(bisect_right(pps, axes.max_gpus // tp) for tp in axes.tps if tp <= axes.max_gpus)
+    schemes = len(axes.schemes) if engine is None else 1
+    drafts = sum(schemes if d else 1 for d in axes.drafts)
+    lists = {"gpu": len(axes.gpus), "context": len(axes.contexts), "tp": len(axes.tps), "pp": len(axes.pps),
+             "kv_dtype": len(axes.kv_dtypes), "ssm_dtype": len(axes.ssm_dtypes), "draft": len(axes.drafts),
+             "spec_scheme": schemes, "prefix_caching": len(axes.prefix_caching)}
+    total = prod((lists["gpu"], lists["context"], layouts, lists["kv_dtype"], lists["ssm_dtype"], drafts,
+                  lists["prefix_caching"]))
+    if total > MAX_CANDIDATES:
+        longest = max(lists, key=lists.get)
+        raise LayoutError(longest, f"a sweep of at most {MAX_CANDIDATES:,} candidates (GPUs x contexts x layouts x KV "
+                                   f"dtypes x state dtypes x drafts x prefix settings), got {total:,}: shorten this "
+                                   f"list of {lists[longest]:,} values or another")
+
+
 def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, target: int | None = None,
           progress: Callable[[int, int], None] | None = None) -> Plan:
     """Size every combination of `axes` and rank them; `progress(done, total)` after each."""
+    axes = distinct(axes)
+    check_size(axes, engine)
     check_axes(spec, engine, axes, target)
     layouts = [(tp, pp) for tp in axes.tps for pp in axes.pps if tp * pp <= axes.max_gpus]
     drafts = [(d, s) for d in axes.drafts for s in (axes.schemes if d and not engine else ("intermediate",))]

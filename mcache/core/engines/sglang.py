@@ -32,6 +32,7 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    whole_model,
     window_caveats,
     within_gpu,
 )
@@ -335,10 +336,8 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
     scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers."""
-    dtypes, drafts = setup.dtypes, setup.drafts
-    kv_layers = _kv_layers(ctx, setup)
-    cell = sum(token_bytes(ctx, kind, dtypes.kv) * n for kind, n in kv_layers.items())
-    layers = sum(kv_layers.values())
+    drafts = setup.drafts
+    cell, layers = _kv_bytes(ctx, setup)
     charged = drafts and ctx.stage == ctx.layout.pp - 1 and spec.architecture not in NO_NEXTN_ARCHS
     drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
@@ -437,13 +436,19 @@ def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple
     return requests, binding, warning
 
 
+def _kv_bytes(ctx, setup: Setup) -> tuple[int, int]:
+    """(KV bytes one token takes over the stage's KV layers, how many layers keep KV)."""
+    kv_layers = _kv_layers(ctx, setup)
+    # the Transformers backend keeps attention's K and V on every layer, on a stage of linear layers alone too
+    model = whole_model(ctx.spec, ctx.layout, setup.dtypes) if setup.transformers else ctx
+    return sum(token_bytes(model, kind, setup.dtypes.kv) * n for kind, n in kv_layers.items()), sum(kv_layers.values())
+
+
 def _kv_log(ctx, setup: Setup, tokens: int) -> str:
     """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer."""
     dtypes, page = setup.dtypes, setup.page
-    kv_layers = _kv_layers(ctx, setup)
-    layers = sum(kv_layers.values())
-    half = sum(token_bytes(ctx, k, dtypes.kv) * n for k, n in kv_layers.items()) // 2
-    size = half * (tokens + page) / GIB if layers else 0
+    cell, layers = _kv_bytes(ctx, setup)
+    size = cell // 2 * (tokens + page) / GIB if layers else 0
     torch_name = {"bfloat16": "bfloat16", "float16": "float16"}.get(dtypes.kv, dtypes.kv)
     return f"KV Cache is allocated. dtype: torch.{torch_name}, #tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"
 

@@ -233,10 +233,20 @@ SSM_HINT_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
 NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 
 
+_KINDS: dict[int, tuple[ModelSpec, tuple[tuple[str, ...], ...]]] = {}  # by id(spec), the spec kept to prove it
+
+
 def layer_kinds(spec: ModelSpec) -> tuple[tuple[str, ...], ...]:
-    """The kinds of every layer, e.g. `(("mamba2",), ("mlp",), ...)`; assumes `check_spec` passed."""
-    entries = _layer_entries(spec)
-    return tuple(tuple(entry.split("+")) for entry in entries)
+    """The kinds of every layer, e.g. `(("mamba2",), ("mlp",), ...)`; assumes `check_spec` passed. Remembered for the
+    last few specs (a spec is frozen): a layout search asks for them thousands of times."""
+    known = _KINDS.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1]
+    kinds = tuple(tuple(entry.split("+")) for entry in _layer_entries(spec))
+    if len(_KINDS) >= 8:
+        _KINDS.clear()
+    _KINDS[id(spec)] = (spec, kinds)
+    return kinds
 
 
 def _layer_entries(spec: ModelSpec) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Annotated
 COMMANDS = {
     "size": ("mcache.cli.size", "size"),
     "plan": ("mcache.cli.plan", "plan"),
+    "explain": ("mcache.cli.explain", "explain"),
     "import-hf": ("mcache.cli.import_hf", "import_hf"),
     "spec": ("mcache.cli.spec", "app"),
     "bench": ("mcache.cli.bench", "bench"),

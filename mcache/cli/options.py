@@ -32,6 +32,7 @@ ALIASES = {
              "--mamba-ssm-dtype": "--ssm-dtype", "--kv-cache-dtype": "--kv-dtype", "--mamba-cache-dtype": "--conv-dtype",
              "--gpu-memory-utilization": "--utilization"},
 }
+ALIASES["explain"] = ALIASES["size"]  # explain's what-ifs are mcache size's options (cli/explain.py)
 
 
 def also(command: str, option: str) -> str:

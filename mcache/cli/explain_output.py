@@ -86,8 +86,12 @@ def _read_lines(x) -> list[str]:
     return lines
 
 
+SIZES = ("weights", "reserve", "kv_cache_memory", "free_memory_before_load")  # size options, in bytes
+
+
 def _value(name: str, value) -> str:
-    return human_bytes(value) if name.endswith("_bytes") and isinstance(value, int) else str(value)
+    sized = name.endswith("_bytes") or name in SIZES
+    return human_bytes(value) if sized and isinstance(value, int) else str(value)
 
 
 def _rows(x) -> list[list[str]]:

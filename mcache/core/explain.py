@@ -199,6 +199,11 @@ def compare(log: EngineLog, report: dict) -> list[Comparison]:
     for p in log.figures:
         stage = min(p.stage, len(eng["stages"]) - 1)
         mine = _ours(log.engine, p, ours[stage], eng, eng["stages"][stage])
+        error = eng["stages"][stage]["startup_error"]
+        if mine is None and error:  # the engine printed it; mcache's run stops before it would
+            out.append(Comparison(p.key, p.shown, None, DIFFER, p.line, p.process, stage,
+                                  f"mcache's run stops at start-up: {error[:160]}"))
+            continue
         out.append(Comparison(p.key, p.shown, mine, _verdict(p, mine), p.line, p.process, stage))
     return out
 

@@ -113,7 +113,7 @@ def _summary(x) -> str:
 def _whatif_lines(x) -> list[str]:
     if x.whatif is None:
         return []
-    given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in x.whatif_options.items())
+    given = " ".join(f"--{k.replace('_', '-')} {_value(k, v)}" for k, v in x.whatif_options.items())
     return [f"what-if ({given}; the measured memory kept): {engine_headline(x.whatif)}"]
 
 

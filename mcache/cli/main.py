@@ -12,6 +12,7 @@ from importlib import import_module
 COMMANDS = {
     "size": ("mcache.cli.size", "size"),
     "plan": ("mcache.cli.plan", "plan"),
+    "explain": ("mcache.cli.explain", "explain"),
     "import-hf": ("mcache.cli.import_hf", "import_hf"),
     "spec": ("mcache.cli.spec", "app"),
     "bench": ("mcache.cli.bench", "bench"),

@@ -34,6 +34,7 @@ ALIASES = {
              "--gpu-memory-utilization": "--utilization", "--enable-prefix-caching": "--prefix-caching=on",
              "--no-enable-prefix-caching": "--prefix-caching=off"},
 }
+ALIASES["explain"] = ALIASES["size"]  # explain's what-ifs are mcache size's options (cli/explain.py)
 
 
 def also(command: str, *options: str) -> str:

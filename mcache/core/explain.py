@@ -1,0 +1,246 @@
+"""`mcache explain LOG`: a start-up log read back (`core/logs`) and the same deployment sized through the one path
+(`deployment.size_deployment`, by way of `report.size_report`), with what the engine measured (its weights, its KV
+budget, its free memory) fed in as the engine settings that stand for them in place of mcache's assumptions; then
+each figure the engine printed beside mcache's, read from mcache's own log lines by the same reader.
+
+A figure agrees when mcache prints the same text at the engine's rounding; when it does not, but lies between what
+mcache prints with the measured inputs at either end of their printed rounding (`5.98 GiB`: 5.975 to 5.985 GiB), it
+agrees within that rounding and says so; otherwise it differs, a finding. Nothing is adjusted to agree."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import asdict, replace
+
+from mcache.core.deployment import Deployment
+from mcache.core.engines import TITLES
+from mcache.core.engines.options import option_for
+from mcache.core.logs import EngineLog, LogError, Measured, Printed, figures_of
+from mcache.core.options import SizeOptions
+from mcache.core.report import size_report
+from mcache.core.sizing.layout import ParallelLayout
+from mcache.core.spec.model import ModelSpec
+
+AGREE, WITHIN, DIFFER, NOT_MODELLED = "agree", "agree within the measured inputs' rounding", "differ", "not modelled"
+# An engine figure mcache's log lines may leave out, read from the run instead: key -> (where, name). A stage's
+# field, or the settings of the run.
+FALLBACK = {
+    "vllm": {"mamba_cache_blocks": ("field", "num_blocks"), "block_size": ("setting", "block_size"),
+             "attention_block_size": ("field", "attention_block_size"), "padding_layers": ("field", "padding_layers"),
+             "state_page_padding_pct": ("field", "state_page_padding_pct")},
+    "sglang": {"max_running_requests": ("field", "max_running_requests_logged"),
+               "max_running_requests_capped": ("field", "max_running_requests_logged"),
+               "max_mamba_cache_size": ("field", "max_mamba_cache_size"),
+               "state_slots_per_request": ("field", "state_slots_per_request"),
+               "max_total_num_tokens": ("field", "max_total_num_tokens")},
+    "trtllm": {"max_tokens": ("field", "max_tokens")},
+}
+# How a measured figure of several ranks feeds one setting: the engines size every rank alike and agree on the
+# smallest pool, so the smallest budget, the largest weights and the largest peak stand for all of them.
+PICK = {"kv_cache_memory_bytes": min, "pre_model_load_memory_bytes": min, "weights_bytes": max, "peak_bytes": max}
+
+
+class Comparison(Struct):
+    """One figure the engine printed (`engine`, as printed) beside mcache's (`mcache`, at the engine's rounding;
+    None: mcache's profile has no such figure), the verdict, the log line, the process and why where known."""
+
+    figure: str
+    engine: str
+    mcache: str | None
+    verdict: str
+    line: int
+    process: str | None = None
+    stage: int = 0
+    note: str | None = None
+
+
+class Explanation(Struct):
+    """A log explained: what was read, what mcache was given (`fed`: setting -> bytes, with `fed_from`), mcache's
+    `mcache size --engine` report of the same deployment, each comparison, notes, the log's settings mcache's profile
+    does not read (`ignored`), and the what-if."""
+
+    log: EngineLog
+    version: str | None
+    fed: dict[str, int]
+    fed_from: dict[str, str]
+    report: dict
+    comparisons: list[Comparison]
+    notes: list[str] = field(default_factory=list)
+    ignored: dict[str, Any] = field(default_factory=dict)
+    filled: dict[str, Any] = field(default_factory=dict)  # options that completed the log's deployment (fields)
+    whatif_options: dict[str, Any] = field(default_factory=dict)  # the options given on top (SizeOptions fields)
+    whatif: dict | None = None  # the report with them applied (None: none given)
+
+    @property
+    def findings(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.verdict == DIFFER]
+
+
+def log_version(log: EngineLog) -> str | None:
+    """The release a log's version names, as `--engine-version` takes it (`0.10.2.dev756+gfx906…` -> `0.10.2`,
+    `0.20.2rc1.dev9+g01d4d1ad3` -> `0.20.2rc1`); None when the log names none. A build without a release tag
+    (`0.1.devN`, vLLM's version of a source build) is a `LogError`: it names no release."""
+    if log.version is None:
+        return None
+    plain = log.version.split("+")[0].lstrip("v")
+    m = re.match(r"(\d+\.\d+(?:\.\d+)?(?:rc\d+)?)", plain)
+    if m is None or re.fullmatch(r"0\.1\.dev\d+", plain):
+        raise LogError(f"the log's {TITLES[log.engine]} version {log.version} names no release (a build from source); "
+                       "give the release it was built from with --engine-version")
+    return m[1]
+
+
+def settings_options(log: EngineLog, measured: dict[str, int]) -> tuple[SizeOptions, dict[str, Any]]:
+    """The `SizeOptions` that give mcache's profile the log's settings and measured figures (by the engine setting
+    each stands for), and the settings mcache's profile does not read."""
+    fields, ignored = {}, {}
+    for setting, value in {**log.settings, **measured}.items():
+        name = option_for(log.engine, setting)
+        if name in SizeOptions.__struct_fields__:
+            fields[name] = value
+        else:
+            ignored[setting] = value
+    return SizeOptions(**fields), ignored
+
+
+def measured_settings(log: EngineLog, shift: int = 0) -> tuple[dict[str, int], dict[str, str]]:
+    """Each measured setting's bytes (the ranks' figures picked by `PICK`), moved by `shift` half-steps of its
+    printed rounding, and the figures it came from."""
+    by_setting: dict[str, list[Measured]] = {}
+    for m in log.measured:
+        by_setting.setdefault(m.setting, []).append(m)
+    values, sources = {}, {}
+    for setting, ms in by_setting.items():
+        chosen = PICK.get(setting, min)(ms, key=lambda m: m.bytes)
+        values[setting] = max(0, chosen.bytes + shift * chosen.half_step)
+        ranks = f" ({chosen.process})" if chosen.process else ""
+        sources[setting] = f"{chosen.name} {chosen.shown}{ranks}, line {chosen.line}"
+    return values, sources
+
+
+def _size(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, shift: int, overrides: SizeOptions):
+    """The report of the deployment with the measured figures moved by `shift` half-steps, and what was fed."""
+    measured, sources = measured_settings(log, shift)
+    peak = measured.pop("peak_bytes", None)
+    options, ignored = settings_options(log, measured)
+    given = {k: v for k, v in asdict(overrides).items() if v is not None}
+    options = replace(options, **given)
+    if peak is not None and options.reserve is None:  # TensorRT-LLM's peak holds the weights: the rest is non-KV memory
+        weights = options.weights
+        if weights is None:
+            first = size_report(spec, replace(d, options=options), origin).data["engine"]["settings"]["weights_bytes"]
+            weights = first if isinstance(first, int) else max(first)
+        options = replace(options, reserve=max(0, peak - weights))
+        measured["non_kv_memory_bytes"] = options.reserve
+        sources["non_kv_memory_bytes"] = sources.pop("peak_bytes") + " less the weights"
+    report = size_report(spec, replace(d, options=options), origin).data
+    return report, measured, sources, ignored
+
+
+def split_options(log: EngineLog, options: SizeOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(fills, what-ifs) of the options given: one for a setting the log does not show completes the log's deployment
+    (a setting its excerpt left out, the TP its processes do not show); one that changes a setting the log shows, or
+    a figure the engine measured, is a what-if."""
+    shown, _ = settings_options(log, measured_settings(log)[0])
+    fills, whatifs = {}, {}
+    for name, value in asdict(options).items():
+        if value is None:
+            continue
+        logged = getattr(shown, name)
+        if logged is None or logged == value:
+            fills[name] = value
+        else:
+            whatifs[name] = value
+    return fills, whatifs
+
+
+def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout, gpu: tuple[str, int] | None,
+            version: str | None, options: SizeOptions | None = None, context: int | None = None) -> Explanation:
+    """Size the deployment `log` shows with its measured memory and compare. `options` (of `mcache size --engine`) for
+    settings the log does not show complete it; those that change a setting it shows, and a `context`, are sized
+    again on top of the same measured memory (the what-if)."""
+    notes = []
+    if not log.measured:
+        notes.append(f"the log shows no measured memory ({_missing(log.engine)}): mcache's assumptions stand in for it")
+    if log.version is None and version is None:
+        notes.append(f"the log names no {TITLES[log.engine]} version: sized by the newest release mcache models; give "
+                     "--engine-version X.Y.Z for another")
+    fills, whatifs = split_options(log, options or SizeOptions())
+    d = Deployment(layout, gpu, log.engine, SizeOptions(), engine_version=version)
+    filled = SizeOptions(**fills)
+    report, fed, sources, ignored = _size(spec, log, d, origin, 0, filled)
+    comparisons = compare(log, report)
+    if any(c.verdict == DIFFER for c in comparisons) and any(m.half_step for m in log.measured):
+        ends = [compare(log, _size(spec, log, d, origin, shift, filled)[0]) for shift in (-1, 1)]
+        for i, c in enumerate(comparisons):
+            if c.verdict == DIFFER and _between(c, ends[0][i], ends[1][i]):
+                c.verdict = WITHIN
+                c.note = f"mcache gives {ends[0][i].mcache} to {ends[1][i].mcache} over the rounding of the measured inputs"
+    whatif = None
+    if whatifs or context is not None:
+        whatif = _size(spec, log, replace(d, context=context), origin, 0, replace(filled, **whatifs))[0]
+        whatifs |= {"context": context} if context is not None else {}
+    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif)
+
+
+def _missing(engine: str) -> str:
+    return {"vllm": "no 'Model loading took' or 'Available KV cache memory' line",
+            "sglang": "no 'Load weight end' line", "trtllm": "no 'Peak memory during memory usage profiling' line"}[engine]
+
+
+def compare(log: EngineLog, report: dict) -> list[Comparison]:
+    """Each figure of the log beside mcache's figure of the same stage, the same figure read from mcache's lines."""
+    eng = report["engine"]
+    ours = {st["stage"]: figures_of(log.engine, st["log"]) for st in eng["stages"]}
+    out = []
+    for p in log.figures:
+        stage = min(p.stage, len(eng["stages"]) - 1)
+        mine = _ours(log.engine, p, ours[stage], eng, eng["stages"][stage])
+        error = eng["stages"][stage]["startup_error"]
+        if mine is None and error:  # the engine printed it; mcache's run stops before it would
+            out.append(Comparison(p.key, p.shown, None, DIFFER, p.line, p.process, stage,
+                                  f"mcache's run stops at start-up: {error[:160]}"))
+            continue
+        out.append(Comparison(p.key, p.shown, mine, _verdict(p, mine), p.line, p.process, stage))
+    return out
+
+
+def _ours(engine: str, p: Printed, printed: list[Printed], eng: dict, stage: dict) -> str | None:
+    """mcache's figure for the engine's `p`, at the engine's rounding (None: mcache has no such figure)."""
+    same = [q for q in printed if q.key == p.key]
+    if same:
+        return _shown_as(p, same[0].value)
+    where, name = FALLBACK[engine].get(p.key, (None, None))
+    value = stage.get(name) if where == "field" else eng["settings"].get(name) if where == "setting" else None
+    if p.key == "state_page_padding_pct" and value == 0:
+        value = None  # no padding: vLLM prints no padding line
+    return None if value is None else _shown_as(p, value)
+
+
+def _shown_as(p: Printed, value) -> str:
+    """`value` printed as the engine printed `p` (its decimals, commas and unit)."""
+    if isinstance(p.value, str) or isinstance(value, str):
+        return str(value)
+    m = re.match(r"([\d,]*\d(?:\.(\d+))?)(.*)$", p.shown)
+    decimals = len(m[2] or "") if m else 0
+    text = f"{value:,.{decimals}f}" if "," in p.shown else f"{value:.{decimals}f}"
+    return text + (m[3] if m else "")
+
+
+def _verdict(p: Printed, mine: str | None) -> str:
+    if mine is None:
+        return NOT_MODELLED
+    return AGREE if mine == p.shown else DIFFER
+
+
+def _number(shown: str | None) -> float | None:
+    m = re.match(r"[\d,]*\d(?:\.\d+)?", shown or "")
+    return float(m[0].replace(",", "")) if m else None
+
+
+def _between(c: Comparison, low: Comparison, high: Comparison) -> bool:
+    value, ends = _number(c.engine), [_number(low.mcache), _number(high.mcache)]
+    return value is not None and None not in ends and min(ends) <= value <= max(ends)

@@ -1,0 +1,140 @@
+"""What SGLang's start-up lines mean (the 0.5 line; SGLang prints sizes in "GB" that are GiB: it divides by 1 << 30).
+
+- Version: `sglang version X` / `SGLang vX` where a launcher prints it; most logs do not, and then `--engine-version`
+  says it.
+- Settings: `server_args=ServerArgs(…)` (server_args.py: every setting, defaults filled), `max_running_requests is
+  capped to N by the mamba state cache (max_mamba_cache_size=S, R state slots per request)`.
+- Measured (model_runner.py): `Load weight begin. avail mem=X GB` (the free memory before the weights load),
+  `Load weight end. … type=Arch, … avail mem=X GB, mem usage=Y GB.` (Y: the weights one rank loaded; X + Y: the
+  free memory before they loaded).
+- Printed: `Mamba Cache is allocated. max_mamba_cache_size: S, conv_state size: XGB, ssm_state size: YGB`
+  (memory_pool.py; quoted by hand as `max_mamba_cache_size: S, conv_state XGB, ssm_state YGB, …`),
+  `KV Cache is allocated. [dtype: torch.D, ]#tokens: N, K size: X GB, V size: Y GB`, `max_total_num_tokens=N, …,
+  max_running_requests=R, context_len=C, …` (scheduler.py), the cap line above. With a draft model the KV line
+  comes twice per rank (target, then draft): the first of each rank is the target's."""
+
+from __future__ import annotations
+
+import re
+
+from mcache.core.logs import (
+    GIB,
+    EngineLog,
+    LogLine,
+    Measured,
+    Printed,
+    half_step,
+    pp_from_processes,
+    scan,
+    tp_from_processes,
+)
+from mcache.core.logs.literals import balanced, call_keywords
+
+NAME = "sglang"
+_SIZE = r"(\d+(?:\.\d+)?) ?GB"
+
+PATTERNS = [
+    ("mamba", re.compile(r"max_mamba_cache_size: (\d+), conv_state(?: size:)? " + _SIZE + r", ssm_state(?: size:)? "
+                         + _SIZE),
+     lambda m: [("max_mamba_cache_size", int(m[1]), m[1]), ("conv_state_gb", float(m[2]), f"{m[2]} GB"),
+                ("ssm_state_gb", float(m[3]), f"{m[3]} GB")]),
+    ("intermediate", re.compile(r"intermediate_ssm_state_cache(?: size:)? " + _SIZE),
+     lambda m: [("intermediate_ssm_state_gb", float(m[1]), f"{m[1]} GB")]),
+    ("kv", re.compile(r"KV Cache is allocated\. (?:dtype: torch\.(\w+), )?#tokens: (\d+), K size: " + _SIZE
+                      + ", V size: " + _SIZE),
+     lambda m: [("kv_tokens", int(m[2]), m[2]), ("k_size_gb", float(m[3]), f"{m[3]} GB"),
+                ("v_size_gb", float(m[4]), f"{m[4]} GB")] + ([("kv_dtype", m[1], m[1])] if m[1] else [])),
+    ("summary", re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+), context_len=(\d+)"),
+     lambda m: [("max_total_num_tokens", int(m[1]), m[1]), ("max_running_requests", int(m[2]), m[2])]),
+    ("cap", re.compile(r"max_running_requests is capped to (\d+) by the mamba state cache \(max_mamba_cache_size=(\d+), "
+                       r"(\d+) state slots per request\)"),
+     lambda m: [("max_running_requests_capped", int(m[1]), m[1]), ("max_mamba_cache_size", int(m[2]), m[2]),
+                ("state_slots_per_request", int(m[3]), m[3])]),
+]
+VERSION = re.compile(r"(?:sglang|SGLang)(?: version:?| v)\s*v?(\d+\.\d+(?:\.\d+)?\S*)")
+LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _SIZE)
+LOAD_END = re.compile(r"Load weight end\..*?type=(\w+).*?avail mem=" + _SIZE + ", mem usage=" + _SIZE)
+CONTEXT = re.compile(r"context_len=(\d+)")
+SERVER_ARGS = re.compile(r"server_args=(?=ServerArgs\()")
+MARKS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2,4}\d+)*\] |Load weight (?:begin|end)\.|Memory pool end\.|"
+                   r"server_args=ServerArgs\(|Mamba Cache is allocated|KV Cache is allocated|max_mamba_cache_size")
+SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
+            "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
+            "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
+            "max_total_tokens")
+LAYOUT = {"tp_size": "tp", "pp_size": "pp"}
+TORCH_KV = {"bfloat16": "auto", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+def score(lines: list[LogLine], text: str) -> int:
+    return len(MARKS.findall(text[:1_000_000])) + len(figures(lines))
+
+
+def figures(lines: list[LogLine]) -> list[Printed]:
+    """The figures, the draft model's pools (a rank's second KV line) named apart."""
+    out, seen = [], set()
+    for p in scan(lines, PATTERNS):
+        if p.key in ("kv_tokens", "k_size_gb", "v_size_gb", "kv_dtype"):
+            key = (p.process, p.key)
+            p = Printed("draft_" + p.key, p.value, p.shown, p.line, p.process, p.stage) if key in seen else p
+            seen.add(key)
+        out.append(p)
+    return out
+
+
+def read(lines: list[LogLine]) -> EngineLog:
+    log = EngineLog(NAME, settings={}, setting_lines={}, other_settings={}, measured=[], figures=figures(lines))
+    before: dict[str | None, tuple[int, str, int]] = {}  # process -> (half-steps of error, shown, line)
+    for line in lines:
+        text = line.text
+        if log.version is None and (m := VERSION.search(text)):
+            log.version, log.version_line = m[1], line.number
+        if m := SERVER_ARGS.search(text):
+            call = balanced(text, m.end() + len("ServerArgs"))
+            args = call_keywords("ServerArgs" + call) if call else None
+            if args is not None:
+                _args(log, args, line.number)
+        if m := LOAD_BEGIN.search(text):
+            before.setdefault(line.process, (1, m[1], line.number))
+        if (m := LOAD_END.search(text)) and not any(x.name == "weights" and x.process == line.process
+                                                     for x in log.measured):
+            log.architecture = log.architecture or m[1]
+            log.measured.append(Measured("weights", _gib(m[3]), half_step(m[3], GIB), "weights_bytes", f"{m[3]} GB",
+                                         line.number, line.process))
+            if line.process not in before:  # the free memory before the load: what is left plus what the load took
+                total = f"{float(m[2]) + float(m[3]):.{max(_decimals(m[2]), _decimals(m[3]))}f}"
+                before[line.process] = (2, total, line.number)
+        if (m := CONTEXT.search(text)) and "context_length" not in log.settings:
+            log.settings["context_length"], log.setting_lines["context_length"] = int(m[1]), line.number
+    for process, (steps, shown, number) in before.items():  # a sum of two rounded figures: two half-steps
+        log.measured.append(Measured("free_memory_before_load", _gib(shown), half_step(shown, GIB) * steps,
+                                     "pre_model_load_memory_bytes", f"{shown} GB", number, process))
+    for p in log.figures:
+        if p.key == "kv_dtype" and "kv_cache_dtype" not in log.settings:
+            log.settings["kv_cache_dtype"], log.setting_lines["kv_cache_dtype"] = TORCH_KV.get(p.value, p.value), p.line
+    log.tp = log.tp or tp_from_processes(lines)
+    log.pp = log.pp or pp_from_processes(lines)
+    return log
+
+
+def _decimals(shown: str) -> int:
+    return len(shown.partition(".")[2])
+
+
+def _gib(shown: str) -> int:
+    return round(float(shown) * GIB)
+
+
+def _args(log: EngineLog, args: dict, line: int) -> None:
+    model = args.get("model_path")
+    if isinstance(model, str):
+        log.model = model
+    for name, value in args.items():
+        if name in LAYOUT:
+            if isinstance(value, int):
+                setattr(log, LAYOUT[name], value)
+        elif name in SETTINGS and value is not None:
+            log.settings[name], log.setting_lines[name] = value, line
+        else:
+            log.other_settings[name] = value
+

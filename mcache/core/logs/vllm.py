@@ -1,0 +1,166 @@
+"""What vLLM's start-up lines mean (V1 engine, 0.10 to 0.33; the file:line a release prints them at moves, the
+words do not, except where said).
+
+- Version: `vLLM API server version X` (api_server.py), `Initializing a V1 LLM engine (vX) with config: model='…'`
+  (v1/engine/core.py).
+- Settings: `non-default args: {…}` (entrypoints/utils.py, later api_utils.py: the flags given), `Using max model
+  len N` (config/model.py), `Resolved architecture: X`, `Setting kv cache block size to N for X backend` (an MLA
+  backend's block, platforms), `max_num_seqs (S) exceeds …` (the S it ran with).
+- Measured: `Model loading took X GiB` (gpu_model_runner.py; `X GiB memory and …` from 0.2x): the weights one rank
+  loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling.
+- Printed: `Setting attention block size to N tokens`, `Padding mamba page size by P%` (platforms/interface.py, in
+  config.py on older mains), `Add N padding layers, may waste at most P% KV cache memory`, `GPU KV cache size: N
+  tokens` and `Maximum concurrency for L tokens per request: Cx` (kv_cache_utils.py: two lines up to about 0.30, one
+  line joined by a comma after), the CUDA-graph check `max_num_seqs (S) exceeds available Mamba cache blocks (B)`
+  (compilation.py) and the memory check's `estimated maximum model length is N` (kv_cache_utils.py)."""
+
+from __future__ import annotations
+
+import re
+
+from mcache.core.logs import (
+    NUMBER,
+    EngineLog,
+    LogLine,
+    Measured,
+    Printed,
+    gib,
+    half_step,
+    number,
+    pp_from_processes,
+    scan,
+    tp_from_processes,
+)
+from mcache.core.logs.literals import balanced, literal_dict
+
+GIB = 1 << 30
+NAME = "vllm"
+
+PATTERNS = [
+    ("attention_block_size", re.compile(r"Setting attention block size to (\d+) tokens"),
+     lambda m: [("attention_block_size", int(m[1]), m[1])]),
+    ("state_page_padding_pct", re.compile(r"Padding mamba page size by (\d+(?:\.\d+)?)%"),
+     lambda m: [("state_page_padding_pct", float(m[1]), f"{m[1]}%")]),
+    ("padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most (\d+(?:\.\d+)?)%"),
+     lambda m: [("padding_layers", int(m[1]), m[1]), ("padding_waste_pct", float(m[2]), f"{m[2]}%")]),
+    ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (\d+(?:\.\d+)?) GiB"),
+     lambda m: [("available_kv_cache_memory", float(m[1]), f"{m[1]} GiB")]),
+    ("kv_cache_tokens", re.compile(r"GPU KV cache size: " + NUMBER + " tokens"),
+     lambda m: [("kv_cache_tokens", number(m[1]), m[1])]),
+    ("max_concurrency", re.compile(r"Maximum concurrency for " + NUMBER + r" tokens per request: (\d+(?:\.\d+)?)x"),
+     lambda m: [("max_concurrency", float(m[2]), f"{m[2]}x")]),
+    ("num_blocks", re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)"),
+     lambda m: [("mamba_cache_blocks", int(m[2]), m[2])]),
+    ("estimated_max_model_len", re.compile(r"estimated maximum model length is (\d+)"),
+     lambda m: [("estimated_max_model_len", int(m[1]), m[1])]),
+    ("kv_cache_block_size", re.compile(r"Setting kv cache block size to (\d+) for (\w+) backend"),
+     lambda m: [("block_size", int(m[1]), m[1])]),
+]
+VERSION = [re.compile(r"vLLM API server version (\S+)"), re.compile(r"Initializing a V1 LLM engine \(v?([^)\s]+)\)"),
+           re.compile(r"^vLLM version:? v?(\S+)")]
+ENGINE_MODEL = re.compile(r"Initializing a V1 LLM engine \([^)]*\) with config: model='([^']*)'")
+MODEL_LOADING = re.compile(r"Model loading took (\d+(?:\.\d+)?) GiB")
+MAX_LEN = re.compile(r"Using max model len (\d+)")
+MAX_LEN_IN_CONCURRENCY = re.compile(r"Maximum concurrency for " + NUMBER + " tokens per request")
+ARCH = re.compile(r"Resolved architecture: (\w+)")
+SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks")
+ARGS = re.compile(r"non-default args: ")
+# the engine's config line names a few settings as key=value
+CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|kv_cache_dtype|"
+                         r"enable_prefix_caching|quantization)=('[^']*'|[\w.\-]+)")
+# what marks a vLLM log besides its figures: its process names and source files
+MARKS = re.compile(r"\((?:EngineCore|APIServer|Worker|VllmWorker)[\w]* pid=\d+\)|\[(?:gpu_worker|kv_cache_utils|"
+                   r"gpu_model_runner|api_server|arg_utils)\.py:\d+\]|vLLM API server version|non-default args: \{")
+# the flags of `vllm serve` that mcache's profile reads, by the name the args line gives them -> the profile's setting
+SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "kv_cache_dtype",
+            "enable_prefix_caching", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
+            "mamba_ssm_cache_dtype", "mamba_cache_dtype", "mamba_cache_mode", "gdn_prefill_backend")
+LAYOUT = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp"}
+
+
+def score(lines: list[LogLine], text: str) -> int:
+    return len(MARKS.findall(text[:1_000_000])) + len(figures(lines)) + sum(
+        1 for line in lines if any(p.search(line.text) for p in VERSION))
+
+
+def figures(lines: list[LogLine]) -> list[Printed]:
+    return scan(lines, PATTERNS)
+
+
+def read(lines: list[LogLine]) -> EngineLog:
+    log = EngineLog(NAME, settings={}, setting_lines={}, other_settings={}, measured=[], figures=[])
+    for line in lines:
+        text = line.text
+        if log.version is None:
+            for pattern in VERSION:
+                m = pattern.search(text)
+                if m:
+                    log.version, log.version_line = m[1], line.number
+                    break
+        if (m := ENGINE_MODEL.search(text)) and log.model is None:
+            log.model = m[1]
+            for key, value in CONFIG_KEYS.findall(text):
+                _setting(log, "max_model_len" if key == "max_seq_len" else key, _plain(value), line.number, weak=True)
+        if m := ARGS.search(text):
+            args = balanced(text, m.end())
+            parsed = literal_dict(args) if args else None
+            if parsed is not None:
+                _args(log, parsed, line.number)
+        if m := MODEL_LOADING.search(text):
+            log.measured.append(Measured("model_loading", gib(m[1]), half_step(m[1], GIB), "weights_bytes",
+                                         f"{m[1]} GiB", line.number, line.process))
+        if m := MAX_LEN.search(text):
+            _setting(log, "max_model_len", int(m[1]), line.number, weak=True)
+        if m := MAX_LEN_IN_CONCURRENCY.search(text):
+            _setting(log, "max_model_len", number(m[1]), line.number, weak=True)
+        if m := ARCH.search(text):
+            log.architecture = m[1]
+        if m := SEQS_IN_ERROR.search(text):
+            _setting(log, "max_num_seqs", int(m[1]), line.number, weak=True)
+    for p in figures(lines):
+        if p.key == "available_kv_cache_memory":
+            log.measured.append(Measured(p.key, gib(p.shown.split()[0]), half_step(p.shown.split()[0], GIB),
+                                         "kv_cache_memory_bytes", p.shown, p.line, p.process))
+        else:
+            log.figures.append(p)
+    log.tp = log.tp or tp_from_processes(lines)
+    log.pp = log.pp or pp_from_processes(lines)
+    return log
+
+
+def _plain(text: str):
+    text = text.strip("'")
+    if text in ("True", "False"):
+        return text == "True"
+    return int(text) if text.isdigit() else text
+
+
+def _setting(log: EngineLog, name: str, value, line: int, weak: bool = False) -> None:
+    """Record a setting the log shows (`weak`: one a later or earlier args line states outright wins)."""
+    if name in LAYOUT:
+        if not weak or getattr(log, LAYOUT[name]) is None:
+            setattr(log, LAYOUT[name], int(value))
+        return
+    target = log.settings if name in SETTINGS else log.other_settings
+    if weak and name in target:
+        return
+    target[name] = value
+    if name in SETTINGS:
+        log.setting_lines[name] = line
+
+
+def _args(log: EngineLog, args: dict, line: int) -> None:
+    """The `non-default args` line: the model, the layout and each flag."""
+    model = args.get("model") or args.get("model_tag")
+    if isinstance(model, str):
+        log.model = model
+    for name, value in args.items():
+        if name in ("model", "model_tag"):
+            continue
+        if name == "speculative_config" and isinstance(value, dict):
+            log.other_settings[name] = value
+            if isinstance(value.get("num_speculative_tokens"), int):
+                log.settings["num_speculative_tokens"] = value["num_speculative_tokens"]
+                log.setting_lines["num_speculative_tokens"] = line
+            continue
+        _setting(log, name, value, line)

@@ -35,12 +35,11 @@ def explain(
     from mcache.cli.explain_output import emit_explanation
     from mcache.cli.options import output_format
     from mcache.cli.output import refuse_input_as_output, spec_inputs
-    from mcache.cli.size import _gpu, _layout, _parse_sizes
+    from mcache.cli.size import _gpu, _layout, _parse_sizes, size_options
     from mcache.core.errors import LayoutError, McacheError
     from mcache.core.explain import explain as explain_log
     from mcache.core.explain import log_version
     from mcache.core.logs import read_log
-    from mcache.core.options import SizeOptions
 
     fmt = output_format(options.pop("fmt"), options.get("output"))
     output = options.pop("output")
@@ -55,9 +54,7 @@ def explain(
     sizes = _parse_sizes({k: options.pop(k) for k in ("gpu_memory", "reserve", "weights", "kv_cache_memory",
                                                        "free_memory_before_load")})
     gpu_name, context, attention_dp, partition = (options.pop(k) for k in ("gpu", "context", "attention_dp", "pp_partition"))
-    for flag_name in ("enforce_eager", "disable_radix_cache", "disable_overlap_schedule"):
-        options[flag_name] = options[flag_name] or None
-    overrides = SizeOptions(**options, **{k: v for k, v in sizes.items() if k != "gpu_memory"})
+    overrides = size_options(options, sizes)
     from msgspec.structs import asdict
 
     check_ranges({**asdict(overrides), "tp": tp, "pp": pp, "context": context})

@@ -115,6 +115,7 @@ def size(
     pool_layout: Annotated[PoolLayout, typer.Option(help="Pool layout for --verify.")] = "layer",
 ) -> int:
     """Bytes per GPU rank for every cache component, and how many sequences fit."""
+    params = dict(locals())  # every parameter by name, for `size_options`
     fmt = output_format(fmt, output)
     from msgspec.structs import asdict
 
@@ -123,7 +124,6 @@ def size(
     from mcache.core.deployment import Deployment, longest_starting_length, smallest_fitting_layout
     from mcache.core.engines.options import engine_settings
     from mcache.core.load import load_spec, resolve
-    from mcache.core.options import SizeOptions
     from mcache.core.report import size_report
     from mcache.core.sizing.layout import ParallelLayout
 
@@ -132,20 +132,7 @@ def size(
     refuse_input_as_output(output, *spec_inputs(Path(origin)))
     sizes = _parse_sizes({"gpu_memory": gpu_memory, "reserve": reserve, "weights": weights,
                           "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
-    options = SizeOptions(
-        max_seq_len=max_seq_len, utilization=utilization, draft=draft, kv_dtype=kv_dtype, ssm_dtype=ssm_dtype,
-        conv_dtype=conv_dtype, block_size=block_size, max_batch=max_batch, kv_tokens=kv_tokens,
-        reserved_slots=reserved_slots, snapshot_slots=snapshot_slots, spec_scheme=spec_scheme,
-        enable_prefix_caching=None if prefix_caching is None else prefix_caching == "on", mamba_cache_mode=mamba_cache_mode,
-        kernel_block_size=kernel_block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        enforce_eager=enforce_eager or None, gdn_prefill_backend=gdn_prefill_backend,
-        mem_fraction_static=mem_fraction_static, mamba_full_memory_ratio=mamba_full_memory_ratio,
-        max_mamba_cache_size=max_mamba_cache_size, max_running_requests=max_running_requests,
-        disable_radix_cache=disable_radix_cache or None, mamba_radix_cache_strategy=mamba_radix_cache_strategy,
-        disable_overlap_schedule=disable_overlap_schedule or None, chunked_prefill_size=chunked_prefill_size,
-        max_total_tokens=max_total_tokens, free_gpu_memory_fraction=free_gpu_memory_fraction, max_tokens=max_tokens,
-        reserve=sizes.get("reserve"), weights=sizes.get("weights"), kv_cache_memory=sizes.get("kv_cache_memory"),
-        free_memory_before_load=sizes.get("free_memory_before_load"))
+    options = size_options(params, sizes)
     check_ranges({**asdict(options), "tp": tp, "pp": pp, "context": context, "concurrency": concurrency})
     try:
         engine_settings(engine, options)  # an option the engine lacks is the first error, before the layout's
@@ -170,6 +157,19 @@ def size(
         raise does_not_fit(report.data, smallest_fitting_layout(model, deployment),
                            longest_starting_length(model, deployment))
     return 0
+
+
+def size_options(params: dict, sizes: dict[str, int]) -> "SizeOptions":  # noqa: F821 (imported inside)
+    """The core's options from `mcache size`'s parameters (by name; those that are no option are left out) and the
+    sizes parsed from them: a flag not given is None (the default), --prefix-caching on/off a boolean."""
+    from mcache.core.options import SizeOptions
+
+    values = {name: params[name] for name in SizeOptions.__struct_fields__ if name in params}
+    for flag_name in ("enforce_eager", "disable_radix_cache", "disable_overlap_schedule"):
+        values[flag_name] = values[flag_name] or None
+    values["enable_prefix_caching"] = None if params["prefix_caching"] is None else params["prefix_caching"] == "on"
+    values |= {name: sizes.get(name) for name in ("reserve", "weights", "kv_cache_memory", "free_memory_before_load")}
+    return SizeOptions(**values)
 
 
 def _parse_sizes(texts: dict[str, str | None]) -> dict[str, int]:

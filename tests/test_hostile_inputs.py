@@ -308,7 +308,7 @@ def test_plan_plot_writes_nothing_outside_its_file(tmp_path):
 
 
 @pytest.mark.parametrize("columns", [80, 100])
-@pytest.mark.parametrize("command", ["size", "plan", "bench", "compare", "export", "import-hf", "spec validate"])
+@pytest.mark.parametrize("command", ["size", "plan", "bench", "compare", "export", "import-hf", "spec validate", "explain"])
 def test_nothing_is_cut_in_help(command, columns, capsys, monkeypatch):
     """The engines' names of an option are in its description ("Also --max-model-len."), so the option column holds
     one name each; long choices and lists are in the description, where they wrap: no "…" anywhere."""

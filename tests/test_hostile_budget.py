@@ -6,11 +6,8 @@ kernel (`wait4`'s `ru_maxrss`). It must end with exit 0, 2 or 3 and no traceback
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import threading
-import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -57,20 +54,29 @@ def command_lines(draw) -> list[str]:
     return args
 
 
+# Runs the command given as its arguments (its stdout to the null device) and prints its exit code, seconds and peak
+# resident bytes. It is
+# the command's parent so that the command is forked from a small process: a child keeps the resident size it was
+# forked with as its peak (ru_maxrss survives exec), and the test process may hold gigabytes by then.
+MEASURE = """
+import os, subprocess, sys, threading, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)
+timer = threading.Timer(float(sys.argv[1]), proc.kill)
+timer.start()
+_, status, usage = os.wait4(proc.pid, 0)
+timer.cancel()
+print(os.waitstatus_to_exitcode(status), time.perf_counter() - start, usage.ru_maxrss * 1024)
+"""
+
+
 def run_measured(args: list[str], command: list[str] | None = None) -> tuple[int, float, int, str]:
     """Exit code, seconds, peak resident bytes and stderr of `mcache args` (or `command`) in a process of its own,
     killed at four times the budget."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(command or [sys.executable, "-m", "mcache.cli.main", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    timer = threading.Timer(SECONDS * 4, proc.kill)
-    timer.start()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not the largest of every child so far
-    timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    proc.stderr.close()
-    return proc.returncode, time.perf_counter() - start, usage.ru_maxrss * 1024, err  # ru_maxrss: KiB on Linux
+    argv = command or [sys.executable, "-m", "mcache.cli.main", *args]
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(SECONDS * 4), *argv], capture_output=True, text=True)
+    code, seconds, peak = proc.stdout.split()
+    return int(code), float(seconds), int(peak), proc.stderr
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

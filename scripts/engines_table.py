@@ -1,5 +1,6 @@
 """The README's Engines table: Nemotron-H-8B on one H200, sequences that run at once in the neutral model and
-under each engine, at two contexts (4K and 8K: the config allows 8192), with the defaults, without prefix caching and with 3 draft tokens.
+under each engine (TensorRT-LLM on main and at the 1.2.0 release), at two contexts (4K and 8K: the config allows
+8192), with the defaults, without prefix caching and with 3 draft tokens.
 
 Usage: python scripts/engines_table.py [SPEC] [GPU]   (prints Markdown rows)
 """
@@ -27,8 +28,9 @@ def main() -> None:
         for label, extra in VARIANTS:
             common = ["--max-seq-len", str(context), *extra.get("all", [])]
             cells = [str(size(spec, gpu, *common)["capacity"]["ranks"][0]["max_sequences"])]
-            for engine in ("vllm", "sglang", "trtllm"):
-                stage = size(spec, gpu, "--engine", engine, *common, *extra.get(engine, []))["engine"]["stages"][0]
+            for engine, version in (("vllm", []), ("sglang", []), ("trtllm", []), ("trtllm", ["--engine-version", "1.2.0"])):
+                args = ["--engine", engine, *version, *common, *extra.get(engine, [])]
+                stage = size(spec, gpu, *args)["engine"]["stages"][0]
                 running = f"{stage['max_running_requests']} ({stage['binding']})"
                 cells.append("does not start" if stage["startup_error"] else running)
             print(f"| {context} | {label} | " + " | ".join(cells) + " |")

@@ -112,9 +112,28 @@ def test_engine_table_prints_the_headline_and_the_log(capsys):
     assert "vLLM would log:" in out and "  Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in out
 
 
+def test_kv_cache_manager_picks_trtllms_manager_at_each_version(capsys):
+    """--kv-cache-manager sets KvCacheConfig.use_kv_cache_manager_v2: main's default auto takes V2 for Nemotron-H;
+    the 1.2 release (a bool, v1 by default) allocates max_batch_size state slots outside the fraction."""
+    def trt(*args):
+        return size_json(capsys, "nemotron-h-8b", "--engine", "trtllm", "--gpu", "h200", "--context", "8192",
+                         *args)["engine"]
+
+    main_auto, main_v1 = trt(), trt("--kv-cache-manager", "v1")
+    assert main_auto["settings"]["use_kv_cache_manager_v2"] == "auto"
+    assert main_auto["stages"][0]["cache_manager"] == "MambaHybridCacheManagerV2"
+    assert main_v1["stages"][0]["cache_manager"] == "CppMambaHybridCacheManager"
+    release = trt("--engine-version", "1.2.0")
+    assert release["version"] == "1.2.0" and release["stages"][0]["cache_manager"] == "MambaHybridCacheManager"
+    assert release["settings"]["use_kv_cache_manager_v2"] == "v1"
+    assert (release["max_running_requests"], main_v1["max_running_requests"], main_auto["max_running_requests"]) == (
+        176, 96, 96)
+
+
 def test_trtllm_that_cannot_start_exits_3(capsys):
     out, err = size_text(capsys, "qwen3.5-27b", "--engine", "trtllm", "--gpu", "h200", code=3)
-    assert "TensorRT-LLM main@151c21c would not start on NVIDIA H200: Impossible to fit" in out
+    assert ("TensorRT-LLM main@151c21c would not start on NVIDIA H200: The V2 Mamba GPU cache quota is too small for "
+            "live recurrent states and attention pages") in out
     assert err.count("\n") == 1
     assert "does not fit on NVIDIA H200 at --tp 1 --pp 1 under TensorRT-LLM" in err
     assert err.rstrip().endswith("it fits at --tp 2")
@@ -129,7 +148,10 @@ def test_trtllm_that_cannot_start_exits_3(capsys):
     (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-memory", "lots"], "--kv-cache-memory: a size with its unit, such as 141GiB"),
     (["qwen3.5-27b", "--engine", "vllm", "--gpu-memory-utilization", "1.5", "--gpu", "h200"], "--utilization: a fraction"),
     (["qwen3.5-27b", "--engine", "vllm", "--verify"], "--verify: checks mcache's neutral pools"),
-    (["jamba-v0.1", "--engine", "trtllm"], "--engine trtllm: a model TensorRT-LLM's hybrid cache manager serves"),
+    (["qwen3.5-27b", "--engine", "trtllm", "--kv-cache-manager", "v3"], "--kv-cache-manager"),
+    (["nemotron-h-8b", "--engine", "trtllm", "--engine-version", "1.2.0", "--kv-cache-manager", "auto"],
+     "--kv-cache-manager: v1 or v2 at TensorRT-LLM 1.2.0"),
+    (["qwen3.5-27b", "--engine", "vllm", "--kv-cache-manager", "v2"], "--kv-cache-manager: an option of TensorRT-LLM"),
     (["qwen3.5-27b", "--engine", "vllm", "--tp", "3"], "attention.num_kv_heads: 4 cannot be split over tp=3"),
     (["qwen3.5-27b", "--weights", "lots"], "--weights: "),
 ])
@@ -168,8 +190,8 @@ def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
     modelled, and their runs say so; vLLM's profile sizes the window (kv_cache_interface.py SlidingWindowSpec)."""
     plamo = config_spec("plamo-2-1b")
     for engine in ("sglang", "trtllm"):
-        (caveat,) = run(engine, plamo, "h200").caveats
-        assert "sliding_attention" in caveat and "upper bound" in caveat
+        caveats = run(engine, plamo, "h200").caveats  # TensorRT-LLM's also says the spec names no architecture
+        assert [c for c in caveats if "sliding_attention" in c and "upper bound" in c], caveats
     assert run("vllm", plamo, "h200").caveats == []
     assert run("sglang", config_spec("qwen3.5-27b"), "h200").caveats == []
 
@@ -215,9 +237,9 @@ def test_the_neutral_answer_ends_with_each_engine_at_its_defaults(capsys):
 def test_an_engine_that_would_not_start_says_so_beside_the_neutral_figure(capsys):
     report = size_json(capsys, "qwen3.5-27b", "--gpu", "h200")
     trt = report["capacity"]["engines"][2]
-    assert trt["max_running_requests"] is None and trt["startup_error"].startswith("Impossible to fit")
+    assert trt["max_running_requests"] is None and trt["startup_error"].startswith("The V2 Mamba GPU cache quota")
     out, _ = size_text(capsys, "qwen3.5-27b", "--gpu", "h200")
-    assert "TensorRT-LLM main@151c21c: does not start: Impossible to fit" in out.splitlines()[-1]
+    assert "TensorRT-LLM main@151c21c: does not start: The V2 Mamba GPU cache quota" in out.splitlines()[-1]
 
 
 def test_a_replica_is_tp_x_pp_gpus_with_the_per_gpu_figure_beside_it(capsys):

@@ -49,6 +49,9 @@ def best(result: Plan) -> list[tuple[str, str | None]]:
     if result.best is None:
         if result.target:
             return [(f"no candidate can {goal} (raise --max-gpus, or lower the target)", None)]
+        reasons = {c.startup for c in result.candidates}
+        if result.engine and len(reasons) == 1 and reasons != {"starts"}:  # e.g. an architecture it does not load
+            return [(f"no candidate starts: {TITLES.get(result.engine)} stops every one with \"{reasons.pop()}\"", None)]
         return [("no candidate fits: no layout of up to --max-gpus GPUs holds the model and one sequence", None)]
     found = [(f"best for {goal}: {_describe(result.best)}", result.best.settings)]
     found += [(f"best on {gpu}: {_describe(c)}", c.settings) for gpu, c in result.best_by_gpu.items()

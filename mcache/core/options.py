@@ -47,6 +47,7 @@ class SizeOptions(Struct, frozen=True):
     # TensorRT-LLM
     free_gpu_memory_fraction: float | None = None
     max_tokens: int | None = None
+    kv_cache_manager: str | None = None
     # sizes (the neutral model's reserve and weights, vLLM's KV budget, SGLang's free memory before load)
     reserve: int | None = None
     weights: int | None = None

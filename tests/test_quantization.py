@@ -72,8 +72,9 @@ def test_ranks_under_tp_and_pp_load_their_share_of_the_stored_bytes():
 
     layer = (12288 + 24576) * Fraction(9, 16) + 128 * 2
     assert rank(1, 2, 0) == layer + 8192 * 2  # the first stage: a layer and the embeddings
-    assert rank(1, 2, 1) == layer + 8192 * 2  # the last: a layer and the (bf16) head
-    assert rank(2, 1, 0) == (2 * (12288 + 24576) * Fraction(9, 16) + 2 * 128 * 2 + 8192 * 2 + 8192 * 2) // 2
+    assert rank(1, 2, 1) == layer + 8192 * 2 + 64 * 2  # the last: a layer, the (bf16) head and the final norm (hidden 64)
+    # TP 2: half of everything, and the whole final norm on each rank
+    assert rank(2, 1, 0) == (2 * (12288 + 24576) * Fraction(9, 16) + 2 * 128 * 2 + 8192 * 2 + 8192 * 2) // 2 + 64 * 2
 
 
 @pytest.mark.parametrize(("block", "field"), [
@@ -247,8 +248,8 @@ def test_a_quant_file_counts_only_in_the_checkpoint_folder(tmp_path):
     shutil.copy(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4" / "hf_quant_config.json", tmp_path)
     lone = import_hf(tmp_path / "config.json")
     assert lone.quantization is None and stored_bytes(lone) == stored_bytes(plain)
-    assert round(stored_bytes(lone) / 2**30, 2) == 50.89
+    assert round(stored_bytes(lone, mtp=True) / 2**30, 2) == 50.89  # the figures count the MTP layer
     assert "hf_quant_config.json beside config.json was not read" in lone.notes and str(tmp_path) in lone.notes
     folder = import_hf(tmp_path)
-    assert folder.quantization.format == "nvfp4" and round(stored_bytes(folder) / 2**30, 2) == 16.02
+    assert folder.quantization.format == "nvfp4" and round(stored_bytes(folder, mtp=True) / 2**30, 2) == 16.02
     assert "was not read" not in folder.notes and "was not read" not in plain.notes

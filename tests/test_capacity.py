@@ -25,8 +25,8 @@ attention: {num_heads: 4, num_kv_heads: 2, head_dim: 16}
 # conv [4*8 + 2*16 = 64, 3] bf16 = 384 B; SSM [4, 8, 16] bf16 = 1024 B; KV/token 2*2*16*2 = 128 B.
 # weights: mamba2 in_proj 64*(32+64+4) = 6400, conv 64*5 = 320, A/D/dt 12, norm 32, out 32*64 = 2048
 #          -> 8812 + layer norm 64 = 8876; attention q/k/v/o 4096*3 = 12288 + 64 = 12352;
-#          embedding 6400 + head 6400  -> 34028 params = 68056 B in bf16.
-WEIGHTS = 68_056
+#          embedding 6400 + head 6400 + final norm 64  -> 34092 params = 68184 B in bf16.
+WEIGHTS = 68_184
 
 
 def tiny_estimate(**runtime):
@@ -48,20 +48,20 @@ def test_state_slots_bind_at_short_context():
     caps, tightest = capacity(tiny_estimate(), Budget("test", 1_000_000, 1.0, 0), context=100, concurrency=4)
     cap = caps[0]
     assert tightest == 0
-    assert cap.cache_budget_bytes == 1_000_000 - WEIGHTS  # 931,944
+    assert cap.cache_budget_bytes == 1_000_000 - WEIGHTS  # 931,816
     assert cap.fixed_bytes == 5 * 1408 + 5 * 8  # 7,080
-    assert cap.kv_budget_bytes == 924_864
-    assert cap.kv_tokens == 924_864 // 128  # 7,225
-    assert (cap.max_sequences, cap.binding) == (4, "state slots")  # KV alone would hold 924864 // 14336 = 64
-    # resized: (931944 - 1 reserved slot x 1416) // (1416 + 14336) = 930528 // 15752 = 59
+    assert cap.kv_budget_bytes == 924_736
+    assert cap.kv_tokens == 924_736 // 128  # 7,224
+    assert (cap.max_sequences, cap.binding) == (4, "state slots")  # KV alone would hold 924736 // 14336 = 64
+    # resized: (931816 - 1 reserved slot x 1416) // (1416 + 14336) = 930400 // 15752 = 59
     assert cap.sequences_if_resized == 59
-    # 4 sequences x blocks x 16 x 128 <= 924,864  ->  112 blocks = 1792 tokens
+    # 4 sequences x blocks x 16 x 128 <= 924,736  ->  112 blocks = 1792 tokens
     assert cap.max_context == 1792
 
 
 def test_kv_binds_at_long_context():
     caps, _ = capacity(tiny_estimate(), Budget("test", 1_000_000, 1.0, 0), context=4000, concurrency=4)
-    # 4000 tokens = 250 blocks = 512,000 B of KV per sequence: 924,864 // 512,000 = 1
+    # 4000 tokens = 250 blocks = 512,000 B of KV per sequence: 924,736 // 512,000 = 1
     assert (caps[0].max_sequences, caps[0].binding) == (1, "KV")
 
 
@@ -130,5 +130,5 @@ def test_per_token_aux_buffers_count_once():
     assert cap.fixed_bytes == 5 * 1408 + 5 * 8
     assert cap.kv_budget_bytes == 1_000_000 - WEIGHTS - 7_080
     assert cap.kv_tokens == (1_000_000 - WEIGHTS - 7_080) // 256
-    # 4 sequences x blocks x 16 x 256 <= 924,864 -> 56 blocks = 896 tokens
+    # 4 sequences x blocks x 16 x 256 <= 924,736 -> 56 blocks = 896 tokens
     assert cap.max_context == 896

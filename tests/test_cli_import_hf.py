@@ -114,3 +114,18 @@ def test_cli_start_up_does_not_load_the_importer():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_config_without_a_dtype_says_which_was_assumed(tmp_path):
+    """Issue 30: with no dtype or torch_dtype the weights are weighed as bfloat16 (transformers would build float32,
+    engines load what the checkpoint stores): the report's notes say so, and the bytes are 2 per parameter."""
+    data = json.loads(config("mamba2-2.7b").read_text())
+    data.pop("torch_dtype", None), data.pop("dtype", None)
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    sized = runner.invoke(app, ["size", str(tmp_path), "--format", "json"])
+    assert sized.exit_code == 0, sized.output
+    model = json.loads(sized.output)["model"]
+    assert "Weights weighed as bfloat16, assumed: the config names no dtype or torch_dtype" in model["notes"]
+    assert model["weight_format"] == "bfloat16" and model["param_bytes"] == 2 * model["param_count"]
+    given = import_hf(config("mamba2-2.7b"))
+    assert "assumed" not in given.notes

@@ -114,7 +114,7 @@ def test_version(capsys):
 
 @pytest.mark.parametrize(("command", "usage"), [
     (["size"], "mcache size [OPTIONS] {SPEC}"), (["plan"], "mcache plan [OPTIONS] {SPEC}"),
-    (["bench"], "mcache bench [OPTIONS] {SPEC}"), (["import-hf"], "mcache import-hf [OPTIONS] {PATH}"),
+    (["bench"], "mcache bench [OPTIONS] {SPEC}"), (["import-hf"], "mcache import-hf [OPTIONS] {SPEC}"),
     (["compare"], "mcache compare [OPTIONS] {BASE} {NEW}"), (["export"], "mcache export [OPTIONS] {RESULTS}"),
     (["spec", "validate"], "mcache spec validate [OPTIONS] {SPEC...}"),
 ])

@@ -320,7 +320,26 @@ def test_zamba2_each_hybrid_layer_keeps_its_own_kv(tmp_path):
     assert r.ssm_bytes_per_slot == 6 * 8 * 32 * 16 * 2  # every layer has Mamba2
     fewer = imported(tmp_path, {**ZAMBA, "layers_block_type": ["mamba"] * 5 + ["hybrid"]}, "b.json")
     shared_weights = rank(spec).param_count - rank(fewer).param_count
-    assert shared_weights == 2 * 2 * 128  # two more layers add only their attention and MLP norms
+    # two more hybrid layers add their attention and MLP norms, their own hidden x hidden linear and the shared MLP's
+    # gate_up LoRA adapter (adapter_rank 128 by Zamba2Config's default: 128 -> 128 -> 2 x 512), never the block
+    assert shared_weights == 2 * (2 * 128 + 128 * 128 + 128 * (128 + 2 * 512))
+
+
+def test_zamba2_per_layer_adapters_and_linear_by_hand(tmp_path):
+    """Issue 30: transformers' Zamba2 (modeling_zamba2.py) gives each hybrid layer a hidden x hidden `linear` and the
+    shared MLP one gate_up LoRA adapter per hybrid layer; with use_shared_attention_adapter, q, k and v adapters
+    too (attention_hidden_size -> rank -> attention_hidden_size each). Three hybrid layers, two blocks, rank 8."""
+    plain = imported(tmp_path, {**ZAMBA, "adapter_rank": 8}, "plain.json")
+    attn = imported(tmp_path, {**ZAMBA, "adapter_rank": 8, "use_shared_attention_adapter": True}, "attn.json")
+    h, attn_in, inter, rank_ = 128, 256, 512, 8
+    blocks = 2 * (attn_in * 3 * 4 * 64 + 4 * 64 * h + 3 * h * inter)  # q, k, v read attn_in; o; the gated MLP
+    per_hybrid = h * h + rank_ * (h + 2 * inter)
+    mamba = weights.layer_params(plain, ("mamba2",))
+    embeddings, final_norm = 1000 * h, h  # tied head
+    expected = 6 * mamba + 3 * (per_hybrid + 2 * h) + blocks + embeddings + final_norm
+    assert weights.total_params(plain) == expected
+    assert weights.total_params(attn) - weights.total_params(plain) == 3 * 3 * 2 * attn_in * rank_
+    assert plain.attention.layer_linear and plain.mlp.adapter_rank == 8 and plain.attention.adapter_rank is None
 
 
 MAMBA2_SSM = {"d_model": 2560, "d_intermediate": 0, "n_layer": 64, "vocab_size": 50277, "ssm_cfg": {"layer": "Mamba2"},
@@ -584,7 +603,8 @@ def test_nemotron_latent_moe_and_mtp_layers(tmp_path):
     attention = 256 * 4 * 64 + 2 * 256 * 2 * 64 + 4 * 64 * 256
     moe = latent_experts + 2 * 256 * 256 + 256 * 4  # one shared expert of 256, the router
     mtp = attention + moe + 2 * 256 + 2 * 256 * 256 + 2 * 256  # two norms, the [2h, h] input projection, its norms
-    assert weights.total_params(spec) - weights.total_params(plain) == latent_experts - full_experts + mtp
+    assert weights.total_params(spec, mtp=True) - weights.total_params(plain) == latent_experts - full_experts + mtp
+    assert weights.total_params(spec) - weights.total_params(plain) == latent_experts - full_experts  # not drafting
 
 
 OLMO = {"model_type": "olmo_hybrid", "hidden_size": 256, "num_hidden_layers": 8, "num_attention_heads": 4,

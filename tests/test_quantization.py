@@ -72,8 +72,9 @@ def test_ranks_under_tp_and_pp_load_their_share_of_the_stored_bytes():
 
     layer = (12288 + 24576) * Fraction(9, 16) + 128 * 2
     assert rank(1, 2, 0) == layer + 8192 * 2  # the first stage: a layer and the embeddings
-    assert rank(1, 2, 1) == layer + 8192 * 2  # the last: a layer and the (bf16) head
-    assert rank(2, 1, 0) == (2 * (12288 + 24576) * Fraction(9, 16) + 2 * 128 * 2 + 8192 * 2 + 8192 * 2) // 2
+    assert rank(1, 2, 1) == layer + 8192 * 2 + 64 * 2  # the last: a layer, the (bf16) head and the final norm (hidden 64)
+    # TP 2: half of everything, and the whole final norm on each rank
+    assert rank(2, 1, 0) == (2 * (12288 + 24576) * Fraction(9, 16) + 2 * 128 * 2 + 8192 * 2 + 8192 * 2) // 2 + 64 * 2
 
 
 @pytest.mark.parametrize(("block", "field"), [
@@ -236,3 +237,19 @@ def test_engines_size_fp8_kv_for_a_checkpoint_that_stores_it(tmp_path, engine, f
     assert resolve_dtypes(spec).kv == "float16"
     assert "the checkpoint stores KV as fp8" in dtype_sources(spec)["kv"]
     assert dtype_sources(spec, kv="fp8")["kv"] == "--kv-dtype"
+
+
+def test_a_quant_file_counts_only_in_the_checkpoint_folder(tmp_path):
+    """Issue 30: a bf16 config.json copied beside another checkpoint's hf_quant_config.json keeps its bf16 weights
+    when given as a file (it was 50.89 GiB -> 16.02 GiB without a word) and says why; the folder given as a
+    checkpoint takes the file."""
+    plain = import_hf(HF_CONFIGS / "qwen3.5-27b.json")
+    shutil.copy(HF_CONFIGS / "qwen3.5-27b.json", tmp_path / "config.json")
+    shutil.copy(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4" / "hf_quant_config.json", tmp_path)
+    lone = import_hf(tmp_path / "config.json")
+    assert lone.quantization is None and stored_bytes(lone) == stored_bytes(plain)
+    assert round(stored_bytes(lone, mtp=True) / 2**30, 2) == 50.89  # the issue's figures count the MTP layer
+    assert "hf_quant_config.json beside config.json was not read" in lone.notes and str(tmp_path) in lone.notes
+    folder = import_hf(tmp_path)
+    assert folder.quantization.format == "nvfp4" and round(stored_bytes(folder, mtp=True) / 2**30, 2) == 16.02
+    assert "was not read" not in folder.notes and "was not read" not in plain.notes

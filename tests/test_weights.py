@@ -9,12 +9,14 @@ from paths import HF_CONFIGS
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.load import bundled_names, load_spec
 from mcache.core.sizing import weights
+from mcache.core.sizing.estimate import estimate_rank
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext, resolve_dtypes
 from mcache.core.spec.model import (
     KDA,
     MLA,
     MLP,
+    MTP,
     Attention,
     GatedDeltaNet,
     Layers,
@@ -123,6 +125,12 @@ CASES = {
         KDA(num_heads=4, head_dim=16),
         3 * 64 * 64 + 2 * (64 * 16 + 16 * 64) + 64 * 4 + 192 * 4 + 4 + 64 + 64 * 64,
     ),
+    # Ling 3.0's no_kda_lora: full-rank f_proj 64x64 (key width) and g_proj 64x64 (value width) in place of the
+    # low-rank pairs; the rest as above
+    "kda_full_rank": (
+        KDA(num_heads=4, head_dim=16, low_rank_gates=False),
+        3 * 64 * 64 + 64 * 64 + 64 * 64 + 64 * 4 + 192 * 4 + 4 + 64 + 64 * 64,
+    ),
     # in_proj 64x(3*64), depthwise conv 64x3, out_proj 64x64
     "short_conv": (ShortConv(), 64 * 192 + 64 * 3 + 64 * 64),
     # qkv 64x(3*4*16), output gate 64x64, norm 64, out_proj 64x64
@@ -167,7 +175,73 @@ def test_shared_blocks_count_once_per_copy():
 @pytest.mark.parametrize("tp", [1, 2, 4])
 @pytest.mark.parametrize("name", ["nemotron-h-8b", "qwen3-next-80b-a3b", "zamba2-2.7b"])
 def test_tp_ranks_together_hold_the_model(name, tp):
+    """The TP ranks of one stage hold the model once, plus a copy of the final norm on every rank but one (each
+    keeps it whole; issue 30: it was left out of the per-rank count)."""
     spec = load_spec(name)
     ctx = RankContext.build(spec, ParallelLayout(tp=tp), RuntimeConfig(), resolve_dtypes(spec), 0)
-    missing = weights.total_params(spec) - weights.rank_weights(ctx)[0] * tp
-    assert 0 <= missing <= spec.hidden_size  # at most the final norm, which the per-rank count leaves out
+    assert weights.rank_weights(ctx)[0] * tp - weights.total_params(spec) == (tp - 1) * spec.hidden_size
+
+
+def test_mtp_layers_are_weighed_only_when_the_model_drafts_with_them():
+    """Issue 30: engines skip a checkpoint's `mtp.*` tensors unless a speculative MTP draft is configured. One MTP
+    layer of a gated MLP (hidden 64, intermediate 96): the MLP 3 x 64 x 96 and its norm 64, the [2h, h] input
+    projection and its two norms: 26,816 parameters, on the last stage's rank only when it drafts."""
+    spec = ModelSpec(name="t", source="t", hidden_size=H, vocab_size=100, num_layers=1, layers=Layers(types=["mlp"]),
+                     mlp=MLP(intermediate_size=96), mtp=MTP(num_layers=1, layer="mlp"))
+    mtp = 3 * 64 * 96 + 64 + 2 * 64 * 64 + 2 * 64
+    assert weights.mtp_params(spec) == mtp
+    model = 3 * 64 * 96 + H + 2 * 100 * H + H  # the layer and its norm, embedding, head, final norm
+    assert weights.total_params(spec) == model and weights.total_params(spec, mtp=True) == model + mtp
+    assert weights.stored_bytes(spec, mtp=True) - weights.stored_bytes(spec) == 2 * mtp  # bfloat16
+
+    def rank(runtime: RuntimeConfig) -> int:
+        return estimate_rank(RankContext.build(spec, ParallelLayout(), runtime, resolve_dtypes(spec), 0)).param_count
+
+    assert rank(RuntimeConfig()) == model
+    assert rank(RuntimeConfig(draft_tokens=2, spec_scheme="intermediate")) == model + mtp
+    assert not weights.loads_mtp(spec, 0) and weights.loads_mtp(spec, 1)
+
+
+@pytest.mark.parametrize("engine,setting", [("vllm", "num_speculative_tokens"), ("sglang", "speculative_num_steps"),
+                                            ("trtllm", "max_draft_len")])
+def test_engines_load_the_mtp_layers_only_with_a_draft(engine, setting):
+    """Qwen3-Next-80B at TP 4: its MTP layer (attention + MoE, 1.65 B parameters) is a quarter of 3.3 GB more per
+    rank when the engine drafts, and nothing without (it was always counted: 3.3 GB too much at TP 1)."""
+    from mcache.core.engines import run_engine
+    from mcache.core.engines.common import EngineInputs
+
+    spec = load_spec("qwen3-next-80b-a3b")
+    plain = run_engine(engine, EngineInputs(spec, ParallelLayout(tp=4))).settings["weights_bytes"]
+    drafting = run_engine(engine, EngineInputs(spec, ParallelLayout(tp=4), given={setting: 2})).settings["weights_bytes"]
+    assert round(weights.mtp_params(spec) / 1e9, 2) == 1.65
+    assert drafting - plain == weights.mtp_params(spec) // 4 * 2
+    ctx = RankContext.build(spec, ParallelLayout(tp=4), RuntimeConfig(), resolve_dtypes(spec), 0)
+    assert plain == weights.rank_weights(ctx)[1]
+
+
+def test_the_final_norm_is_in_the_per_rank_count():
+    """One stage at TP 1 holds exactly the model: its layers, embedding, head and the final norm (hidden 64)."""
+    spec = tiny("mlp", MLP(intermediate_size=96))
+    ctx = RankContext.build(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec), 0)
+    assert weights.rank_weights(ctx) == (3 * 64 * 96 + H + 2 * 100 * H + H, 2 * (3 * 64 * 96 + H + 2 * 100 * H + H))
+    two = ModelSpec(name="t", source="t", hidden_size=H, vocab_size=100, num_layers=2, layers=Layers(types=["mlp"] * 2),
+                    mlp=MLP(intermediate_size=96))
+    first, last = (RankContext.build(two, ParallelLayout(pp=2), RuntimeConfig(), resolve_dtypes(two), s) for s in (0, 1))
+    assert weights.rank_weights(first)[0] == 3 * 64 * 96 + H + 100 * H  # a layer, the embedding
+    assert weights.rank_weights(last)[0] == 3 * 64 * 96 + H + H + 100 * H  # a layer, the final norm, the head
+
+
+def test_ling3_no_kda_lora_weighs_full_rank_gates():
+    """Edge0-8B (bailing_hybrid, no_kda_lora true; hidden 1536, 16 heads x 128): 18 KDA layers, each with f_proj and
+    g_proj of 1536 x 2048 where Kimi-Linear's low-rank pairs hold 1536 x 128 + 128 x 2048 each: 96,731,136 more
+    parameters than mcache counted before (issue 30: -96.7 M)."""
+    from mcache.core.hf import import_hf
+    from mcache.core.spec.model import layer_kinds
+
+    spec = import_hf(HF_CONFIGS / "edge0-8b-a1b-preview.json")
+    low = ModelSpec(**{**{f: getattr(spec, f) for f in spec.__struct_fields__},
+                       "kda": KDA(num_heads=16, head_dim=128, conv_kernel=spec.kda.conv_kernel)})
+    kda_layers = sum("kda" in kinds for kinds in layer_kinds(spec))
+    full, low_rank = 2 * 1536 * 2048, 2 * (1536 * 128 + 128 * 2048)
+    assert kda_layers == 18 and spec.kda.low_rank_gates is False
+    assert weights.total_params(spec) - weights.total_params(low) == kda_layers * (full - low_rank) == 96_731_136

@@ -1,4 +1,4 @@
-"""`mcache import-hf`: turn a Hugging Face `config.json` into a spec YAML, offline."""
+"""`mcache import-hf`: turn a Hugging Face `config.json` (a file, a checkpoint folder or a Hub id) into a spec."""
 
 from __future__ import annotations
 
@@ -11,18 +11,21 @@ from mcache.core.hf import supported_model_types
 
 
 def import_hf(
-    path: Annotated[Path, typer.Argument(metavar="PATH", help="A config.json, or a checkpoint folder holding one. Never downloads.")],
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help=(
+        "A config.json, a checkpoint folder holding one, or a Hugging Face repo id ORG/NAME[@REVISION] (fetches "
+        "config.json and hf_quant_config.json only, through huggingface_hub and its cache)."))],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the spec to this file (atomically), not stdout.")
     ] = None,
 ) -> None:
     """Write the spec of a Hugging Face config; it loads back to the same estimate (`mcache size SPEC`)."""
     from mcache.cli.output import emit_text, refuse_input_as_output, spec_inputs
-    from mcache.core.hf import import_hf as convert  # the importer loads only for this command
+    from mcache.core.load import import_config  # the importer loads only for this command
     from mcache.core.spec.dump import spec_to_yaml
 
-    refuse_input_as_output(output, *spec_inputs(path))
-    emit_text(spec_to_yaml(convert(path)), output)
+    if Path(spec).exists():
+        refuse_input_as_output(output, *spec_inputs(Path(spec)))
+    emit_text(spec_to_yaml(import_config(spec)), output)
 
 
 import_hf.__doc__ = (f"{import_hf.__doc__}\n\nModel types: {', '.join(supported_model_types())}, and mamba_ssm "

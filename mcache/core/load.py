@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import msgspec
+import msgspec.structs
 import yaml
 
 from mcache.core.errors import SpecError, validation_parts
@@ -31,14 +32,21 @@ def bundled_names() -> list[str]:
 
 
 def resolve(ref: str) -> Path:
-    """A path as given if it exists, else the bundled spec of that exact name; an unknown name suggests the closest
-    bundled ones (the same name in other case alone: a name in a script must mean one file)."""
+    """A path as given if it exists; else a bare name is the bundled spec of that exact name (an unknown one suggests
+    the closest bundled ones; the same name in other case alone: a name in a script must mean one file), and
+    `ORG/NAME[@REVISION]` a Hugging Face Hub id, whose config files are fetched into the library's cache (`hub`): the
+    snapshot folder is returned."""
     path = Path(ref)
     if path.exists():
         return path
     names = bundled_names()
+    if "/" in ref:
+        from mcache.core.hub import hub_id, snapshot  # a bare name never goes to the Hub
+
+        if hub_id(ref) is not None:
+            return snapshot(ref).folder
     if "/" in ref or ref.endswith((".yaml", ".yml", ".json")):
-        raise SpecError(ref, "file", "an existing file (no such file)")
+        raise SpecError(ref, "file", "an existing file, or a Hugging Face repo id ORG/NAME[@REVISION] (no such file)")
     if ref in names:
         return bundled_dir() / f"{ref}.yaml"
     starts = [name for name in names if name.startswith(ref.lower())]
@@ -51,13 +59,27 @@ def resolve(ref: str) -> Path:
 
 
 def load_spec(ref: str) -> ModelSpec:
-    """Load a spec by path or bundled name; HF `config.json` files and checkpoint folders are imported."""
+    """Load a spec by path, bundled name or Hub id; HF `config.json` files, checkpoint folders and Hub snapshots are
+    imported."""
     path = resolve(ref)
     if path.is_dir() or path.suffix == ".json":
-        from mcache.core.hf import import_hf  # only HF users pay for it
-
-        return import_hf(path)
+        return import_config(ref)
     return parse_spec(read_document(path), str(path))
+
+
+def import_config(ref: str) -> ModelSpec:
+    """The spec of an HF config given as `ref`: a `config.json`, a checkpoint folder (a path that exists wins), or
+    a Hub id, named by its repo and with a note on what was read."""
+    from mcache.core.hf import import_hf  # only HF users pay for it
+
+    if "/" in ref and not Path(ref).exists():
+        from mcache.core.hub import hub_id, snapshot
+
+        if hub_id(ref) is not None:
+            hub = snapshot(ref)
+            spec = import_hf(hub.folder, name=hub.name, origin=f"{hub.repo_id}@{hub.commit}")
+            return msgspec.structs.replace(spec, notes=f"{spec.notes} {hub.note}".strip())
+    return import_hf(ref)
 
 
 def parse_spec(text: str, file: str) -> ModelSpec:

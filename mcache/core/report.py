@@ -13,12 +13,13 @@ from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.neutral import NeutralRun
-from mcache.core.sizing.weights import stored_bytes, total_params, unknown_fields
+from mcache.core.sizing.weights import mtp_params, stored_bytes, total_params, unknown_fields
 from mcache.core.spec.model import ModelSpec
 
 # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
 # model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per
-# stage weight_bytes and weights_given
+# stage weight_bytes and weights_given; model.param_count and param_bytes leave the MTP layers out (model.mtp_param_count
+# holds them), as engines do unless they draft with them
 SCHEMA_VERSION = 2
 
 
@@ -133,6 +134,8 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "notes": spec.notes,
             "param_count": params,
             "param_bytes": stored_bytes(spec),
+            # the MTP layers, loaded only with a draft (`weights.loads_mtp`): in the per-rank figures then, never above
+            "mtp_param_count": None if params is None else mtp_params(spec),
             "weight_format": spec.quantization.format if spec.quantization else spec.dtype,
             "weights_unknown": unknown_fields(spec),
             "max_model_len": spec.max_model_len,

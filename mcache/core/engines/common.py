@@ -14,7 +14,7 @@ from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext
-from mcache.core.sizing.weights import rank_weight_bytes, unknown_fields
+from mcache.core.sizing.weights import loads_mtp, rank_weight_bytes, unknown_fields
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.dtypes import itemsize
 from mcache.core.spec.model import ModelSpec
@@ -23,6 +23,9 @@ GIB = 1 << 30
 ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
 COMMON_SETTINGS = ("weights_bytes", "non_kv_memory_bytes")  # what only the running engine measures
 DEFAULT_NON_KV = 2 * GIB  # assumed: a profiled activation peak, non-torch memory and CUDA graphs
+# The engines' draft settings (vLLM, SGLang, TensorRT-LLM): with one given, the model's MTP head drafts and the engine
+# loads the MTP layers' weights (`weights.loads_mtp`); without, it skips them.
+DRAFT_SETTINGS = ("num_speculative_tokens", "speculative_num_steps", "max_draft_len")
 
 
 class EngineInputs(Struct, frozen=True):
@@ -149,8 +152,10 @@ class Settings:
         return value
 
     def weights(self, contexts: list[RankContext]) -> list[int]:
-        """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded)."""
-        estimates = [weight_bytes(ctx) for ctx in contexts]
+        """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded), the MTP
+        layers counted only when a draft setting is given."""
+        drafts = max((self.given.get(name) or 0 for name in DRAFT_SETTINGS), default=0)
+        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts)) for ctx in contexts]
         if None in estimates and self.given.get("weights_bytes") is None:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
             raise LayoutError("weights_bytes", f"a size: the spec leaves {unknown} null, so mcache cannot estimate the "
@@ -246,6 +251,7 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
     return spec.mtp.num_layers if set(spec.mtp.layer.split("+")) & set(ATTENTION_KINDS) else 0
 
 
-def weight_bytes(ctx: RankContext) -> int | None:
-    """mcache's estimate of the weights one rank of the stage loads (the engines measure theirs)."""
-    return rank_weight_bytes(ctx)
+def weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:
+    """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp` (the engines
+    measure theirs)."""
+    return rank_weight_bytes(ctx, mtp)

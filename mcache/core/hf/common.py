@@ -285,7 +285,9 @@ def _model_dtype(cfg: Cfg, top: Cfg) -> tuple[str, str]:
             name = _state_dtype(c, key)
             if name is not None:
                 return name, ""
-    return "bfloat16", "dtype bfloat16 assumed (the config names no dtype or torch_dtype)."
+    return "bfloat16", ("Weights weighed as bfloat16, assumed: the config names no dtype or torch_dtype (transformers "
+                        "would build float32; engines load the dtype the checkpoint stores: give --weights if it is "
+                        "not bfloat16).")
 
 
 def _ssm_dtype_hints(cfg: Cfg, top: Cfg, kinds: set[str], model: str) -> tuple[dict[str, str], str]:

@@ -49,6 +49,7 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "vocab_size": 32000, "hidden_size": 2560, "tie_word_embeddings": True, "num_hidden_layers": 54,
         "num_attention_heads": 32, "max_position_embeddings": 4096, "num_mem_blocks": 1, "n_mamba_heads": 8,
         "mamba_ngroups": 1, "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_expand": 2, "chunk_size": 256,
+        "adapter_rank": 128, "use_shared_attention_adapter": False,
     }),
     "mamba": ("MambaConfig (transformers/models/mamba/configuration_mamba.py)", {
         "vocab_size": 50280, "hidden_size": 768, "tie_word_embeddings": True, "num_hidden_layers": 32,

@@ -252,6 +252,11 @@ def bailing_hybrid(cfg: Cfg) -> Draft:
         block = {"num_heads": heads, "head_dim": cfg.int("head_dim")}
         if linear == "kda":
             block["conv_kernel"] = cfg.int("short_conv_kernel_size")
+            # transformers' BailingHybridDeltaAttention has only full-rank f_proj/g_proj; the checkpoints say so with
+            # no_kda_lora true, and only an explicit false asks for Kimi's low-rank gates
+            block["low_rank_gates"] = not cfg.bool("no_kda_lora", True)
+            draft.notes.append("KDA gates " + ("low-rank (no_kda_lora false)." if block["low_rank_gates"] else
+                                               "full-rank f_proj/g_proj (no_kda_lora)."))
         draft.blocks[linear] = block
     q_lora = cfg.int("q_lora_rank") if cfg.given("q_lora_rank") else None
     draft.blocks["mla"] = {"num_heads": heads, "kv_lora_rank": cfg.int("kv_lora_rank"),

@@ -154,16 +154,20 @@ def zamba2(cfg: Cfg) -> Draft:
     if "mamba2+attention+mlp" in types:
         blocks = cfg.int("num_mem_blocks")
         attn_in = cfg.int("attention_hidden_size", 2 * hidden)  # Zamba2Config: 2 x hidden unless the config says
-        draft.blocks["attention"] = attention_block(
-            cfg, attn_in, head_dim_keys=("attention_head_dim",), input_size=attn_in, shared_blocks=blocks
-        )
+        rank = cfg.int("adapter_rank")
+        attention = attention_block(cfg, attn_in, head_dim_keys=("attention_head_dim",), input_size=attn_in,
+                                    shared_blocks=blocks)
+        attention["layer_linear"] = True  # modeling_zamba2.py Zamba2HybridLayer: its own hidden x hidden `linear`
+        if cfg.bool("use_shared_attention_adapter"):
+            attention["adapter_rank"] = rank
+        draft.blocks["attention"] = attention
         draft.blocks["mlp"] = {"intermediate_size": cfg.int("intermediate_size", 4 * hidden),  # Zamba2Config: 4 x hidden
-                               "shared_blocks": blocks}
-    draft.notes.append(
-        count_note(types) + " Hybrid layers run the shared attention + MLP block (weights counted "
-        "num_mem_blocks times) and each keeps its own KV cache. Weights leave out the per-layer LoRA "
-        "adapters and each hybrid layer's hidden x hidden linear."
-    )
+                               "shared_blocks": blocks, "adapter_rank": rank}
+        adapters = "q/k/v and gate_up" if cfg.bool("use_shared_attention_adapter") else "gate_up"
+        draft.notes.append(f"Each hybrid layer has its own {adapters} LoRA adapters (adapter_rank {rank}) and a "
+                           "hidden x hidden linear after the shared block.")
+    draft.notes.insert(0, count_note(types) + " Hybrid layers run the shared attention + MLP block (weights counted "
+                          "num_mem_blocks times) and each keeps its own KV cache.")
     return draft
 
 

@@ -1,5 +1,5 @@
 """How a checkpoint stores its weights: a `quantization_config` (in config.json or its text config) or a
-ModelOpt `hf_quant_config.json` beside it, turned into the spec's `quantization` block.
+ModelOpt `hf_quant_config.json` in its checkpoint folder, turned into the spec's `quantization` block.
 
 Formats as vLLM loads them (vllm/model_executor/layers/quantization): `modelopt` (`quant_algo` NVFP4,
 W4A16_NVFP4, FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, MIXED_PRECISION with `quantized_layers`; excluded
@@ -54,6 +54,7 @@ LEAVES = {
     ("moe", "proj"): ("mixer.fc1_latent_proj", "mixer.fc2_latent_proj", "mlp.fc1_latent_proj", "mlp.fc2_latent_proj"),
 }
 LEAVES[("sliding_attention", "proj")] = LEAVES[("attention", "proj")]
+QUANT_FILE = "hf_quant_config.json"  # ModelOpt's export writes its settings here
 MTP_NAMES = ("mtp.layers.0.self_attn.q_proj", "mtp.fc", "mtp.layers.0.mlp.experts.0.up_proj", "model.mtp.layers.0.self_attn.q_proj")
 MODELOPT_ALGOS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4", "FP8": "fp8",
                   "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_PB_WO": "fp8_block", "FP8_BLOCK_SCALES": "fp8_block",
@@ -115,20 +116,29 @@ def read_settings(qc: Any, where: str, file: str) -> Settings:
         raise SpecError(file, f"{where}.{path}" if path else where, reason) from None
 
 
-def find_quantization(cfg: Cfg, text: Cfg) -> tuple[Settings, str] | None:
+def find_quantization(cfg: Cfg, text: Cfg, folder: Path | None) -> tuple[Settings, str] | None:
     """The quantization settings and where they came from: the text config's or the config's
-    `quantization_config`, else the `quantization` of a `hf_quant_config.json` beside the config file."""
+    `quantization_config`, else the `quantization` of the `hf_quant_config.json` of the checkpoint folder `folder`
+    (None: the config was given as a lone file, and a quantization file beside it belongs to no known checkpoint)."""
     for c in dict.fromkeys((text, cfg)):
         if c.data.get("quantization_config") is not None:
             where = f"{c.prefix}quantization_config"
             return read_settings(c.data["quantization_config"], where, cfg.file), where
-    side = Path(cfg.file).with_name("hf_quant_config.json")
-    if side.is_file():
+    side = folder / QUANT_FILE if folder is not None else None
+    if side is not None and side.is_file():
         q = read_config(side).get("quantization")
         if not isinstance(q, dict):
             raise SpecError(str(side), "quantization", "a mapping")
-        return read_settings({"quant_method": "modelopt", **q}, "quantization", str(side)), "hf_quant_config.json"
+        return read_settings({"quant_method": "modelopt", **q}, "quantization", str(side)), QUANT_FILE
     return None
+
+
+def lone_file_note(file: Path) -> str:
+    """What a lone config file's neighbour `hf_quant_config.json` is not used for (empty when it has none)."""
+    if not file.with_name(QUANT_FILE).is_file():
+        return ""
+    return (f"{QUANT_FILE} beside {file.name} was not read: quantization files count only in a checkpoint folder "
+            f"(pass the folder {file.parent} to use it); weights in the config's dtype.")
 
 
 def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict | None, str]:

@@ -29,3 +29,11 @@ def weights(spec, p) -> dict[str, int]:
     kv = d_in * p.num_kv_heads * (p.head_dim + v_dim)
     o = p.num_heads * v_dim * spec.hidden_size
     return {"proj": q + kv + o}
+
+
+def layer_weights(spec, p) -> dict[str, int]:
+    """What each layer running the block has of its own: q/k/v LoRA adapters (`input_size` -> rank -> `input_size`
+    each, transformers modeling_zamba2.py Zamba2Attention `linear_*_adapter_list`) and the hidden x hidden linear on
+    the block's output (Zamba2HybridLayer `linear`; vLLM zamba2.py loads both)."""
+    d_in = p.input_size or spec.hidden_size
+    return {"adapter": 3 * 2 * d_in * (p.adapter_rank or 0), "linear": spec.hidden_size**2 if p.layer_linear else 0}

@@ -38,11 +38,13 @@ def replay_inputs(spec, p, tp: int, dt: CacheDtypes) -> list[ReplayInput]:
 
 
 def weights(spec, p) -> dict[str, int]:
-    """q/k/v and beta, the low-rank gate and output-gate projections and out_proj (linear layers: vLLM
-    kimi_gdn_linear_attn.py builds them with the quant config); conv, A and the norm."""
+    """q/k/v and beta, the gate and output-gate projections and out_proj (linear layers: vLLM
+    kimi_gdn_linear_attn.py builds them with the quant config); conv, A and the norm. The gates are low-rank
+    (f_a/f_b and g_a/g_b through head_dim, Kimi-Linear) or full-rank (f_proj to the key width, g_proj to the value
+    width: transformers modeling_bailing_hybrid.py BailingHybridForgetGate, BailingHybridDeltaAttention)."""
     h = spec.hidden_size
     qk = (p.num_k_heads or p.num_heads) * (p.k_head_dim or p.head_dim)
     v = p.num_heads * p.head_dim
-    low_rank = 2 * (h * p.head_dim + p.head_dim * v)  # f_a/f_b gate and g_a/g_b output gate
-    return {"proj": h * (2 * qk + v) + h * p.num_heads + low_rank + v * h,
+    gates = 2 * (h * p.head_dim + p.head_dim * v) if p.low_rank_gates else h * qk + h * v
+    return {"proj": h * (2 * qk + v) + h * p.num_heads + gates + v * h,
             "other": (2 * qk + v) * p.conv_kernel + p.num_heads + qk}

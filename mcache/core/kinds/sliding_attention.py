@@ -21,3 +21,8 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
 def weights(spec, p) -> dict[str, int]:
     """The same projections as attention."""
     return attention.weights(spec, p)
+
+
+def layer_weights(spec, p) -> dict[str, int]:
+    """The same per-layer weights as attention."""
+    return attention.layer_weights(spec, p)

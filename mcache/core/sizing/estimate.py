@@ -143,7 +143,7 @@ class Estimate(Struct, frozen=True):
 def estimate_rank(ctx: RankContext) -> RankEstimate:
     """Estimate one rank from its context."""
     comps = [Component(d, units_of(d, ctx)) for d in declarations(ctx)]
-    params, stored = weights.rank_weights(ctx)
+    params, stored = weights.rank_weights(ctx, weights.loads_mtp(ctx.spec, ctx.runtime.draft_tokens))
     return RankEstimate(ctx, comps, stored, params)
 
 

@@ -5,6 +5,11 @@ The weights of a layer are units: each kind's parts (`proj` for its projections,
 norms, routers and small vectors), plus the embeddings, the
 output head (`lm_head`) and the MTP layers (`mtp`). A unit is stored in the model dtype, or, when the spec's
 `quantization` covers it, in a quantized format whose bytes per parameter include its scales.
+
+MTP layers are weighed only where they are loaded: engines skip a checkpoint's `mtp.*` tensors unless a speculative
+MTP draft is configured, which builds them as a separate draft model (vLLM v0.33.0 model_executor/models/
+qwen3_next.py and nemotron_h.py `load_weights`, against qwen3_next_mtp.py and nemotron_h_mtp.py; transformers'
+classes have no MTP modules at all). `loads_mtp` is that rule; every figure below takes its answer as `mtp`.
 """
 
 from __future__ import annotations
@@ -50,12 +55,15 @@ def unknown_fields(spec: ModelSpec) -> list[str]:
 
 
 def layer_units(spec: ModelSpec, kinds: tuple[str, ...]) -> list[tuple[str, str, int]]:
-    """`(kind, part, parameters)` of one layer made of `kinds`, a norm per kind in `other`; shared blocks count
-    zero here (`shared_units`)."""
+    """`(kind, part, parameters)` of one layer made of `kinds`, a norm per kind in `other`; a shared block's own
+    weights count once, in `shared_units`, and here only what each layer running it has (`layer_weights`: adapters,
+    a layer's linear)."""
     units = []
     for kind in kinds:
-        block = getattr(spec, kind)
-        parts = {} if getattr(block, "shared_blocks", None) else KIND_MODULES[kind].weights(spec, block)
+        block, module = getattr(spec, kind), KIND_MODULES[kind]
+        parts = {} if getattr(block, "shared_blocks", None) else module.weights(spec, block)
+        if hasattr(module, "layer_weights"):
+            parts = {**parts, **module.layer_weights(spec, block)}
         units += [(kind, part, n) for part, n in parts.items() if n]
         units.append((kind, "other", spec.hidden_size))
     return units
@@ -82,6 +90,12 @@ def embedding_params(spec: ModelSpec) -> tuple[int, int]:
     return emb, 0 if spec.tie_embeddings else emb
 
 
+def loads_mtp(spec: ModelSpec, draft_tokens: int) -> bool:
+    """Whether a deployment loads the MTP layers: the model has them and drafts tokens (its MTP head is the drafter,
+    as `mcache plan`'s serve commands configure it)."""
+    return spec.mtp is not None and draft_tokens > 0
+
+
 def mtp_params(spec: ModelSpec) -> int:
     """Multi-token-prediction layers: each a layer of `mtp.layer` plus its `[2h, h]` input projection."""
     if spec.mtp is None:
@@ -90,15 +104,16 @@ def mtp_params(spec: ModelSpec) -> int:
     return spec.mtp.num_layers * per_layer
 
 
-def total_params(spec: ModelSpec) -> int | None:
-    """Parameters of the whole model, MTP layers included (None when `unknown_fields`)."""
+def total_params(spec: ModelSpec, mtp: bool = False) -> int | None:
+    """Parameters of the model as it is built to serve (the MTP layers only with `mtp`); None when
+    `unknown_fields`."""
     if unknown_fields(spec):
         return None
     kinds = layer_kinds(spec)
     emb, head = embedding_params(spec)
     used = {k for layer in kinds for k in layer}
     layers = sum(layer_params(spec, k) for k in kinds) + sum(n for *_, n in shared_units(spec, used))
-    return layers + emb + head + spec.hidden_size + mtp_params(spec)
+    return layers + emb + head + spec.hidden_size + (mtp_params(spec) if mtp else 0)
 
 
 class Storage:
@@ -123,8 +138,9 @@ class Storage:
         return format_bytes(self.q, self.q.format)
 
 
-def stored_bytes(spec: ModelSpec) -> int | None:
-    """Bytes the whole model's weights take as the checkpoint stores them (None when `unknown_fields`)."""
+def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
+    """Bytes the model's weights take as the checkpoint stores them (the MTP layers only with `mtp`); None when
+    `unknown_fields`."""
     if unknown_fields(spec):
         return None
     store = Storage(spec)
@@ -133,13 +149,15 @@ def stored_bytes(spec: ModelSpec) -> int | None:
     total = sum(n * store.per_param(k, part, i) for i, layer in enumerate(kinds) for k, part, n in layer_units(spec, layer))
     total += sum(n * store.per_param(k, part) for k, part, n in shared_units(spec, used))
     emb, head = embedding_params(spec)
-    total += (emb + spec.hidden_size) * store.plain + head * store.per_param("lm_head") + mtp_params(spec) * store.per_param("mtp")
+    total += (emb + spec.hidden_size) * store.plain + head * store.per_param("lm_head")
+    total += (mtp_params(spec) if mtp else 0) * store.per_param("mtp")
     return int(total)
 
 
-def _rank_units(ctx: RankContext) -> list[tuple[int, Fraction]]:
+def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds: its stage's layers sharded by TP
-    (mixers kept whole under attention-DP), embeddings on the first stage, the head and MTP layers on the last."""
+    (mixers kept whole under attention-DP), embeddings on the first stage, the final norm (whole on every TP rank),
+    the head and (with `mtp`) the MTP layers on the last."""
     spec, tp, store = ctx.spec, ctx.layout.tp, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
@@ -152,20 +170,22 @@ def _rank_units(ctx: RankContext) -> list[tuple[int, Fraction]]:
     if ctx.stage == 0:
         units.append((emb // tp, store.plain))
     if ctx.stage == ctx.layout.pp - 1:
+        units.append((spec.hidden_size, store.plain))
         units.append(((head or (emb if ctx.layout.pp > 1 else 0)) // tp, store.per_param("lm_head")))
-        units.append((mtp_params(spec) // tp, store.per_param("mtp")))
+        if mtp:
+            units.append((mtp_params(spec) // tp, store.per_param("mtp")))
     return units
 
 
-def rank_weights(ctx: RankContext) -> tuple[int | None, int | None]:
-    """(parameters one rank holds, bytes they take as the checkpoint stores them); both None when
-    `unknown_fields`."""
+def rank_weights(ctx: RankContext, mtp: bool = False) -> tuple[int | None, int | None]:
+    """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`;
+    both None when `unknown_fields`."""
     if unknown_fields(ctx.spec):
         return None, None
-    units = _rank_units(ctx)
+    units = _rank_units(ctx, mtp)
     return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
 
-def rank_weight_bytes(ctx: RankContext) -> int | None:
+def rank_weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:
     """Bytes of the weights one rank loads, as the checkpoint stores them (None when `unknown_fields`)."""
-    return rank_weights(ctx)[1]
+    return rank_weights(ctx, mtp)[1]

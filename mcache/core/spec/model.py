@@ -29,7 +29,10 @@ class Block(Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
 
 
 class Attention(Block):
-    """GQA/MHA attention; `v_head_dim` defaults to `head_dim`."""
+    """GQA/MHA attention; `v_head_dim` defaults to `head_dim`. A block shared across layers (`shared_blocks` copies,
+    Zamba2) may give each layer that runs it LoRA adapters of rank `adapter_rank` on q, k and v (each `input_size`
+    -> rank -> `input_size`) and a `layer_linear` of hidden x hidden on its output (Zamba2's hybrid layer `linear`),
+    both weighed per layer."""
 
     num_heads: Pos
     num_kv_heads: Pos
@@ -39,6 +42,8 @@ class Attention(Block):
     output_gate: bool = False
     input_size: Pos | None = None
     shared_blocks: Pos | None = None
+    adapter_rank: Pos | None = None
+    layer_linear: bool = False
 
 
 class MLA(Block):
@@ -85,13 +90,16 @@ class GatedDeltaNet(Block):
 
 
 class KDA(Block):
-    """Kimi Delta Attention; key heads/dims default to `num_heads`/`head_dim`. State is always float32."""
+    """Kimi Delta Attention; key heads/dims default to `num_heads`/`head_dim`. State is always float32. Its forget
+    gate and output gate are low-rank (hidden -> head_dim -> width, Kimi-Linear), or with `low_rank_gates: false`
+    full-rank projections from the hidden size (Ling 3.0's `no_kda_lora`)."""
 
     num_heads: Pos
     head_dim: Pos
     num_k_heads: Pos | None = None
     k_head_dim: Pos | None = None
     conv_kernel: Pos = 4
+    low_rank_gates: bool = True
 
 
 class ShortConv(Block):
@@ -110,11 +118,13 @@ class Lightning(Block):
 
 class MLP(Block):
     """Dense feed-forward; `gated` (SwiGLU) has three matrices, else two. A null `intermediate_size` is unknown
-    (an imported config without it): the caches are sized, the weights are not."""
+    (an imported config without it): the caches are sized, the weights are not. `adapter_rank`: each layer that runs
+    a shared MLP adds a LoRA adapter to its up (and gate) projection, hidden -> rank -> up's outputs (Zamba2)."""
 
     intermediate_size: Pos | None
     gated: bool = True
     shared_blocks: Pos | None = None
+    adapter_rank: Pos | None = None
 
 
 class MoE(Block):

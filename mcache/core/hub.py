@@ -1,0 +1,147 @@
+"""Hugging Face Hub ids as a SPEC: `ORG/NAME[@REVISION]` is read from the Hub through `huggingface_hub`, the library
+users already configure (its token from `HF_TOKEN` or `hf auth login`, its cache in `HF_HUB_CACHE` / `HF_HOME`,
+`HF_HUB_OFFLINE`, `HF_ENDPOINT`). Only `config.json` and, where the repo has one, ModelOpt's `hf_quant_config.json`
+are fetched (a `quantization_config` is inside config.json); they land in the library's cache as a snapshot folder,
+which is then imported as a checkpoint folder. Cached files are used offline. `huggingface_hub` is imported only here,
+when a Hub id is given; every failure is one line naming the id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from msgspec import Struct
+
+from mcache.core.errors import SpecError
+
+# huggingface_hub's validate_repo_id: `namespace/name`, each of word characters, `-` and `.`, at most 96 characters
+# (and no `--` or `..`); a revision after `@` is a branch, tag or commit.
+HUB_ID = re.compile(r"(?P<repo>[\w.-]{1,96}/[\w.-]{1,96})(?:@(?P<revision>[\w./-]{1,200}))?")
+CONFIG, QUANT = "config.json", "hf_quant_config.json"
+
+
+class Snapshot(Struct, frozen=True):
+    """What was read for a Hub id: the snapshot folder holding the files, the repo, the revision asked and the
+    commit it named, and a note for the spec."""
+
+    folder: Path
+    repo_id: str
+    revision: str
+    commit: str
+    note: str
+
+    @property
+    def name(self) -> str:
+        """The spec's name: the repo's name without its namespace."""
+        return self.repo_id.split("/", 1)[1]
+
+
+def hub_id(ref: str) -> tuple[str, str | None] | None:
+    """`(repo id, revision or None)` when `ref` reads as a Hub id (`ORG/NAME[@REVISION]`), else None. A path-like
+    reference (`./x/y`, `/x/y`, a spec or config file name, a Windows path) never does."""
+    match = HUB_ID.fullmatch(ref)
+    if match is None or ref.startswith((".", "-")) or "--" in ref or ".." in match["repo"]:
+        return None
+    if match["repo"].endswith((".json", ".yaml", ".yml")):
+        return None
+    return match["repo"], match["revision"]
+
+
+@contextlib.contextmanager
+def _quiet():
+    """No progress bars nor warnings from the library: mcache's output is its own."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from huggingface_hub.utils import logging as hub_logging
+
+    bars, level = are_progress_bars_disabled(), hub_logging.get_verbosity()
+    disable_progress_bars()
+    hub_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hub_logging.set_verbosity(level)
+        if not bars:
+            enable_progress_bars()
+
+
+@lru_cache(maxsize=8)
+def snapshot(ref: str) -> Snapshot:
+    """Fetch (or find in the cache) the config files of the Hub id `ref`; a one-line `SpecError` when it cannot."""
+    parsed = hub_id(ref)
+    if parsed is None:
+        raise SpecError(ref, "hub", "a Hugging Face repo id ORG/NAME[@REVISION]")
+    repo, revision = parsed
+    try:
+        import huggingface_hub  # noqa: F401  (only a Hub id pays for it)
+    except ImportError:
+        raise SpecError(ref, "hub", "huggingface_hub to read a Hub id (pip install huggingface_hub), or the path of a "
+                                    "downloaded config.json") from None
+    with _quiet():
+        config = _download(ref, repo, CONFIG, revision)
+        folder = Path(config).parent
+        commit = folder.name  # the cache's snapshots/<commit>/ folder
+        quant = _optional(ref, repo, QUANT, commit)
+    asked = revision or "main"
+    note = f"Read from the Hugging Face Hub: {repo} at {asked} (commit {commit[:12]})"
+    note += {True: f", with its {QUANT}.", False: f"; it has no {QUANT}.",
+             None: f"; {QUANT} is not in the local cache (offline), so a ModelOpt checkpoint's quantization is unknown: "
+                   "run once online to fetch it."}[quant]
+    return Snapshot(folder, repo, asked, commit, note)
+
+
+def _download(ref: str, repo: str, filename: str, revision: str | None) -> str:
+    """The cached path of `filename` in `repo` at `revision` (fetched when online); one line for each failure."""
+    from huggingface_hub import constants, errors, hf_hub_download
+
+    offline = constants.is_offline_mode()
+    try:
+        return hf_hub_download(repo, filename, revision=revision)
+    except errors.GatedRepoError:
+        raise SpecError(ref, "hub", "a repo you may read: it is gated; accept its terms on its Hub page, then set "
+                                    "HF_TOKEN (or run `hf auth login`)") from None
+    except errors.RepositoryNotFoundError:
+        raise SpecError(ref, "hub", "an existing file or Hugging Face model repo: the Hub has no repo "
+                                    f"{repo} (a private one needs HF_TOKEN)") from None
+    except errors.RevisionNotFoundError:
+        raise SpecError(ref, "revision", f"a branch, tag or commit of {repo}, got {revision!r}") from None
+    except errors.LocalEntryNotFoundError:
+        if offline:
+            raise SpecError(ref, "hub", f"{filename} in the local Hugging Face cache (HF_HUB_OFFLINE is set and it "
+                                        "was never downloaded): run once online, or pass a config.json path") from None
+        raise SpecError(ref, "hub", f"a reachable Hub or a cached {filename}: the Hub did not answer and the local "
+                                    "cache has no copy; check the network (or HF_ENDPOINT), or pass a config.json "
+                                    "path") from None
+    except errors.EntryNotFoundError:
+        raise SpecError(ref, filename, f"a file of the repo: {repo} at {revision or 'main'} has no {filename} (not a "
+                                       "transformers checkpoint?)") from None
+    except errors.HfHubHTTPError as err:
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        raise SpecError(ref, "hub", f"an answer from the Hub, got HTTP {status or 'error'}: "
+                                    f"{str(err).splitlines()[0][:120]}") from None
+    except (OSError, ValueError) as err:  # a cache folder that cannot be written, a malformed id
+        raise SpecError(ref, "hub", f"{filename} from the Hub ({type(err).__name__}: "
+                                    f"{str(err).splitlines()[0][:120] if str(err) else 'no detail'})") from None
+
+
+def _optional(ref: str, repo: str, filename: str, commit: str) -> bool | None:
+    """Whether the repo at `commit` has `filename` (fetched into the snapshot folder when it has); None when that is
+    not known (offline or unreachable, and the cache has no answer)."""
+    from huggingface_hub import errors, hf_hub_download, try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo, filename, revision=commit)
+    if isinstance(cached, str):
+        return True
+    if cached is not None:  # the cache records that the repo has no such file
+        return False
+    try:
+        hf_hub_download(repo, filename, revision=commit)
+        return True
+    except errors.LocalEntryNotFoundError:
+        return None
+    except errors.EntryNotFoundError:
+        return False
+    except (errors.HfHubHTTPError, OSError, ValueError):
+        return None

@@ -13,9 +13,13 @@ from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
 from mcache.core.load import load_spec
-from mcache.core.plan import Axes, sweep
+from mcache.core.plan import Axes, catalogue_gpu, sweep
 
 runner = CliRunner()
+
+
+def gpus(*names: str):
+    return tuple(catalogue_gpu(name) for name in names)
 
 
 def plan_json(*args: str) -> dict:
@@ -97,30 +101,75 @@ def test_weights_that_do_not_fit_one_gpu_fail_at_tp_1_and_the_smallest_tp_is_wha
 
 def test_the_target_picks_the_fewest_gpus_that_reach_it():
     spec = load_spec("qwen3-next-80b-a3b")
-    plan = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=("h200", "h100-80gb"), contexts=(32768,)), target=500)
-    reaching = [c for c in plan.candidates if c.fits and c.sequences >= 500]
+    plan = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=gpus("h200", "h100-80gb"), contexts=(32768,)), 500)
+    for c in plan.candidates:  # replicas of one sized layout: as few as reach 500
+        if c.fits:
+            assert c.replicas * c.sequences_per_replica == c.sequences >= 500
+            assert (c.replicas - 1) * c.sequences_per_replica < 500 and c.gpus == c.replicas * c.tp * c.pp
+    reaching = [c for c in plan.candidates if c.fits and c.gpus <= 64]
     fewest = min(c.gpus for c in reaching)
     assert plan.best.gpus == fewest and plan.best.sequences >= 500
     assert plan.best.sequences_per_gpu == max(c.sequences_per_gpu for c in reaching if c.gpus == fewest)
-    assert plan.candidates[: len(reaching)] == sorted(reaching, key=lambda c: (c.gpus, -c.sequences_per_gpu))
+    assert [(c.gpus, -c.sequences_per_gpu) for c in plan.candidates[: len(reaching)]] == sorted(
+        (c.gpus, -c.sequences_per_gpu) for c in reaching)
     for gpu, c in plan.best_by_gpu.items():
         mine = [r for r in reaching if r.gpu == gpu]
         assert c.gpus == min(r.gpus for r in mine)
-    unreachable = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=("h200",), contexts=(32768,), tps=(1, 2),
-                                                               pps=(1,)), target=100_000)
+    unreachable = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=gpus("h200"), contexts=(32768,), tps=(1, 2),
+                                                               pps=(1,)), 100_000)
     assert unreachable.best is None and unreachable.best_by_gpu == {}
+    assert unreachable.nearest.gpus == min(c.gpus for c in unreachable.candidates if c.fits) > 64
+
+
+def test_a_fleet_is_replicas_of_the_layout_mcache_size_sizes_and_its_settings_start_them_all():
+    """5,000 sequences of 128K of Qwen3-Next on H200s under vLLM: one replica is sized (TP 2, PP 2 runs 218 with an
+    fp8 KV cache), the fleet is ceil(5000 / 218) = 23 replicas of 4 GPUs = 92 GPUs, 218 / 4 = 54.5 sequences per GPU;
+    the pasted line, its --data-parallel-size dropped, is the replica `mcache size --engine vllm` sizes."""
+    args = ["qwen3-next-80b-a3b", "--gpu", "h200", "--context", "131072", "--target-concurrency", "5000", "--engine",
+            "vllm", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8", "--max-gpus", "128"]
+    best = plan_json(*args)["best"]
+    assert (best["replicas"], best["gpus"], best["sequences_per_replica"], best["sequences"]) == (23, 92, 218, 23 * 218)
+    assert best["sequences_per_gpu"] == 54.5
+    argv = shlex.split(best["settings"])
+    assert argv[-2:] == ["--data-parallel-size", "23"]
+    options = parse_engine_line("vllm", shlex.join(argv[:-2]))
+    replica = size_json(["qwen3-next-80b-a3b", "--gpu", "h200", "--engine", "vllm",
+                         *(x for kv in options.items() for x in kv)])["engine"]
+    assert replica["max_running_requests"] == 218
+    capped = plan_json(*args[:-2])  # the default --max-gpus 64: no fleet reaches it, the nearest is named
+    assert capped["best"] is None and capped["nearest"]["gpus"] == 92
+    table = runner.invoke(app, ["plan", *args[:-2]])
+    assert "no candidate can run 5000 sequences on at most 64 GPUs; the fewest that can: 92 x h200 (23 replicas" in (
+        table.output) and "(--max-gpus 92)" in table.output
+
+
+def test_sglang_replicas_are_its_dp_size_and_trtllm_replicas_are_one_start_each():
+    sglang = plan_json("nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--target-concurrency", "2000",
+                       "--engine", "sglang", "--tp", "1", "--pp", "1", "--kv-dtype", "default")["best"]
+    per = sglang["sequences_per_replica"]
+    assert sglang["replicas"] == -(-2000 // per) > 1
+    assert shlex.split(sglang["settings"])[-2:] == ["--dp-size", str(sglang["replicas"])]
+    table = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--target-concurrency",
+                                "2000", "--engine", "trtllm", "--tp", "1", "--pp", "1", "--kv-dtype", "default"])
+    assert "TensorRT-LLM: start" in table.output and "replicas with these options" in table.output
+
+
+def test_a_tp_list_with_no_split_of_the_model_is_one_line(capsys):
+    assert main(["plan", "lfm2-1.2b", "--gpu", "h200", "--tp", "3", "--pp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcache: --tp") and "none of those asked is" in err and err.count("\n") == 1, err
 
 
 def test_without_a_target_best_is_the_most_sequences_per_gpu():
-    plan = sweep(load_spec("nemotron-h-8b"), "nemotron-h-8b", None, Axes(gpus=("h200",), contexts=(8192,)))
+    plan = sweep(load_spec("nemotron-h-8b"), "nemotron-h-8b", None, Axes(gpus=gpus("h200"), contexts=(8192,)))
     assert plan.best.sequences_per_gpu == max(c.sequences_per_gpu for c in plan.candidates if c.fits)
 
 
 def test_progress_reports_every_candidate():
     calls = []
-    sweep(load_spec("mamba2-2.7b"), "mamba2-2.7b", None, Axes(gpus=("h200",), contexts=(8192,)),
+    sweep(load_spec("mamba2-2.7b"), "mamba2-2.7b", None, Axes(gpus=gpus("h200"), contexts=(8192,)),
           progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(i, 14) for i in range(1, 15)]  # 7 layouts of up to 8 GPUs x 2 KV dtypes
+    assert calls == [(i, 16) for i in range(1, 17)]  # 8 layouts (TP 1-8 x PP 1-2) x 2 KV dtypes
 
 
 def test_impossible_splits_are_skipped_and_said():
@@ -136,12 +185,12 @@ def test_table_and_markdown_show_the_best_and_its_settings():
     assert (f"best for the most sequences per GPU: {best['gpus']} x h200 (tp {best['tp']}, pp {best['pp']})"
             in table.output)
     assert f"\n  {best['settings']}\n" in table.output
-    assert "(11 more candidates" in table.output
+    assert "(13 more candidates" in table.output
     md = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "markdown"])
     assert md.output.startswith("### nemotron-h-8b") or md.output.startswith("### Nemotron-H-8B")
-    assert "| # | gpu | tp |" in md.output and "```sh" in md.output
+    assert "| # | gpu | replicas | tp |" in md.output and "```sh" in md.output
     csv_out = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "csv"])
-    assert csv_out.output.splitlines()[0].endswith(",settings") and len(csv_out.output.splitlines()) == 1 + 14
+    assert csv_out.output.splitlines()[0].endswith(",settings") and len(csv_out.output.splitlines()) == 1 + 16
 
 
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<?xml")])

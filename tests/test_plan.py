@@ -248,3 +248,67 @@ def test_the_progress_bar_appears_only_on_a_slow_sweep(monkeypatch):
     slow.stop()
     assert slow.bar.finished
 
+
+
+def test_a_custom_gpu_and_budget_apply_to_every_candidate_as_mcache_size_weighs_them():
+    """An 80 GiB card at utilization 0.8 with a 1 GiB reserve and 10 GiB of weights: the caches get
+    int(80 GiB x 0.8) - 11 GiB = 56,908,316,672 B; Nemotron-H-8B's 4 attention layers hold 4 x 2 (K, V) x 8 heads
+    x 128 x 2 B = 16 KiB a token, 128 MiB a sequence of 8192, besides its Mamba2 state."""
+    args = ["nemotron-h-8b", "--gpu-memory", "80GiB:card", "--utilization", "0.8", "--reserve", "1GiB", "--weights",
+            "10GiB", "--tp", "1", "--pp", "1", "--kv-dtype", "default", "--context", "8192"]
+    (c,) = plan_json(*args)["candidates"]
+    assert c["gpu"] == "card" and c["roofline"] is None  # a custom card's bandwidth is unknown
+    report = size_json(shlex.split(c["settings"])[2:])
+    rank = report["capacity"]["ranks"][0]
+    budget = int(80 * 2**30 * 0.8) - 11 * 2**30
+    assert rank["cache_budget_bytes"] == budget == 56_908_316_672
+    assert rank["kv_bytes_per_sequence"] == 4 * 2 * 8 * 128 * 2 * 8192
+    assert c["sequences"] == rank["max_sequences"] == budget // (rank["kv_bytes_per_sequence"]
+                                                                + rank["state_bytes_per_sequence"]) == 305
+
+
+def test_a_weight_format_weighs_as_the_estimate_weighs_a_quantized_checkpoint():
+    """--weight-format fp8 sizes exactly as --weights <the fp8 spec's rank bytes>: one weight estimate."""
+    from mcache.core.plan import weighed_as
+    from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+    from mcache.core.sizing.rank import RankContext, resolve_dtypes
+    from mcache.core.sizing.weights import rank_weight_bytes
+
+    spec = load_spec("nemotron-h-8b")
+    fp8 = weighed_as(spec, "fp8")
+    ctx = RankContext.build(fp8, ParallelLayout(), RuntimeConfig(), resolve_dtypes(fp8), 0)
+    bf16 = RankContext.build(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec), 0)
+    assert rank_weight_bytes(ctx) < rank_weight_bytes(bf16)
+    common = ["nemotron-h-8b", "--gpu", "h200", "--tp", "1", "--pp", "1", "--kv-dtype", "default", "--context", "8192"]
+    by_format = plan_json(*common, "--weight-format", "fp8")["candidates"][0]
+    by_bytes = plan_json(*common, "--weights", f"{rank_weight_bytes(ctx)}B")["candidates"][0]
+    assert by_format["sequences"] == by_bytes["sequences"] > plan_json(*common)["candidates"][0]["sequences"]
+
+
+def test_the_spec_scheme_is_honoured_for_every_draft_candidate():
+    plan = plan_json("qwen3-next-80b-a3b", "--gpu", "h200", "--tp", "2", "--pp", "1", "--context", "8192",
+                     "--kv-dtype", "default", "--draft", "0,2", "--spec-scheme", "replay,intermediate")
+    schemes = sorted((c["draft"], c["spec_scheme"]) for c in plan["candidates"])
+    assert schemes == [(0, "none"), (2, "intermediate"), (2, "replay")]
+    for c in plan["candidates"]:
+        if c["draft"]:
+            argv = shlex.split(c["settings"])
+            assert argv[argv.index("--spec-scheme") + 1] == c["spec_scheme"]
+            assert size_json(argv[2:])["capacity"]["max_sequences"] == c["sequences"]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--spec-scheme", "replay"], "--spec-scheme: a scheme for draft tokens: add --draft N"),
+    (["--weight-format", "fp3"], "--weight-format: one of bf16"),
+    (["--gpu-memory", "80"], "--gpu-memory: a size with its unit"),
+    (["--gpu-memory", "80GiB:a:b"], "--gpu-memory: SIZE or SIZE:NAME"),
+    (["--rank-by", "speed"], "--rank-by: one of gpus, seqs-per-gpu, tokens-per-gpu"),
+    (["--max-tpot", "0"], "--max-tpot: milliseconds, more than 0"),
+    (["--gpu-memory", "80GiB", "--max-tpot", "20"], "--gpu-memory: a GPU with a known bandwidth"),
+    (["--reserve", "200GiB", "--gpu", "h200"], "--reserve: less than the"),
+    (["--tp", "128", "--pp", "1"], "--tp/--pp: a TP x PP of at most 64 GPUs"),
+])
+def test_bad_fleet_input_is_one_line(args, needle, capsys):
+    assert main(["plan", "nemotron-h-8b", "--context", "8192", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err

@@ -312,3 +312,40 @@ def test_bad_fleet_input_is_one_line(args, needle, capsys):
     assert main(["plan", "nemotron-h-8b", "--context", "8192", *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
+
+
+def test_a_trtllm_replica_that_does_not_start_with_its_default_starts_with_the_solved_max_batch_size(capsys):
+    """Nemotron-3-Nano at 128K on one H200: max_batch_size 2048's state slots (2049 x 49,082,368 B) exceed the
+    76,906,320,422 B KV budget. The value that runs the most: each request takes a slot and 128K tokens x 6144 B,
+    (76,906,320,422 - 49,082,368) // (49,082,368 + 6144 x 131072) = 89."""
+    common = ["nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "trtllm"]
+    assert main(["size", *common, "--max-seq-len", "131072"]) == 3
+    assert "Impossible to fit in any sequence in kvCache" in capsys.readouterr().err
+    (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "131072", "--kv-dtype", "default")["candidates"]
+    assert (76_906_320_422 - 49_082_368) // (49_082_368 + 6144 * 131072) == 89
+    assert (c["fits"], c["sequences"], c["solved"], c["startup"]) == (True, 89, "max_batch_size=89", "starts")
+    options = json.loads(c["settings"])
+    assert options["max_batch_size"] == 89
+    again = size_json([*common, "--max-seq-len", "131072", "--max-batch", str(options["max_batch_size"])])["engine"]
+    assert again["max_running_requests"] == 89 and again["stages"][0]["startup_error"] is None
+
+
+def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_max_num_seqs_at_its_state_blocks(capsys):
+    """Nemotron-H-8B on an L4: vLLM's default max_num_seqs (256) exceeds its 227 Mamba blocks; 227 starts."""
+    common = ["nemotron-h-8b", "--gpu", "l4", "--engine", "vllm"]
+    assert main(["size", *common, "--max-seq-len", "8192"]) == 3
+    assert "max_num_seqs (256) exceeds available Mamba cache blocks (227)" in capsys.readouterr().out
+    (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default")["candidates"]
+    assert (c["fits"], c["solved"]) == (True, "max_num_seqs=227")
+    argv = shlex.split(c["settings"])
+    assert argv[argv.index("--max-num-seqs") + 1] == "227"
+    again = size_json([*common, "--max-seq-len", "8192", "--max-num-seqs", "227"])["engine"]
+    assert again["max_running_requests"] == c["sequences"] and again["stages"][0]["startup_error"] is None
+    table = runner.invoke(app, ["plan", *common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default"])
+    assert "starts with max_num_seqs=227 (not with the engine's default)" in table.output
+
+
+def test_won_t_start_only_when_no_value_does_and_says_why():
+    (c,) = plan_json("qwen3.5-27b", "--gpu", "l4", "--engine", "vllm", "--tp", "1", "--pp", "1", "--context", "8192",
+                     "--kv-dtype", "default")["candidates"]
+    assert (c["fits"], c["solved"]) == (False, "") and c["startup"].startswith("No available memory for the cache")

@@ -349,3 +349,79 @@ def test_won_t_start_only_when_no_value_does_and_says_why():
     (c,) = plan_json("qwen3.5-27b", "--gpu", "l4", "--engine", "vllm", "--tp", "1", "--pp", "1", "--context", "8192",
                      "--kv-dtype", "default")["candidates"]
     assert (c["fits"], c["solved"]) == (False, "") and c["startup"].startswith("No available memory for the cache")
+
+
+def _ranks(name: str, tp: int = 1, pp: int = 1):
+    from mcache.core.deployment import Deployment, size_deployment
+    from mcache.core.sizing.layout import ParallelLayout
+
+    return size_deployment(load_spec(name), Deployment(ParallelLayout(tp=tp, pp=pp))).neutral.estimate.ranks
+
+
+H200_BANDWIDTH = 4_800_000_000_000  # NVIDIA H200 datasheet: 4.8 TB/s
+
+
+@pytest.mark.parametrize(("name", "sequences", "context", "state_slot", "kv_token", "experts", "top_k", "n_experts"), [
+    # Mamba2-2.7B: 64 layers of 80 heads x 64 x 128 bf16 SSM state (1,310,720 B) and a conv window of
+    # (80 x 64 + 2 x 128) channels x 3 x 2 B (32,256 B); no KV, no MoE
+    ("mamba2-2.7b", 100, 8192, 64 * (80 * 64 * 128 * 2 + (80 * 64 + 2 * 128) * 3 * 2), 0, 0, 0, 0),
+    # Qwen3-Next: 36 GDN layers of 32 v-heads x 128 x 128 bf16 (1 MiB) and (2 x 16 x 128 + 32 x 128) x 3 x 2 B conv;
+    # 12 attention layers of 2 KV heads x 256 x 2 (K, V) x 2 B; 48 MoE layers of 512 experts x 3 x 2048 x 512 x 2 B,
+    # a step's 64 tokens touching 1 - (1 - 10/512)^64 of them
+    ("qwen3-next-80b-a3b", 64, 32768, 36 * (32 * 128 * 128 * 2 + (2 * 16 * 128 + 32 * 128) * 3 * 2),
+     12 * 2 * 256 * 2 * 2, 48 * 512 * 3 * 2048 * 512 * 2, 10, 512),
+    # Kimi-Linear: 20 KDA layers of 32 heads x 128 x 128 float32 (2 MiB) and 3 convs of 32 x 128 x 3 x 2 B; 7 MLA
+    # layers of (512 + 64) x 2 B a token; 26 MoE layers of 256 experts x 3 x 2304 x 1024 x 2 B, top 8
+    ("kimi-linear-48b-a3b", 32, 131072, 20 * (32 * 128 * 128 * 4 + 3 * 32 * 128 * 3 * 2), 7 * (512 + 64) * 2,
+     26 * 256 * 3 * 2304 * 1024 * 2, 8, 256),
+])
+def test_the_roofline_bytes_of_a_decode_step_by_hand(name, sequences, context, state_slot, kv_token, experts, top_k,
+                                                     n_experts):
+    from mcache.core.roofline import roofline, routed_expert_bytes
+
+    (rank,) = _ranks(name)
+    assert rank.state_bytes_per_slot == state_slot and rank.kv_bytes_per_token == kv_token
+    assert routed_expert_bytes(rank) == experts
+    share = 1 - (1 - top_k / n_experts) ** sequences if experts else 1
+    weights = rank.weight_bytes - experts + int(experts * share)
+    r = roofline([rank], None, sequences, context, 0, H200_BANDWIDTH)
+    assert (r.weights_bytes, r.kv_bytes, r.state_bytes, r.draft_bytes) == (
+        weights, sequences * kv_token * context, sequences * 2 * state_slot, 0)
+    total = weights + sequences * (kv_token * context + 2 * state_slot)
+    assert r.step_bytes == total and r.state_share == pytest.approx(sequences * 2 * state_slot / total)
+    assert r.step_s == pytest.approx(total / H200_BANDWIDTH)
+    assert r.tokens_per_s_per_gpu == pytest.approx(sequences * H200_BANDWIDTH / total)
+    assert r.tpot_ms == pytest.approx(1000 * total / H200_BANDWIDTH)
+
+
+def test_pipeline_stages_work_their_micro_batches_in_turn():
+    """PP 2, 5 sequences: micro-batches of ceil(5 / 2) = 3, each stage reads its weights twice a step; the busiest
+    stage sets the step; 5 tokens a step over 2 GPUs."""
+    from mcache.core.roofline import roofline
+
+    ranks = _ranks("mamba2-2.7b", pp=2)
+    stages = [2 * (r.weight_bytes + 3 * 2 * r.state_bytes_per_slot) for r in ranks]
+    r = roofline(ranks, None, 5, 8192, 0, H200_BANDWIDTH)
+    assert r.step_bytes == max(stages)
+    assert r.tokens_per_s_per_gpu == pytest.approx(5 / (max(stages) / H200_BANDWIDTH) / 2)
+
+
+def test_max_tpot_caps_the_sequences_per_replica_and_replicas_make_up_the_target():
+    common = ["nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--tp", "1", "--pp", "1", "--kv-dtype", "default"]
+    free = plan_json(*common, "--target-concurrency", "1000")["candidates"][0]
+    capped = plan_json(*common, "--target-concurrency", "1000", "--max-tpot", "6")["candidates"][0]
+    per = capped["sequences_per_replica"]
+    assert 0 < per < free["sequences_per_replica"] and capped["binding"] == "--max-tpot"
+    assert capped["replicas"] == -(-1000 // per) and capped["roofline"]["tpot_ms"] <= 6
+    from mcache.core.roofline import roofline
+
+    (rank,) = _ranks("nemotron-h-8b")
+    assert roofline([rank], None, per, 8192, 0, H200_BANDWIDTH).tpot_ms <= 6 < roofline(
+        [rank], None, per + 1, 8192, 0, H200_BANDWIDTH).tpot_ms
+
+
+def test_rank_by_tokens_per_gpu_orders_by_the_roofline():
+    plan = plan_json("qwen3-next-80b-a3b", "--gpu", "h200,b200", "--context", "32768", "--rank-by", "tokens-per-gpu")
+    reaching = [c for c in plan["candidates"] if c["fits"]]
+    rates = [c["roofline"]["tokens_per_s_per_gpu"] for c in reaching]
+    assert rates == sorted(rates, reverse=True) and plan["best"] == reaching[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from mcache.core.load import bundled_names, load_spec
-from mcache.core.plan import Axes, sweep
+from mcache.core.plan import Axes, catalogue_gpu, sweep
 
 GPUS = ("h100-80gb", "h200", "b200")
 
@@ -19,7 +19,7 @@ def main() -> None:
         for engine in (None, "vllm", "sglang", "trtllm"):
             start = time.perf_counter()
             try:
-                count = len(sweep(spec, name, engine, Axes(gpus=GPUS)).candidates)
+                count = len(sweep(spec, name, engine, Axes(gpus=tuple(catalogue_gpu(g) for g in GPUS))).candidates)
             except Exception as err:  # an engine that does not serve the model (TensorRT-LLM: Mamba1, lightning)
                 times.append(f"{type(err).__name__[:8]:>8}")
                 continue

@@ -13,9 +13,13 @@ from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
 from mcache.core.load import load_spec
-from mcache.core.plan import Axes, sweep
+from mcache.core.plan import Axes, catalogue_gpu, sweep
 
 runner = CliRunner()
+
+
+def gpus(*names: str):
+    return tuple(catalogue_gpu(name) for name in names)
 
 
 def plan_json(*args: str) -> dict:
@@ -97,30 +101,75 @@ def test_weights_that_do_not_fit_one_gpu_fail_at_tp_1_and_the_smallest_tp_is_wha
 
 def test_the_target_picks_the_fewest_gpus_that_reach_it():
     spec = load_spec("qwen3-next-80b-a3b")
-    plan = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=("h200", "h100-80gb"), contexts=(32768,)), target=500)
-    reaching = [c for c in plan.candidates if c.fits and c.sequences >= 500]
+    plan = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=gpus("h200", "h100-80gb"), contexts=(32768,)), 500)
+    for c in plan.candidates:  # replicas of one sized layout: as few as reach 500
+        if c.fits:
+            assert c.replicas * c.sequences_per_replica == c.sequences >= 500
+            assert (c.replicas - 1) * c.sequences_per_replica < 500 and c.gpus == c.replicas * c.tp * c.pp
+    reaching = [c for c in plan.candidates if c.fits and c.gpus <= 64]
     fewest = min(c.gpus for c in reaching)
     assert plan.best.gpus == fewest and plan.best.sequences >= 500
     assert plan.best.sequences_per_gpu == max(c.sequences_per_gpu for c in reaching if c.gpus == fewest)
-    assert plan.candidates[: len(reaching)] == sorted(reaching, key=lambda c: (c.gpus, -c.sequences_per_gpu))
+    assert [(c.gpus, -c.sequences_per_gpu) for c in plan.candidates[: len(reaching)]] == sorted(
+        (c.gpus, -c.sequences_per_gpu) for c in reaching)
     for gpu, c in plan.best_by_gpu.items():
         mine = [r for r in reaching if r.gpu == gpu]
         assert c.gpus == min(r.gpus for r in mine)
-    unreachable = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=("h200",), contexts=(32768,), tps=(1, 2),
-                                                               pps=(1,)), target=100_000)
+    unreachable = sweep(spec, "qwen3-next-80b-a3b", None, Axes(gpus=gpus("h200"), contexts=(32768,), tps=(1, 2),
+                                                               pps=(1,)), 100_000)
     assert unreachable.best is None and unreachable.best_by_gpu == {}
+    assert unreachable.nearest.gpus == min(c.gpus for c in unreachable.candidates if c.fits) > 64
+
+
+def test_a_fleet_is_replicas_of_the_layout_mcache_size_sizes_and_its_settings_start_them_all():
+    """5,000 sequences of 128K of Qwen3-Next on H200s under vLLM: one replica is sized (TP 2, PP 2 runs 218 with an
+    fp8 KV cache), the fleet is ceil(5000 / 218) = 23 replicas of 4 GPUs = 92 GPUs, 218 / 4 = 54.5 sequences per GPU;
+    the pasted line, its --data-parallel-size dropped, is the replica `mcache size --engine vllm` sizes."""
+    args = ["qwen3-next-80b-a3b", "--gpu", "h200", "--context", "131072", "--target-concurrency", "5000", "--engine",
+            "vllm", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8", "--max-gpus", "128"]
+    best = plan_json(*args)["best"]
+    assert (best["replicas"], best["gpus"], best["sequences_per_replica"], best["sequences"]) == (23, 92, 218, 23 * 218)
+    assert best["sequences_per_gpu"] == 54.5
+    argv = shlex.split(best["settings"])
+    assert argv[-2:] == ["--data-parallel-size", "23"]
+    options = parse_engine_line("vllm", shlex.join(argv[:-2]))
+    replica = size_json(["qwen3-next-80b-a3b", "--gpu", "h200", "--engine", "vllm",
+                         *(x for kv in options.items() for x in kv)])["engine"]
+    assert replica["max_running_requests"] == 218
+    capped = plan_json(*args[:-2])  # the default --max-gpus 64: no fleet reaches it, the nearest is named
+    assert capped["best"] is None and capped["nearest"]["gpus"] == 92
+    table = runner.invoke(app, ["plan", *args[:-2]])
+    assert "no candidate can run 5000 sequences on at most 64 GPUs; the fewest that can: 92 x h200 (23 replicas" in (
+        table.output) and "(--max-gpus 92)" in table.output
+
+
+def test_sglang_replicas_are_its_dp_size_and_trtllm_replicas_are_one_start_each():
+    sglang = plan_json("nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--target-concurrency", "2000",
+                       "--engine", "sglang", "--tp", "1", "--pp", "1", "--kv-dtype", "default")["best"]
+    per = sglang["sequences_per_replica"]
+    assert sglang["replicas"] == -(-2000 // per) > 1
+    assert shlex.split(sglang["settings"])[-2:] == ["--dp-size", str(sglang["replicas"])]
+    table = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--target-concurrency",
+                                "2000", "--engine", "trtllm", "--tp", "1", "--pp", "1", "--kv-dtype", "default"])
+    assert "TensorRT-LLM: start" in table.output and "replicas with these options" in table.output
+
+
+def test_a_tp_list_with_no_split_of_the_model_is_one_line(capsys):
+    assert main(["plan", "lfm2-1.2b", "--gpu", "h200", "--tp", "3", "--pp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcache: --tp") and "none of those asked is" in err and err.count("\n") == 1, err
 
 
 def test_without_a_target_best_is_the_most_sequences_per_gpu():
-    plan = sweep(load_spec("nemotron-h-8b"), "nemotron-h-8b", None, Axes(gpus=("h200",), contexts=(8192,)))
+    plan = sweep(load_spec("nemotron-h-8b"), "nemotron-h-8b", None, Axes(gpus=gpus("h200"), contexts=(8192,)))
     assert plan.best.sequences_per_gpu == max(c.sequences_per_gpu for c in plan.candidates if c.fits)
 
 
 def test_progress_reports_every_candidate():
     calls = []
-    sweep(load_spec("mamba2-2.7b"), "mamba2-2.7b", None, Axes(gpus=("h200",), contexts=(8192,)),
+    sweep(load_spec("mamba2-2.7b"), "mamba2-2.7b", None, Axes(gpus=gpus("h200"), contexts=(8192,)),
           progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(i, 14) for i in range(1, 15)]  # 7 layouts of up to 8 GPUs x 2 KV dtypes
+    assert calls == [(i, 16) for i in range(1, 17)]  # 8 layouts (TP 1-8 x PP 1-2) x 2 KV dtypes
 
 
 def test_impossible_splits_are_skipped_and_said():
@@ -136,12 +185,12 @@ def test_table_and_markdown_show_the_best_and_its_settings():
     assert (f"best for the most sequences per GPU: {best['gpus']} x h200 (tp {best['tp']}, pp {best['pp']})"
             in table.output)
     assert f"\n  {best['settings']}\n" in table.output
-    assert "(11 more candidates" in table.output
+    assert "(13 more candidates" in table.output
     md = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "markdown"])
     assert md.output.startswith("### nemotron-h-8b") or md.output.startswith("### Nemotron-H-8B")
-    assert "| # | gpu | tp |" in md.output and "```sh" in md.output
+    assert "| # | gpu | replicas | tp |" in md.output and "```sh" in md.output
     csv_out = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--format", "csv"])
-    assert csv_out.output.splitlines()[0].endswith(",settings") and len(csv_out.output.splitlines()) == 1 + 14
+    assert csv_out.output.splitlines()[0].endswith(",settings") and len(csv_out.output.splitlines()) == 1 + 16
 
 
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<?xml")])
@@ -201,3 +250,180 @@ def test_the_progress_bar_appears_only_on_a_slow_sweep(monkeypatch):
     slow.stop()
     assert slow.bar.finished
 
+
+
+def test_a_custom_gpu_and_budget_apply_to_every_candidate_as_mcache_size_weighs_them():
+    """An 80 GiB card at utilization 0.8 with a 1 GiB reserve and 10 GiB of weights: the caches get
+    int(80 GiB x 0.8) - 11 GiB = 56,908,316,672 B; Nemotron-H-8B's 4 attention layers hold 4 x 2 (K, V) x 8 heads
+    x 128 x 2 B = 16 KiB a token, 128 MiB a sequence of 8192, besides its Mamba2 state."""
+    args = ["nemotron-h-8b", "--gpu-memory", "80GiB:card", "--utilization", "0.8", "--reserve", "1GiB", "--weights",
+            "10GiB", "--tp", "1", "--pp", "1", "--kv-dtype", "default", "--context", "8192"]
+    (c,) = plan_json(*args)["candidates"]
+    assert c["gpu"] == "card" and c["roofline"] is None  # a custom card's bandwidth is unknown
+    report = size_json(shlex.split(c["settings"])[2:])
+    rank = report["capacity"]["ranks"][0]
+    budget = int(80 * 2**30 * 0.8) - 11 * 2**30
+    assert rank["cache_budget_bytes"] == budget == 56_908_316_672
+    assert rank["kv_bytes_per_sequence"] == 4 * 2 * 8 * 128 * 2 * 8192
+    assert c["sequences"] == rank["max_sequences"] == budget // (rank["kv_bytes_per_sequence"]
+                                                                + rank["state_bytes_per_sequence"]) == 305
+
+
+def test_a_weight_format_weighs_as_the_estimate_weighs_a_quantized_checkpoint():
+    """--weight-format fp8 sizes exactly as --weights <the fp8 spec's rank bytes>: one weight estimate."""
+    from mcache.core.plan import weighed_as
+    from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+    from mcache.core.sizing.rank import RankContext, resolve_dtypes
+    from mcache.core.sizing.weights import rank_weight_bytes
+
+    spec = load_spec("nemotron-h-8b")
+    fp8 = weighed_as(spec, "fp8")
+    ctx = RankContext.build(fp8, ParallelLayout(), RuntimeConfig(), resolve_dtypes(fp8), 0)
+    bf16 = RankContext.build(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec), 0)
+    assert rank_weight_bytes(ctx) < rank_weight_bytes(bf16)
+    common = ["nemotron-h-8b", "--gpu", "h200", "--tp", "1", "--pp", "1", "--kv-dtype", "default", "--context", "8192"]
+    by_format = plan_json(*common, "--weight-format", "fp8")["candidates"][0]
+    by_bytes = plan_json(*common, "--weights", f"{rank_weight_bytes(ctx)}B")["candidates"][0]
+    assert by_format["sequences"] == by_bytes["sequences"] > plan_json(*common)["candidates"][0]["sequences"]
+
+
+def test_the_spec_scheme_is_honoured_for_every_draft_candidate():
+    plan = plan_json("qwen3-next-80b-a3b", "--gpu", "h200", "--tp", "2", "--pp", "1", "--context", "8192",
+                     "--kv-dtype", "default", "--draft", "0,2", "--spec-scheme", "replay,intermediate")
+    schemes = sorted((c["draft"], c["spec_scheme"]) for c in plan["candidates"])
+    assert schemes == [(0, "none"), (2, "intermediate"), (2, "replay")]
+    for c in plan["candidates"]:
+        if c["draft"]:
+            argv = shlex.split(c["settings"])
+            assert argv[argv.index("--spec-scheme") + 1] == c["spec_scheme"]
+            assert size_json(argv[2:])["capacity"]["max_sequences"] == c["sequences"]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--spec-scheme", "replay"], "--spec-scheme: a scheme for draft tokens: add --draft N"),
+    (["--weight-format", "fp3"], "--weight-format: one of bf16"),
+    (["--gpu-memory", "80"], "--gpu-memory: a size with its unit"),
+    (["--gpu-memory", "80GiB:a:b"], "--gpu-memory: SIZE or SIZE:NAME"),
+    (["--rank-by", "speed"], "--rank-by: one of gpus, seqs-per-gpu, tokens-per-gpu"),
+    (["--max-tpot", "0"], "--max-tpot: milliseconds, more than 0"),
+    (["--gpu-memory", "80GiB", "--max-tpot", "20"], "--gpu-memory: a GPU with a known bandwidth"),
+    (["--reserve", "200GiB", "--gpu", "h200"], "--reserve: less than the"),
+    (["--tp", "128", "--pp", "1"], "--tp/--pp: a TP x PP of at most 64 GPUs"),
+])
+def test_bad_fleet_input_is_one_line(args, needle, capsys):
+    assert main(["plan", "nemotron-h-8b", "--context", "8192", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+
+
+def test_a_trtllm_replica_that_does_not_start_with_its_default_starts_with_the_solved_max_batch_size(capsys):
+    """Nemotron-3-Nano at 128K on one H200: max_batch_size 2048's state slots (2049 x 49,082,368 B) exceed the
+    76,906,320,422 B KV budget. The value that runs the most: each request takes a slot and 128K tokens x 6144 B,
+    (76,906,320,422 - 49,082,368) // (49,082,368 + 6144 x 131072) = 89."""
+    common = ["nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "trtllm"]
+    assert main(["size", *common, "--max-seq-len", "131072"]) == 3
+    assert "Impossible to fit in any sequence in kvCache" in capsys.readouterr().err
+    (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "131072", "--kv-dtype", "default")["candidates"]
+    assert (76_906_320_422 - 49_082_368) // (49_082_368 + 6144 * 131072) == 89
+    assert (c["fits"], c["sequences"], c["solved"], c["startup"]) == (True, 89, "max_batch_size=89", "starts")
+    options = json.loads(c["settings"])
+    assert options["max_batch_size"] == 89
+    again = size_json([*common, "--max-seq-len", "131072", "--max-batch", str(options["max_batch_size"])])["engine"]
+    assert again["max_running_requests"] == 89 and again["stages"][0]["startup_error"] is None
+
+
+def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_max_num_seqs_at_its_state_blocks(capsys):
+    """Nemotron-H-8B on an L4: vLLM's default max_num_seqs (256) exceeds its 227 Mamba blocks; 227 starts."""
+    common = ["nemotron-h-8b", "--gpu", "l4", "--engine", "vllm"]
+    assert main(["size", *common, "--max-seq-len", "8192"]) == 3
+    assert "max_num_seqs (256) exceeds available Mamba cache blocks (227)" in capsys.readouterr().out
+    (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default")["candidates"]
+    assert (c["fits"], c["solved"]) == (True, "max_num_seqs=227")
+    argv = shlex.split(c["settings"])
+    assert argv[argv.index("--max-num-seqs") + 1] == "227"
+    again = size_json([*common, "--max-seq-len", "8192", "--max-num-seqs", "227"])["engine"]
+    assert again["max_running_requests"] == c["sequences"] and again["stages"][0]["startup_error"] is None
+    table = runner.invoke(app, ["plan", *common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default"])
+    assert "starts with max_num_seqs=227 (not with the engine's default)" in table.output
+
+
+def test_won_t_start_only_when_no_value_does_and_says_why():
+    (c,) = plan_json("qwen3.5-27b", "--gpu", "l4", "--engine", "vllm", "--tp", "1", "--pp", "1", "--context", "8192",
+                     "--kv-dtype", "default")["candidates"]
+    assert (c["fits"], c["solved"]) == (False, "") and c["startup"].startswith("No available memory for the cache")
+
+
+def _ranks(name: str, tp: int = 1, pp: int = 1):
+    from mcache.core.deployment import Deployment, size_deployment
+    from mcache.core.sizing.layout import ParallelLayout
+
+    return size_deployment(load_spec(name), Deployment(ParallelLayout(tp=tp, pp=pp))).neutral.estimate.ranks
+
+
+H200_BANDWIDTH = 4_800_000_000_000  # NVIDIA H200 datasheet: 4.8 TB/s
+
+
+@pytest.mark.parametrize(("name", "sequences", "context", "state_slot", "kv_token", "experts", "top_k", "n_experts"), [
+    # Mamba2-2.7B: 64 layers of 80 heads x 64 x 128 bf16 SSM state (1,310,720 B) and a conv window of
+    # (80 x 64 + 2 x 128) channels x 3 x 2 B (32,256 B); no KV, no MoE
+    ("mamba2-2.7b", 100, 8192, 64 * (80 * 64 * 128 * 2 + (80 * 64 + 2 * 128) * 3 * 2), 0, 0, 0, 0),
+    # Qwen3-Next: 36 GDN layers of 32 v-heads x 128 x 128 bf16 (1 MiB) and (2 x 16 x 128 + 32 x 128) x 3 x 2 B conv;
+    # 12 attention layers of 2 KV heads x 256 x 2 (K, V) x 2 B; 48 MoE layers of 512 experts x 3 x 2048 x 512 x 2 B,
+    # a step's 64 tokens touching 1 - (1 - 10/512)^64 of them
+    ("qwen3-next-80b-a3b", 64, 32768, 36 * (32 * 128 * 128 * 2 + (2 * 16 * 128 + 32 * 128) * 3 * 2),
+     12 * 2 * 256 * 2 * 2, 48 * 512 * 3 * 2048 * 512 * 2, 10, 512),
+    # Kimi-Linear: 20 KDA layers of 32 heads x 128 x 128 float32 (2 MiB) and 3 convs of 32 x 128 x 3 x 2 B; 7 MLA
+    # layers of (512 + 64) x 2 B a token; 26 MoE layers of 256 experts x 3 x 2304 x 1024 x 2 B, top 8
+    ("kimi-linear-48b-a3b", 32, 131072, 20 * (32 * 128 * 128 * 4 + 3 * 32 * 128 * 3 * 2), 7 * (512 + 64) * 2,
+     26 * 256 * 3 * 2304 * 1024 * 2, 8, 256),
+])
+def test_the_roofline_bytes_of_a_decode_step_by_hand(name, sequences, context, state_slot, kv_token, experts, top_k,
+                                                     n_experts):
+    from mcache.core.roofline import roofline, routed_expert_bytes
+
+    (rank,) = _ranks(name)
+    assert rank.state_bytes_per_slot == state_slot and rank.kv_bytes_per_token == kv_token
+    assert routed_expert_bytes(rank) == experts
+    share = 1 - (1 - top_k / n_experts) ** sequences if experts else 1
+    weights = rank.weight_bytes - experts + int(experts * share)
+    r = roofline([rank], None, sequences, context, 0, H200_BANDWIDTH)
+    assert (r.weights_bytes, r.kv_bytes, r.state_bytes, r.draft_bytes) == (
+        weights, sequences * kv_token * context, sequences * 2 * state_slot, 0)
+    total = weights + sequences * (kv_token * context + 2 * state_slot)
+    assert r.step_bytes == total and r.state_share == pytest.approx(sequences * 2 * state_slot / total)
+    assert r.step_s == pytest.approx(total / H200_BANDWIDTH)
+    assert r.tokens_per_s_per_gpu == pytest.approx(sequences * H200_BANDWIDTH / total)
+    assert r.tpot_ms == pytest.approx(1000 * total / H200_BANDWIDTH)
+
+
+def test_pipeline_stages_work_their_micro_batches_in_turn():
+    """PP 2, 5 sequences: micro-batches of ceil(5 / 2) = 3, each stage reads its weights twice a step; the busiest
+    stage sets the step; 5 tokens a step over 2 GPUs."""
+    from mcache.core.roofline import roofline
+
+    ranks = _ranks("mamba2-2.7b", pp=2)
+    stages = [2 * (r.weight_bytes + 3 * 2 * r.state_bytes_per_slot) for r in ranks]
+    r = roofline(ranks, None, 5, 8192, 0, H200_BANDWIDTH)
+    assert r.step_bytes == max(stages)
+    assert r.tokens_per_s_per_gpu == pytest.approx(5 / (max(stages) / H200_BANDWIDTH) / 2)
+
+
+def test_max_tpot_caps_the_sequences_per_replica_and_replicas_make_up_the_target():
+    common = ["nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--tp", "1", "--pp", "1", "--kv-dtype", "default"]
+    free = plan_json(*common, "--target-concurrency", "1000")["candidates"][0]
+    capped = plan_json(*common, "--target-concurrency", "1000", "--max-tpot", "6")["candidates"][0]
+    per = capped["sequences_per_replica"]
+    assert 0 < per < free["sequences_per_replica"] and capped["binding"] == "--max-tpot"
+    assert capped["replicas"] == -(-1000 // per) and capped["roofline"]["tpot_ms"] <= 6
+    from mcache.core.roofline import roofline
+
+    (rank,) = _ranks("nemotron-h-8b")
+    assert roofline([rank], None, per, 8192, 0, H200_BANDWIDTH).tpot_ms <= 6 < roofline(
+        [rank], None, per + 1, 8192, 0, H200_BANDWIDTH).tpot_ms
+
+
+def test_rank_by_tokens_per_gpu_orders_by_the_roofline():
+    plan = plan_json("qwen3-next-80b-a3b", "--gpu", "h200,b200", "--context", "32768", "--rank-by", "tokens-per-gpu")
+    reaching = [c for c in plan["candidates"] if c["fits"]]
+    rates = [c["roofline"]["tokens_per_s_per_gpu"] for c in reaching]
+    assert rates == sorted(rates, reverse=True) and plan["best"] == reaching[0]

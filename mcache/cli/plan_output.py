@@ -11,9 +11,13 @@ from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
 from mcache.core.spec.model import ModelSpec
 
-SCHEMA_VERSION = 1
-HEAD = ("#", "gpu", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs", "seqs/GPU",
-        "binds", "start-up")
+SCHEMA_VERSION = 2  # 2: replicas, solved settings and the decode roofline
+HEAD = ("#", "gpu", "replicas", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs",
+        "seqs/replica", "seqs/GPU", "tok/s/GPU<=", "TPOT ms>=", "state bytes", "binds", "start-up", "solved")
+NUMERIC = ("#", "replicas", "tp", "pp", "gpus", "context", "seqs", "seqs/replica", "seqs/GPU", "tok/s/GPU<=",
+           "TPOT ms>=", "state bytes")
+ROOFLINE_NOTE = ("tok/s/GPU<= and TPOT ms>= are memory-roofline bounds (a decode step's bytes over the GPU's bandwidth, "
+                 "no efficiency factor) at the sequences each replica runs; state bytes: the recurrent state's share")
 
 
 def plan_json(result: Plan, model: ModelSpec) -> dict:
@@ -24,6 +28,10 @@ def plan_json(result: Plan, model: ModelSpec) -> dict:
         "model": {"name": model.name, "source": model.source},
         "engine": result.engine,
         "target_concurrency": result.target,
+        "max_gpus": result.max_gpus,
+        "max_tpot_ms": result.max_tpot,
+        "rank_by": result.rank_by,
+        "nearest": msgspec.to_builtins(result.nearest),
         "best": msgspec.to_builtins(result.best),
         "best_by_gpu": msgspec.to_builtins(result.best_by_gpu),
         "candidates": msgspec.to_builtins(result.candidates),
@@ -33,8 +41,11 @@ def plan_json(result: Plan, model: ModelSpec) -> dict:
 
 def _cells(i: int, c: Candidate) -> list[str]:
     draft = f"{c.draft} {c.spec_scheme}" if c.draft else "0"
-    return [str(i), c.gpu, str(c.tp), str(c.pp), str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype, draft,
-            c.prefix_caching, "yes" if c.fits else "no", str(c.sequences), f"{c.sequences_per_gpu:g}", c.binding, c.startup]
+    r = c.roofline
+    bound = [f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.tpot_ms:.2f}", f"{100 * r.state_share:.1f}%"] if r else ["-"] * 3
+    return [str(i), c.gpu, str(c.replicas), str(c.tp), str(c.pp), str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype,
+            draft, c.prefix_caching, "yes" if c.fits else "no", str(c.sequences), str(c.sequences_per_replica),
+            f"{c.sequences_per_gpu:g}", *bound, c.binding, c.startup, c.solved or "-"]
 
 
 def title(result: Plan, model: ModelSpec) -> str:
@@ -45,15 +56,23 @@ def title(result: Plan, model: ModelSpec) -> str:
 def best(result: Plan) -> list[tuple[str, str | None]]:
     """(what it is, the settings to paste) of the best candidate and of the best of each other GPU kind; without
     one, why (and no settings)."""
-    goal = f"run {result.target} sequences" if result.target else "the most sequences per GPU"
+    goal = f"run {result.target} sequences" if result.target else GOALS[result.rank_by]
+    within = f" within {result.max_tpot:g} ms per output token" if result.max_tpot is not None else ""
     if result.best is None:
-        if result.target:
-            return [(f"no candidate can {goal} (raise --max-gpus, or lower the target)", None)]
+        if result.target and result.nearest is not None:
+            n = result.nearest
+            return [(f"no candidate can {goal}{within} on at most {result.max_gpus} GPUs; the fewest that can: "
+                     f"{_describe(n)} (--max-gpus {n.gpus})", n.settings)]
         reasons = {c.startup for c in result.candidates}
         if result.engine and len(reasons) == 1 and reasons != {"starts"}:  # e.g. an architecture it does not load
             return [(f"no candidate starts: {TITLES.get(result.engine)} stops every one with \"{reasons.pop()}\"", None)]
-        return [("no candidate fits: no layout of up to --max-gpus GPUs holds the model and one sequence", None)]
-    found = [(f"best for {goal}: {_describe(result.best)}", result.best.settings)]
+        why = next((f" ({c.gpu} tp {c.tp} pp {c.pp}: {c.startup})" for c in result.candidates
+                    if c.startup not in ("starts", "-")), "")
+        if result.target or result.max_tpot is not None:
+            return [(f"no candidate can {goal}{within}: no layout of up to --max-gpus GPUs runs a sequence of the "
+                     "context" + (" within it" if within else "") + why, None)]
+        return [(f"no candidate fits: no layout of up to --max-gpus GPUs holds the model and one sequence{why}", None)]
+    found = [(f"best for {goal}{within}: {_describe(result.best)}", result.best.settings)]
     found += [(f"best on {gpu}: {_describe(c)}", c.settings) for gpu, c in result.best_by_gpu.items()
               if gpu != result.best.gpu]
     return found
@@ -64,9 +83,24 @@ def best_lines(result: Plan) -> list[str]:
     return [line for what, paste in best(result) for line in (what, *([f"  {paste}"] if paste else []))]
 
 
+GOALS = {"gpus": "the fewest GPUs", "seqs-per-gpu": "the most sequences per GPU",
+         "tokens-per-gpu": "the most tokens/s per GPU (roofline)"}
+
+
 def _describe(c: Candidate) -> str:
-    return (f"{c.gpus} x {c.gpu} (tp {c.tp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} tokens: "
-            f"{c.sequences} sequences ({c.sequences_per_gpu:g} per GPU, bound by {c.binding})")
+    fleet = f"{c.replicas} replicas x " if c.replicas > 1 else ""
+    text = (f"{c.gpus} x {c.gpu} ({fleet}tp {c.tp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} "
+            f"tokens: {c.sequences} sequences ({c.sequences_per_replica} per replica, {c.sequences_per_gpu:g} per GPU, "
+            f"bound by {c.binding})")
+    if c.solved:
+        text += f"; starts with {c.solved} (not with the engine's default)"
+    if c.roofline:
+        r = c.roofline
+        text += (f"; roofline at {r.sequences} per replica: <= {r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+                 f">= {r.tpot_ms:.2f} ms per token, state {100 * r.state_share:.1f}% of a step's bytes")
+    if c.replicas > 1 and c.settings.startswith("{"):
+        text += f"; TensorRT-LLM: start {c.replicas} replicas with these options"
+    return text
 
 
 def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top: int) -> None:
@@ -92,11 +126,11 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
         table += ["| " + " | ".join(row) + " |" for row in rows[:shown]]
         found = best(result)
         pastes = [paste for _, paste in found if paste]
-        body = [f"### {title(result, model)}", "", *table, "", *more, *skipped, "", found[0][0], "",
+        body = [f"### {title(result, model)}", "", *table, "", *more, *skipped, ROOFLINE_NOTE, "", found[0][0], "",
                 *(["```sh", *pastes, "```"] if pastes else [])]
         emit_text("\n".join(body) + "\n", output)
     else:
-        table = text_table(HEAD, rows[:shown], lambda i, head: head in ("#", "tp", "pp", "gpus", "context", "seqs",
-                                                                         "seqs/GPU"),
-                           drop=("gpus", "prefix", "start-up", "draft", "fits", "state", "binds"))
-        print_blocks([title(result, model), table, *more, *skipped, *best_lines(result)], output)
+        table = text_table(HEAD, rows[:shown], lambda i, head: head in NUMERIC,
+                           drop=("prefix", "start-up", "draft", "fits", "state", "solved", "binds", "state bytes",
+                                 "TPOT ms>="))
+        print_blocks([title(result, model), table, *more, *skipped, ROOFLINE_NOTE, *best_lines(result)], output)

@@ -1,5 +1,6 @@
-"""`mcache plan --plot`: sequences against context for the leading candidates, and sequences per GPU against
-GPUs used with the Pareto front. matplotlib (the `mcache[plot]` extra) is imported only here."""
+"""`mcache plan --plot`: sequences against context for the leading candidates, sequences per GPU against GPUs used
+with the Pareto front, and the roofline's tokens/s per GPU against its time per output token. matplotlib (the
+`mcache[plot]` extra) is imported only here."""
 
 from __future__ import annotations
 
@@ -39,9 +40,10 @@ def _write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise McacheError("--plot: needs matplotlib: pip install 'mcache[plot]'") from None
-    fig, (by_context, by_gpus) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
+    fig, (by_context, by_gpus, by_tpot) = plt.subplots(1, 3, figsize=(19, 5), layout="constrained")
     _context_plot(by_context, result)
     _pareto_plot(by_gpus, result)
+    _roofline_plot(by_tpot, result)
     fig.suptitle(title(result, model))
     import io
 
@@ -90,7 +92,7 @@ def _pareto_plot(ax, result: Plan) -> None:
     ax.scatter([c.gpus for c in points], [c.sequences_per_gpu for c in points], alpha=0.5, label="candidates")
     front = pareto_front(points)
     ax.plot([c.gpus for c in front], [c.sequences_per_gpu for c in front], color="C3", marker="D", label="Pareto front")
-    ax.set_xlabel("GPUs used (tp x pp)")
+    ax.set_xlabel("GPUs used (replicas x tp x pp)")
     ax.set_ylabel("sequences per GPU")
     ax.set_title(f"sequences per GPU at {context} tokens")
     ax.grid(True, alpha=0.3)
@@ -105,3 +107,22 @@ def pareto_front(points: list[Candidate]) -> list[Candidate]:
         if not front or c.sequences_per_gpu > front[-1].sequences_per_gpu:
             front.append(c)
     return front
+
+
+def _roofline_plot(ax, result: Plan) -> None:
+    """Roofline tokens/s per GPU against time per output token (both bounds) for the candidates that fit at the
+    first context, one colour per GPU kind; the --max-tpot line when given."""
+    context = min(c.context for c in result.candidates) if result.candidates else 0
+    points = [c for c in result.candidates if c.fits and c.context == context and c.roofline]
+    for gpu in dict.fromkeys(c.gpu for c in points):
+        mine = [c for c in points if c.gpu == gpu]
+        ax.scatter([c.roofline.tpot_ms for c in mine], [c.roofline.tokens_per_s_per_gpu for c in mine], alpha=0.6,
+                   label=gpu)
+    if result.max_tpot is not None:
+        ax.axvline(result.max_tpot, color="C3", linestyle="--", label=f"--max-tpot {result.max_tpot:g} ms")
+    ax.set_xlabel("time per output token, ms (roofline lower bound)")
+    ax.set_ylabel("tokens/s per GPU (roofline upper bound)")
+    ax.set_title(f"decode memory roofline at {context} tokens")
+    ax.grid(True, alpha=0.3)
+    if points:
+        ax.legend(fontsize=8)

@@ -1,32 +1,41 @@
 """`mcache plan`: every combination of GPU, TP, PP, cache dtypes, speculative drafts and prefix caching at each
-context, each sized by `size_deployment` (the path `mcache size` takes), then ranked.
+context, each replica sized by `size_deployment` (the path `mcache size` takes), then a fleet of replicas of it
+derived arithmetically, bounded by the decode roofline, and ranked.
 
-A candidate `fits` when it starts (engines) and runs at least one sequence of the context; `sequences` is what
-runs at once: the neutral model's memory-sized pool at the tightest stage, or the engine's running requests.
+A candidate is `replicas` x (TP x PP) GPUs of one kind. Sizing is done once per replica layout: `sequences_per_
+replica` is what one replica runs at once (the neutral model's memory-sized pool at the tightest stage, or the
+engine's running requests), at most what keeps the roofline's time per output token within `--max-tpot`; with a
+target, `replicas` is how many of them run it, else 1. A candidate `fits` when its replica starts (engines: with
+its defaults, or with the value `solved` names for the engine's batch setting) and runs a sequence of the context.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import shlex
 from bisect import bisect_right
 from collections.abc import Callable
-from math import prod
+from dataclasses import dataclass
+from math import ceil, prod
 from pathlib import Path
 
 from msgspec import Struct
 from msgspec.structs import replace
 
-from mcache.core.deployment import Deployment, EngineSettingError, size_deployment
+from mcache.core.deployment import Deployment, EngineSettingError, Sized, size_deployment
 from mcache.core.engines import serve_command
 from mcache.core.engines.common import ServeArgs
+from mcache.core.engines.options import setting_of
 from mcache.core.errors import LayoutError
+from mcache.core.files import json_text
 from mcache.core.options import SizeOptions
-from mcache.core.sizing.gpus import lookup
+from mcache.core.roofline import Roofline, roofline
+from mcache.core.sizing.gpus import GIB, find_gpu, parse_size
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.weights import unknown_fields
-from mcache.core.spec.model import ModelSpec
+from mcache.core.spec.model import QUANT_FORMATS, ModelSpec, Quantization
 
 CONTEXTS = (8192, 32768, 131072)
 TPS = (1, 2, 4, 8)
@@ -35,14 +44,63 @@ FP8 = {"sglang": "fp8_e4m3"}  # each engine's spelling of an fp8 KV cache (other
 PREFIX = ("default", "on", "off")
 LAYOUT_FIELDS = ("tp", "pp", "tp/pp")  # a layout the model cannot be split into is skipped, not an error
 MAX_CANDIDATES = 1000  # a sweep sizes about 300 candidates a second on one core: answered within 5 s
+MAX_GPUS = 64  # the default bound on a candidate's GPUs (replicas x TP x PP)
+MAX_REPLICA_GPUS = 64  # the largest TP x PP of one replica (eight 8-GPU nodes)
+RANK_BY = ("gpus", "seqs-per-gpu", "tokens-per-gpu")
+UNQUANTIZED_FORMATS = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
+# The option that runs R replicas of a layout from one command: vllm/engine/arg_utils.py EngineArgs.
+# data_parallel_size (vLLM 0.8+; across nodes with --data-parallel-size-local and --data-parallel-address), and
+# sglang/srt/server_args.py ServerArgs.dp_size (a data-parallel controller starting dp x tp x pp GPUs). TensorRT-
+# LLM's LLM API has none (enable_attention_dp splits attention, not replicas): one start per replica.
+REPLICA_FLAGS = {"vllm": "--data-parallel-size", "sglang": "--dp-size"}
+# The engine's batch setting, by `SizeOptions` field, solved for when a replica does not start with its default:
+# vLLM max_num_seqs (CUDA-graph capture needs a state block per decode sequence), SGLang max_running_requests (the
+# state pool's slots per request), TensorRT-LLM max_batch_size (its state slots are a fixed cost before the KV).
+SOLVED = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "trtllm": "max_batch"}
+SOLVE_MAX = 1 << 16  # the largest value searched (log2: 16 sizings at most, on a replica that failed only)
+# What an engine's failed run says would start, by the engine's figure of each stage (the fewest over stages):
+# vLLM's agreed state blocks (max_num_seqs at most that), TensorRT-LLM's max_batch_size that runs the most.
+SOLVE_HINTS = {"vllm": "num_blocks", "trtllm": "best_max_batch_size"}
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    """A GPU to plan for: `label` as the table shows it, `name` as drivers print it, `memory` (bytes) and
+    `bandwidth` (bytes/s; None: unknown, no roofline), `given` how a command names it (`--gpu X` or
+    `--gpu-memory X`)."""
+
+    label: str
+    name: str
+    memory: int
+    bandwidth: int | None
+    given: tuple[str, str]
+
+
+def catalogue_gpu(name: str) -> GpuChoice:
+    """The catalogue GPU called `name` (any name `--gpu` takes)."""
+    gpu = find_gpu(name)
+    return GpuChoice(name, gpu.name, gpu.memory, gpu.bandwidth, ("--gpu", name))
+
+
+def custom_gpu(text: str) -> GpuChoice:
+    """`SIZE[:NAME]` (`--gpu-memory`): a GPU of that memory (at least 1 GiB), named NAME (else `SIZE GPU`); its
+    bandwidth is unknown."""
+    size, _, name = text.partition(":")
+    memory = parse_size(size, "gpu_memory", GIB)
+    name = name.strip()
+    if ":" in name or len(name) > 64:
+        raise LayoutError("gpu_memory", f"SIZE or SIZE:NAME (a name of at most 64 characters), got {text[:80]!r}")
+    return GpuChoice(name or f"{size.strip()} GPU", name or f"{size.strip()} GPU", memory, None,
+                     ("--gpu-memory", f"{memory}B"))
 
 
 class Axes(Struct, frozen=True):
-    """What to sweep: catalogue GPUs, contexts, TP and PP sizes (up to `max_gpus` GPUs), KV and state dtypes
-    (None: the default, the model's or the engine's), draft tokens, the neutral model's speculative schemes,
-    and prefix caching (`default`: the engine's default; `on`/`off` for vLLM and SGLang)."""
+    """What to sweep: GPUs, contexts, TP and PP sizes (a replica of up to `MAX_REPLICA_GPUS`, a candidate of up to
+    `max_gpus`), KV and state dtypes (None: the default, the model's or the engine's), draft tokens, the neutral
+    model's speculative schemes, and prefix caching (`default`: the engine's default; `on`/`off` for vLLM and
+    SGLang). `base` holds the options every candidate takes (utilization, reserve, weights)."""
 
-    gpus: tuple[str, ...]
+    gpus: tuple[GpuChoice, ...]
     contexts: tuple[int, ...] = CONTEXTS
     tps: tuple[int, ...] = TPS
     pps: tuple[int, ...] = PPS
@@ -51,16 +109,30 @@ class Axes(Struct, frozen=True):
     drafts: tuple[int, ...] = (0,)
     schemes: tuple[str, ...] = ("intermediate",)
     prefix_caching: tuple[str, ...] = ("default",)
-    max_gpus: int = 8
+    max_gpus: int = MAX_GPUS
+    base: SizeOptions = SizeOptions()
+
+
+class Goal(Struct, frozen=True):
+    """What the plan serves: `target` sequences at once across replicas (None: the most per GPU), each step's
+    roofline time per output token within `max_tpot` ms (None: any), ranked by `rank_by` (None: fewest GPUs with a
+    target, else most sequences per GPU)."""
+
+    target: int | None = None
+    max_tpot: float | None = None
+    rank_by: str | None = None
 
 
 class Candidate(Struct, frozen=True):
-    """One deployment and what it runs; `settings` reproduces it (a command line, or TensorRT-LLM's LLM-API
-    options as JSON)."""
+    """One fleet and what it runs; `settings` reproduces one replica, or every replica where the engine has a
+    replica option (a command line, or TensorRT-LLM's LLM-API options as JSON); `solved` names the engine setting
+    (and value) it starts with when it does not with the default; `roofline` bounds its decode at
+    `roofline.sequences` per replica."""
 
     gpu: str
     tp: int
     pp: int
+    replicas: int
     gpus: int
     context: int
     kv_dtype: str
@@ -70,10 +142,13 @@ class Candidate(Struct, frozen=True):
     prefix_caching: str
     fits: bool
     sequences: int
+    sequences_per_replica: int
     sequences_per_gpu: float
     binding: str
     startup: str
+    solved: str
     settings: str
+    roofline: Roofline | None
 
     @property
     def config(self) -> tuple:
@@ -83,8 +158,9 @@ class Candidate(Struct, frozen=True):
 
 
 class Plan(Struct, frozen=True):
-    """The sweep's candidates, ranked (see `rank`), the best, the best of each GPU kind, and the layouts the
-    model cannot be split into."""
+    """The sweep's candidates, ranked (see `rank`), the best, the best of each GPU kind, the layouts the model
+    cannot be split into, and, when no candidate reaches the target within `max_gpus`, the one of fewest GPUs that
+    would (`nearest`)."""
 
     engine: str | None
     target: int | None
@@ -92,15 +168,32 @@ class Plan(Struct, frozen=True):
     best: Candidate | None
     best_by_gpu: dict[str, Candidate]
     skipped: list[str]
+    max_gpus: int = MAX_GPUS
+    max_tpot: float | None = None
+    rank_by: str = "seqs-per-gpu"
+    nearest: Candidate | None = None
 
 
-def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, target: int | None) -> None:
+def weighed_as(spec: ModelSpec, fmt: str | None) -> ModelSpec:
+    """`spec` with its weights stored in `fmt` (`--weight-format`): bf16 or fp16 unquantized, or one of
+    `QUANT_FORMATS` over every linear layer but the output head (which checkpoints keep in the model dtype); the
+    weight estimate (`sizing/weights.py` `Storage`) then weighs it as it weighs a checkpoint's quantization."""
+    if fmt is None:
+        return spec
+    if fmt in UNQUANTIZED_FORMATS:
+        return replace(spec, dtype=UNQUANTIZED_FORMATS[fmt], quantization=None)
+    if fmt not in QUANT_FORMATS:
+        raise LayoutError("weight_format", f"one of {', '.join([*UNQUANTIZED_FORMATS, *QUANT_FORMATS])}, got {fmt!r}")
+    kv = spec.quantization.kv_cache if spec.quantization else None
+    return replace(spec, quantization=Quantization(format=fmt, unquantized=["lm_head"], kv_cache=kv,
+                                                   source="--weight-format"))
+
+
+def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, goal: Goal) -> None:
     """One-line errors for a sweep that cannot be run as asked."""
     if not axes.gpus:
-        raise LayoutError("gpu", "at least one catalogue GPU")
-    for name in axes.gpus:
-        lookup(name)
-    if target is not None and len(axes.contexts) != 1:
+        raise LayoutError("gpu", "at least one catalogue GPU (or --gpu-memory)")
+    if goal.target is not None and len(axes.contexts) != 1:
         raise LayoutError("target_concurrency", f"one --context to reach it at, got {len(axes.contexts)}")
     if any(c < 1 for c in axes.contexts):
         raise LayoutError("context", "positive token counts")
@@ -111,21 +204,42 @@ def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, target: int | No
                                             "caching setting: leave it out")
     if engine and set(axes.schemes) != {"intermediate"}:
         raise LayoutError("spec_scheme", "the neutral model's speculative scheme; an engine has its own (drop it)")
-    if unknown_fields(spec):
+    if not engine and set(axes.schemes) != {"intermediate"} and not any(axes.drafts):
+        raise LayoutError("spec_scheme", "a scheme for draft tokens: add --draft N (N > 0)")
+    if goal.rank_by is not None and goal.rank_by not in RANK_BY:
+        raise LayoutError("rank_by", f"one of {', '.join(RANK_BY)}, got {goal.rank_by!r}")
+    if goal.max_tpot is not None and not 0 < goal.max_tpot < 1e9:
+        raise LayoutError("max_tpot", f"milliseconds, more than 0 and less than 10^9, got {goal.max_tpot}")
+    if (goal.max_tpot is not None or goal.rank_by == "tokens-per-gpu") and all(g.bandwidth is None for g in axes.gpus):
+        raise LayoutError("gpu_memory", "a GPU with a known bandwidth for the roofline (--max-tpot, --rank-by "
+                                        "tokens-per-gpu): add a catalogue --gpu")
+    if unknown_fields(spec) and axes.base.weights is None:
         raise LayoutError("weights", f"known weights at every layout: the spec leaves {', '.join(unknown_fields(spec))} "
-                                     "null (fill it in, e.g. from mcache import-hf -o)")
+                                     "null (fill it in, e.g. from mcache import-hf -o, or give --weights)")
 
 
 def distinct(axes: Axes) -> Axes:
     """`axes` with each list's repeated values dropped (a value given twice is one candidate, not two)."""
     fields = ("gpus", "contexts", "tps", "pps", "kv_dtypes", "ssm_dtypes", "drafts", "schemes", "prefix_caching")
-    return replace(axes, **{f: tuple(dict.fromkeys(getattr(axes, f))) for f in fields})
+    axes = replace(axes, **{f: tuple(dict.fromkeys(getattr(axes, f))) for f in fields})
+    return replace(axes, gpus=tuple({g.label: g for g in axes.gpus}.values()))
+
+
+def layouts_of(axes: Axes) -> list[tuple[int, int]]:
+    """The (TP, PP) of one replica: up to `MAX_REPLICA_GPUS` and `max_gpus` GPUs."""
+    most = min(axes.max_gpus, MAX_REPLICA_GPUS)
+    return [(tp, pp) for tp in axes.tps for pp in axes.pps if tp * pp <= most]
 
 
 def check_size(axes: Axes, engine: str | None) -> None:
-    """Refuse a sweep of more than `MAX_CANDIDATES` candidates before any is built, naming its longest list."""
-    pps = sorted(p for p in axes.pps if p <= axes.max_gpus)
-    layouts = sum(bisect_right(pps, axes.max_gpus // tp) for tp in axes.tps if tp <= axes.max_gpus)
+    """Refuse a sweep of more than `MAX_CANDIDATES` candidates before any is built, naming its longest list (or a
+    TP/PP list with no layout within the GPUs a replica may use)."""
+    most = min(axes.max_gpus, MAX_REPLICA_GPUS)
+    pps = sorted(p for p in axes.pps if p <= most)
+    layouts = sum(bisect_right(pps, most // tp) for tp in axes.tps if tp <= most)
+    if not layouts:
+        raise LayoutError("tp/pp", f"a TP x PP of at most {most} GPUs (--max-gpus, and {MAX_REPLICA_GPUS} per replica), "
+                                   f"got TP {min(axes.tps)} x PP {min(axes.pps)} at the least")
     schemes = len(axes.schemes) if engine is None else 1
     drafts = sum(schemes if d else 1 for d in axes.drafts)
     lists = {"gpu": len(axes.gpus), "context": len(axes.contexts), "tp": len(axes.tps), "pp": len(axes.pps),
@@ -140,72 +254,194 @@ def check_size(axes: Axes, engine: str | None) -> None:
                                    f"list of {lists[longest]:,} values or another")
 
 
-def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, target: int | None = None,
+def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: Goal | int | None = None,
           progress: Callable[[int, int], None] | None = None) -> Plan:
-    """Size every combination of `axes` and rank them; `progress(done, total)` after each."""
+    """Size every replica of `axes`, make a fleet of each for `goal` (a `Goal`, or a target's sequences) and rank
+    them; `progress(done, total)` after each. A sweep where the model can be split into none of the layouts asked is
+    an error naming them."""
+    goal = goal if isinstance(goal, Goal) else Goal(target=goal)
     axes = distinct(axes)
     check_size(axes, engine)
-    check_axes(spec, engine, axes, target)
-    layouts = [(tp, pp) for tp in axes.tps for pp in axes.pps if tp * pp <= axes.max_gpus]
+    check_axes(spec, engine, axes, goal)
+    layouts = layouts_of(axes)
     drafts = [(d, s) for d in axes.drafts for s in (axes.schemes if d and not engine else ("intermediate",))]
     combos = list(itertools.product(axes.gpus, axes.contexts, layouts, axes.kv_dtypes, axes.ssm_dtypes, drafts,
                                     axes.prefix_caching))
-    candidates, skipped, impossible = [], [], set()
+    candidates, skipped, impossible = [], [], {}
     for i, (gpu, context, (tp, pp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
         if (tp, pp) not in impossible:
             try:
-                candidates.append(_candidate(spec, spec_arg, engine, gpu, context, tp, pp, kv, ssm, draft, scheme, prefix))
+                candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context, tp, pp, kv, ssm, draft,
+                                             scheme, prefix))
             except EngineSettingError:
                 raise
             except LayoutError as err:
                 if err.field not in LAYOUT_FIELDS and "." not in err.field:
                     raise
-                impossible.add((tp, pp))
+                impossible[(tp, pp)] = err
                 skipped.append(f"tp {tp} pp {pp}: {err}")
         if progress:
             progress(i, len(combos))
-    return rank(engine, candidates, target, skipped)
+    if not candidates and impossible:
+        (tp, pp), first = next(iter(impossible.items()))
+        raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is (tp {tp} pp {pp}: "
+                                   f"{first})")
+    return rank(engine, candidates, goal, skipped, axes.max_gpus)
 
 
-def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, context: int, tp: int, pp: int,
-               kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str) -> Candidate:
-    kv = FP8.get(engine, kv) if kv == "fp8" else kv
-    prefix_caching = prefix == "on" if prefix != "default" and engine == "vllm" else None
-    no_radix = True if prefix == "off" and engine == "sglang" else None  # SGLang's radix cache is on unless disabled
-    options = SizeOptions(max_seq_len=context, kv_dtype=kv, ssm_dtype=ssm, draft=draft or None,
-                          spec_scheme=scheme if draft and not engine else None,
-                          enable_prefix_caching=prefix_caching, disable_radix_cache=no_radix)
-    sized = size_deployment(spec, Deployment(ParallelLayout(tp=tp, pp=pp), lookup(gpu), engine, options, context))
+class Replica(Struct, frozen=True):
+    """One replica as sized: its deployment's figures, and the engine setting it starts with (empty: defaults)."""
+
+    sized: Sized
+    fits: bool
+    sequences: int
+    binding: str
+    startup: str
+    solved: dict[str, int]
+
+
+def _replica(spec: ModelSpec, engine: str | None, deployment: Deployment) -> Replica:
+    """Size one replica; with an engine whose defaults do not start it, the value of its batch setting (`SOLVED`)
+    that starts it and runs the most, when one does."""
+    first = _sized_replica(spec, engine, deployment, {})
+    if first.fits or engine is None or getattr(deployment.options, SOLVED[engine]) is not None:
+        return first
+    solved = _solve(spec, engine, deployment, first)
+    return solved or first
+
+
+def _sized_replica(spec: ModelSpec, engine: str | None, d: Deployment, solved: dict[str, int]) -> Replica:
+    if solved:
+        d = replace(d, options=replace(d.options, **solved))
+    sized = size_deployment(spec, d)
     erun, run = sized.engine, sized.neutral
     if erun:
-        dtypes = erun.dtypes
         sequences = erun.max_running_requests or 0
         tight = min(erun.stages, key=lambda st: st.max_running_requests or 0)
         error = next((st.startup_error for st in erun.stages if st.startup_error), None)
         binding = tight.binding or "start-up"
         startup = error.split(". ")[0] if error else "starts"
     else:
-        dtypes = run.estimate.dtypes
         cap = run.caps[run.tightest]
         sequences, binding, startup = cap.max_sequences, cap.binding, "-"
-    fits = bool(sized.fits)
-    scheme_used = run.estimate.runtime.spec_scheme if not engine else ("engine" if draft else "none")
-    paste = settings_line(spec, spec_arg, engine, gpu, tp, pp, context, kv, ssm, draft, scheme_used, prefix)
-    return Candidate(gpu, tp, pp, tp * pp, context, dtypes.kv, dtypes.ssm, draft, scheme_used, prefix, fits,
-                     sequences, round(sequences / (tp * pp), 2), binding, startup, paste)
+    return Replica(sized, bool(sized.fits), sequences, binding, startup, solved)
 
 
-def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: str, tp: int, pp: int, context: int,
-                  kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str) -> str:
-    """What reproduces a candidate: `vllm serve` or SGLang's `launch_server` flags, TensorRT-LLM's LLM-API
-    options (JSON), or the `mcache size` command for the neutral model."""
+def _solve(spec: ModelSpec, engine: str, d: Deployment, failed: Replica) -> Replica | None:
+    """The value of `engine`'s batch setting at which the replica starts and runs the most: the engine's own figure
+    where its failed run has one (`SOLVE_HINTS`), else the largest value at which the setting still binds (found by
+    bisection up to `SOLVE_MAX`; the value above it is taken when it runs more). None when no value starts it."""
+    field = SOLVED[engine]
+    hints = [st.fields.get(SOLVE_HINTS.get(engine, ""), None) for st in failed.sized.engine.stages]
+    if hints and all(isinstance(h, int) and h > 0 for h in hints):
+        hinted = _sized_replica(spec, engine, d, {field: min(hints)})
+        if hinted.fits and hinted.sequences:
+            return hinted
+    setting = setting_of(engine, field)
+
+    def binds(r: Replica) -> bool:
+        return r.fits and r.sequences > 0 and r.binding == setting
+
+    low = _sized_replica(spec, engine, d, {field: 1})
+    if not (low.fits and low.sequences):
+        return None
+    lo, hi = 1, SOLVE_MAX
+    if not binds(low):
+        return low
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        r = _sized_replica(spec, engine, d, {field: mid})
+        if binds(r):
+            lo, low = mid, r
+        else:
+            hi = mid - 1
+    above = _sized_replica(spec, engine, d, {field: lo + 1}) if lo < SOLVE_MAX else low
+    return above if above.fits and above.sequences > low.sequences else low
+
+
+def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: Goal, gpu: GpuChoice,
+               context: int, tp: int, pp: int, kv: str | None, ssm: str | None, draft: int, scheme: str,
+               prefix: str) -> Candidate:
+    kv = FP8.get(engine, kv) if kv == "fp8" else kv
+    prefix_caching = prefix == "on" if prefix != "default" and engine == "vllm" else None
+    no_radix = True if prefix == "off" and engine == "sglang" else None  # SGLang's radix cache is on unless disabled
+    options = replace(axes.base, max_seq_len=context, kv_dtype=kv, ssm_dtype=ssm, draft=draft or None,
+                      spec_scheme=scheme if draft and not engine else None,
+                      enable_prefix_caching=prefix_caching, disable_radix_cache=no_radix)
+    deployment = Deployment(ParallelLayout(tp=tp, pp=pp), (gpu.name, gpu.memory), engine, options, context)
+    rep = _replica(spec, engine, deployment)
+    dtypes = rep.sized.engine.dtypes if rep.sized.engine else rep.sized.neutral.estimate.dtypes
+    scheme_used = rep.sized.neutral.estimate.runtime.spec_scheme if not engine else ("engine" if draft else "none")
+    per_gpu = tp * pp
+    capacity = rep.sequences if rep.fits else 0
+    ranks = rep.sized.neutral.estimate.ranks
+
+    def bound(sequences: int) -> Roofline | None:
+        if gpu.bandwidth is None:
+            return None
+        return roofline(ranks, axes.base.weights, sequences, context, draft, gpu.bandwidth)
+
+    per, binding = capacity, rep.binding
+    if goal.max_tpot is not None and capacity:
+        per = _most_within(bound, capacity, goal.max_tpot)
+        binding = binding if per == capacity else "--max-tpot"
+    replicas = max(1, ceil(goal.target / per)) if goal.target and per else 1
+    running = min(per, ceil(goal.target / replicas)) if goal.target else per
+    solved = {setting_of(engine, f): v for f, v in rep.solved.items()} if engine else {}
+    paste = settings_line(spec, spec_arg, engine, gpu, tp, pp, context, kv, ssm, draft, scheme_used, prefix,
+                          axes.base, rep.solved, replicas)
+    return Candidate(gpu.label, tp, pp, replicas, replicas * per_gpu, context, dtypes.kv, dtypes.ssm, draft,
+                     scheme_used, prefix, rep.fits, replicas * per, per, round(per / per_gpu, 2), binding, rep.startup,
+                     ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None)
+
+
+def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpot: float) -> int:
+    """The most sequences (up to `capacity`) whose roofline time per output token is within `max_tpot` ms (the
+    bound grows with the sequences: bisection); `capacity` when the bandwidth is unknown, 0 when one is too many."""
+    if bound(1) is None:
+        return capacity
+    lo, hi = 0, capacity
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bound(mid).tpot_ms <= max_tpot:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuChoice, tp: int, pp: int, context: int,
+                  kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str,
+                  base: SizeOptions, solved: dict[str, int] | None = None, replicas: int = 1) -> str:
+    """What reproduces a candidate: `vllm serve` or SGLang's `launch_server` flags (with the replicas), TensorRT-LLM's
+    LLM-API options (JSON, one replica's), or the `mcache size` command of one replica for the neutral model. The
+    engine settings given (`base`) or solved for are added where the engine has them as settings."""
     if engine:
+        from importlib import import_module
+
         serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix)
-        return serve_command(engine, serve)
-    args = ["mcache", "size", spec_arg, "--gpu", gpu, "--tp", tp, "--pp", pp, "--max-seq-len", context]
+        line = serve_command(engine, serve)
+        given = {f: getattr(base, f) for f in ("utilization",) if getattr(base, f) is not None} | (solved or {})
+        module = import_module(f"mcache.core.engines.{engine}")
+        extra = {setting_of(engine, f): v for f, v in given.items() if f in module.FLAGS
+                 and setting_of(engine, f) in module.SETTINGS}
+        if engine == "trtllm":  # llmapi/llm_args.py: max_batch_size an LLM argument, the fraction a KvCacheConfig field
+            options = json.loads(line)
+            cache = {k: v for k, v in extra.items() if k == "free_gpu_memory_fraction"}
+            options |= {k: v for k, v in extra.items() if k not in cache}
+            if cache:
+                options["kv_cache_config"] = options.get("kv_cache_config", {}) | cache
+            return json_text(options, indent=None)
+        args = [x for k, v in extra.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+        args += [REPLICA_FLAGS[engine], str(replicas)] if replicas > 1 else []
+        return " ".join([line, *(shlex.quote(a) for a in args)])
+    args = ["mcache", "size", spec_arg, *gpu.given, "--tp", tp, "--pp", pp, "--max-seq-len", context]
     args += ["--kv-dtype", kv] if kv else []
     args += ["--ssm-dtype", ssm] if ssm else []
     args += ["--draft", draft, "--spec-scheme", scheme] if draft else []
+    args += ["--utilization", base.utilization] if base.utilization is not None else []
+    args += ["--reserve", f"{base.reserve}B"] if base.reserve is not None else []
+    args += ["--weights", f"{base.weights}B"] if base.weights is not None else []
     return shlex.join(str(a) for a in args)
 
 
@@ -221,18 +457,24 @@ def model_path(spec: ModelSpec, spec_arg: str) -> str:
     return str(path) if path.is_dir() else spec.name
 
 
-def rank(engine: str | None, candidates: list[Candidate], target: int | None, skipped: list[str]) -> Plan:
-    """Order the candidates and pick the best. With `target`: those that run `target` sequences first, fewest GPUs
-    first (ties: most sequences per GPU), and `best` the first of them; without: those that fit, most sequences per
-    GPU first (ties: fewer GPUs), and `best` the first. The rest follow, most sequences per GPU first."""
+def rank(engine: str | None, candidates: list[Candidate], goal: Goal | int | None, skipped: list[str],
+         max_gpus: int = MAX_GPUS) -> Plan:
+    """Order the candidates and pick the best. A candidate `reaches` the goal when it fits, runs a sequence within
+    `--max-tpot`, and (with a target) its replicas use at most `max_gpus` GPUs. Those that reach come first, by
+    `rank_by`: `gpus` fewest GPUs (ties: most sequences per GPU, then tokens/s per GPU; the default with a target),
+    `seqs-per-gpu` most sequences per GPU (ties: fewer GPUs; the default without), `tokens-per-gpu` the most roofline
+    tokens/s per GPU (ties: fewer GPUs); the rest follow in the same order."""
+    goal = goal if isinstance(goal, Goal) else Goal(target=goal)
+    by = goal.rank_by or ("gpus" if goal.target else "seqs-per-gpu")
 
     def reaches(c: Candidate) -> bool:
-        return c.fits and (target is None or c.sequences >= target)
+        return c.fits and c.sequences_per_replica > 0 and (goal.target is None or c.gpus <= max_gpus)
 
     def key(c: Candidate) -> tuple:
-        if target is not None:
-            return (not reaches(c), c.gpus if reaches(c) else 0, -c.sequences_per_gpu, c.gpus)
-        return (not c.fits, -c.sequences_per_gpu, c.gpus)
+        tokens = -(c.roofline.tokens_per_s_per_gpu if c.roofline else 0.0)
+        order = {"gpus": (c.gpus, -c.sequences_per_gpu, tokens), "seqs-per-gpu": (-c.sequences_per_gpu, c.gpus, tokens),
+                 "tokens-per-gpu": (tokens, c.gpus, -c.sequences_per_gpu)}[by]
+        return (not reaches(c), not (c.fits and c.sequences_per_replica), *order)
 
     ordered = sorted(candidates, key=key)
     best = ordered[0] if ordered and reaches(ordered[0]) else None
@@ -240,4 +482,8 @@ def rank(engine: str | None, candidates: list[Candidate], target: int | None, sk
     for c in ordered:
         if reaches(c) and c.gpu not in by_gpu:
             by_gpu[c.gpu] = c
-    return Plan(engine, target, ordered, best, by_gpu, skipped)
+    nearest = None
+    if best is None and goal.target:
+        running = [c for c in candidates if c.fits and c.sequences_per_replica]
+        nearest = min(running, key=lambda c: (c.gpus, -c.sequences_per_gpu), default=None)
+    return Plan(engine, goal.target, ordered, best, by_gpu, skipped, max_gpus, goal.max_tpot, by, nearest)

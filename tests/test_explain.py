@@ -328,7 +328,8 @@ def _mcache_lines(engine: str, *args: str) -> list[str]:
     from mcache.core.sizing.gpus import lookup
     from mcache.core.sizing.layout import ParallelLayout
 
-    d = Deployment(ParallelLayout(), lookup("h200"), engine, SizeOptions(max_batch=64 if engine == "trtllm" else None))
+    trtllm = {"max_batch": 64, "kv_cache_manager": "v1"} if engine == "trtllm" else {}  # V1 logs its allocation
+    d = Deployment(ParallelLayout(), lookup("h200"), engine, SizeOptions(**trtllm))
     return size_report(load_spec("nemotron-h-8b"), d, "nemotron-h-8b").data["engine"]["stages"][0]["log"]
 
 
@@ -338,7 +339,7 @@ def test_a_tensorrt_llm_log_feeds_its_profiled_peak_and_reproduces_its_pool(tmp_
     text = "\n".join(f"[10/31/2025-12:00:0{i}] [TRT-LLM] [I] {line}" for i, line in enumerate(lines))
     (tmp_path / "t.log").write_text("[TensorRT-LLM] TensorRT-LLM version: 1.2.0rc1\n" + text)
     code, data = explain([str(tmp_path / "t.log"), "--model", "nemotron-h-8b", "--max-batch-size", "64",
-                          "--engine-version", "main"], capsys)
+                          "--engine-version", "main", "--kv-cache-manager", "v1"], capsys)
     assert data["log"]["version"] == "1.2.0rc1" and "non_kv_memory_bytes" in data["fed"]
     assert code == 0, data["comparisons"]
     assert {c["verdict"] for c in data["comparisons"]} <= {"agree", "agree within the measured inputs' rounding"}

@@ -122,20 +122,21 @@ def test_the_target_picks_the_fewest_gpus_that_reach_it():
 
 
 def test_a_fleet_is_replicas_of_the_layout_mcache_size_sizes_and_its_settings_start_them_all():
-    """5,000 sequences of 128K of Qwen3-Next on H200s under vLLM: one replica is sized (TP 2, PP 2 runs 218 with an
-    fp8 KV cache), the fleet is ceil(5000 / 218) = 23 replicas of 4 GPUs = 92 GPUs, 218 / 4 = 54.5 sequences per GPU;
-    the pasted line, its --data-parallel-size dropped, is the replica `mcache size --engine vllm` sizes."""
+    """5,000 sequences of 128K of Qwen3-Next on H200s under vLLM: one replica is sized (TP 2, PP 2 runs 222 with an
+    fp8 KV cache; its MTP layer is not loaded without drafts), the fleet is ceil(5000 / 222) = 23 replicas of 4 GPUs =
+    92 GPUs, 222 / 4 = 55.5 sequences per GPU; the pasted line, its --data-parallel-size dropped, is the replica
+    `mcache size --engine vllm` sizes."""
     args = ["qwen3-next-80b-a3b", "--gpu", "h200", "--context", "131072", "--target-concurrency", "5000", "--engine",
             "vllm", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8", "--max-gpus", "128"]
     best = plan_json(*args)["best"]
-    assert (best["replicas"], best["gpus"], best["sequences_per_replica"], best["sequences"]) == (23, 92, 218, 23 * 218)
-    assert best["sequences_per_gpu"] == 54.5
+    assert (best["replicas"], best["gpus"], best["sequences_per_replica"], best["sequences"]) == (23, 92, 222, 23 * 222)
+    assert best["sequences_per_gpu"] == 55.5
     argv = shlex.split(best["settings"])
     assert argv[-2:] == ["--data-parallel-size", "23"]
     options = parse_engine_line("vllm", shlex.join(argv[:-2]))
     replica = size_json(["qwen3-next-80b-a3b", "--gpu", "h200", "--engine", "vllm",
                          *(x for kv in options.items() for x in kv)])["engine"]
-    assert replica["max_running_requests"] == 218
+    assert replica["max_running_requests"] == 222
     capped = plan_json(*args[:-2])  # the default --max-gpus 64: no fleet reaches it, the nearest is named
     assert capped["best"] is None and capped["nearest"]["gpus"] == 92
     table = runner.invoke(app, ["plan", *args[:-2]])
@@ -317,19 +318,24 @@ def test_bad_fleet_input_is_one_line(args, needle, capsys):
 
 
 def test_a_trtllm_replica_that_does_not_start_with_its_default_starts_with_the_solved_max_batch_size(capsys):
-    """Nemotron-3-Nano at 128K on one H200: max_batch_size 2048's state slots (2049 x 49,082,368 B) exceed the
-    76,906,320,422 B KV budget. The value that runs the most: each request takes a slot and 128K tokens x 6144 B,
-    (76,906,320,422 - 49,082,368) // (49,082,368 + 6144 x 131072) = 89."""
+    """Nemotron-3-Nano at 128K on one H200: max_batch_size 2048's state slots do not fit (main's V2 manager: its
+    quota is too small). The solved value is the largest that starts: with one more, fewer run or none. Under the V1
+    manager the same search is hand-checkable: each request takes a slot and 128K tokens x 6144 B of the 76,906,320,422
+    B budget after the padding slot, (76,906,320,422 - 49,082,368) // (49,082,368 + 6144 x 131072) = 89."""
     common = ["nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "trtllm"]
     assert main(["size", *common, "--max-seq-len", "131072"]) == 3
-    assert "Impossible to fit in any sequence in kvCache" in capsys.readouterr().err
+    assert "The V2 Mamba GPU cache quota is too small" in capsys.readouterr().err
     (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "131072", "--kv-dtype", "default")["candidates"]
+    solved = json.loads(c["settings"])["max_batch_size"]
+    assert (c["fits"], c["sequences"], c["solved"], c["startup"]) == (True, solved, f"max_batch_size={solved}", "starts")
+    again = size_json([*common, "--max-seq-len", "131072", "--max-batch", str(solved)])["engine"]
+    assert again["max_running_requests"] == solved and again["stages"][0]["startup_error"] is None
+    more = size_json([*common, "--max-seq-len", "131072", "--max-batch", str(solved + 1)])["engine"]
+    assert more["stages"][0]["startup_error"] is not None or more["max_running_requests"] <= solved
     assert (76_906_320_422 - 49_082_368) // (49_082_368 + 6144 * 131072) == 89
-    assert (c["fits"], c["sequences"], c["solved"], c["startup"]) == (True, 89, "max_batch_size=89", "starts")
-    options = json.loads(c["settings"])
-    assert options["max_batch_size"] == 89
-    again = size_json([*common, "--max-seq-len", "131072", "--max-batch", str(options["max_batch_size"])])["engine"]
-    assert again["max_running_requests"] == 89 and again["stages"][0]["startup_error"] is None
+    v1 = [*common, "--max-seq-len", "131072", "--kv-cache-manager", "v1"]
+    assert size_json([*v1, "--max-batch", "89"])["engine"]["max_running_requests"] == 89
+    assert size_json([*v1, "--max-batch", "90"])["engine"]["max_running_requests"] == 89  # the KV tokens bind
 
 
 def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_max_num_seqs_at_its_state_blocks(capsys):

@@ -14,7 +14,7 @@ from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 
-_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:(?:rc|\.post|\.dev|post|dev)\d{1,4})?")
+_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?((?:rc|\.?post)\d{1,4})?(\.?dev\d{1,8}(?:\+\S*)?)?")
 _BRANCH = (1 << 30,)  # a development branch sorts after every release
 
 
@@ -28,14 +28,17 @@ class EngineVersion(Struct, frozen=True):
 
 
 def key(version: str) -> tuple[int, ...]:
-    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3` (a release candidate counts as its release) or
-    `main@<commit>`; a `LayoutError` naming `--engine-version` otherwise."""
+    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3`, `0.11.0.post1` (a release candidate or a post
+    release counts as its release: the modelled rules hold for its line) or `main@<commit>`. A development build
+    (`0.20.1rc1.dev16+g…`, built from the branch before that release was cut) sorts just before its release.
+    A `LayoutError` naming `--engine-version` otherwise."""
     if version == "main" or version.startswith("main@"):
         return _BRANCH
     found = _RELEASE.fullmatch(version.strip())
     if found is None:
         raise LayoutError("engine_version", f"a release such as 0.33.0 or 1.2 (or main), got {version!r}")
-    return tuple(int(part or 0) for part in found.groups())
+    major, minor, patch, _, dev = found.groups()
+    return int(major), int(minor), int(patch or 0), 0 if dev else 1
 
 
 def at_least(version: str, floor: str) -> bool:

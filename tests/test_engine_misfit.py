@@ -3,9 +3,11 @@ and the longest max model length that starts on the asked layout; the headline s
 
 import re
 
+import pytest
 from cli_util import one_line
 
 from mcache.core.deployment import Deployment, longest_starting_length, size_deployment
+from mcache.core.engines import loaders, newest_version
 from mcache.core.load import load_spec
 from mcache.core.options import SizeOptions
 from mcache.core.sizing.gpus import lookup
@@ -45,8 +47,34 @@ def test_the_layout_search_goes_past_eight_gpus(capsys):
 
 
 def test_none_fits_names_the_bound_searched(capsys):
-    err = one_line(["size", "minimax-text-01", "--engine", "vllm", "--gpu", "h200", "--tp", "8"], capsys, 3)
+    err = one_line(["size", "nemotron-h-56b", "--engine", "vllm", "--gpu-memory", "3GiB"], capsys, 3)
     assert err.endswith("no layout of up to 64 GPUs (TP x PP) fits with these settings")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["minimax-text-01", "--engine", "vllm", "--tp", "8"],
+     "MiniMax-Text-01 cannot be loaded by vLLM {vllm}: Layer 0 does not dispatch through the Transformers attention "
+     "interface and vLLM has no other way to handle it. (MiniMaxForCausalLM was served natively until vLLM 0.23.0.); "
+     "it loads on SGLang {sglang}"),
+    (["jamba-v0.1", "--engine", "sglang"],
+     "Jamba-v0.1 cannot be loaded by SGLang {sglang}: JambaForCausalLM has no SGlang implementation and the "
+     "Transformers implementation is not compatible with SGLang; it loads on vLLM"),
+    (["granite-4.0-h-tiny", "--engine", "trtllm"],
+     "Granite-4.0-H-Tiny cannot be loaded by TensorRT-LLM {trtllm}: Unknown architecture for AutoModelForCausalLM: "
+     "GraniteMoeHybridForCausalLM; it loads on vLLM"),
+])
+def test_an_engine_that_cannot_load_the_model_says_so_and_names_who_can(argv, expected, capsys):
+    """No layout or length changes an architecture the engine does not load: its words, then the engines that do."""
+    newest = {name: newest_version(name) for name in ("vllm", "sglang", "trtllm")}
+    err = one_line(["size", *argv, "--gpu", "h200"], capsys, 3)
+    assert err.startswith("mcache: " + expected.format(**newest)), err
+    assert "it fits at" not in err and "no layout" not in err
+
+
+def test_the_releases_that_load_a_model_are_listed_per_engine():
+    # vLLM served MiniMax natively before 0.23.0: a release before it would be listed, 0.33.0 is not
+    assert not any(entry.startswith("vLLM 0.33.0") for entry in loaders(load_spec("minimax-text-01")))
+    assert loaders(load_spec("nemotron-h-8b"))[0].startswith("vLLM ")
 
 
 def test_the_headline_says_when_the_length_is_the_config_s(capsys):

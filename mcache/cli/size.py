@@ -124,8 +124,9 @@ def size(
     from msgspec.structs import asdict
 
     from mcache.cli.output import refuse_input_as_output, spec_inputs
-    from mcache.cli.size_output import does_not_fit, emit_report
+    from mcache.cli.size_output import does_not_fit, emit_report, not_loaded
     from mcache.core.deployment import Deployment, longest_starting_length, smallest_fitting_layout
+    from mcache.core.engines import architecture_error, loaders
     from mcache.core.engines.options import engine_settings
     from mcache.core.load import load_spec, resolve
     from mcache.core.report import size_report
@@ -158,6 +159,8 @@ def size(
         raise located(err, origin, engine) from None
     emit_report(report.data, fmt, output)
     if report.sized.fits is False:
+        if engine and (unloadable := architecture_error(engine, model, report.data["engine"]["version"])):
+            raise not_loaded(report.data, unloadable, loaders(model))  # no layout or length changes that
         raise does_not_fit(report.data, smallest_fitting_layout(model, deployment),
                            longest_starting_length(model, deployment))
     return 0

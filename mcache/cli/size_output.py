@@ -174,6 +174,17 @@ def does_not_fit(report: dict, smallest, longest: int | None = None) -> Exceptio
     return DoesNotFit(f"{where}: {reason}; {hint}")
 
 
+def not_loaded(report: dict, why: str, loaders: list[str]) -> Exception:
+    """The exit-3 line of a model the engine cannot load: the engine's words and the engines (releases) that can."""
+    from mcache.core.errors import DoesNotFit
+
+    eng = report["engine"]
+    serving = f"it loads on {'; '.join(loaders)}" if loaders else "no engine release mcache models loads it"
+    why = why[:-1] if why.endswith(".") else why
+    return DoesNotFit(f"{report['model']['name']} cannot be loaded by {TITLES[eng['name']]} {eng['version']}: {why}; "
+                      f"{serving}")
+
+
 def _size_tables(report: dict):
     comps = text_table(_COMPONENT_HEAD, [_component_cells(stage, c, human=True) for stage, c in _component_rows(report)],
                         lambda i, head: i >= 8 or head == "layers", drop=("buffer", "dtype", "per", "kind", "shape"))

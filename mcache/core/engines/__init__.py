@@ -37,3 +37,27 @@ def newest_version(name: str) -> str:
 def serve_command(name: str, args):
     """What starts the engine `name` on the deployment `args` (a `ServeArgs`): its command line, or its options."""
     return import_module(f"{__name__}.{name}").serve_command(args)
+
+
+def architecture_error(name: str, spec, version: str) -> str | None:
+    """Why the engine `name` at the modelled release `version` cannot load `spec`'s architecture, in its words."""
+    return import_module(f"{__name__}.{name}").architecture_error(spec, version)
+
+
+def loaders(spec) -> list[str]:
+    """`vLLM 0.33.0`, `TensorRT-LLM 1.2.0, main@151c21c`: each engine with the modelled releases that load the model's
+    architecture (an engine that loads it at none is left out)."""
+    from mcache.core.errors import LayoutError
+
+    found = []
+    for name in NAMES:
+        releases = []
+        for version in import_module(f"{__name__}.{name}").VERSIONS:
+            try:
+                if architecture_error(name, spec, version) is None:
+                    releases.append(version)
+            except LayoutError:  # a spec that names no architecture, of layer kinds the engine has no pool for
+                continue
+        if releases:
+            found.append(f"{TITLES[name]} {', '.join(releases)}")
+    return found

@@ -203,11 +203,19 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
-    elif refusal is None and arch in UNSUPPORTED_ARCHS:
-        refusal = (f"{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
-                   "SGLang.")
+    else:
+        refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS)
+
+
+def architecture_error(spec, version: str) -> str | None:
+    """Why SGLang at `version` cannot load the model, in its words (model_loader/utils.py: no SGLang class and a
+    Transformers fallback that cannot serve it); None: it can."""
+    if spec.architecture not in UNSUPPORTED_ARCHS:
+        return None
+    return (f"{spec.architecture} has no SGlang implementation and the Transformers implementation is not compatible "
+            "with SGLang.")
 
 
 def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:

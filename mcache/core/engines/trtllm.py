@@ -193,6 +193,11 @@ def serve_command(args: ServeArgs) -> str:
     return json_text(options, indent=None)
 
 
+def architecture_error(spec, version: str) -> str | None:
+    """Why TensorRT-LLM at `version` cannot load the model, in its words (None: it can)."""
+    return _architecture(spec, version)[0]
+
+
 def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     """(why TensorRT-LLM at `version` does not load the model, or None; caveats). An architecture it does not
     register stops model loading (models/modeling_auto.py AutoModelForCausalLM.from_config); a spec that names no
@@ -667,7 +672,9 @@ def _v2_pools(part: V2Stage, inputs: EngineInputs, setup: Setup) -> EngineStage:
 
 def _granularity(quota: int) -> int:
     """_storage_manager.py CacheLevelManager.cache_tier_granularity (GPU): 2 MiB, doubled per doubling of the quota
-    past 1 GiB, at most 32 MiB."""
+    past 1 GiB, at most 32 MiB (2 MiB for an empty quota: a PP stage without cache layers asks for none)."""
+    if quota <= 0:
+        return GPU_PHYS_MEM_BASE
     return GPU_PHYS_MEM_BASE << min(4, max(0, int(math.log(quota / (GPU_PHYS_MEM_BASE * 512), 2))))
 
 

@@ -38,6 +38,7 @@ from mcache.core.engines.common import (
     window_of,
     within_gpu,
 )
+from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
 from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
@@ -260,7 +261,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
     prefix = s.take("enable_prefix_caching", hybrid)
     mode = _mode(s, prefix, arch, recurrent, log)
-    refusal = _length_error(s, spec) or _architecture_error(spec)  # ModelConfig checks the length before loading
+    refusal = _length_error(s, spec) or architecture_error(spec, inputs.version or VERSIONS[-1])  # length first
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
@@ -311,10 +312,11 @@ def _max_len(s: Settings, spec, log: list[str]) -> int:
     return s.take("max_model_len", spec.max_model_len or NO_LENGTH_KEY_LEN)
 
 
-def _architecture_error(spec) -> str | None:
-    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`) falls back to the
-    Transformers backend, which refuses its first layer that is not attention; None for the others."""
-    if spec.architecture not in REMOVED_ARCHS:
+def architecture_error(spec, version: str) -> str | None:
+    """Why vLLM at `version` cannot load the model, in its words (None: it can). models/transformers/base.py: an
+    architecture vLLM no longer implements (`REMOVED_ARCHS`, from the release named) falls back to the Transformers
+    backend, which refuses its first layer that is not attention."""
+    if spec.architecture not in REMOVED_ARCHS or not at_least(version, REMOVED_ARCHS[spec.architecture]):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
     return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "

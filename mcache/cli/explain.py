@@ -6,7 +6,6 @@ The options are `mcache size`'s own declarations (its signature, less what a log
 model's options and --verify), so every option `mcache size --engine` takes is a what-if here, declared once."""
 
 import inspect
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +17,6 @@ from mcache.cli.size import size as _size_command
 # mcache size's parameters a log decides, or that only the neutral model has
 NOT_HERE = ("spec", "engine", "verify", "device", "pool_layout", "transfer_to_tp", "transfer_to_pp", "concurrency",
             "kv_tokens", "reserved_slots", "snapshot_slots", "spec_scheme", "tp", "pp")
-HUB_ID = re.compile(r"[\w.\-]{1,96}/[\w.\-]{1,96}")
 
 
 def explain(
@@ -118,25 +116,15 @@ def _model(given: str | None, parsed):
     if not named:
         raise McacheError("the log does not name the model (no args or config line in it): give its config.json or "
                           "checkpoint folder with --model PATH")
+    from mcache.core.hub import hub_id
+
     path = Path(named).expanduser()
     if path.exists():
         return load_spec(str(path)), str(path)
-    cached = _hub_cache(named) if HUB_ID.fullmatch(named) else None
-    if cached is not None:
-        return load_spec(str(cached)), str(cached)
-    raise McacheError(f"the model the log names, {named!r}, is not here (no such path, nor a copy in the Hugging Face "
-                      "cache): give its config.json or checkpoint folder with --model PATH")
-
-
-def _hub_cache(repo: str) -> Path | None:
-    """The newest snapshot folder of `repo` in the local Hugging Face cache that holds a config.json (None: none)."""
-    import os
-
-    home = os.environ.get("HF_HOME") or str(Path("~/.cache/huggingface").expanduser())
-    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(home) / "hub")
-    snapshots = hub / f"models--{repo.replace('/', '--')}" / "snapshots"
-    found = [p for p in snapshots.glob("*/config.json")] if snapshots.is_dir() else []
-    return max(found, key=lambda p: p.stat().st_mtime).parent if found else None
+    if hub_id(named) is not None:  # read from the Hub (or its cache) as `mcache size` reads a Hub id
+        return load_spec(named), named
+    raise McacheError(f"the model the log names, {named!r}, is not here (no such path, and not a Hugging Face repo "
+                      "id): give its config.json or checkpoint folder with --model PATH")
 
 
 def _signature() -> None:

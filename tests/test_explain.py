@@ -256,6 +256,18 @@ def test_a_whatif_of_a_longer_context_keeps_the_measured_memory(capsys):
     assert "Available KV cache memory: 6.01 GiB" in out.split("what-if")[1]
 
 
+def test_a_whatif_that_does_not_start_names_the_largest_value_that_does(capsys):
+    # 4096 running requests need 4096 Mamba blocks; the measured memory holds 300 (vLLM's own message says so)
+    code, data = explain([str(LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log"), "--model", QWEN36_35B,
+                          "--gdn-prefill-backend", "triton", "--max-num-seqs", "4096", *V033], capsys)
+    stage = data["whatif"]["engine"]["stages"][0]
+    assert "max_num_seqs (4096) exceeds available Mamba cache blocks (300)" in stage["startup_error"]
+    assert data["whatif"]["largest"] == {"max_num_seqs": 300}
+    assert main(["explain", str(LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log"), "--model", QWEN36_35B,
+                 "--gdn-prefill-backend", "triton", "--max-model-len", "600000", *V033]) == 0
+    assert "the largest --max-seq-len that starts with the same memory: 262144" in capsys.readouterr().out
+
+
 # --- hand-made variants of each log format -------------------------------------------------------------------------
 
 RUN2 = (LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log").read_text()

@@ -56,7 +56,7 @@ def explanation_json(x, source: str, origin: str) -> dict:
         "notes": x.notes,
         "engine": x.report["engine"],
         "whatif": None if x.whatif is None else {"options": x.whatif_options, "engine": x.whatif["engine"],
-                                                 "headline": engine_headline(x.whatif)},
+                                                 "headline": engine_headline(x.whatif), "largest": x.whatif_largest},
     }
 
 
@@ -114,7 +114,10 @@ def _whatif_lines(x) -> list[str]:
     if x.whatif is None:
         return []
     given = " ".join(f"--{k.replace('_', '-')} {_value(k, v)}" for k, v in x.whatif_options.items())
-    return [f"what-if ({given}; the measured memory kept): {engine_headline(x.whatif)}"]
+    lines = [f"what-if ({given}; the measured memory kept): {engine_headline(x.whatif)}"]
+    lines += [f"the largest --{k.replace('_', '-')} that starts with the same memory: {_value(k, v)}"
+              for k, v in x.whatif_largest.items()]
+    return lines
 
 
 def _blocks(x, source: str, origin: str) -> list:

@@ -12,6 +12,7 @@ from msgspec.structs import replace
 from mcache.core.engines.common import EngineRun
 from mcache.core.engines.options import engine_settings
 from mcache.core.errors import LayoutError
+from mcache.core.numbers import last_true
 from mcache.core.options import SizeOptions
 from mcache.core.sizing.capacity import Budget, check_budget
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
@@ -145,8 +146,4 @@ def longest_starting_length(spec: ModelSpec, d: Deployment) -> int | None:
         except LayoutError:
             return False
 
-    low, high = 0, sized.engine.max_len  # starts(low) holds (or low is 0), starts(high) does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if starts(middle) else (low, middle)
-    return low or None
+    return last_true(starts, 0, sized.engine.max_len) or None

@@ -18,7 +18,9 @@ from msgspec.structs import asdict, replace
 from mcache.core.deployment import Deployment
 from mcache.core.engines import TITLES
 from mcache.core.engines.options import option_for
+from mcache.core.errors import LayoutError
 from mcache.core.logs import EngineLog, LogError, Measured, Printed, figures_of
+from mcache.core.numbers import last_true
 from mcache.core.options import SizeOptions
 from mcache.core.report import size_report
 from mcache.core.sizing.layout import ParallelLayout
@@ -73,6 +75,7 @@ class Explanation(Struct):
     filled: dict[str, Any] = field(default_factory=dict)  # options that completed the log's deployment (fields)
     whatif_options: dict[str, Any] = field(default_factory=dict)  # the options given on top (SizeOptions fields)
     whatif: dict | None = None  # the report with them applied (None: none given)
+    whatif_largest: dict[str, int] = field(default_factory=dict)  # a what-if that does not start: the largest that does
 
     @property
     def findings(self) -> list[Comparison]:
@@ -179,11 +182,40 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
             if c.verdict == DIFFER and _between(c, ends[0][i], ends[1][i]):
                 c.verdict = WITHIN
                 c.note = f"mcache gives {ends[0][i].mcache} to {ends[1][i].mcache} over the rounding of the measured inputs"
-    whatif = None
+    whatif, largest = None, {}
     if whatifs or context is not None:
         whatif = _size(spec, log, replace(d, context=context), origin, 0, replace(filled, **whatifs))[0]
+        if not _starts(whatif):
+            largest = _largest_start(spec, log, replace(d, context=context), origin, filled, whatifs)
         whatifs |= {"context": context} if context is not None else {}
-    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif)
+    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif, largest)
+
+
+def _starts(report: dict) -> bool:
+    """The engine starts and runs at least one sequence (unknown without memory: taken as starting)."""
+    running = report["engine"]["max_running_requests"]
+    return all(st["startup_error"] is None for st in report["engine"]["stages"]) and running != 0
+
+
+def _largest_start(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, filled: SizeOptions,
+                   whatifs: dict[str, Any]) -> dict[str, int]:
+    """For a what-if that raises one count above the log's (a length, drafts, running requests) and does not start:
+    the largest value of it that starts with the same measured memory (empty for any other what-if)."""
+    shown, _ = settings_options(log, measured_settings(log)[0])
+    raised = [name for name, value in whatifs.items() if isinstance(value, int) and not isinstance(value, bool)
+              and isinstance(getattr(shown, name), int) and value > getattr(shown, name)]
+    if len(raised) != 1 or len(whatifs) != 1:
+        return {}
+    name = raised[0]
+
+    def starts(value: int) -> bool:
+        try:
+            return _starts(_size(spec, log, d, origin, 0, replace(filled, **{name: value}))[0])
+        except LayoutError:
+            return False
+
+    floor = getattr(shown, name)
+    return {name: last_true(starts, floor, whatifs[name])} if starts(floor) else {}
 
 
 def _missing(engine: str) -> str:

@@ -6,6 +6,7 @@ the field it is in, so the error names the field instead of showing a traceback 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import yaml
 
@@ -59,6 +60,15 @@ JSON_HOOKS = {
     "parse_float": lambda text: _finite(text, float(text)),
     "parse_constant": lambda text: Refused(f"a finite number, got {text}", non_finite=True),
 }
+
+
+def last_true(holds: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest `n` in [low, high) for which `holds(n)`, by bisection: `holds` is taken to hold at `low` (or `low`
+    is a floor meaning none) and not at `high`, and to hold below any value where it holds (a monotone predicate)."""
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if holds(middle) else (low, middle)
+    return low
 
 
 def cdiv(a: int, b: int) -> int:

@@ -107,8 +107,8 @@ def size(
                                                                    rich_help_panel=TRTLLM)] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens (KvCacheConfig.max_tokens).", rich_help_panel=TRTLLM)] = None,
     kv_cache_manager: Annotated[KvCacheManager | None, typer.Option(help=(
-        "KvCacheConfig.use_kv_cache_manager_v2: v1, v2 or auto (the engine's default: auto on main, V2 for Nemotron-H "
-        "and Qwen3 hybrids; v1 at 1.2, which has no auto)."), rich_help_panel=TRTLLM)] = None,
+        "v1, v2 or auto: the KV cache manager (use_kv_cache_manager_v2 of KvCacheConfig; the engine's default: auto on "
+        "main, V2 for Nemotron-H and Qwen3 hybrids; v1 at 1.2, which has no auto)."), rich_help_panel=TRTLLM)] = None,
     transfer_to_tp: Annotated[int | None, typer.Option(min=1, help=(
         "Also show what one request moves from each rank to each rank of a receiver of this TP (disaggregated serving)."))] = None,
     transfer_to_pp: Annotated[int | None, typer.Option(min=1, help="The receiver's PP stages for the transfer (default: --pp).")] = None,

@@ -1,7 +1,7 @@
 """mcache's SGLang profile against SGLang's own sizing: every case of tests/data/engine_golden/sglang-*.json (made by
-scripts/oracles/sglang.py from SGLang's code) through `sglang.run` on the case's inputs, every field compared: whether
-it starts and with SGLang's message, mem_fraction_static, max_total_num_tokens, max_running_requests and
-max_mamba_cache_size.
+scripts/oracles/sglang.py from SGLang's code, one table per modelled release) through `sglang.run` at the table's
+version on the case's inputs, every field compared: whether it starts and with SGLang's message, mem_fraction_static,
+max_total_num_tokens, max_running_requests and max_mamba_cache_size.
 
 Cases the oracle or our fixtures get wrong are excluded with the reason (EXCLUDED); the mismatches mcache does not
 model yet are counted per config and cause (KNOWN), so the test fails when any count changes."""
@@ -38,14 +38,19 @@ ORACLE_FAULTS = (
      "the oracle does not trust"),
     ("ValueError: The repository", "Ring-mini-linear needs remote code, which the oracle does not trust"),
 )
-# Mismatches not modelled yet, per config: (cases, cause). Each count is exact.
+# Mismatches not modelled yet, per table version and config: (cases, cause). Each count is exact.
 VLM = "adjust_mem_fraction_for_vlm (arg_groups/memory_hook.py) needs the vision tower's size, which the spec lacks"
 KNOWN = {
-    "centml-qwen3.6-27b-nvfp4": (34, VLM),
-    "qwen3.5-27b.json": (33, VLM),
-    "qwen3.6-35b-a3b.json": (33, VLM),
-    "redhatai-qwen3.5-9b-w4a16.json": (34, VLM),
-    "kimi-k3.json": (32, VLM),
+    "0.5.20": {"qwen3.5-27b.json": (35, VLM)},
+    "0.5.21": {"qwen3.5-27b.json": (35, VLM)},
+    "0.5.22": {"qwen3.5-27b.json": (35, VLM)},
+    "0.5.23": {
+        "centml-qwen3.6-27b-nvfp4": (34, VLM),
+        "qwen3.5-27b.json": (33, VLM),
+        "qwen3.6-35b-a3b.json": (33, VLM),
+        "redhatai-qwen3.5-9b-w4a16.json": (34, VLM),
+        "kimi-k3.json": (32, VLM),
+    },
 }
 
 
@@ -58,15 +63,15 @@ def _excluded(case) -> str | None:
     return None
 
 
-def _mcache(case) -> dict:
-    """mcache's answer on the case's inputs: SGLang's figures, or its start-up refusal."""
+def _mcache(case, version: str) -> dict:
+    """mcache's answer on the case's inputs by the rules of `version`: SGLang's figures, or its start-up refusal."""
     given = {k: v for k, v in case["flags"].items() if k in FLAGS}
     given.update(weights_bytes=case["inputs"]["weights_bytes"],
                  pre_model_load_memory_bytes=case["inputs"]["free_gpu_memory_bytes"])
     spec = load_spec(str(DATA / "hf_configs" / case["config"]))
     try:
         run = sglang.run(EngineInputs(spec=spec, layout=ParallelLayout(tp=case["flags"].get("tp_size", 1)),
-                                      gpu_bytes=case["inputs"]["gpu_total_bytes"], given=given))
+                                      gpu_bytes=case["inputs"]["gpu_total_bytes"], given=given, version=version))
     except LayoutError as e:
         return {"error": str(e)}
     stage = run.stages[0]
@@ -89,8 +94,15 @@ def _differs(case, mine: dict) -> bool:
     return False
 
 
+def test_a_table_for_every_modelled_release():
+    assert sorted(json.loads(t.read_text())["version"] for t in TABLES) == sorted(sglang.VERSIONS)
+
+
 @pytest.mark.parametrize("table", TABLES, ids=[t.stem for t in TABLES])
 def test_every_golden_case_matches_sglang_or_is_a_known_gap(table):
-    cases = json.loads(table.read_text())["cases"]
-    differing = Counter(case["config"] for case in cases if _excluded(case) is None and _differs(case, _mcache(case)))
-    assert dict(differing) == {config: count for config, (count, _) in KNOWN.items()}
+    data = json.loads(table.read_text())
+    version = data["version"]
+    assert version in sglang.VERSIONS  # a table of a release mcache does not model would be compared by another's rules
+    differing = Counter(case["config"] for case in data["cases"]
+                        if _excluded(case) is None and _differs(case, _mcache(case, version)))
+    assert dict(differing) == {config: count for config, (count, _) in KNOWN.get(version, {}).items()}

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import pytest
+from cli_util import one_line
 from engines_util import config_spec, gib, run
 
-from mcache.core.engines.common import GIB, ServeArgs, mtp_attention_layers, whole_model
-from mcache.core.engines.sglang import _chunked_prefill, _mem_fraction, _prefill_graph_mb, serve_command
+from mcache.core.engines import run_engine
+from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, whole_model
+from mcache.core.engines.sglang import (
+    VERSIONS,
+    _chunked_prefill,
+    _decode_graph_max_bs,
+    _mem_fraction,
+    _prefill_graph_mb,
+    serve_command,
+)
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"
 SLOT = 48 * (30_720 * 2 + 786_432 * 4)  # 48 GDN layers: bf16 conv + float32 state = 153,944,064 B (146.81 MiB)
+
+
+def at(version: str | None = None, tp: int = 1) -> EngineInputs:
+    """The inputs the version-gated heuristics read: the layout and the modelled release (None: the newest)."""
+    return EngineInputs(spec=None, layout=ParallelLayout(tp=tp), version=version)
 
 
 def stage(engine_run):
@@ -123,8 +137,8 @@ def test_lfm2_700m_16gb_log():
     # arg_groups/memory_hook.py reserve_for_graph_mb), so it takes 0.751 where 0.5.6 took 0.771; the log is replayed
     # with 0.5.6's fraction.
     gpu = 16_303 << 20
-    assert _mem_fraction(16_303, _chunked_prefill(16_303), ParallelLayout(), None, 0) == 0.771
-    assert _mem_fraction(16_303, _chunked_prefill(16_303), ParallelLayout(), None, 42 * 8) == 0.751
+    assert _mem_fraction(16_303, _chunked_prefill(16_303, at()), at(), None, 0) == 0.771
+    assert _mem_fraction(16_303, _chunked_prefill(16_303, at()), at(), None, 42 * 8) == 0.751
     spec = config_spec("lfm2-1.2b", hidden_size=1536)
     st = stage(run("sglang", spec, gpu_bytes=gpu, pre_model_load_memory_bytes=gib(15.33),
                    weights_bytes=gib(15.33 - 13.81), mem_fraction_static=0.771))
@@ -182,11 +196,16 @@ def test_mem_fraction_heuristic_on_an_h200():
     # arg_groups/memory_hook.py: 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 = 13,440 MB reserved of 143,771 MB, and 8 MiB
     # for each of the 58 prefill-graph sizes up to 8192 tokens (SGLang 0.5.23's table: 0.903 for Nemotron-H)
     assert _prefill_graph_mb(config_spec("nemotron-h-8b-base-8k"), 8192, None) == 58 * 8
-    assert _mem_fraction(143_771, 8192, ParallelLayout(), None, 58 * 8) == round((143_771 - 13_904) / 143_771, 3) == 0.903
-    # the decode graphs' max batch is cut to --max-running-requests: 64 x 2 MB instead of 256 x 2 MB
-    assert _mem_fraction(143_771, 8192, ParallelLayout(), 64, 58 * 8) == 0.906
+    assert _mem_fraction(143_771, 8192, at(), None, 58 * 8) == round((143_771 - 13_904) / 143_771, 3) == 0.903
+    # from 0.5.22 the decode graphs' max batch is cut to --max-running-requests: 64 x 2 MB instead of 256 x 2 MB
+    # (memory_hook.py at v0.5.22; v0.5.21's keeps 256: both in their golden tables)
+    assert _mem_fraction(143_771, 8192, at("0.5.22"), 64, 58 * 8) == _mem_fraction(143_771, 8192, at(), 64, 58 * 8) == 0.906
+    assert _mem_fraction(143_771, 8192, at("0.5.21"), 64, 58 * 8) == 0.903
     # an MLA backend reserves 1.5 GiB for prefill graphs; KDA configs capture none (cuda_graph_hook.py)
     assert _prefill_graph_mb(config_spec("kimi-linear-48b-a3b-instruct"), 8192, None) == 0
+    # ... from 0.5.20: 0.5.19's cuda_graph_hook.py has no KDA rule, so Kimi-Linear's MLA prefill graphs take 1.5 GiB
+    # (its golden table: mem_fraction_static 0.896 where 0.5.20's says 0.907)
+    assert _prefill_graph_mb(config_spec("kimi-linear-48b-a3b-instruct"), 8192, None, at("0.5.19")) == 1536
 
 
 def test_unknown_setting_is_refused():
@@ -222,3 +241,39 @@ def test_a_model_without_attention_is_not_bound_by_its_token_pool():
     assert stage.fields["max_total_num_tokens"] == 2048
     assert (stage.max_running_requests, stage.binding) == (stage.fields["max_running_requests_logged"], "state slots")
     assert stage.max_running_requests == 120 and stage.log[-1].endswith("max_running_requests=120, context_len=2048")
+
+
+def test_gpus_of_20_to_35_gb_by_version():
+    # arg_groups/memory_hook.py handle_gpu_memory_settings: v0.5.20 raised the 20-35 GB row from a 2048-token chunk
+    # and decode graphs up to 24 (TP < 4) / 80 (TP >= 4) to 4096 and 48 / 160; the other rows did not change
+    rtx_5090 = 32_607
+    assert [_chunked_prefill(rtx_5090, at(v)) for v in VERSIONS] == [2048, 4096, 4096, 4096, 4096]
+    assert [_decode_graph_max_bs(rtx_5090, at(v), None) for v in ("0.5.19", "0.5.20")] == [24, 48]
+    assert [_decode_graph_max_bs(rtx_5090, at(v, tp=4), None) for v in ("0.5.19", "0.5.20")] == [80, 160]
+    assert {_chunked_prefill(143_771, at(v)) for v in VERSIONS} == {8192}
+
+
+def test_extra_buffer_without_the_mamba_radix_cache_by_version():
+    # arg_groups/model_hook.py handle_mamba_radix_cache: from v0.5.21 it refuses; v0.5.20 runs a pure Mamba model with
+    # the base 3 slots plus the buffer's 2 tracking slots (its golden table: 2135 slots, 427 requests)
+    spec = config_spec("mamba-2.8b")
+    refused = stage(run("sglang", spec, "h200", mamba_radix_cache_strategy="extra_buffer")).startup_error
+    assert refused == "--mamba-radix-cache-strategy extra_buffer needs mamba state, got MambaForCausalLM."
+    older = run_engine("sglang", EngineInputs(spec, ParallelLayout(), "h200", 143_771 << 20,
+                                              given={"mamba_radix_cache_strategy": "extra_buffer"}), "0.5.20")
+    assert older.stages[0].startup_error is None and older.stages[0].fields["state_slots_per_request"] == 5
+
+
+def test_pure_mamba_starts_from_0_5_20():
+    # configs/model_config.py at v0.5.19 reads hf_text_config.num_attention_heads, which a Mamba config lacks (its
+    # golden table: every mamba-2.8b case fails so); v0.5.20 reads it only where present and has models/mamba.py
+    spec = config_spec("mamba-2.8b")
+    inputs = EngineInputs(spec, ParallelLayout(), "h200", 143_771 << 20)
+    assert run_engine("sglang", inputs, "0.5.19").stages[0].startup_error == (
+        "'MambaConfig' object has no attribute 'num_attention_heads'")
+    assert run_engine("sglang", inputs, "0.5.20").stages[0].startup_error is None
+
+
+def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.18"], capsys)
+    assert "SGLang 0.5.19 or later" in err and "got 0.5.18" in err

@@ -2,10 +2,12 @@
 wheel, `sglang` without its dependencies and only the pure-Python packages its server-args, model-config and
 memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
 tests/data/engine_golden/sglang-VERSION.json (strict JSON, sorted keys). CI never runs this: it reads the tables.
+Releases: 0.5.19 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
 
     python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
     python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
     python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
+    python scripts/oracles/sglang.py 0.5.22 --configs qwen3-next-80b-a3b.json,falcon-h1-0.5b.json  # those configs only
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -41,7 +43,8 @@ PURE_DEPS = ["numpy", "pydantic", "msgspec", "psutil", "requests", "packaging", 
              "sentencepiece", "compressed-tensors", "gguf", "openai", "partial_json_parser", "setproctitle", "triton"]
 
 MIB, GIB = 1 << 20, 1 << 30
-GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB}  # total memory as nvidia-smi / torch report it
+# total memory as nvidia-smi / torch report it; the 32 GB card is in the 20-35 GB row of SGLang's GPU defaults
+GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB, "RTX-5090": 32607 * MIB}
 CONTEXT_RESERVE = GIB // 2
 
 
@@ -59,11 +62,15 @@ def venv_for(version: str, root: Path) -> Path:
     pins = {}
     for line in meta.splitlines():
         name = line.split(";")[0].strip()
-        for pkg in ("transformers", "tokenizers"):
+        for pkg in ("transformers", "tokenizers", "xgrammar", "apache-tvm-ffi"):
             if name.startswith(pkg + "=="):
                 pins[pkg] = name
     # transformers and tokenizers at sglang's pins, without deps that would replace torch
-    subprocess.run(pip + list(pins.values()) + PURE_DEPS + [TORCH], check=True)
+    subprocess.run(pip + [pins[k] for k in ("transformers", "tokenizers") if k in pins] + PURE_DEPS + [TORCH], check=True)
+    if "xgrammar" in pins:  # 0.5.20's server_args imports it (tool-call parser); it needs the real tvm_ffi; no deps,
+        # which would pull a CUDA torch
+        subprocess.run(pip + ["--no-deps", pins["xgrammar"]] + ([pins["apache-tvm-ffi"]] if "apache-tvm-ffi" in pins
+                                                                else []), check=True)
     (venv / ".oracle-ready").write_text("ok\n")
     return py
 
@@ -110,13 +117,15 @@ RADIX = {"default": {}, "off": {"disable_radix_cache": True}, "no_buffer": {"mam
          "extra_buffer": {"mamba_radix_cache_strategy": "extra_buffer"}}
 
 
-def cases() -> list[dict]:
+def cases(configs: set[str] | None = None) -> list[dict]:
     """Per config: the full drafts x radix grid at TP 1 on an H200 (the rules interact there), then TP 2/4, the
     contexts (one above the config's limit, also with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), the state and
-    KV dtypes, the second GPU, a fixed max_running_requests and max_mamba_cache_size, each crossed with a drafts and
+    KV dtypes, the second and third GPUs, a fixed max_running_requests and max_mamba_cache_size, each crossed with a drafts and
     radix setting picked by a hash of the case (deterministic)."""
     out = []
     for name, path in config_files():
+        if configs is not None and name not in configs:
+            continue
         cfg = json.loads(path.read_text())
         limit = max_len(cfg)
         grid = []
@@ -142,6 +151,8 @@ def cases() -> list[dict]:
                 grid.append(({}, drafts, radix, "H100-80GB", 8 * GIB, {}))
         for tp in (1, 4):
             grid.append(({"tp_size": tp}, 0, "default", "H100-80GB", 60 * GIB, {}))  # weights leave little room
+        for tp in (1, 4):
+            grid.append(({"tp_size": tp}, 0, "default", "RTX-5090", 2 * GIB, {}))
         grid.append(({"max_running_requests": 64}, 3, "off", "H200", 30 * GIB, {}))
         grid.append(({"max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
         grid.append(({"max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
@@ -191,10 +202,15 @@ def answered(work: Path) -> dict[str, dict]:
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
-        every: int = 1) -> Path:
+        every: int = 1, configs: set[str] | None = None) -> Path:
     py = venv_for(version, venv_root)
-    todo = cases()[:limit] if limit else cases()
-    todo = _round_robin(todo)[::every] if every > 1 else todo  # a thinned sample that still spans every config
+    todo = cases(configs)[:limit] if limit else cases(configs)
+    if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N
+        # and the number of configs share a factor)
+        by_config: dict[str, list[dict]] = {}
+        for c in todo:
+            by_config.setdefault(c["config"], []).append(c)
+        todo = [c for group in by_config.values() for c in group[::every]]
     work.mkdir(parents=True, exist_ok=True)
     dirs = model_dirs(work / "models") if not (work / "models").exists() else {
         name: work / "models" / name.removesuffix(".json") for name, _ in config_files()}
@@ -226,6 +242,7 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
         if "mamba_cache_size" in res:
             res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
+             "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()},
              "cases": [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
                         "result": r["result"], "error": r["error"]} for c, r in results]}
@@ -245,13 +262,17 @@ def main():
     ap.add_argument("--work", type=Path, help="folder of the worker's inputs and answers (default "
                     "/tmp/sglang-oracle-VERSION); answered cases are not asked again")
     ap.add_argument("--every", type=int, default=1, help="only every Nth case (interleaved by config): a quick table")
+    ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
+    configs = set(args.configs.split(",")) if args.configs else None
+    if configs is not None and configs - {name for name, _ in config_files()}:
+        ap.error(f"unknown configs: {', '.join(sorted(configs - {name for name, _ in config_files()}))}")
     if args.count:
-        print(len(cases()))
+        print(len(cases(configs)))
         return
     work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
-    print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every))
+    print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs))
 
 
 if __name__ == "__main__":

@@ -3,14 +3,19 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and
+Releases driven: 0.5.19 to 0.5.23 (older ones size pools in the model runner, with other calls: see
+sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and
 each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
+import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -32,9 +37,21 @@ MOCKS = [
     "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
-    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack: empty stand-in modules, "
+    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack (before 0.5.23 also flashinfer, with "
+    "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent): empty stand-in modules, "
     "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
     "server args are resolved or pools are sized.",
+    "transformers.AutoImageProcessor / AutoVideoProcessor (only where transformers needs torchvision to use them: "
+    "transformers 5.12, SGLang 0.5.19-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
+    "time to register the image processors of multimodal configs, which size nothing.",
+    "0.5.19-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
+    "ParallelState.trivial(tp_size=tp, attn_tp_size=tp), i.e. attention DP 1 and PP 1 as in every case; the "
+    "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
+    "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
+    "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
+    "kv_cache_configurator.get_world_group (0.5.19-0.5.20 only; later releases read get_parallel().world_group, "
+    "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
+    "get_available_gpu_memory below, and no figure depends on it at attention-DP 1 and PP 1.",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
@@ -101,6 +118,17 @@ class _Any(types.ModuleType):
 
 
 STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl_kernel,deep_gemm,cutlass,quack").split(","))
+# 0.5.20 and 0.5.22's layers/quantization/fp8_utils.py import flashinfer.bmm_fp8 at module level (0.5.23 guards it):
+# before 0.5.23 a stand-in, with SGLANG_IS_FLASHINFER_AVAILABLE=false so that is_flashinfer_available() still answers
+# False, as it does in 0.5.23's venv, which has no flashinfer (no backend choice differs between the tables)
+_SGLANG = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3])
+if _SGLANG < (0, 5, 23) and "ORACLE_STUBS" not in os.environ:
+    STUBS += ("flashinfer",)
+    os.environ["SGLANG_IS_FLASHINFER_AVAILABLE"] = "false"
+# 0.5.20's server_args imports xgrammar (the tool-call parser's structural tags), which needs the real tvm_ffi: where
+# the venv has it (scripts/oracles/sglang.py installs both at SGLang's pins, without deps), it is not stood in for
+if importlib.util.find_spec("tvm_ffi") is not None:
+    STUBS = tuple(name for name in STUBS if name != "tvm_ffi")
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -121,6 +149,27 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 torch._register_device_module("meta", _Any("torch.meta"))
 
 import transformers.utils.import_utils  # noqa: E402,F401  (decides torchvision is absent before the stub exists)
+
+
+class _NoRegistry:
+    """Stands in for a transformers auto class that refuses to load without torchvision (see MOCKS)."""
+
+    @staticmethod
+    def register(*args, **kwargs):
+        return None
+
+
+def _without_torchvision_registries():
+    """Puts _NoRegistry where transformers' auto classes need torchvision (transformers >= 5.19 needs none). Called
+    after `import sglang`, which installs its own `transformers` module object."""
+    module = sys.modules["transformers"]
+    for name in ("AutoImageProcessor", "AutoVideoProcessor"):
+        try:
+            getattr(module, name).register  # noqa: B018
+        except ImportError:
+            setattr(module, name, _NoRegistry)
+        except AttributeError:
+            pass
 
 sys.meta_path.insert(0, _Finder())
 
@@ -204,6 +253,13 @@ def _plain(v):
     return str(v)
 
 
+def _call(fn, **kwargs):
+    """`fn` with the keyword arguments its release takes (a later release added some: 0.5.21's
+    is_post_capture_kv_active takes spec_algorithm and token_to_kv_pool_allocator, 0.5.20's does not)."""
+    accepted = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in kwargs.items() if k in accepted})
+
+
 def _size(sa, cfg, inputs, result):
     """What ModelRunner.initialize and init_memory_pool do, minus loading weights."""
     from sglang.srt.arg_groups.overrides import model_config_of
@@ -220,7 +276,7 @@ def _size(sa, cfg, inputs, result):
     _, arch = get_model_architecture(model_config)
     out["resolved_architecture"] = arch
     spec_algorithm = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)
-    resolved_kv, torch_kv = kv_cache_dtype.configure_kv_cache_dtype(
+    resolved_kv, torch_kv = _call(kv_cache_dtype.configure_kv_cache_dtype,
         server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=None, model_dtype=model_config.dtype,
         is_draft_worker=False, is_dflash=spec_algorithm.is_dflash_family(),
         speculative_draft_attention_backend=None,
@@ -234,21 +290,39 @@ def _size(sa, cfg, inputs, result):
     )
     from sglang.srt.runtime_context import get_schedule
 
-    post_capture = is_post_capture_kv_active(server_args=sa, is_draft_worker=False, spec_algorithm=spec_algorithm,
+    post_capture = _call(is_post_capture_kv_active, server_args=sa, is_draft_worker=False, spec_algorithm=spec_algorithm,
                                              token_to_kv_pool_allocator=None)
     out["post_capture_kv_active"] = post_capture
     from sglang.srt.runtime_context import get_parallel
 
     # No process group exists: the configurator reads world_group only to pass its cpu_group to the (mocked)
     # get_available_gpu_memory, which takes the minimum free memory over ranks.
-    get_parallel().override_permanently(world_group=types.SimpleNamespace(cpu_group=None), tp_rank=0, pp_rank=0)
-    layer_info = ModelLayerInfo(start_layer=0, end_layer=model_config.num_hidden_layers,
-                                num_effective_layers=model_config.num_hidden_layers,
-                                swa_attention_layer_ids=model_config.swa_attention_layer_ids,
-                                full_attention_layer_ids=model_config.full_attention_layer_ids
-                                if model_config.swa_attention_layer_ids is not None else None)
+    world = types.SimpleNamespace(cpu_group=None, world_size=1)
+    parallel = get_parallel()
+    if hasattr(parallel, "override_permanently"):
+        parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=0)
+    else:
+        # 0.5.19: the widths no flag sets (attn_tp_size, ...) exist only once initialize_model_parallel stamps them;
+        # stamped here by SGLang's own derive_parallel_widths from the case's TP, no CP, DP, EP or DCP
+        from sglang.srt.runtime_context import derive_parallel_widths
+
+        parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=0, **derive_parallel_widths(
+            tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
+            dcp_enabled=False))
+    if hasattr(kvc_mod, "get_world_group"):  # 0.5.19-0.5.20 read the world group directly (see MOCKS)
+        kvc_mod.get_world_group = lambda: world
+    # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
+    swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
+    layer_info = _call(ModelLayerInfo, start_layer=0, end_layer=model_config.num_hidden_layers,
+                       num_effective_layers=model_config.num_hidden_layers, swa_attention_layer_ids=swa_ids,
+                       full_attention_layer_ids=model_config.full_attention_layer_ids if swa_ids is not None else None)
+    fields = {f.name for f in dataclasses.fields(kvc_mod.KVCacheConfigurator)}
+    # 0.5.21 on: attn_dp_size and pp_size; 0.5.19-0.5.20: a ParallelState (`ps`) of which the configurator reads only
+    # attn_dp_size and pp_size (KV heads per rank come from get_parallel(), as in later releases)
+    widths = ({"attn_dp_size": 1, "pp_size": 1} if "attn_dp_size" in fields else
+              {"ps": _parallel_state(cfg.tp_size)})
     kvc = kvc_mod.KVCacheConfigurator(
-        device="cuda", gpu_id=0, attn_dp_size=1, pp_size=1, pp_group=None, model=None, model_config=model_config,
+        device="cuda", gpu_id=0, **widths, pp_group=None, model=None, model_config=model_config,
         server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or get_model().kv_cache_dtype,
         model_dtype=model_config.dtype, page_size=get_schedule().page_size, sliding_window_size=None,
         spec_algorithm=spec_algorithm, is_draft_worker=False, post_capture_kv_active=post_capture,
@@ -277,6 +351,13 @@ def _size(sa, cfg, inputs, result):
                             f"context_len={model_config.context_len}")
     out.update(_pool_bytes(kvc, config))
     return out
+
+
+def _parallel_state(tp):
+    """0.5.19-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
+    from sglang.srt.distributed.parallel_state_wrapper import ParallelState
+
+    return ParallelState.trivial(tp_size=tp, attn_tp_size=tp)
 
 
 def _pool_bytes(kvc, config):
@@ -339,12 +420,15 @@ def main():
     cases = json.loads(Path(sys.argv[1]).read_text())["cases"]
     # Import once, then fork a child per case: SGLang keeps process-wide state (runtime context, memoized configs,
     # env-derived globals), and a case must not see the one before it.
+    import sglang  # noqa: F401
+
+    _without_torchvision_registries()
     import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
     import sglang.srt.model_loader.utils  # noqa: F401
     import sglang.srt.server_args  # noqa: F401
     from sglang.srt.models.registry import ModelRegistry
 
-    ModelRegistry.is_arch_supported("LlamaForCausalLM")  # imports every model module once
+    ModelRegistry.get_supported_archs()  # imports every model module once (is_arch_supported from 0.5.21 does the same)
     with open(sys.argv[2], "w") as out:
         for i, case in enumerate(cases):
             r, w = os.pipe()

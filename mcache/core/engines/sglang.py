@@ -9,6 +9,10 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 (`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults),
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
+
+Versions: the rules hold from 0.5.19 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
+that changed in between reads `inputs.version` through `_since` and cites the files on each side. What changed
+where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
 from __future__ import annotations
@@ -36,13 +40,16 @@ from mcache.core.engines.common import (
     window_caveats,
     within_gpu,
 )
+from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
-VERSIONS = ("0.5.23",)  # the releases this module models, oldest first (sgl-project/sglang tags)
+# The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
+# newest. 0.5.18 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -69,9 +76,12 @@ DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py: ServerArgs.mamba_full_m
 DEFAULT_STRATEGY = "auto"  # server_args.py: ServerArgs.mamba_radix_cache_strategy
 SPECULATIVE_MAX_RUNNING_REQUESTS = 48  # arg_groups/overrides.py: max_running_requests with speculative decoding
 MAX_PREFILL_TOKENS = 16384  # server_args.py: ServerArgs.max_prefill_tokens (logged at start-up)
-# arg_groups/memory_hook.py: chunked_prefill_size by GPU memory (MiB below each limit), else the largest; without a GPU
-CHUNKED_PREFILL_BY_GPU_MB = ((20480, 2048), (61440, 4096), (163840, 8192))
-CHUNKED_PREFILL_LARGEST = 16384
+# arg_groups/memory_hook.py handle_gpu_memory_settings, by GPU memory: (MiB below which the row holds,
+# chunked_prefill_size, decode CUDA-graph max_bs at TP < 4, at TP >= 4); above the last row the largest. From v0.5.20;
+# v0.5.19's memory_hook.py gave GPUs of 20-35 GB chunked_prefill_size 2048 and max_bs 24 / 80 (GPU_ROWS_0_5_19).
+GPU_ROWS = ((20480, 2048, 8, 8), (35840, 4096, 48, 160), (61440, 4096, 32, 160), (163840, 8192, 256, 512))
+GPU_ROWS_0_5_19 = ((20480, 2048, 8, 8), (35840, 2048, 24, 80), (61440, 4096, 32, 160), (163840, 8192, 256, 512))
+GPU_LARGEST = (16384, 512, 512)
 CHUNKED_PREFILL_WITHOUT_GPU = 4096
 CONTEXT_RESERVE = GIB // 2  # assumed: CUDA context and NCCL buffers, taken before the weights load
 # arg_groups/overrides.py: architectures whose hybrid state works with the radix cache (_MAMBA_RADIX_CACHE_ARCHS),
@@ -84,6 +94,11 @@ RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Je
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
 # cannot serve either (SGLang refuses them at start-up)
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
+# models/mamba.py and models/mamba2.py (new in v0.5.20), with configs/model_config.py reading num_attention_heads only
+# where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on these configs, which
+# name no attention heads (configs/model_config.py at v0.5.19: self.hf_text_config.num_attention_heads), by the
+# transformers config class of each
+NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config"}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -183,15 +198,16 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     steps = s.take("speculative_num_steps", 0)
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
     page = s.take("page_size", DEFAULT_PAGE_SIZE)
-    strategy, ratio, refusal = _ratio(s, arch)
+    strategy, ratio, refusal = _ratio(s, arch, inputs)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
     r = s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
-    chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb))
-    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs.layout, s.given.get("max_running_requests"),
-                                                      _prefill_graph_mb(spec, chunked, total_tokens_cap)) if gpu_mb else None)
+    chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
+    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"),
+                                                      _prefill_graph_mb(spec, chunked, total_tokens_cap, inputs))
+                         if gpu_mb else None)
     pre = within_gpu("pre_model_load_memory_bytes", s.take(
         "pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
         "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context"), inputs.gpu_bytes)
@@ -210,9 +226,13 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
 
 
 def architecture_error(spec, version: str) -> str | None:
-    """Why SGLang at `version` cannot load the model, in its words (model_loader/utils.py: no SGLang class and a
-    Transformers fallback that cannot serve it); None: it can."""
-    if spec.architecture not in UNSUPPORTED_ARCHS:
+    """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.20 ModelConfig fails on
+    pure Mamba configs (`NATIVE_FROM_0_5_20`); model_loader/utils.py: no SGLang class and a Transformers fallback that
+    cannot serve it."""
+    arch = spec.architecture
+    if arch in NATIVE_FROM_0_5_20 and not at_least(version, "0.5.20"):
+        return f"'{NATIVE_FROM_0_5_20[arch]}' object has no attribute 'num_attention_heads'"
+    if arch not in UNSUPPORTED_ARCHS:
         return None
     return (f"{spec.architecture} has no SGlang implementation and the Transformers implementation is not compatible "
             "with SGLang.")
@@ -351,7 +371,7 @@ def _cell(ctx, spec, setup: Setup) -> int:
     return cell + (cell * drafter // layers if layers else 0)
 
 
-def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
+def _ratio(s: Settings, arch: str, inputs: EngineInputs) -> tuple[str, int, str | None]:
     """State slots per running request (kv_cache_configurator.py _calculate_mamba_ratio): 1 without the radix
     cache; with it 3 (no_buffer), 4 (extra_buffer without overlap, extra_buffer_lazy) or 5 (extra_buffer with the
     overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py); with
@@ -362,7 +382,9 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
     if arch not in RADIX_ARCHS and strategy.startswith("extra_buffer"):
-        return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
+        if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
+            return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
+        return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
     if no_radix:
         return "none (no radix cache)", 1, None
     if arch not in RADIX_ARCHS:
@@ -383,6 +405,20 @@ def _ratio(s: Settings, arch: str) -> tuple[str, int, str | None]:
         return strategy, 3, refusal
     if strategy == "extra_buffer_lazy":
         return strategy, 4, None
+    return strategy, 4 if no_overlap else 5, None
+
+
+def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> tuple[str, int, str | None]:
+    """Before v0.5.21 (arg_groups/model_hook.py handle_mamba_radix_cache at v0.5.20) an extra-buffer strategy on an
+    architecture without the mamba radix cache is not refused: kv_cache_configurator.py _calculate_mamba_ratio adds
+    its tracking slots to the base 3 (2 with the overlap scheduler, 1 without, 1 lazy; 1 slot in all without the radix
+    cache), and asserts that the lazy buffer has the overlap scheduler."""
+    if no_radix:
+        return strategy, 1, None
+    if strategy == "extra_buffer_lazy":
+        refusal = ("Lazy extra buffer requires overlap schedule (--disable-overlap-schedule is incompatible)"
+                   if no_overlap else None)
+        return strategy, 4, refusal
     return strategy, 4 if no_overlap else 5, None
 
 
@@ -461,38 +497,55 @@ def _kv_log(ctx, setup: Setup, tokens: int) -> str:
     return f"KV Cache is allocated. dtype: torch.{torch_name}, #tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"
 
 
-def _chunked_prefill(gpu_mb: int | None) -> int:
-    """arg_groups/memory_hook.py: the chunked prefill size by GPU memory."""
-    if gpu_mb is None:
-        return CHUNKED_PREFILL_WITHOUT_GPU
-    for limit, size in CHUNKED_PREFILL_BY_GPU_MB:
+def _since(inputs: EngineInputs, floor: str) -> bool:
+    """Whether the modelled release of the run (the newest without one) is `floor` or later."""
+    return at_least(inputs.version or VERSIONS[-1], floor)
+
+
+def _gpu_row(gpu_mb: int, inputs: EngineInputs) -> tuple[int, int]:
+    """arg_groups/memory_hook.py handle_gpu_memory_settings: (chunked_prefill_size, decode CUDA-graph max_bs) by
+    the GPU's memory and the TP size (GPU_ROWS; GPU_ROWS_0_5_19 before v0.5.20)."""
+    rows = GPU_ROWS if _since(inputs, "0.5.20") else GPU_ROWS_0_5_19
+    for limit, chunked, small_tp, large_tp in rows:
         if gpu_mb < limit:
-            return size
-    return CHUNKED_PREFILL_LARGEST
+            return chunked, small_tp if inputs.layout.tp < 4 else large_tp
+    return GPU_LARGEST[0], GPU_LARGEST[1] if inputs.layout.tp < 4 else GPU_LARGEST[2]
 
 
-def _mem_fraction(gpu_mb: int, chunked: int, layout, user_requests: int | None, prefill_graphs_mb: int) -> float:
+def _chunked_prefill(gpu_mb: int | None, inputs: EngineInputs) -> int:
+    """arg_groups/memory_hook.py: the chunked prefill size by GPU memory."""
+    return CHUNKED_PREFILL_WITHOUT_GPU if gpu_mb is None else _gpu_row(gpu_mb, inputs)[0]
+
+
+def _decode_graph_max_bs(gpu_mb: int, inputs: EngineInputs, user_requests: int | None) -> int:
+    """The decode CUDA graphs' largest batch: by GPU memory and TP (_gpu_row); from v0.5.22 a default above
+    --max-running-requests is cut to it (arg_groups/memory_hook.py handle_gpu_memory_settings at v0.5.22; v0.5.21's
+    has no such cut)."""
+    max_bs = _gpu_row(gpu_mb, inputs)[1]
+    if user_requests is not None and _since(inputs, "0.5.22"):
+        max_bs = min(max_bs, user_requests)
+    return max_bs
+
+
+def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests: int | None,
+                  prefill_graphs_mb: int) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
-    batch size up to max_bs (cut to --max-running-requests), and what the prefill graphs take."""
-    graphs = 8 if gpu_mb < 20480 else 48 if gpu_mb < 35840 else 32 if gpu_mb < 61440 else 256
-    if gpu_mb >= 20480 and layout.tp >= 4:
-        graphs = 512 if gpu_mb >= 61440 else 160
-    if gpu_mb >= 163840:
-        graphs = 512
-    if user_requests is not None:
-        graphs = min(graphs, user_requests)
+    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.19 to v0.5.23)."""
+    layout = inputs.layout
+    graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 
-def _prefill_graph_mb(spec, chunked: int, total_tokens_cap: int | None) -> int:
+def _prefill_graph_mb(spec, chunked: int, total_tokens_cap: int | None, inputs: EngineInputs | None = None) -> int:
     """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
-    them off (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA configs), 1.5 GiB with an MLA
-    backend, else 8 MiB per captured size up to the chunked prefill (at most --max-total-tokens)."""
-    if spec.architecture in KDA_CONFIG_ARCHS:
+    them off (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA configs from v0.5.20; v0.5.19's has
+    no KDA rule), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked prefill (at most
+    --max-total-tokens)."""
+    if spec.architecture in KDA_CONFIG_ARCHS and (inputs is None or _since(inputs, "0.5.20")):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB

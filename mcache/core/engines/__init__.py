@@ -45,19 +45,24 @@ def architecture_error(name: str, spec, version: str) -> str | None:
 
 
 def loaders(spec) -> list[str]:
-    """`vLLM 0.33.0`, `TensorRT-LLM 1.2.0, main@151c21c`: each engine with the modelled releases that load the model's
-    architecture (an engine that loads it at none is left out)."""
+    """`vLLM 0.33.0`, `SGLang 0.5.20 to 0.5.23`: each engine with the modelled releases that load the model's
+    architecture, consecutive ones as a range (an engine that loads it at none is left out)."""
     from mcache.core.errors import LayoutError
 
     found = []
     for name in NAMES:
-        releases = []
+        runs: list[list[str]] = []
+        previous = False
         for version in import_module(f"{__name__}.{name}").VERSIONS:
             try:
-                if architecture_error(name, spec, version) is None:
-                    releases.append(version)
+                loads = architecture_error(name, spec, version) is None
             except LayoutError:  # a spec that names no architecture, of layer kinds the engine has no pool for
-                continue
-        if releases:
-            found.append(f"{TITLES[name]} {', '.join(releases)}")
+                loads = False
+            if loads and previous:
+                runs[-1].append(version)
+            elif loads:
+                runs.append([version])
+            previous = loads
+        if runs:
+            found.append(f"{TITLES[name]} " + ", ".join(r[0] if len(r) == 1 else f"{r[0]} to {r[-1]}" for r in runs))
     return found

@@ -127,11 +127,11 @@ def test_family_cache_bytes_by_hand(stem, tp):
 
 
 @pytest.mark.parametrize("stem", sorted(PUBLISHED))
-def test_family_parameters_within_5_percent_of_the_published_count(stem):
+def test_family_parameters_within_2_percent_of_the_published_count(stem):
     published, source = PUBLISHED[stem]
     estimated = weights.total_params(import_hf(config(stem)))
     error = estimated / published - 1
-    assert abs(error) <= 0.05, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+    assert abs(error) <= 0.02, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
 @pytest.mark.parametrize("stem", sorted(FAMILIES))

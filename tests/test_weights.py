@@ -46,15 +46,23 @@ PUBLISHED = {
     "qwen3.5-27b": (27e9, "Qwen/Qwen3.5-27B model card: 27B"),
     "zamba2-2.7b": (2.7e9, "Zyphra/Zamba2-2.7B model card: 2.7B"),
 }
-TOLERANCE = 0.05
+TOLERANCE = 0.02
+# Where a publisher's figure is further off than that, and why (issue 30: a stated reason for every other gap)
+WIDER = {
+    "falcon-h1-0.5b": (0.05, "'0.5B' is the name's rounding of a 0.52B model: transformers' own count agrees with "
+                             "mcache's within 0.02% (tests/data/param_counts.json)"),
+    "kimi-linear-48b-a3b": (0.03, "'48B' is the name's rounding; mcache counts 49.1B (the KDA and MLA projections, 256 "
+                                  "experts of 27 layers), and transformers has no class to count it with"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
-def test_bundled_estimate_is_within_5_percent_of_the_published_count(name):
+def test_bundled_estimate_is_within_2_percent_of_the_published_count(name):
     published, source = PUBLISHED[name]
     estimated = weights.total_params(load_spec(name))
     error = estimated / published - 1
-    assert abs(error) <= TOLERANCE, f"{name}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+    tolerance = WIDER.get(name, (TOLERANCE,))[0]
+    assert abs(error) <= tolerance, f"{name}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
 CONFIG_OF = {  # the bundled name of each shared HF config whose name differs

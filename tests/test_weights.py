@@ -74,13 +74,14 @@ CONFIG_OF = {  # the bundled name of each shared HF config whose name differs
 
 
 @pytest.mark.parametrize("stem", sorted(p.stem for p in HF_CONFIGS.glob("*.json") if CONFIG_OF.get(p.stem, p.stem) in PUBLISHED))
-def test_imported_estimate_is_within_5_percent_of_the_published_count(stem):
+def test_imported_estimate_is_within_2_percent_of_the_published_count(stem):
     from mcache.core.hf import import_hf
 
-    published, source = PUBLISHED[CONFIG_OF.get(stem, stem)]
+    name = CONFIG_OF.get(stem, stem)
+    published, source = PUBLISHED[name]
     estimated = weights.total_params(import_hf(HF_CONFIGS / f"{stem}.json"))
     error = estimated / published - 1
-    assert abs(error) <= TOLERANCE, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+    assert abs(error) <= WIDER.get(name, (TOLERANCE,))[0], f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
 def test_every_bundled_spec_has_a_published_figure():

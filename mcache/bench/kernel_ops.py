@@ -102,7 +102,8 @@ class KernelCaseBuilder(CaseBuilder):
             ref(ssm, *rings, slots, buf, count)
 
         return self._case("replay_fold", batch, _nbytes([ssm], batch) + self._ring_bytes(rings, batch), run, reference,
-                          _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop")
+                          _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop",
+                          work=self.fold_work(batch))
 
     def replay_fold_conv(self, batch: int, config=None) -> OpCase:
         conv, (conv_in,) = self.base[Role.CONV], self.rings[Role.CONV]

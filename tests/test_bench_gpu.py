@@ -44,3 +44,17 @@ def test_gpu_run_reports_the_roofline(ring):
     folds = [r for r in ok if r.op in ("replay", "replay_fold")]
     assert folds and all(r.flops > 0 and r.arith_us > 0 for r in folds)
     assert all(r.flops == 0 and r.arith_us == 0 for r in ok if r.op == "reset")
+
+
+@pytest.mark.gpu
+def test_gpu_run_times_fla_beside_the_delta_rule_folds():
+    """Where fla-core is installed, the GatedDeltaNet fold has FLA's rows, checked against the reference and timed."""
+    pytest.importorskip("fla")
+    cfg = BenchConfig(spec=TINY_SPEC, device="cuda", batches=[3], max_batch=8, reps=5, scheme="replay",
+                      ops=["replay_fold"])
+    run = Runner(cfg).run()
+    rows = {(r.kind, r.impl): r for r in run.rows if r.op == "replay_fold"}
+    for impl in ("fla", "fla-kernel"):
+        assert rows[("gdn", impl)].status == "ok", rows[("gdn", impl)].reason
+        assert rows[("gdn", impl)].median_us > 0 and rows[("gdn", impl)].pct_roofline > 0
+    assert ("mamba2", "fla") not in rows  # FLA has no Mamba2 fold

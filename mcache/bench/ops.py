@@ -10,7 +10,7 @@ least the op must read plus write, and `check` compares the op's output with the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
@@ -61,6 +61,8 @@ class OpCase:
     graph_baseline: bool = True
     baseline_impl: str = "torch-index"
     work: Work = NO_WORK  # its arithmetic (`roofline.fold_work`); none for copy-like ops
+    # Other implementations timed beside it as rows of their own: `(impl, run, check)` (FLA's kernels for a fold).
+    others: list = field(default_factory=list)
 
 
 def _nbytes(views: list[torch.Tensor], batch: int, per_state: int = 2) -> int:

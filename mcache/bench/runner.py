@@ -352,6 +352,15 @@ class Runner:
         self.rows.append(self._row(case, impl, layer, kernel, matched, base[0] if base else None))
         if base is not None:
             self.rows.append(self._row(case, case.baseline_impl, layer, base, matched, None))
+        if baseline:
+            for other, run, check in case.others:  # FLA's kernels: rows of their own, checked first like every row
+                self._guarded(case.op, other, case.kind, case.batch, layer,
+                              partial(self._time_other, case, other, run, check, layer, matched))
+
+    def _time_other(self, case: OpCase, impl: str, run, check, layer: int | None, matched: Timing | None) -> None:
+        if not check():
+            raise _Skip("output disagrees with the reference; not timed")
+        self.rows.append(self._row(case, impl, layer, self._three_times(run, self.cfg.reps, capturable=True), matched, None))
 
     def _three_times(self, fn, reps: int, capturable: bool) -> tuple[Timing, Timing, Timing]:
         """Device, eager and host time of `fn` (see `results.Row`)."""

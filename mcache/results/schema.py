@@ -249,7 +249,7 @@ def load(path: str | Path) -> Results:
             raise McacheError(f"{path}: this is an `{command}` report, not a `mcache bench` results file")
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
-        readable = " or ".join(map(str, READABLE_VERSIONS))
+        readable = ", ".join(map(str, READABLE_VERSIONS[:-1])) + f" or {READABLE_VERSIONS[-1]}"
         raise SpecError(str(path), "schema_version", f"{readable} (the versions this mcache reads), got {version!r}")
     try:
         run = msgspec.convert(data, Results)

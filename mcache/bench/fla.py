@@ -48,7 +48,7 @@ def fla_cases(kind: str, ssm: torch.Tensor, rings: list[torch.Tensor], slots: to
     # The tokens each request folds, token-major per layer: [L, B, T, heads, dim] (gathered once, not timed).
     per = [r[:, slots, buf, :tokens].contiguous() for r in (k, v, g, beta)]
     kk, vv, gg, bb = per
-    q = torch.empty_like(kk).uniform_(-0.1, 0.1, generator=gen)
+    q = (torch.rand(kk.shape, generator=gen) * 0.2 - 0.1).to(kk)  # `gen` is the run's CPU generator
     def layer(i: int, h0: torch.Tensor) -> torch.Tensor:
         _, ht = fn(q[i], kk[i], vv[i], g=gg[i], beta=bb[i], initial_state=h0, output_final_state=True,
                    state_v_first=True)

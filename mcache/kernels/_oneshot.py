@@ -5,7 +5,7 @@ host about what a plan call does.
 Building a plan checks the op's tensors (dtypes, one device, shapes, contiguous state dims) and prepares its
 launches; on an H200 that made a one-shot call cost the host 95-107 µs against 5-11 µs for a plan call. The cache
 keeps the plans of the last `PLAN_CACHE_SIZE` distinct calls, keyed by the op, its options, and each bound
-tensor's identity (`id`), address, shape, strides, dtype and device: a tensor replaced, moved, reshaped,
+tensor's identity (`id`), address (which tells the device too), shape, strides and dtype: a tensor replaced, moved, reshaped,
 restrided (`t.data = ...`, `as_strided_`, `resize_`) or of another dtype is another key, so its plan is built and
 its arguments checked again. A key's tensors are alive while its plan is cached (the plan holds them), so an `id`
 in the cache is never one of a dead tensor's. The per-call index vectors are not part of the key: they are checked
@@ -25,14 +25,10 @@ import torch
 PLAN_CACHE_SIZE = 16
 
 
-def tensor_key(t: torch.Tensor) -> tuple:
-    """What a plan bound to `t` depends on: its identity, address, shape, strides, dtype and device."""
-    return (id(t), t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
-
-
 class PlanCache:
-    """A bounded LRU of plans: `get(tag, tensors, options, build)` returns the plan cached under that key, or
-    `build()`'s (which checks the tensors) after caching it. `builds` counts the plans built (cache misses)."""
+    """A bounded cache of plans (the oldest built dropped first): `get(tag, tensors, options, build)` returns the plan
+    cached under that key, or `build()`'s (which checks the tensors) after caching it. `builds` counts the plans built
+    (cache misses)."""
 
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
@@ -43,7 +39,7 @@ class PlanCache:
         return len(self._plans)
 
     def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
-        key = (tag, options, *map(tensor_key, tensors))
+        key = (tag, options, *[x for t in tensors for x in (id(t), t.data_ptr(), t.shape, t.stride(), t.dtype)])
         plans = self._plans
         plan = plans.get(key)
         if plan is None:
@@ -52,8 +48,6 @@ class PlanCache:
             plans[key] = plan
             if len(plans) > self.size:
                 plans.popitem(last=False)
-        else:
-            plans.move_to_end(key)
         return plan
 
     def clear(self) -> None:

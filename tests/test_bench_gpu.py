@@ -40,7 +40,9 @@ def test_gpu_run_reports_the_roofline(ring):
     assert run.meta.runtime["history"] == (ring or cfg.draft + 1)
     assert run.meta.compute.fma_tflops > 1 and run.meta.compute.tf32_tflops > run.meta.compute.fma_tflops
     ok = [r for r in run.rows if r.status == "ok" and r.impl != "host"]
-    assert ok and all(r.memory_us > 0 and r.pct_roofline > 0 for r in ok)
+    assert ok and all(r.memory_us > 0 for r in ok)
+    for r in ok:  # the larger floor over the device time (the tiny spec's rows round to a few tenths of a percent)
+        assert r.pct_roofline == pytest.approx(100 * max(r.memory_us, r.arith_us) / r.median_us, abs=0.06)
     folds = [r for r in ok if r.op in ("replay", "replay_fold")]
     assert folds and all(r.flops > 0 and r.arith_us > 0 for r in folds)
     assert all(r.flops == 0 and r.arith_us == 0 for r in ok if r.op == "reset")
@@ -56,5 +58,5 @@ def test_gpu_run_times_fla_beside_the_delta_rule_folds():
     rows = {(r.kind, r.impl): r for r in run.rows if r.op == "replay_fold"}
     for impl in ("fla", "fla-kernel"):
         assert rows[("gdn", impl)].status == "ok", rows[("gdn", impl)].reason
-        assert rows[("gdn", impl)].median_us > 0 and rows[("gdn", impl)].pct_roofline > 0
+        assert rows[("gdn", impl)].median_us > 0 and rows[("gdn", impl)].pct_roofline is not None
     assert ("mamba2", "fla") not in rows  # FLA has no Mamba2 fold

@@ -27,3 +27,36 @@ def test_gpu_run_of_every_op(scheme):
     # Every op and baseline is timed from CUDA-graph replays, except the replay op's host-synchronizing torch loop.
     eager = {(r.op, r.impl) for r in run.rows if r.status == "ok" and r.impl != "host" and r.timer is not None}
     assert eager <= {("replay", "torch-loop")}, eager
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ring", [None, 16])
+def test_gpu_run_reports_the_roofline(ring):
+    """The run measures the FMA and tf32 rates; every timed row has its memory time and % roofline, the folds their
+    arithmetic; the roofline never exceeds what the kernel reached by more than timing noise allows."""
+    cfg = BenchConfig(spec=TINY_SPEC, device="cuda", batches=[1, 3], max_batch=8, reps=5, scheme="replay",
+                      ops=["reset", "replay", "replay_fold"], ring_tokens=ring)
+    run = Runner(cfg).run()
+    assert run.meta.runtime["history"] == (ring or cfg.draft + 1)
+    assert run.meta.compute.fma_tflops > 1 and run.meta.compute.tf32_tflops > run.meta.compute.fma_tflops
+    ok = [r for r in run.rows if r.status == "ok" and r.impl != "host"]
+    assert ok and all(r.memory_us > 0 for r in ok)
+    for r in ok:  # the larger floor over the device time (the tiny spec's rows round to a few tenths of a percent)
+        assert r.pct_roofline == pytest.approx(100 * max(r.memory_us, r.arith_us) / r.median_us, abs=0.06)
+    folds = [r for r in ok if r.op in ("replay", "replay_fold")]
+    assert folds and all(r.flops > 0 and r.arith_us > 0 for r in folds)
+    assert all(r.flops == 0 and r.arith_us == 0 for r in ok if r.op == "reset")
+
+
+@pytest.mark.gpu
+def test_gpu_run_times_fla_beside_the_delta_rule_folds():
+    """Where fla-core is installed, the GatedDeltaNet fold has FLA's rows, checked against the reference and timed."""
+    pytest.importorskip("fla")
+    cfg = BenchConfig(spec=TINY_SPEC, device="cuda", batches=[3], max_batch=8, reps=5, scheme="replay",
+                      ops=["replay_fold"])
+    run = Runner(cfg).run()
+    rows = {(r.kind, r.impl): r for r in run.rows if r.op == "replay_fold"}
+    for impl in ("fla", "fla-kernel"):
+        assert rows[("gdn", impl)].status == "ok", rows[("gdn", impl)].reason
+        assert rows[("gdn", impl)].median_us > 0 and rows[("gdn", impl)].pct_roofline is not None
+    assert ("mamba2", "fla") not in rows  # FLA has no Mamba2 fold

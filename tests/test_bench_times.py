@@ -79,8 +79,8 @@ def test_cpu_run_has_three_times_per_row_and_torch_host_reference(tmp_path):
     assert main(["bench", TINY_SPEC, "--device", "cpu", "--batch", "1", "--max-batch", "2", "--reps", "2",
                  "--ops", "reset,relocate", "-o", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 2
-    assert set(data["meta"]["host_reference"]) == {"copy_", "index_copy_"}
+    assert data["schema_version"] == 3
+    assert set(data["meta"]["host_reference"]) == {"copy_", "index_copy_", "copy_slots plan", "copy_slots one-shot"}
     assert all(v > 0 for v in data["meta"]["host_reference"].values())
     timed = [r for r in data["rows"] if r["status"] == "ok" and r["impl"] != "host"]
     assert {r["impl"] for r in timed} == {"torch", "torch-index"}  # baseline rows get the same columns

@@ -91,7 +91,7 @@ def test_round_trip_and_atomic_save(tmp_path):
     assert results.load(path) == run
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 2 and isinstance(data["rows"][0]["bytes"], int)
+    assert data["schema_version"] == results.SCHEMA_VERSION == 3 and isinstance(data["rows"][0]["bytes"], int)
 
 
 @pytest.mark.parametrize(
@@ -176,7 +176,7 @@ def test_compare_cli_rejects_a_bad_file(tmp_path, capsys):
     good = _write(tmp_path, "good.json", make_run(BASE))
     assert main(["compare", good, str(bad)]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}: schema_version: 1 or 2 (the versions" in err and err.count("\n") == 1
+    assert f"{bad}: schema_version: 1, 2 or 3 (the versions" in err and err.count("\n") == 1
 
 
 def test_github_action_benchmark_export():

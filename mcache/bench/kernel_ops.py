@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from mcache import kernels as K
+from mcache.bench.fla import fla_cases
 from mcache.bench.ops import FOLD_REFS, CaseBuilder, Needs, OpCase, _index_put, _nbytes
 from mcache.core.kinds.base import Role
 from mcache.kernels.replay_fold import reference as fold_ref
@@ -101,8 +102,13 @@ class KernelCaseBuilder(CaseBuilder):
         def reference() -> None:
             ref(ssm, *rings, slots, buf, count)
 
-        return self._case("replay_fold", batch, _nbytes([ssm], batch) + self._ring_bytes(rings, batch), run, reference,
-                          _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop")
+        case = self._case("replay_fold", batch, _nbytes([ssm], batch) + self._ring_bytes(rings, batch), run, reference,
+                          _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop",
+                          work=self.fold_work(batch))
+        if config is None:  # FLA's kernels beside the fold (not in the sweep)
+            case.others = [(impl, fn, _final_check(ssm, slots, final, reference))
+                           for impl, fn, final in fla_cases(self.kind, ssm, rings, slots, buf, self.history, self.gen)]
+        return case
 
     def replay_fold_conv(self, batch: int, config=None) -> OpCase:
         conv, (conv_in,) = self.base[Role.CONV], self.rings[Role.CONV]
@@ -129,6 +135,20 @@ def _fold_check(state: torch.Tensor, slots: torch.Tensor, run, reference):
         state[:, slots] = before
         reference()
         return torch.allclose(got, state[:, slots].float(), rtol=2e-2, atol=2e-2)
+
+    return check
+
+
+def _final_check(state: torch.Tensor, slots: torch.Tensor, final, reference):
+    """`final()` (the folded states, the pool untouched) agrees with the torch reference within bf16 noise."""
+
+    def check() -> bool:
+        got = final().float()
+        before = state[:, slots].clone()
+        reference()
+        want = state[:, slots].float()
+        state[:, slots] = before
+        return torch.allclose(got, want, rtol=2e-2, atol=2e-2)
 
     return check
 

@@ -10,12 +10,13 @@ least the op must read plus write, and `check` compares the op's output with the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
 
 from mcache import kernels as K
+from mcache.bench.roofline import Work, fold_work
 from mcache.cache.states.base import Pool
 from mcache.core.kinds.base import Role
 from mcache.core.sizing.buffers import BufferDecl
@@ -35,6 +36,7 @@ class Needs(NamedTuple):
         return any(d.role is self.role and self.of in (None, d.of) for d in decls)
 
 
+NO_WORK = Work()  # what a copy-like op computes
 OPS = ("alloc", "reset", "commit", "replay", "relocate", "snapshot", "pack", "transfer")
 # A kind or scheme without an op's buffers has no such rows.
 OP_BUFFERS = {"commit": Needs(Role.INTERMEDIATE, None, "inter_"), "replay": Needs(Role.RING, None, "ring_")}
@@ -58,6 +60,9 @@ class OpCase:
     check: Callable[[], bool]
     graph_baseline: bool = True
     baseline_impl: str = "torch-index"
+    work: Work = NO_WORK  # its arithmetic (`roofline.fold_work`); none for copy-like ops
+    # Other implementations timed beside it as rows of their own: `(impl, run, check)` (FLA's kernels for a fold).
+    others: list = field(default_factory=list)
 
 
 def _nbytes(views: list[torch.Tensor], batch: int, per_state: int = 2) -> int:
@@ -105,8 +110,14 @@ class CaseBuilder:
             return f"needs {batch} rows of its {role.value} pool, which has {rows}"
         return None
 
-    def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True, baseline_impl="torch-index") -> OpCase:
-        return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline, baseline_impl)
+    def _case(self, op, batch, nbytes, run, baseline, check, graph_baseline=True, baseline_impl="torch-index",
+              work: Work = NO_WORK) -> OpCase:
+        return OpCase(op, self.kind, batch, nbytes, run, baseline, check, graph_baseline, baseline_impl, work)
+
+    def fold_work(self, batch: int) -> Work:
+        """The arithmetic of folding the whole ring into `batch` requests' states (`roofline.fold_work`)."""
+        rings = self.rings[Role.STATE]
+        return fold_work(self.kind, self.base[Role.STATE], rings[0], batch, self.history, rings[0].shape[3])
 
     def reset(self, batch: int) -> OpCase:
         slots = self._slots(batch)
@@ -176,7 +187,8 @@ class CaseBuilder:
             want = [ssm[:, slots].float(), conv[:, slots].float()]
             return all(torch.allclose(g.float(), w, rtol=2e-2, atol=2e-2) for g, w in zip(got, want, strict=True))
 
-        return self._case("replay", batch, nbytes, run, baseline, check, graph_baseline=False, baseline_impl="torch-loop")
+        return self._case("replay", batch, nbytes, run, baseline, check, graph_baseline=False, baseline_impl="torch-loop",
+                          work=self.fold_work(batch))
 
     def relocate(self, batch: int) -> OpCase:
         src, dst = self._slots(batch, 2).split(batch)

@@ -24,6 +24,7 @@ from mcache.bench import device_info
 from mcache.bench.interrupt import Interrupts
 from mcache.bench.kernel_ops import KERNEL_BUFFERS, KERNEL_OPS, SWEEP_OPS, KernelCaseBuilder, sweep_cases
 from mcache.bench.ops import OP_BUFFERS, OPS, CaseBuilder, OpCase
+from mcache.bench.roofline import arith_us, fma_tflops, tf32_tflops
 from mcache.bench.timing import HOST_CALLS, Timing, copy_time, eager_time, gbps, host_time, time_op, torch_host_reference
 from mcache.cache.manager import CacheManager
 from mcache.cache.states.base import Pool
@@ -34,7 +35,7 @@ from mcache.core.load import load_spec, resolve
 from mcache.core.sizing.estimate import estimate_rank
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext, resolve_dtypes
-from mcache.results.schema import SCHEMA_VERSION, Ceiling, Memory, Meta, Results, Row
+from mcache.results.schema import SCHEMA_VERSION, Ceiling, Compute, Memory, Meta, Results, Row
 
 CEILING_BYTES = 4 << 30  # source size of the ceiling copy (8 GiB moved, read + write)
 HOST_MIN_CALLS, HOST_GPU_US = 20, 200_000  # calls in a host-cost loop: at least 20, at most ~0.2 s of device time
@@ -63,6 +64,7 @@ class BenchConfig:
     seed: int = 0
     ssm_dtype: str | None = None
     sweep: bool = False
+    ring_tokens: int | None = None  # tokens each replay ring holds and each fold folds (default: draft + 1)
 
 
 Progress = Callable[[str, int], None]  # (description, total steps) on start; ("", 0) per step
@@ -82,7 +84,8 @@ class Runner:
         max_batch = cfg.max_batch or max(cfg.batches)
         self.runtime = RuntimeConfig(
             max_batch=max_batch, max_seq_len=cfg.max_seq_len, draft_tokens=cfg.draft,
-            spec_scheme=cfg.scheme, snapshot_slots=max_batch if "snapshot" in cfg.ops else 0)
+            spec_scheme=cfg.scheme, snapshot_slots=max_batch if "snapshot" in cfg.ops else 0,
+            replay_history=cfg.ring_tokens or cfg.draft + 1)
         dtypes = resolve_dtypes(self.spec, ssm=cfg.ssm_dtype)
         self.ctx = RankContext.build(self.spec, self.layout, self.runtime, dtypes, cfg.stage)
         self.estimated = estimate_rank(self.ctx).cache_bytes  # shapes now: a layout error names the spec file
@@ -91,6 +94,7 @@ class Runner:
                               "no state op to time (--ops alloc times the allocation alone)")
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.ceiling: Ceiling | None = None
+        self.compute: Compute | None = None
         self.memory: Memory | None = None
         self.interrupted = False
         self.failures: list[str] = []  # one line per op that raised (each also a skipped row)
@@ -112,6 +116,7 @@ class Runner:
     def _run(self, tick: Progress) -> None:
         manager = self._build_manager()
         self.ceiling = self._ceiling()
+        self.compute = self._compute()
         self.host_reference = torch_host_reference(self.device)
         kinds = self.ctx.recurrent_kinds
         layers = self._layers(kinds)
@@ -180,6 +185,7 @@ class Runner:
             memory=self.memory,
             interrupted=self.interrupted,
             host_reference=self.host_reference,
+            compute=self.compute,
         )
         return Results(schema_version=SCHEMA_VERSION, meta=meta, rows=list(self.rows))
 
@@ -265,6 +271,27 @@ class Runner:
             return Ceiling(bytes=2 * size, median_us=t.median_us, gbps=gbps(2 * size, t.median_us))
         return None
 
+    def _compute(self) -> Compute | None:
+        """The arithmetic rates of this GPU, measured in this process (`roofline`); None off CUDA."""
+        fma = fma_tflops(self.device)
+        if fma is None:
+            return None
+        tf32 = tf32_tflops(self.device)
+        return Compute(fma_tflops=round(fma, 2), tf32_tflops=round(tf32, 2) if tf32 else None)
+
+    def _roofline(self, case: OpCase, us: float) -> dict:
+        """A row's roofline fields: its memory time at the ceiling, its arithmetic time at the measured rates, and the
+        larger of the two as a share of the device time `us` (none of them off CUDA)."""
+        if not self.ceiling:
+            return {}
+        work = case.work
+        memory = case.nbytes / (self.ceiling.gbps * 1e3)
+        arith = arith_us(work, self.compute.fma_tflops if self.compute else None,
+                         self.compute.tf32_tflops if self.compute else None)
+        bound = max(memory, arith or 0.0)
+        return {"flops": work.flops, "mma_flops": work.mma_flops, "memory_us": round(memory, 3),
+                "arith_us": None if arith is None else round(arith, 3), "pct_roofline": round(100 * bound / us, 1)}
+
     def _layers(self, kinds: list[str]) -> dict[str, list[int]]:
         """Global layer indices of each kind on this rank, for `--per-layer` rows."""
         if not self.cfg.per_layer:
@@ -325,6 +352,15 @@ class Runner:
         self.rows.append(self._row(case, impl, layer, kernel, matched, base[0] if base else None))
         if base is not None:
             self.rows.append(self._row(case, case.baseline_impl, layer, base, matched, None))
+        if baseline:
+            for other, run, check in case.others:  # FLA's kernels: rows of their own, checked first like every row
+                self._guarded(case.op, other, case.kind, case.batch, layer,
+                              partial(self._time_other, case, other, run, check, layer, matched))
+
+    def _time_other(self, case: OpCase, impl: str, run, check, layer: int | None, matched: Timing | None) -> None:
+        if not check():
+            raise _Skip("output disagrees with the reference; not timed")
+        self.rows.append(self._row(case, impl, layer, self._three_times(run, self.cfg.reps, capturable=True), matched, None))
 
     def _three_times(self, fn, reps: int, capturable: bool) -> tuple[Timing, Timing, Timing]:
         """Device, eager and host time of `fn` (see `results.Row`)."""
@@ -355,6 +391,7 @@ class Runner:
             timer=self._timer(t),
             eager_us=round(eager.median_us, 3), eager_p10_us=round(eager.p10_us, 3), eager_p90_us=round(eager.p90_us, 3),
             host_us=round(host.median_us, 3), host_p10_us=round(host.p10_us, 3), host_p90_us=round(host.p90_us, 3),
+            **self._roofline(case, t.median_us),
         )
 
 

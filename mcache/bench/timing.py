@@ -168,13 +168,22 @@ def host_time(fn: Callable[[], None], device, calls: int = HOST_CALLS, rounds: i
 
 
 def torch_host_reference(device, calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS) -> dict[str, float]:
-    """torch's own host cost per call, measured as `host_time` does: `copy_` and `index_copy_` of a small tensor."""
+    """torch's own host cost per call, measured as `host_time` does: `copy_` and `index_copy_` of a small tensor;
+    beside them mcache's `copy_slots` of 8 slots of a small pool through its plan (`copy_slots plan`) and as a
+    repeated one-shot call with `check=False` (`copy_slots one-shot`, its plan cached after the first call)."""
     import torch
+
+    from mcache import kernels as K
 
     src = torch.ones(1024, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
     rows = torch.ones(8, 128, dtype=torch.float32, device=device)
     table = torch.empty(64, 128, dtype=torch.float32, device=device)
     index = torch.arange(8, device=device)
-    ops = {"copy_": lambda: dst.copy_(src), "index_copy_": lambda: table.index_copy_(0, index, rows)}
+    pool = torch.ones(2, 64, 128, dtype=torch.float32, device=device)
+    src_slots, dst_slots = torch.arange(8, device=device), torch.arange(8, 16, device=device)
+    plan = K.copy_slots_plan([(pool, pool)])
+    ops = {"copy_": lambda: dst.copy_(src), "index_copy_": lambda: table.index_copy_(0, index, rows),
+           "copy_slots plan": lambda: plan(src_slots, dst_slots),
+           "copy_slots one-shot": lambda: K.copy_slots(pool, src_slots, pool, dst_slots, check=False)}
     return {name: round(host_time(fn, device, calls, rounds).median_us, 3) for name, fn in ops.items()}

@@ -25,6 +25,8 @@ def bench(
         "replay_fold_conv; or kernels for all kernel ops."))] = "alloc,reset,commit,replay,relocate,snapshot,pack,transfer",
     scheme: Annotated[Scheme, typer.Option(help="Speculative scheme the manager is built with.")] = "intermediate",
     draft: Annotated[int, typer.Option(min=1, help="Draft tokens per step (T = draft + 1).")] = 3,
+    ring_tokens: Annotated[int | None, typer.Option(min=1, show_default="draft + 1", help=(
+        "Tokens each replay ring holds and each fold folds (at least draft + 1; 16 for long rings)."))] = None,
     max_batch: Annotated[int | None, typer.Option(min=1, help=(
         "Requests per micro-batch: the rank holds max batch x pp slots, as in `mcache size` (default: the largest batch)."))] = None,
     max_seq_len: Annotated[int, typer.Option(min=1, help="Tokens per sequence the KV pool holds.")] = 4096,
@@ -57,6 +59,8 @@ def bench(
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
     check_ranges({"batch": tuple(batches), "tp": tp, "pp": pp, "draft": draft, "max_batch": max_batch,
                   "max_seq_len": max_seq_len})
+    if ring_tokens is not None and ring_tokens < draft + 1:
+        raise McacheError(f"bench: --ring-tokens: at least draft + 1 ({draft + 1}) tokens, got {ring_tokens}")
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     check_output(output)
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:
@@ -84,7 +88,7 @@ def bench(
     cfg = BenchConfig(spec=spec, tp=tp, pp=pp, stage=rank // tp, tp_rank=rank % tp, attention_dp=attention_dp,
                       batches=batches, ops=chosen, scheme=scheme, draft=draft, max_batch=max_batch,
                       max_seq_len=max_seq_len, per_layer=per_layer, device=device, pool_layout=pool_layout,
-                      reps=reps, ssm_dtype=ssm_dtype, sweep=sweep)
+                      reps=reps, ssm_dtype=ssm_dtype, sweep=sweep, ring_tokens=ring_tokens)
     from mcache.core.load import resolve
 
     if device == "cpu":

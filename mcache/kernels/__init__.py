@@ -5,8 +5,10 @@ CUDA tensors; the op's `__init__.py` imports its Triton module only then, so the
 Each op comes in two forms: `op(...)` checks its arguments and launches once; `op_plan(pools...)` binds the
 pools once and returns a callable that takes only the index vectors, for callers that launch the same op on
 the same pools again and again (the cache manager, `mcache bench`): on CUDA its host cost is close to a torch
-op's (see `_launch.py`)."""
+op's (see `_launch.py`). The one-shot form keeps the plans of its last calls (`_oneshot.py`), so calling it again on
+the same tensors skips the checks and preparation a plan does once; `clear_plan_cache()` drops them."""
 
+from ._oneshot import clear_plan_cache
 from .commit_index import commit_index, commit_index_plan
 from .commit_intermediate import commit_intermediate, commit_intermediate_plan
 from .copy_slots import copy_slots, copy_slots_plan
@@ -17,6 +19,7 @@ from .reset_slots import reset_slots, reset_slots_plan
 __all__ = [
     "commit_index",
     "commit_index_plan",
+    "clear_plan_cache",
     "commit_intermediate",
     "commit_intermediate_plan",
     "copy_slots",

@@ -54,17 +54,26 @@ def same_dtype(op: str, **pair: torch.Tensor) -> None:
         fail(f"{op}: {a} is {ta.dtype}, {b} is {tb.dtype}; the copy does not convert")
 
 
+def _device_number(device: torch.device) -> int:
+    """`Tensor.get_device()` of a tensor on `device` (-1 for the CPU): an int compares faster than devices do."""
+    return -1 if device.type == "cpu" else device.index if device.index is not None else torch.cuda.current_device()
+
+
 def as_index(name: str, t: torch.Tensor, n: int | None, device: torch.device) -> torch.Tensor:
-    """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU."""
-    if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES:
-        fail(f"{name}: expected an int32/int64 tensor, got {getattr(t, 'dtype', type(t))}")
-    if t.dim() != 1 or (n is not None and t.shape[0] != n):
-        fail(f"{name}: expected shape [{'B' if n is None else n}], got {tuple(t.shape)}")
-    if t.device != device:
+    """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU.
+
+    The hot path of every one-shot call: the checks are ordered and written to cost the host as little as they can."""
+    dtype = getattr(t, "dtype", None)
+    if (dtype is not torch.int64 and dtype is not torch.int32) or not isinstance(t, torch.Tensor):
+        fail(f"{name}: expected an int32/int64 tensor, got {dtype or type(t)}")
+    shape = t.shape
+    if len(shape) != 1 or (n is not None and shape[0] != n):
+        fail(f"{name}: expected shape [{'B' if n is None else n}], got {tuple(shape)}")
+    if t.get_device() != _device_number(device):
         if t.device.type != "cpu":
             fail(f"{name}: on {t.device}, expected {device} or the CPU")
         t = t.to(device, non_blocking=True)
-    return t.contiguous()
+    return t if shape[0] < 2 or t.stride(0) == 1 else t.contiguous()
 
 
 def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:

@@ -2,7 +2,9 @@
 
 Times are microseconds, bytes are integers, bandwidth is GB/s (1e9 bytes per second, read + write).
 Version 2 added each row's eager and host times (`eager_us`, `host_us`) and `meta.host_reference`;
-version-1 files are still read (their rows have no eager or host times).
+version-1 files are still read (their rows have no eager or host times). Version 3 added the roofline: `meta.compute`
+(the fp32 FMA and tf32 rates measured in the run) and each row's `flops`, `mma_flops`, `memory_us`, `arith_us` and
+`pct_roofline`; older files are read with none of them.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from mcache import __version__
 from mcache.core.errors import McacheError, SpecError, validation_parts
 from mcache.core.files import json_text, write_atomic
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 MAX_US = 1e12  # about 11.6 days: no cache op takes longer, and times in ns (x1000) stay finite numbers
 # Each time of a row: its name -> the fields of its median, p10 and p90.
 TIMES = {"device": ("median_us", "p10_us", "p90_us"), "eager": ("eager_us", "eager_p10_us", "eager_p90_us"),
@@ -83,6 +85,14 @@ class Row(Record, kw_only=True):
     host_us: Micros | None = None
     host_p10_us: Micros | None = None
     host_p90_us: Micros | None = None
+    # -- the roofline (version 3): the larger of the memory time (`bytes` at the ceiling) and the arithmetic time
+    # (`flops` on the CUDA cores at `meta.compute.fma_tflops`, `mma_flops` on the tensor cores at its `tf32_tflops`,
+    # the busier of the two), and the share of it in the row's device time --
+    flops: Count | None = None
+    mma_flops: Count | None = None
+    memory_us: NonNegative | None = None
+    arith_us: NonNegative | None = None
+    pct_roofline: NonNegative | None = None
     # -- transfer across processes (`--ops transfer --sender-tp/--receiver-tp`): the phases of `median_us` --
     pack_us: Micros | None = None
     wire_us: Micros | None = None
@@ -124,6 +134,14 @@ class Ceiling(Record, kw_only=True):
     gbps: Positive
 
 
+class Compute(Record, kw_only=True):
+    """The arithmetic rates measured in the same process (`bench/roofline.py`): the CUDA cores' fp32 FMA rate and the
+    tensor cores' tf32 rate, in TFLOP/s."""
+
+    fma_tflops: Positive
+    tf32_tflops: Positive | None = None
+
+
 class Memory(Record, kw_only=True):
     """The manager's device memory beside the estimate."""
 
@@ -161,6 +179,7 @@ class Meta(Record, kw_only=True):
     memory: Memory | None
     interrupted: bool = False
     host_reference: dict[str, float] | None = None
+    compute: Compute | None = None
 
     @classmethod
     def collect(cls, spec_name: str, spec_path: Path, **fields) -> Meta:
@@ -230,7 +249,7 @@ def load(path: str | Path) -> Results:
             raise McacheError(f"{path}: this is an `{command}` report, not a `mcache bench` results file")
     version = data.get("schema_version")
     if version not in READABLE_VERSIONS:
-        readable = " or ".join(map(str, READABLE_VERSIONS))
+        readable = ", ".join(map(str, READABLE_VERSIONS[:-1])) + f" or {READABLE_VERSIONS[-1]}"
         raise SpecError(str(path), "schema_version", f"{readable} (the versions this mcache reads), got {version!r}")
     try:
         run = msgspec.convert(data, Results)

@@ -8,6 +8,7 @@ import triton.language as tl
 
 from .._common import check_ranges, fail, indices_on, same_device
 from .._launch import Launch, Plan
+from .._oneshot import PLANS
 
 BLOCK = 1024
 
@@ -54,7 +55,7 @@ def commit_index_triton(
     version_idx: torch.Tensor, slots: torch.Tensor, accepted: torch.Tensor, num_versions: int, *, check: bool = True
 ) -> None:
     """See `reference.commit_index_reference`. Slots must be distinct within one call."""
-    plan = CommitIndexPlan(version_idx, num_versions)
+    plan = PLANS.get("commit_index", (version_idx,), num_versions, lambda: CommitIndexPlan(version_idx, num_versions))
     slots, accepted = indices_on(plan.device, ("slots", slots), ("accepted", accepted))
     if check:
         plan.check(slots, accepted)

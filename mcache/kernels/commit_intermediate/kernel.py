@@ -28,6 +28,7 @@ from .._common import (
     word_views,
 )
 from .._launch import Launch, Plan
+from .._oneshot import PLANS
 
 MAX_PAIRS = 2
 
@@ -121,7 +122,8 @@ def commit_intermediate_triton(
     config: tuple[int, int] | None = None,
 ) -> None:
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
-    plan = CommitIntermediatePlan([(pool, inter)], config=config)
+    plan = PLANS.get("commit_intermediate", (pool, inter), config,
+                     lambda: CommitIntermediatePlan([(pool, inter)], config=config))
     slots, rows, accepted = indices_on(plan.device, ("slots", slots), ("rows", rows), ("accepted", accepted))
     if check:
         plan.check(slots, rows, accepted)

@@ -29,6 +29,7 @@ from .._common import (
     word_views,
 )
 from .._launch import Launch, Plan
+from .._oneshot import PLANS
 
 MAX_PAIRS = 2
 
@@ -127,7 +128,7 @@ def copy_slots_triton(
     A pure bit copy: `src` and `dst` must have one dtype. Within one pool the read and written slot sets must
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
-    plan = CopySlotsPlan([(src, dst)], config=config)
+    plan = PLANS.get("copy_slots", (src, dst), config, lambda: CopySlotsPlan([(src, dst)], config=config))
     src_slots, dst_slots = indices_on(plan.device, ("src_slots", src_slots), ("dst_slots", dst_slots))
     if check:
         plan.check(src_slots, dst_slots)

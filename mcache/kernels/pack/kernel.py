@@ -34,6 +34,7 @@ from .._common import (
     word_views,
 )
 from .._launch import Launch, Plan
+from .._oneshot import PLANS
 
 MAX_PAIRS = 2
 
@@ -150,7 +151,8 @@ class PackPlan(Plan):
 
 
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
-    plan = PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config)
+    options = (tuple(tuple(r) for r in ranges), to_pool, config)
+    plan = PLANS.get("pack", (pool, packed), options, lambda: PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config))
     slots = as_index("slots", slots, plan.batch, plan.device)
     if check:
         plan.check(slots)

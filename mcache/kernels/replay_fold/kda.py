@@ -12,6 +12,7 @@ import triton.language as tl
 
 from .._common import lead_strides, next_pow2
 from .._launch import Launch
+from .._oneshot import PLANS
 from ._fold import FoldPlan, delta_args, head_unit, ring_base, rings_with_strides, run_fold
 from .conv import conv_fold, state_window, with_window
 
@@ -95,4 +96,5 @@ class KdaFoldPlan(FoldPlan):
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_kda_reference` and `KdaFoldPlan`."""
-    run_fold(KdaFoldPlan(ssm, k, v, g, beta, config=config), slots, buf, count, check)
+    plan = PLANS.get("fold_kda", (ssm, k, v, g, beta), config, lambda: KdaFoldPlan(ssm, k, v, g, beta, config=config))
+    run_fold(plan, slots, buf, count, check)

@@ -27,6 +27,7 @@ from .._common import (
     word_view,
 )
 from .._launch import Launch, Plan
+from .._oneshot import PLANS
 
 MAX_POOLS = 4
 
@@ -114,7 +115,8 @@ def reset_slots_triton(
     pools: list[torch.Tensor], slots: torch.Tensor, *, check: bool = True, config: tuple[int, int] | None = None
 ) -> None:
     """Zero `pool[:, slots]` for every `[L, S, *state]` pool; see `reference.reset_slots_reference`."""
-    plan = ResetSlotsPlan(pools, config=config)
+    pools = list(pools)
+    plan = PLANS.get("reset_slots", pools, config, lambda: ResetSlotsPlan(pools, config=config))
     if plan.device is None:
         return
     slots = as_index("slots", slots, None, plan.device)

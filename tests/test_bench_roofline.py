@@ -1,0 +1,61 @@
+"""The roofline of `mcache bench` on the CPU: the FMA kernel computes its chains (Triton's interpreter), the fold's
+work scales as its formulation says, the arithmetic floor is the busier unit, and `--ring-tokens` sizes the rings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from paths import TINY_SPEC
+
+from mcache.bench import roofline
+from mcache.cli.main import main
+
+
+def test_fma_kernel_runs_its_chains_and_counts_its_flops():
+    out = torch.full((2 * 16,), float("nan"))
+    a, b, iters = 0.9, 0.25, 7
+    flops = roofline.fma_chains(out, a, b, iters, block=16, warps=1)
+    x0 = torch.arange(32, dtype=torch.float64) * 1e-6
+    chains = [x0 + c for c in range(roofline.FMA_CHAINS)]
+    for _ in range(iters):
+        chains = [x * a + b for x in chains]
+    assert torch.allclose(out.double(), sum(chains), rtol=1e-5)
+    assert flops == 2 * roofline.FMA_CHAINS * iters * 32
+    assert roofline.fma_tflops(torch.device("cpu")) is None and roofline.tf32_tflops(torch.device("cpu")) is None
+
+
+def test_fold_work_follows_each_kernels_formulation():
+    L, S, H, V, K = 2, 4, 3, 8, 16
+    f32 = torch.empty(L, S, H, V, K)
+    k16 = torch.empty(L, S, 2, 4, 1, K, dtype=torch.bfloat16)
+    kda = roofline.fold_work("kda", f32, None, batch=5, tokens=4, hist=4)
+    assert kda == roofline.Work(L * 5 * H * 4 * (5 * V * K + 3 * V), 0)
+    assert roofline.fold_work("kda", f32, None, 5, 16, 16).flops == 4 * kda.flops  # stepping: linear in tokens
+    gdn4, gdn16 = (roofline.fold_work("gdn", f32, None, 5, t, t) for t in (4, 16))
+    assert gdn4 == gdn16  # chunked: the kernel pads the ring to a 16-token tile
+    assert roofline.fold_work("gdn", f32.bfloat16(), k16, 5, 4, 4).mma_flops < gdn4.mma_flops  # fewer exact bf16 passes
+    m = roofline.fold_work("mamba2", f32, None, 5, 4, 4)
+    assert m.mma_flops == L * 5 * H * 3 * 2 * V * 16 * K and m.flops == L * 5 * H * (V * K + V * 16)
+    assert roofline.fold_work("conv", f32, None, 5, 4, 4) == roofline.Work()
+
+
+def test_arithmetic_floor_is_the_busier_unit():
+    w = roofline.Work(flops=50e6, mma_flops=400e6)  # 1 µs on each unit at 50 / 400 TFLOP/s
+    assert roofline.arith_us(w, 50.0, 400.0) == pytest.approx(1.0)
+    assert roofline.arith_us(roofline.Work(100e6, 400e6), 50.0, 400.0) == pytest.approx(2.0)
+    assert roofline.arith_us(roofline.Work(), None, None) == 0.0  # copies: no arithmetic
+    assert roofline.arith_us(w, None, None) is None  # rates unmeasured: unknown, never zero
+
+
+def test_ring_tokens_default_to_draft_plus_one_and_size_the_rings(tmp_path):
+    for args, history in (([], 4), (["--ring-tokens", "6"], 6), (["--draft", "1"], 2)):
+        out = tmp_path / "run.json"
+        assert main(["bench", TINY_SPEC, "--device", "cpu", "--scheme", "replay", "--batch", "1", "--max-batch", "2",
+                     "--reps", "2", "--ops", "replay", *args, "-o", str(out)]) == 0
+        data = json.loads(out.read_text())
+        assert data["meta"]["runtime"]["history"] == history
+        row = next(r for r in data["rows"] if r["op"] == "replay" and r["impl"] == "torch" and r["kind"] == "mamba2")
+        assert row["status"] == "ok" and row["pct_roofline"] is None  # no ceiling on the CPU
+    assert main(["bench", TINY_SPEC, "--device", "cpu", "--ring-tokens", "3"]) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -114,3 +115,14 @@ def test_a_rank_without_state_has_nothing_to_time(tmp_path, capsys):
     assert main(["bench", str(spec), "--device", "cpu", "--batch", "1"]) == 2
     assert "no recurrent layers on stage 0" in capsys.readouterr().err
     assert main(["bench", str(spec), "--device", "cpu", "--batch", "1", "--ops", "alloc", "--reps", "2"]) == 0
+
+
+def test_the_state_dtype_recorded_is_the_one_allocated(tmp_path):
+    """A KDA state is float32 whatever --ssm-dtype says: the results file says so, so that a run is never filed as a
+    bf16-state run it was not."""
+    kinds = "types: [mamba2, kda, attention, mamba2, kda]"
+    text = Path(TINY_SPEC).read_text().replace("types: [mamba2, gdn, attention, mamba1, mamba2]", kinds)
+    spec = tmp_path / "kda.yaml"
+    spec.write_text(text + "kda: {num_heads: 2, head_dim: 8, conv_kernel: 4}\n")
+    cfg = BenchConfig(spec=str(spec), device="cpu", batches=[1], ops=["reset"], reps=2, ssm_dtype="bfloat16")
+    assert Runner(cfg).run().meta.runtime["state_dtype"] == "bfloat16,float32"  # Mamba2's bf16, KDA's float32

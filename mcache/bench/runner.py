@@ -168,6 +168,13 @@ class Runner:
             self._guarded(case.op, impl, builder.kind, batch, None, partial(self._time_case, case, impl, None, baseline=False))
             self.interrupts.check()
 
+    @property
+    def state_dtype(self) -> str:
+        """The dtype the recurrent states are held in, as allocated (KDA keeps float32 whatever --ssm-dtype says);
+        two kinds in two dtypes read `bfloat16,float32`."""
+        held = {s.dtype for kind in self.ctx.kinds for s in self.ctx.states(kind) if s.component == "ssm"}
+        return ",".join(sorted(held)) or self.ctx.dtypes.ssm
+
     def results(self) -> Results:
         """The run so far as a results file."""
         cfg = self.cfg
@@ -177,7 +184,7 @@ class Runner:
                     "attention_dp": cfg.attention_dp},
             runtime={"max_batch": self.runtime.max_batch, "max_seq_len": self.runtime.max_seq_len,
                      "draft_tokens": self.runtime.draft_tokens, "spec_scheme": self.runtime.spec_scheme,
-                     "history": self.runtime.history, "pool_layout": cfg.pool_layout, "state_dtype": self.ctx.dtypes.ssm},
+                     "history": self.runtime.history, "pool_layout": cfg.pool_layout, "state_dtype": self.state_dtype},
             # The device timer (unchanged since schema 1, so runs stay comparable); `Row` says how eager and host are timed.
             timer="cuda-graph replays, CUDA events, L2 flushed" if self.device.type == "cuda" else "wall clock (CPU)",
             cuda_graphs=self.device.type == "cuda",

@@ -7,6 +7,7 @@ import warnings
 import pytest
 from paths import TINY_SPEC
 
+from mcache.bench.roofline import Work, arith_us
 from mcache.bench.runner import BenchConfig, Runner
 
 
@@ -40,11 +41,13 @@ def test_gpu_run_reports_the_roofline(ring):
     assert run.meta.runtime["history"] == (ring or cfg.draft + 1)
     assert run.meta.compute.fma_tflops > 1 and run.meta.compute.tf32_tflops > run.meta.compute.fma_tflops
     ok = [r for r in run.rows if r.status == "ok" and r.impl != "host"]
-    assert ok and all(r.memory_us > 0 for r in ok)
+    assert ok and all(r.memory_us == round(r.bytes / (run.meta.ceiling.gbps * 1e3), 3) for r in ok)  # bytes at the ceiling
     for r in ok:  # the larger floor over the device time (the tiny spec's rows round to a few tenths of a percent)
         assert r.pct_roofline == pytest.approx(100 * max(r.memory_us, r.arith_us) / r.median_us, abs=0.06)
     folds = [r for r in ok if r.op in ("replay", "replay_fold")]
-    assert folds and all(r.flops > 0 and r.arith_us > 0 for r in folds)
+    rates = run.meta.compute
+    assert folds and all(r.flops > 0 and r.arith_us == round(arith_us(Work(r.flops, r.mma_flops), rates.fma_tflops,
+                                                                        rates.tf32_tflops), 3) for r in folds)
     assert all(r.flops == 0 and r.arith_us == 0 for r in ok if r.op == "reset")
 
 

@@ -5,7 +5,7 @@ Usage: python scripts/readme_examples.py [--write]   (from the repository root, 
 An example is a `$ mcache ...` line in a ```console block (optionally after `cd DIR &&`) and the lines under it up to
 the next `$ `. Shown whole, its lines must be the command's output (stdout, then stderr) exactly; with `...` lines
 (elided), every other line must be an output line, in order (one ending in `...`: the start of one). `--write`
-replaces the output of examples shown whole with the real one. Examples that need a GPU, a shell pipeline or files
+replaces the output with the real one (of an elided example, the lines it shows). Examples that need a GPU, a shell pipeline or files
 the repository does not hold (`mcache bench`, `compare` of files made up in the text) are left alone.
 """
 
@@ -103,6 +103,34 @@ def mismatch(example: Example, output: list[str]) -> str | None:
     return None
 
 
+def refreshed(example: Example, output: list[str]) -> list[str]:
+    """The example's lines with the real output: whole, or (elided) each shown line replaced by the output line, after
+    the one before it, that shares the longest start with it (cut to the same length where it was cut)."""
+    if not example.elided:
+        return output
+    lines, at = [], 0
+    for line in example.shown:
+        if line == "..." or line.startswith("... "):
+            lines.append(line)
+            continue
+        start = [len(_common(line, out)) for out in output[at:]]
+        if not start:
+            lines.append(line)
+            continue
+        best = at + start.index(max(start))
+        cut = line.endswith("...")
+        lines.append(output[best][:len(line) - 3].rstrip() + " ..." if cut else output[best])
+        at = best + 1
+    return lines
+
+
+def _common(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
 def main() -> None:
     readme = ROOT / "README.md"
     text = readme.read_text()
@@ -110,8 +138,8 @@ def main() -> None:
     for example in reversed(examples(text)):
         output = run(example)
         why = mismatch(example, output)
-        if why and write and not example.elided:
-            text = text[:example.start] + "".join(line + "\n" for line in output) + text[example.end:]
+        if why and write:
+            text = text[:example.start] + "".join(line + "\n" for line in refreshed(example, output)) + text[example.end:]
         elif why:
             failed += 1
             print(f"{example.command}: {why}")

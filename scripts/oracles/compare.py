@@ -53,8 +53,9 @@ def spec_of(configs: Path, name: str):
     return _specs[name]
 
 
-def mcache_case(configs: Path, case: dict) -> dict:
-    """mcache's figures for one case (the same names as the table's), or {'error': ...}."""
+def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
+    """mcache's figures for one case (the same names as the table's) at the vLLM `version` the table was made with
+    (None: the newest mcache models), or {'error': ...}."""
     flags = case["flags"]
     spec = spec_of(configs, case["config"])
     if isinstance(spec, Exception):
@@ -67,7 +68,7 @@ def mcache_case(configs: Path, case: dict) -> dict:
              "mamba_cache_mode": flags.get("mamba_cache_mode")}
     try:
         run = run_engine("vllm", EngineInputs(spec, ParallelLayout(tp=flags["tensor_parallel_size"]), H200[0], H200[1],
-                                              None, given))
+                                              None, given), version)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"}
     stage = run.stages[0]
@@ -183,10 +184,10 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     return "other"
 
 
-def compare_case(configs: Path, case: dict) -> list[tuple[str, object, object, str | None]]:
-    """Each compared field of one case: (field, vLLM's value, mcache's, the mismatch cause or None when they match).
-    A refusal before sizing on either side compares only the error field."""
-    v, m = vllm_case(case), mcache_case(configs, case)
+def compare_case(configs: Path, case: dict, version: str | None = None) -> list[tuple[str, object, object, str | None]]:
+    """Each compared field of one case at vLLM `version`: (field, vLLM's value, mcache's, the mismatch cause or None
+    when they match). A refusal before sizing on either side compares only the error field."""
+    v, m = vllm_case(case), mcache_case(configs, case, version)
     rows = []
     for field in FIELDS:
         if field != "error" and not (figures(v) and figures(m)):
@@ -229,7 +230,7 @@ def main() -> None:
     case_causes: Counter = Counter()
     for case in cases:
         worst = None
-        for field, vv, mv, cause in compare_case(args.configs, case):
+        for field, vv, mv, cause in compare_case(args.configs, case, table["version"]):
             compared[field] += 1
             if cause is None:
                 matches[field] += 1

@@ -38,6 +38,7 @@ from mcache.core.engines.common import (
     window_of,
     within_gpu,
 )
+from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
 from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
@@ -48,7 +49,49 @@ from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
-VERSIONS = ("0.33.0",)  # the releases this module models, oldest first (vllm-project/vllm tags)
+# The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
+# below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
+VERSIONS = ("0.10.2", "0.11.1", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
+            "0.29.0", "0.32.0", "0.33.0")
+# The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
+SINCE = {
+    # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
+    # ("... disabling prefix caching since it is not yet supported."); 0.11.1 - 0.14 keep it for the architectures
+    # with SupportsMambaPrefixCaching (one state per block), turning it off for the others
+    "mamba_prefix_caching": "0.11.1",
+    # v1/worker/gpu_model_runner.py get_kv_cache_spec (0.10.2 - 0.11.0): NotImplementedError for Mamba layers with
+    # speculative decoding, Qwen3-Next apart
+    "mamba_drafts": "0.11.1",
+    # config/cache.py mamba_cache_mode (none / align / all) and kv_cache_interface.py MambaSpec.max_memory_usage_bytes:
+    # 1 + drafts state blocks (none), 2 + drafts (align); before, one block per request and no draft blocks
+    "mamba_cache_mode": "0.15.0",
+    # model_executor/models/config.py MambaModelConfig (0.15 - 0.16): align mode asserts no speculative decoding
+    "align_with_drafts": "0.17.0",
+    # config/cache.py CacheConfig.gpu_memory_utilization 0.9 -> 0.92; config/compilation.py
+    # resolve_cudagraph_mode_and_sizes refuses max_num_seqs above the Mamba blocks (0.18 - 0.19 capped the capture
+    # sizes instead); platforms/interface.py _align_hybrid_block_size takes the backend's kernel block sizes
+    "v020": "0.20.0",
+    # v1/core/kv_cache_utils.py _report_kv_cache_config: "GPU KV cache size" = int(max_concurrency * max_model_len);
+    # before, num_blocks // groups * min block size
+    "kv_tokens_from_concurrency": "0.20.1",
+    # kv_cache_interface.py MambaSpec.max_memory_usage_bytes: 'all' counts the draft blocks too; config.py no longer
+    # defaults to 'align' for SupportsMambaPrefixCaching models with speculative decoding (0.20.0 - 0.21)
+    "all_mode_drafts": "0.22.0",
+    # platforms/interface.py _align_hybrid_block_size: hybrid MLA models align blocks to 128 tokens
+    "mla_align_128": "0.27.0",
+    # engine/arg_utils.py: prefix caching on by default for hybrid models (is_prefix_caching_supported), align
+    # mode by default ('all' only when asked); the HUGE-GPU batch tier; the "GPU KV cache size" line carries the
+    # concurrency (kv_cache_utils.py update_kv_cache_capacity)
+    "prefix_default_hybrid": "0.28.0",
+    # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint block with FlashKDA
+    "kda_checkpoint": "0.29.0",
+    # config/cache.py MambaCacheMode = Literal["align", "none"] ('all' refused); layers/mamba/mamba_mixer2.py
+    # get_kv_cache_spec: Mamba2 specs take one prefill-checkpoint block
+    "no_all_mode": "0.32.0",
+    # gdn/qwen_gdn_linear_attn.py + gdn_attn.py: FlashInfer GDN prefill checkpoints (block alignment, one block);
+    # engine/arg_utils.py: --mamba-cache-mode a deprecated no-op
+    "gdn_checkpoints": "0.33.0",
+}
 # The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
 # the option; an option vLLM lacks is refused with it).
 FLAGS = {
@@ -65,7 +108,8 @@ SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", 
             "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
             "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
             "gdn_prefill_backend")
-DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (0.9 before 0.22)
+DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (since 0.20.0)
+DEFAULT_UTILIZATION_BEFORE_020 = 0.9  # vllm/config/cache.py v0.10.2 - v0.19.1
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
 DEFAULT_KERNEL_BLOCK_SIZE = DEFAULT_BLOCK_SIZE  # vllm/config/cache.py: the attention kernel's block follows block_size
 DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # vllm/config/model.py: FlashInfer's GDN prefill on Hopper since 0.33
@@ -81,7 +125,16 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU = 8192
 DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU = 16384
 FLASHMLA_BLOCK = 64  # v1/attention/backends/mla/flashattn_mla.py: FlashMLA (the fp8 MLA backend) takes only 64
-MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.29)
+MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.27)
+# model_executor/models/config.py HybridAttentionMambaModelConfig (0.11.1 - 0.19): kernel_block_alignment_size 64 for
+# MLA (128 only under CUTLASS_MLA), 16 otherwise; 0.10.2 aligns every model to 16
+MLA_ALIGNMENT_0111 = 64
+MAMBA1_CHUNK = 2048  # config/model.py get_mamba_chunk_size: the chunk of a config naming none ('all' mode alignment)
+# model_executor/models/*.py classes with SupportsMambaPrefixCaching (0.11.1 - 0.31): prefix caching keeps one state
+# per block ('all' mode) for these; FalconMamba loads as MambaForCausalLM (registry.py)
+MAMBA_PREFIX_ARCHS = ("BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
+                      "MambaForCausalLM", "FalconMambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM",
+                      "Zamba2ForCausalLM")
 GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer GDN prefill checkpoints (0.33)
 NO_LENGTH_KEY_LEN = 2048  # config/model.py _get_and_verify_max_len: a config naming no max length
 KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
@@ -130,6 +183,12 @@ FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
 # recurrent layer stops start-up (models/transformers/base.py)
 REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
                  "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
+# model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
+# v0.10.2 on); an older release does not load them
+ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Qwen3_5ForConditionalGeneration": "0.17.0",
+               "Qwen3_5MoeForConditionalGeneration": "0.17.0", "Qwen3_5ForCausalLM": "0.17.0",
+               "Qwen3_5MoeForCausalLM": "0.17.0", "KimiK3ForConditionalGeneration": "0.27.0",
+               "BailingMoeV3ForCausalLM": "0.28.0"}
 
 
 class BlockRule(Struct, frozen=True):
@@ -143,17 +202,21 @@ class BlockRule(Struct, frozen=True):
     drafts: int
     checkpoint_kinds: tuple[str, ...]
     batched: int
+    state_drafts: int = 0  # the draft blocks a state holds ('none'/'align': drafts since 0.15; 'all': since 0.22)
+    mamba_block: int = 0  # tokens per state block in 'all' mode (the attention block; attention-free: block_size)
 
     def per_request(self, groups: dict[str, int], tokens: int, ctx: RankContext) -> int:
         """Blocks one request of `tokens` tokens holds over all `groups`: attention `ceil(tokens / block)` (windowed:
-        the window plus a batch of new tokens, and one more), state `1 + drafts` (none) or `2 + drafts` and a
-        checkpoint block where the kind takes one (align)."""
+        the window plus a batch of new tokens, and one more), state `1 + drafts` (none), `2 + drafts` and a
+        checkpoint block where the kind takes one (align), or one per state block of the request (all)."""
         total = 0
         for name, n in groups.items():
             if name in RECURRENT_KINDS:
-                per = 1 + self.drafts
+                per = 1 + self.state_drafts
                 if self.mode == "align":
                     per += 1 + (name in self.checkpoint_kinds)
+                elif self.mode == "all":
+                    per = cdiv(tokens, self.mamba_block) + self.state_drafts
             elif name.endswith(":window"):
                 window = window_of(ctx, name.split(":")[0])
                 per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
@@ -183,6 +246,7 @@ class Setup(Struct, frozen=True):
     non_kv: int
     log: list[str]
     refusal: str | None = None
+    version: str = ""  # the modelled release
 
 
 class StagePool(Struct, frozen=True):
@@ -257,10 +321,15 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     kv_mode = s.values["kv_cache_dtype"]
     recurrent = [kind for kind in RECURRENT_KINDS if getattr(spec, kind) is not None]
     hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
+    version = inputs.version or VERSIONS[-1]
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
-    prefix = s.take("enable_prefix_caching", hybrid)
-    mode = _mode(s, prefix, arch, recurrent, log)
-    refusal = _length_error(s, spec) or _architecture_error(spec)  # ModelConfig checks the length before loading
+    # models; before 0.28 off for every hybrid (`default_prefix_caching = ... and not model_config.is_hybrid`)
+    prefix = s.take("enable_prefix_caching", hybrid and _since(version, "prefix_default_hybrid"))
+    mode, refusal = _mode(s, prefix, arch, recurrent, k, version, log)
+    # ModelConfig checks the length before loading
+    refusal = _length_error(s, spec) or _architecture_error(spec, version) or refusal
+    if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
+        refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
@@ -269,10 +338,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     if s.given.get("gdn_prefill_backend", GDN_PREFILL_BACKENDS[0]) not in GDN_PREFILL_BACKENDS:
         raise LayoutError("gdn_prefill_backend", f"one of {', '.join(GDN_PREFILL_BACKENDS)} (the backends mcache models), "
                                                  f"got {s.given['gdn_prefill_backend']!r}")
-    checkpoints = mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
-    batched, max_num_seqs = _batch_limits(s, inputs)
+    checkpoints = (mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
+                   and _since(version, "gdn_checkpoints"))
+    batched, max_num_seqs = _batch_limits(s, inputs, version)
     eager = s.take("enforce_eager", False)
-    util = s.take("gpu_memory_utilization", DEFAULT_UTILIZATION)
+    util = s.take("gpu_memory_utilization",
+                  DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
@@ -287,19 +358,25 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
     block, padded = block_size, page
+    mamba_block = block_size  # 'all' mode without attention: a state per cache block (MambaModelConfig)
     if page and attn_tok:
-        align = max(kernel_block, block_size, MLA_ALIGNMENT if uses_mla else 1)
+        align = max(kernel_block, block_size, _mla_alignment(version) if uses_mla else 1)
         if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
             align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
+        if mode == "all":  # aligned to the Mamba2 scan chunk (config/model.py get_mamba_chunk_size)
+            align = lcm(_chunk_size(spec), align)
         block, padded = _align(hook_page, attn_tok, block_size, align, log)
+        mamba_block = block
         if padded == hook_page:  # no padding set (page_size_padded None): each layer keeps its own page
             padded = page
         refusal = refusal or _padding_error(page, padded)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
-    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch), batched)
+    state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
+    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
+                     mamba_block)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal)
+                 kv_memory, non_kv, log, refusal, version)
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -311,10 +388,20 @@ def _max_len(s: Settings, spec, log: list[str]) -> int:
     return s.take("max_model_len", spec.max_model_len or NO_LENGTH_KEY_LEN)
 
 
-def _architecture_error(spec) -> str | None:
-    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`) falls back to the
-    Transformers backend, which refuses its first layer that is not attention; None for the others."""
-    if spec.architecture not in REMOVED_ARCHS:
+def _since(version: str, rule: str) -> bool:
+    """Whether the changed rule `rule` (a key of SINCE) holds at the modelled `version`."""
+    return at_least(version, SINCE[rule])
+
+
+def _architecture_error(spec, version: str) -> str | None:
+    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`, after the release
+    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; one
+    registered after `version` (`ADDED_ARCHS`) is not loaded; None for the others."""
+    added = ADDED_ARCHS.get(spec.architecture)
+    if added is not None and not at_least(version, added):
+        return (f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {version}; registered "
+                f"from {added} on).")
+    if spec.architecture not in REMOVED_ARCHS or not at_least(version, _next_minor(REMOVED_ARCHS[spec.architecture])):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
     return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "
@@ -334,24 +421,47 @@ def _length_error(s: Settings, spec) -> str | None:
             "position encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.")
 
 
-def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str) -> tuple[str, ...]:
-    """The recurrent kinds whose MambaSpec takes one prefill-checkpoint block (counted in align mode): Mamba2 always
-    (layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN when FlashInfer exports checkpoints
-    (gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA; Mamba1, short conv, lightning and Kimi-Linear's
-    KDA never (v0.33.0)."""
-    kinds = {"mamba2": True, "gdn": gdn_checkpoints, "kda": arch in FLASHKDA_ARCHS}
+def _next_minor(version: str) -> str:
+    """The first release after `version`'s minor series (0.23.0 -> 0.24.0)."""
+    major, minor = version.split(".")[:2]
+    return f"{major}.{int(minor) + 1}.0"
+
+
+def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str, version: str) -> tuple[str, ...]:
+    """The recurrent kinds whose MambaSpec takes one prefill-checkpoint block (counted in align mode): Mamba2 since
+    0.32 (layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN when FlashInfer exports checkpoints (0.33,
+    gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA (0.29, models/kimi_k3/nvidia/kda.py); Mamba1, short
+    conv, lightning and Kimi-Linear's KDA never."""
+    kinds = {"mamba2": _since(version, "no_all_mode"), "gdn": gdn_checkpoints,
+             "kda": arch in FLASHKDA_ARCHS and _since(version, "kda_checkpoint")}
     return tuple(kind for kind in recurrent if kinds.get(kind, False))
 
 
-def _batch_limits(s: Settings, inputs: EngineInputs) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory;
-    max_num_seqs is at most the batched tokens."""
+def _mla_alignment(version: str) -> int:
+    """The block alignment of a hybrid MLA model: 128 since 0.27 (platforms/interface.py _align_hybrid_block_size),
+    64 for 0.11.1 - 0.26 (model_executor/models/config.py, then the backends' kernel block sizes), 16 in 0.10.2."""
+    if _since(version, "mla_align_128"):
+        return MLA_ALIGNMENT
+    return MLA_ALIGNMENT_0111 if _since(version, "mamba_prefix_caching") else DEFAULT_BLOCK_SIZE
+
+
+def _chunk_size(spec) -> int:
+    """config/model.py get_mamba_chunk_size: the config's mamba_chunk_size or chunk_size, else 2048 (Mamba1)."""
+    kind = spec.mamba2 or spec.mamba1
+    return getattr(kind, "chunk_size", None) or MAMBA1_CHUNK
+
+
+def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory (the
+    160 GiB tier since 0.28); max_num_seqs is at most the batched tokens."""
     gpu = inputs.gpu_bytes or 0
     big_gpu = gpu >= BIG_GPU_BYTES and "a100" not in (inputs.gpu_name or "").lower()
+    huge_gpu = gpu >= HUGE_GPU_BYTES and _since(version, "prefix_default_hybrid")
     by_gpu = "default" if gpu else "assumed: no GPU given, so the defaults of one under 70 GiB"
-    batched = s.take("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU if gpu >= HUGE_GPU_BYTES
+    batched = s.take("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU if huge_gpu
                      else DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_BATCHED_TOKENS, by_gpu)
-    seqs = s.take("max_num_seqs", DEFAULT_MAX_NUM_SEQS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_SEQS, by_gpu)
+    seqs = s.take("max_num_seqs", DEFAULT_MAX_NUM_SEQS_BIG_GPU if big_gpu or huge_gpu else DEFAULT_MAX_NUM_SEQS,
+                  by_gpu)
     return batched, min(seqs, batched)
 
 
@@ -387,12 +497,11 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
         error = _memory_error(pool, rule, max_len)
     if error is None and num_blocks is not None:
         concurrency = num_blocks / per_request
-        tokens = int(concurrency * max_len)
         legacy = num_blocks // sum(pool.groups.values()) * min(rule.block, max_len)
+        tokens = int(concurrency * max_len) if _since(setup.version, "kv_tokens_from_concurrency") else legacy
         fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
-        log.append(f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {max_len:,} tokens per "
-                   f"request: {concurrency:.2f}x")
-        error = _graph_error(pool, num_blocks, setup)
+        log += _capacity_lines(tokens, max_len, concurrency, setup.version)
+        error = _graph_error(pool, num_blocks, setup) if _since(setup.version, "v020") else None
         at_context = num_blocks // rule.per_request(pool.groups, setup.context, pool.ctx)
         running, binding = ((at_context, "KV cache blocks") if at_context < setup.max_num_seqs
                             else (setup.max_num_seqs, "max_num_seqs"))
@@ -422,6 +531,14 @@ def _fields(pool: StagePool, num_blocks: int | None, per_request: int, setup: Se
         "kv_cache_tokens": None,
         "kv_cache_tokens_legacy": None,
     }
+
+
+def _capacity_lines(tokens: int, max_len: int, concurrency: float, version: str) -> list[str]:
+    """v1/core/kv_cache_utils.py: one line since 0.28 (update_kv_cache_capacity), two before
+    (_report_kv_cache_config)."""
+    size = f"GPU KV cache size: {tokens:,} tokens"
+    most = f"Maximum concurrency for {max_len:,} tokens per request: {concurrency:.2f}x"
+    return [f"{size}, {most}"] if _since(version, "prefix_default_hybrid") else [size, most]
 
 
 def _graph_error(pool: StagePool, num_blocks: int, setup: Setup) -> str | None:
@@ -461,21 +578,80 @@ def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
 
 
 
-def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], log: list[str]) -> str:
-    """The mamba cache mode (models/config.py MambaModelConfig.verify_and_update_config): `none` without prefix
-    caching, `align` with it; a given --mamba-cache-mode is a deprecated no-op (engine/arg_utils.py, v0.33.0)."""
+def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], k: int, version: str,
+          log: list[str]) -> tuple[str, str | None]:
+    """(the mamba cache mode, a refusal or None) as models/config.py MambaModelConfig.verify_and_update_config
+    resolves it at `version`; prefix caching turned off there is recorded in the settings."""
     given = s.take("mamba_cache_mode", None)
     if given is not None and given not in MODES:
         raise LayoutError("mamba_cache_mode", f"one of {', '.join(MODES)}, got {given!r}")
-    if given is not None:
+    if given is not None and not _since(version, "mamba_cache_mode"):
+        raise LayoutError("mamba_cache_mode", f"not a vLLM {version} option (--mamba-cache-mode came in 0.15.0)")
+    if given == "all" and _since(version, "no_all_mode") and not _since(version, "gdn_checkpoints"):
+        return "none", "ValidationError: mamba_cache_mode: Input should be 'align' or 'none'"
+    if given is not None and _since(version, "gdn_checkpoints"):
         log.append(MODE_DEPRECATED)
-    if not prefix or not recurrent:
-        mode = "none"
+        given = None
+    if not recurrent:
+        s.values["mamba_cache_mode"] = "none"
+        return "none", None
+    if not _since(version, "mamba_cache_mode"):
+        mode = _legacy_mode(s, prefix, arch, version, log)
     else:
-        mode = "align"
-        log.append(f"Mamba cache mode is set to 'align' for {arch or 'this model'} by default when prefix caching "
-                   "is enabled")
+        mode = _cache_mode(prefix, given or "none", arch, k, version, log)
     s.values["mamba_cache_mode"] = mode
+    refusal = None
+    if mode == "align" and k and not _since(version, "align_with_drafts"):
+        refusal = "AssertionError: Mamba cache mode 'align' is currently not compatible with speculative decoding."
+    return mode, refusal
+
+
+def _legacy_mode(s: Settings, prefix: bool, arch: str, version: str, log: list[str]) -> str:
+    """Before 0.15 (models/config.py MambaModelConfig): 0.10.2 turns prefix caching off for every Mamba model; 0.11.1
+    - 0.14 keep it for SupportsMambaPrefixCaching models (one state per block, what 0.15 calls 'all') and turn it
+    off for the others; the prefix setting records the outcome."""
+    if not _since(version, "mamba_prefix_caching"):
+        log.append("Hybrid or mamba-based model detected: disabling prefix caching since it is not yet supported.")
+        s.values["enable_prefix_caching"] = False
+        return "none"
+    if not prefix:
+        return "none"
+    if arch in MAMBA_PREFIX_ARCHS:
+        log.append("Warning: Prefix caching is currently enabled. Its support for Mamba layers is experimental. "
+                   "Please report any issues you may observe.")
+        return "all"
+    log.append("Hybrid or mamba-based model detected without support for prefix caching: disabling.")
+    s.values["enable_prefix_caching"] = False
+    return "none"
+
+
+def _cache_mode(prefix: bool, given: str, arch: str, k: int, version: str, log: list[str]) -> str:
+    """0.15+ (models/config.py MambaModelConfig): with prefix caching, the given mode or by default 'all' for
+    SupportsMambaPrefixCaching models ('align' with drafts in 0.20.0 - 0.21; 'align' for every model since 0.28),
+    'all' falling back to 'align' for the others; without it, 'none'."""
+    if not prefix:
+        if given != "none":
+            log.append("Mamba cache mode is set to 'none' when prefix caching is disabled")
+        return "none"
+    supported = arch in MAMBA_PREFIX_ARCHS and not _since(version, "no_all_mode")
+    mode = given
+    if given == "none":
+        drafts_to_align = k and _since(version, "v020") and not _since(version, "all_mode_drafts")
+        keep_all = supported and not _since(version, "prefix_default_hybrid") and not drafts_to_align
+        mode = "all" if keep_all else "align"
+        if supported and drafts_to_align:
+            log.append(f"Mamba cache mode is set to 'align' for {arch} by default when prefix caching and "
+                       "speculative decoding are enabled")
+        else:
+            log.append(f"Mamba cache mode is set to '{mode}' for {arch or 'this model'} by default when prefix "
+                       "caching is enabled")
+    if mode == "all" and not supported:
+        mode = "align"
+        log.append("Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all' "
+                   "mode: falling back to 'align' mode.")
+    if not _since(version, "prefix_default_hybrid"):
+        log.append(f"Warning: Prefix caching in Mamba cache '{mode}' mode is currently enabled. Its support for Mamba "
+                   "layers is experimental. Please report any issues you may observe.")
     return mode
 
 

@@ -137,6 +137,10 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
             figures(v) and figures(m) and {ve, me} <= {None, "max_num_seqs > Mamba blocks"}):
         if isinstance(m.get("spec"), type(None)) and me and "Error" in me and not v.get("error"):
             return f"mcache refuses the config ({me})"
+        if v.get("error") and "Torch not compiled with CUDA enabled" in v["error"]:
+            return "oracle: a layer of this release touches CUDA while it is built (CPU torch); mcache sizes it"
+        if v.get("error") and m.get("error") and "registered from" in m["error"]:
+            return "architecture not registered in this release (both refuse: vLLM at the config, mcache by registry)"
         if ve == "architecture refused" or (v.get("error") and "0.23.0" in v.get("error", "")):
             return "architecture removed from vLLM 0.33 (it refuses; mcache sizes it)"
         if ve == "max_model_len above the config's":

@@ -49,6 +49,16 @@ VERSION_PINS = {
     # the build for the venv's torch 2.13 (the only CPU torch this workplace has), whatever the release pinned
     "0.10.2": {"transformers": "transformers>=4.55.2,<4.57", "compressed-tensors": "compressed-tensors==0.11.0",
                "torchvision": "torchvision==0.28.0"},
+    **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": f"compressed-tensors=={ct}",
+           "torchvision": "torchvision==0.28.0"}
+       for v, ct in (("0.11.1", "0.12.2"), ("0.15.0", "0.13.0"), ("0.17.0", "0.13.0"), ("0.20.0", "0.15.0.1"),
+                     ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
+    **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
+           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
+    "0.29.0": {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
+    "0.32.0": {"transformers": "transformers>=5.16.1,<5.20.0", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
     # torchvision: the release built for the venv's torch (vLLM 0.33 pins 0.29.0 for torch 2.14); the Qwen3.5 /
     # Qwen3-VL model modules import transformers' image processors, which import it at module level
     "0.33.0": {"transformers": "transformers>=5.16.1,<5.21.0", "compressed-tensors": "compressed-tensors==0.17.0",
@@ -59,7 +69,8 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
              "sentencepiece", "typing_extensions", "pyzmq", "aiohttp", "openai", "openai-harmony", "pillow", "uvloop",
              "prometheus_client", "fastapi", "partial-json-parser", "llguidance", "xgrammar", "loguru",
              # imported at module level by older releases (0.10 - 0.2x): vllm/utils, multimodal/hasher, the GGUF loader
-             "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf"]
+             "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf", "numba",
+             "diskcache"]
 
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "
@@ -86,6 +97,8 @@ MOCKS = [
     "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP) or "
     "1 (others), rank 0: layers read only their size and rank to shard heads; rank 0's specs equal every rank's",
     "the model is built on the meta device and never loaded (load_format dummy, skip_tokenizer_init)",
+    "distributed_executor_backend is 'mp' (what one node with enough GPUs picks; ParallelConfig of 0.10 counts "
+    "the CUDA devices itself, finds none here and would ask for Ray); the executor is never started",
     "CompilationConfig.resolve_cudagraph_mode_and_sizes gets min_cg_support=ALWAYS (the runner would take it from "
     "the attention builders); it is called only for its max_num_seqs vs Mamba blocks check",
     "torchvision is the PyPI wheel for the venv's torch, --no-deps: its compiled ops do not load against the CPU "
@@ -422,7 +435,8 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
     from vllm.engine.arg_utils import EngineArgs
 
     kw = dict(model=model_dir, tensor_parallel_size=key["tp"], kv_cache_memory_bytes=memory,
-              skip_tokenizer_init=True, load_format="dummy", mamba_ssm_cache_dtype=key["mamba_ssm_cache_dtype"],
+              skip_tokenizer_init=True, load_format="dummy", distributed_executor_backend="mp",
+              mamba_ssm_cache_dtype=key["mamba_ssm_cache_dtype"],
               kv_cache_dtype=key["kv_cache_dtype"])
     if max_len is not None:
         kw["max_model_len"] = max_len

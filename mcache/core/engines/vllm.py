@@ -51,7 +51,7 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
+VERSIONS = ("0.10.2", "0.11.1", "0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
             "0.29.0", "0.32.0", "0.33.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
@@ -62,6 +62,10 @@ SINCE = {
     # v1/worker/gpu_model_runner.py get_kv_cache_spec (0.10.2 - 0.11.0): NotImplementedError for Mamba layers with
     # speculative decoding, Qwen3-Next apart
     "mamba_drafts": "0.11.1",
+    # model_executor/models/config.py NemotronHForCausalLMConfig: the SSM state dtype from the config's
+    # mamba_ssm_cache_dtype, else float16 (0.13 - 0.19; float32 since 0.20, update_mamba_ssm_cache_dtype); before
+    # 0.13 no hook, so the model dtype
+    "nemotron_ssm_hook": "0.13.0",
     # config/cache.py mamba_cache_mode (none / align / all) and kv_cache_interface.py MambaSpec.max_memory_usage_bytes:
     # 1 + drafts state blocks (none), 2 + drafts (align); before, one block per request and no draft blocks
     "mamba_cache_mode": "0.15.0",
@@ -158,11 +162,18 @@ NEMOTRON_H = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 # The hook registry (MODELS_CONFIG_MAP) names the flat text classes too (Qwen3_5ForCausalLMConfig runs the same hook).
 QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
            "Qwen3_5MoeForCausalLM")
-# Kinds whose state shape takes num_spec (k more conv rows with drafts): mamba2_state_shape, gated_delta_net_state_shape
-# and kda_state_shape callers all pass it in 0.33 (nemotron_h.py, mamba2.py, falcon_h1.py, granitemoehybrid.py,
-# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1 and linear attention do not, and short conv only in
-# its layer (LAYER_ONLY_DRAFT_KINDS).
-CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
+# Kinds whose state shape takes num_spec (k more conv rows with drafts), by the release from which the layers pass it
+# (layers/mamba/mamba_utils.py and the layers' get_state_shape): GDN always (gated_delta_net_state_shape), Mamba2
+# since 0.17.0 (mamba_mixer2.py), KDA since 0.27.0 (kda_state_shape), short conv since 0.29.0 (short_conv.py);
+# mamba1 and linear attention never.
+CONV_DRAFT_SINCE = {"gdn": "0.10.2", "mamba2": "0.17.0", "kda": "0.27.0", "short_conv": "0.29.0"}
+# The model classes' get_mamba_state_shape_from_config hooks (which size the padded page) pass num_spec for Mamba2
+# from these releases: nemotron_h.py and mamba2.py since 0.17.0, falcon_h1.py, granitemoehybrid.py and zamba2.py since
+# 0.32.0; bamba.py never (to 0.23, its last release); GDN and KDA hooks as their layers; LFM2's short-conv hooks never
+# (LAYER_ONLY_DRAFT_KINDS).
+MAMBA2_HOOK_DRAFT_SINCE = {"NemotronHForCausalLM": "0.17.0", "NemotronHPuzzleForCausalLM": "0.17.0",
+                           "Mamba2ForCausalLM": "0.17.0", "BambaForCausalLM": None}
+MAMBA2_HOOK_DRAFT_DEFAULT = "0.32.0"
 # KDA's recurrent state (mamba_utils.py kda_state_dtype): float32 under 'auto', else --mamba-ssm-cache-dtype. The model
 # class's hook, which sizes the padded page, passes the flag for Kimi-Linear and Kimi-K3 alike (models/kimi_k3/nvidia/
 # model.py KimiLinearForCausalLM.get_mamba_state_dtype_from_config); the layers differ: Kimi-K3's KimiK3DeltaAttention
@@ -171,6 +182,9 @@ CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
 KDA_SSM_DTYPE_HOOK = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 KDA_SSM_DTYPE_LAYER = ("KimiK3ForConditionalGeneration",)
 KDA_SSM_DTYPES = ("auto", "float32", "bfloat16")  # kda_state_dtype raises ValueError on any other
+# config/cache.py MambaDType (the --mamba-cache-dtype / --mamba-ssm-cache-dtype choices): auto and float32 in
+# 0.10.2 - 0.12, float16 from 0.13.0, bfloat16 from 0.22.0; pydantic refuses the others
+MAMBA_DTYPES_SINCE = {"auto": "0.10.2", "float32": "0.10.2", "float16": "0.13.0", "bfloat16": "0.22.0"}
 # Short conv's layer takes num_spec (layers/mamba/short_conv.py get_state_shape) but the LFM2 model classes' hooks do
 # not (models/lfm2.py, lfm2_moe.py, lfm2_vl.py get_mamba_state_shape_from_config), so drafts grow the real page, not
 # the one the padding is computed from.
@@ -317,11 +331,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     log: list[str] = []
     max_len = _max_len(s, spec, log)
     k = s.take("num_speculative_tokens", 0)
-    dtypes = _dtypes(spec, s, arch, log)
+    version = inputs.version or VERSIONS[-1]
+    dtypes = _dtypes(spec, s, arch, version, log)
     kv_mode = s.values["kv_cache_dtype"]
     recurrent = [kind for kind in RECURRENT_KINDS if getattr(spec, kind) is not None]
     hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
-    version = inputs.version or VERSIONS[-1]
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
     # models; before 0.28 off for every hybrid (`default_prefix_caching = ... and not model_config.is_hybrid`)
     prefix = s.take("enable_prefix_caching", hybrid and _since(version, "prefix_default_hybrid"))
@@ -351,10 +365,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
 
     model = whole_model(spec, inputs.layout, dtypes)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
+    refusal = refusal or _mamba_dtype_error(s, version)
     if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES:
         refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
-    page = _state_page(model, dtypes, arch, k, ssm_flag, layer=True)  # what the layers' MambaSpecs hold
-    hook_page = _state_page(model, dtypes, arch, k, ssm_flag, layer=False)  # what the model class's hook says
+    page = _state_page(model, dtypes, arch, k, ssm_flag, True, version)  # what the layers' MambaSpecs hold
+    hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
     block, padded = block_size, page
@@ -419,6 +434,17 @@ def _length_error(s: Settings, spec) -> str | None:
             "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
             "encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute "
             "position encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.")
+
+
+def _mamba_dtype_error(s: Settings, version: str) -> str | None:
+    """config/cache.py CacheConfig: a Mamba state dtype the release's MambaDType does not list (None: allowed)."""
+    allowed = [name for name, since in MAMBA_DTYPES_SINCE.items() if at_least(version, since)]
+    for flag in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+        value = s.values.get(flag, "auto")
+        if value in MAMBA_DTYPES_SINCE and value not in allowed:
+            return (f"ValidationError: 1 validation error for CacheConfig {flag}: Input should be "
+                    f"{', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r} (vLLM {version})")
+    return None
 
 
 def _next_minor(version: str) -> str:
@@ -497,7 +523,7 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
         error = _memory_error(pool, rule, max_len)
     if error is None and num_blocks is not None:
         concurrency = num_blocks / per_request
-        legacy = num_blocks // sum(pool.groups.values()) * min(rule.block, max_len)
+        legacy = _legacy_tokens(pool, num_blocks, setup)
         tokens = int(concurrency * max_len) if _since(setup.version, "kv_tokens_from_concurrency") else legacy
         fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
         log += _capacity_lines(tokens, max_len, concurrency, setup.version)
@@ -533,6 +559,15 @@ def _fields(pool: StagePool, num_blocks: int | None, per_request: int, setup: Se
     }
 
 
+def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
+    """The "GPU KV cache size" of v1/core/kv_cache_utils.py before 0.20.1: num_blocks // groups x the smallest
+    group block (a Mamba group's block is the max model length); in 0.10.2 a model of one spec type (no attention)
+    counts num_blocks x cache_config.block_size (_get_kv_cache_config_uniform_type)."""
+    if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
+        return num_blocks * DEFAULT_BLOCK_SIZE
+    return num_blocks // sum(pool.groups.values()) * min(setup.rule.block, setup.max_len)
+
+
 def _capacity_lines(tokens: int, max_len: int, concurrency: float, version: str) -> list[str]:
     """v1/core/kv_cache_utils.py: one line since 0.28 (update_kv_cache_capacity), two before
     (_report_kv_cache_config)."""
@@ -551,7 +586,7 @@ def _graph_error(pool: StagePool, num_blocks: int, setup: Setup) -> str | None:
             f"Please lower max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.")
 
 
-def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
+def _dtypes(spec, s: Settings, arch: str, version: str, log: list[str]) -> CacheDtypes:
     """Conv state: --mamba-cache-dtype, else the model dtype; recurrent state: --mamba-ssm-cache-dtype, else the
     model's hook, else the conv dtype (mamba_utils.py MambaStateDtypeCalculator, models/config.py)."""
     model = dtype_names.canonical(spec.dtype)
@@ -561,8 +596,8 @@ def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
     hints = spec.ssm_dtype_hints
     if ssm_flag != "auto":
         ssm = state_dtype(ssm_flag, "mamba_ssm_cache_dtype")
-    elif arch in NEMOTRON_H:
-        ssm = hints.get("mamba_ssm_cache_dtype", "float32")
+    elif arch in NEMOTRON_H and _since(version, "nemotron_ssm_hook"):
+        ssm = hints.get("mamba_ssm_cache_dtype", "float32" if _since(version, "v020") else "float16")
         log.append(f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model")
     elif arch in QWEN3_5 and "mamba_ssm_dtype" in hints:
         ssm = hints["mamba_ssm_dtype"]
@@ -655,7 +690,21 @@ def _cache_mode(prefix: bool, given: str, arch: str, k: int, version: str, log: 
     return mode
 
 
-def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, layer: bool) -> int:
+def _conv_drafts(kind: str, arch: str, layer: bool, version: str) -> bool:
+    """Whether `kind`'s conv state grows by the draft rows at `version`, in the layer (`layer`) or in the model
+    class's hook (CONV_DRAFT_SINCE, MAMBA2_HOOK_DRAFT_SINCE)."""
+    since = CONV_DRAFT_SINCE.get(kind)
+    if since is None or not at_least(version, since):
+        return False
+    if layer:
+        return True
+    if kind == "mamba2":
+        hook = MAMBA2_HOOK_DRAFT_SINCE.get(arch, MAMBA2_HOOK_DRAFT_DEFAULT)
+        return hook is not None and at_least(version, hook)
+    return kind not in LAYER_ONLY_DRAFT_KINDS
+
+
+def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, layer: bool, version: str) -> int:
     """Bytes of one recurrent layer's state for one request, unpadded: as the layers' MambaSpecs hold it (`layer`)
     or as the model class's get_mamba_state_shape/dtype_from_config hooks say, which platforms/interface.py
     _align_hybrid_block_size pads to the attention page (they differ for short conv with drafts and Kimi-Linear's
@@ -670,8 +719,7 @@ def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, laye
         return kda_ssm if kind == "kda" else dtypes.ssm
 
     def rows(kind: str) -> int:
-        drafts = kind in CONV_DRAFT_KINDS or (layer and kind in LAYER_ONLY_DRAFT_KINDS)
-        return k if drafts or (kind == "mamba2" and arch in NEMOTRON_H) else 0
+        return k if _conv_drafts(kind, arch, layer, version) else 0
 
     return max((state_bytes(ctx, kind, dtype_of, rows(kind)) for kind in ctx.recurrent_kinds), default=0)
 

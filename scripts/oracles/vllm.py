@@ -70,7 +70,7 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
              "prometheus_client", "fastapi", "partial-json-parser", "llguidance", "xgrammar", "loguru",
              # imported at module level by older releases (0.10 - 0.2x): vllm/utils, multimodal/hasher, the GGUF loader
              "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf", "numba",
-             "diskcache"]
+             "diskcache", "mistral_common"]
 
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "

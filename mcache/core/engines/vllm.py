@@ -51,17 +51,24 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
-            "0.29.0", "0.32.0", "0.33.0")
+VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
+            "0.29.0", "0.30.0", "0.32.0", "0.33.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
     # ("... disabling prefix caching since it is not yet supported."); 0.11.1 - 0.14 keep it for the architectures
     # with SupportsMambaPrefixCaching (one state per block), turning it off for the others
     "mamba_prefix_caching": "0.11.1",
-    # v1/worker/gpu_model_runner.py get_kv_cache_spec (0.10.2 - 0.11.0): NotImplementedError for Mamba layers with
-    # speculative decoding, Qwen3-Next apart
-    "mamba_drafts": "0.11.1",
+    # engine/arg_utils.py: 0.11.1 turns prefix caching on by default for every model but hybrids (`not is_hybrid`),
+    # attention-free Mamba models included, whose state block stays the max model length (config.py); from 0.12.0
+    # by `is_prefix_caching_supported` (False for hybrid and attention-free models until 0.26)
+    "attention_free_prefix_off": "0.12.0",
+    # v1/worker/gpu_model_runner.py (0.10 - 0.11.0), then layers/mamba/abstract.py get_kv_cache_spec (to 0.16):
+    # NotImplementedError for Mamba layers with speculative decoding, Qwen3-Next apart
+    "mamba_drafts": "0.17.0",
+    # layers/mamba/mamba_utils.py gated_delta_net_state_dtype: the GDN recurrent state follows
+    # --mamba-ssm-cache-dtype; before, it took the conv dtype
+    "gdn_ssm_dtype": "0.17.0",
     # model_executor/models/config.py NemotronHForCausalLMConfig: the SSM state dtype from the config's
     # mamba_ssm_cache_dtype, else float16 (0.13 - 0.19; float32 since 0.20, update_mamba_ssm_cache_dtype); before
     # 0.13 no hook, so the model dtype
@@ -89,6 +96,9 @@ SINCE = {
     "prefix_default_hybrid": "0.28.0",
     # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint block with FlashKDA
     "kda_checkpoint": "0.29.0",
+    # layers/mamba/mamba_utils.py kda_state_dtype: the KDA recurrent state follows --mamba-ssm-cache-dtype (auto,
+    # float32, bfloat16; ValueError on others) where the caller passes it; before, always float32
+    "kda_ssm_dtype": "0.30.0",
     # config/cache.py MambaCacheMode = Literal["align", "none"] ('all' refused); layers/mamba/mamba_mixer2.py
     # get_kv_cache_spec: Mamba2 specs take one prefill-checkpoint block
     "no_all_mode": "0.32.0",
@@ -338,7 +348,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
     # models; before 0.28 off for every hybrid (`default_prefix_caching = ... and not model_config.is_hybrid`)
-    prefix = s.take("enable_prefix_caching", hybrid and _since(version, "prefix_default_hybrid"))
+    prefix = s.take("enable_prefix_caching", hybrid and _since(version, "prefix_default_hybrid") or (
+        bool(recurrent) and not hybrid and not _since(version, "attention_free_prefix_off")
+        and _since(version, "mamba_prefix_caching")))
     mode, refusal = _mode(s, prefix, arch, recurrent, k, version, log)
     # ModelConfig checks the length before loading
     refusal = _length_error(s, spec) or _architecture_error(spec, version) or refusal
@@ -366,7 +378,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     model = whole_model(spec, inputs.layout, dtypes)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
     refusal = refusal or _mamba_dtype_error(s, version)
-    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES:
+    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES and \
+            _since(version, "kda_ssm_dtype"):
         refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
     page = _state_page(model, dtypes, arch, k, ssm_flag, True, version)  # what the layers' MambaSpecs hold
     hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
@@ -387,6 +400,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         refusal = refusal or _padding_error(page, padded)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
+        if mode == "all" and not _since(version, "attention_free_prefix_off"):
+            mamba_block = max_len  # 0.11.1: config.py sets mamba_block_size = max_model_len before prefix caching
+        elif mode != "none" and not _since(version, "v020"):
+            # 0.12 - 0.17: MambaModelConfig sets mamba_block_size = cache_config.block_size, still None before the
+            # platform sets it, and the Mamba spec divides by it (the 0.17 table; 0.22 sizes it)
+            refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
                      mamba_block)
@@ -464,11 +483,14 @@ def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str, ve
 
 
 def _mla_alignment(version: str) -> int:
-    """The block alignment of a hybrid MLA model: 128 since 0.27 (platforms/interface.py _align_hybrid_block_size),
-    64 for 0.11.1 - 0.26 (model_executor/models/config.py, then the backends' kernel block sizes), 16 in 0.10.2."""
+    """The block alignment of a hybrid MLA model: 128 since 0.27 (platforms/interface.py _align_hybrid_block_size);
+    for 0.20 - 0.26 the MLA backend's smallest kernel block (16: the same function, before the 128 floor); 64 for
+    0.11.1 - 0.19 (model_executor/models/config.py HybridAttentionMambaModelConfig); 16 in 0.10.2."""
     if _since(version, "mla_align_128"):
         return MLA_ALIGNMENT
-    return MLA_ALIGNMENT_0111 if _since(version, "mamba_prefix_caching") else DEFAULT_BLOCK_SIZE
+    if _since(version, "v020") or not _since(version, "mamba_prefix_caching"):
+        return DEFAULT_KERNEL_BLOCK_SIZE
+    return MLA_ALIGNMENT_0111
 
 
 def _chunk_size(spec) -> int:
@@ -710,12 +732,14 @@ def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, laye
     _align_hybrid_block_size pads to the attention page (they differ for short conv with drafts and Kimi-Linear's
     KDA dtype); with several recurrent kinds, the largest (kv_cache_utils.py unify_kv_cache_spec_page_size pads the
     others to it)."""
-    kda_flag = (arch in KDA_SSM_DTYPE_LAYER) if layer else (arch in KDA_SSM_DTYPE_HOOK)
+    kda_flag = _since(version, "kda_ssm_dtype") and (arch in (KDA_SSM_DTYPE_LAYER if layer else KDA_SSM_DTYPE_HOOK))
     kda_ssm = dtypes.ssm if kda_flag and ssm_flag != "auto" else "float32"
 
     def dtype_of(kind, state):
         if state.component == "conv" or kind in ("short_conv", "lightning"):
             return dtypes.conv  # linear attention and short conv keep one state in the conv dtype
+        if kind == "gdn" and not _since(version, "gdn_ssm_dtype"):
+            return dtypes.conv
         return kda_ssm if kind == "kda" else dtypes.ssm
 
     def rows(kind: str) -> int:

@@ -591,7 +591,13 @@ def plan_kv_cache(vc, specs: dict, memory: int, tp: int):
         with set_current_vllm_config(vc):
             supported = WorkerBase.get_supported_kv_cache_layouts(worker_like)
             layout = resolve_kv_cache_layout(vc, [supported] * tp, list(specs.values()))
-            WorkerBase.set_kv_cache_layout(worker_like, layout.name, vc.parallel_config.cp_kv_cache_interleave_size)
+            import inspect
+
+            if len(inspect.signature(WorkerBase.set_kv_cache_layout).parameters) > 2:  # 0.33 takes the interleave
+                WorkerBase.set_kv_cache_layout(worker_like, layout.name,
+                                               vc.parallel_config.cp_kv_cache_interleave_size)
+            else:
+                WorkerBase.set_kv_cache_layout(worker_like, layout.name)
     except (ImportError, AttributeError):
         pass
     try:

@@ -352,8 +352,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         bool(recurrent) and not hybrid and not _since(version, "attention_free_prefix_off")
         and _since(version, "mamba_prefix_caching")))
     mode, refusal = _mode(s, prefix, arch, recurrent, k, version, log)
-    # ModelConfig checks the length before loading
-    refusal = _length_error(s, spec) or _architecture_error(spec, version) or refusal
+    # in vLLM's order: ModelConfig (the length, the registry), CacheConfig's validation, the config hooks, then
+    # loading the model (a removed architecture) and its layers' specs (drafts on Mamba layers)
+    refusal = (_length_error(s, spec) or _unregistered_error(spec, version) or _mamba_dtype_error(s, version)
+               or refusal or _removed_error(spec, version))
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
     uses_mla = spec.mla is not None
@@ -377,7 +379,6 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
 
     model = whole_model(spec, inputs.layout, dtypes)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
-    refusal = refusal or _mamba_dtype_error(s, version)
     if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES and \
             _since(version, "kda_ssm_dtype"):
         refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
@@ -427,14 +428,20 @@ def _since(version: str, rule: str) -> bool:
     return at_least(version, SINCE[rule])
 
 
-def _architecture_error(spec, version: str) -> str | None:
-    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`, after the release
-    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; one
-    registered after `version` (`ADDED_ARCHS`) is not loaded; None for the others."""
+def _unregistered_error(spec, version: str) -> str | None:
+    """model_executor/models/registry.py: an architecture registered after `version` (`ADDED_ARCHS`) is not loaded;
+    None for the others."""
     added = ADDED_ARCHS.get(spec.architecture)
-    if added is not None and not at_least(version, added):
-        return (f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {version}; registered "
-                f"from {added} on).")
+    if added is None or at_least(version, added):
+        return None
+    return (f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {version}; registered "
+            f"from {added} on).")
+
+
+def _removed_error(spec, version: str) -> str | None:
+    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`, after the release
+    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; None
+    for the others."""
     if spec.architecture not in REMOVED_ARCHS or not at_least(version, _next_minor(REMOVED_ARCHS[spec.architecture])):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))

@@ -401,11 +401,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         refusal = refusal or _padding_error(page, padded)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
-        if mode == "all" and not _since(version, "attention_free_prefix_off"):
-            mamba_block = max_len  # 0.11.1: config.py sets mamba_block_size = max_model_len before prefix caching
+        if mode == "all" and not _since(version, "mamba_cache_mode"):
+            mamba_block = max_len  # 0.11.1 - 0.14: config.py keeps mamba_block_size = max_model_len (one state)
         elif mode != "none" and not _since(version, "v020"):
-            # 0.12 - 0.17: MambaModelConfig sets mamba_block_size = cache_config.block_size, still None before the
-            # platform sets it, and the Mamba spec divides by it (the 0.17 table; 0.22 sizes it)
+            # 0.15 - 0.17: MambaModelConfig sets mamba_block_size = cache_config.block_size, still None before the
+            # platform sets it, and the Mamba spec divides by it (the 0.15 and 0.17 tables; 0.20.1 sizes it)
             refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,

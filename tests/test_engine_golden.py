@@ -38,13 +38,28 @@ KNOWN = {
         "architecture not registered in this release (both refuse: vLLM at the config, mcache by registry)": 38,
     },
     "vllm-0.11.1.json": {NO_ARCHS: 52, REMOTE_CODE: 52, MTP: 6},  # 410 cases, 300 match on every field
+    "vllm-0.12.0.json": {  # 410 cases, 294 match on every field
+        NO_ARCHS: 52, REMOTE_CODE: 52, MTP: 6,
+        # not yet understood: Kimi-Linear at 2x its config's length; vLLM 0.12 reports its (modelled) build error
+        # before the length check mcache applies first
+        "both err, differently (vLLM TypeError / mcache max_model_len above the config's)": 6,
+    },
     "vllm-0.13.0.json": {NO_ARCHS: 52, REMOTE_CODE: 52, MTP: 6},  # 410 cases, 300 match on every field
     "vllm-0.15.0.json": {NO_ARCHS: 70, MAMBA2_HEADS: 68, REMOTE_CODE: 72, MTP: 6},  # 568 cases, 352 match
     "vllm-0.17.0.json": {NO_ARCHS: 70, MAMBA2_HEADS: 68, REMOTE_CODE: 72, MTP: 6},  # 568 cases, 352 match
+    "vllm-0.20.0.json": {NO_ARCHS: 70, REMOTE_CODE: 72, MTP: 6},  # 568 cases, 420 match on every field
     "vllm-0.20.1.json": {NO_ARCHS: 70, REMOTE_CODE: 72, MTP: 6},  # 568 cases, 420 match on every field
     "vllm-0.22.0.json": {NO_ARCHS: 74, REMOTE_CODE: 74, MTP: 12},  # 568 cases, 408 match on every field
+    "vllm-0.24.0.json": {  # 568 cases, 534 match on every field
+        # fixture: lfm2-8b's config names no architectures; transformers 5.5 fills in Lfm2MoeModel
+        "the config fixture names no architectures: transformers fills in the base class (Lfm2MoeModel), which "
+        "this vLLM does not treat as hybrid (prefix caching on by default)": 22,
+        MTP: 12,
+    },
     "vllm-0.27.0.json": {MTP: 12},  # 568 cases, 556 match on every field
     "vllm-0.28.0.json": {MTP: 12},  # 568 cases, 556 match on every field
+    "vllm-0.29.0.json": {MTP: 12},  # 568 cases, 556 match on every field
+    "vllm-0.30.0.json": {MTP: 12},  # 568 cases, 556 match on every field
     "vllm-0.32.0.json": {MTP: 12},  # 568 cases, 556 match on every field
     "vllm-0.33.0.json": {
         # oracle: it does not pass trust_remote_code, so transformers refuses plamo2 / bailing_moe_linear configs

@@ -207,6 +207,10 @@ FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
 # recurrent layer stops start-up (models/transformers/base.py)
 REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
                  "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
+# Releases whose model class of an architecture does not build (the error vLLM raises while loading): 0.12.0's
+# models/kimi_linear.py builds MLAModules without the indexer_rotary_emb its layers/mla.py requires (0.13.0 fixed it)
+BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
+                "TypeError: MLAModules.__init__() missing 1 required positional argument: 'indexer_rotary_emb'"}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Qwen3_5ForConditionalGeneration": "0.17.0",
@@ -440,8 +444,10 @@ def _unregistered_error(spec, version: str) -> str | None:
 
 def _removed_error(spec, version: str) -> str | None:
     """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`, after the release
-    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; None
-    for the others."""
+    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; a
+    model class that does not build at `version` (BROKEN_ARCHS) fails with its error; None for the others."""
+    if (spec.architecture, version) in BROKEN_ARCHS:
+        return BROKEN_ARCHS[spec.architecture, version]
     if spec.architecture not in REMOVED_ARCHS or not at_least(version, _next_minor(REMOVED_ARCHS[spec.architecture])):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
@@ -594,7 +600,10 @@ def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
     counts num_blocks x cache_config.block_size (_get_kv_cache_config_uniform_type)."""
     if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
         return num_blocks * DEFAULT_BLOCK_SIZE
-    return num_blocks // sum(pool.groups.values()) * min(setup.rule.block, setup.max_len)
+    block = min(setup.rule.block, setup.max_len)
+    if not setup.attn_tok and setup.rule.mode != "none":  # attention-free with prefix caching: the state block
+        block = setup.rule.mamba_block
+    return num_blocks // sum(pool.groups.values()) * block
 
 
 def _capacity_lines(tokens: int, max_len: int, concurrency: float, version: str) -> list[str]:

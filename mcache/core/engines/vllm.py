@@ -1,15 +1,15 @@
 """vLLM (V1 engine, hybrid KV-cache manager): state dtypes, pages, block alignment, KV-cache groups, blocks,
-concurrency and the start-up checks, as vLLM 0.33.0 computes them on an NVIDIA GPU; and the `vllm serve` line
-that starts a deployment `mcache plan` found.
+concurrency and the start-up checks, as vLLM computes them on an NVIDIA GPU at each release in `VERSIONS` (0.10.2 to
+0.33.0; the rules that changed between them are keyed in `SINCE` and tested with `_since`); and the `vllm serve`
+line that starts a deployment `mcache plan` found.
 
 Sources (vllm-project/vllm at tag v0.33.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and
 dtypes), `vllm/model_executor/models/config.py` (per-model hooks, mamba cache mode), `vllm/platforms/interface.py`
 (`_align_hybrid_block_size`), `vllm/v1/kv_cache_interface.py` (page sizes, blocks per request),
 `vllm/v1/core/kv_cache_planning.py` (groups, block counts, the memory check), `vllm/v1/core/kv_cache_utils.py`
 (concurrency and its log line), `vllm/config/compilation.py` (the max_num_seqs check), `vllm/v1/worker/gpu_worker.py`
-(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults, flag names). Older releases
-differ where noted; their behaviour is reachable through settings (`mamba_cache_mode all`, `gdn_prefill_backend
-triton`).
+(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults, flag names); an older release's
+rule cites the file at that release (scripts/oracles/vllm_versions.md lists the diffs).
 """
 
 from __future__ import annotations

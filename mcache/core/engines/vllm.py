@@ -1,15 +1,15 @@
 """vLLM (V1 engine, hybrid KV-cache manager): state dtypes, pages, block alignment, KV-cache groups, blocks,
-concurrency and the start-up checks, as vLLM 0.33.0 computes them on an NVIDIA GPU; and the `vllm serve` line
-that starts a deployment `mcache plan` found.
+concurrency and the start-up checks, as vLLM computes them on an NVIDIA GPU at each release in `VERSIONS` (0.10.2 to
+0.33.0; the rules that changed between them are keyed in `SINCE` and tested with `_since`); and the `vllm serve`
+line that starts a deployment `mcache plan` found.
 
 Sources (vllm-project/vllm at tag v0.33.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and
 dtypes), `vllm/model_executor/models/config.py` (per-model hooks, mamba cache mode), `vllm/platforms/interface.py`
 (`_align_hybrid_block_size`), `vllm/v1/kv_cache_interface.py` (page sizes, blocks per request),
 `vllm/v1/core/kv_cache_planning.py` (groups, block counts, the memory check), `vllm/v1/core/kv_cache_utils.py`
 (concurrency and its log line), `vllm/config/compilation.py` (the max_num_seqs check), `vllm/v1/worker/gpu_worker.py`
-(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults, flag names). Older releases
-differ where noted; their behaviour is reachable through settings (`mamba_cache_mode all`, `gdn_prefill_backend
-triton`).
+(available memory), `vllm/config/cache.py` and `vllm/engine/arg_utils.py` (defaults, flag names); an older release's
+rule cites the file at that release (scripts/oracles/vllm_versions.md lists the diffs).
 """
 
 from __future__ import annotations
@@ -49,7 +49,63 @@ from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
-VERSIONS = ("0.33.0",)  # the releases this module models, oldest first (vllm-project/vllm tags)
+# The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
+# below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
+VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
+            "0.29.0", "0.30.0", "0.32.0", "0.33.0")
+# The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
+SINCE = {
+    # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
+    # ("... disabling prefix caching since it is not yet supported."); 0.11.1 - 0.14 keep it for the architectures
+    # with SupportsMambaPrefixCaching (one state per block), turning it off for the others
+    "mamba_prefix_caching": "0.11.1",
+    # engine/arg_utils.py: 0.11.1 turns prefix caching on by default for every model but hybrids (`not is_hybrid`),
+    # attention-free Mamba models included, whose state block stays the max model length (config.py); from 0.12.0
+    # by `is_prefix_caching_supported` (False for hybrid and attention-free models until 0.26)
+    "attention_free_prefix_off": "0.12.0",
+    # v1/worker/gpu_model_runner.py (0.10 - 0.11.0), then layers/mamba/abstract.py get_kv_cache_spec (to 0.16):
+    # NotImplementedError for Mamba layers with speculative decoding, Qwen3-Next apart
+    "mamba_drafts": "0.17.0",
+    # layers/mamba/mamba_utils.py gated_delta_net_state_dtype: the GDN recurrent state follows
+    # --mamba-ssm-cache-dtype; before, it took the conv dtype
+    "gdn_ssm_dtype": "0.17.0",
+    # model_executor/models/config.py NemotronHForCausalLMConfig: the SSM state dtype from the config's
+    # mamba_ssm_cache_dtype, else float16 (0.13 - 0.19; float32 since 0.20, update_mamba_ssm_cache_dtype); before
+    # 0.13 no hook, so the model dtype
+    "nemotron_ssm_hook": "0.13.0",
+    # config/cache.py mamba_cache_mode (none / align / all) and kv_cache_interface.py MambaSpec.max_memory_usage_bytes:
+    # 1 + drafts state blocks (none), 2 + drafts (align); before, one block per request and no draft blocks
+    "mamba_cache_mode": "0.15.0",
+    # model_executor/models/config.py MambaModelConfig (0.15 - 0.16): align mode asserts no speculative decoding
+    "align_with_drafts": "0.17.0",
+    # config/cache.py CacheConfig.gpu_memory_utilization 0.9 -> 0.92; config/compilation.py
+    # resolve_cudagraph_mode_and_sizes refuses max_num_seqs above the Mamba blocks (0.18 - 0.19 capped the capture
+    # sizes instead); platforms/interface.py _align_hybrid_block_size takes the backend's kernel block sizes
+    "v020": "0.20.0",
+    # v1/core/kv_cache_utils.py _report_kv_cache_config: "GPU KV cache size" = int(max_concurrency * max_model_len);
+    # before, num_blocks // groups * min block size
+    "kv_tokens_from_concurrency": "0.20.1",
+    # kv_cache_interface.py MambaSpec.max_memory_usage_bytes: 'all' counts the draft blocks too; config.py no longer
+    # defaults to 'align' for SupportsMambaPrefixCaching models with speculative decoding (0.20.0 - 0.21)
+    "all_mode_drafts": "0.22.0",
+    # platforms/interface.py _align_hybrid_block_size: hybrid MLA models align blocks to 128 tokens
+    "mla_align_128": "0.27.0",
+    # engine/arg_utils.py: prefix caching on by default for hybrid models (is_prefix_caching_supported), align
+    # mode by default ('all' only when asked); the HUGE-GPU batch tier; the "GPU KV cache size" line carries the
+    # concurrency (kv_cache_utils.py update_kv_cache_capacity)
+    "prefix_default_hybrid": "0.28.0",
+    # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint block with FlashKDA
+    "kda_checkpoint": "0.29.0",
+    # layers/mamba/mamba_utils.py kda_state_dtype: the KDA recurrent state follows --mamba-ssm-cache-dtype (auto,
+    # float32, bfloat16; ValueError on others) where the caller passes it; before, always float32
+    "kda_ssm_dtype": "0.30.0",
+    # config/cache.py MambaCacheMode = Literal["align", "none"] ('all' refused); layers/mamba/mamba_mixer2.py
+    # get_kv_cache_spec: Mamba2 specs take one prefill-checkpoint block
+    "no_all_mode": "0.32.0",
+    # gdn/qwen_gdn_linear_attn.py + gdn_attn.py: FlashInfer GDN prefill checkpoints (block alignment, one block);
+    # engine/arg_utils.py: --mamba-cache-mode a deprecated no-op
+    "gdn_checkpoints": "0.33.0",
+}
 # The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
 # the option; an option vLLM lacks is refused with it).
 FLAGS = {
@@ -66,7 +122,8 @@ SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", 
             "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
             "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
             "gdn_prefill_backend")
-DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (0.9 before 0.22)
+DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (since 0.20.0)
+DEFAULT_UTILIZATION_BEFORE_020 = 0.9  # vllm/config/cache.py v0.10.2 - v0.19.1
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
 DEFAULT_KERNEL_BLOCK_SIZE = DEFAULT_BLOCK_SIZE  # vllm/config/cache.py: the attention kernel's block follows block_size
 DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # vllm/config/model.py: FlashInfer's GDN prefill on Hopper since 0.33
@@ -82,7 +139,16 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU = 8192
 DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU = 16384
 FLASHMLA_BLOCK = 64  # v1/attention/backends/mla/flashattn_mla.py: FlashMLA (the fp8 MLA backend) takes only 64
-MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.29)
+MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to 128 tokens (since 0.27)
+# model_executor/models/config.py HybridAttentionMambaModelConfig (0.11.1 - 0.19): kernel_block_alignment_size 64 for
+# MLA (128 only under CUTLASS_MLA), 16 otherwise; 0.10.2 aligns every model to 16
+MLA_ALIGNMENT_0111 = 64
+MAMBA1_CHUNK = 2048  # config/model.py get_mamba_chunk_size: the chunk of a config naming none ('all' mode alignment)
+# model_executor/models/*.py classes with SupportsMambaPrefixCaching (0.11.1 - 0.31): prefix caching keeps one state
+# per block ('all' mode) for these; FalconMamba loads as MambaForCausalLM (registry.py)
+MAMBA_PREFIX_ARCHS = ("BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
+                      "MambaForCausalLM", "FalconMambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM",
+                      "Zamba2ForCausalLM")
 GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer GDN prefill checkpoints (0.33)
 NO_LENGTH_KEY_LEN = 2048  # config/model.py _get_and_verify_max_len: a config naming no max length
 KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
@@ -106,11 +172,18 @@ NEMOTRON_H = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 # The hook registry (MODELS_CONFIG_MAP) names the flat text classes too (Qwen3_5ForCausalLMConfig runs the same hook).
 QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
            "Qwen3_5MoeForCausalLM")
-# Kinds whose state shape takes num_spec (k more conv rows with drafts): mamba2_state_shape, gated_delta_net_state_shape
-# and kda_state_shape callers all pass it in 0.33 (nemotron_h.py, mamba2.py, falcon_h1.py, granitemoehybrid.py,
-# zamba2.py, qwen3_next.py, qwen3_5.py, models/kimi_k3); mamba1 and linear attention do not, and short conv only in
-# its layer (LAYER_ONLY_DRAFT_KINDS).
-CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
+# Kinds whose state shape takes num_spec (k more conv rows with drafts), by the release from which the layers pass it
+# (layers/mamba/mamba_utils.py and the layers' get_state_shape): GDN always (gated_delta_net_state_shape), Mamba2
+# since 0.17.0 (mamba_mixer2.py), KDA since 0.27.0 (kda_state_shape), short conv since 0.29.0 (short_conv.py);
+# mamba1 and linear attention never.
+CONV_DRAFT_SINCE = {"gdn": "0.10.2", "mamba2": "0.17.0", "kda": "0.27.0", "short_conv": "0.29.0"}
+# The model classes' get_mamba_state_shape_from_config hooks (which size the padded page) pass num_spec for Mamba2
+# from these releases: nemotron_h.py and mamba2.py since 0.17.0, falcon_h1.py, granitemoehybrid.py and zamba2.py since
+# 0.32.0; bamba.py never (to 0.23, its last release); GDN and KDA hooks as their layers; LFM2's short-conv hooks never
+# (LAYER_ONLY_DRAFT_KINDS).
+MAMBA2_HOOK_DRAFT_SINCE = {"NemotronHForCausalLM": "0.17.0", "NemotronHPuzzleForCausalLM": "0.17.0",
+                           "Mamba2ForCausalLM": "0.17.0", "BambaForCausalLM": None}
+MAMBA2_HOOK_DRAFT_DEFAULT = "0.32.0"
 # KDA's recurrent state (mamba_utils.py kda_state_dtype): float32 under 'auto', else --mamba-ssm-cache-dtype. The model
 # class's hook, which sizes the padded page, passes the flag for Kimi-Linear and Kimi-K3 alike (models/kimi_k3/nvidia/
 # model.py KimiLinearForCausalLM.get_mamba_state_dtype_from_config); the layers differ: Kimi-K3's KimiK3DeltaAttention
@@ -119,6 +192,9 @@ CONV_DRAFT_KINDS = ("mamba2", "gdn", "kda")
 KDA_SSM_DTYPE_HOOK = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 KDA_SSM_DTYPE_LAYER = ("KimiK3ForConditionalGeneration",)
 KDA_SSM_DTYPES = ("auto", "float32", "bfloat16")  # kda_state_dtype raises ValueError on any other
+# config/cache.py MambaDType (the --mamba-cache-dtype / --mamba-ssm-cache-dtype choices): auto and float32 in
+# 0.10.2 - 0.12, float16 from 0.13.0, bfloat16 from 0.22.0; pydantic refuses the others
+MAMBA_DTYPES_SINCE = {"auto": "0.10.2", "float32": "0.10.2", "float16": "0.13.0", "bfloat16": "0.22.0"}
 # Short conv's layer takes num_spec (layers/mamba/short_conv.py get_state_shape) but the LFM2 model classes' hooks do
 # not (models/lfm2.py, lfm2_moe.py, lfm2_vl.py get_mamba_state_shape_from_config), so drafts grow the real page, not
 # the one the padding is computed from.
@@ -131,6 +207,16 @@ FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
 # recurrent layer stops start-up (models/transformers/base.py)
 REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
                  "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
+# Releases whose model class of an architecture does not build (the error vLLM raises while loading): 0.12.0's
+# models/kimi_linear.py builds MLAModules without the indexer_rotary_emb its layers/mla.py requires (0.13.0 fixed it)
+BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
+                "TypeError: MLAModules.__init__() missing 1 required positional argument: 'indexer_rotary_emb'"}
+# model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
+# v0.10.2 on); an older release does not load them
+ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Qwen3_5ForConditionalGeneration": "0.17.0",
+               "Qwen3_5MoeForConditionalGeneration": "0.17.0", "Qwen3_5ForCausalLM": "0.17.0",
+               "Qwen3_5MoeForCausalLM": "0.17.0", "KimiK3ForConditionalGeneration": "0.27.0",
+               "BailingMoeV3ForCausalLM": "0.28.0"}
 
 
 class BlockRule(Struct, frozen=True):
@@ -144,17 +230,21 @@ class BlockRule(Struct, frozen=True):
     drafts: int
     checkpoint_kinds: tuple[str, ...]
     batched: int
+    state_drafts: int = 0  # the draft blocks a state holds ('none'/'align': drafts since 0.15; 'all': since 0.22)
+    mamba_block: int = 0  # tokens per state block in 'all' mode (the attention block; attention-free: block_size)
 
     def per_request(self, groups: dict[str, int], tokens: int, ctx: RankContext) -> int:
         """Blocks one request of `tokens` tokens holds over all `groups`: attention `ceil(tokens / block)` (windowed:
-        the window plus a batch of new tokens, and one more), state `1 + drafts` (none) or `2 + drafts` and a
-        checkpoint block where the kind takes one (align)."""
+        the window plus a batch of new tokens, and one more), state `1 + drafts` (none), `2 + drafts` and a
+        checkpoint block where the kind takes one (align), or one per state block of the request (all)."""
         total = 0
         for name, n in groups.items():
             if name in RECURRENT_KINDS:
-                per = 1 + self.drafts
+                per = 1 + self.state_drafts
                 if self.mode == "align":
                     per += 1 + (name in self.checkpoint_kinds)
+                elif self.mode == "all":
+                    per = cdiv(tokens, self.mamba_block) + self.state_drafts
             elif name.endswith(":window"):
                 window = window_of(ctx, name.split(":")[0])
                 per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
@@ -184,6 +274,7 @@ class Setup(Struct, frozen=True):
     non_kv: int
     log: list[str]
     refusal: str | None = None
+    version: str = ""  # the modelled release
 
 
 class StagePool(Struct, frozen=True):
@@ -254,14 +345,23 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     log: list[str] = []
     max_len = _max_len(s, spec, log)
     k = s.take("num_speculative_tokens", 0)
-    dtypes = _dtypes(spec, s, arch, log)
+    version = inputs.version or VERSIONS[-1]
+    dtypes = _dtypes(spec, s, arch, version, log)
     kv_mode = s.values["kv_cache_dtype"]
     recurrent = [kind for kind in RECURRENT_KINDS if getattr(spec, kind) is not None]
     hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
-    prefix = s.take("enable_prefix_caching", hybrid)
-    mode = _mode(s, prefix, arch, recurrent, log)
-    refusal = _length_error(s, spec) or architecture_error(spec, inputs.version or VERSIONS[-1])  # length first
+    # models; before 0.28 off for every hybrid (`default_prefix_caching = ... and not model_config.is_hybrid`)
+    prefix = s.take("enable_prefix_caching", hybrid and _since(version, "prefix_default_hybrid") or (
+        bool(recurrent) and not hybrid and not _since(version, "attention_free_prefix_off")
+        and _since(version, "mamba_prefix_caching")))
+    mode, refusal = _mode(s, prefix, arch, recurrent, k, version, log)
+    # in vLLM's order: ModelConfig (the length, the registry), CacheConfig's validation, the config hooks, then
+    # loading the model (a removed architecture) and its layers' specs (drafts on Mamba layers)
+    refusal = (_length_error(s, spec) or _unregistered_error(spec, version) or _mamba_dtype_error(s, version)
+               or refusal or _removed_error(spec, version))
+    if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
+        refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
@@ -270,10 +370,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     if s.given.get("gdn_prefill_backend", GDN_PREFILL_BACKENDS[0]) not in GDN_PREFILL_BACKENDS:
         raise LayoutError("gdn_prefill_backend", f"one of {', '.join(GDN_PREFILL_BACKENDS)} (the backends mcache models), "
                                                  f"got {s.given['gdn_prefill_backend']!r}")
-    checkpoints = mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
-    batched, max_num_seqs = _batch_limits(s, inputs)
+    checkpoints = (mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
+                   and _since(version, "gdn_checkpoints"))
+    batched, max_num_seqs = _batch_limits(s, inputs, version)
     eager = s.take("enforce_eager", False)
-    util = s.take("gpu_memory_utilization", DEFAULT_UTILIZATION)
+    util = s.take("gpu_memory_utilization",
+                  DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
@@ -281,26 +383,39 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
 
     model = whole_model(spec, inputs.layout, dtypes)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
-    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES:
+    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES and \
+            _since(version, "kda_ssm_dtype"):
         refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
-    page = _state_page(model, dtypes, arch, k, ssm_flag, layer=True)  # what the layers' MambaSpecs hold
-    hook_page = _state_page(model, dtypes, arch, k, ssm_flag, layer=False)  # what the model class's hook says
+    page = _state_page(model, dtypes, arch, k, ssm_flag, True, version)  # what the layers' MambaSpecs hold
+    hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
     block, padded = block_size, page
+    mamba_block = block_size  # 'all' mode without attention: a state per cache block (MambaModelConfig)
     if page and attn_tok:
-        align = max(kernel_block, block_size, MLA_ALIGNMENT if uses_mla else 1)
+        align = max(kernel_block, block_size, _mla_alignment(version) if uses_mla else 1)
         if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
             align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
+        if mode == "all":  # aligned to the Mamba2 scan chunk (config/model.py get_mamba_chunk_size)
+            align = lcm(_chunk_size(spec), align)
         block, padded = _align(hook_page, attn_tok, block_size, align, log)
+        mamba_block = block
         if padded == hook_page:  # no padding set (page_size_padded None): each layer keeps its own page
             padded = page
         refusal = refusal or _padding_error(page, padded)
     elif page:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
-    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch), batched)
+        if mode == "all" and not _since(version, "mamba_cache_mode"):
+            mamba_block = max_len  # 0.11.1 - 0.14: config.py keeps mamba_block_size = max_model_len (one state)
+        elif mode != "none" and not _since(version, "v020"):
+            # 0.15 - 0.17: MambaModelConfig sets mamba_block_size = cache_config.block_size, still None before the
+            # platform sets it, and the Mamba spec divides by it (the 0.15 and 0.17 tables; 0.20.1 sizes it)
+            refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
+    state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
+    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
+                     mamba_block)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal)
+                 kv_memory, non_kv, log, refusal, version)
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -313,10 +428,33 @@ def _max_len(s: Settings, spec, log: list[str]) -> int:
 
 
 def architecture_error(spec, version: str) -> str | None:
-    """Why vLLM at `version` cannot load the model, in its words (None: it can). models/transformers/base.py: an
-    architecture vLLM no longer implements (`REMOVED_ARCHS`, from the release named) falls back to the Transformers
-    backend, which refuses its first layer that is not attention."""
-    if spec.architecture not in REMOVED_ARCHS or not at_least(version, REMOVED_ARCHS[spec.architecture]):
+    """Why vLLM at `version` cannot load the model, in its words (None: it can): not registered yet, removed since,
+    or a class that does not build at that release."""
+    return _unregistered_error(spec, version) or _removed_error(spec, version)
+
+
+def _since(version: str, rule: str) -> bool:
+    """Whether the changed rule `rule` (a key of SINCE) holds at the modelled `version`."""
+    return at_least(version, SINCE[rule])
+
+
+def _unregistered_error(spec, version: str) -> str | None:
+    """model_executor/models/registry.py: an architecture registered after `version` (`ADDED_ARCHS`) is not loaded;
+    None for the others."""
+    added = ADDED_ARCHS.get(spec.architecture)
+    if added is None or at_least(version, added):
+        return None
+    return (f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {version}; registered "
+            f"from {added} on).")
+
+
+def _removed_error(spec, version: str) -> str | None:
+    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`, after the release
+    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; a
+    model class that does not build at `version` (BROKEN_ARCHS) fails with its error; None for the others."""
+    if (spec.architecture, version) in BROKEN_ARCHS:
+        return BROKEN_ARCHS[spec.architecture, version]
+    if spec.architecture not in REMOVED_ARCHS or not at_least(version, _next_minor(REMOVED_ARCHS[spec.architecture])):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
     return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "
@@ -336,24 +474,61 @@ def _length_error(s: Settings, spec) -> str | None:
             "position encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.")
 
 
-def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str) -> tuple[str, ...]:
-    """The recurrent kinds whose MambaSpec takes one prefill-checkpoint block (counted in align mode): Mamba2 always
-    (layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN when FlashInfer exports checkpoints
-    (gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA; Mamba1, short conv, lightning and Kimi-Linear's
-    KDA never (v0.33.0)."""
-    kinds = {"mamba2": True, "gdn": gdn_checkpoints, "kda": arch in FLASHKDA_ARCHS}
+def _mamba_dtype_error(s: Settings, version: str) -> str | None:
+    """config/cache.py CacheConfig: a Mamba state dtype the release's MambaDType does not list (None: allowed)."""
+    allowed = [name for name, since in MAMBA_DTYPES_SINCE.items() if at_least(version, since)]
+    for flag in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+        value = s.values.get(flag, "auto")
+        if value in MAMBA_DTYPES_SINCE and value not in allowed:
+            return (f"ValidationError: 1 validation error for CacheConfig {flag}: Input should be "
+                    f"{', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r} (vLLM {version})")
+    return None
+
+
+def _next_minor(version: str) -> str:
+    """The first release after `version`'s minor series (0.23.0 -> 0.24.0)."""
+    major, minor = version.split(".")[:2]
+    return f"{major}.{int(minor) + 1}.0"
+
+
+def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str, version: str) -> tuple[str, ...]:
+    """The recurrent kinds whose MambaSpec takes one prefill-checkpoint block (counted in align mode): Mamba2 since
+    0.32 (layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN when FlashInfer exports checkpoints (0.33,
+    gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA (0.29, models/kimi_k3/nvidia/kda.py); Mamba1, short
+    conv, lightning and Kimi-Linear's KDA never."""
+    kinds = {"mamba2": _since(version, "no_all_mode"), "gdn": gdn_checkpoints,
+             "kda": arch in FLASHKDA_ARCHS and _since(version, "kda_checkpoint")}
     return tuple(kind for kind in recurrent if kinds.get(kind, False))
 
 
-def _batch_limits(s: Settings, inputs: EngineInputs) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory;
-    max_num_seqs is at most the batched tokens."""
+def _mla_alignment(version: str) -> int:
+    """The block alignment of a hybrid MLA model: 128 since 0.27 (platforms/interface.py _align_hybrid_block_size);
+    for 0.20 - 0.26 the MLA backend's smallest kernel block (16: the same function, before the 128 floor); 64 for
+    0.11.1 - 0.19 (model_executor/models/config.py HybridAttentionMambaModelConfig); 16 in 0.10.2."""
+    if _since(version, "mla_align_128"):
+        return MLA_ALIGNMENT
+    if _since(version, "v020") or not _since(version, "mamba_prefix_caching"):
+        return DEFAULT_KERNEL_BLOCK_SIZE
+    return MLA_ALIGNMENT_0111
+
+
+def _chunk_size(spec) -> int:
+    """config/model.py get_mamba_chunk_size: the config's mamba_chunk_size or chunk_size, else 2048 (Mamba1)."""
+    kind = spec.mamba2 or spec.mamba1
+    return getattr(kind, "chunk_size", None) or MAMBA1_CHUNK
+
+
+def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory (the
+    160 GiB tier since 0.28); max_num_seqs is at most the batched tokens."""
     gpu = inputs.gpu_bytes or 0
     big_gpu = gpu >= BIG_GPU_BYTES and "a100" not in (inputs.gpu_name or "").lower()
+    huge_gpu = gpu >= HUGE_GPU_BYTES and _since(version, "prefix_default_hybrid")
     by_gpu = "default" if gpu else "assumed: no GPU given, so the defaults of one under 70 GiB"
-    batched = s.take("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU if gpu >= HUGE_GPU_BYTES
+    batched = s.take("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS_HUGE_GPU if huge_gpu
                      else DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_BATCHED_TOKENS, by_gpu)
-    seqs = s.take("max_num_seqs", DEFAULT_MAX_NUM_SEQS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_SEQS, by_gpu)
+    seqs = s.take("max_num_seqs", DEFAULT_MAX_NUM_SEQS_BIG_GPU if big_gpu or huge_gpu else DEFAULT_MAX_NUM_SEQS,
+                  by_gpu)
     return batched, min(seqs, batched)
 
 
@@ -389,12 +564,11 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
         error = _memory_error(pool, rule, max_len)
     if error is None and num_blocks is not None:
         concurrency = num_blocks / per_request
-        tokens = int(concurrency * max_len)
-        legacy = num_blocks // sum(pool.groups.values()) * min(rule.block, max_len)
+        legacy = _legacy_tokens(pool, num_blocks, setup)
+        tokens = int(concurrency * max_len) if _since(setup.version, "kv_tokens_from_concurrency") else legacy
         fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
-        log.append(f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {max_len:,} tokens per "
-                   f"request: {concurrency:.2f}x")
-        error = _graph_error(pool, num_blocks, setup)
+        log += _capacity_lines(tokens, max_len, concurrency, setup.version)
+        error = _graph_error(pool, num_blocks, setup) if _since(setup.version, "v020") else None
         at_context = num_blocks // rule.per_request(pool.groups, setup.context, pool.ctx)
         running, binding = ((at_context, "KV cache blocks") if at_context < setup.max_num_seqs
                             else (setup.max_num_seqs, "max_num_seqs"))
@@ -426,6 +600,26 @@ def _fields(pool: StagePool, num_blocks: int | None, per_request: int, setup: Se
     }
 
 
+def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
+    """The "GPU KV cache size" of v1/core/kv_cache_utils.py before 0.20.1: num_blocks // groups x the smallest
+    group block (a Mamba group's block is the max model length); in 0.10.2 a model of one spec type (no attention)
+    counts num_blocks x cache_config.block_size (_get_kv_cache_config_uniform_type)."""
+    if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
+        return num_blocks * DEFAULT_BLOCK_SIZE
+    block = min(setup.rule.block, setup.max_len)
+    if not setup.attn_tok and setup.rule.mode != "none":  # attention-free with prefix caching: the state block
+        block = setup.rule.mamba_block
+    return num_blocks // sum(pool.groups.values()) * block
+
+
+def _capacity_lines(tokens: int, max_len: int, concurrency: float, version: str) -> list[str]:
+    """v1/core/kv_cache_utils.py: one line since 0.28 (update_kv_cache_capacity), two before
+    (_report_kv_cache_config)."""
+    size = f"GPU KV cache size: {tokens:,} tokens"
+    most = f"Maximum concurrency for {max_len:,} tokens per request: {concurrency:.2f}x"
+    return [f"{size}, {most}"] if _since(version, "prefix_default_hybrid") else [size, most]
+
+
 def _graph_error(pool: StagePool, num_blocks: int, setup: Setup) -> str | None:
     """compilation.py: CUDA-graph capture needs one state block per decode sequence (None: it has them)."""
     has_state = any(name in RECURRENT_KINDS for name in pool.groups)
@@ -436,7 +630,7 @@ def _graph_error(pool: StagePool, num_blocks: int, setup: Setup) -> str | None:
             f"Please lower max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.")
 
 
-def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
+def _dtypes(spec, s: Settings, arch: str, version: str, log: list[str]) -> CacheDtypes:
     """Conv state: --mamba-cache-dtype, else the model dtype; recurrent state: --mamba-ssm-cache-dtype, else the
     model's hook, else the conv dtype (mamba_utils.py MambaStateDtypeCalculator, models/config.py)."""
     model = dtype_names.canonical(spec.dtype)
@@ -446,8 +640,8 @@ def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
     hints = spec.ssm_dtype_hints
     if ssm_flag != "auto":
         ssm = state_dtype(ssm_flag, "mamba_ssm_cache_dtype")
-    elif arch in NEMOTRON_H:
-        ssm = hints.get("mamba_ssm_cache_dtype", "float32")
+    elif arch in NEMOTRON_H and _since(version, "nemotron_ssm_hook"):
+        ssm = hints.get("mamba_ssm_cache_dtype", "float32" if _since(version, "v020") else "float16")
         log.append(f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model")
     elif arch in QWEN3_5 and "mamba_ssm_dtype" in hints:
         ssm = hints["mamba_ssm_dtype"]
@@ -463,41 +657,115 @@ def _dtypes(spec, s: Settings, arch: str, log: list[str]) -> CacheDtypes:
 
 
 
-def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], log: list[str]) -> str:
-    """The mamba cache mode (models/config.py MambaModelConfig.verify_and_update_config): `none` without prefix
-    caching, `align` with it; a given --mamba-cache-mode is a deprecated no-op (engine/arg_utils.py, v0.33.0)."""
+def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], k: int, version: str,
+          log: list[str]) -> tuple[str, str | None]:
+    """(the mamba cache mode, a refusal or None) as models/config.py MambaModelConfig.verify_and_update_config
+    resolves it at `version`; prefix caching turned off there is recorded in the settings."""
     given = s.take("mamba_cache_mode", None)
     if given is not None and given not in MODES:
         raise LayoutError("mamba_cache_mode", f"one of {', '.join(MODES)}, got {given!r}")
-    if given is not None:
+    if given is not None and not _since(version, "mamba_cache_mode"):
+        raise LayoutError("mamba_cache_mode", f"not a vLLM {version} option (--mamba-cache-mode came in 0.15.0)")
+    if given == "all" and _since(version, "no_all_mode") and not _since(version, "gdn_checkpoints"):
+        return "none", "ValidationError: mamba_cache_mode: Input should be 'align' or 'none'"
+    if given is not None and _since(version, "gdn_checkpoints"):
         log.append(MODE_DEPRECATED)
-    if not prefix or not recurrent:
-        mode = "none"
+        given = None
+    if not recurrent:
+        s.values["mamba_cache_mode"] = "none"
+        return "none", None
+    if not _since(version, "mamba_cache_mode"):
+        mode = _legacy_mode(s, prefix, arch, version, log)
     else:
-        mode = "align"
-        log.append(f"Mamba cache mode is set to 'align' for {arch or 'this model'} by default when prefix caching "
-                   "is enabled")
+        mode = _cache_mode(prefix, given or "none", arch, k, version, log)
     s.values["mamba_cache_mode"] = mode
+    refusal = None
+    if mode == "align" and k and not _since(version, "align_with_drafts"):
+        refusal = "AssertionError: Mamba cache mode 'align' is currently not compatible with speculative decoding."
+    return mode, refusal
+
+
+def _legacy_mode(s: Settings, prefix: bool, arch: str, version: str, log: list[str]) -> str:
+    """Before 0.15 (models/config.py MambaModelConfig): 0.10.2 turns prefix caching off for every Mamba model; 0.11.1
+    - 0.14 keep it for SupportsMambaPrefixCaching models (one state per block, what 0.15 calls 'all') and turn it
+    off for the others; the prefix setting records the outcome."""
+    if not _since(version, "mamba_prefix_caching"):
+        log.append("Hybrid or mamba-based model detected: disabling prefix caching since it is not yet supported.")
+        s.values["enable_prefix_caching"] = False
+        return "none"
+    if not prefix:
+        return "none"
+    if arch in MAMBA_PREFIX_ARCHS:
+        log.append("Warning: Prefix caching is currently enabled. Its support for Mamba layers is experimental. "
+                   "Please report any issues you may observe.")
+        return "all"
+    log.append("Hybrid or mamba-based model detected without support for prefix caching: disabling.")
+    s.values["enable_prefix_caching"] = False
+    return "none"
+
+
+def _cache_mode(prefix: bool, given: str, arch: str, k: int, version: str, log: list[str]) -> str:
+    """0.15+ (models/config.py MambaModelConfig): with prefix caching, the given mode or by default 'all' for
+    SupportsMambaPrefixCaching models ('align' with drafts in 0.20.0 - 0.21; 'align' for every model since 0.28),
+    'all' falling back to 'align' for the others; without it, 'none'."""
+    if not prefix:
+        if given != "none":
+            log.append("Mamba cache mode is set to 'none' when prefix caching is disabled")
+        return "none"
+    supported = arch in MAMBA_PREFIX_ARCHS and not _since(version, "no_all_mode")
+    mode = given
+    if given == "none":
+        drafts_to_align = k and _since(version, "v020") and not _since(version, "all_mode_drafts")
+        keep_all = supported and not _since(version, "prefix_default_hybrid") and not drafts_to_align
+        mode = "all" if keep_all else "align"
+        if supported and drafts_to_align:
+            log.append(f"Mamba cache mode is set to 'align' for {arch} by default when prefix caching and "
+                       "speculative decoding are enabled")
+        else:
+            log.append(f"Mamba cache mode is set to '{mode}' for {arch or 'this model'} by default when prefix "
+                       "caching is enabled")
+    if mode == "all" and not supported:
+        mode = "align"
+        log.append("Hybrid or mamba-based model detected without support for prefix caching with Mamba cache 'all' "
+                   "mode: falling back to 'align' mode.")
+    if not _since(version, "prefix_default_hybrid"):
+        log.append(f"Warning: Prefix caching in Mamba cache '{mode}' mode is currently enabled. Its support for Mamba "
+                   "layers is experimental. Please report any issues you may observe.")
     return mode
 
 
-def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, layer: bool) -> int:
+def _conv_drafts(kind: str, arch: str, layer: bool, version: str) -> bool:
+    """Whether `kind`'s conv state grows by the draft rows at `version`, in the layer (`layer`) or in the model
+    class's hook (CONV_DRAFT_SINCE, MAMBA2_HOOK_DRAFT_SINCE)."""
+    since = CONV_DRAFT_SINCE.get(kind)
+    if since is None or not at_least(version, since):
+        return False
+    if layer:
+        return True
+    if kind == "mamba2":
+        hook = MAMBA2_HOOK_DRAFT_SINCE.get(arch, MAMBA2_HOOK_DRAFT_DEFAULT)
+        return hook is not None and at_least(version, hook)
+    return kind not in LAYER_ONLY_DRAFT_KINDS
+
+
+def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, layer: bool, version: str) -> int:
     """Bytes of one recurrent layer's state for one request, unpadded: as the layers' MambaSpecs hold it (`layer`)
     or as the model class's get_mamba_state_shape/dtype_from_config hooks say, which platforms/interface.py
     _align_hybrid_block_size pads to the attention page (they differ for short conv with drafts and Kimi-Linear's
     KDA dtype); with several recurrent kinds, the largest (kv_cache_utils.py unify_kv_cache_spec_page_size pads the
     others to it)."""
-    kda_flag = (arch in KDA_SSM_DTYPE_LAYER) if layer else (arch in KDA_SSM_DTYPE_HOOK)
+    kda_flag = _since(version, "kda_ssm_dtype") and (arch in (KDA_SSM_DTYPE_LAYER if layer else KDA_SSM_DTYPE_HOOK))
     kda_ssm = dtypes.ssm if kda_flag and ssm_flag != "auto" else "float32"
 
     def dtype_of(kind, state):
         if state.component == "conv" or kind in ("short_conv", "lightning"):
             return dtypes.conv  # linear attention and short conv keep one state in the conv dtype
+        if kind == "gdn" and not _since(version, "gdn_ssm_dtype"):
+            return dtypes.conv
         return kda_ssm if kind == "kda" else dtypes.ssm
 
     def rows(kind: str) -> int:
-        drafts = kind in CONV_DRAFT_KINDS or (layer and kind in LAYER_ONLY_DRAFT_KINDS)
-        return k if drafts or (kind == "mamba2" and arch in NEMOTRON_H) else 0
+        return k if _conv_drafts(kind, arch, layer, version) else 0
 
     return max((state_bytes(ctx, kind, dtype_of, rows(kind)) for kind in ctx.recurrent_kinds), default=0)
 

@@ -55,7 +55,7 @@ def test_none_fits_names_the_bound_searched(capsys):
     (["minimax-text-01", "--engine", "vllm", "--tp", "8"],
      "MiniMax-Text-01 cannot be loaded by vLLM {vllm}: Layer 0 does not dispatch through the Transformers attention "
      "interface and vLLM has no other way to handle it. (MiniMaxForCausalLM was served natively until vLLM 0.23.0.); "
-     "it loads on SGLang 0.5.19 to {sglang}"),
+     "it loads on vLLM 0.10.2 to 0.22.0; SGLang 0.5.19 to {sglang}"),
     (["jamba-v0.1", "--engine", "sglang"],
      "Jamba-v0.1 cannot be loaded by SGLang {sglang}: JambaForCausalLM has no SGlang implementation and the "
      "Transformers implementation is not compatible with SGLang; it loads on vLLM"),
@@ -72,8 +72,8 @@ def test_an_engine_that_cannot_load_the_model_says_so_and_names_who_can(argv, ex
 
 
 def test_the_releases_that_load_a_model_are_listed_per_engine():
-    # vLLM served MiniMax natively before 0.23.0: a release before it would be listed, 0.33.0 is not
-    assert not any(entry.startswith("vLLM 0.33.0") for entry in loaders(load_spec("minimax-text-01")))
+    # vLLM served MiniMax natively until 0.23 (0.24.0 is the first modelled release without it)
+    assert loaders(load_spec("minimax-text-01"))[0] == "vLLM 0.10.2 to 0.22.0"
     assert loaders(load_spec("nemotron-h-8b"))[0].startswith("vLLM ")
 
 

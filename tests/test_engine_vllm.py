@@ -308,3 +308,34 @@ def test_serve_command_spells_vllms_flags():
     assert line == ("vllm serve org/model --tensor-parallel-size 2 --pipeline-parallel-size 1 --max-model-len 8192 "
                     "--kv-cache-dtype fp8 --mamba-ssm-cache-dtype float32 --no-enable-prefix-caching "
                     "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'")
+
+
+@pytest.mark.parametrize(("gpu", "backend", "source"), [
+    ("h200", "flashinfer", "default"),  # Hopper: FlashInfer, no condition
+    ("b200", "flashinfer", "assumed: a CUDA 13 runtime (Blackwell)"),  # SM 10.0, key head dim 128
+    ("rtx-5090", "flashinfer", "assumed: a CUDA 13 runtime (Blackwell)"),  # SM 12.0
+    ("a100-80gb", "triton", "default"),  # Ampere: Triton
+    ("l40s", "triton", "default"),  # Ada
+    ("mi300x", "triton", "default"),  # ROCm: not CUDA (AITER's FlyDSL path is not modelled)
+    (None, "flashinfer", "assumed: a Hopper GPU (the GPU is not in the catalogue)"),
+])
+def test_the_gdn_prefill_backend_follows_the_gpu(gpu, backend, source):
+    """qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend at v0.33.0 ('auto'): FlashInfer on SM 9.0, and on SM 10.x
+    / 12.x with a key head dim of 128; Triton on other GPUs."""
+    result = run("vllm", "qwen3-next-80b-a3b", gpu)
+    assert (result.settings["gdn_prefill_backend"], result.sources["gdn_prefill_backend"]) == (backend, source)
+
+
+def test_a_blackwell_gpu_with_other_key_heads_takes_triton():
+    from msgspec.structs import replace
+
+    spec = config_spec("qwen3-next-80b-a3b")
+    spec = replace(spec, gdn=replace(spec.gdn, k_head_dim=64))
+    assert run("vllm", spec, "b200").settings["gdn_prefill_backend"] == "triton"
+
+
+def test_triton_takes_no_prefill_checkpoint_alignment():
+    # align mode with FlashInfer makes the attention block a multiple of the checkpoints' 64 tokens (576 on an H200);
+    # with Triton only the kernel block's 16 counts: the smallest multiple of 16 whose page holds a state page, 544
+    hopper, ampere = (run("vllm", "qwen3-next-80b-a3b", gpu).stages[0].fields for gpu in ("h200", "a100-80gb"))
+    assert (hopper["attention_block_size"], ampere["attention_block_size"]) == (576, 544)

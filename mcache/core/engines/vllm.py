@@ -44,6 +44,7 @@ from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
+from mcache.core.sizing.gpus import capability
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
@@ -126,7 +127,7 @@ DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utili
 DEFAULT_UTILIZATION_BEFORE_020 = 0.9  # vllm/config/cache.py v0.10.2 - v0.19.1
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
 DEFAULT_KERNEL_BLOCK_SIZE = DEFAULT_BLOCK_SIZE  # vllm/config/cache.py: the attention kernel's block follows block_size
-DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # vllm/config/model.py: FlashInfer's GDN prefill on Hopper since 0.33
+DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # `auto` on Hopper (SM 9.0); other GPUs: `_gdn_backend`
 # engine/arg_utils.py --gdn-prefill-backend choices: flashinfer, triton, cutedsl, aiter_flydsl, sycl; mcache models the
 # first two (FlashInfer exports prefill checkpoints on block boundaries, Triton does not).
 GDN_PREFILL_BACKENDS = ("flashinfer", "triton")
@@ -366,7 +367,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
     block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
     kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_KERNEL_BLOCK_SIZE)
-    gdn_backend = s.take("gdn_prefill_backend", DEFAULT_GDN_PREFILL_BACKEND) if "gdn" in recurrent else None
+    gdn_backend = s.take("gdn_prefill_backend", *_gdn_backend(spec, inputs.gpu_name)) if "gdn" in recurrent else None
     if s.given.get("gdn_prefill_backend", GDN_PREFILL_BACKENDS[0]) not in GDN_PREFILL_BACKENDS:
         raise LayoutError("gdn_prefill_backend", f"one of {', '.join(GDN_PREFILL_BACKENDS)} (the backends mcache models), "
                                                  f"got {s.given['gdn_prefill_backend']!r}")
@@ -431,6 +432,21 @@ def architecture_error(spec, version: str) -> str | None:
     """Why vLLM at `version` cannot load the model, in its words (None: it can): not registered yet, removed since,
     or a class that does not build at that release."""
     return _unregistered_error(spec, version) or _removed_error(spec, version)
+
+
+def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
+    """(backend, source) of vLLM's `auto` GDN prefill backend on the GPU (model_executor/layers/mamba/gdn/
+    qwen_gdn_linear_attn.py `_resolve_gdn_prefill_backend`, v0.33.0): FlashInfer on Hopper (SM 9.0), and on
+    Blackwell (SM 10.x, 12.x) when the key head dim is 128 (with a CUDA 13 runtime, assumed); Triton on other CUDA
+    GPUs and on AMD. A GPU outside the catalogue is taken for a Hopper one, and the source says so. Before 0.33 only
+    the FlashInfer checkpoints' block alignment depends on it, and that rule is gated on its own."""
+    cap = capability(gpu_name)
+    if cap == "unknown":
+        return DEFAULT_GDN_PREFILL_BACKEND, "assumed: a Hopper GPU (the GPU is not in the catalogue)"
+    blackwell = cap is not None and cap[0] in (10, 12) and spec.gdn.k_head_dim == 128
+    if cap == (9, 0) or blackwell:
+        return "flashinfer", "assumed: a CUDA 13 runtime (Blackwell)" if blackwell else "default"
+    return "triton", "default"
 
 
 def _since(version: str, rule: str) -> bool:

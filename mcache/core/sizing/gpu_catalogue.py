@@ -101,3 +101,12 @@ CATALOGUE = {
                   "derived: 288 GiB less the 16 MiB an MI300X's rocm-smi total keeps back; "
                   "8 TB/s: AMD Instinct MI355X data sheet"),
 }
+
+# CUDA compute capability by catalogue key (NVIDIA's "CUDA GPU Compute Capability" list): what engines pick kernels by.
+# AMD cards have none (None: not a CUDA device).
+CAPABILITY: dict[str, tuple[int, int] | None] = {
+    "h100-80gb": (9, 0), "h200": (9, 0), "b200": (10, 0), "h100-pcie": (9, 0), "h100-nvl": (9, 0), "h20": (9, 0),
+    "gh200-96gb": (9, 0), "gh200-144gb": (9, 0), "b300": (10, 3), "gb200": (10, 0), "gb300": (10, 3),
+    "a100-40gb": (8, 0), "a100-80gb": (8, 0), "l4": (8, 9), "l40": (8, 9), "l40s": (8, 9), "a10g": (8, 6),
+    "rtx-4090": (8, 9), "rtx-5090": (12, 0), "rtx-pro-6000": (12, 0), "mi300x": None, "mi325x": None, "mi355x": None,
+}

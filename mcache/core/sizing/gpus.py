@@ -8,7 +8,7 @@ import re
 from decimal import Decimal
 
 from mcache.core.errors import LayoutError
-from mcache.core.sizing.gpu_catalogue import CATALOGUE, Gpu
+from mcache.core.sizing.gpu_catalogue import CAPABILITY, CATALOGUE, Gpu
 
 GIB = 1 << 30
 MAX_BYTES = 1 << 50  # 1 PiB: bounds every size option, so a typo cannot ask for an absurd GPU
@@ -66,6 +66,15 @@ def find_gpu(name: str) -> Gpu:
     close = difflib.get_close_matches(plain, _names(), n=1) if len(plain) <= 40 else []
     hint = f"; did you mean {_names()[close[0]]}?" if close else ""
     raise LayoutError("gpu", f"one of {', '.join(CATALOGUE)}, got {_shown(name)} (or give --gpu-memory){hint}")
+
+
+def capability(name: str | None) -> tuple[int, int] | None | str:
+    """The CUDA compute capability of the catalogue GPU called `name` (None: not a CUDA device), or `unknown` for a
+    GPU the catalogue does not hold (a `--gpu-memory` size, or none)."""
+    try:
+        return CAPABILITY[_names()[_plain(name)]] if name else "unknown"
+    except KeyError:
+        return "unknown"
 
 
 def lookup(name: str) -> tuple[str, int]:

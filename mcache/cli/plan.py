@@ -20,7 +20,8 @@ PROGRESS_AFTER_S = 0.5  # a sweep that takes longer than this shows a progress b
 MAX_GPU_MEMORIES = 100  # --gpu-memory given more often than this is refused before any is parsed
 # Fields of plan's own options (the core names them) -> the flag; "weights" without --weights is the spec's
 NAMED = {"weights": "SPEC", "max_gpus": "--max-gpus", "max_tpot": "--max-tpot", "rank_by": "--rank-by",
-         "weight_format": "--weight-format", "gpu_memory": "--gpu-memory"}
+         "weight_format": "--weight-format", "gpu_memory": "--gpu-memory",
+         "engine_version": "--engine-version (default: the --from-log log's)"}
 
 
 def plan(
@@ -32,7 +33,8 @@ def plan(
     context: Annotated[str, typer.Option(help="Contexts in tokens, comma-separated.")] = "8192,32768,131072",
     target_concurrency: Annotated[int | None, typer.Option(min=1, help=(
         "Sequences that must run at once across replicas (with one --context): best = fewest GPUs that reach it."))] = None,
-    engine: Annotated[EngineName, typer.Option(help="Size as this engine does (none: mcache's neutral model).")] = "none",
+    engine: Annotated[EngineName | None, typer.Option(help=(
+        "Size as this engine does (none, the default: mcache's neutral model; with --from-log, the log's)."))] = None,
     tp: Annotated[str, typer.Option(help="Tensor-parallel sizes of a replica.")] = "1,2,4,8",
     pp: Annotated[str, typer.Option(help="Pipeline-parallel stages of a replica.")] = "1,2",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtypes (default: the model's or the engine's).")] = "default,fp8",
@@ -47,6 +49,15 @@ def plan(
     weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (default: mcache's estimate).")] = None,
     weight_format: Annotated[str | None, typer.Option(help=(
         "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4 or int8 (default: the spec's)."))] = None,
+    from_log: Annotated[str | None, typer.Option(metavar="LOG", help=(
+        "A start-up log of the engine (as mcache explain reads it): the non-KV memory it measured sizes every "
+        "candidate on its GPU kind (--log-gpu)."))] = None,
+    engine_version: Annotated[str | None, typer.Option(metavar="X.Y.Z", help=(
+        "The engine release to size as (default: the --from-log log's, else the newest mcache models)."))] = None,
+    log_gpu: Annotated[str | None, typer.Option(help=(
+        "The GPU the --from-log log ran on: a --gpu name, or a --gpu-memory NAME (the log does not say)."))] = None,
+    log_tp: Annotated[int | None, typer.Option(min=1, help="The --from-log log's TP size (default: the log's).")] = None,
+    log_pp: Annotated[int | None, typer.Option(min=1, help="The --from-log log's PP stages (default: the log's).")] = None,
     max_gpus: Annotated[int, typer.Option(min=1, help="Most GPUs (replicas x tp x pp) a candidate may use.")] = 64,
     max_tpot: Annotated[float | None, typer.Option(help=(
         "Time per output token (ms) the roofline bound must meet: fewer sequences per replica, or none."))] = None,
@@ -60,6 +71,8 @@ def plan(
 ) -> int:
     """Sweep GPUs, replicas, TP, PP, dtypes and speculative schemes; rank what serves the target; print the settings."""
     fmt = output_format(fmt, output)
+    from msgspec.structs import replace
+
     from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
     from mcache.core.load import load_spec, resolve
@@ -73,7 +86,10 @@ def plan(
     origin = str(resolve(spec))
     refuse_input_as_output(output, *spec_inputs(Path(origin)))
     refuse_input_as_output(plot, *spec_inputs(Path(origin)))
-    chosen = None if engine == "none" else engine
+    if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
+        raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
+    parsed = _log(from_log, engine) if from_log is not None else None
+    chosen = parsed.engine if parsed else None if engine in (None, "none") else engine
     try:
         if len(gpu_memory or ()) > MAX_GPU_MEMORIES:
             raise LayoutError("gpu_memory", f"at most {MAX_GPU_MEMORIES} GPUs, got {len(gpu_memory)}")
@@ -100,6 +116,12 @@ def plan(
         check_ranges({"context": axes.contexts, "tp": axes.tps, "pp": axes.pps, "draft": axes.drafts})
         goal = Goal(target_concurrency, max_tpot, rank_by)
         model = weighed_as(model, weight_format)
+        if parsed is not None:
+            axes = _measured(axes, parsed, from_log, model, origin, log_gpu, log_tp, log_pp, engine_version)
+        elif engine_version is not None:
+            if chosen is None:
+                raise McacheError("--engine-version: a release of the engine sized; give --engine too")
+            axes = replace(axes, engine_version=engine_version)
         progress = Progress()
         try:
             result = sweep(model, spec, chosen, axes, goal, progress.update)
@@ -113,6 +135,56 @@ def plan(
 
         write_plot(result, model, plot)
     return 0
+
+
+def _log(path: str, engine: str | None):
+    """The log `--from-log` names, read as `mcache explain` reads it; one line when it is not of `--engine`."""
+    from mcache.cli.explain import _read
+    from mcache.core.engines import TITLES
+    from mcache.core.logs import read_log
+
+    text, source = _read(path)
+    parsed = read_log(text, source)
+    if engine is not None and engine != parsed.engine:
+        said = TITLES.get(engine, "mcache's neutral model")
+        raise McacheError(f"--from-log: {source} is a {TITLES[parsed.engine]} log, and its memory is {TITLES[parsed.engine]}'s, "
+                          f"not {said}'s: give --engine {parsed.engine} (or leave --engine out)")
+    return parsed
+
+
+def _measured(axes, parsed, source: str, model, origin: str, log_gpu: str | None, tp: int | None, pp: int | None,
+              version: str | None):
+    """`axes` with the memory the log measured, for its GPU kind, and the log's engine version."""
+    from msgspec.structs import replace
+
+    from mcache.core.engines import TITLES
+    from mcache.core.explain import carried_memory, log_version
+    from mcache.core.plan import LogMemory, catalogue_gpu
+    from mcache.core.sizing.layout import ParallelLayout
+
+    engine = TITLES[parsed.engine]
+    if parsed.architecture and model.architecture and parsed.architecture != model.architecture:
+        raise McacheError(f"--from-log: the log's model is a {parsed.architecture}, the SPEC a {model.architecture}: "
+                          "the memory a start measured is its model's; give a log of the model planned for")
+    if log_gpu is None:
+        raise McacheError(f"--log-gpu: the GPU the {engine} log ran on (the log does not name it), one of "
+                          f"{', '.join(g.label for g in axes.gpus)}")
+    gpu = next((g for g in axes.gpus if log_gpu.strip() in (g.label, g.name)), None)
+    if gpu is None:
+        try:
+            named = catalogue_gpu(log_gpu.strip())
+        except LayoutError:
+            named = None
+        gpu = next((g for g in axes.gpus if named and (g.name, g.memory) == (named.name, named.memory)), None)
+    if gpu is None:
+        raise McacheError(f"--log-gpu: one of the GPUs planned for ({', '.join(g.label for g in axes.gpus)}), got "
+                          f"{log_gpu!r}: the measured memory applies to candidates on the log's GPU kind")
+    version = version or log_version(parsed)
+    tp, pp = tp or parsed.tp or 1, pp or parsed.pp or 1
+    carried = carried_memory(parsed, model, origin, ParallelLayout(tp=tp, pp=pp), (gpu.name, gpu.memory), version,
+                             axes.base.weights)
+    memory = LogMemory(source, gpu.name, gpu.memory, tp, pp, carried)
+    return replace(axes, from_log=memory, engine_version=version)
 
 
 def _names(text: str) -> tuple[str | None, ...]:

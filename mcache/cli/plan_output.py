@@ -36,16 +36,36 @@ def plan_json(result: Plan, model: ModelSpec) -> dict:
         "best_by_gpu": msgspec.to_builtins(result.best_by_gpu),
         "candidates": msgspec.to_builtins(result.candidates),
         "skipped": result.skipped,
+        "from_log": msgspec.to_builtins(result.from_log),
     }
 
 
-def _cells(i: int, c: Candidate) -> list[str]:
+def measured_line(result: Plan) -> list[str]:
+    """What `--from-log` measured and which candidates it sized (none without a log)."""
+    m = result.from_log
+    if m is None:
+        return []
+    c = m.carried
+    version = f", version {c.version}" if c.version else "; the log names no version: sized as the newest mcache models"
+    used = sum(1 for x in result.candidates if x.measured)
+    fed = "--reserve" if c.field == "reserve" else "the free memory before the weights load"
+    return [f"measured by {m.log} ({TITLES[c.engine]} at tp {m.tp} pp {m.pp}{version}): non-KV memory {c.non_kv / (1 << 30):.2f} GiB = "
+            f"{c.how}; fed as {fed} ({c.value / (1 << 30):.2f} GiB) to the {used} candidates on {m.gpu} "
+            "(memory: measured); the others keep mcache's assumptions (memory: assumed)"]
+
+
+def head(result: Plan) -> tuple[str, ...]:
+    return HEAD + (("memory",) if result.from_log else ())
+
+
+def _cells(i: int, c: Candidate, measured: bool = False) -> list[str]:
     draft = f"{c.draft} {c.spec_scheme}" if c.draft else "0"
     r = c.roofline
     bound = [f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.tpot_ms:.2f}", f"{100 * r.state_share:.1f}%"] if r else ["-"] * 3
     return [str(i), c.gpu, str(c.replicas), str(c.tp), str(c.pp), str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype,
             draft, c.prefix_caching, "yes" if c.fits else "no", str(c.sequences), str(c.sequences_per_replica),
-            f"{c.sequences_per_gpu:g}", *bound, c.binding, c.startup, c.solved or "-"]
+            f"{c.sequences_per_gpu:g}", *bound, c.binding, c.startup, c.solved or "-",
+            *(["measured" if c.measured else "assumed"] if measured else [])]
 
 
 def title(result: Plan, model: ModelSpec) -> str:
@@ -108,7 +128,8 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
     if fmt == "json":
         emit_json(plan_json(result, model), output)
         return
-    rows = [_cells(i, c) for i, c in enumerate(result.candidates, 1)]
+    rows = [_cells(i, c, result.from_log is not None) for i, c in enumerate(result.candidates, 1)]
+    columns, measured = head(result), measured_line(result)
     shown = len(rows) if fmt == "csv" else min(top, len(rows))
     more = [f"({len(rows) - shown} more candidates: --top, or --format json/csv for all)"] if shown < len(rows) else []
     skipped = [f"skipped: {s}" for s in result.skipped]
@@ -118,19 +139,20 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
 
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow([*HEAD, "settings"])
+        writer.writerow([*columns, "settings"])
         writer.writerows(row + [c.settings] for row, c in zip(rows, result.candidates, strict=True))
         emit_text(buf.getvalue(), output)
     elif fmt == "markdown":
-        table = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
+        table = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
         table += ["| " + " | ".join(row) + " |" for row in rows[:shown]]
         found = best(result)
         pastes = [paste for _, paste in found if paste]
-        body = [f"### {title(result, model)}", "", *table, "", *more, *skipped, ROOFLINE_NOTE, "", found[0][0], "",
+        body = [f"### {title(result, model)}", "", *measured, *([""] if measured else []), *table, "", *more, *skipped,
+                ROOFLINE_NOTE, "", found[0][0], "",
                 *(["```sh", *pastes, "```"] if pastes else [])]
         emit_text("\n".join(body) + "\n", output)
     else:
-        table = text_table(HEAD, rows[:shown], lambda i, head: head in NUMERIC,
+        table = text_table(columns, rows[:shown], lambda i, head: head in NUMERIC,
                            drop=("prefix", "start-up", "draft", "fits", "state", "solved", "binds", "state bytes",
                                  "TPOT ms>="))
-        print_blocks([title(result, model), table, *more, *skipped, ROOFLINE_NOTE, *best_lines(result)], output)
+        print_blocks([title(result, model), *measured, table, *more, *skipped, ROOFLINE_NOTE, *best_lines(result)], output)

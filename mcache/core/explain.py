@@ -10,6 +10,7 @@ agrees within that rounding and says so; otherwise it differs, a finding. Nothin
 from __future__ import annotations
 
 import re
+from math import ceil
 from typing import Any
 
 from msgspec import Struct, field
@@ -131,14 +132,20 @@ def _size(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, shift: in
     options, ignored = settings_options(log, measured)
     given = {k: v for k, v in asdict(overrides).items() if v is not None}
     options = replace(options, **given)
-    if peak is not None and options.reserve is None:  # TensorRT-LLM's peak holds the weights: the rest is non-KV memory
+    if peak is not None and options.reserve is None:
+        # TensorRT-LLM's peak holds the weights and, for a manager that allocates its state as torch memory before the
+        # KV budget is measured (engines/trtllm.py `OUTSIDE`), that state: the rest is the non-KV memory
+        first = size_report(spec, replace(d, options=options), origin).data["engine"]
         weights = options.weights
         if weights is None:
-            first = size_report(spec, replace(d, options=options), origin).data["engine"]["settings"]["weights_bytes"]
-            weights = first if isinstance(first, int) else max(first)
-        options = replace(options, reserve=max(0, peak - weights))
+            weights = first["settings"]["weights_bytes"]
+            weights = weights if isinstance(weights, int) else max(weights)
+        outside = max((0 if st.get("state_in_kv_budget", True) else st.get("fixed_cost_bytes") or 0)
+                      for st in first["stages"])
+        options = replace(options, reserve=max(0, peak - weights - outside))
         measured["non_kv_memory_bytes"] = options.reserve
-        sources["non_kv_memory_bytes"] = sources.pop("peak_bytes") + " less the weights"
+        sources["non_kv_memory_bytes"] = sources.pop("peak_bytes") + " less the weights" + (
+            f" and the {outside / (1 << 30):.2f} GiB of state allocated before profiling" if outside else "")
     report = size_report(spec, replace(d, options=options), origin).data
     return report, measured, sources, ignored
 
@@ -276,3 +283,78 @@ def _number(shown: str | None) -> float | None:
 def _between(c: Comparison, low: Comparison, high: Comparison) -> bool:
     value, ends = _number(c.engine), [_number(low.mcache), _number(high.mcache)]
     return value is not None and None not in ends and min(ends) <= value <= max(ends)
+
+
+# --- what a start-up measured, carried to other layouts (`mcache plan --from-log`) ---------------------------------
+
+# The SizeOptions field each engine's carried memory is fed as: vLLM and TensorRT-LLM take the non-KV memory their
+# profiling found (`reserve` -> non_kv_memory_bytes), SGLang the free memory it found before loading the weights
+# (`free_memory_before_load` -> pre_model_load_memory_bytes; its activation and CUDA-graph share is
+# mem_fraction_static, a rule of the layout, not a measurement).
+CARRIED_FIELD = {"vllm": "reserve", "sglang": "free_memory_before_load", "trtllm": "reserve"}
+CARRIED_LINES = {"vllm": "'Available KV cache memory' line (the KV budget the non-KV memory is found from)",
+                 "sglang": "'Load weight end' or 'Load weight begin' line",
+                 "trtllm": "'Peak memory during memory usage profiling' line"}
+
+
+class Carried(Struct, frozen=True):
+    """The memory a start-up measured that does not change with the layout: the non-KV memory (`non_kv`: the
+    activation peak, non-torch memory and CUDA graphs where the engine profiles them; for SGLang what was in use
+    before its weights loaded), fed to another layout on the same GPU kind as `field` = `value` (a `SizeOptions`
+    field), and how it was found from the log's figures (`how`)."""
+
+    engine: str
+    version: str | None
+    field: str
+    value: int
+    non_kv: int
+    how: str
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def carried_memory(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout, gpu: tuple[str, int],
+                   version: str | None, weights: int | None = None) -> Carried:
+    """What `log`'s start on `gpu` (name, bytes) at `layout` measured that carries to another layout: the weights
+    (measured, else `weights`, else mcache's estimate at `layout`) and the KV budget are taken off, as the engine's
+    profile adds them (`engines/vllm.py` `_pool`: available = ceil(GPU x utilization) - weights - non-KV;
+    `engines/trtllm.py`: the profiled peak is the weights plus the non-KV memory, `_size` above). A `LogError` when
+    the log measured none of it, or its figures leave none (the GPU, layout or weights are not the log's)."""
+    engine = log.engine
+    measured, sources = measured_settings(log)
+    wanted = {"vllm": "kv_cache_memory_bytes", "sglang": "pre_model_load_memory_bytes", "trtllm": "peak_bytes"}[engine]
+    if wanted not in measured:
+        raise LogError(f"the {TITLES[engine]} log measured no memory to carry: it has no {CARRIED_LINES[engine]}")
+    if engine == "vllm" and "kv_cache_memory_bytes" in log.settings:
+        raise LogError("the vLLM log's KV budget was set (kv_cache_memory_bytes in its args), not measured: it holds "
+                       "no measured non-KV memory")
+    if engine == "sglang":
+        pre = measured[wanted]
+        if pre > gpu[1]:
+            raise LogError(f"the SGLang log found {_gib(pre)} free before loading its weights, more than the "
+                           f"{_gib(gpu[1])} of {gpu[0]}: the log ran on a larger GPU")
+        how = (f"{_gib(gpu[1])} of {gpu[0]} less the {_gib(pre)} free before the weights loaded ({sources[wanted]}); "
+               "mem_fraction_static stays SGLang's rule at each layout")
+        return Carried(engine, version, CARRIED_FIELD[engine], pre, gpu[1] - pre, how)
+    d = Deployment(layout, gpu, engine, SizeOptions(), engine_version=version)
+    given = SizeOptions(weights=weights) if weights is not None and "weights_bytes" not in measured else SizeOptions()
+    report, fed, fed_from, _ = _size(spec, log, d, origin, 0, given)
+    settings = report["engine"]["settings"]
+    w = settings["weights_bytes"]
+    w = w if isinstance(w, int) else max(w)
+    estimate = "given with --weights" if weights is not None else f"mcache's estimate at tp {layout.tp} pp {layout.pp}"
+    w_from = fed_from.get("weights_bytes", estimate)
+    if engine == "vllm":
+        util, kv = settings["gpu_memory_utilization"], measured[wanted]
+        non_kv = ceil(gpu[1] * util) - w - kv
+        how = (f"ceil({_gib(gpu[1])} of {gpu[0]} x gpu_memory_utilization {util}) less the weights {_gib(w)} ({w_from}) "
+               f"less the KV budget {_gib(kv)} ({sources[wanted]})")
+    else:
+        non_kv = fed["non_kv_memory_bytes"]
+        how = f"{fed_from['non_kv_memory_bytes']} {_gib(w)} ({w_from})"
+    if non_kv <= 0:
+        raise LogError(f"the {TITLES[engine]} log's figures leave no non-KV memory ({how} = {_gib(non_kv)}): the GPU, "
+                       "layout or weights are not the log's (--log-gpu, --log-tp, --weights, --weight-format)")
+    return Carried(engine, version, CARRIED_FIELD[engine], non_kv, non_kv, how)

@@ -29,6 +29,7 @@ from mcache.core.engines import serve_command
 from mcache.core.engines.common import ServeArgs
 from mcache.core.engines.options import setting_of
 from mcache.core.errors import LayoutError
+from mcache.core.explain import Carried
 from mcache.core.files import json_text
 from mcache.core.options import SizeOptions
 from mcache.core.roofline import Roofline, roofline
@@ -94,11 +95,28 @@ def custom_gpu(text: str) -> GpuChoice:
                      ("--gpu-memory", f"{memory}B"))
 
 
+class LogMemory(Struct, frozen=True):
+    """The memory a real start measured (`--from-log`), for every candidate on its GPU kind (`gpu`, as `GpuChoice`
+    names it, of `memory` bytes): `carried` says what and how; `log` names the file, `tp` and `pp` its layout."""
+
+    log: str
+    gpu: str
+    memory: int
+    tp: int
+    pp: int
+    carried: Carried
+
+    def applies(self, gpu: GpuChoice) -> bool:
+        return gpu.name == self.gpu and gpu.memory == self.memory
+
+
 class Axes(Struct, frozen=True):
     """What to sweep: GPUs, contexts, TP and PP sizes (a replica of up to `MAX_REPLICA_GPUS`, a candidate of up to
     `max_gpus`), KV and state dtypes (None: the default, the model's or the engine's), draft tokens, the neutral
     model's speculative schemes, and prefix caching (`default`: the engine's default; `on`/`off` for vLLM and
-    SGLang). `base` holds the options every candidate takes (utilization, reserve, weights)."""
+    SGLang). `base` holds the options every candidate takes (utilization, reserve, weights); `from_log` the memory
+    a real start measured, for the candidates on its GPU kind (in place of mcache's assumption, and of `base`'s
+    reserve); `engine_version` the engine release sized (None: the newest modelled)."""
 
     gpus: tuple[GpuChoice, ...]
     contexts: tuple[int, ...] = CONTEXTS
@@ -111,6 +129,8 @@ class Axes(Struct, frozen=True):
     prefix_caching: tuple[str, ...] = ("default",)
     max_gpus: int = MAX_GPUS
     base: SizeOptions = SizeOptions()
+    from_log: LogMemory | None = None
+    engine_version: str | None = None
 
 
 class Goal(Struct, frozen=True):
@@ -127,7 +147,8 @@ class Candidate(Struct, frozen=True):
     """One fleet and what it runs; `settings` reproduces one replica, or every replica where the engine has a
     replica option (a command line, or TensorRT-LLM's LLM-API options as JSON); `solved` names the engine setting
     (and value) it starts with when it does not with the default; `roofline` bounds its decode at
-    `roofline.sequences` per replica."""
+    `roofline.sequences` per replica; `measured`: sized with the memory `--from-log` measured (its GPU kind), not
+    mcache's assumption."""
 
     gpu: str
     tp: int
@@ -149,6 +170,7 @@ class Candidate(Struct, frozen=True):
     solved: str
     settings: str
     roofline: Roofline | None
+    measured: bool = False
 
     @property
     def config(self) -> tuple:
@@ -172,6 +194,7 @@ class Plan(Struct, frozen=True):
     max_tpot: float | None = None
     rank_by: str = "seqs-per-gpu"
     nearest: Candidate | None = None
+    from_log: LogMemory | None = None
 
 
 def weighed_as(spec: ModelSpec, fmt: str | None) -> ModelSpec:
@@ -286,7 +309,7 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
         (tp, pp), first = next(iter(impossible.items()))
         raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is (tp {tp} pp {pp}: "
                                    f"{first})")
-    return rank(engine, candidates, goal, skipped, axes.max_gpus)
+    return rank(engine, candidates, goal, skipped, axes.max_gpus, axes.from_log)
 
 
 class Replica(Struct, frozen=True):
@@ -368,7 +391,11 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
     options = replace(axes.base, max_seq_len=context, kv_dtype=kv, ssm_dtype=ssm, draft=draft or None,
                       spec_scheme=scheme if draft and not engine else None,
                       enable_prefix_caching=prefix_caching, disable_radix_cache=no_radix)
-    deployment = Deployment(ParallelLayout(tp=tp, pp=pp), (gpu.name, gpu.memory), engine, options, context)
+    measured = axes.from_log is not None and axes.from_log.applies(gpu)
+    if measured:
+        options = replace(options, **{axes.from_log.carried.field: axes.from_log.carried.value})
+    deployment = Deployment(ParallelLayout(tp=tp, pp=pp), (gpu.name, gpu.memory), engine, options, context,
+                            engine_version=axes.engine_version)
     rep = _replica(spec, engine, deployment)
     dtypes = rep.sized.engine.dtypes if rep.sized.engine else rep.sized.neutral.estimate.dtypes
     scheme_used = rep.sized.neutral.estimate.runtime.spec_scheme if not engine else ("engine" if draft else "none")
@@ -392,7 +419,8 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
                           axes.base, rep.solved, replicas)
     return Candidate(gpu.label, tp, pp, replicas, replicas * per_gpu, context, dtypes.kv, dtypes.ssm, draft,
                      scheme_used, prefix, rep.fits, replicas * per, per, round(per / per_gpu, 2), binding, rep.startup,
-                     ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None)
+                     ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None,
+                     measured)
 
 
 def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpot: float) -> int:
@@ -458,7 +486,7 @@ def model_path(spec: ModelSpec, spec_arg: str) -> str:
 
 
 def rank(engine: str | None, candidates: list[Candidate], goal: Goal | int | None, skipped: list[str],
-         max_gpus: int = MAX_GPUS) -> Plan:
+         max_gpus: int = MAX_GPUS, from_log: LogMemory | None = None) -> Plan:
     """Order the candidates and pick the best. A candidate `reaches` the goal when it fits, runs a sequence within
     `--max-tpot`, and (with a target) its replicas use at most `max_gpus` GPUs. Those that reach come first, by
     `rank_by`: `gpus` fewest GPUs (ties: most sequences per GPU, then tokens/s per GPU; the default with a target),
@@ -486,4 +514,4 @@ def rank(engine: str | None, candidates: list[Candidate], goal: Goal | int | Non
     if best is None and goal.target:
         running = [c for c in candidates if c.fits and c.sequences_per_replica]
         nearest = min(running, key=lambda c: (c.gpus, -c.sequences_per_gpu), default=None)
-    return Plan(engine, goal.target, ordered, best, by_gpu, skipped, max_gpus, goal.max_tpot, by, nearest)
+    return Plan(engine, goal.target, ordered, best, by_gpu, skipped, max_gpus, goal.max_tpot, by, nearest, from_log)

@@ -26,7 +26,7 @@ OPTIONS = {
              "--reserve": SIZES, "--weights": SIZES, "--transfer-to-tp": HUGE, "--transfer-to-pp": HUGE,
              "--gpu": ["h200", "l4", "b200", "nope"], "--kv-dtype": ["fp8", "bfloat16", "int3"],
              "--pp-partition": ["1,1", ",".join(["1"] * 300), "9" * 30 + ",1"]},
-    "plan": {"--max-gpus": HUGE, "--context": HUGE, "--draft": [",".join(map(str, range(0, 400))), "3", "-1"],
+    "plan": {"--max-gpus": HUGE, "--context": HUGE, "--draft": [",".join(map(str, range(0, 5000))), "3", "-1"],
              "--kv-dtype": ["fp8,bfloat16", ",".join(["fp8"] * 500)], "--target-concurrency": HUGE, "--top": HUGE,
              "--gpu": ["h200", "h200,b200,l4,a100-80gb", "nope"]},
 }

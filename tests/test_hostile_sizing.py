@@ -118,10 +118,10 @@ def test_largest_allowed_value_renders_in_every_format(option, fmt, capsys):
 
 
 def test_plan_bounds_its_sweep_before_building_it(capsys):
-    drafts = ",".join(map(str, range(400)))  # 3 GPUs x 3 contexts x 8 layouts x 2 KV dtypes x 400 drafts
+    drafts = ",".join(map(str, range(5000)))  # 3 GPUs x 3 contexts x 8 layouts x 2 KV dtypes x 5000 drafts
     assert one_line(["plan", "nemotron-h-8b", "--draft", drafts], capsys) == (
-        "mcache: --draft: a sweep of at most 1,000 candidates (GPUs x contexts x layouts x KV dtypes x state dtypes x "
-        "drafts x prefix settings), got 57,600: shorten this list of 400 values or another")
+        "mcache: --draft: a sweep of at most 100,000 candidates (GPUs x contexts x layouts x KV dtypes x state dtypes "
+        "x drafts x prefix settings), got 720,000: shorten this list of 5,000 values or another")
 
 
 def test_plan_sizes_a_repeated_value_once(capsys):

@@ -9,6 +9,7 @@ import shlex
 import sys
 
 import pytest
+from paths import HERE
 from typer.testing import CliRunner
 
 from mcache.cli.main import app, main
@@ -433,3 +434,26 @@ def test_rank_by_tokens_per_gpu_orders_by_the_roofline():
     reaching = [c for c in plan["candidates"] if c["fits"]]
     rates = [c["roofline"]["tokens_per_s_per_gpu"] for c in reaching]
     assert rates == sorted(rates, reverse=True) and plan["best"] == reaching[0]
+
+
+def test_the_roofline_takes_a_bench_run_s_measured_bandwidth(tmp_path, capsys):
+    """--bandwidth-from: the copy ceiling a `mcache bench` run measured on an H200 (4,271.6 GB/s, against the
+    datasheet's 4.8 TB/s) is the roofline's bandwidth for the H200 candidates; the bound scales by their ratio."""
+    results = HERE.parent / "results" / "nemotron-h-8b-replay-h200-2026-12-02.json"
+    args = ["nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--tp", "1", "--pp", "1", "--kv-dtype", "default"]
+    datasheet = plan_json(*args)["candidates"][0]["roofline"]
+    measured = plan_json(*args, "--bandwidth-from", str(results))
+    bound = measured["candidates"][0]["roofline"]
+    ceiling = json.loads(results.read_text())["meta"]["ceiling"]["gbps"]
+    assert bound["step_s"] == pytest.approx(datasheet["step_s"] * 4800 / ceiling, rel=1e-3)
+    assert measured["notes"] == [f"roofline bandwidth of NVIDIA H200: {ceiling:,.0f} GB/s, the copy ceiling {results} "
+                                 "measured (not the datasheet's)"]
+    # a run of another GPU than the ones planned for, or of the CPU, is one line
+    assert main(["plan", "nemotron-h-8b", "--gpu", "b200", "--bandwidth-from", str(results)]) == 2
+    assert capsys.readouterr().err.strip() == ("mcache: --bandwidth-from: a results file of one of the GPUs planned "
+                                               "for, got one of NVIDIA H200")
+    cpu = json.loads(results.read_text())
+    cpu["meta"] |= {"device": "cpu", "gpu": None, "ceiling": None}
+    (tmp_path / "cpu.json").write_text(json.dumps(cpu))
+    assert main(["plan", "nemotron-h-8b", "--gpu", "h200", "--bandwidth-from", str(tmp_path / "cpu.json")]) == 2
+    assert "a results file of a GPU run (its copy ceiling), got a cpu run" in capsys.readouterr().err

@@ -20,7 +20,7 @@ PROGRESS_AFTER_S = 0.5  # a sweep that takes longer than this shows a progress b
 MAX_GPU_MEMORIES = 100  # --gpu-memory given more often than this is refused before any is parsed
 # Fields of plan's own options (the core names them) -> the flag; "weights" without --weights is the spec's
 NAMED = {"weights": "SPEC", "max_gpus": "--max-gpus", "max_tpot": "--max-tpot", "rank_by": "--rank-by",
-         "weight_format": "--weight-format", "gpu_memory": "--gpu-memory",
+         "weight_format": "--weight-format", "gpu_memory": "--gpu-memory", "bandwidth_from": "--bandwidth-from",
          "engine_version": "--engine-version (default: the --from-log log's)"}
 
 
@@ -49,6 +49,9 @@ def plan(
     weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (default: mcache's estimate).")] = None,
     weight_format: Annotated[str | None, typer.Option(help=(
         "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4 or int8 (default: the spec's)."))] = None,
+    bandwidth_from: Annotated[str | None, typer.Option(metavar="FILE", help=(
+        "A mcache bench results file: its measured copy ceiling is the roofline's bandwidth of the GPU it ran on "
+        "(a --gpu-memory card too, named as its driver prints it)."))] = None,
     from_log: Annotated[str | None, typer.Option(metavar="LOG", help=(
         "A start-up log of the engine (as mcache explain reads it): the non-KV memory it measured sizes every "
         "candidate on its GPU kind (--log-gpu)."))] = None,
@@ -96,6 +99,9 @@ def plan(
         names = gpu if gpu is not None else ("" if gpu_memory else DEFAULT_GPUS)
         gpus = tuple(catalogue_gpu(g.strip()) for g in names.split(",") if g.strip())
         gpus += tuple(custom_gpu(text) for text in gpu_memory or ())
+        notes: tuple[str, ...] = ()
+        if bandwidth_from is not None:
+            gpus, notes = _measured_bandwidth(gpus, bandwidth_from)
         check_ranges({"utilization": utilization, "target_concurrency": target_concurrency, "max_gpus": max_gpus,
                       "top": top})
         base = SizeOptions(utilization=utilization, reserve=None if reserve is None else parse_size(reserve, "reserve"),
@@ -129,12 +135,26 @@ def plan(
             progress.stop()
     except LayoutError as err:
         raise located(err, origin, chosen, NAMED | ({"weights": "--weights"} if weights else {})) from None
-    emit_plan(result, model, fmt, output, top)
+    emit_plan(result, model, fmt, output, top, notes)
     if plot is not None:
         from mcache.cli.plan_plot import write_plot
 
         write_plot(result, model, plot)
     return 0
+
+
+def _measured_bandwidth(gpus, path: str):
+    """The planned GPUs with the copy ceiling a `mcache bench` results file measured as the roofline's bandwidth, and
+    the line that says so."""
+    from mcache.core.plan import with_bandwidth
+    from mcache.results.schema import load
+
+    meta = load(path).meta
+    if meta.ceiling is None or meta.gpu is None:
+        raise LayoutError("bandwidth_from", f"a results file of a GPU run (its copy ceiling), got a {meta.device} run")
+    gpus = with_bandwidth(gpus, meta.gpu.name, int(meta.ceiling.gbps * 1e9))
+    return gpus, (f"roofline bandwidth of {meta.gpu.name}: {meta.ceiling.gbps:,.0f} GB/s, the copy ceiling {path} "
+                  "measured (not the datasheet's)",)
 
 
 def _log(path: str, engine: str | None):

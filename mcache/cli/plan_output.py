@@ -20,11 +20,12 @@ ROOFLINE_NOTE = ("tok/s/GPU<= and TPOT ms>= are memory-roofline bounds (a decode
                  "no efficiency factor) at the sequences each replica runs; state bytes: the recurrent state's share")
 
 
-def plan_json(result: Plan, model: ModelSpec) -> dict:
+def plan_json(result: Plan, model: ModelSpec, notes: tuple[str, ...] = ()) -> dict:
     """The `--format json` document (strict JSON: every figure is finite)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "mcache-plan",
+        "notes": list(notes),
         "model": {"name": model.name, "source": model.source},
         "engine": result.engine,
         "target_concurrency": result.target,
@@ -123,13 +124,14 @@ def _describe(c: Candidate) -> str:
     return text
 
 
-def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top: int) -> None:
-    """Render the plan in `fmt` to stdout or `output`."""
+def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top: int, notes: tuple[str, ...] = ()) -> None:
+    """Render the plan in `fmt` to stdout or `output`; `notes` (what the command was given besides the sweep) come
+    after the title."""
     if fmt == "json":
-        emit_json(plan_json(result, model), output)
+        emit_json(plan_json(result, model, notes), output)
         return
     rows = [_cells(i, c, result.from_log is not None) for i, c in enumerate(result.candidates, 1)]
-    columns, measured = head(result), measured_line(result)
+    columns, measured = head(result), [*measured_line(result), *notes]
     shown = len(rows) if fmt == "csv" else min(top, len(rows))
     more = [f"({len(rows) - shown} more candidates: --top, or --format json/csv for all)"] if shown < len(rows) else []
     skipped = [f"skipped: {s}" for s in result.skipped]

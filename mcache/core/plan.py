@@ -83,6 +83,15 @@ def catalogue_gpu(name: str) -> GpuChoice:
     return GpuChoice(name, gpu.name, gpu.memory, gpu.bandwidth, ("--gpu", name))
 
 
+def with_bandwidth(gpus: tuple[GpuChoice, ...], name: str, bandwidth: int) -> tuple[GpuChoice, ...]:
+    """`gpus` with `bandwidth` (bytes/s, e.g. the copy ceiling a `mcache bench` run measured) for the GPU called `name`
+    as its driver prints it (a `--gpu-memory SIZE:NAME` of that name too); a `LayoutError` naming `--bandwidth-from`
+    when none of them is it."""
+    if not any(g.name == name for g in gpus):
+        raise LayoutError("bandwidth_from", f"a results file of one of the GPUs planned for, got one of {name}")
+    return tuple(GpuChoice(g.label, g.name, g.memory, bandwidth, g.given) if g.name == name else g for g in gpus)
+
+
 def custom_gpu(text: str) -> GpuChoice:
     """`SIZE[:NAME]` (`--gpu-memory`): a GPU of that memory (at least 1 GiB), named NAME (else `SIZE GPU`); its
     bandwidth is unknown."""

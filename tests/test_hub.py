@@ -56,10 +56,9 @@ def cache(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(folder))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    fetch = hub.snapshot
-    fetch.cache_clear()
+    hub.cache_clear()
     yield folder
-    fetch.cache_clear()
+    hub.cache_clear()
 
 
 def test_a_cached_repo_sizes_offline_under_its_repo_name(cache):
@@ -98,16 +97,16 @@ def test_offline_without_knowing_the_quant_file_says_so(cache):
 
 
 def test_offline_and_not_cached_is_one_line(cache, capsys):
-    line = one_line(["size", "nvidia/Nemotron-H-56B-Base-8K"], capsys)
-    assert line.startswith("mcache: nvidia/Nemotron-H-56B-Base-8K: hub: config.json in the local Hugging Face cache "
+    line = one_line(["size", "nvidia/Nemotron-H-4B-Base-8K"], capsys)  # no bundled spec names this repo
+    assert line.startswith("mcache: nvidia/Nemotron-H-4B-Base-8K: hub: config.json in the local Hugging Face cache "
                            "(HF_HUB_OFFLINE is set")
 
 
 def test_a_cached_repo_without_the_config_file_is_one_line(cache, capsys):
-    lay_out(cache, REPO, MAIN, {"README.md": "# a model"})
-    line = one_line(["size", REPO], capsys)
+    lay_out(cache, "org/model", MAIN, {"README.md": "# a model"})
+    line = one_line(["size", "org/model"], capsys)
     assert "hub: config.json in the local Hugging Face cache" in line
-    line = one_line(["size", f"{REPO}@v9"], capsys)  # a revision the cache does not know, offline
+    line = one_line(["size", "org/model@v9"], capsys)  # a revision the cache does not know, offline
     assert "hub: config.json in the local Hugging Face cache" in line
 
 
@@ -138,8 +137,8 @@ def test_what_only_the_network_answers_is_one_line(cache, monkeypatch, capsys, r
 
 
 def test_online_the_library_fetches_only_the_config_files(cache, monkeypatch):
-    """Online, mcache asks the library for config.json and hf_quant_config.json, nothing else; a repo without the
-    quant file is answered by the Hub (RemoteEntryNotFoundError)."""
+    """Online, mcache asks the library for config.json, hf_quant_config.json and the safetensors index, nothing
+    else; a repo without the optional files is answered by the Hub (RemoteEntryNotFoundError)."""
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     asked = []
 
@@ -151,10 +150,11 @@ def test_online_the_library_fetches_only_the_config_files(cache, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
     spec = load_spec(f"{REPO}@main")
-    assert asked == [(REPO, "config.json", "main"), (REPO, "hf_quant_config.json", MAIN)]
-    assert "it has no hf_quant_config.json" in spec.notes
+    assert asked == [(REPO, "config.json", "main"), (REPO, "hf_quant_config.json", MAIN),
+                     (REPO, "model.safetensors.index.json", MAIN)]
+    assert "it has no hf_quant_config.json" in spec.notes and "It has no model.safetensors.index.json" in spec.notes
     load_spec(f"{REPO}@main")
-    assert len(asked) == 2  # resolved once per process
+    assert len(asked) == 3  # resolved once per process
 
 
 def test_a_path_that_exists_wins_and_a_bare_name_never_goes_to_the_hub(tmp_path, monkeypatch, cache):

@@ -305,6 +305,10 @@ def test_an_index_gives_capacity_when_the_config_leaves_the_weights_unknown(tmp_
     given = run_json(str(folder), "--gpu", "h200", "--tp", "8", "--weights", "60GiB")["capacity"]
     assert given["weights_source"] == "given" and given["ranks"][0]["weight_bytes"] == 60 << 30
     assert run_json("nemotron-h-8b", "--gpu", "h200")["capacity"]["weights_source"] == "estimate"
+    # `mcache plan` ranks layouts on the index's share; without an index it asks for --weights
+    assert main(["plan", str(folder), "--gpu", "h200", "--context", "65536", "--format", "json"]) == 0
+    (folder / INDEX).unlink()
+    assert main(["plan", str(folder), "--gpu", "h200", "--context", "65536"]) == 2
 
 
 def test_an_engine_takes_the_index_s_share_and_says_so(tmp_path):

@@ -14,8 +14,9 @@ from mcache.core.files import read_document
 from mcache.core.spec.model import StoredWeights
 
 INDEX = "model.safetensors.index.json"
-# An index holds about 100 bytes per tensor: the largest MoE checkpoints (a few hundred experts per layer, a scale
-# beside each weight) name under 200,000 tensors, some 20 MB; 64 MiB bounds the read at three times that.
+# An index line takes about 100 bytes per tensor (`"model.layers.10.mlp.experts.100.down_proj.weight_scale_inv":
+# "model-00010-of-000163.safetensors",`): 64 MiB holds over 600,000 tensors, room for MoE checkpoints of hundreds of
+# experts per layer with a scale beside each weight, where the 8 MiB of a config would not be.
 MAX_INDEX_BYTES = 64 << 20
 MAX_TOTAL_SIZE = 1 << 50  # a petabyte: a larger figure is a corrupt file, not a checkpoint
 

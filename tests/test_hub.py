@@ -151,7 +151,11 @@ def test_online_the_library_fetches_only_the_config_files(cache, monkeypatch):
             return str(lay_out(cache, repo, MAIN, {"config.json": json.dumps(NEMOTRON)}) / filename)
         raise _http_error(errors.RemoteEntryNotFoundError, 404)
 
+    def metadata(url, **kwargs):
+        raise _http_error(errors.RemoteEntryNotFoundError, 404)
+
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", metadata)
     spec = load_spec(f"{REPO}@main")
     assert asked == [(REPO, "config.json", "main"), (REPO, "hf_quant_config.json", MAIN),
                      (REPO, "model.safetensors.index.json", MAIN)]
@@ -346,6 +350,28 @@ def test_an_oversized_index_is_refused_before_it_is_read(tmp_path, capsys, cache
     assert line == f"mcache: {folder / INDEX}: file: a file of at most 64 MiB (mcache reads documents whole; this one is larger)"
     lay_out(cache, REPO, MAIN, {"config.json": json.dumps(NEMOTRON), INDEX: "x" * (MAX_INDEX_BYTES + 1)})
     assert "a file of at most 64 MiB" in one_line(["size", REPO], capsys)
+
+
+def test_online_an_index_the_hub_says_is_too_large_is_not_downloaded(cache, monkeypatch, capsys):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    asked = []
+
+    def download(repo, filename, revision=None, **kwargs):
+        asked.append(filename)
+        if filename == "config.json":
+            return str(lay_out(cache, repo, MAIN, {"config.json": json.dumps(NEMOTRON)}, missing=["hf_quant_config.json"])
+                       / filename)
+        raise AssertionError(f"downloaded {filename}")
+
+    def metadata(url, **kwargs):
+        assert url.endswith(f"/{MAIN}/{INDEX}"), url
+        return SimpleNamespace(size=MAX_INDEX_BYTES + 1)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", metadata)
+    line = one_line(["size", REPO], capsys)
+    assert line == (f"mcache: {REPO}@{MAIN[:12]}/{INDEX}: file: a file of at most 64 MiB (the Hub says it is larger; "
+                    "not downloaded)") and asked == ["config.json"]
 
 
 # --- a bundled spec stands in for its source repo when the Hub cannot answer ---

@@ -22,7 +22,7 @@ from mcache.core.errors import SpecError
 # huggingface_hub's validate_repo_id: `namespace/name`, each of word characters, `-` and `.`, at most 96 characters
 # (and no `--` or `..`); a revision after `@` is a branch, tag or commit.
 HUB_ID = re.compile(r"(?P<repo>[\w.-]{1,96}/[\w.-]{1,96})(?:@(?P<revision>[\w./-]{1,200}))?")
-CONFIG, QUANT, INDEX = "config.json", "hf_quant_config.json", "model.safetensors.index.json"
+CONFIG, QUANT = "config.json", "hf_quant_config.json"
 
 
 class HubUnanswered(SpecError):
@@ -111,12 +111,14 @@ def _fetch(ref: str) -> Snapshot:
     except ImportError:
         raise HubUnanswered(ref, "hub", "huggingface_hub to read a Hub id (pip install huggingface_hub), or the path of "
                                         "a downloaded config.json", "huggingface_hub is not installed") from None
+    from mcache.core.hf.index import INDEX, MAX_INDEX_BYTES
+
     with _quiet():
         config = _download(ref, repo, CONFIG, revision)
         folder = Path(config).parent
         commit = folder.name  # the cache's snapshots/<commit>/ folder
         quant = _optional(ref, repo, QUANT, commit)
-        index = _optional(ref, repo, INDEX, commit)
+        index = _optional(ref, repo, INDEX, commit, MAX_INDEX_BYTES)
     asked = revision or "main"
     note = f"Read from the Hugging Face Hub: {repo} at {asked} (commit {commit[:12]})"
     note += {True: f", with its {QUANT}.", False: f"; it has no {QUANT}.",
@@ -165,9 +167,10 @@ def _download(ref: str, repo: str, filename: str, revision: str | None) -> str:
                             f"{filename} could not be fetched ({type(err).__name__})") from None
 
 
-def _optional(ref: str, repo: str, filename: str, commit: str) -> bool | None:
+def _optional(ref: str, repo: str, filename: str, commit: str, limit: int | None = None) -> bool | None:
     """Whether the repo at `commit` has `filename` (fetched into the snapshot folder when it has); None when that is
-    not known (offline or unreachable, and the cache has no answer)."""
+    not known (offline or unreachable, and the cache has no answer). With `limit`, a file the Hub says is larger is
+    refused before it is downloaded (one line); the reader bounds a cached one again."""
     from huggingface_hub import errors, hf_hub_download, try_to_load_from_cache
 
     cached = try_to_load_from_cache(repo, filename, revision=commit)
@@ -175,6 +178,9 @@ def _optional(ref: str, repo: str, filename: str, commit: str) -> bool | None:
         return True
     if cached is not None:  # the cache records that the repo has no such file
         return False
+    if limit is not None and _remote_size(repo, filename, commit) > limit:
+        raise SpecError(f"{repo}@{commit[:12]}/{filename}", "file", f"a file of at most {limit >> 20} MiB (the Hub "
+                                                                   "says it is larger; not downloaded)")
     try:
         hf_hub_download(repo, filename, revision=commit)
         return True
@@ -184,3 +190,15 @@ def _optional(ref: str, repo: str, filename: str, commit: str) -> bool | None:
         return False
     except (errors.HfHubHTTPError, OSError, ValueError):
         return None
+
+
+def _remote_size(repo: str, filename: str, commit: str) -> int:
+    """The size of `filename` the Hub reports (0 when it reports none or cannot answer: the download that follows
+    answers then)."""
+    import huggingface_hub
+
+    try:
+        size = huggingface_hub.get_hf_file_metadata(huggingface_hub.hf_hub_url(repo, filename, revision=commit)).size
+    except Exception:  # noqa: BLE001  (offline, unreachable, no such file: hf_hub_download says which)
+        return 0
+    return size or 0

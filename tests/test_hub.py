@@ -267,7 +267,7 @@ def test_a_local_checkpoint_folder_s_index_counts_and_a_lone_config_s_does_not(t
     lone = load_spec(str(folder / "config.json"))
     assert lone.stored_weights is None and f"{INDEX} beside config.json was not read" in lone.notes
     assert main(["size", str(folder)]) == 0
-    assert f"{human_bytes(estimate * 110 // 100)} stored (safetensors index)" in capsys.readouterr().out
+    assert f"{human_bytes(estimate * 110 // 100)} in its safetensors index" in capsys.readouterr().out
 
 
 def test_an_index_that_stores_mtp_tensors_is_compared_with_the_mtp_layers(tmp_path):

@@ -59,7 +59,7 @@ def _headline(report: dict) -> str:
                f"{m['param_count'] / 1e9:.2f} billion params, {human_bytes(m['param_bytes'])} {m['weight_format']}"
                + (f", MTP layers {m['mtp_param_count'] / 1e9:.2f} billion more when drafting" if m.get("mtp_param_count") else ""))
     if m.get("stored_bytes_index"):
-        weights += f"; {human_bytes(m['stored_bytes_index'])} stored (safetensors index)"
+        weights += f"; {human_bytes(m['stored_bytes_index'])} in its safetensors index"
     return (f"{m['name']} ({weights}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")

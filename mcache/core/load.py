@@ -82,7 +82,7 @@ def hub_source(ref: str) -> HubSource | None:
     if parsed is None:
         return None
     try:
-        return HubSource(snapshot(ref).folder, snapshot(ref))
+        found = snapshot(ref)
     except HubUnanswered as err:
         stand_in = bundled_for(*parsed)
         if stand_in is None:
@@ -91,6 +91,7 @@ def hub_source(ref: str) -> HubSource | None:
                 f"source is {parsed[0]}, stands in for it; run once online, or pass the repo's config.json, to read "
                 "the repo itself.")
         return HubSource(stand_in, None, note)
+    return HubSource(found.folder, found)
 
 
 # A bundled spec's source, `https://huggingface.co/ORG/NAME/blob/REVISION/config.json`: its repo and revision.

@@ -5,7 +5,8 @@ Usage: python scripts/readme_examples.py [--write]   (from the repository root, 
 An example is a `$ mcache ...` line in a ```console block (optionally after `cd DIR &&`) and the lines under it up to
 the next `$ `. Shown whole, its lines must be the command's output (stdout, then stderr) exactly; with `...` lines
 (elided), every other line must be an output line, in order (one ending in `...`: the start of one). `--write`
-replaces the output with the real one (of an elided example, the lines it shows). Examples that need a GPU, a shell pipeline or files
+replaces the output with the real one (of an elided example, the lines it shows). A Hub id is read offline from an
+empty Hugging Face cache. Examples that need a GPU, a shell pipeline or files
 the repository does not hold (`mcache bench`, `compare` of files made up in the text) are left alone.
 """
 
@@ -20,6 +21,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# A Hub id in an example reads as on a first run without network: offline, with an empty Hugging Face cache (set
+# before huggingface_hub is imported, which reads them once; the tests' conftest sets the same).
+os.environ["HF_HUB_OFFLINE"] = "1"
+if "PYTEST_CURRENT_TEST" not in os.environ and "pytest" not in sys.modules:
+    import tempfile
+
+    os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp(prefix="mcache-readme-hf-")
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
 SKIPPED = ("bench", "compare")  # GPU timings; results files the text makes up
 

@@ -17,8 +17,11 @@ from cli_util import one_line
 from huggingface_hub import constants, errors
 from paths import HF_CONFIGS
 
+from mcache.cli.main import main
+from mcache.cli.output import human_bytes
 from mcache.core import hub
 from mcache.core.errors import SpecError
+from mcache.core.hf.index import INDEX, MAX_INDEX_BYTES
 from mcache.core.load import load_spec, resolve
 from mcache.core.sizing.weights import stored_bytes
 
@@ -56,10 +59,9 @@ def cache(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(folder))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    fetch = hub.snapshot
-    fetch.cache_clear()
+    hub.cache_clear()
     yield folder
-    fetch.cache_clear()
+    hub.cache_clear()
 
 
 def test_a_cached_repo_sizes_offline_under_its_repo_name(cache):
@@ -98,16 +100,16 @@ def test_offline_without_knowing_the_quant_file_says_so(cache):
 
 
 def test_offline_and_not_cached_is_one_line(cache, capsys):
-    line = one_line(["size", "nvidia/Nemotron-H-56B-Base-8K"], capsys)
-    assert line.startswith("mcache: nvidia/Nemotron-H-56B-Base-8K: hub: config.json in the local Hugging Face cache "
+    line = one_line(["size", "nvidia/Nemotron-H-4B-Base-8K"], capsys)  # no bundled spec names this repo
+    assert line.startswith("mcache: nvidia/Nemotron-H-4B-Base-8K: hub: config.json in the local Hugging Face cache "
                            "(HF_HUB_OFFLINE is set")
 
 
 def test_a_cached_repo_without_the_config_file_is_one_line(cache, capsys):
-    lay_out(cache, REPO, MAIN, {"README.md": "# a model"})
-    line = one_line(["size", REPO], capsys)
+    lay_out(cache, "org/model", MAIN, {"README.md": "# a model"})
+    line = one_line(["size", "org/model"], capsys)
     assert "hub: config.json in the local Hugging Face cache" in line
-    line = one_line(["size", f"{REPO}@v9"], capsys)  # a revision the cache does not know, offline
+    line = one_line(["size", "org/model@v9"], capsys)  # a revision the cache does not know, offline
     assert "hub: config.json in the local Hugging Face cache" in line
 
 
@@ -138,8 +140,8 @@ def test_what_only_the_network_answers_is_one_line(cache, monkeypatch, capsys, r
 
 
 def test_online_the_library_fetches_only_the_config_files(cache, monkeypatch):
-    """Online, mcache asks the library for config.json and hf_quant_config.json, nothing else; a repo without the
-    quant file is answered by the Hub (RemoteEntryNotFoundError)."""
+    """Online, mcache asks the library for config.json, hf_quant_config.json and the safetensors index, nothing
+    else; a repo without the optional files is answered by the Hub (RemoteEntryNotFoundError)."""
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     asked = []
 
@@ -149,12 +151,17 @@ def test_online_the_library_fetches_only_the_config_files(cache, monkeypatch):
             return str(lay_out(cache, repo, MAIN, {"config.json": json.dumps(NEMOTRON)}) / filename)
         raise _http_error(errors.RemoteEntryNotFoundError, 404)
 
+    def metadata(url, **kwargs):
+        raise _http_error(errors.RemoteEntryNotFoundError, 404)
+
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", metadata)
     spec = load_spec(f"{REPO}@main")
-    assert asked == [(REPO, "config.json", "main"), (REPO, "hf_quant_config.json", MAIN)]
-    assert "it has no hf_quant_config.json" in spec.notes
+    assert asked == [(REPO, "config.json", "main"), (REPO, "hf_quant_config.json", MAIN),
+                     (REPO, "model.safetensors.index.json", MAIN)]
+    assert "it has no hf_quant_config.json" in spec.notes and "It has no model.safetensors.index.json" in spec.notes
     load_spec(f"{REPO}@main")
-    assert len(asked) == 2  # resolved once per process
+    assert len(asked) == 3  # resolved once per process
 
 
 def test_a_path_that_exists_wins_and_a_bare_name_never_goes_to_the_hub(tmp_path, monkeypatch, cache):
@@ -196,3 +203,224 @@ def test_the_environment_is_honoured_and_a_bundled_name_loads_no_hub(tmp_path):
             "print('huggingface_hub' in sys.modules, file=sys.stderr)")
     bare = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert bare.stderr.strip().splitlines()[-1] == "False", bare.stderr
+
+
+# --- the safetensors index: its stored size beside the estimate, and in its place when the config cannot say ---
+
+def run_json(*args: str) -> dict:
+    """`mcache size ARGS --format json`'s report."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["size", *args, "--format", "json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def index_text(total, names=("backbone.embeddings.weight",), **extra) -> str:
+    """A `model.safetensors.index.json` as transformers' save_pretrained writes it."""
+    return json.dumps({"metadata": {"total_size": total, **extra}, "weight_map": {n: "model-00001-of-00002.safetensors"
+                                                                                 for n in names}})
+
+
+def checkpoint(folder: Path, config: dict, index: str | None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    if index is not None:
+        (folder / INDEX).write_text(index)
+    return folder
+
+
+def test_a_cached_index_is_reported_beside_the_estimate(cache):
+    """Within 2% of mcache's estimate: the figure and its file, no note; further off: a note saying by how much."""
+    estimate = stored_bytes(load_spec("nemotron-h-8b"))
+    lay_out(cache, REPO, MAIN, {"config.json": json.dumps(NEMOTRON), INDEX: index_text(estimate + estimate // 100)},
+            missing=["hf_quant_config.json"])
+    model = run_json(REPO)["model"]
+    assert model["stored_bytes_index"] == estimate + estimate // 100 and model["param_bytes"] == estimate
+    assert model["stored_bytes_index_source"] == f"{INDEX} of {REPO}@{MAIN}"
+    assert "checkpoint stores" not in model["notes"] and "not in the local cache" not in model["notes"]
+    hub.cache_clear()  # a new commit on main, whose index is 5% larger
+    lay_out(cache, REPO, OLD, {"config.json": json.dumps(NEMOTRON), INDEX: index_text(estimate * 105 // 100)},
+            missing=["hf_quant_config.json"])
+    model = run_json(REPO)["model"]
+    assert (f"mcache's weight estimate, 15.09 GiB, is 4.8% below the 15.84 GiB the checkpoint stores ({INDEX} of "
+            f"{REPO}@{OLD}, metadata.total_size).") in model["notes"]
+
+
+def test_offline_without_the_index_in_the_cache_says_so(cache):
+    lay_out(cache, REPO, MAIN, {"config.json": json.dumps(NEMOTRON)}, missing=["hf_quant_config.json"])
+    spec = load_spec(REPO)
+    assert spec.stored_weights is None and f"{INDEX} is not in the local cache (offline)" in spec.notes
+    hub.cache_clear()
+    lay_out(cache, REPO, MAIN, {}, missing=[INDEX])  # the cache knows the repo has none
+    assert f"It has no {INDEX}" in load_spec(REPO).notes
+
+
+def test_a_local_checkpoint_folder_s_index_counts_and_a_lone_config_s_does_not(tmp_path, capsys):
+    estimate = stored_bytes(load_spec("nemotron-h-8b"))
+    folder = checkpoint(tmp_path / "nemotron", NEMOTRON, index_text(float(estimate * 110 // 100)))  # 1.8e10 is whole
+    spec = load_spec(str(folder))
+    assert spec.stored_weights.total_size == estimate * 110 // 100 and spec.stored_weights.source == str(folder / INDEX)
+    assert "9.1% below" in run_json(str(folder))["model"]["notes"]
+    lone = load_spec(str(folder / "config.json"))
+    assert lone.stored_weights is None and f"{INDEX} beside config.json was not read" in lone.notes
+    assert main(["size", str(folder)]) == 0
+    assert f"{human_bytes(estimate * 110 // 100)} in its safetensors index" in capsys.readouterr().out
+
+
+def test_an_index_that_stores_mtp_tensors_is_compared_with_the_mtp_layers(tmp_path):
+    """Qwen3-Next's checkpoint stores its MTP layer (`mtp.*`), which mcache leaves out of the weights one serves
+    without a draft: the comparison adds it back, as the index counts it; the weight map gives no share in bytes."""
+    config = json.loads((HF_CONFIGS / "qwen3-next-80b-a3b.json").read_text())
+    spec = load_spec(str(HF_CONFIGS / "qwen3-next-80b-a3b.json"))
+    with_mtp = stored_bytes(spec, mtp=True)
+    names = ["model.embed_tokens.weight", "mtp.fc.weight", "mtp.layers.0.self_attn.q_proj.weight"]
+    folder = checkpoint(tmp_path / "qwen", config, index_text(with_mtp, names))
+    model = run_json(str(folder))["model"]
+    assert model["stored_bytes_index"] == with_mtp and "checkpoint stores" not in model["notes"]
+    assert load_spec(str(folder)).stored_weights.mtp_tensors == 2
+    off = checkpoint(tmp_path / "off", config, index_text(with_mtp * 2, names))
+    assert "weight estimate (MTP layers included, as the index stores them)" in run_json(str(off))["model"]["notes"]
+
+
+def no_vocab_minimax() -> dict:
+    """MiniMax-Text-01's published (remote-code) config without vocab_size: no config class gives one."""
+    data = json.loads((HF_CONFIGS / "minimax-text-01.json").read_text())
+    data.update(model_type="minimax_text_01", attn_type_list=[1 if t == "full_attention" else 0 for t in data.pop("layer_types")])
+    del data["vocab_size"]
+    return data
+
+
+def test_an_index_gives_capacity_when_the_config_leaves_the_weights_unknown(tmp_path):
+    data = no_vocab_minimax()
+    total = 900 << 30
+    folder = checkpoint(tmp_path / "minimax", data, index_text(total))
+    report = run_json(str(folder), "--gpu", "h200", "--tp", "8")
+    cap = report["capacity"]
+    assert report["model"]["weights_unknown"] == ["vocab_size"] and report["model"]["param_count"] is None
+    assert cap["weights_source"] == "index" and not cap["weights_given"]
+    assert cap["ranks"][0]["weight_bytes"] == total // 8 and cap["max_sequences"] > 0
+    assert ("The config leaves vocab_size unknown, so capacity takes the weights from the checkpoint's safetensors "
+            f"index ({folder / INDEX}): 900.00 GiB stored, split evenly over the TP x PP ranks.") in report["model"]["notes"]
+    two = run_json(str(folder), "--gpu", "h200", "--tp", "8", "--pp", "2")["capacity"]["ranks"]
+    assert [r["weight_bytes"] for r in two] == [total // 16] * 2
+    given = run_json(str(folder), "--gpu", "h200", "--tp", "8", "--weights", "60GiB")["capacity"]
+    assert given["weights_source"] == "given" and given["ranks"][0]["weight_bytes"] == 60 << 30
+    assert run_json("nemotron-h-8b", "--gpu", "h200")["capacity"]["weights_source"] == "estimate"
+    # `mcache plan` ranks layouts on the index's share; without an index it asks for --weights
+    assert main(["plan", str(folder), "--gpu", "h200", "--context", "65536", "--format", "json"]) == 0
+    (folder / INDEX).unlink()
+    assert main(["plan", str(folder), "--gpu", "h200", "--context", "65536"]) == 2
+
+
+def test_an_engine_takes_the_index_s_share_and_says_so(tmp_path):
+    folder = checkpoint(tmp_path / "minimax", no_vocab_minimax(), index_text(900 << 30))
+    engine = run_json(str(folder), "--gpu", "h200", "--tp", "8", "--engine", "vllm", "--engine-version", "0.22.0",
+                      "--max-seq-len", "65536")["engine"]
+    assert engine["settings"]["weights_bytes"] == (900 << 30) // 8
+    assert "safetensors index" in engine["sources"]["weights_bytes"]
+
+
+@pytest.mark.parametrize("text,field", [
+    ("{", "json: valid JSON"),
+    ("[]", "document: a JSON object with metadata and weight_map, got list"),
+    (json.dumps({"weight_map": {}}), "metadata: an object holding total_size, got none"),
+    (json.dumps({"metadata": {"format": "pt"}, "weight_map": {}}), "metadata.total_size: the stored weights' size, a "
+                                                                   "whole number of bytes from 1 to 2^50, got none"),
+    (index_text("16GB"), "metadata.total_size: the stored weights' size, a whole number of bytes from 1 to 2^50, got '16GB'"),
+    (index_text(-1), "metadata.total_size"), (index_text(0), "metadata.total_size"),
+    (index_text(True), "got True"), (index_text(1.5), "got 1.5"), (index_text(1 << 51), "metadata.total_size"),
+    ('{"metadata": {"total_size": Infinity}, "weight_map": {}}', "got inf"),
+    (json.dumps({"metadata": {"total_size": 10}, "weight_map": ["a"]}), "weight_map: an object mapping each tensor"),
+    (json.dumps({"metadata": {"total_size": 10}, "weight_map": {"a": 1}}), "weight_map: an object mapping each tensor"),
+])
+def test_a_malformed_index_is_one_line_naming_the_file_and_field(tmp_path, capsys, text, field):
+    folder = checkpoint(tmp_path / "model", NEMOTRON, text)
+    line = one_line(["size", str(folder)], capsys)
+    assert line.startswith(f"mcache: {folder / INDEX}") and field in line, line
+
+
+def test_an_oversized_index_is_refused_before_it_is_read(tmp_path, capsys, cache):
+    folder = checkpoint(tmp_path / "model", NEMOTRON, "")
+    with open(folder / INDEX, "wb") as f:
+        f.truncate(MAX_INDEX_BYTES + 1)  # sparse: costs no disk
+    line = one_line(["size", str(folder)], capsys)
+    assert line == f"mcache: {folder / INDEX}: file: a file of at most 64 MiB (mcache reads documents whole; this one is larger)"
+    lay_out(cache, REPO, MAIN, {"config.json": json.dumps(NEMOTRON), INDEX: "x" * (MAX_INDEX_BYTES + 1)})
+    assert "a file of at most 64 MiB" in one_line(["size", REPO], capsys)
+
+
+def test_online_an_index_the_hub_says_is_too_large_is_not_downloaded(cache, monkeypatch, capsys):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    asked = []
+
+    def download(repo, filename, revision=None, **kwargs):
+        asked.append(filename)
+        if filename == "config.json":
+            return str(lay_out(cache, repo, MAIN, {"config.json": json.dumps(NEMOTRON)}, missing=["hf_quant_config.json"])
+                       / filename)
+        raise AssertionError(f"downloaded {filename}")
+
+    def metadata(url, **kwargs):
+        assert url.endswith(f"/{MAIN}/{INDEX}"), url
+        return SimpleNamespace(size=MAX_INDEX_BYTES + 1)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", metadata)
+    line = one_line(["size", REPO], capsys)
+    assert line == (f"mcache: {REPO}@{MAIN[:12]}/{INDEX}: file: a file of at most 64 MiB (the Hub says it is larger; "
+                    "not downloaded)") and asked == ["config.json"]
+
+
+# --- a bundled spec stands in for its source repo when the Hub cannot answer ---
+
+def test_a_bundled_spec_stands_in_for_its_repo_offline_and_says_so(cache, capsys):
+    bundled = load_spec("nemotron-h-8b")
+    spec = load_spec(REPO)
+    assert spec.layers == bundled.layers and spec.name == bundled.name and stored_bytes(spec) == stored_bytes(bundled)
+    assert spec.notes.startswith("Not read from the Hugging Face Hub (HF_HUB_OFFLINE is set and the local cache has no "
+                                 "config.json): mcache's bundled spec nemotron-h-8b, whose source is "
+                                 f"{REPO}, stands in for it; run once online, or pass the repo's config.json")
+    assert resolve(REPO) == resolve("nemotron-h-8b") and load_spec(REPO.lower()).name == bundled.name
+    assert load_spec(f"{REPO}@main").name == bundled.name
+    assert main(["size", REPO]) == 0 and "notes: Not read from the Hugging Face Hub" in capsys.readouterr().out
+    assert main(["import-hf", REPO]) == 0 and "mcache's bundled spec nemotron-h-8b" in capsys.readouterr().out
+    # another revision may differ from the bundled spec's (main): the one line, as without a bundled spec
+    assert "hub: config.json in the local Hugging Face cache" in one_line(["size", f"{REPO}@v1"], capsys)
+
+
+def test_the_cache_comes_before_the_bundled_spec(cache):
+    older = {**NEMOTRON, "vocab_size": 1000}
+    lay_out(cache, REPO, MAIN, {"config.json": json.dumps(older)}, missing=["hf_quant_config.json"])
+    spec = load_spec(REPO)
+    assert spec.vocab_size == 1000 and "bundled" not in spec.notes and spec.source.startswith(f"{REPO}@{MAIN}")
+
+
+@pytest.mark.parametrize("raised,stands_in,reason", [
+    (lambda: errors.LocalEntryNotFoundError("cannot find the requested files"), True,
+     "the Hub did not answer and the local cache has no config.json"),
+    (lambda: _http_error(errors.GatedRepoError, 403), True, "the repo is gated"),
+    (lambda: _http_error(errors.HfHubHTTPError, 503), True, "the Hub answered HTTP 503"),
+    (lambda: _http_error(errors.RepositoryNotFoundError, 404), False, "the Hub has no repo"),
+    (lambda: _http_error(errors.RemoteEntryNotFoundError, 404), False, "has no config.json"),
+])
+def test_the_bundled_spec_stands_in_only_when_the_hub_cannot_answer(cache, monkeypatch, capsys, raised, stands_in,
+                                                                    reason):
+    """Online: a Hub that does not answer (or a gated repo) lets the bundled spec stand in; a Hub that answers
+    that the repo or its config does not exist is believed. The Hub is asked once however often the id is read."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    calls = []
+
+    def download(*args, **kwargs):
+        calls.append(args)
+        raise raised()
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    if stands_in:
+        assert main(["size", REPO]) == 0
+        assert f"Not read from the Hugging Face Hub ({reason})" in capsys.readouterr().out
+    else:
+        assert reason in one_line(["size", REPO], capsys)
+    assert len(calls) == 1

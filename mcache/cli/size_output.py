@@ -58,6 +58,8 @@ def _headline(report: dict) -> str:
     weights = (f"weights unknown: {', '.join(m['weights_unknown'])}" if m["weights_unknown"] else
                f"{m['param_count'] / 1e9:.2f} billion params, {human_bytes(m['param_bytes'])} {m['weight_format']}"
                + (f", MTP layers {m['mtp_param_count'] / 1e9:.2f} billion more when drafting" if m.get("mtp_param_count") else ""))
+    if m.get("stored_bytes_index"):
+        weights += f"; {human_bytes(m['stored_bytes_index'])} in its safetensors index"
     return (f"{m['name']} ({weights}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")

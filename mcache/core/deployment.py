@@ -18,7 +18,7 @@ from mcache.core.sizing.capacity import Budget, check_budget
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.neutral import NeutralRun, run_neutral
 from mcache.core.sizing.rank import RankContext, dtype_sources, resolve_dtypes
-from mcache.core.sizing.weights import rank_weight_bytes, unknown_fields
+from mcache.core.sizing.weights import rank_weight_bytes, weights_known
 from mcache.core.spec.model import ModelSpec
 
 DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
@@ -95,8 +95,8 @@ def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
     fraction = DEFAULT_UTILIZATION if d.engine or o.utilization is None else o.utilization
     check_budget(fraction, reserve)
     weights = None if d.engine else o.weights
-    # weights mcache cannot estimate and nobody gave: the caches are sized, capacity is left out
-    weighable = weights is not None or not unknown_fields(spec)
+    # weights mcache cannot estimate, no checkpoint index says and nobody gave: the caches are sized, capacity is left out
+    weighable = weights is not None or weights_known(spec)
     budget = Budget(d.gpu[0], d.gpu[1], fraction, reserve, weights) if d.gpu and weighable else None
     neutral = run_neutral(spec, d.layout, runtime, dtypes, budget, d.context or (erun.context if erun else None),
                           d.concurrency, batch_given=o.max_batch is not None and not d.engine)

@@ -19,16 +19,17 @@ MAX_DOCUMENT_BYTES = 8 << 20
 _TERMINAL_ACTIVE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def read_document(path: str | Path, what: str = "a readable UTF-8 file") -> str:
-    """The text of `path`, read only when it holds at most `MAX_DOCUMENT_BYTES`; a `SpecError` naming the file
-    otherwise (too large, unreadable, or not UTF-8: `what` says what was expected)."""
+def read_document(path: str | Path, what: str = "a readable UTF-8 file", limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """The text of `path`, read only when it holds at most `limit` bytes (`MAX_DOCUMENT_BYTES` unless a kind of
+    document needs more); a `SpecError` naming the file otherwise (too large, unreadable, or not UTF-8: `what` says
+    what was expected)."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_DOCUMENT_BYTES + 1)
+            data = f.read(limit + 1)
     except OSError as err:
         raise SpecError(str(path), "file", f"{what} ({err.__class__.__name__})") from None
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise SpecError(str(path), "file", f"a file of at most {MAX_DOCUMENT_BYTES >> 20} MiB (mcache reads documents "
+    if len(data) > limit:
+        raise SpecError(str(path), "file", f"a file of at most {limit >> 20} MiB (mcache reads documents "
                         "whole; this one is larger)")
     try:
         return data.decode("utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 import msgspec.structs
@@ -14,6 +15,9 @@ from mcache.core.errors import SpecError, validation_parts
 from mcache.core.files import read_document
 from mcache.core.numbers import SpecLoader, first_refused
 from mcache.core.spec.model import ModelSpec, check_spec
+
+if TYPE_CHECKING:
+    from mcache.core.hub import Snapshot
 
 MAX_NODES = 100_000  # values of a spec once its aliases are expanded: a real spec has a few hundred
 
@@ -35,16 +39,14 @@ def resolve(ref: str) -> Path:
     """A path as given if it exists; else a bare name is the bundled spec of that exact name (an unknown one suggests
     the closest bundled ones; the same name in other case alone: a name in a script must mean one file), and
     `ORG/NAME[@REVISION]` a Hugging Face Hub id, whose config files are fetched into the library's cache (`hub`): the
-    snapshot folder is returned."""
+    snapshot folder is returned, or the bundled spec that stands in for the repo when the Hub cannot answer."""
     path = Path(ref)
     if path.exists():
         return path
+    hub = hub_source(ref)
+    if hub is not None:
+        return hub.path
     names = bundled_names()
-    if "/" in ref:
-        from mcache.core.hub import hub_id, snapshot  # a bare name never goes to the Hub
-
-        if hub_id(ref) is not None:
-            return snapshot(ref).folder
     if "/" in ref or ref.endswith((".yaml", ".yml", ".json")):
         raise SpecError(ref, "file", "an existing file, or a Hugging Face repo id ORG/NAME[@REVISION] (no such file)")
     if ref in names:
@@ -58,27 +60,84 @@ def resolve(ref: str) -> Path:
     raise SpecError(ref, "file", f"an existing file or a bundled spec name; {hint}")
 
 
+class HubSource(NamedTuple):
+    """What a Hub id reads: the snapshot folder (`snapshot`), or, when the Hub cannot answer, the bundled spec whose
+    source is the repo (`snapshot` None) with the note that says so."""
+
+    path: Path
+    snapshot: Snapshot | None
+    note: str = ""
+
+
+def hub_source(ref: str) -> HubSource | None:
+    """Where the Hub id `ref` is read from; None when `ref` is a path that exists or no Hub id (a bare name never
+    goes to the Hub). The cache or the Hub first; a bundled spec stands in only when the Hub could not answer
+    (offline and not cached, unreachable, gated, without huggingface_hub), never when it answered that the repo,
+    revision or config file does not exist."""
+    if "/" not in ref or Path(ref).exists():
+        return None
+    from mcache.core.hub import HubUnanswered, hub_id, snapshot
+
+    parsed = hub_id(ref)
+    if parsed is None:
+        return None
+    try:
+        found = snapshot(ref)
+    except HubUnanswered as err:
+        stand_in = bundled_for(*parsed)
+        if stand_in is None:
+            raise
+        note = (f"Not read from the Hugging Face Hub ({err.reason}): mcache's bundled spec {stand_in.stem}, whose "
+                f"source is {parsed[0]}, stands in for it; run once online, or pass the repo's config.json, to read "
+                "the repo itself.")
+        return HubSource(stand_in, None, note)
+    return HubSource(found.folder, found)
+
+
+# A bundled spec's source, `https://huggingface.co/ORG/NAME/blob/REVISION/config.json`: its repo and revision.
+_HUB_SOURCE = re.compile(r"^source:\s*['\"]?https://huggingface\.co/([\w.-]+/[\w.-]+)(?:/(?:blob|resolve|tree)/([\w.-]+))?",
+                         re.M)
+
+
+def bundled_for(repo: str, revision: str | None) -> Path | None:
+    """The bundled spec whose `source` is the Hub repo `repo` (the Hub's repo ids are case-insensitive) at `revision`
+    (None: the default branch, `main`); None when no bundled spec names it."""
+    for path in sorted(bundled_dir().glob("*.yaml")):
+        found = _HUB_SOURCE.search(read_document(path))
+        if found and found[1].casefold() == repo.casefold() and (revision or "main") == (found[2] or "main"):
+            return path
+    return None
+
+
 def load_spec(ref: str) -> ModelSpec:
     """Load a spec by path, bundled name or Hub id; HF `config.json` files, checkpoint folders and Hub snapshots are
     imported."""
-    path = resolve(ref)
+    hub = hub_source(ref)
+    if hub is not None and hub.snapshot is None:
+        return _stand_in(hub)
+    path = hub.path if hub else resolve(ref)
     if path.is_dir() or path.suffix == ".json":
         return import_config(ref)
     return parse_spec(read_document(path), str(path))
 
 
+def _stand_in(hub: HubSource) -> ModelSpec:
+    spec = parse_spec(read_document(hub.path), str(hub.path))
+    return msgspec.structs.replace(spec, notes=f"{hub.note} {spec.notes}".strip())
+
+
 def import_config(ref: str) -> ModelSpec:
     """The spec of an HF config given as `ref`: a `config.json`, a checkpoint folder (a path that exists wins), or
-    a Hub id, named by its repo and with a note on what was read."""
+    a Hub id, named by its repo and with a note on what was read (or the bundled spec standing in for the repo)."""
     from mcache.core.hf import import_hf  # only HF users pay for it
 
-    if "/" in ref and not Path(ref).exists():
-        from mcache.core.hub import hub_id, snapshot
-
-        if hub_id(ref) is not None:
-            hub = snapshot(ref)
-            spec = import_hf(hub.folder, name=hub.name, origin=f"{hub.repo_id}@{hub.commit}")
-            return msgspec.structs.replace(spec, notes=f"{spec.notes} {hub.note}".strip())
+    hub = hub_source(ref)
+    if hub is not None and hub.snapshot is None:
+        return _stand_in(hub)
+    if hub is not None:
+        snap = hub.snapshot
+        spec = import_hf(snap.folder, name=snap.name, origin=f"{snap.repo_id}@{snap.commit}")
+        return msgspec.structs.replace(spec, notes=f"{spec.notes} {snap.note}".strip())
     return import_hf(ref)
 
 

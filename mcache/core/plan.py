@@ -35,7 +35,7 @@ from mcache.core.options import SizeOptions
 from mcache.core.roofline import Roofline, roofline
 from mcache.core.sizing.gpus import GIB, find_gpu, parse_size
 from mcache.core.sizing.layout import ParallelLayout
-from mcache.core.sizing.weights import unknown_fields
+from mcache.core.sizing.weights import unknown_fields, weights_known
 from mcache.core.spec.model import QUANT_FORMATS, ModelSpec, Quantization
 
 CONTEXTS = (8192, 32768, 131072)
@@ -245,7 +245,7 @@ def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, goal: Goal) -> N
     if (goal.max_tpot is not None or goal.rank_by == "tokens-per-gpu") and all(g.bandwidth is None for g in axes.gpus):
         raise LayoutError("gpu_memory", "a GPU with a known bandwidth for the roofline (--max-tpot, --rank-by "
                                         "tokens-per-gpu): add a catalogue --gpu")
-    if unknown_fields(spec) and axes.base.weights is None:
+    if not weights_known(spec) and axes.base.weights is None:
         raise LayoutError("weights", f"known weights at every layout: the spec leaves {', '.join(unknown_fields(spec))} "
                                      "null (fill it in, e.g. from mcache import-hf -o, or give --weights)")
 

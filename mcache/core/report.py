@@ -13,13 +13,14 @@ from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.neutral import NeutralRun
-from mcache.core.sizing.weights import mtp_params, stored_bytes, total_params, unknown_fields
+from mcache.core.sizing.weights import index_note, mtp_params, stored_bytes, total_params, unknown_fields
 from mcache.core.spec.model import ModelSpec
 
 # 2: runtime.max_batch_source, capacity.fits and per-rank KV/state bytes per sequence, engine runs,
 # model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per
 # stage weight_bytes and weights_given; model.param_count and param_bytes leave the MTP layers out (model.mtp_param_count
-# holds them), as engines do unless they draft with them
+# holds them), as engines do unless they draft with them; model.stored_bytes_index(_source) and capacity.weights_source
+# added since (optional to a reader of 2)
 SCHEMA_VERSION = 2
 
 
@@ -131,13 +132,16 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "name": spec.name,
             "source": spec.source,
             "spec": origin,
-            "notes": spec.notes,
+            "notes": " ".join(n for n in (spec.notes, index_note(spec)) if n),
             "param_count": params,
             "param_bytes": stored_bytes(spec),
             # the MTP layers, loaded only with a draft (`weights.loads_mtp`): in the per-rank figures then, never above
             "mtp_param_count": None if params is None else mtp_params(spec),
             "weight_format": spec.quantization.format if spec.quantization else spec.dtype,
             "weights_unknown": unknown_fields(spec),
+            # the checkpoint's safetensors index: metadata.total_size (all it stores, MTP tensors included) and the file
+            "stored_bytes_index": spec.stored_weights.total_size if spec.stored_weights else None,
+            "stored_bytes_index_source": spec.stored_weights.source if spec.stored_weights else None,
             "max_model_len": spec.max_model_len,
         },
         "layout": {
@@ -173,6 +177,9 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "utilization": budget.utilization,
             "reserve_bytes": budget.reserve_bytes,
             "weights_given": budget.weights_bytes is not None,
+            # where each rank's weights come from: --weights, mcache's estimate, or the safetensors index's share
+            "weights_source": "given" if budget.weights_bytes is not None else (
+                "index" if unknown_fields(spec) else "estimate"),
             "context": run.context,
             "concurrency": run.concurrency,
             "slots_from_memory": run.slots_from_memory,

@@ -25,7 +25,7 @@ from math import ceil
 from msgspec import Struct
 
 from mcache.core.sizing.estimate import RankEstimate
-from mcache.core.sizing.weights import Storage, layer_units
+from mcache.core.sizing.weights import Storage, layer_units, unknown_fields
 from mcache.core.spec.model import ModelSpec, layer_kinds
 
 
@@ -57,8 +57,8 @@ def expert_share(spec: ModelSpec, tokens: int) -> float:
 def routed_expert_bytes(rank: RankEstimate) -> int:
     """Bytes of the routed experts one rank holds (its stage's MoE layers, sharded by TP), as stored."""
     ctx = rank.ctx
-    if ctx.spec.moe is None or rank.weight_bytes is None:
-        return 0
+    if ctx.spec.moe is None or rank.weight_bytes is None or unknown_fields(ctx.spec):
+        return 0  # weights from the checkpoint's index (unknown widths): read whole, an upper bound
     store, kinds, tp = Storage(ctx.spec), layer_kinds(ctx.spec), ctx.layout.tp
     return int(sum(n // tp * store.per_param(k, part, i) for i in ctx.layers
                    for k, part, n in layer_units(ctx.spec, kinds[i]) if part == "experts"))

@@ -160,8 +160,9 @@ class Settings:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
             raise LayoutError("weights_bytes", f"a size: the spec leaves {unknown} null, so mcache cannot estimate the "
                                                "weights one rank loads")
-        given = self.take("weights_bytes", estimates if len(estimates) > 1 else estimates[0],
-                          "assumed: mcache's estimate of the weights one rank loads")
+        how = ("the checkpoint's stored size (its safetensors index) split over the TP x PP ranks"
+               if unknown_fields(contexts[0].spec) else "mcache's estimate of the weights one rank loads")
+        given = self.take("weights_bytes", estimates if len(estimates) > 1 else estimates[0], f"assumed: {how}")
         return [given] * len(contexts) if isinstance(given, int) else estimates
 
 

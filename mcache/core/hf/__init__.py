@@ -20,6 +20,7 @@ from msgspec.structs import replace
 from mcache.core.errors import SpecError
 from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
 from mcache.core.hf.common import Cfg, Draft, read_config
+from mcache.core.hf.index import lone_index_note, read_index
 from mcache.core.hf.quantization import find_quantization, lone_file_note, quantization_block
 from mcache.core.sizing.weights import unknown_fields
 from mcache.core.spec.model import ModelSpec, Quantization, check_spec
@@ -88,8 +89,9 @@ def model_type_of(data: dict, file: str) -> str:
 
 def import_hf(path: str | Path, name: str | None = None, origin: str | None = None) -> ModelSpec:
     """The spec of the HF config at `path` (a `config.json` or a checkpoint folder holding one); no network. Only a
-    folder's quantization file (`hf_quant_config.json`) is read: beside a lone config file it may belong to another
-    model. `name` and `origin` replace the spec's name and the source's file (a Hub snapshot: its repo id)."""
+    folder's quantization file (`hf_quant_config.json`) and safetensors index (`model.safetensors.index.json`, the
+    stored weights' size) are read: beside a lone config file they may belong to another model. `name` and `origin`
+    replace the spec's name and the source's file (a Hub snapshot: its repo id)."""
     folder = Path(path) if Path(path).is_dir() else None
     file = config_file(path)
     data = read_config(file)
@@ -104,7 +106,12 @@ def import_hf(path: str | Path, name: str | None = None, origin: str | None = No
         draft = CONVERTERS[kind](cfg)
         label = f"model_type {kind}"
     spec = draft.build(name or spec_name(file), f"{origin or file} ({label})")
+    stored = read_index(folder, origin)  # like the quantization file, only a checkpoint folder's
+    if stored is not None:
+        spec = replace(spec, stored_weights=stored)
     found = find_quantization(cfg, draft.dtype_cfg or draft.cfg, folder)
+    if folder is None and (note := lone_index_note(file)):
+        spec = replace(spec, notes=f"{spec.notes} {note}".strip())
     if found is None and folder is None and (note := lone_file_note(file)):
         spec = replace(spec, notes=f"{spec.notes} {note}".strip())
     if found is None or unknown_fields(spec):  # weights mcache cannot count need no storage format

@@ -21,6 +21,7 @@ from mcache.core.sizing.rank import RankContext
 from mcache.core.spec.dtypes import canonical, itemsize
 from mcache.core.spec.model import ModelSpec, Quantization, layer_kinds, parse_unit
 
+GIB = 1 << 30
 FFN_KINDS = ("mlp", "moe")
 UNQUANTIZED_PARTS = ("other",)  # convs, norms, routers, small gates: never quantized (vLLM builds them without)
 # Bytes per parameter of each format, scales included (vllm/model_executor/layers/quantization: modelopt.py,
@@ -179,13 +180,65 @@ def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
 
 def rank_weights(ctx: RankContext, mtp: bool = False) -> tuple[int | None, int | None]:
     """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`;
-    both None when `unknown_fields`."""
+    when `unknown_fields`, no parameter count and the checkpoint index's share (`index_share`), or both None."""
     if unknown_fields(ctx.spec):
-        return None, None
+        return None, index_share(ctx.spec, ctx.layout.tp * ctx.layout.pp)
     units = _rank_units(ctx, mtp)
     return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
 
 def rank_weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:
-    """Bytes of the weights one rank loads, as the checkpoint stores them (None when `unknown_fields`)."""
+    """Bytes of the weights one rank loads, as the checkpoint stores them (None when `weights_known` is false)."""
     return rank_weights(ctx, mtp)[1]
+
+
+def index_share(spec: ModelSpec, ranks: int) -> int | None:
+    """What the config cannot say, the checkpoint's index does: its stored size split evenly over the `ranks` of a
+    replica (TP x PP), rounded up. An average: PP's first and last stages hold the embeddings and head besides, and the
+    index counts any MTP tensors it stores (`index_note` says so). None without an index."""
+    stored = spec.stored_weights
+    return None if stored is None else -(-stored.total_size // ranks)
+
+
+def weights_known(spec: ModelSpec) -> bool:
+    """Whether a rank's weights have a figure: mcache's estimate, or else the checkpoint index's share."""
+    return not unknown_fields(spec) or spec.stored_weights is not None
+
+
+INDEX_TOLERANCE = 0.02  # a larger gap between mcache's estimate and the index's stored size is noted
+
+
+def index_note(spec: ModelSpec) -> str:
+    """What the checkpoint's safetensors index says beside mcache's estimate: that capacity takes its size when the
+    config leaves the weights unknown, or how far mcache's estimate is from it when more than `INDEX_TOLERANCE`
+    (compared like for like: with the MTP layers when the index stores MTP tensors). Empty without an index."""
+    stored = spec.stored_weights
+    if stored is None:
+        return ""
+    size = f"{stored.total_size / GIB:.2f} GiB"
+    mtp = (f"; its weight map names {stored.mtp_tensors} MTP tensors, which engines load only with an MTP draft"
+           if stored.mtp_tensors else "")
+    unknown = unknown_fields(spec)
+    if unknown:
+        return (f"The config leaves {', '.join(unknown)} unknown, so capacity takes the weights from the checkpoint's "
+                f"safetensors index ({stored.source}): {size} stored, split evenly over the TP x PP ranks{mtp}.")
+    with_mtp = spec.mtp is not None and stored.mtp_tensors > 0
+    estimate = compared_bytes(spec)
+    gap = estimate / stored.total_size - 1
+    if abs(gap) <= INDEX_TOLERANCE:
+        return ""
+    layers = " (MTP layers included, as the index stores them)" if with_mtp else ""
+    unmodelled = (f"; its weight map names {stored.mtp_tensors} MTP tensors, which the config does not describe"
+                  if stored.mtp_tensors and not with_mtp else "")
+    return (f"mcache's weight estimate{layers}, {estimate / GIB:.2f} GiB, is {abs(gap):.1%} "
+            f"{'above' if gap > 0 else 'below'} the {size} the checkpoint stores ({stored.source}, "
+            f"metadata.total_size){unmodelled}.")
+
+
+def compared_bytes(spec: ModelSpec) -> int | None:
+    """mcache's stored-size estimate as the index counts it (the MTP layers included when it stores MTP tensors);
+    None without an index or with weights unknown."""
+    stored = spec.stored_weights
+    if stored is None or unknown_fields(spec):
+        return None
+    return stored_bytes(spec, mtp=spec.mtp is not None and stored.mtp_tensors > 0)

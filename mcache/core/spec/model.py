@@ -187,6 +187,18 @@ class Quantization(Block):
     source: str = ""
 
 
+class StoredWeights(Block):
+    """What the checkpoint's safetensors index (`model.safetensors.index.json`) says of its stored weights:
+    `total_size` (its `metadata.total_size`: the bytes of every tensor in its shards), `mtp_tensors` (tensors of its
+    weight map under an `mtp` module, which engines load only with an MTP draft) and `source` (the file read).
+    Reported beside mcache's estimate; when the config leaves the weights unknown, the weights one rank loads are
+    `total_size` split over the TP x PP ranks."""
+
+    total_size: Annotated[int, Meta(gt=0, le=1 << 50)]
+    mtp_tensors: NonNeg = 0
+    source: str = ""
+
+
 class AuxBuffer(Block):
     """A spec-declared auxiliary buffer; `shape` entries are integers or expressions of names."""
 
@@ -235,6 +247,7 @@ class ModelSpec(Block):
     moe: MoE | None = None
     mtp: MTP | None = None
     quantization: Quantization | None = None
+    stored_weights: StoredWeights | None = None
     aux_buffers: list[AuxBuffer] = []
 
 

@@ -162,7 +162,7 @@ def size(
         if engine and (unloadable := architecture_error(engine, model, report.data["engine"]["version"])):
             raise not_loaded(report.data, unloadable, loaders(model))  # no layout or length changes that
         raise does_not_fit(report.data, smallest_fitting_layout(model, deployment),
-                           longest_starting_length(model, deployment))
+                           longest_starting_length(model, deployment, report.sized))
     return 0
 
 

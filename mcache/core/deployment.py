@@ -133,10 +133,11 @@ def _whole_weight_bytes(spec: ModelSpec, d: Deployment) -> int | None:
     return rank_weight_bytes(RankContext.build(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec), 0))
 
 
-def longest_starting_length(spec: ModelSpec, d: Deployment) -> int | None:
+def longest_starting_length(spec: ModelSpec, d: Deployment, sized: Sized | None = None) -> int | None:
     """The longest max model length at which the engine of `d` starts and runs one sequence of it, with everything
-    else the same, shorter than the one `d` sized at (None: not even one token's length starts, or no GPU)."""
-    sized = size_deployment(spec, d)
+    else the same, shorter than the one `d` sized at (None: not even one token's length starts, or no GPU); `sized`:
+    `d` already sized, when the caller has it."""
+    sized = sized or size_deployment(spec, d)
     if d.engine is None or sized.engine is None or sized.fits is not False:
         return None
 

@@ -37,6 +37,25 @@ def read_document(path: str | Path, what: str = "a readable UTF-8 file", limit: 
         raise SpecError(str(path), "file", f"{what} (UnicodeDecodeError)") from None
 
 
+def read_json_object(path: Path, holding: str, limit: int = MAX_DOCUMENT_BYTES, **hooks) -> dict:
+    """The JSON object in `path` (read as `read_document` reads, `hooks` passed to `json.loads`); a `SpecError` naming
+    the file for bad JSON or another top-level type (`holding`: what the object holds, `of config fields`, for the
+    message)."""
+    import json
+
+    file = str(path)
+    text = read_document(path, "a readable UTF-8 JSON file", limit)
+    try:
+        data = json.loads(text, **hooks)
+    except json.JSONDecodeError as err:
+        raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
+    except RecursionError:
+        raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise SpecError(file, "document", f"a JSON object {holding}, got {type(data).__name__}")
+    return data
+
+
 def json_text(data, indent: int | None = 2) -> str:
     """Strict JSON text of `data` (builtins or msgspec structs); a non-finite number is a one-line `McacheError`."""
     import json  # the readers and `mcache size`'s table output never load the encoder

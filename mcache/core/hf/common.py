@@ -3,7 +3,6 @@ assembly of a converter's blocks into a validated `ModelSpec`."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import msgspec
 
 from mcache.core.errors import SpecError
-from mcache.core.files import read_document
+from mcache.core.files import read_json_object
 from mcache.core.hf.defaults import defaults_of
 from mcache.core.kinds.mamba1 import dt_rank_auto
 from mcache.core.numbers import JSON_HOOKS, Refused, first_refused
@@ -25,19 +24,10 @@ _MISSING = object()
 def read_config(path: Path) -> dict:
     """The JSON object in `path`; a `SpecError` for unreadable files, bad JSON, another top-level type, or a number
     no field can hold (an integer too long to read, NaN, Infinity, 1e400), naming its field."""
-    file = str(path)
-    text = read_document(path, "a readable UTF-8 JSON file")
-    try:
-        data = json.loads(text, **JSON_HOOKS)
-    except json.JSONDecodeError as err:
-        raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
-    except RecursionError:
-        raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
-    if not isinstance(data, dict):
-        raise SpecError(file, "document", f"a JSON object of config fields, got {type(data).__name__}")
+    data = read_json_object(path, "of config fields", **JSON_HOOKS)
     refused = first_refused(data, non_finite=False)  # NaN and infinities: refused where mcache reads them (`Cfg.raw`)
     if refused:
-        raise SpecError(file, refused[0], refused[1].expected)
+        raise SpecError(str(path), refused[0], refused[1].expected)
     return data
 
 

@@ -5,12 +5,11 @@ may be another model's)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from mcache.core.errors import SpecError
-from mcache.core.files import read_document
+from mcache.core.files import read_json_object
 from mcache.core.spec.model import StoredWeights
 
 INDEX = "model.safetensors.index.json"
@@ -29,15 +28,7 @@ def read_index(folder: Path | None, origin: str | None = None) -> StoredWeights 
         return None
     path = folder / INDEX
     file = str(path)
-    text = read_document(path, "a readable UTF-8 JSON file", MAX_INDEX_BYTES)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(file, "json", f"valid JSON ({err.msg} at column {err.colno})", err.lineno) from None
-    except RecursionError:
-        raise SpecError(file, "json", "valid JSON (nested too deeply)") from None
-    if not isinstance(data, dict):
-        raise SpecError(file, "document", f"a JSON object with metadata and weight_map, got {type(data).__name__}")
+    data = read_json_object(path, "with metadata and weight_map", MAX_INDEX_BYTES)
     metadata = data.get("metadata")
     if not isinstance(metadata, dict):
         raise SpecError(file, "metadata", f"an object holding total_size, got {_shown(metadata)}")

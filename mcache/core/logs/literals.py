@@ -48,13 +48,18 @@ def balanced(text: str, start: int) -> str | None:
     return None
 
 
+def _expression(text: str) -> ast.expr | None:
+    """The expression `text` parses to, never evaluated (None when it does not parse)."""
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
 def literal_dict(text: str) -> dict[str, Any] | None:
     """The dict of a logged `{...}` (None when it cannot be read)."""
     text = _pythonic(text[:MAX_TEXT])
-    try:
-        node = ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+    node = _expression(text)
     if not isinstance(node, ast.Dict):
         return None
     out = {}
@@ -67,10 +72,7 @@ def literal_dict(text: str) -> dict[str, Any] | None:
 def call_keywords(text: str) -> dict[str, Any] | None:
     """The keyword arguments of a logged `Name(a=1, b='x', ...)` (None when it cannot be read)."""
     text = text[:MAX_TEXT]
-    try:
-        node = ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+    node = _expression(text)
     if not isinstance(node, ast.Call):
         return None
     return {kw.arg: _value(kw.value, text) for kw in node.keywords if kw.arg}

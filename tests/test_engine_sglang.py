@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from cli_util import one_line
 from engines_util import config_spec, gib, run
+from msgspec.structs import replace
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, whole_model
@@ -16,9 +17,11 @@ from mcache.core.engines.sglang import (
     _prefill_graph_mb,
     serve_command,
 )
+from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"
+MIB = 1 << 20
 SLOT = 48 * (30_720 * 2 + 786_432 * 4)  # 48 GDN layers: bf16 conv + float32 state = 153,944,064 B (146.81 MiB)
 
 
@@ -51,8 +54,11 @@ def test_h100_log_slots_tokens_and_the_cap():
     # SGLang 0.5.18 bring-up notes (Qwen3.8-27B-FP8 = Qwen3.5-27B's geometry, H100, TP 1,
     # --mem-fraction-static 0.85 --max-running-requests 32): "Mamba Cache is allocated. max_mamba_cache_size: 124,
     # conv_state size: 0.34GB, ssm_state size: 17.58GB", "#tokens: 330323, K size: 10.08 GB", "capped to 24".
-    # The log gives avail 50.01 GB after weights; rest = 50.01 - pre x 0.15 = 38.08 GiB (pre 79.51 GiB).
-    st = stage(run("sglang", config_spec(QWEN35), "h100", max_running_requests=32, **memory(38.083, 0.85, 79.51)))
+    # The log gives avail 50.01 GB after weights; rest = 50.01 - pre x 0.15 = 38.08 GiB (pre 79.51 GiB). Its figures
+    # leave no room for the 0.10 GB a multimodal model reserves (124 slots and 330,323 tokens come from all 38.08 GiB;
+    # the reservation would give 328,726), so SGLang served that checkpoint as a text model: the text spec, no tower.
+    st = stage(run("sglang", config_spec(QWEN35, vision=None), "h100", max_running_requests=32,
+                   **memory(38.083, 0.85, 79.51)))
     assert st.fields["mamba_cache_per_req_bytes"] == SLOT
     # K = int((B - per) // per), B = rest x 0.9 / 1.9 (kv_cache_configurator.py: one dummy slot charged)
     assert st.fields["max_mamba_cache_size"] == 124
@@ -67,7 +73,8 @@ def test_h100_log_slots_tokens_and_the_cap():
 def test_negative_slots_error_matches_the_mi355x_log():
     # same notes, MI355X at --mem-fraction-static 0.25: "Not enough GPU memory for hybrid (mamba/linear-attention)
     # state cache. Computed max_mamba_cache_size=-28 (total_rest_memory=-7.96 GB, mamba_cache_per_req=146.81 MB)."
-    st = stage(run("sglang", config_spec(QWEN35), gpu_bytes=gib(288), **memory(-7.96, 0.25, 258.78)))
+    # (the text model, as above)
+    st = stage(run("sglang", config_spec(QWEN35, vision=None), gpu_bytes=gib(288), **memory(-7.96, 0.25, 258.78)))
     assert st.startup_error.startswith(
         "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=-28 "
         "(total_rest_memory=-7.96 GB, mamba_cache_per_req=146.81 MB).")
@@ -166,7 +173,7 @@ def test_drafts_reserve_intermediate_states_per_running_request():
     # (min(requests, K // ratio) + 1) x D states come out of the token pool; requests default to 48
     per, ratio, steps = SLOT, 5, 3
     drafts = steps + 1
-    rest = 60 * GIB
+    rest = 60 * GIB - 100 * MIB  # less the multimodal embedding cache (mm_runtime_reservation_gb)
     st = stage(run("sglang", config_spec(QWEN35), "h200", speculative_num_steps=steps, **memory(60, 0.9, 139)))
     budget = rest * 0.9 / 1.9
     slots = int((budget - per * (1 + drafts)) // (per * (1 + drafts / ratio)))
@@ -206,6 +213,49 @@ def test_mem_fraction_heuristic_on_an_h200():
     # ... from 0.5.20: 0.5.19's cuda_graph_hook.py has no KDA rule, so Kimi-Linear's MLA prefill graphs take 1.5 GiB
     # (its golden table: mem_fraction_static 0.896 where 0.5.20's says 0.907)
     assert _prefill_graph_mb(config_spec("kimi-linear-48b-a3b-instruct"), 8192, None, at("0.5.19")) == 1536
+
+
+def h200_fraction(spec, version: str) -> float:
+    """SGLang's default mem_fraction_static for `spec` on an H200 at `version`."""
+    inputs = EngineInputs(spec, ParallelLayout(), "H200", lookup("h200")[1], given={"weights_bytes": 30 * GIB})
+    return run_engine("sglang", inputs, version).settings["mem_fraction_static"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(version):
+    # arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (v0.5.19 to v0.5.23): the rounded default times 0.95 x
+    # clamp(1 - 0.1 x (L H^2 / (24 x 1024^2) - 1), 0.8, 1.05), unrounded. Qwen3.5's vision config names its depth
+    # `depth`, so SGLang reads num_hidden_layers' default 24 with hidden_size 1152: 0.95 x 0.9734375; SGLang's own
+    # KimiK3VisionConfig (configs/kimi_k3.py) aliases vt_num_hidden_layers 27 and vt_hidden_size 1024: 0.95 x 0.9875.
+    # The golden tables: 0.903 x 0.924765625 = 0.835063359375 for every Qwen3.5/3.6 config on an H200 (0.5.20-0.5.23)
+    assert h200_fraction(config_spec(QWEN35, vision=None), version) == 0.903
+    assert h200_fraction(config_spec(QWEN35), version) == 0.903 * (0.95 * 0.9734375) == 0.835063359375
+    kimi = config_spec("kimi-k3")
+    base = h200_fraction(replace(kimi, vision=None), version)  # 0.907; 0.896 in 0.5.19 (its MLA prefill graphs)
+    assert base == (0.896 if version == "0.5.19" else 0.907)
+    assert h200_fraction(kimi, version) == base * (0.95 * 0.9875)
+    # a tower of more than twice ViT-L/14's L x H^2 takes the floor 0.8, a much smaller one the ceiling 1.05
+    for layers, hidden, factor in ((64, 2048, 0.8), (12, 512, 1.05)):
+        tower = replace(kimi.vision, num_layers=layers, hidden_size=hidden)
+        assert h200_fraction(replace(kimi, vision=tower), version) == base * (0.95 * factor)
+    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), "H200", lookup("h200")[1])
+    assert run_engine("sglang", inputs, version).sources["mem_fraction_static"].startswith(
+        "default: lowered for the vision tower")
+
+
+def test_a_given_mem_fraction_stays_and_the_multimodal_cache_is_reserved_anyway():
+    # the adjustment lowers only SGLang's default; mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb takes
+    # SGLANG_VLM_CACHE_SIZE_MB (100) off the budget of every multimodal model, before the state pool, and logs it
+    settings = {"gpu": "h200", "max_mamba_cache_size": 100, **memory(60, 0.9, 139)}
+    vlm, text = (stage(run("sglang", config_spec(QWEN35, **tower), **settings)) for tower in ({}, {"vision": None}))
+    assert vlm.fields["mem_fraction_static"] == text.fields["mem_fraction_static"] == 0.9
+    cell = vlm.fields["cell_size_bytes"]
+    rest = 60 * GIB - 101 * SLOT  # 100 slots and the dummy one
+    assert text.fields["max_total_num_tokens"] == rest // cell
+    assert vlm.fields["max_total_num_tokens"] == (rest - 100 * MIB) // cell
+    reserving = ("Reserving 0.10 GB of the KV budget for post-sizing multimodal allocations (feature-transport pools + "
+                 "embedding cache).")
+    assert vlm.log[0] == reserving and reserving not in text.log
 
 
 def test_unknown_setting_is_refused():

@@ -4,11 +4,13 @@ parameter count against the publisher's figure."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 from paths import HF_CONFIGS
 
+from mcache.core.errors import SpecError
 from mcache.core.hf import import_hf
 from mcache.core.load import parse_spec
 from mcache.core.sizing import weights
@@ -16,7 +18,7 @@ from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import resolve_dtypes
 from mcache.core.spec.dump import spec_to_yaml
-from mcache.core.spec.model import layer_kinds
+from mcache.core.spec.model import Vision, layer_kinds
 
 BF16, FP16, FP32 = 2, 2, 4
 
@@ -83,6 +85,16 @@ FAMILIES = {
         1: (48 * 10240 * 3 * FP16, 48 * 48 * 128 * 128 * FP32, 16 * 2 * 4 * 256 * FP16),
         2: (48 * 5120 * 3 * FP16, 48 * 24 * 128 * 128 * FP32, 16 * 2 * 2 * 256 * FP16),
     }),
+}
+
+# The vision tower of each multimodal config, as its vision_config names it: Qwen3.5/3.6's `depth` and `hidden_size`
+# (transformers' Qwen3_5VisionConfig), Kimi-K3's `vt_num_hidden_layers` and `vt_hidden_size`
+QWEN_TOWER = Vision(num_layers=27, hidden_size=1152, layers_key="depth")
+VISION = {
+    "qwen3.6-35b-a3b": QWEN_TOWER,
+    "redhatai-qwen3.5-9b-w4a16": QWEN_TOWER,
+    "centml-qwen3.6-27b-nvfp4": QWEN_TOWER,
+    "kimi-k3": Vision(num_layers=27, hidden_size=1024, layers_key="vt_num_hidden_layers", hidden_key="vt_hidden_size"),
 }
 
 # Total parameters as the publisher states them (text model; vision towers are not counted)
@@ -155,3 +167,36 @@ def test_plamo2_parameters_by_hand():
     mlp = 3 * h * 8192
     norms = 16 * 2 * h + h  # two per layer, the final one
     assert weights.total_params(spec) == 8 * mamba + 8 * attention + 16 * mlp + norms + 100000 * h
+
+
+@pytest.mark.parametrize("stem", sorted(FAMILIES))
+def test_family_vision_tower_from_its_vision_config(stem):
+    spec = import_hf(config(stem))
+    assert spec.vision == VISION.get(stem)  # None for the text-only families
+    if stem in VISION:
+        assert "its weights are not counted" in spec.notes
+
+
+def test_a_multimodal_config_without_vision_config_gets_its_class_default_tower():
+    # tests/data/hf_configs/qwen3.5-27b.json omits vision_config: Qwen3_5Config builds Qwen3_5VisionConfig() (depth 27,
+    # hidden_size 1152), as the real Qwen/Qwen3.5-27B config.json also declares
+    spec = import_hf(HF_CONFIGS / "qwen3.5-27b.json")
+    assert spec.vision == QWEN_TOWER
+    assert "Qwen3_5VisionConfig's defaults: vision_config.depth 27, vision_config.hidden_size 1152" in spec.notes
+
+
+def test_a_vision_config_sets_the_tower_and_a_bare_text_config_has_none(tmp_path):
+    data = json.loads((HF_CONFIGS / "qwen3.6-35b-a3b.json").read_text())
+    data["vision_config"].update(depth=32, hidden_size=1280)
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert import_hf(tmp_path / "config.json").vision == Vision(num_layers=32, hidden_size=1280, layers_key="depth")
+    (tmp_path / "text.json").write_text(json.dumps(data["text_config"]))  # model_type qwen3_5_moe_text
+    assert import_hf(tmp_path / "text.json").vision is None
+
+
+def test_a_bad_vision_depth_is_refused_naming_the_field(tmp_path):
+    data = json.loads((HF_CONFIGS / "kimi-k3.json").read_text())
+    data["vision_config"]["vt_num_hidden_layers"] = 0
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=r"vision_config\.vt_num_hidden_layers: .*positive integer"):
+        import_hf(tmp_path / "config.json")

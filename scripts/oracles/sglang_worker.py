@@ -59,6 +59,11 @@ MOCKS = [
     "order: ServerArgs.resolve_once, ModelConfig, get_model_architecture, configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
+    "The model configure_kv_cache_dtype reads (its quant_config, for --kv-cache-dtype auto: a checkpoint's FP8 "
+    "kv_cache_quant_algo) is a stand-in holding the quant config SGLang's loader builds from the checkpoint's files "
+    "(model_loader/loader.py _get_quantization_config, the call each loader makes before it builds the model, whose "
+    "classes keep it as self.quant_config); None for an unquantized checkpoint. (Tables before this stand-in passed no "
+    "model, which read every checkpoint's KV cache as the model dtype.)",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     "The scheduler's 'max_total_num_tokens=..., max_running_requests=...' line is the scheduler's own f-string "
@@ -277,7 +282,8 @@ def _size(sa, cfg, inputs, result):
     out["resolved_architecture"] = arch
     spec_algorithm = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)
     resolved_kv, torch_kv = _call(kv_cache_dtype.configure_kv_cache_dtype,
-        server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=None, model_dtype=model_config.dtype,
+        server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=_model_stand_in(model_config),
+        model_dtype=model_config.dtype,
         is_draft_worker=False, is_dflash=spec_algorithm.is_dflash_family(),
         speculative_draft_attention_backend=None,
         speculative_draft_kv_cache_dtype=get_spec().speculative_draft_kv_cache_dtype)
@@ -351,6 +357,18 @@ def _size(sa, cfg, inputs, result):
                             f"context_len={model_config.context_len}")
     out.update(_pool_bytes(kvc, config))
     return out
+
+
+def _model_stand_in(model_config):
+    """What configure_kv_cache_dtype reads of the loaded model: its `quant_config` (the model classes keep the one
+    the loader gives them), built by SGLang's own loader function from the checkpoint's quantization files, as
+    ModelRunner's loader does before it builds the model (see MOCKS)."""
+    if model_config.quantization is None:
+        return types.SimpleNamespace(quant_config=None)
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.model_loader.loader import _get_quantization_config
+
+    return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig()))
 
 
 def _parallel_state(tp):

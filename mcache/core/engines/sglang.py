@@ -113,6 +113,27 @@ KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
+# Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
+# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.19
+# to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm lowers a default mem_fraction_static (not a given
+# one) by VLM_BASE_FACTOR x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05), L and H the vision config's
+# `num_hidden_layers` and `hidden_size` attributes (VLM_DEFAULT_LAYERS and VLM_DEFAULT_HIDDEN where the config class has
+# none), after rounding the default, without rounding the product; it logs nothing. (v0.5.19 multiplies in
+# handle_gpu_memory_settings itself, v0.5.20 on returns the product from the function; with post-capture KV sizing,
+# SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, off by default and not modelled, v0.5.20 on subtracts 8 GiB instead.)
+VLM_BASE_FACTOR = 0.95
+VLM_DEFAULT_LAYERS, VLM_DEFAULT_HIDDEN = 24, 1024  # getattr's defaults, also the baseline ViT-L/14
+VLM_SENSITIVITY, VLM_FACTOR_RANGE = 0.1, (0.8, 1.05)
+# Vision config classes of SGLang's own that expose the tower's depth and width as num_hidden_layers and hidden_size
+# whatever the config calls them: configs/kimi_k3.py KimiK3VisionConfig (vt_num_hidden_layers, vt_hidden_size). Others
+# keep the config's names: Qwen3.5's `depth` (configs/qwen3_5.py Qwen3_5VisionConfig, transformers' likewise) is not
+# read, so SGLang takes 24 layers.
+VISION_ALIAS_ARCHS = ("KimiK3ForConditionalGeneration",)
+# mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (v0.5.19 to v0.5.23): a multimodal model's embedding cache
+# (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is sized (feature-transport
+# pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm, which a single node
+# does not pick: arg_groups/serving_hook.py resolves it to cpu)
+VLM_CACHE_MB = 100
 
 
 class Setup(Struct, frozen=True):
@@ -205,9 +226,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
-    mfs = s.take("mem_fraction_static", _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"),
-                                                      _prefill_graph_mb(spec, chunked, total_tokens_cap, inputs))
-                         if gpu_mb else None)
+    mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"),
+                        _prefill_graph_mb(spec, chunked, total_tokens_cap, inputs)) if gpu_mb else None
+    lowered = mfs is not None and spec.vision is not None
+    mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
+                 "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
+                 else "default")
     pre = within_gpu("pre_model_load_memory_bytes", s.take(
         "pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
         "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context"), inputs.gpu_bytes)
@@ -223,6 +247,18 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS)
+
+
+def _vlm_fraction(mfs: float, spec) -> float:
+    """arg_groups/memory_hook.py adjust_mem_fraction_for_vlm: the default mem_fraction_static of a multimodal model,
+    lowered by the size of its vision tower as SGLang reads it (VISION_ALIAS_ARCHS), in SGLang's order of operations."""
+    vision = spec.vision
+    aliased = spec.architecture in VISION_ALIAS_ARCHS
+    layers = vision.num_layers if aliased or vision.layers_key == "num_hidden_layers" else VLM_DEFAULT_LAYERS
+    hidden = vision.hidden_size if aliased or vision.hidden_key == "hidden_size" else VLM_DEFAULT_HIDDEN
+    ratio = layers * hidden**2 / (VLM_DEFAULT_LAYERS * VLM_DEFAULT_HIDDEN**2)
+    dynamic = max(VLM_FACTOR_RANGE[0], min(VLM_FACTOR_RANGE[1], 1.0 - VLM_SENSITIVITY * (ratio - 1.0)))
+    return mfs * (VLM_BASE_FACTOR * dynamic)
 
 
 def architecture_error(spec, version: str) -> str | None:
@@ -243,6 +279,8 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     if setup.pre is None or setup.mfs is None:
         return StatePool()
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
+    if inputs.spec.vision is not None:
+        rest -= VLM_CACHE_MB * MB  # mm_runtime_reservation_gb, before the state pool
     error, slots, rest = _state_pool(rest, per_slot, setup)
     if error is None and rest <= 0:
         error = _no_kv_memory(setup, weight)
@@ -267,6 +305,9 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         return EngineStage(ctx.stage, None, None, [], None, fields)
     log = [f"{inputs.spec.architecture} has no SGLang implementation, falling back to Transformers implementation. "
            "Some features may not be supported and performance may not be optimal."] if setup.transformers else []
+    if inputs.spec.vision is not None:  # kv_cache_configurator.py mm_runtime_reservation_gb
+        log.append(f"Reserving {VLM_CACHE_MB / 1024:.2f} GB of the KV budget for post-sizing multimodal allocations "
+                   "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
     if error is None and per_slot and ctx.recurrent_kinds:
         log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "

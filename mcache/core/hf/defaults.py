@@ -138,9 +138,25 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "intermediate_size": 5120, "moe_intermediate_size": 512, "num_experts": 256, "num_experts_per_tok": 8,
         "num_shared_experts": 1, "first_k_dense_replace": 1, "layer_group_size": 1, "num_nextn_predict_layers": 0,
     }),
+    # vision towers of the multimodal wrappers (their `vision_config`; built from these when the config has none)
+    "qwen3_5_vision": ("Qwen3_5VisionConfig (transformers/models/qwen3_5/configuration_qwen3_5.py)", {
+        "depth": 27, "hidden_size": 1152,
+    }),
+    "qwen3_5_moe_vision": ("Qwen3_5MoeVisionConfig (transformers/models/qwen3_5_moe/configuration_qwen3_5_moe.py)", {
+        "depth": 27, "hidden_size": 1152,
+    }),
+    "kimi_k3_vision": ("KimiK3VisionConfig (SGLang's python/sglang/srt/configs/kimi_k3.py at v0.5.23, the class SGLang "
+                       "builds the checkpoint's vision_config with)", {
+        "vt_num_hidden_layers": 27, "vt_hidden_size": 1024,
+    }),
 }
 # Multimodal wrappers whose `text_config` is a config of this other model type (filled with its defaults).
 TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear"}
+# Multimodal wrappers and their vision tower: (the defaults' model type, the `vision_config` fields of its depth and
+# width). Each wrapper class builds a default tower when the config has no `vision_config`.
+VISION_TYPES = {"qwen3_5": ("qwen3_5_vision", "depth", "hidden_size"),
+                "qwen3_5_moe": ("qwen3_5_moe_vision", "depth", "hidden_size"),
+                "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size")}
 
 
 def defaults_of(model_type: str) -> tuple[str, dict[str, Any]]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from mcache.core.hf.common import Cfg, Draft, attention_block, count_note, moe_block, mtp_layers
-from mcache.core.hf.defaults import TEXT_TYPES
+from mcache.core.hf.defaults import TEXT_TYPES, VISION_TYPES
 
 QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
 
@@ -79,13 +79,31 @@ def qwen3_next(cfg: Cfg) -> Draft:
 
 
 def qwen3_5(cfg: Cfg) -> Draft:
-    """Qwen3.5 (dense): the text model's fields are nested in `text_config`."""
-    return _qwen(cfg, _text(cfg), moe=False)
+    """Qwen3.5 (dense): the text model's fields are nested in `text_config`; a multimodal config's vision tower."""
+    return _with_vision(_qwen(cfg, _text(cfg), moe=False), cfg)
 
 
 def qwen3_5_moe(cfg: Cfg) -> Draft:
     """Qwen3.5 MoE: like `qwen3_5`, with experts on every layer."""
-    return _qwen(cfg, _text(cfg), moe=True)
+    return _with_vision(_qwen(cfg, _text(cfg), moe=True), cfg)
+
+
+def _with_vision(draft: Draft, cfg: Cfg) -> Draft:
+    """`draft` with the vision tower of a multimodal wrapper config (`VISION_TYPES`): its `vision_config`, or the
+    tower its class builds when the config has none; a bare `*_text` config has no tower. The tower is not weighed."""
+    if cfg.model_type not in VISION_TYPES:
+        return draft
+    vision_type, layers_key, hidden_key = VISION_TYPES[cfg.model_type]
+    if cfg.given("vision_config"):
+        vision = cfg.sub("vision_config", defaults_type=vision_type)
+    else:
+        vision = Cfg({}, cfg.file, cfg.model_type, "vision_config.", vision_type, cfg.used)
+    layers, hidden = vision.num_layers(layers_key), vision.int(hidden_key)
+    draft.blocks["vision"] = {"num_layers": layers, "hidden_size": hidden, "layers_key": layers_key,
+                              "hidden_key": hidden_key}
+    draft.notes.append(f"Vision tower: {layers} layers of width {hidden} ({vision.prefix}{layers_key}, "
+                       f"{vision.prefix}{hidden_key}); its weights are not counted.")
+    return draft
 
 
 def _text(cfg: Cfg) -> Cfg:
@@ -188,12 +206,12 @@ def kimi_linear(cfg: Cfg) -> Draft:
 
 
 def kimi_k3(cfg: Cfg) -> Draft:
-    """Kimi-K3: a multimodal wrapper whose `text_config` is a `kimi_linear` config (the vision tower is not
-    counted)."""
+    """Kimi-K3: a multimodal wrapper whose `text_config` is a `kimi_linear` config, and its vision tower (not
+    weighed)."""
     draft = kimi_linear(_text(cfg))
     draft.cfg, draft.dtype_cfg = cfg, draft.cfg
-    draft.notes.insert(0, "Text model only (text_config, model_type kimi_linear; the vision tower is not counted).")
-    return draft
+    draft.notes.insert(0, "Text model only (text_config, model_type kimi_linear).")
+    return _with_vision(draft, cfg)
 
 
 def minimax(cfg: Cfg) -> Draft:

@@ -199,6 +199,20 @@ class StoredWeights(Block):
     source: str = ""
 
 
+class Vision(Block):
+    """The vision tower of a multimodal checkpoint: `num_layers` encoder blocks of width `hidden_size`, from the
+    config's `vision_config` (or what its config class fills in when the config has none). `layers_key` and
+    `hidden_key` are the `vision_config` fields they come from: engines read the tower by field name (SGLang's
+    `adjust_mem_fraction_for_vlm` reads `num_hidden_layers` and `hidden_size`, and takes its own defaults where the
+    config names them otherwise, as Qwen3.5's `depth` does). The tower's weights are not weighed (the spec's notes
+    say so); engines whose memory rules read the tower take it from here."""
+
+    num_layers: LayerCount
+    hidden_size: Pos
+    layers_key: str = "num_hidden_layers"
+    hidden_key: str = "hidden_size"
+
+
 class AuxBuffer(Block):
     """A spec-declared auxiliary buffer; `shape` entries are integers or expressions of names."""
 
@@ -216,7 +230,7 @@ class ModelSpec(Block):
     fields the checkpoint's config sets, as written there (`mamba_ssm_cache_dtype`, `mamba_ssm_dtype`), which
     each engine profile reads the way its engine does. `architecture` (the config's `architectures[0]`) keys
     the engines' per-model rules; `max_model_len` is the longest context the config declares, the engines'
-    default max model length.
+    default max model length. `vision` is the vision tower of a multimodal checkpoint (None: a text-only model).
     """
 
     name: str
@@ -248,6 +262,7 @@ class ModelSpec(Block):
     mtp: MTP | None = None
     quantization: Quantization | None = None
     stored_weights: StoredWeights | None = None
+    vision: Vision | None = None
     aux_buffers: list[AuxBuffer] = []
 
 

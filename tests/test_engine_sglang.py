@@ -243,6 +243,12 @@ def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(
         "default: lowered for the vision tower")
 
 
+def test_a_multimodal_architecture_without_its_tower_says_so():
+    caveats = run("sglang", config_spec(QWEN35, vision=None), "h200").caveats
+    assert any("is a multimodal model to SGLang" in c and "no `vision` block" in c for c in caveats)
+    assert not any("multimodal" in c for c in run("sglang", config_spec(QWEN35), "h200").caveats)
+
+
 def test_a_given_mem_fraction_stays_and_the_multimodal_cache_is_reserved_anyway():
     # the adjustment lowers only SGLang's default; mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb takes
     # SGLANG_VLM_CACHE_SIZE_MB (100) off the budget of every multimodal model, before the state pool, and logs it

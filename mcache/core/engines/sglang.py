@@ -129,6 +129,11 @@ VLM_SENSITIVITY, VLM_FACTOR_RANGE = 0.1, (0.8, 1.05)
 # keep the config's names: Qwen3.5's `depth` (configs/qwen3_5.py Qwen3_5VisionConfig, transformers' likewise) is not
 # read, so SGLang takes 24 layers.
 VISION_ALIAS_ARCHS = ("KimiK3ForConditionalGeneration",)
+# Architectures mcache imports that SGLang serves as multimodal whatever the spec says (configs/model_config.py:
+# Qwen3.5's in multimodal_model_archs; Kimi-K3's config wraps a text_config): a spec of theirs without a `vision`
+# tower is sized without the VLM rules, with a caveat
+MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                    "KimiK3ForConditionalGeneration")
 # mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (v0.5.19 to v0.5.23): a multimodal model's embedding cache
 # (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is sized (feature-transport
 # pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm, which a single node
@@ -183,6 +188,10 @@ def run(inputs: EngineInputs) -> EngineRun:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
                        "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "
                        "state pool and full-attention KV on every layer.")
+    if inputs.spec.vision is None and inputs.spec.architecture in MULTIMODAL_ARCHS:
+        caveats.append(f"SGLang: {inputs.spec.architecture} is a multimodal model to SGLang, which lowers its default "
+                       "mem_fraction_static by the vision tower and reserves 100 MiB for the multimodal cache; the spec "
+                       "has no `vision` block, so neither is applied (`mcache import-hf` writes it).")
     if setup.refusal is not None:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
         return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from engines_util import config_spec, gib, run
 
-from mcache.core.engines.common import ServeArgs
+from mcache.core.engines import run_engine
+from mcache.core.engines.common import EngineInputs, ServeArgs
 from mcache.core.engines.vllm import serve_command
+from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
 # per GDN layer: conv (2*16*128 + 48*128) x 3 rows = 30,720 elements; state 48 x 128 x 128 = 786,432 elements
@@ -231,6 +233,18 @@ def test_memory_too_small_for_one_request_names_the_longest_model_length():
     assert st.startup_error.startswith("To serve at least one request with the model's max seq len (262144), (")
     # 99 usable blocks: 96 attention blocks (75,264 tokens) + 3 state blocks
     assert "the estimated maximum model length is 75264." in st.startup_error
+
+
+def test_before_0_29_the_memory_check_counts_the_null_block_in():
+    # vllm/issues/49064: 2x RX 7900 XT, TP 2, 0.23.1, Qwen3.8-27B (the Qwen3.5-27B geometry): a KV pool of 3.86 GiB,
+    # and at --max-model-len 132000 "estimated maximum model length is 123872" = 158 blocks of 784. Up to 0.28
+    # kv_cache_utils.py checks the whole memory; from 0.29 it holds the null block back (16 layers x one 784-token
+    # block), one block less
+    given = dict(max_model_len=132_000, enable_prefix_caching=False, kv_cache_memory_bytes=gib(3.86))
+    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(tp=2), given=given)
+    for version, tokens in (("0.23.1", 123_872), ("0.28.0", 123_872), ("0.29.0", 123_088), ("0.33.0", 123_088)):
+        st = stage(run_engine("vllm", inputs, version))
+        assert f"the estimated maximum model length is {tokens}." in st.startup_error, version
 
 
 @pytest.mark.parametrize(("tp", "block"), [(1, 544), (2, 544), (4, 272), (8, 144)])

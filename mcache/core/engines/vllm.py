@@ -97,6 +97,10 @@ SINCE = {
     "prefix_default_hybrid": "0.28.0",
     # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint block with FlashKDA
     "kda_checkpoint": "0.29.0",
+    # v1/core/kv_cache_utils.py get_kv_cache_configs: the memory check and the max-length estimate hold back the
+    # block pool's null block ("Reserve the null block BlockPool permanently holds back"); 0.28 and older check the
+    # whole available memory (_check_enough_kv_cache_memory(avail_mem, ...))
+    "null_block_check": "0.29.0",
     # layers/mamba/mamba_utils.py kda_state_dtype: the KDA recurrent state follows --mamba-ssm-cache-dtype (auto,
     # float32, bfloat16; ValueError on others) where the caller passes it; before, always float32
     "kda_ssm_dtype": "0.30.0",
@@ -577,7 +581,7 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     error, running, binding = None, None, None
     if pool.available is not None:
         log.append(f"Available KV cache memory: {round(pool.available / GIB, 2)} GiB")
-        error = _memory_error(pool, rule, max_len)
+        error = _memory_error(pool, rule, max_len, _since(setup.version, "null_block_check"))
     if error is None and num_blocks is not None:
         concurrency = num_blocks / per_request
         legacy = _legacy_tokens(pool, num_blocks, setup)
@@ -845,10 +849,11 @@ def _group_size(buckets: dict[str, int]) -> int:
     return largest if largest < 1.5 * smallest else smallest
 
 
-def _memory_error(pool: StagePool, rule: BlockRule, max_len: int) -> str | None:
+def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, null_block: bool) -> str | None:
     """kv_cache_planning.py check_enough_kv_cache_memory: every layer's blocks for one request at the max model length
-    (a layer's block bytes each), in the memory left beside the block pool's null block."""
-    usable = pool.available - pool.block_bytes
+    (a layer's block bytes each), in the memory left beside the block pool's null block (`null_block`: since 0.29;
+    before, in the whole available memory)."""
+    usable = pool.available - (pool.block_bytes if null_block else 0)
     if usable <= 0:
         return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
                 "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "

@@ -97,10 +97,12 @@ def _delta_inputs(d, hist, layout, device, gen, dtype, per_channel):
 
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("kind,form", [("gdn", "pointer"), ("gdn", "tma"), ("kda", None)], ids=["gdn", "gdn-tma", "kda"])
+@pytest.mark.parametrize("kind,form", [("gdn", "pointer"), ("gdn", "tma"), ("gdn", "step"), ("kda", None)],
+                         ids=["gdn", "gdn-tma", "gdn-step", "kda"])
 @pytest.mark.parametrize("small", [False, True], ids=["default", "small-blocks"])
 def test_replay_fold_delta(device, dtype, layout, kind, form, small):
-    """GatedDeltaNet in both update forms (pointer, persistent TMA) and KDA."""
+    """GatedDeltaNet in its three forms (chunked by pointers, chunked persistent with TMA, stepping) and KDA; the
+    rings of 5-6 tokens are stepped in the static loop, those of 16-17 in the pipelined one."""
     import functools
 
     from mcache.kernels.replay_fold import reference
@@ -121,6 +123,9 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
             ssm = make_pool(d["L"], d["S"], (d["H"], d["V"], d["K"]), dtype, layout, device, gen)
             k, v, g, beta = _delta_inputs(d, hist, layout, device, gen, dtype, kind == "kda")
             slots, buf, count = _requests(nb, d["S"], hist, gen, device)
+            for s, r, c in zip(slots.tolist(), buf.tolist(), count.tolist(), strict=True):
+                for ring in (k, v, g, beta):  # tokens past the count must not be read into the state
+                    ring[:, s, r, c:] = float("nan")
             before = ssm.clone()
             expect = ssm.clone()
             ref_fn(expect, k, v, g, beta, slots, buf, count)

@@ -37,7 +37,7 @@ def make(kind: str, dtype: torch.dtype, ring: int, slots: int, gen: torch.Genera
 
 
 def plan_of(kind: str, variant: str, tensors):
-    """`step:BVxW[:loop]` (stepping; `:loop` / `:unroll` force the token loop's form), `chunk[:BVxW]` (GatedDeltaNet's
+    """`step:BVxW[:sN]` (stepping; `:sN` the token loop's pipeline stages), `chunk[:BVxW]` (GatedDeltaNet's
     chunked default form), `tma`, `pointer`."""
     name, *rest = variant.split(":")
     config = tuple(int(x) for x in rest[0].split("x")) if rest and "x" in rest[0] else None
@@ -48,8 +48,10 @@ def plan_of(kind: str, variant: str, tensors):
         if name == "chunk":
             form = "tma" if tensors[0].dtype == torch.bfloat16 else "pointer"
         plan = GdnFoldPlan(*tensors, config=config, form=form)
-    if rest and rest[-1] in ("loop", "unroll"):
-        plan.stepper.constexprs["UNROLL"] = rest[-1] == "unroll"
+    for opt in rest[1:] if config else rest:
+        if not opt.startswith("s"):
+            raise SystemExit(f"unknown option {opt!r} in {variant!r}")
+        plan.stepper.constexprs["STAGES"] = int(opt[1:])
     return plan
 
 

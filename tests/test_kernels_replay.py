@@ -133,6 +133,21 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
             _check(f"{kind} {form} hist={hist} batch={nb} config={config}", ssm, expect, before, slots, count, dtype)
 
 
+def test_gdn_default_form_steps_float32_states_from_short_rings():
+    """The stepping form for float32 states and rings of up to GDN_STEP_MAX tokens; the chunked form otherwise."""
+    from mcache.kernels.replay_fold.gdn import GDN_STEP_MAX, gdn_form
+
+    chunked = "tma" if HAS_CUDA else "pointer"  # the TMA form needs a 16-bit state on a Hopper GPU
+    dev = "cuda" if HAS_CUDA else "cpu"
+    for hist, dtype, want in [(1, torch.float32, "step"), (GDN_STEP_MAX, torch.float32, "step"),
+                              (GDN_STEP_MAX + 1, torch.float32, "pointer"), (4, torch.bfloat16, chunked)]:
+        ssm = torch.ones(1, 2, 2, 16, 16, dtype=dtype, device=dev)
+        k = torch.ones(1, 2, 2, hist, 1, 16, dtype=dtype, device=dev)
+        if want == chunked and HAS_CUDA and torch.cuda.get_device_capability()[0] < 9:
+            want = "pointer"
+        assert gdn_form(ssm, k) == want, (hist, dtype)
+
+
 @pytest.mark.parametrize("device", [pytest.param("cpu", marks=INTERP.marks), pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_gdn_fold_rejects_a_bad_form(device):
     """An unknown form, and the TMA form on a pool whose strides TMA cannot take (10 float32 = 40 bytes)."""

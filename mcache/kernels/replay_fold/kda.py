@@ -27,7 +27,7 @@ class KdaFoldPlan(FoldPlan):
         (L, H, V, K, hpg, hist, nbuf, S), dev = delta_args(ssm, k, v, g, beta, per_channel=True)
         super().__init__(dev, S, nbuf, hist)
         self.empty = ssm.numel() == 0
-        self.stepper = Stepper(ssm, k, v, g, beta, (L, H, V, K, hpg), hist, config or KDA_CONFIG, per_k=True)
+        self.stepper = Stepper(ssm, k, v, g, beta, (L, H, V, K, hpg), config or KDA_CONFIG, per_k=True)
         self.window = state_window(self, conv, L, self.stepper.warps)
 
     def build(self, nb: int) -> tuple[Launch, ...]:

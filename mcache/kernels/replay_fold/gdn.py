@@ -41,8 +41,11 @@ GDN_TMA_STAGES = 5
 # H200 (Qwen3-Next `[32, 128, 128]`, % of the memory roofline at batch 8 / 32 / 64) 84 / 93 / 92% at 4 tokens and
 # 61 / 63 / 63% at 8 against the chunked form's 51 / 53 / 54% and 50 / 53 / 54%; at 16 tokens 35% against 53%. For
 # 16-bit states the chunked form was faster at 4, 8 and 16 tokens (67-77% against 46-62%).
+# With the conv window in the same launch, 16 rows: the fold with the window took 342 / 2740 µs at batch 8 / 64 against
+# 388 / 2980 µs with 8 rows (the window alone 15 / 68 µs; without it 8 rows 314 / 2490, 16 rows 339 / 2643).
 GDN_STEP_MAX = 8
 GDN_STEP_CONFIG = (8, 1)
+GDN_STEP_WINDOW_CONFIG = (16, 1)
 
 
 def gdn_max_registers(dtype: torch.dtype) -> int | None:
@@ -249,7 +252,8 @@ class GdnFoldPlan(FoldPlan):
         self.form = form or gdn_form(ssm, k)
         self.empty = ssm.numel() == 0
         if self.form == "step":
-            self.stepper = Stepper(ssm, k, v, g, beta, (L, H, V, K, hpg), config or GDN_STEP_CONFIG, per_k=False)
+            config = config or (GDN_STEP_WINDOW_CONFIG if conv else GDN_STEP_CONFIG)
+            self.stepper = Stepper(ssm, k, v, g, beta, (L, H, V, K, hpg), config, per_k=False)
             self.window = state_window(self, conv, L, self.stepper.warps)
             return
         self.window = state_window(self, conv, L, 1)  # in the mix kernel's launch: one warp

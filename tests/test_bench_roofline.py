@@ -33,9 +33,12 @@ def test_fold_work_follows_each_kernels_formulation():
     kda = roofline.fold_work("kda", f32, None, batch=5, tokens=4, hist=4)
     assert kda == roofline.Work(L * 5 * H * 4 * (5 * V * K + 3 * V), 0)
     assert roofline.fold_work("kda", f32, None, 5, 16, 16).flops == 4 * kda.flops  # stepping: linear in tokens
-    gdn4, gdn16 = (roofline.fold_work("gdn", f32, None, 5, t, t) for t in (4, 16))
-    assert gdn4 == gdn16  # chunked: the kernel pads the ring to a 16-token tile
-    assert roofline.fold_work("gdn", f32.bfloat16(), k16, 5, 4, 4).mma_flops < gdn4.mma_flops  # fewer exact bf16 passes
+    assert roofline.fold_work("gdn", f32, None, 5, 4, 4) == kda  # float32 states from a short ring: stepped
+    gdn16, gdn32 = (roofline.fold_work("gdn", f32, None, 5, t, t) for t in (9, 16))
+    assert gdn16 == gdn32 and gdn16.mma_flops  # chunked: the kernel pads the ring to a 16-token tile
+    b16 = f32.bfloat16()
+    assert roofline.fold_work("gdn", b16, k16, 5, 4, 4) == roofline.fold_work("gdn", b16, k16, 5, 16, 16)  # chunked
+    assert roofline.fold_work("gdn", b16, k16, 5, 4, 4).mma_flops < gdn16.mma_flops  # fewer exact bf16 passes
     m = roofline.fold_work("mamba2", f32, None, 5, 4, 4)
     assert m.mma_flops == L * 5 * H * 3 * 2 * V * 16 * K and m.flops == L * 5 * H * (V * K + V * 16)
     assert roofline.fold_work("conv", f32, None, 5, 4, 4) == roofline.Work()

@@ -161,17 +161,18 @@ def test_fold_plans_reuse_their_launches(device, kind):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["mamba2", "gdn", "kda"])
-def test_a_state_fold_folds_its_conv_window_in_the_same_launch(device, kind):
+@pytest.mark.parametrize("kind,form", [("mamba2", None), ("gdn", "step"), ("gdn", "pointer"), ("kda", None)],
+                         ids=["mamba2", "gdn-step", "gdn-chunked", "kda"])
+def test_a_state_fold_folds_its_conv_window_in_the_same_launch(device, kind, form):
     """With `conv`, a state's plan also folds the kind's conv window, as trailing programs of its (first) launch:
-    one launch for Mamba2 and KDA, two for GatedDeltaNet as without the window. Both against their references,
-    three rounds, with counts below and above the window's width (3)."""
+    one launch for Mamba2, KDA and GatedDeltaNet stepped, two for GatedDeltaNet chunked as without the window. Both
+    against their references, three rounds, with counts below and above the window's width (3)."""
     from mcache.kernels.replay_fold.reference import replay_fold_conv_reference
 
     gen = torch.Generator().manual_seed(7)
     plan_class, state, rings, reference = _fold_case(kind, device, gen)
     _, window, (conv_in,), _ = _fold_case("conv", device, gen)
-    plan = plan_class(state, *rings, conv=(window, conv_in))
+    plan = plan_class(state, *rings, conv=(window, conv_in), **({"form": form} if form else {}))
     for nb, slots in _rounds(device, gen):
         buf = torch.randint(0, 2, (nb,), generator=gen).to(device)
         count = torch.randint(1, 7, (nb,), generator=gen).to(device)
@@ -182,7 +183,7 @@ def test_a_state_fold_folds_its_conv_window_in_the_same_launch(device, kind):
         err = rel_err(state, expect)
         assert err < 2e-5, f"{kind} fold with the window, batch {nb}: relative error {err:.2e}"
         assert torch.equal(window, expect_window), f"{kind} fold's conv window, batch {nb}"
-        assert len(plan.launches((nb, slots.dtype, buf.dtype, count.dtype))) == (2 if kind == "gdn" else 1)
+        assert len(plan.launches((nb, slots.dtype, buf.dtype, count.dtype))) == (2 if form == "pointer" else 1)
 
 
 def test_a_fold_refuses_a_window_of_other_slots_or_rings():

@@ -96,6 +96,15 @@ def test_a_changed_tensor_shape_stride_or_dtype_builds_and_checks_again(plans, c
     _copy(pool[:, :6].view(torch.int32), other.view(torch.int32), gen)
     assert plans.builds == builds + 4
     assert len(checks) == 2 * plans.builds
+    # The same objects as the last call, one given another dtype in place: not the last call's plan.
+    src = pool[:, :6]
+    _copy(src, other, gen)
+    other.data = other.data.view(torch.int32)
+    with pytest.raises(KernelArgError, match="does not convert"):
+        _copy(src, other, gen)
+    other.data = other.data.view(torch.float32)
+    _copy(src, other, gen)
+    assert plans.builds == builds + 5
 
 
 def test_the_cache_is_bounded(plans):

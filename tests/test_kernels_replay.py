@@ -97,10 +97,12 @@ def _delta_inputs(d, hist, layout, device, gen, dtype, per_channel):
 
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("kind,form", [("gdn", "pointer"), ("gdn", "tma"), ("kda", None)], ids=["gdn", "gdn-tma", "kda"])
+@pytest.mark.parametrize("kind,form", [("gdn", "pointer"), ("gdn", "tma"), ("gdn", "step"), ("kda", None)],
+                         ids=["gdn", "gdn-tma", "gdn-step", "kda"])
 @pytest.mark.parametrize("small", [False, True], ids=["default", "small-blocks"])
 def test_replay_fold_delta(device, dtype, layout, kind, form, small):
-    """GatedDeltaNet in both update forms (pointer, persistent TMA) and KDA."""
+    """GatedDeltaNet in its three forms (chunked by pointers, chunked persistent with TMA, stepping) and KDA; the
+    rings of 5-6 tokens are stepped in the static loop, those of 16-17 in the pipelined one."""
     import functools
 
     from mcache.kernels.replay_fold import reference
@@ -121,11 +123,29 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
             ssm = make_pool(d["L"], d["S"], (d["H"], d["V"], d["K"]), dtype, layout, device, gen)
             k, v, g, beta = _delta_inputs(d, hist, layout, device, gen, dtype, kind == "kda")
             slots, buf, count = _requests(nb, d["S"], hist, gen, device)
+            for s, r, c in zip(slots.tolist(), buf.tolist(), count.tolist(), strict=True):
+                for ring in (k, v, g, beta):  # tokens past the count must not be read into the state
+                    ring[:, s, r, c:] = float("nan")
             before = ssm.clone()
             expect = ssm.clone()
             ref_fn(expect, k, v, g, beta, slots, buf, count)
             triton_fn(ssm, k, v, g, beta, slots, buf, count, config=config)
             _check(f"{kind} {form} hist={hist} batch={nb} config={config}", ssm, expect, before, slots, count, dtype)
+
+
+def test_gdn_default_form_steps_float32_states_from_short_rings():
+    """The stepping form for float32 states and rings of up to GDN_STEP_MAX tokens; the chunked form otherwise."""
+    from mcache.kernels.replay_fold.gdn import GDN_STEP_MAX, gdn_form
+
+    chunked = "tma" if HAS_CUDA else "pointer"  # the TMA form needs a 16-bit state on a Hopper GPU
+    dev = "cuda" if HAS_CUDA else "cpu"
+    for hist, dtype, want in [(1, torch.float32, "step"), (GDN_STEP_MAX, torch.float32, "step"),
+                              (GDN_STEP_MAX + 1, torch.float32, "pointer"), (4, torch.bfloat16, chunked)]:
+        ssm = torch.ones(1, 2, 2, 16, 16, dtype=dtype, device=dev)
+        k = torch.ones(1, 2, 2, hist, 1, 16, dtype=dtype, device=dev)
+        if want == chunked and HAS_CUDA and torch.cuda.get_device_capability()[0] < 9:
+            want = "pointer"
+        assert gdn_form(ssm, k) == want, (hist, dtype)
 
 
 @pytest.mark.parametrize("device", [pytest.param("cpu", marks=INTERP.marks), pytest.param("cuda", marks=pytest.mark.gpu)])

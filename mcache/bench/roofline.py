@@ -13,11 +13,12 @@ The work of a fold (per layer, request and head; `T` the tokens folded, `CT = ma
 token tile the kernels pad the ring to, one FMA = 2 FLOPs):
 - Mamba2 (`[P, N]` state): CUDA cores `P*N` (the decay) + `P*CT` (x scaled by its weights); tensor cores one
   `[P, CT] x [CT, N]` product in `tf32x3`: `3 * 2*P*CT*N`.
+- GatedDeltaNet stepped (float32 states, rings of up to 8 tokens: `gdn.gdn_steps`): as KDA below.
 - GatedDeltaNet (`[V, K]` state, chunked): CUDA cores `V*K` (the decay) + `6*V*CT` (the gated residual and the hi/lo
   splits) + the mix kernel's substitution `2*CT^3`; tensor cores the mix kernel's gram `2*CT^2*K` and the update's
   `S K^T` (`2*V*K*CT`), `X M` (`2*V*CT^2`) and `W K` (`2*V*CT*K`), each times its passes (`_gdn_update`).
-- KDA (`[V, K]` state, stepping): CUDA cores `5*V*K` per token folded (decay 1, `S k` 2, the rank-one update 2) and
-  `3*V` per token (the residual); no tensor-core work.
+- KDA (`[V, K]` state, stepping: `step.py`): CUDA cores `5*V*K` per token folded (decay 1, `S k` 2, the rank-one
+  update 2) and `3*V` per token (the residual); no tensor-core work.
 Copy-like ops do no arithmetic: their roofline is the copy ceiling.
 """
 
@@ -56,6 +57,9 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
     if kind == "mamba2":
         P, N = state.shape[3], state.shape[4]
         per_head = Work(P * N + P * ct, 3 * 2 * P * ct * N)
+    elif kind == "kda" or (kind == "gdn" and _gdn_steps(state.dtype, hist)):
+        V, K = state.shape[3], state.shape[4]
+        per_head = Work(tokens * (5 * V * K + 3 * V), 0)
     elif kind == "gdn":
         V, K = state.shape[3], state.shape[4]
         half_k = k is not None and k.dtype in (torch.bfloat16, torch.float16)
@@ -65,12 +69,15 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
         gram = 2 * ct * ct * K * (1 if half_k else 3)
         mma = p_passes * 2 * V * K * ct + 3 * 2 * V * ct * ct + wk_passes * 2 * V * ct * K + gram
         per_head = Work(V * K + 6 * V * ct + 2 * ct**3, mma)
-    elif kind == "kda":
-        V, K = state.shape[3], state.shape[4]
-        per_head = Work(tokens * (5 * V * K + 3 * V), 0)
     else:
         return Work()
     return per_head.scaled(L * batch * H)
+
+
+def _gdn_steps(dtype: torch.dtype, hist: int) -> bool:
+    from mcache.kernels.replay_fold.gdn import gdn_steps  # imports Triton: only for a GatedDeltaNet fold
+
+    return gdn_steps(dtype, hist)
 
 
 def arith_us(work: Work, fma_tflops: float | None, tf32_tflops: float | None) -> float | None:

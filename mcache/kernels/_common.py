@@ -54,26 +54,42 @@ def same_dtype(op: str, **pair: torch.Tensor) -> None:
         fail(f"{op}: {a} is {ta.dtype}, {b} is {tb.dtype}; the copy does not convert")
 
 
+_NUMBERS: dict[torch.device, int] = {}
+
+
 def _device_number(device: torch.device) -> int:
-    """`Tensor.get_device()` of a tensor on `device` (-1 for the CPU): an int compares faster than devices do."""
-    return -1 if device.type == "cpu" else device.index if device.index is not None else torch.cuda.current_device()
+    """`Tensor.get_device()` of a tensor on `device` (-1 for the CPU): an int compares faster than devices do. Kept
+    per device (`device.type` costs the host more than a dict lookup), except a CUDA device without an index."""
+    number = _NUMBERS.get(device)
+    if number is None:
+        if device.type == "cpu":
+            number = _NUMBERS[device] = -1
+        elif device.index is not None:
+            number = _NUMBERS[device] = device.index
+        else:
+            number = torch.cuda.current_device()
+    return number
 
 
 def as_index(name: str, t: torch.Tensor, n: int | None, device: torch.device) -> torch.Tensor:
-    """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU.
+    """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU."""
+    return _as_index(name, t, n, _device_number(device), device)
 
-    The hot path of every one-shot call: the checks are ordered and written to cost the host as little as they can."""
+
+def _as_index(name: str, t: torch.Tensor, n: int | None, number: int, device: torch.device) -> torch.Tensor:
+    """`as_index` with the device's `_device_number` given. The hot path of every one-shot call: the checks are
+    ordered and written to cost the host as little as they can."""
     dtype = getattr(t, "dtype", None)
     if (dtype is not torch.int64 and dtype is not torch.int32) or not isinstance(t, torch.Tensor):
         fail(f"{name}: expected an int32/int64 tensor, got {dtype or type(t)}")
     shape = t.shape
     if len(shape) != 1 or (n is not None and shape[0] != n):
         fail(f"{name}: expected shape [{'B' if n is None else n}], got {tuple(shape)}")
-    if t.get_device() != _device_number(device):
+    if t.get_device() != number:
         if t.device.type != "cpu":
             fail(f"{name}: on {t.device}, expected {device} or the CPU")
         t = t.to(device, non_blocking=True)
-    return t if shape[0] < 2 or t.stride(0) == 1 else t.contiguous()
+    return t if t.is_contiguous() else t.contiguous()
 
 
 def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
@@ -90,10 +106,11 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
 
 def indices_on(device: torch.device, *named: tuple[str, torch.Tensor]) -> list[torch.Tensor]:
     """Index vectors `(name, t)`, each checked by `as_index` to have the first one's length, on `device`."""
-    out: list[torch.Tensor] = []
-    for name, t in named:
-        out.append(as_index(name, t, out[0].shape[0] if out else None, device))
-    return out
+    number = _device_number(device)
+    (name, t), *rest = named
+    first = _as_index(name, t, None, number, device)
+    n = first.shape[0]
+    return [first, *[_as_index(name, t, n, number, device) for name, t in rest]]
 
 
 def lead_strides(t: torch.Tensor, n: int) -> tuple[int, ...]:

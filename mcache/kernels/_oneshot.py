@@ -28,17 +28,24 @@ PLAN_CACHE_SIZE = 16
 class PlanCache:
     """A bounded cache of plans (the oldest built dropped first): `get(tag, tensors, options, build)` returns the plan
     cached under that key, or `build()`'s (which checks the tensors) after caching it. `builds` counts the plans built
-    (cache misses)."""
+    (cache misses).
+
+    Each tag's last call is kept beside the keys: a call with the same options and the same tensor objects, each
+    with the address, shape, strides and dtype it had, takes that plan without building and hashing a key."""
 
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
         self._plans: OrderedDict[tuple, object] = OrderedDict()
+        self._last: dict[str, tuple] = {}  # tag -> (options, tensors, their (address, shape, strides, dtype), plan)
         self.builds = 0
 
     def __len__(self) -> int:
         return len(self._plans)
 
     def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
+        last = self._last.get(tag)
+        if last is not None and last[0] == options and _unchanged(tensors, last[1], last[2]):
+            return last[3]
         key = (tag, options, *[x for t in tensors for x in (id(t), t.data_ptr(), t.shape, t.stride(), t.dtype)])
         plans = self._plans
         plan = plans.get(key)
@@ -47,11 +54,24 @@ class PlanCache:
             self.builds += 1
             plans[key] = plan
             if len(plans) > self.size:
-                plans.popitem(last=False)
+                _, dropped = plans.popitem(last=False)
+                self._last = {k: v for k, v in self._last.items() if v[3] is not dropped}
+        self._last[tag] = (options, tuple(tensors), tuple((t.data_ptr(), t.shape, t.stride(), t.dtype) for t in tensors), plan)
         return plan
 
     def clear(self) -> None:
         self._plans.clear()
+        self._last.clear()
+
+
+def _unchanged(tensors: Sequence[torch.Tensor], last: tuple, meta: tuple) -> bool:
+    """Whether `tensors` are the objects `last`, each with its address, shape, strides and dtype in `meta`."""
+    if len(tensors) != len(last):
+        return False
+    for t, u, (ptr, shape, stride, dtype) in zip(tensors, last, meta, strict=True):
+        if t is not u or t.data_ptr() != ptr or t.shape != shape or t.stride() != stride or t.dtype is not dtype:
+            return False
+    return True
 
 
 PLANS = PlanCache()

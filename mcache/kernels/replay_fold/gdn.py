@@ -1,5 +1,6 @@
-"""The GatedDeltaNet fold (scalar gate per head), in chunked form with the cumulative log-gates `G` (`e^{G_c}`
-the whole chunk's decay), in two launches.
+"""The GatedDeltaNet fold (scalar gate per head). Float32 states from short rings are stepped token by token
+(`step.py`, one launch: `GDN_STEP_MAX`); otherwise the fold runs in chunked form with the cumulative log-gates `G`
+(`e^{G_c}` the whole chunk's decay), in two launches.
 
 First one warp per (layer, request, head) computes the `[CT, CT]` mix matrix
 `M = diag(beta) (I + U)^{-1} diag(e^{G_c - G})`, `U[t, s] = beta_s e^{G_s - G_t} k_t.k_s` (s > t), by a forward
@@ -24,6 +25,7 @@ from .._launch import Launch
 from .._oneshot import PLANS
 from ._fold import FoldPlan, delta_args, head_of, head_unit, ring_base, rings_with_strides, run_fold
 from .conv import conv_fold, state_window, with_window
+from .step import Stepper
 
 HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
 # `(BV rows of V per program, num_warps)` of the GatedDeltaNet update: 64 rows on four warps (one warpgroup
@@ -35,6 +37,15 @@ GDN_CONFIG = (64, 4)
 # batch 1 than three stages, within half a point from batch 8 up.
 GDN_TMA_PER_SM = 3
 GDN_TMA_STAGES = 5
+# The stepping form (`step.py`) folds float32 states from rings of up to GDN_STEP_MAX tokens, 8 rows on one warp: on an
+# H200 (Qwen3-Next `[32, 128, 128]`, % of the memory roofline at batch 8 / 32 / 64) 84 / 93 / 92% at 4 tokens and
+# 61 / 63 / 63% at 8 against the chunked form's 51 / 53 / 54% and 50 / 53 / 54%; at 16 tokens 35% against 53%. For
+# 16-bit states the chunked form was faster at 4, 8 and 16 tokens (67-77% against 46-62%).
+# With the conv window in the same launch, 16 rows: the fold with the window took 342 / 2740 µs at batch 8 / 64 against
+# 388 / 2980 µs with 8 rows (the window alone 15 / 68 µs; without it 8 rows 314 / 2490, 16 rows 339 / 2643).
+GDN_STEP_MAX = 8
+GDN_STEP_CONFIG = (8, 1)
+GDN_STEP_WINDOW_CONFIG = (16, 1)
 
 
 def gdn_max_registers(dtype: torch.dtype) -> int | None:
@@ -224,33 +235,42 @@ def _gdn_tma_kernel(
 
 
 class GdnFoldPlan(FoldPlan):
-    """The GatedDeltaNet fold of a bound `[L, S, H, V, K]` state and its k, v, g, beta rings, in two launches:
-    the `[CT, CT]` mix matrix M of every (layer, request, head) (and the conv window, if given), then the update
-    of the state tiles, either persistent with TMA (`form="tma"`, the default where `gdn_tma_fits`) or one
-    program per tile (`form="pointer"`). `config` = `(BV rows of V per program, at least 16; num_warps)`. M's
-    scratch is allocated once per batch size."""
+    """The GatedDeltaNet fold of a bound `[L, S, H, V, K]` state and its k, v, g, beta rings, in one of three forms
+    (`gdn_form` picks the default): `"step"`, one launch stepping through the tokens (`step.Stepper`; the conv window
+    in its launch); or the chunked form in two launches, the `[CT, CT]` mix matrix M of every (layer, request, head)
+    (and the conv window, if given), then the update of the state tiles, either persistent with TMA (`"tma"`) or one
+    program per tile (`"pointer"`). `config` = `(BV rows of V per program, at least 16 in the chunked forms;
+    num_warps)`. M's scratch is allocated once per batch size."""
 
     def __init__(self, ssm, k, v, g, beta, *, conv=None, config: tuple[int, int] | None = None, form: str | None = None):
         (L, H, V, K, hpg, hist, nbuf, S), dev = delta_args(ssm, k, v, g, beta, per_channel=False)
         super().__init__(dev, S, nbuf, hist)
-        self.window = state_window(self, conv, L, 1)  # in the mix kernel's launch: one warp
-        if form not in (None, "tma", "pointer"):
-            fail(f"form: expected 'tma' or 'pointer', got {form!r}")
+        if form not in (None, "step", "tma", "pointer"):
+            fail(f"form: expected 'step', 'tma' or 'pointer', got {form!r}")
         if form == "tma" and not _tma_aligned(ssm):
             fail(f"ssm: form='tma' needs a 16-byte aligned base and strides, got strides {ssm.stride()} of {ssm.dtype}")
+        self.form = form or gdn_form(ssm, k)
         self.empty = ssm.numel() == 0
+        if self.form == "step":
+            config = config or (GDN_STEP_WINDOW_CONFIG if conv else GDN_STEP_CONFIG)
+            self.stepper = Stepper(ssm, k, v, g, beta, (L, H, V, K, hpg), config, per_k=False)
+            self.window = state_window(self, conv, L, self.stepper.warps)
+            return
+        self.window = state_window(self, conv, L, 1)  # in the mix kernel's launch: one warp
         self.ssm, self.L, self.H, self.V, self.K, self.hpg = ssm, L, H, V, K, hpg
         self.bk, self.ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
         self.dot16, self.pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
         self.bv, self.warps = config or GDN_CONFIG
         self.nvb = triton.cdiv(V, self.bv)
-        self.tma = form == "tma" or (form is None and gdn_tma_fits(ssm, k))
+        self.tma = self.form == "tma"
         self.mix_rings = rings_with_strides(k, g, beta)
         self.rings = rings_with_strides(k, v, g)
         if self.tma and not self.empty:
             self.desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, self.bv, self.bk])
 
     def build(self, nb: int) -> tuple[Launch, ...]:
+        if self.form == "step":
+            return (self.stepper.launch(nb, self.window),)
         L, H = self.L, self.H
         mix = torch.empty(L * nb * H * self.ct * self.ct, device=self.device, dtype=torch.float32)
         n = len(self.mix_rings)
@@ -285,6 +305,19 @@ def _hopper(t: torch.Tensor) -> bool:
 def _tma_aligned(ssm: torch.Tensor) -> bool:
     """TMA addresses the pool: a 16-byte aligned base and strides."""
     return ssm.data_ptr() % 16 == 0 and all(st * ssm.element_size() % 16 == 0 for st in ssm.stride()[:4])
+
+
+def gdn_form(ssm: torch.Tensor, k: torch.Tensor) -> str:
+    """The default form of a GatedDeltaNet fold: stepping for float32 states and rings of up to `GDN_STEP_MAX` tokens,
+    else the chunked update, persistent with TMA where `gdn_tma_fits`, else by pointers."""
+    if gdn_steps(ssm.dtype, k.shape[3]):
+        return "step"
+    return "tma" if gdn_tma_fits(ssm, k) else "pointer"
+
+
+def gdn_steps(dtype: torch.dtype, hist: int) -> bool:
+    """Whether a GatedDeltaNet fold of `dtype` states from rings of `hist` tokens is stepped by default."""
+    return dtype == torch.float32 and hist <= GDN_STEP_MAX
 
 
 def gdn_tma_fits(ssm: torch.Tensor, k: torch.Tensor) -> bool:

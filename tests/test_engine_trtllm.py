@@ -7,6 +7,7 @@ import math
 
 import pytest
 from engines_util import config_spec, gib
+from paths import HERE
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs
@@ -291,3 +292,45 @@ def test_serve_command_is_llm_api_options():
     options = serve_command(ServeArgs("org/model", 4, 1, 8192, "fp8", draft=1, mtp=True))
     assert options == ('{"tensor_parallel_size": 4, "pipeline_parallel_size": 1, "max_seq_len": 8192, "kv_cache_config": '
                        '{"dtype": "fp8"}, "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 1}}')
+
+
+def test_the_1_1_release_does_not_load_qwen3_next():
+    # 1.2 release notes: Qwen3-Next is one of the hybrids 1.2 adds, so the 1.1 line does not register it
+    st = stage(run("trtllm", "qwen3-next-80b-a3b", "h200", engine_version="1.1.0rc3", tp=4))
+    assert st.startup_error == "Unknown architecture for AutoModelForCausalLM: Qwen3NextForCausalLM"
+    assert stage(run("trtllm", "qwen3-next-80b-a3b", "h200", engine_version="1.2.0", tp=4)).startup_error is None
+    assert stage(run("trtllm", "nemotron-h-8b", "h200", engine_version="1.1.0rc3")).startup_error is None
+
+
+GPT_OSS = str(HERE / "data" / "model_specs" / "gpt-oss-120b.yaml")
+GPT_OSS_SLOPE = 36 * 2 * 8 * 64 * 2  # 36 attention layers (sliding ones at full length) x K and V x 8 heads x 64 x bf16
+
+
+@pytest.mark.parametrize("version", ["1.1.0rc3", "1.2.0"])
+def test_a_model_without_recurrent_layers_gets_the_plain_kv_cache_manager(version):
+    # _util.py get_kv_cache_manager_cls: neither Nemotron-H nor Qwen3-Next -> KVCacheManager: no state slots, no
+    # Mamba lines; the creator's budget (total - weights - peak) x float32(0.9), max_tokens rounded up to a block
+    st = stage(run("trtllm", GPT_OSS, "h200", engine_version=version, context=8192, max_batch_size=64, **FIXED))
+    budget = int((H200 - gib(17)) * F32_09)
+    tokens = budget // GPT_OSS_SLOPE
+    assert GPT_OSS_SLOPE == 73_728  # the public 1.1.0rc3 boot's "kv size is 73728"
+    assert st.fields["cache_manager"] == "KVCacheManager" and st.fields["fixed_state_slots"] == 0
+    assert st.fields["kv_token_bytes"] == GPT_OSS_SLOPE and st.fields["kv_cache_budget_bytes"] == budget
+    assert st.fields["max_tokens"] == math.ceil(tokens / 32) * 32
+    assert st.fields["largest_max_batch_size"] is None  # without state the pool does not depend on max_batch_size
+    assert st.max_running_requests == 64 and st.binding == "max_batch_size"  # 1,564,320 tokens hold 190 x 8192
+    assert not any("Mamba" in line for line in st.log)
+    assert st.log[-1] == (f"[MemUsageChange] Allocated {math.ceil(tokens / 32) * 32 * GPT_OSS_SLOPE / 2**30:.2f} GiB "
+                          f"for max tokens in paged KV cache ({math.ceil(tokens / 32) * 32}).")
+    caveats = run("trtllm", GPT_OSS, "h200", engine_version=version, **FIXED).caveats
+    assert not any("block reuse" in c for c in caveats)
+
+
+def test_main_gives_a_model_without_recurrent_layers_kv_cache_manager_and_no_hybrid_line():
+    # main _util.py _non_hybrid_kv_cache_manager_cls: KVCacheManager unless use_kv_cache_manager_v2 is True
+    # (KVCacheManagerV2, not modelled: refused); "auto" is False for a class that declares no default
+    st = stage(run("trtllm", GPT_OSS, "h200", engine_version="main", context=8192, **FIXED))
+    assert st.fields["cache_manager"] == "KVCacheManager"
+    assert not any(line.startswith("Selected hybrid KV cache manager") for line in st.log)
+    with pytest.raises(LayoutError, match="KVCacheManagerV2 is not modelled"):
+        run("trtllm", GPT_OSS, "h200", engine_version="main", use_kv_cache_manager_v2="v2")

@@ -72,6 +72,13 @@ READ = {
     "state_slots_per_request": ("figure", "state_slots_per_request"),
     "draft_weights_gb": ("measured", "weights"),
     "kv_cache_dtype": ("setting", "kv_cache_dtype"),
+    "peak_memory_gib": ("measured", "peak_memory"),
+    "weights_inside_torch_gib": ("measured", "weights"),
+    "kv_cache_budget_gib": ("figure", "kv_cache_budget_gib"),
+    "estimated_kv_cache_gib": ("figure", "estimated_kv_cache_gib"),
+    "allocated_kv_cache_gib": ("figure", "allocated_kv_cache_gib"),
+    "max_tokens": ("figure", "max_tokens"),
+    "estimation_max_tokens": ("figure", "estimation_max_tokens"),
     # figures SOURCES.yaml lists that are not cache sizing: what is left after the pools, a user's request
     "available_gpu_mem_gb_after_pool": None, "avail_mem_gb_after_pools": None, "avail_mem_gb_after_weights": None,
     "draft_avail_mem_gb_after_weights": None, "kv_budget_reserved_for_multimodal_gb": None,
@@ -126,9 +133,14 @@ VERDICTS = {"agree": "agree", "within": "agree within the measured inputs' round
 SIZED = [e for e in SOURCES if e["explain"]["status"] != "not sized"]
 
 
+def _model(name: str) -> str:
+    """A config under tests/data/hf_configs by its name, or a spec under tests/data by its path."""
+    return str(HERE / "data" / name) if name.endswith(".yaml") else str(HF_CONFIGS / f"{name}.json")
+
+
 def _argv(entry: dict) -> list[str]:
     x = entry["explain"]
-    return [str(LOGS / entry["file"]), "--model", str(HF_CONFIGS / f"{x['model']}.json"), *x["args"]]
+    return [str(LOGS / entry["file"]), "--model", _model(x["model"]), *x["args"]]
 
 
 @pytest.mark.parametrize("entry", SIZED, ids=[e["file"] for e in SIZED])
@@ -158,8 +170,10 @@ def test_a_log_that_cannot_be_sized_says_why_in_one_line(entry, capsys):
 
 def test_at_least_15_public_logs_are_reproduced_figure_for_figure():
     reproduced = [e for e in SOURCES if e["explain"]["status"] == "reproduced"]
+    per_engine = {engine: sum(e["engine"] == engine for e in reproduced) for engine in ("vllm", "sglang", "trtllm")}
     assert len(reproduced) >= 15
-    assert {e["engine"] for e in reproduced} == {"vllm", "sglang"}  # no public TensorRT-LLM hybrid log sizes its cache
+    # every engine has one at least; TensorRT-LLM's are pure-attention boots (no public hybrid boot prints its memory)
+    assert min(per_engine.values()) >= 1, per_engine
     assert all(e["explain"]["status"] in ("reproduced", "finding", "not sized") for e in SOURCES)
     assert len(SOURCES) >= 35
 
@@ -378,3 +392,37 @@ def test_bad_input_is_one_line_each(tmp_path, capsys):
     source = tmp_path / "source.log"
     source.write_text("INFO 08-30 [api_server.py:1] vLLM API server version 0.1.dev20073+g8e685d198\n" + RUN2)
     assert "names no release" in one_line(["explain", str(source), "--model", QWEN36_35B], capsys)
+
+
+TRT_PEAK = ("Peak memory during memory usage profiling (torch + non-torch): 113.65 GiB, available KV cache memory when "
+            "calculating max tokens: 5.95 GiB, fraction is set 0.8999999761581421, kv size is 73728. device total memory "
+            "119.70 GiB, , tmp kv_mem 0.56 GiB")
+TRT_ALLOC = "[TensorRT-LLM][INFO] [MemUsageChange] Allocated {} GiB for max tokens in paged KV cache ({})."
+
+
+@pytest.mark.parametrize("tail", [", , tmp kv_mem 0.56 GiB", ", temporary kv cache memory during profiling 0.56 GiB"])
+def test_the_profiling_runs_temporary_pool_is_taken_off_the_tensorrt_llm_peak(tail):
+    # _util.py KvCacheCreator._cal_max_memory: available = (total - peak + allocated_bytes) x fraction, the peak holding
+    # the estimation run's pool: the non-KV peak is 113.65 - 0.56 GiB, good to the two printed roundings
+    log = read_log("[TensorRT-LLM] TensorRT-LLM version: 1.1.0rc3\n" + TRT_PEAK.replace(", , tmp kv_mem 0.56 GiB", tail))
+    (peak,) = [m for m in log.measured if m.name == "peak_memory"]
+    assert peak.bytes == round(113.65 * 2**30) - round(0.56 * 2**30)
+    assert peak.half_step == 2 * round(2**30 * 0.005)
+    assert log.gpu_bytes == round(119.70 * 2**30)
+
+
+def test_an_allocation_before_the_tensorrt_llm_peak_line_is_the_estimation_runs():
+    # try_prepare_estimation sizes a temporary pool from the dummy requests before the memory is profiled; the one
+    # after the peak line is the pool the engine runs with. A log without a peak line has only the latter.
+    before, after = TRT_ALLOC.format("0.56", 8224), TRT_ALLOC.format("5.95", 86720)
+    log = read_log("\n".join([before, TRT_PEAK, after]))
+    assert [(p.key, p.value) for p in log.figures if "max_tokens" in p.key] == [("estimation_max_tokens", 8224),
+                                                                                ("max_tokens", 86720)]
+    assert [p.key for p in read_log(after).figures] == ["allocated_kv_cache_gib", "max_tokens"]
+
+
+def test_the_executor_summary_line_gives_max_batch_size_not_the_cut_max_seq_len():
+    # the executor prints its summary after each KV cache, with max_seq_len as the cache cut it ("Adjusted max_seq_len")
+    log = read_log("[TRT-LLM] [I] max_seq_len=86720, max_num_requests=64, max_num_tokens=8192, max_batch_size=64\n"
+                   + TRT_ALLOC.format("5.95", 86720))
+    assert log.settings == {"max_batch_size": 64}

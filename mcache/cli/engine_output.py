@@ -66,7 +66,8 @@ def _engine_binding(name: str, st: dict) -> str:
         return (f"bound by state slots: {st['max_mamba_cache_size']:,} slots, {st['state_slots_per_request']} per running "
                 "request")
     if binding == "KV tokens" and name == "trtllm":
-        return f"bound by KV tokens: {st['max_tokens']:,} left after the fixed cost of {st['fixed_state_slots']:,} state slots"
+        fixed = f" left after the fixed cost of {st['fixed_state_slots']:,} state slots" if st["fixed_state_slots"] else ""
+        return f"bound by KV tokens: {st['max_tokens']:,}{fixed}"
     if binding == "KV tokens":
         return f"bound by the token pool: {st['max_total_num_tokens']:,} tokens"
     return f"bound by {binding}"

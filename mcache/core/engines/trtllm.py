@@ -29,6 +29,13 @@ Sources (NVIDIA/TensorRT-LLM):
   its "Mamba Cache is allocated" line; `MambaHybridCacheManager` asserts block reuse off), `llmapi/llm_args.py`
   (`use_kv_cache_manager_v2: bool = False`), and the 1.2 release notes (docs `1.2.0/_sources/release-notes.md.txt`:
   Nemotron Nano V3 and Qwen3-Next are the hybrids it adds; Qwen3.5 came in 1.3.0rc9).
+- the 1.1 line (1.1.0rc3, from a public trtllm-serve boot log of gpt-oss-120b, tests/data/engine_logs/trtllm): the
+  same `KvCacheCreator` lines and C++ KVCacheManager as the 1.2 line's `_util.py` above (the log prints its
+  "kv size is ... tmp kv_mem" peak line, the float fraction and the block-rounded max_tokens), sized by the 1.2
+  line's rules; its hybrid architectures are the 1.2 line's less Qwen3-Next, which the 1.2 release notes add.
+- a model without recurrent layers (pure attention): `get_kv_cache_manager_cls` returns `KVCacheManager` (1.2 line:
+  neither `is_nemotron_hybrid` nor `is_qwen3_next`; main: `_non_hybrid_kv_cache_manager_cls`, KVCacheManagerV2 only
+  for `use_kv_cache_manager_v2` True or per-layer head sizes), no state slots, the same creator budget.
 """
 
 from __future__ import annotations
@@ -64,8 +71,8 @@ from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
 NAME = "trtllm"
-RELEASE, MAIN = "1.2.0", "main@151c21c"
-VERSIONS = (RELEASE, MAIN)  # what this module models, oldest first: the 1.2 release and main at commit 151c21c
+RELEASE_1_1, RELEASE, MAIN = "1.1.0", "1.2.0", "main@151c21c"
+VERSIONS = (RELEASE_1_1, RELEASE, MAIN)  # modelled, oldest first: the 1.1 and 1.2 releases, main at commit 151c21c
 # The `SizeOptions` fields of `mcache size --engine trtllm` and the TensorRT-LLM setting each sets (its own name is an
 # alias of the option; an option TensorRT-LLM lacks is refused with it).
 FLAGS = {
@@ -85,7 +92,7 @@ DEFAULT_TOKENS_PER_BLOCK = 32  # llmapi/llm_args.py: KvCacheConfig.tokens_per_bl
 # `--kv-cache-manager` -> KvCacheConfig.use_kv_cache_manager_v2. llm_args.py: a bool defaulting to False at 1.2;
 # `bool | Literal["auto"]` defaulting to "auto" on main.
 KV_CACHE_MANAGERS = {"v1": False, "v2": True, "auto": "auto"}
-DEFAULT_KV_CACHE_MANAGER = {RELEASE: "v1", MAIN: "auto"}
+DEFAULT_KV_CACHE_MANAGER = {RELEASE_1_1: "v1", RELEASE: "v1", MAIN: "auto"}
 MAX_UTIL_FOR_RESUME = 0.95  # llm_args.py (main): KvCacheConfig.max_util_for_resume
 UNSUPPORTED_KINDS = ("mamba1", "short_conv", "lightning")  # no state manager in any hybrid cache manager
 # The hybrid architectures each version loads (models registered through `register_auto_model`; any other
@@ -100,6 +107,7 @@ HYBRID_ARCHS = {
                      "Qwen3_5MoeForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                      "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration"}),
 }
+HYBRID_ARCHS[RELEASE_1_1] = HYBRID_ARCHS[RELEASE] - {"Qwen3NextForCausalLM"}  # 1.2 release notes: Qwen3-Next is new
 # main, llm_utils.py _resolve_kv_cache_manager_v2_auto: "auto" takes the model class's get_model_defaults
 # (kv_cache_config.use_kv_cache_manager_v2), else False. NemotronHForCausalLM, Qwen3NextForCausalLM and the Qwen3.5
 # classes declare True (tests/unittest/_torch/executor/kv_cache/test_mamba_cache_manager.py
@@ -115,6 +123,8 @@ KIMI_ARCHS = frozenset({"KimiLinearForCausalLM", "KimiK3ForConditionalGeneration
 # The managers, by TensorRT-LLM's class names.
 PY_HYBRID, CPP, MIXED, V2 = ("MambaHybridCacheManager", "CppMambaHybridCacheManager", "MixedMambaHybridCacheManager",
                              "MambaHybridCacheManagerV2")
+PLAIN = "KVCacheManager"  # a model without recurrent layers: attention KV only
+RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning")
 OUTSIDE = (PY_HYBRID, MIXED)  # managers whose state is torch memory allocated before the KV budget is measured
 GPU_PHYS_MEM_BASE = 2 << 20  # runtime/kv_cache_manager_v2/_storage_manager.py cache_tier_granularity: 2 MiB << n
 
@@ -203,7 +213,7 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     register stops model loading (models/modeling_auto.py AutoModelForCausalLM.from_config); a spec that names no
     architecture is sized by its layer kinds, and a kind no hybrid manager keeps is refused as a setting."""
     arch = spec.architecture
-    recurrent = [k for k in ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning") if getattr(spec, k) is not None]
+    recurrent = _recurrent(spec)
     if arch is None:
         unsupported = sorted({k for k in UNSUPPORTED_KINDS if getattr(spec, k) is not None})
         if unsupported:
@@ -215,6 +225,10 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     if recurrent and arch not in HYBRID_ARCHS[version]:
         return f"Unknown architecture for AutoModelForCausalLM: {arch}", []
     return None, []
+
+
+def _recurrent(spec) -> list[str]:
+    return [k for k in RECURRENT_KINDS if getattr(spec, k) is not None]
 
 
 def _setup(inputs: EngineInputs, s: Settings, version: str, refusal: str | None) -> Setup:
@@ -251,7 +265,14 @@ def _manager(spec, version: str, wanted: bool | str) -> str:
     Qwen3-Next to MambaHybridCacheManager whatever use_kv_cache_manager_v2 says. main: "auto" takes the model class's
     default (llm_utils.py _resolve_kv_cache_manager_v2_auto, `V2_PREFERRING_ARCHS`), else False; True is
     MambaHybridCacheManagerV2, False the Mixed manager for Kimi and CppMambaHybridCacheManager for the others
-    (`_util.py` get_kv_cache_manager_cls; hybrids run without block reuse unless a snapshot policy is set)."""
+    (`_util.py` get_kv_cache_manager_cls; hybrids run without block reuse unless a snapshot policy is set). A model
+    without recurrent layers gets KVCacheManager; on main use_kv_cache_manager_v2 True would give it KVCacheManagerV2,
+    which is not modelled (a `LayoutError`)."""
+    if not _recurrent(spec):
+        if at_least(version, MAIN) and wanted is True:
+            raise LayoutError("use_kv_cache_manager_v2", "v1 or auto for a model without recurrent layers (its "
+                                                         "KVCacheManagerV2 is not modelled), got v2")
+        return PLAIN
     if not at_least(version, MAIN):
         return PY_HYBRID
     v2 = spec.architecture in V2_PREFERRING_ARCHS if wanted == "auto" else wanted
@@ -331,7 +352,9 @@ def _state_slots(setup: Setup, pp: int) -> int:
     """State slots the manager keeps. CppMambaHybridCacheManager: `max_batch_size x pp + 1` inside its pool
     (`_estimate_mamba_hybrid_cache_cost`, num_reserved_dummy_slots=1); MixedMambaHybridCacheManager: (max_batch_size
     + 1, + 1 with attention DP) x pp torch slots (`_get_mamba_hybrid_pool_size`, MambaCacheManager's
-    `max_batch_size * mapping.pp_size`); 1.2's MambaHybridCacheManager: exactly max_batch_size."""
+    `max_batch_size * mapping.pp_size`); 1.2's MambaHybridCacheManager: exactly max_batch_size; KVCacheManager: none."""
+    if setup.manager == PLAIN:
+        return 0
     if setup.manager == CPP:
         return setup.batch * pp + 1
     if setup.manager == MIXED:
@@ -375,8 +398,9 @@ def _stage(ctx: RankContext, size: StageSizes, weight: int, inputs: EngineInputs
         return EngineStage(ctx.stage, None, None, [], None, fields)
     free = inputs.gpu_bytes - weight - setup.non_kv
     seq_tokens = cdiv(setup.context, block) * block
-    fields.update(_batch_advice(lambda b: _v1_tokens(free, size, _with_batch(setup, b), pp), seq_tokens, slope,
-                                _batch_cap(free, size.slot, pp)))
+    if setup.manager != PLAIN:  # without state the KV tokens do not depend on max_batch_size: no advice to give
+        fields.update(_batch_advice(lambda b: _v1_tokens(free, size, _with_batch(setup, b), pp), seq_tokens, slope,
+                                    _batch_cap(free, size.slot, pp)))
     log = _selected(setup)
     error = _no_room(weight, setup, inputs.gpu_bytes)
     if error is None:
@@ -408,6 +432,8 @@ def _stage(ctx: RankContext, size: StageSizes, weight: int, inputs: EngineInputs
             error = (f"Impossible to fit in any sequence in kvCache: the fixed cost of {slots} state slots "
                      f"(max_batch_size {setup.batch} x pp {pp} + 1) is {intercept / GIB:.2f} GiB of the "
                      f"{budget / GIB:.2f} GiB KV cache budget; {fits}")
+        elif setup.manager == PLAIN:  # mcache's words, as below
+            error = f"no KV cache block fits: the KV cache budget is {budget / GIB:.2f} GiB"
         else:  # mcache's words: the engine's own failure past this point is not pinned
             error = (f"no KV cache block fits: the {slots} Mamba state slots take {outside / GIB:.2f} GiB before the KV "
                      f"cache is sized, which leaves a {budget / GIB:.2f} GiB budget; {fits}")
@@ -475,7 +501,8 @@ def _torch_size(n: int) -> str:
 
 def _selected(setup: Setup) -> list[str]:
     """_util.py KvCacheCreator._get_model_kv_cache_manager_cls (main): the manager it selected, logged once."""
-    return [f"Selected hybrid KV cache manager: {setup.manager}"] if at_least(setup.version, MAIN) else []
+    hybrid = setup.manager != PLAIN
+    return [f"Selected hybrid KV cache manager: {setup.manager}"] if hybrid and at_least(setup.version, MAIN) else []
 
 
 def _mamba_lines(size: StageSizes, setup: Setup, pp: int) -> list[str]:

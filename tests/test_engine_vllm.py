@@ -339,3 +339,14 @@ def test_triton_takes_no_prefill_checkpoint_alignment():
     # with Triton only the kernel block's 16 counts: the smallest multiple of 16 whose page holds a state page, 544
     hopper, ampere = (run("vllm", "qwen3-next-80b-a3b", gpu).stages[0].fields for gpu in ("h200", "a100-80gb"))
     assert (hopper["attention_block_size"], ampere["attention_block_size"]) == (576, 544)
+
+
+@pytest.mark.parametrize("version", ["0.10.2", "0.22.0", "0.33.0"])
+def test_an_architecture_no_release_registers_is_refused(version):
+    # model_executor/models/registry.py: Ring-mini-linear-2.0's BailingMoeLinearV2ForCausalLM is in no modelled
+    # release's registry; the 0.33.0 golden table (trust_remote_code) has vLLM's "are not supported for now"
+    from mcache.core.engines.vllm import architecture_error
+
+    error = architecture_error(config_spec("ring-mini-linear-2.0"), version)
+    assert error.startswith("Model architectures ['BailingMoeLinearV2ForCausalLM'] are not supported for now")
+    assert architecture_error(config_spec("qwen3-next-80b-a3b"), version) is None  # registered in every one

@@ -219,6 +219,11 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Qwen3_5ForConditionalGenerati
                "Qwen3_5MoeForCausalLM": "0.17.0", "KimiK3ForConditionalGeneration": "0.27.0",
                "BailingMoeV3ForCausalLM": "0.28.0"}
 
+# model_executor/models/registry.py (read at v0.10.2, v0.22.0 and v0.33.0): hybrid architectures mcache imports that
+# no modelled release registers; ModelRegistry refuses them ("Model architectures [...] are not supported for now"),
+# with --trust-remote-code too (the Ring-linear checkpoints' auto_map names only their configuration class)
+UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
+
 
 class BlockRule(Struct, frozen=True):
     """How many blocks a request holds (kv_cache_interface.py max_memory_usage_bytes): the attention block size,
@@ -455,8 +460,11 @@ def _since(version: str, rule: str) -> bool:
 
 
 def _unregistered_error(spec, version: str) -> str | None:
-    """model_executor/models/registry.py: an architecture registered after `version` (`ADDED_ARCHS`) is not loaded;
-    None for the others."""
+    """model_executor/models/registry.py: an architecture registered after `version` (`ADDED_ARCHS`) or by no
+    modelled release (`UNREGISTERED_ARCHS`) is not loaded; None for the others."""
+    if spec.architecture in UNREGISTERED_ARCHS:
+        return (f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {version}; no release "
+                f"from {VERSIONS[0]} to {VERSIONS[-1]} registers it).")
     added = ADDED_ARCHS.get(spec.architecture)
     if added is None or at_least(version, added):
         return None

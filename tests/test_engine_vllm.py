@@ -350,3 +350,16 @@ def test_an_architecture_no_release_registers_is_refused(version):
     error = architecture_error(config_spec("ring-mini-linear-2.0"), version)
     assert error.startswith("Model architectures ['BailingMoeLinearV2ForCausalLM'] are not supported for now")
     assert architecture_error(config_spec("qwen3-next-80b-a3b"), version) is None  # registered in every one
+
+
+@pytest.mark.parametrize(("version", "fails"), [("0.13.0", False), ("0.15.0", True), ("0.17.0", True),
+                                                ("0.20.0", False)])
+def test_mamba2_fails_where_the_arch_convertor_reads_attention_heads(version, fails):
+    # transformers_utils/model_arch_config_convertor.py v0.15.0 - v0.17.x (0.15.0 / 0.17.0 golden tables: every
+    # mamba2-2.7b case); Mamba-1 has its own convertor and loads
+    from mcache.core.engines.vllm import architecture_error
+
+    error = architecture_error(config_spec("mamba2-2.7b"), version)
+    assert (error == "AttributeError: 'Mamba2Config' object has no attribute 'num_attention_heads'") is fails
+    assert fails or error is None
+    assert architecture_error(config_spec("mamba-2.8b"), version) is None

@@ -93,6 +93,8 @@ MOCKS = [
     "CUDA_VISIBLE_DEVICES='' so vLLM keeps the installed Triton decorators (its 'distributed env' path); no kernel "
     "is compiled or launched",
     "torch.cuda.Stream/Event are inert objects (auxiliary streams made at layer construction, unused here)",
+    "torch.cuda.current_device() answers the meta device the layers are built on (0.10's Qwen3-Next GatedDeltaNet "
+    "builds its gated norm's weight there; a weight, never a cache)",
     "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
     "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP) or "
     "1 (others), rank 0: layers read only their size and rank to shard heads; rank 0's specs equal every rank's",
@@ -115,10 +117,11 @@ MOCKS = [
     "module does (`--trust-remote-code`); that module is a stand-in (REMOTE_CONFIG_SOURCE), written where the "
     "config's auto_map.AutoConfig names it, or registered with AutoConfig for a model_type that neither the "
     "installed transformers nor vLLM's own config registry knows (the fixture keeps no auto_map). The stand-in is "
-    "a bare PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes "
-    "(which call super().__init__(**kwargs) after setting their own fields) leave them; a remote class's default "
-    "matters only for a key config.json lacks, and a key vLLM reads that the fixture lacks fails as AttributeError "
-    "in the table (no default is invented)",
+    "a PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes (which "
+    "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them; a "
+    "remote class's default matters only for a key config.json lacks: those vLLM reads are REMOTE_DEFAULTS, the "
+    "published class's defaults (cited there; none of them is a cache dimension except nemotron_h's chunk_size), "
+    "and any other key the fixture lacks fails as AttributeError in the table (no default is invented)",
 ]
 
 # The stand-in for a checkpoint's own configuration module (`--trust-remote-code`): config.json's keys as attributes.
@@ -127,10 +130,32 @@ REMOTE_CONFIG_SOURCE = """try:
 except ImportError:  # transformers 4.x
     from transformers import PretrainedConfig as PreTrainedConfig
 
+inf = float("inf")  # as repr() writes it in the defaults below
 
 class {name}(PreTrainedConfig):
     model_type = {model_type!r}
+
+    def __init__(self, **kwargs):
+        for key, value in {defaults!r}.items():
+            setattr(self, key, value)
+        super().__init__(**kwargs)
 """
+# The defaults of a checkpoint's own configuration class (its __init__ signature) for the keys vLLM's model reads that
+# a config fixture lacks. nemotron_h: configuration_nemotron_h.py of nvidia/Nemotron-H-8B-Base-8K (the attribute names
+# its __init__ stores them under: mamba_conv_bias -> use_conv_bias, mamba_chunk_size -> chunk_size, mamba_dt_* ->
+# time_step_*); transformers 4.x has no NemotronHConfig (vLLM before 0.24 loads it as remote code).
+REMOTE_DEFAULTS = {
+    "nemotron_h": {"mlp_hidden_act": "relu2", "attention_bias": False, "mlp_bias": False, "use_bias": False,
+                   "initializer_range": 0.02, "layer_norm_epsilon": 1e-5, "residual_in_fp32": False,
+                   "use_cache": True, "num_logits_to_keep": 1, "sliding_window": None, "attention_dropout": 0.0,
+                   "hidden_dropout": 0.0, "use_mamba_kernels": True, "mamba_hidden_act": "silu",
+                   "time_step_min": 0.001, "time_step_max": 0.1, "time_step_limit": (0.0, float("inf")),
+                   "time_step_floor": 1e-4, "use_conv_bias": True, "mamba_proj_bias": False, "chunk_size": 128,
+                   "rescale_prenorm_residual": True, "n_routed_experts": 8, "n_shared_experts": 1,
+                   "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
+                   "num_experts_per_tok": 2, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1,
+                   "norm_topk_prob": True},
+}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -349,6 +374,9 @@ def install_mocks():
 
     torch.cuda.Stream = Inert
     torch.cuda.Event = Inert
+    # the GPU worker's current device; 0.10's Qwen3-Next GatedDeltaNet builds its gated norm's weight on
+    # torch.cuda.current_device() (a weight, never a cache): here the meta device the layers are built on
+    torch.cuda.current_device = lambda: torch.device("meta")
 
     import vllm.platforms as platforms
     from vllm.platforms.cuda import CudaPlatform
@@ -579,11 +607,13 @@ def remote_config(model_dir: str, cfg: dict) -> None:
     ref = (cfg.get("auto_map") or {}).get("AutoConfig")
     if ref:
         module, name = ref.split("--")[-1].rsplit(".", 1)
-        source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type)
+        source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type,
+                                             defaults=REMOTE_DEFAULTS.get(model_type, {}))
         (Path(model_dir) / f"{module}.py").write_text(source)
     elif model_type and model_type not in CONFIG_MAPPING and model_type not in _CONFIG_REGISTRY:
         namespace: dict = {}
-        exec(REMOTE_CONFIG_SOURCE.format(name="RemoteConfig", model_type=model_type), namespace)  # noqa: S102
+        exec(REMOTE_CONFIG_SOURCE.format(name="RemoteConfig", model_type=model_type,  # noqa: S102
+                                         defaults=REMOTE_DEFAULTS.get(model_type, {})), namespace)
         cls = namespace["RemoteConfig"]
         cls.__module__ = "oracle_remote_code"  # not transformers': AutoConfig takes it as the explicit local class
         AutoConfig.register(model_type, cls, exist_ok=True)
@@ -657,6 +687,10 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                 for memory in case_memories:
                     results.append(size_case(key, max_len, memory, vc, specs, base_log, capture))
             except Exception as exc:  # noqa: BLE001
+                if os.environ.get("ORACLE_TRACEBACK"):  # where a refusal came from, for whoever reads the run
+                    import traceback
+
+                    traceback.print_exception(exc)
                 log = capture.take()
                 for memory in case_memories:
                     results.append({"config": key["config"], "flags": flags_of(key, max_len, memory),

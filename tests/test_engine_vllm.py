@@ -363,3 +363,18 @@ def test_mamba2_fails_where_the_arch_convertor_reads_attention_heads(version, fa
     assert (error == "AttributeError: 'Mamba2Config' object has no attribute 'num_attention_heads'") is fails
     assert fails or error is None
     assert architecture_error(config_spec("mamba-2.8b"), version) is None
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.11.1", True), ("0.15.0", True), ("0.17.0", False)])
+def test_lfm2_moe_asserts_prefix_caching_off_until_0_17(version, refused):
+    # models/lfm2_moe.py Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0); the 0.15.0 golden table's lfm2-8b cases
+    from mcache.core.engines import run_engine
+    from mcache.core.engines.common import EngineInputs
+    from mcache.core.sizing.layout import ParallelLayout
+
+    given = {"max_model_len": 4096, "enable_prefix_caching": True, "kv_cache_memory_bytes": gib(20)}
+    r = run_engine("vllm", EngineInputs(config_spec("lfm2-8b-a1b"), ParallelLayout(tp=1), None, None, None, given),
+                   version)
+    error = stage(r).startup_error
+    assert (error == "AssertionError: Lfm2Moe currently does not support prefix caching") is refused
+    assert refused or error is None

@@ -496,8 +496,8 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
         kw["enable_prefix_caching"] = key["prefix"]
     if key["mamba_cache_mode"] is not None:
         kw["mamba_cache_mode"] = key["mamba_cache_mode"]
-    if key["num_speculative_tokens"] and has_mtp(load_config(key["config"])):
-        kw["speculative_config"] = {"method": "mtp", "num_speculative_tokens": key["num_speculative_tokens"]}
+    if key["num_speculative_tokens"] and has_mtp(cfg := load_config(key["config"])):
+        kw["speculative_config"] = {"method": mtp_method(cfg), "num_speculative_tokens": key["num_speculative_tokens"]}
     elif key["num_speculative_tokens"]:
         kw["speculative_config"] = {"method": "ngram", "num_speculative_tokens": key["num_speculative_tokens"],
                                     "prompt_lookup_max": 4, "prompt_lookup_min": 2}
@@ -512,6 +512,22 @@ def has_mtp(cfg: dict) -> bool:
         if any(isinstance(src.get(k), int) and src[k] > 0 for k in ("mtp_num_hidden_layers", "num_nextn_predict_layers")):
             return True
     return cfg.get("model_type") == "qwen3_next"
+
+
+def mtp_method(cfg: dict) -> str:
+    """The --speculative-config method a user of the release asks for MTP: 'mtp' where SpeculativeMethod has it, else
+    the model's own (0.10: 'qwen3_next_mtp', which SpeculativeConfig also resolves 'mtp'-less checkpoints to)."""
+    import typing
+
+    try:
+        from vllm.config.speculative import SpeculativeMethod
+    except ImportError:  # 0.10
+        from vllm.config import SpeculativeMethod
+
+    def names(tp) -> set:
+        return {a for arg in typing.get_args(tp) for a in (names(arg) if typing.get_args(arg) else {arg})}
+
+    return "mtp" if "mtp" in names(SpeculativeMethod) else f"{cfg.get('model_type')}_mtp"
 
 
 def build_drafter(vc) -> None:

@@ -55,8 +55,8 @@ VERSION_PINS = {
                      ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
-    "0.29.0": {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
-               "torchvision": "torchvision==0.28.0"},
+    **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
+           "torchvision": "torchvision==0.28.0"} for v in ("0.29.0", "0.30.0")},
     "0.32.0": {"transformers": "transformers>=5.16.1,<5.20.0", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0"},
     # torchvision: the release built for the venv's torch (vLLM 0.33 pins 0.29.0 for torch 2.14); the Qwen3.5 /

@@ -231,7 +231,8 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
 NO_HEADS_RELEASES = ("0.15.0", "0.18.0")
 OWN_CONVERTOR_ARCHS = ("MambaForCausalLM", "FalconMambaForCausalLM")
 # Model classes that assert prefix caching off while they are built, by [first, fixed) release: models/lfm2_moe.py
-# Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0; gone in v0.17.0; the 0.15.0 golden table)
+# Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0; gone in v0.17.0). Before 0.15 MambaModelConfig has already turned
+# prefix caching off for it (not SupportsMambaPrefixCaching), so it fires from 0.15.0 (the 0.11.1 / 0.15.0 tables)
 NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.17.0")}
 # model_executor/models/registry.py (read at v0.10.2, v0.22.0 and v0.33.0): hybrid architectures mcache imports that
 # no modelled release registers; ModelRegistry refuses them ("Model architectures [...] are not supported for now"),
@@ -381,7 +382,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
                or refusal or _build_error(spec, version))
-    if prefix and arch in NO_PREFIX_ARCHS and at_least(version, NO_PREFIX_ARCHS[arch][0]) and \
+    if s.values.get("enable_prefix_caching", prefix) and arch in NO_PREFIX_ARCHS and \
+            at_least(version, NO_PREFIX_ARCHS[arch][0]) and \
             not at_least(version, NO_PREFIX_ARCHS[arch][1]):
         refusal = refusal or f"AssertionError: {arch.removesuffix('ForCausalLM')} currently does not support prefix caching"
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":

@@ -218,10 +218,10 @@ BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
                 "TypeError: MLAModules.__init__() missing 1 required positional argument: 'indexer_rotary_emb'"}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
-ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1", "Qwen3_5ForConditionalGeneration": "0.17.0",
-               "Qwen3_5MoeForConditionalGeneration": "0.17.0", "Qwen3_5ForCausalLM": "0.17.0",
-               "Qwen3_5MoeForCausalLM": "0.17.0", "KimiK3ForConditionalGeneration": "0.27.0",
-               "BailingMoeV3ForCausalLM": "0.28.0"}
+ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
+               "Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
+               "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
+               "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
 
 # transformers_utils/model_arch_config_convertor.py (v0.15.0 - v0.17.x): ModelArchConfigConvertorBase.
 # get_total_num_kv_heads falls back to `hf_text_config.num_attention_heads`, which an attention-free config whose
@@ -382,10 +382,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
                or refusal or _build_error(spec, version))
-    if s.values.get("enable_prefix_caching", prefix) and arch in NO_PREFIX_ARCHS and \
-            at_least(version, NO_PREFIX_ARCHS[arch][0]) and \
-            not at_least(version, NO_PREFIX_ARCHS[arch][1]):
-        refusal = refusal or f"AssertionError: {arch.removesuffix('ForCausalLM')} currently does not support prefix caching"
+    refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
     uses_mla = spec.mla is not None
@@ -500,6 +497,15 @@ def _config_error(spec, version: str) -> str | None:
         return (f"Model architecture {arch} was supported in vLLM until v{REMOVED_ARCHS[arch]}, and is not supported "
                 "anymore. Please use an older version of vLLM if you want to use this model architecture.")
     return None
+
+
+def _prefix_assert(arch: str, prefix: bool, version: str) -> str | None:
+    """The assertion a model class that refuses prefix caching raises while it is built (`NO_PREFIX_ARCHS`), with
+    prefix caching still on after the config hooks; None otherwise."""
+    since, fixed = NO_PREFIX_ARCHS.get(arch, (None, None))
+    if not prefix or since is None or not at_least(version, since) or at_least(version, fixed):
+        return None
+    return f"AssertionError: {arch.removesuffix('ForCausalLM')} currently does not support prefix caching"
 
 
 def _removed(spec, version: str) -> bool:

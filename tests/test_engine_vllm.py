@@ -353,3 +353,43 @@ def test_triton_takes_no_prefill_checkpoint_alignment():
     # with Triton only the kernel block's 16 counts: the smallest multiple of 16 whose page holds a state page, 544
     hopper, ampere = (run("vllm", "qwen3-next-80b-a3b", gpu).stages[0].fields for gpu in ("h200", "a100-80gb"))
     assert (hopper["attention_block_size"], ampere["attention_block_size"]) == (576, 544)
+
+
+@pytest.mark.parametrize("version", ["0.10.2", "0.22.0", "0.33.0"])
+def test_an_architecture_no_release_registers_is_refused(version):
+    # model_executor/models/registry.py: Ring-mini-linear-2.0's BailingMoeLinearV2ForCausalLM is in no modelled
+    # release's registry; the 0.33.0 golden table (trust_remote_code) has vLLM's "are not supported for now"
+    from mcache.core.engines.vllm import architecture_error
+
+    error = architecture_error(config_spec("ring-mini-linear-2.0"), version)
+    assert error.startswith("Model architectures ['BailingMoeLinearV2ForCausalLM'] are not supported for now")
+    assert architecture_error(config_spec("qwen3-next-80b-a3b"), version) is None  # registered in every one
+
+
+@pytest.mark.parametrize(("version", "fails"), [("0.13.0", False), ("0.15.0", True), ("0.17.0", True),
+                                                ("0.20.0", False)])
+def test_mamba2_fails_where_the_arch_convertor_reads_attention_heads(version, fails):
+    # transformers_utils/model_arch_config_convertor.py v0.15.0 - v0.17.x (0.15.0 / 0.17.0 golden tables: every
+    # mamba2-2.7b case); Mamba-1 has its own convertor and loads
+    from mcache.core.engines.vllm import architecture_error
+
+    error = architecture_error(config_spec("mamba2-2.7b"), version)
+    assert (error == "AttributeError: 'Mamba2Config' object has no attribute 'num_attention_heads'") is fails
+    assert fails or error is None
+    assert architecture_error(config_spec("mamba-2.8b"), version) is None
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.11.1", False), ("0.15.0", True), ("0.17.0", False)])
+def test_lfm2_moe_asserts_prefix_caching_off_until_0_17(version, refused):
+    # models/lfm2_moe.py Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0): before 0.15 the config hook has turned
+    # prefix caching off already ("without support for prefix caching: disabling"); the 0.11.1 / 0.15.0 tables
+    from mcache.core.engines import run_engine
+    from mcache.core.engines.common import EngineInputs
+    from mcache.core.sizing.layout import ParallelLayout
+
+    given = {"max_model_len": 4096, "enable_prefix_caching": True, "kv_cache_memory_bytes": gib(20)}
+    r = run_engine("vllm", EngineInputs(config_spec("lfm2-8b-a1b"), ParallelLayout(tp=1), None, None, None, given),
+                   version)
+    error = stage(r).startup_error
+    assert (error == "AssertionError: Lfm2Moe currently does not support prefix caching") is refused
+    assert refused or error is None

@@ -37,6 +37,16 @@ SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "atte
               "mla:window": "SlidingWindowMLASpec"}
 
 
+# Causes of a table written by an older oracle or from an older config fixture (regenerate those configs with
+# `scripts/oracles/vllm.py --version X --merge --configs ...`; scripts/oracles/vllm_versions.md lists them)
+STALE_REMOTE_CODE = ("table made before the oracle passed trust_remote_code (vLLM refused the remote-code config; "
+                     "regenerate)")
+STALE_MTP = ("table made before the oracle drafted with MTP (vLLM's figures lack the MTP layers mcache counts; "
+             "regenerate)")
+STALE_FIXTURE = "table made from an older config fixture (it named no architectures; regenerate)"
+STALE_CUDA = "table made before the oracle's torch.cuda.current_device stand-in (a layer touched CUDA; regenerate)"
+
+
 def config_path(configs: Path, name: str) -> Path:
     return configs / name
 
@@ -133,20 +143,16 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     cfg = load_cfg(configs, case["config"])
     q = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") or {}
     ve, me = error_class(v.get("error")), error_class(m.get("error"))
-    if (v.get("architecture") or "").endswith("Model") and "architectures" not in cfg:
-        return ("the config fixture names no architectures: transformers fills in the base class "
-                f"({v['architecture']}), which this vLLM does not treat as hybrid (prefix caching on by default)")
+    named = cfg.get("architectures") or []
+    if (v.get("architecture") and named and v["architecture"] not in named) or (
+            v.get("error") and "No model architectures are specified" in v["error"] and named):
+        return STALE_FIXTURE
     if ve != me and not (field != "error" and figures(v) and figures(m)) and not (
             figures(v) and figures(m) and {ve, me} <= {None, "max_num_seqs > Mamba blocks"}):
         if isinstance(m.get("spec"), type(None)) and me and "Error" in me and not v.get("error"):
             return f"mcache refuses the config ({me})"
-        if v.get("error") and "No model architectures are specified" in v["error"]:
-            return "the config fixture names no architectures, which transformers 4.x does not fill in (vLLM refuses)"
-        if v.get("error") and "object has no attribute 'num_attention_heads'" in v["error"]:
-            return ("vLLM reads num_attention_heads of an attention-free config at TP > 1, which transformers 4.x's "
-                    "Mamba2Config lacks (vLLM fails; mcache sizes it)")
         if v.get("error") and "Torch not compiled with CUDA enabled" in v["error"]:
-            return "oracle: a layer of this release touches CUDA while it is built (CPU torch); mcache sizes it"
+            return STALE_CUDA
         if v.get("error") and m.get("error") and "registered from" in m["error"]:
             return "architecture not registered in this release (both refuse: vLLM at the config, mcache by registry)"
         if ve == "architecture refused" or (v.get("error") and "0.23.0" in v.get("error", "")):
@@ -154,9 +160,7 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
         if ve == "max_model_len above the config's":
             return "vLLM refuses max_model_len above the config's limit (mcache does not check)"
         if v.get("error") and ("contains custom code" in v["error"] or "has model type" in v["error"]):
-            return "vLLM needs trust_remote_code (transformers does not know the model type; the oracle does not pass it)"
-        if v.get("error") and "has no attribute 'block_dim'" in v["error"]:
-            return "the config fixture lacks block_dim, which vLLM's lfm2.py reads (vLLM fails; mcache sizes it)"
+            return STALE_REMOTE_CODE
         if ve and ve.startswith(("StrictDataclass", "ValidationError", "TypeError", "ValueError", "KeyError")) and not me:
             return f"vLLM/transformers refuses the config ({ve})"
         if me and not ve:
@@ -178,7 +182,7 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     if k and getattr(spec, "short_conv", None) is not None:
         return "speculative tokens on short conv (vLLM 0.33 grows its conv window by k rows; mcache does not)"
     if k and getattr(spec, "mtp", None) is not None:
-        return "speculative tokens on an MTP model (the oracle drafts with ngram; mcache counts the MTP layers)"
+        return STALE_MTP
     if v.get("num_prefill_checkpoint_blocks") and spec is not None and getattr(spec, "gdn", None) is None and \
             v.get("mamba_cache_mode") == "align":
         return ("prefill-checkpoint block for non-GDN Mamba layers in align mode (vLLM 0.33 adds 1 block per "

@@ -51,12 +51,12 @@ VERSION_PINS = {
                "torchvision": "torchvision==0.28.0"},
     **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": f"compressed-tensors=={ct}",
            "torchvision": "torchvision==0.28.0"}
-       for v, ct in (("0.11.1", "0.12.2"), ("0.15.0", "0.13.0"), ("0.17.0", "0.13.0"), ("0.20.0", "0.15.0.1"),
-                     ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
+       for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.15.0", "0.13.0"),
+                     ("0.17.0", "0.13.0"), ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
-    "0.29.0": {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
-               "torchvision": "torchvision==0.28.0"},
+    **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
+           "torchvision": "torchvision==0.28.0"} for v in ("0.29.0", "0.30.0")},
     "0.32.0": {"transformers": "transformers>=5.16.1,<5.20.0", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0"},
     # torchvision: the release built for the venv's torch (vLLM 0.33 pins 0.29.0 for torch 2.14); the Qwen3.5 /
@@ -93,6 +93,8 @@ MOCKS = [
     "CUDA_VISIBLE_DEVICES='' so vLLM keeps the installed Triton decorators (its 'distributed env' path); no kernel "
     "is compiled or launched",
     "torch.cuda.Stream/Event are inert objects (auxiliary streams made at layer construction, unused here)",
+    "torch.cuda.current_device() answers the meta device the layers are built on (0.10's Qwen3-Next GatedDeltaNet "
+    "builds its gated norm's weight there; a weight, never a cache)",
     "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
     "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP) or "
     "1 (others), rank 0: layers read only their size and rank to shard heads; rank 0's specs equal every rank's",
@@ -104,9 +106,56 @@ MOCKS = [
     "torchvision is the PyPI wheel for the venv's torch, --no-deps: its compiled ops do not load against the CPU "
     "torch (its register_fake calls fail and are skipped); only its Python modules are imported, by transformers' "
     "image processors, which Qwen3.5 / Qwen3.6 model modules import and sizing never calls",
-    "speculative decoding is asked as method 'ngram' with num_speculative_tokens k (no draft model to load); "
-    "the Mamba specs take num_speculative_tokens from the VllmConfig as with any method",
+    "speculative decoding: a config that declares MTP layers (mtp_num_hidden_layers / num_nextn_predict_layers, "
+    "or Qwen3-Next, whose checkpoints ship one) drafts with --speculative-config {method: mtp, "
+    "num_speculative_tokens: k}: SpeculativeConfig builds the draft model config from the same checkpoint and the "
+    "drafter is built on the meta device as the GPU runner's EagleProposer.load_model builds it (get_model -> "
+    "initialize_model on the release's draft VllmConfig, under the 'eagle_head' model tag; the layers it adds are "
+    "marked is_draft_layer as load_model marks them); weights are never loaded. Other configs draft with 'ngram' "
+    "(no draft model); the Mamba specs take num_speculative_tokens from the VllmConfig with any method",
+    "remote code: every case passes trust_remote_code=True, as a user of a checkpoint that ships its configuration "
+    "module does (`--trust-remote-code`); that module is a stand-in (REMOTE_CONFIG_SOURCE), written where the "
+    "config's auto_map.AutoConfig names it, or registered with AutoConfig for a model_type that neither the "
+    "installed transformers nor vLLM's own config registry knows (the fixture keeps no auto_map). The stand-in is "
+    "a PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes (which "
+    "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them; a "
+    "remote class's default matters only for a key config.json lacks: those vLLM reads are REMOTE_DEFAULTS, the "
+    "published class's defaults (cited there; none of them is a cache dimension except nemotron_h's chunk_size), "
+    "and any other key the fixture lacks fails as AttributeError in the table (no default is invented)",
 ]
+
+# The stand-in for a checkpoint's own configuration module (`--trust-remote-code`): config.json's keys as attributes.
+REMOTE_CONFIG_SOURCE = """try:
+    from transformers import PreTrainedConfig
+except ImportError:  # transformers 4.x
+    from transformers import PretrainedConfig as PreTrainedConfig
+
+inf = float("inf")  # as repr() writes it in the defaults below
+
+class {name}(PreTrainedConfig):
+    model_type = {model_type!r}
+
+    def __init__(self, **kwargs):
+        for key, value in {defaults!r}.items():
+            setattr(self, key, value)
+        super().__init__(**kwargs)
+"""
+# The defaults of a checkpoint's own configuration class (its __init__ signature) for the keys vLLM's model reads that
+# a config fixture lacks. nemotron_h: configuration_nemotron_h.py of nvidia/Nemotron-H-8B-Base-8K (the attribute names
+# its __init__ stores them under: mamba_conv_bias -> use_conv_bias, mamba_chunk_size -> chunk_size, mamba_dt_* ->
+# time_step_*); transformers 4.x has no NemotronHConfig (vLLM before 0.24 loads it as remote code).
+REMOTE_DEFAULTS = {
+    "nemotron_h": {"mlp_hidden_act": "relu2", "attention_bias": False, "mlp_bias": False, "use_bias": False,
+                   "initializer_range": 0.02, "layer_norm_epsilon": 1e-5, "residual_in_fp32": False,
+                   "use_cache": True, "num_logits_to_keep": 1, "sliding_window": None, "attention_dropout": 0.0,
+                   "hidden_dropout": 0.0, "use_mamba_kernels": True, "mamba_hidden_act": "silu",
+                   "time_step_min": 0.001, "time_step_max": 0.1, "time_step_limit": (0.0, float("inf")),
+                   "time_step_floor": 1e-4, "use_conv_bias": True, "mamba_proj_bias": False, "chunk_size": 128,
+                   "rescale_prenorm_residual": True, "n_routed_experts": 8, "n_shared_experts": 1,
+                   "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
+                   "num_experts_per_tok": 2, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1,
+                   "norm_topk_prob": True},
+}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -325,6 +374,9 @@ def install_mocks():
 
     torch.cuda.Stream = Inert
     torch.cuda.Event = Inert
+    # the GPU worker's current device; 0.10's Qwen3-Next GatedDeltaNet builds its gated norm's weight on
+    # torch.cuda.current_device() (a weight, never a cache): here the meta device the layers are built on
+    torch.cuda.current_device = lambda: torch.device("meta")
 
     import vllm.platforms as platforms
     from vllm.platforms.cuda import CudaPlatform
@@ -435,7 +487,7 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
     from vllm.engine.arg_utils import EngineArgs
 
     kw = dict(model=model_dir, tensor_parallel_size=key["tp"], kv_cache_memory_bytes=memory,
-              skip_tokenizer_init=True, load_format="dummy", distributed_executor_backend="mp",
+              skip_tokenizer_init=True, load_format="dummy", distributed_executor_backend="mp", trust_remote_code=True,
               mamba_ssm_cache_dtype=key["mamba_ssm_cache_dtype"],
               kv_cache_dtype=key["kv_cache_dtype"])
     if max_len is not None:
@@ -444,10 +496,75 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
         kw["enable_prefix_caching"] = key["prefix"]
     if key["mamba_cache_mode"] is not None:
         kw["mamba_cache_mode"] = key["mamba_cache_mode"]
-    if key["num_speculative_tokens"]:
+    if key["num_speculative_tokens"] and has_mtp(cfg := load_config(key["config"])):
+        kw["speculative_config"] = {"method": mtp_method(cfg), "num_speculative_tokens": key["num_speculative_tokens"]}
+    elif key["num_speculative_tokens"]:
         kw["speculative_config"] = {"method": "ngram", "num_speculative_tokens": key["num_speculative_tokens"],
                                     "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     return EngineArgs(**kw)
+
+
+def has_mtp(cfg: dict) -> bool:
+    """Whether the checkpoint carries MTP layers a user drafts with (`--speculative-config '{"method": "mtp"}'`): the
+    config declares them, or it is Qwen3-Next, whose checkpoints ship one and whose config declares none (vLLM's
+    Qwen3-Next MTP model reads num_nextn_predict_layers, default 1)."""
+    for src in (cfg, cfg.get("text_config") or {}):
+        if any(isinstance(src.get(k), int) and src[k] > 0 for k in ("mtp_num_hidden_layers", "num_nextn_predict_layers")):
+            return True
+    return cfg.get("model_type") == "qwen3_next"
+
+
+def mtp_method(cfg: dict) -> str:
+    """The --speculative-config method a user of the release asks for MTP: 'mtp' where SpeculativeMethod has it, else
+    the model's own (0.10: 'qwen3_next_mtp', which SpeculativeConfig also resolves 'mtp'-less checkpoints to)."""
+    import typing
+
+    try:
+        from vllm.config.speculative import SpeculativeMethod
+    except ImportError:  # 0.10
+        from vllm.config import SpeculativeMethod
+
+    def names(tp) -> set:
+        return {a for arg in typing.get_args(tp) for a in (names(arg) if typing.get_args(arg) else {arg})}
+
+    return "mtp" if "mtp" in names(SpeculativeMethod) else f"{cfg.get('model_type')}_mtp"
+
+
+def build_drafter(vc) -> None:
+    """The MTP drafter's layers, as the GPU runner's load_model builds them (v1/spec_decode: EagleProposer /
+    LLMBaseProposer.load_model -> _get_model -> get_model(draft VllmConfig, draft_model_config) -> initialize_model)
+    on the meta device, without weights; the layers it adds to the forward context are marked is_draft_layer as
+    load_model marks them (0.33: their specs then carry is_draft)."""
+    import torch
+    from vllm.model_executor.model_loader.utils import initialize_model
+    try:
+        from vllm.utils.torch_utils import set_default_torch_dtype
+    except ImportError:  # before 0.11.1
+        from vllm.model_executor.model_loader.utils import set_default_torch_dtype
+    try:
+        from vllm.compilation.backends import set_model_tag
+    except ImportError:
+        set_model_tag = None
+    spec = vc.speculative_config
+    draft_vc = vc
+    try:  # 0.2x+: the proposer derives a draft VllmConfig (its own attention backend selection, MoE backend)
+        from vllm.v1.spec_decode.llm_base_proposer import LLMBaseProposer
+
+        shim = type("Proposer", (), {})()
+        shim.vllm_config, shim.speculative_config = vc, spec
+        draft_vc = LLMBaseProposer._create_draft_vllm_config(shim)
+    except (ImportError, AttributeError):
+        pass
+    context = vc.compilation_config.static_forward_context
+    before = set(context)
+    tag = set_model_tag("eagle_head") if set_model_tag else contextlib.nullcontext()
+    with tag, set_default_torch_dtype(spec.draft_model_config.dtype), torch.device("meta"):
+        initialize_model(vllm_config=draft_vc, model_config=spec.draft_model_config)
+    if draft_vc is not vc:  # a replaced VllmConfig shares the compilation config, hence the forward context
+        context.update(draft_vc.compilation_config.static_forward_context)
+    for name in set(context) - before:
+        if hasattr(context[name], "is_draft_layer"):
+            context[name].is_draft_layer = True
 
 
 def flags_of(key: dict, max_len, memory, vc=None) -> dict:
@@ -494,6 +611,30 @@ def fake_runner(vc):
     return runner
 
 
+def remote_config(model_dir: str, cfg: dict) -> None:
+    """Stand in for the checkpoint's own configuration module where loading needs remote code (MOCKS): the module
+    auto_map.AutoConfig names, written into the model folder, or a class registered with AutoConfig for a model_type
+    that neither transformers nor vLLM's config registry has."""
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    model_type = cfg.get("model_type")
+    ref = (cfg.get("auto_map") or {}).get("AutoConfig")
+    if ref:
+        module, name = ref.split("--")[-1].rsplit(".", 1)
+        source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type,
+                                             defaults=REMOTE_DEFAULTS.get(model_type, {}))
+        (Path(model_dir) / f"{module}.py").write_text(source)
+    elif model_type and model_type not in CONFIG_MAPPING and model_type not in _CONFIG_REGISTRY:
+        namespace: dict = {}
+        exec(REMOTE_CONFIG_SOURCE.format(name="RemoteConfig", model_type=model_type,  # noqa: S102
+                                         defaults=REMOTE_DEFAULTS.get(model_type, {})), namespace)
+        cls = namespace["RemoteConfig"]
+        cls.__module__ = "oracle_remote_code"  # not transformers': AutoConfig takes it as the explicit local class
+        AutoConfig.register(model_type, cls, exist_ok=True)
+
+
 def run_build(key: dict, lengths: list[int | None], memories: list[int], capture: Capture) -> list[dict]:
     import shutil
     import tempfile
@@ -518,6 +659,7 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                 shutil.copy(f, tmp)
     else:
         shutil.copy(src, Path(tmp) / "config.json")
+    remote_config(tmp, load_config(key["config"]))
     results = []
     layers = None
     build_error = None
@@ -530,10 +672,12 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                     fn.cache_clear()
             case_memories = memories
             try:
-                if build_error is not None:
-                    raise build_error
+                # the engine config first, as the engine builds it before the model: its checks (max_model_len)
+                # come before a model class that does not build, whichever length ran first
                 vc = engine_args(key, tmp, max_len, memories[0]).create_engine_config(
                     usage_context=UsageContext.OPENAI_API_SERVER)
+                if build_error is not None:
+                    raise build_error
                 set_groups(key["tp"])
                 with set_current_vllm_config(vc):
                     if layers is None:
@@ -543,6 +687,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                             # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
                             with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
                                 initialize_model(vllm_config=vc)
+                            if vc.speculative_config is not None and vc.speculative_config.use_eagle():
+                                build_drafter(vc)
                         except Exception as exc:  # noqa: BLE001
                             build_error = exc
                             raise
@@ -557,6 +703,10 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                 for memory in case_memories:
                     results.append(size_case(key, max_len, memory, vc, specs, base_log, capture))
             except Exception as exc:  # noqa: BLE001
+                if os.environ.get("ORACLE_TRACEBACK"):  # where a refusal came from, for whoever reads the run
+                    import traceback
+
+                    traceback.print_exception(exc)
                 log = capture.take()
                 for memory in case_memories:
                     results.append({"config": key["config"], "flags": flags_of(key, max_len, memory),

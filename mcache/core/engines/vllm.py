@@ -208,8 +208,12 @@ LAYER_ONLY_DRAFT_KINDS = ("short_conv",)
 # FlashKDA prefill backend, which it resolves to on Hopper
 FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
 # model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
-# by the last release that served them; a config of one loads through the Transformers backend, whose first
-# recurrent layer stops start-up (models/transformers/base.py)
+# by the last release that served them; the registry refuses one by name, or (below) hands it to the Transformers
+# backend, whose first recurrent layer stops start-up (models/transformers/base.py)
+# registry.py `_try_resolve_transformers`: from 0.30.0 a removed architecture whose class transformers has goes to the
+# Transformers backend (the 0.30 - 0.33 tables: Bamba, MiniMax); the others' classes are remote code only
+TRANSFORMERS_FALLBACK_SINCE = "0.30.0"
+TRANSFORMERS_CLASS_ARCHS = ("BambaForCausalLM", "MiniMaxForCausalLM")
 REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
                  "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
 # Releases whose model class of an architecture does not build (the error vLLM raises while loading): 0.12.0's
@@ -218,10 +222,26 @@ BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
                 "TypeError: MLAModules.__init__() missing 1 required positional argument: 'indexer_rotary_emb'"}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
-ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Qwen3_5ForConditionalGeneration": "0.17.0",
-               "Qwen3_5MoeForConditionalGeneration": "0.17.0", "Qwen3_5ForCausalLM": "0.17.0",
-               "Qwen3_5MoeForCausalLM": "0.17.0", "KimiK3ForConditionalGeneration": "0.27.0",
-               "BailingMoeV3ForCausalLM": "0.28.0"}
+ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
+               "Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
+               "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
+               "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
+
+# transformers_utils/model_arch_config_convertor.py (v0.15.0 - v0.17.x): ModelArchConfigConvertorBase.
+# get_total_num_kv_heads falls back to `hf_text_config.num_attention_heads`, which an attention-free config whose
+# model_type has no convertor of its own (only "mamba" and "falcon_mamba" have one) lacks: transformers 4.x's
+# Mamba2Config, so every Mamba2ForCausalLM fails before sizing; v0.18.0 falls back to get_total_num_attention_heads
+# (0 when absent). The 0.15.0 / 0.17.0 golden tables have it at every TP.
+NO_HEADS_RELEASES = ("0.15.0", "0.18.0")
+OWN_CONVERTOR_ARCHS = ("MambaForCausalLM", "FalconMambaForCausalLM")
+# Model classes that assert prefix caching off while they are built, by [first, fixed) release: models/lfm2_moe.py
+# Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0; gone in v0.17.0). Before 0.15 MambaModelConfig has already turned
+# prefix caching off for it (not SupportsMambaPrefixCaching), so it fires from 0.15.0 (the 0.11.1 / 0.15.0 tables)
+NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.17.0")}
+# model_executor/models/registry.py (read at v0.10.2, v0.22.0 and v0.33.0): hybrid architectures mcache imports that
+# no modelled release registers; ModelRegistry refuses them ("Model architectures [...] are not supported for now"),
+# with --trust-remote-code too (the Ring-linear checkpoints' auto_map names only their configuration class)
+UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 
 
 class BlockRule(Struct, frozen=True):
@@ -361,10 +381,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         bool(recurrent) and not hybrid and not _since(version, "attention_free_prefix_off")
         and _since(version, "mamba_prefix_caching")))
     mode, refusal = _mode(s, prefix, arch, recurrent, k, version, log)
-    # in vLLM's order: ModelConfig (the length, the registry), CacheConfig's validation, the config hooks, then
-    # loading the model (a removed architecture) and its layers' specs (drafts on Mamba layers)
-    refusal = (_length_error(s, spec) or _unregistered_error(spec, version) or _mamba_dtype_error(s, version)
-               or refusal or _removed_error(spec, version))
+    # in vLLM's order: ModelConfig (config/model.py __post_init__: the architecture config, the registry, then the
+    # length), CacheConfig's validation, the config hooks, then loading the model (a removed architecture through
+    # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
+    refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
+               or refusal or _build_error(spec, version))
+    refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
     uses_mla = spec.mla is not None
@@ -435,7 +457,7 @@ def _max_len(s: Settings, spec, log: list[str]) -> int:
 def architecture_error(spec, version: str) -> str | None:
     """Why vLLM at `version` cannot load the model, in its words (None: it can): not registered yet, removed since,
     or a class that does not build at that release."""
-    return _unregistered_error(spec, version) or _removed_error(spec, version)
+    return _config_error(spec, version) or _build_error(spec, version)
 
 
 def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
@@ -458,23 +480,58 @@ def _since(version: str, rule: str) -> bool:
     return at_least(version, SINCE[rule])
 
 
-def _unregistered_error(spec, version: str) -> str | None:
-    """model_executor/models/registry.py: an architecture registered after `version` (`ADDED_ARCHS`) is not loaded;
-    None for the others."""
-    added = ADDED_ARCHS.get(spec.architecture)
-    if added is None or at_least(version, added):
+def _config_error(spec, version: str) -> str | None:
+    """What ModelConfig refuses before the length check (config/model.py __post_init__, in its order): an
+    attention-free config the release's ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
+    (model_executor/models/registry.py `inspect_model_cls`): an architecture registered after `version`
+    (`ADDED_ARCHS`) or by no modelled release (`UNREGISTERED_ARCHS`), or one removed since (`REMOVED_ARCHS`) that the
+    release does not hand to the Transformers backend (`_removed_by_registry`); None for the others."""
+    arch = spec.architecture
+    if at_least(version, NO_HEADS_RELEASES[0]) and not at_least(version, NO_HEADS_RELEASES[1]) and \
+            arch not in OWN_CONVERTOR_ARCHS and not any(set(kinds) & set(ATTENTION_KINDS) for kinds in layer_kinds(spec)):
+        return f"AttributeError: '{(arch or '').removesuffix('ForCausalLM')}Config' object has no attribute " \
+               "'num_attention_heads'"
+    if arch in UNREGISTERED_ARCHS:
+        return (f"Model architectures ['{arch}'] are not supported for now (vLLM {version}; no release from "
+                f"{VERSIONS[0]} to {VERSIONS[-1]} registers it).")
+    added = ADDED_ARCHS.get(arch)
+    if added is not None and not at_least(version, added):
+        return f"Model architectures ['{arch}'] are not supported for now (vLLM {version}; registered from {added} on)."
+    if _removed(spec, version) and _removed_by_registry(spec, version):
+        return (f"Model architecture {arch} was supported in vLLM until v{REMOVED_ARCHS[arch]}, and is not supported "
+                "anymore. Please use an older version of vLLM if you want to use this model architecture.")
+    return None
+
+
+def _prefix_assert(arch: str, prefix: bool, version: str) -> str | None:
+    """The assertion a model class that refuses prefix caching raises while it is built (`NO_PREFIX_ARCHS`), with
+    prefix caching still on after the config hooks; None otherwise."""
+    since, fixed = NO_PREFIX_ARCHS.get(arch, (None, None))
+    if not prefix or since is None or not at_least(version, since) or at_least(version, fixed):
         return None
-    return (f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {version}; registered "
-            f"from {added} on).")
+    return f"AssertionError: {arch.removesuffix('ForCausalLM')} currently does not support prefix caching"
 
 
-def _removed_error(spec, version: str) -> str | None:
-    """models/transformers/base.py: an architecture vLLM no longer implements (`REMOVED_ARCHS`, after the release
-    named there) falls back to the Transformers backend, which refuses its first layer that is not attention; a
-    model class that does not build at `version` (BROKEN_ARCHS) fails with its error; None for the others."""
+def _removed(spec, version: str) -> bool:
+    """Whether `version` is past the last release that served the architecture natively (`REMOVED_ARCHS`)."""
+    last = REMOVED_ARCHS.get(spec.architecture)
+    return last is not None and at_least(version, _next_minor(last))
+
+
+def _removed_by_registry(spec, version: str) -> bool:
+    """registry.py `_raise_for_unsupported`: a removed architecture is refused by name before 0.30.0 (the 0.24 - 0.29
+    tables: Bamba), and from 0.30.0 whenever transformers has no class of that name for the Transformers backend
+    (`_try_resolve_transformers`: `TRANSFORMERS_CLASS_ARCHS`; the 0.33 table: Plamo2)."""
+    return not at_least(version, TRANSFORMERS_FALLBACK_SINCE) or spec.architecture not in TRANSFORMERS_CLASS_ARCHS
+
+
+def _build_error(spec, version: str) -> str | None:
+    """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
+    (models/transformers/base.py refuses its first layer that is not attention), or a model class that does not
+    build at `version` (BROKEN_ARCHS); None for the others."""
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
-    if spec.architecture not in REMOVED_ARCHS or not at_least(version, _next_minor(REMOVED_ARCHS[spec.architecture])):
+    if not _removed(spec, version) or _removed_by_registry(spec, version):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
     return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "

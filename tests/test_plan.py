@@ -240,11 +240,14 @@ def test_an_engine_that_does_not_load_the_model_says_so_once(capsys):
 def test_the_progress_bar_appears_only_on_a_slow_sweep(monkeypatch):
     from mcache.cli import plan as plan_cli
 
-    quick = plan_cli.Progress()
+    quick = plan_cli.Progress(terminal=True)
     quick.update(1, 10)
     assert quick.bar is None  # within PROGRESS_AFTER_S: no bar
     monkeypatch.setattr(plan_cli, "PROGRESS_AFTER_S", 0.0)
-    slow = plan_cli.Progress()
+    piped = plan_cli.Progress(terminal=False)
+    piped.update(1, 10)
+    assert piped.bar is None  # not a terminal: never a bar (the README's examples run piped, whatever the load)
+    slow = plan_cli.Progress(terminal=True)
     slow.update(1, 10)
     assert slow.bar is not None and slow.bar.tasks[0].completed == 1
     slow.update(10, 10)

@@ -213,14 +213,17 @@ def _names(text: str) -> tuple[str | None, ...]:
 
 
 class Progress:
-    """A progress bar on stderr that appears only once the sweep has taken `PROGRESS_AFTER_S`."""
+    """A progress bar on stderr that appears only once the sweep has taken `PROGRESS_AFTER_S`, and only when stderr is
+    a terminal (`terminal`; a pipe or a log file gets the output alone, whatever the machine's load)."""
 
-    def __init__(self) -> None:
+    def __init__(self, terminal: bool | None = None) -> None:
         self.start, self.bar, self.task = time.perf_counter(), None, None
+        self.terminal = sys.stderr.isatty() if terminal is None else terminal
 
     def update(self, done: int, total: int) -> None:
         """The sweep has sized `done` of `total` candidates."""
-        if self.bar is None and done < total and time.perf_counter() - self.start > PROGRESS_AFTER_S:
+        if (self.bar is None and self.terminal and done < total
+                and time.perf_counter() - self.start > PROGRESS_AFTER_S):
             from rich.console import Console
             from rich.progress import Progress as Bar
 

@@ -100,6 +100,22 @@ def test_best_max_batch_size_runs_the_most_sequences():
         assert running[1] == max(running) == best
 
 
+@pytest.mark.parametrize("manager", ["auto", "v1"])
+def test_best_max_batch_size_counts_each_pp_stage_s_batch(manager):
+    """A stage runs max_batch_size x pp (resource_manager.py, `_share_tokens`): at PP 2 the value that runs the most
+    is about half the sequences, and the values beside it run no more."""
+    def running(b: int | None = None) -> tuple[int, list]:
+        given = {} if b is None else {"max_batch_size": b}
+        r = run("trtllm", "qwen3-next-80b-a3b", "h200", tp=2, pp=2, context=32768, use_kv_cache_manager_v2=manager,
+                **given)
+        return min(st.max_running_requests for st in r.stages), r.stages
+
+    _, stages = running()
+    best = min(st.fields["best_max_batch_size"] for st in stages)
+    most = [running(b)[0] for b in (best - 1, best, best + 1)]
+    assert most[1] == max(most) and most[1] in (2 * best, 2 * best - 1)
+
+
 @pytest.mark.parametrize("version", ["1.2.0", "main"])
 @pytest.mark.parametrize("name", ["jamba-v0.1", "minimax-text-01", "granite-4.0-h-tiny", "falcon-h1-0.5b", "bamba-9b",
                                   "zamba2-2.7b", "mamba2-2.7b", "lfm2-1.2b"])

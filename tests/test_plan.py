@@ -9,6 +9,7 @@ import shlex
 import sys
 
 import pytest
+from cli_util import plan_json, size_json
 from paths import HERE
 from typer.testing import CliRunner
 
@@ -21,18 +22,6 @@ runner = CliRunner()
 
 def gpus(*names: str):
     return tuple(catalogue_gpu(name) for name in names)
-
-
-def plan_json(*args: str) -> dict:
-    result = runner.invoke(app, ["plan", *args, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
-
-
-def size_json(args: list[str]) -> dict:
-    result = runner.invoke(app, ["size", *args, "--format", "json"])
-    assert result.exit_code in (0, 3), result.output
-    return json.loads(result.stdout if result.exit_code == 0 else result.output.split("\nmcache:")[0])
 
 
 def test_neutral_candidates_are_mcache_size_run_on_their_pasted_settings():
@@ -342,19 +331,24 @@ def test_a_trtllm_replica_that_does_not_start_with_its_default_starts_with_the_s
     assert size_json([*v1, "--max-batch", "90"])["engine"]["max_running_requests"] == 89  # the KV tokens bind
 
 
-def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_max_num_seqs_at_its_state_blocks(capsys):
-    """Nemotron-H-8B on an L4: vLLM's default max_num_seqs (256) exceeds its 227 Mamba blocks; 227 starts."""
+def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_the_max_num_seqs_its_blocks_run(capsys):
+    """Nemotron-H-8B on an L4: vLLM's default max_num_seqs (256) exceeds its 227 Mamba blocks. A request of 8,192
+    tokens holds 26 of them (8 attention blocks of 1,040 tokens, 3 state blocks in each of 6 Mamba groups), so 227 //
+    26 = 8 run ("Maximum concurrency ... 8.73x"): max_num_seqs 8 starts and runs them, and more runs no more."""
     common = ["nemotron-h-8b", "--gpu", "l4", "--engine", "vllm"]
     assert main(["size", *common, "--max-seq-len", "8192"]) == 3
     assert "max_num_seqs (256) exceeds available Mamba cache blocks (227)" in capsys.readouterr().out
     (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default")["candidates"]
-    assert (c["fits"], c["solved"]) == (True, "max_num_seqs=227")
+    assert (c["fits"], c["solved"], c["solved_for"], c["sequences"]) == (True, "max_num_seqs=8", "start-up", 8)
     argv = shlex.split(c["settings"])
-    assert argv[argv.index("--max-num-seqs") + 1] == "227"
-    again = size_json([*common, "--max-seq-len", "8192", "--max-num-seqs", "227"])["engine"]
+    assert argv[argv.index("--max-num-seqs") + 1] == "8"
+    again = size_json([*common, "--max-seq-len", "8192", "--max-num-seqs", "8"])["engine"]
     assert again["max_running_requests"] == c["sequences"] and again["stages"][0]["startup_error"] is None
+    stage = again["stages"][0]
+    assert (stage["num_blocks"], stage["blocks_per_request"], 227 // 26) == (227, 26, 8)
+    assert size_json([*common, "--max-seq-len", "8192", "--max-num-seqs", "227"])["engine"]["max_running_requests"] == 8
     table = runner.invoke(app, ["plan", *common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default"])
-    assert "starts with max_num_seqs=227 (not with the engine's default)" in table.output
+    assert "starts with max_num_seqs=8 (not with the engine's defaults)" in table.output
 
 
 def test_won_t_start_only_when_no_value_does_and_says_why():

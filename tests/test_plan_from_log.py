@@ -10,7 +10,7 @@ from math import ceil
 from pathlib import Path
 
 import pytest
-from cli_util import one_line
+from cli_util import one_line, plan_json
 from paths import HERE, HF_CONFIGS
 from typer.testing import CliRunner
 
@@ -31,12 +31,6 @@ RUN2 = str(LOGS / "vllm" / "qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log")  # 6.
 KTRANSFORMERS = str(LOGS / "sglang" / "qwen35-moe-ktransformers-tp2-4090.log")  # avail mem=19.08 GB, mem usage=3.76 GB
 RTX5090 = find_gpu("rtx-5090").memory
 RTX4090 = find_gpu("rtx-4090").memory
-
-
-def plan_json(*args: str) -> dict:
-    result = runner.invoke(app, ["plan", *args, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 def vllm_plan(log: str, *extra: str) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import ceil
 from pathlib import Path
 
 import msgspec
@@ -11,7 +12,7 @@ from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
 from mcache.core.spec.model import ModelSpec
 
-SCHEMA_VERSION = 2  # 2: replicas, solved settings and the decode roofline
+SCHEMA_VERSION = 3  # 2: replicas, solved settings and the decode roofline; 3: why a setting was solved for
 HEAD = ("#", "gpu", "replicas", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs",
         "seqs/replica", "seqs/GPU", "tok/s/GPU<=", "TPOT ms>=", "state bytes", "binds", "start-up", "solved")
 NUMERIC = ("#", "replicas", "tp", "pp", "gpus", "context", "seqs", "seqs/replica", "seqs/GPU", "tok/s/GPU<=",
@@ -83,7 +84,7 @@ def best(result: Plan) -> list[tuple[str, str | None]]:
         if result.target and result.nearest is not None:
             n = result.nearest
             return [(f"no candidate can {goal}{within} on at most {result.max_gpus} GPUs; the fewest that can: "
-                     f"{_describe(n)} (--max-gpus {n.gpus})", n.settings)]
+                     f"{_describe(n, result.target)} (--max-gpus {n.gpus})", n.settings)]
         reasons = {c.startup for c in result.candidates}
         if result.engine and len(reasons) == 1 and reasons != {"starts"}:  # e.g. an architecture it does not load
             return [(f"no candidate starts: {TITLES.get(result.engine)} stops every one with \"{reasons.pop()}\"", None)]
@@ -93,8 +94,8 @@ def best(result: Plan) -> list[tuple[str, str | None]]:
             return [(f"no candidate can {goal}{within}: no layout of up to --max-gpus GPUs runs a sequence of the "
                      "context" + (" within it" if within else "") + why, None)]
         return [(f"no candidate fits: no layout of up to --max-gpus GPUs holds the model and one sequence{why}", None)]
-    found = [(f"best for {goal}{within}: {_describe(result.best)}", result.best.settings)]
-    found += [(f"best on {gpu}: {_describe(c)}", c.settings) for gpu, c in result.best_by_gpu.items()
+    found = [(f"best for {goal}{within}: {_describe(result.best, result.target)}", result.best.settings)]
+    found += [(f"best on {gpu}: {_describe(c, result.target)}", c.settings) for gpu, c in result.best_by_gpu.items()
               if gpu != result.best.gpu]
     return found
 
@@ -108,13 +109,16 @@ GOALS = {"gpus": "the fewest GPUs", "seqs-per-gpu": "the most sequences per GPU"
          "tokens-per-gpu": "the most tokens/s per GPU (roofline)"}
 
 
-def _describe(c: Candidate) -> str:
+def _describe(c: Candidate, target: int | None = None) -> str:
     fleet = f"{c.replicas} replicas x " if c.replicas > 1 else ""
     text = (f"{c.gpus} x {c.gpu} ({fleet}tp {c.tp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} "
             f"tokens: {c.sequences} sequences ({c.sequences_per_replica} per replica, {c.sequences_per_gpu:g} per GPU, "
             f"bound by {c.binding})")
-    if c.solved:
-        text += f"; starts with {c.solved} (not with the engine's default)"
+    if c.solved_for == "start-up":
+        text += f"; starts with {c.solved} (not with the engine's defaults)"
+    elif c.solved_for == "target":
+        fleet = f": {ceil(target / c.default_sequences) * c.tp * c.pp} GPUs" if target and c.default_sequences else ""
+        text += f"; runs with {c.solved} for the target (the engine's defaults run {c.default_sequences} per replica{fleet})"
     if c.roofline:
         r = c.roofline
         text += (f"; roofline at {r.sequences} per replica: <= {r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "

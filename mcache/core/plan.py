@@ -6,7 +6,9 @@ A candidate is `replicas` x (TP x PP) GPUs of one kind. Sizing is done once per 
 replica` is what one replica runs at once (the neutral model's memory-sized pool at the tightest stage, or the
 engine's running requests), at most what keeps the roofline's time per output token within `--max-tpot`; with a
 target, `replicas` is how many of them run it, else 1. A candidate `fits` when its replica starts (engines: with
-its defaults, or with the value `solved` names for the engine's batch setting) and runs a sequence of the context.
+its defaults, or with the settings `solved` names) and runs a sequence of the context. An engine's settings are
+solved for (`_solve`) when its defaults do not start a replica, and, with a target more than a replica runs, when
+other values run more (fewer replicas); what each engine solves for is its module's (`engines.plan_hooks`).
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from mcache.core.deployment import Deployment, EngineSettingError, Sized, size_deployment
-from mcache.core.engines import serve_command
+from mcache.core.engines import PlanHooks, plan_hooks, serve_command
 from mcache.core.engines.common import ServeArgs
 from mcache.core.engines.options import setting_of
 from mcache.core.errors import LayoutError
 from mcache.core.explain import Carried
 from mcache.core.files import json_text
+from mcache.core.numbers import last_true
 from mcache.core.options import SizeOptions
 from mcache.core.roofline import Roofline, roofline
 from mcache.core.sizing.gpus import GIB, find_gpu, parse_size
@@ -49,19 +52,7 @@ MAX_GPUS = 64  # the default bound on a candidate's GPUs (replicas x TP x PP)
 MAX_REPLICA_GPUS = 64  # the largest TP x PP of one replica (eight 8-GPU nodes)
 RANK_BY = ("gpus", "seqs-per-gpu", "tokens-per-gpu")
 UNQUANTIZED_FORMATS = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
-# The option that runs R replicas of a layout from one command: vllm/engine/arg_utils.py EngineArgs.
-# data_parallel_size (vLLM 0.8+; across nodes with --data-parallel-size-local and --data-parallel-address), and
-# sglang/srt/server_args.py ServerArgs.dp_size (a data-parallel controller starting dp x tp x pp GPUs). TensorRT-
-# LLM's LLM API has none (enable_attention_dp splits attention, not replicas): one start per replica.
-REPLICA_FLAGS = {"vllm": "--data-parallel-size", "sglang": "--dp-size"}
-# The engine's batch setting, by `SizeOptions` field, solved for when a replica does not start with its default:
-# vLLM max_num_seqs (CUDA-graph capture needs a state block per decode sequence), SGLang max_running_requests (the
-# state pool's slots per request), TensorRT-LLM max_batch_size (its state slots are a fixed cost before the KV).
-SOLVED = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "trtllm": "max_batch"}
-SOLVE_MAX = 1 << 16  # the largest value searched (log2: 16 sizings at most, on a replica that failed only)
-# What an engine's failed run says would start, by the engine's figure of each stage (the fewest over stages):
-# vLLM's agreed state blocks (max_num_seqs at most that), TensorRT-LLM's max_batch_size that runs the most.
-SOLVE_HINTS = {"vllm": "num_blocks", "trtllm": "best_max_batch_size"}
+SOLVE_MAX = 1 << 16  # the largest value of an engine's batch setting searched (`_solve`: about 35 sizings at most)
 
 
 @dataclass(frozen=True)
@@ -154,10 +145,11 @@ class Goal(Struct, frozen=True):
 
 class Candidate(Struct, frozen=True):
     """One fleet and what it runs; `settings` reproduces one replica, or every replica where the engine has a
-    replica option (a command line, or TensorRT-LLM's LLM-API options as JSON); `solved` names the engine setting
-    (and value) it starts with when it does not with the default; `roofline` bounds its decode at
-    `roofline.sequences` per replica; `measured`: sized with the memory `--from-log` measured (its GPU kind), not
-    mcache's assumption."""
+    replica option (a command line, or TensorRT-LLM's LLM-API options as JSON); `solved` names the engine settings
+    (and values) it runs with in place of the defaults, and `solved_for` why (`start-up`: the defaults do not start
+    it; `target`: they run fewer than the target, `default_sequences` per replica within `--max-tpot`); `roofline`
+    bounds its decode at `roofline.sequences` per replica; `measured`: sized with the memory `--from-log` measured
+    (its GPU kind), not mcache's assumption."""
 
     gpu: str
     tp: int
@@ -180,6 +172,8 @@ class Candidate(Struct, frozen=True):
     settings: str
     roofline: Roofline | None
     measured: bool = False
+    solved_for: str = ""
+    default_sequences: int = 0
 
     @property
     def config(self) -> tuple:
@@ -322,7 +316,8 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
 
 
 class Replica(Struct, frozen=True):
-    """One replica as sized: its deployment's figures, and the engine setting it starts with (empty: defaults)."""
+    """One replica as sized: its deployment's figures, the engine settings it starts with (empty: the defaults) and
+    why they were solved for (`start-up`: the defaults do not start it; `target`: they run fewer than the target)."""
 
     sized: Sized
     fits: bool
@@ -330,16 +325,22 @@ class Replica(Struct, frozen=True):
     binding: str
     startup: str
     solved: dict[str, int]
+    solved_for: str = ""
 
 
-def _replica(spec: ModelSpec, engine: str | None, deployment: Deployment) -> Replica:
-    """Size one replica; with an engine whose defaults do not start it, the value of its batch setting (`SOLVED`)
-    that starts it and runs the most, when one does."""
+def _replica(spec: ModelSpec, engine: str | None, deployment: Deployment, target: int | None) -> tuple[Replica, Replica]:
+    """(the replica at the engine's defaults, the one planned): with an engine, the one of the settings `_solve`
+    finds when the defaults do not start it, or, with a `target` more than it runs, when those settings run more."""
     first = _sized_replica(spec, engine, deployment, {})
-    if first.fits or engine is None or getattr(deployment.options, SOLVED[engine]) is not None:
-        return first
-    solved = _solve(spec, engine, deployment, first)
-    return solved or first
+    if engine is None or (first.fits and not (target and first.sequences < target)):
+        return first, first
+    hooks = plan_hooks(engine)
+    if getattr(deployment.options, hooks.solved) is not None:
+        return first, first
+    solved = _solve(spec, engine, hooks, deployment, first)
+    if solved is None or (first.fits and solved.sequences <= first.sequences):
+        return first, first
+    return first, replace(solved, solved_for="target" if first.fits else "start-up")
 
 
 def _sized_replica(spec: ModelSpec, engine: str | None, d: Deployment, solved: dict[str, int]) -> Replica:
@@ -359,36 +360,56 @@ def _sized_replica(spec: ModelSpec, engine: str | None, d: Deployment, solved: d
     return Replica(sized, bool(sized.fits), sequences, binding, startup, solved)
 
 
-def _solve(spec: ModelSpec, engine: str, d: Deployment, failed: Replica) -> Replica | None:
-    """The value of `engine`'s batch setting at which the replica starts and runs the most: the engine's own figure
-    where its failed run has one (`SOLVE_HINTS`), else the largest value at which the setting still binds (found by
-    bisection up to `SOLVE_MAX`; the value above it is taken when it runs more). None when no value starts it."""
-    field = SOLVED[engine]
-    hints = [st.fields.get(SOLVE_HINTS.get(engine, ""), None) for st in failed.sized.engine.stages]
-    if hints and all(isinstance(h, int) and h > 0 for h in hints):
-        hinted = _sized_replica(spec, engine, d, {field: min(hints)})
-        if hinted.fits and hinted.sequences:
-            return hinted
-    setting = setting_of(engine, field)
+def _solve(spec: ModelSpec, engine: str, hooks: PlanHooks, d: Deployment, first: Replica) -> Replica | None:
+    """The engine's settings at which the replica runs the most sequences of the context, the smallest such (None:
+    none starts it).
 
-    def binds(r: Replica) -> bool:
-        return r.fits and r.sequences > 0 and r.binding == setting
+    `hooks.solve_settings(n)` lets a replica run up to n (vLLM max_num_seqs, TensorRT-LLM max_batch_size per stage,
+    SGLang max_running_requests with the state slots of n requests). "It runs n, bound by that setting" holds up to
+    some n* and not above: a larger n leaves the memory as it is (vLLM) or gives some of the KV's to state slots
+    (TensorRT-LLM, SGLang), so once the setting stops binding what runs never grows again. n* is found from the
+    engine's own figure (`solve_hint`). Where that figure is the engine's answer (vLLM's concurrency, TensorRT-LLM's
+    best_max_batch_size), it is taken when it starts the replica (one sizing), and without one there is none (no
+    value starts it, or the defaults already run the most: no sizing). Else the figure is a first guess
+    (SGLang's: where the setting does not bind there, n* is below it and, on one PP stage, at least what runs
+    there; without one, what the defaults run, or 1): steps double away from it, then bisection, 2 sizings when the
+    guess is right, 2 log2 of its miss more otherwise, about 35 at most (`SOLVE_MAX`). n* + 1 is sized too and kept
+    when it runs more (TensorRT-LLM runs max_batch_size on each PP stage: a value that no longer binds can still run
+    more). Nothing larger runs more, and nothing larger is wanted: every engine's batch setting costs memory (state
+    slots; vLLM warms its sampler up over max_num_seqs requests)."""
+    run, label, tried = first.sized.engine, setting_of(engine, hooks.solved), {}
 
-    low = _sized_replica(spec, engine, d, {field: 1})
-    if not (low.fits and low.sequences):
-        return None
-    lo, hi = 1, SOLVE_MAX
-    if not binds(low):
-        return low
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        r = _sized_replica(spec, engine, d, {field: mid})
-        if binds(r):
-            lo, low = mid, r
-        else:
-            hi = mid - 1
-    above = _sized_replica(spec, engine, d, {field: lo + 1}) if lo < SOLVE_MAX else low
-    return above if above.fits and above.sequences > low.sequences else low
+    def at(n: int) -> Replica:
+        if n not in tried:
+            tried[n] = _sized_replica(spec, engine, d, hooks.solve_settings(n, run))
+        return tried[n]
+
+    def binds(n: int) -> bool:
+        r = at(n)
+        return r.fits and r.binding == label and r.sequences >= n
+
+    hint = hooks.solve_hint(run)
+    if hooks.hint_exact:
+        return at(hint) if hint and at(hint).fits and at(hint).sequences else None
+    guess = hint if hint and binds(hint) else (hint and min(hint - 1, at(hint).sequences)) or (
+        first.sequences if first.fits else 1)
+    n = _gallop(binds, guess, SOLVE_MAX)
+    found = [at(m) for m in (n, n + 1) if 1 <= m <= SOLVE_MAX]
+    best = max(found, key=lambda r: r.sequences if r.fits else -1)  # of equals the first: the smaller value
+    return best if best.fits and best.sequences else None
+
+
+def _gallop(holds: Callable[[int], bool], guess: int, most: int) -> int:
+    """The largest n in [1, most] at which `holds` (0: none), `holds` being true up to some n and false above: probed
+    at `guess`, then in steps that double away from it until the answer is bracketed, then bisected."""
+    n, step = min(max(guess, 1), most), 1
+    if holds(n):
+        while n + step <= most and holds(n + step):
+            n, step = n + step, step * 2
+        return last_true(holds, n, min(n + step, most + 1))
+    while n - step >= 1 and not holds(n - step):
+        n, step = n - step, step * 2
+    return last_true(holds, max(n - step, 0), n)
 
 
 def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: Goal, gpu: GpuChoice,
@@ -405,11 +426,10 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
         options = replace(options, **{axes.from_log.carried.field: axes.from_log.carried.value})
     deployment = Deployment(ParallelLayout(tp=tp, pp=pp), (gpu.name, gpu.memory), engine, options, context,
                             engine_version=axes.engine_version)
-    rep = _replica(spec, engine, deployment)
+    default, rep = _replica(spec, engine, deployment, goal.target)
     dtypes = rep.sized.engine.dtypes if rep.sized.engine else rep.sized.neutral.estimate.dtypes
     scheme_used = rep.sized.neutral.estimate.runtime.spec_scheme if not engine else ("engine" if draft else "none")
     per_gpu = tp * pp
-    capacity = rep.sequences if rep.fits else 0
     ranks = rep.sized.neutral.estimate.ranks
 
     def bound(sequences: int) -> Roofline | None:
@@ -417,10 +437,16 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
             return None
         return roofline(ranks, axes.base.weights, sequences, context, draft, gpu.bandwidth)
 
-    per, binding = capacity, rep.binding
-    if goal.max_tpot is not None and capacity:
-        per = _most_within(bound, capacity, goal.max_tpot)
-        binding = binding if per == capacity else "--max-tpot"
+    def runs(r: Replica) -> int:
+        """What a replica runs: its capacity, at most what keeps the roofline within --max-tpot."""
+        capacity = r.sequences if r.fits else 0
+        return _most_within(bound, capacity, goal.max_tpot) if goal.max_tpot is not None and capacity else capacity
+
+    at_defaults = runs(default)
+    per = at_defaults if rep is default else runs(rep)
+    if rep.solved_for == "target" and per <= at_defaults:  # --max-tpot keeps it to what the defaults run
+        rep, per = default, at_defaults
+    binding = rep.binding if per == (rep.sequences if rep.fits else 0) else "--max-tpot"
     replicas = max(1, ceil(goal.target / per)) if goal.target and per else 1
     running = min(per, ceil(goal.target / replicas)) if goal.target else per
     solved = {setting_of(engine, f): v for f, v in rep.solved.items()} if engine else {}
@@ -429,7 +455,7 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
     return Candidate(gpu.label, tp, pp, replicas, replicas * per_gpu, context, dtypes.kv, dtypes.ssm, draft,
                      scheme_used, prefix, rep.fits, replicas * per, per, round(per / per_gpu, 2), binding, rep.startup,
                      ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None,
-                     measured)
+                     measured, rep.solved_for, at_defaults)
 
 
 def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpot: float) -> int:
@@ -470,7 +496,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
                 options["kv_cache_config"] = options.get("kv_cache_config", {}) | cache
             return json_text(options, indent=None)
         args = [x for k, v in extra.items() for x in (f"--{k.replace('_', '-')}", str(v))]
-        args += [REPLICA_FLAGS[engine], str(replicas)] if replicas > 1 else []
+        args += [plan_hooks(engine).replica_flag, str(replicas)] if replicas > 1 else []
         return " ".join([line, *(shlex.quote(a) for a in args)])
     args = ["mcache", "size", spec_arg, *gpu.given, "--tp", tp, "--pp", pp, "--max-seq-len", context]
     args += ["--kv-dtype", kv] if kv else []

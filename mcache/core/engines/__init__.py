@@ -2,14 +2,16 @@
 TensorRT-LLM do it, so `mcache size --engine` gives the figures (and the log lines) that engine will.
 
 One module per engine (`vllm`, `sglang`, `trtllm`), each with `VERSIONS` (the releases it models, oldest first),
-`run(inputs) -> EngineRun` and `serve_command(args) -> str` (what starts that engine on a deployment); `common` holds
-what they share, `versions` which modelled release answers for a version. Pure arithmetic on the declarations: no
-engine package is imported.
+`run(inputs) -> EngineRun`, `serve_command(args) -> str` (what starts that engine on a deployment) and what `mcache
+plan` reads of it (`plan_hooks`); `common` holds what they share, `versions` which modelled release answers for a
+version. Pure arithmetic on the declarations: no engine package is imported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
+from typing import Any, NamedTuple
 
 NAMES = ("vllm", "sglang", "trtllm")
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -37,6 +39,28 @@ def newest_version(name: str) -> str:
 def serve_command(name: str, args):
     """What starts the engine `name` on the deployment `args` (a `ServeArgs`): its command line, or its options."""
     return import_module(f"{__name__}.{name}").serve_command(args)
+
+
+class PlanHooks(NamedTuple):
+    """What `mcache plan` reads of an engine's module: the flag that runs R replicas of a layout from one command
+    (`REPLICA_FLAG`; None: one start per replica), the `SizeOptions` field of the batch setting it solves for
+    (`SOLVED`), the engine's own figure of the smallest value of it that runs the most sequences of a run's context
+    (`solve_hint(run) -> int | None`) and whether that figure is the answer (None: there is none) or a first guess
+    (`SOLVE_HINT_EXACT`), and the settings at which a replica runs up to n sequences (`solve_settings(n, run) ->
+    dict`: that field at n, and what else n needs)."""
+
+    replica_flag: str | None
+    solved: str
+    solve_hint: Callable[[Any], int | None]
+    hint_exact: bool
+    solve_settings: Callable[[int, Any], dict[str, int]]
+
+
+def plan_hooks(name: str) -> PlanHooks:
+    """The hooks `mcache plan` reads of the engine `name` (its module, loaded on first use)."""
+    module = import_module(f"{__name__}.{name}")
+    return PlanHooks(module.REPLICA_FLAG, module.SOLVED, module.solve_hint, module.SOLVE_HINT_EXACT,
+                     module.solve_settings)
 
 
 def architecture_error(name: str, spec, version: str) -> str | None:

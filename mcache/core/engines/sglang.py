@@ -607,3 +607,48 @@ def _prefill_graph_sizes(max_bs: int) -> list[int]:
     sizes = ([*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
               *range(4608, max_bs + 1, 512)])
     return [n for n in sizes if n <= max_bs]
+
+
+# ------------------------------------------------------------------------------------------ mcache plan's hooks -----
+# What `mcache plan` reads of SGLang (`engines.plan_hooks`). Replicas: python/sglang/srt/server_args.py (v0.5.23)
+# ServerArgs.dp_size, a data-parallel controller starting dp x tp x pp GPUs. The settings solved for:
+# --max-running-requests and --max-mamba-cache-size (kv_cache_configurator.py _handle_max_mamba_cache takes a given
+# size as the state pool, in place of the --mamba-full-memory-ratio share, and gives the rest to the token pool).
+REPLICA_FLAG = "--dp-size"
+SOLVED = "max_running_requests"
+SOLVE_HINT_EXACT = False  # the pools of another split of the memory: a first guess (`solve_hint`)
+
+
+def solve_settings(n: int, run: EngineRun) -> dict[str, int]:
+    """The settings at which a replica runs up to n requests and no state slot more than they need: max_running_requests
+    n and, where the model has a state pool, max_mamba_cache_size n x the slots a request holds (the radix-cache
+    strategy's ratio). resolve_max_num_reqs then runs min(n, tokens // context), and the tokens only fall as n grows
+    (each slot is memory the token pool loses; the decode graphs cut to n from 0.5.22 leave more at a smaller n). So
+    "runs n" holds up to some n* and no further, and no other value of the three settings runs more than n*: m
+    requests need m x ratio slots and max_running_requests m at least, and more of either leaves fewer tokens."""
+    ratio = max(st.fields["state_slots_per_request"] for st in run.stages)
+    state = any(st.fields.get("mamba_cache_per_req_bytes") for st in run.stages)
+    return {SOLVED: n, **({"max_mamba_cache_size": n * ratio} if state else {})}
+
+
+def solve_hint(run: EngineRun) -> int | None:
+    """The n at which n requests fill the static memory the run's pools took on its tightest stage: (max_mamba_cache_size
+    + 1) x mamba_cache_per_req_bytes + max_total_num_tokens x cell_size_bytes (the logged pools), with the draft states
+    `_state_pool` kept beside them per running request, over what a request takes (its state slots, its draft states,
+    the context's tokens). None when the run did not size the pools (it did not start). A guess: a given
+    max_running_requests also changes the CUDA-graph reserve."""
+    steps = run.settings.get("speculative_num_steps") or 0
+    drafts = steps + 1 if steps else 0  # num_draft_tokens, as `_setup` counts them
+    guesses = []
+    for st in run.stages:
+        f = st.fields
+        per, cell, tokens, slots = (f["mamba_cache_per_req_bytes"], f["cell_size_bytes"], f["max_total_num_tokens"],
+                                    f["max_mamba_cache_size"] or 0)
+        if tokens is None:
+            return None
+        ratio = f["state_slots_per_request"]
+        running = min(run.settings.get("max_running_requests") or slots // ratio, slots // ratio)
+        static = (slots + 1) * per + tokens * cell + per * drafts * (running + 1)
+        need = (ratio + drafts) * per + run.context * cell
+        guesses.append((static - per * (1 + drafts)) // need if need else 0)
+    return min(guesses, default=0) or None

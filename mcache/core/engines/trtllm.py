@@ -400,7 +400,7 @@ def _stage(ctx: RankContext, size: StageSizes, weight: int, inputs: EngineInputs
     seq_tokens = cdiv(setup.context, block) * block
     if setup.manager != PLAIN:  # without state the KV tokens do not depend on max_batch_size: no advice to give
         fields.update(_batch_advice(lambda b: _v1_tokens(free, size, _with_batch(setup, b), pp), seq_tokens, slope,
-                                    _batch_cap(free, size.slot, pp)))
+                                    _batch_cap(free, size.slot, pp), pp))
     log = _selected(setup)
     error = _no_room(weight, setup, inputs.gpu_bytes)
     if error is None:
@@ -646,7 +646,7 @@ def _v2_quota(ctx, size: StageSizes, weight: int, inputs: EngineInputs, setup: S
     part.quota = quota
     seq_tokens = cdiv(setup.context, setup.block) * setup.block
     fields.update(_batch_advice(lambda b: _v2_alone(size, _with_batch(setup, b), pp, free), seq_tokens, size.slope,
-                                _batch_cap(free, size.slot, pp)))
+                                _batch_cap(free, size.slot, pp), pp))
     return part
 
 
@@ -818,21 +818,21 @@ def _batch_cap(free: int, slot: int, pp: int) -> int:
     return max(1, free // (slot * pp)) + 1 if slot else 1 << 40
 
 
-def _batch_advice(tokens_at: Callable[[int], int | None], seq_tokens: int, slope: int, cap: int) -> dict:
+def _batch_advice(tokens_at: Callable[[int], int | None], seq_tokens: int, slope: int, cap: int, pp: int) -> dict:
     """The largest max_batch_size that starts and holds one sequence of the context, and the one that runs the most
-    sequences of it (what runs is min(max_batch_size, tokens // the context), the tokens falling as the batch grows);
-    `tokens_at(b)` is the stage's KV tokens at max_batch_size b (None: it does not start)."""
+    sequences of it (what runs is min(max_batch_size x pp, tokens // the context), `_share_tokens`, the tokens falling
+    as the batch grows); `tokens_at(b)` is the stage's KV tokens at max_batch_size b (None: it does not start)."""
 
     def running(b: int) -> int:
         tokens = tokens_at(b)
         if tokens is None:
             return 0
-        return min(b, tokens // seq_tokens) if slope else b
+        return min(b * pp, tokens // seq_tokens) if slope else b * pp
 
     if running(1) == 0:
         return {"largest_max_batch_size": 0, "best_max_batch_size": 0}
     largest = _last_true(lambda b: running(b) >= 1, 1, cap)
-    best = _last_true(lambda b: running(b) >= b, 1, largest)
+    best = _last_true(lambda b: running(b) >= b * pp, 1, largest)
     best = max((b for b in (best, best + 1) if b <= largest), key=running)
     return {"largest_max_batch_size": largest, "best_max_batch_size": best}
 
@@ -847,3 +847,28 @@ def _last_true(pred: Callable[[int], bool], lo: int, cap: int = 1 << 40) -> int:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if pred(mid) else (lo, mid)
     return lo
+
+
+# ------------------------------------------------------------------------------------------ mcache plan's hooks -----
+# What `mcache plan` reads of TensorRT-LLM (`engines.plan_hooks`). Replicas: the LLM API (llmapi/llm_args.py at main
+# 151c21c and on the 1.2 line) has no option that starts R copies of a layout (enable_attention_dp splits attention
+# across the ranks of one), so a fleet is one start per replica. The batch setting solved for: llm_args.py
+# BaseLlmArgs.max_batch_size, whose state slots are a fixed cost before the KV (`_state_slots`).
+REPLICA_FLAG = None
+SOLVED = "max_batch"
+SOLVE_HINT_EXACT = True  # `_batch_advice` searched it, the value above it included
+
+
+def solve_hint(run: EngineRun) -> int | None:
+    """The max_batch_size that runs the most sequences of the context: the tightest stage's `best_max_batch_size`
+    (`_batch_advice`, searched on the stage's own cost of a slot against its KV tokens). None when a stage has none
+    (no value starts it), or when the run started with it."""
+    best = [st.fields.get("best_max_batch_size") for st in run.stages]
+    if not best or not all(isinstance(b, int) and b > 0 for b in best):
+        return None
+    return None if run.starts and run.settings["max_batch_size"] == min(best) else min(best)
+
+
+def solve_settings(n: int, run: EngineRun) -> dict[str, int]:
+    """max_batch_size n (each PP stage runs n; its state slots are what the KV budget loses)."""
+    return {SOLVED: n}

@@ -931,3 +931,34 @@ def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, null_block: bo
             f"({round(usable / GIB, 2)} GiB). {estimate}Try increasing `gpu_memory_utilization` (which also controls CPU "
             "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+
+
+# ------------------------------------------------------------------------------------------ mcache plan's hooks -----
+# What `mcache plan` reads of vLLM (`engines.plan_hooks`). Replicas: vllm/engine/arg_utils.py (v0.33.0)
+# EngineArgs.data_parallel_size runs R copies of the layout from one command (since 0.8; across nodes with
+# --data-parallel-size-local and --data-parallel-address). The batch setting solved for: vllm/config/scheduler.py
+# SchedulerConfig.max_num_seqs, which config/compilation.py refuses above the Mamba blocks (one per decode sequence).
+REPLICA_FLAG = "--data-parallel-size"
+SOLVED = "max_num_seqs"
+SOLVE_HINT_EXACT = True  # the concurrency of the blocks the workers agreed on: one more is KV-bound
+
+
+def solve_hint(run: EngineRun) -> int | None:
+    """The smallest max_num_seqs at which a run's replica runs the most sequences of its max model length: the whole
+    part of vLLM's "Maximum concurrency" (num_blocks // blocks_per_request, v1/core/kv_cache_utils.py) on the tightest
+    stage. The blocks do not depend on max_num_seqs, so a larger value runs no more sequences of that length, and it
+    costs memory mcache's reserve does not follow (v1/worker/gpu_model_runner.py _dummy_sampler_run warms the sampler
+    up over max_num_seqs requests); it is within the blocks the CUDA-graph check allows, and at most
+    max_num_batched_tokens (config/scheduler.py SchedulerConfig._verify_args refuses a max_num_seqs above it). None
+    when no value starts the replica (no blocks), or when the run started with a max_num_seqs that runs as many."""
+    if any(not st.fields.get("num_blocks") for st in run.stages):
+        return None
+    held = [st.fields["num_blocks"] // st.fields["blocks_per_request"] for st in run.stages
+            if st.fields.get("blocks_per_request")]  # a stage without cache layers holds no request's blocks
+    most = min(min(held, default=0), run.settings["max_num_batched_tokens"])
+    return None if most < 1 or (run.starts and run.settings["max_num_seqs"] >= most) else most
+
+
+def solve_settings(n: int, run: EngineRun) -> dict[str, int]:
+    """max_num_seqs n: vLLM's batch, its only setting a replica's sequences hinge on."""
+    return {SOLVED: n}

@@ -105,6 +105,10 @@ def _with_vision(draft: Draft, cfg: Cfg) -> Draft:
     draft.notes.append(f"Vision tower: {layers} layers of width {hidden} ({vision.prefix}{layers_key}, "
                        f"{vision.prefix}{hidden_key}), weighed with the weights (on the first PP stage, in the model "
                        "dtype).")
+    if block["out_hidden_size"] != draft.hidden_size:  # the projector feeds the text model: a real checkpoint agrees
+        key = "text_hidden_size" if cfg.model_type == "kimi_k3" else "out_hidden_size"
+        draft.notes.append(f"The tower projects to {block['out_hidden_size']} ({vision.prefix}{key}), not the text "
+                           f"model's width {draft.hidden_size}: weighed as the config says.")
     return draft
 
 

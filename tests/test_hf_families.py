@@ -193,7 +193,7 @@ def test_family_vision_tower_from_its_vision_config(stem):
     spec = import_hf(config(stem))
     assert spec.vision == VISION.get(stem)  # None for the text-only families
     if stem in VISION:
-        assert "weighed with the weights (on the first PP stage, in the model dtype)" in spec.notes
+        assert "counted in the weights (on the first PP stage, in the model dtype)" in spec.notes
         assert "not the text model's width" not in spec.notes  # each real config projects to its text model
 
 

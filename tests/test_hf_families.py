@@ -216,7 +216,8 @@ def test_kimi_tower_parameters_by_hand():
     """Kimi-K3's MoonViT3d (SGLang v0.5.23 kimi_k3_vl.py), h 1024, i 4096, q/k/v width 1536, 27 blocks, no biases: a
     Conv2d of 3 x 14 x 14 -> h; 64 x 64 x h position embeddings; per block two RMSNorms (h each), wqkv 3 x 1536 x h,
     wo h x 1536, fc0/fc1 i x h each; a final RMSNorm(h); the projector 4096 x 4096, 7168 x 4096 and RMSNorm(7168).
-    Every TP rank holds it whole (SGLang replicates it)."""
+    Every TP rank holds it whole (SGLang replicates it). SGLang's own classes count the same
+    (scripts/oracles/kimi_k3_vision.py)."""
     spec = import_hf(config("kimi-k3"))
     block = 2 * 1024 + 3 * 1536 * 1024 + 1536 * 1024 + 2 * 4096 * 1024
     total = 3 * 14 * 14 * 1024 + 64 * 64 * 1024 + 27 * block + 1024 + 4096 * 4096 + 4096 * 7168 + 7168

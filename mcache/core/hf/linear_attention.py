@@ -103,7 +103,7 @@ def _with_vision(draft: Draft, cfg: Cfg) -> Draft:
     block |= _kimi_tower(vision, hidden) if cfg.model_type == "kimi_k3" else _qwen_tower(vision)
     draft.blocks["vision"] = block
     draft.notes.append(f"Vision tower: {layers} layers of width {hidden} ({vision.prefix}{layers_key}, "
-                       f"{vision.prefix}{hidden_key}), counted in the weights (on the first PP stage, in the model "
+                       f"{vision.prefix}{hidden_key}), counted in the weights (on every PP stage, in the model "
                        "dtype).")
     if block["out_hidden_size"] != draft.hidden_size:  # the projector feeds the text model: a real checkpoint agrees
         key = "text_hidden_size" if cfg.model_type == "kimi_k3" else "out_hidden_size"

@@ -1,6 +1,11 @@
-"""Parameters of a multimodal checkpoint's vision tower (the spec's `vision` block with a `tower`), which every
-engine loads beside the text model (vLLM, SGLang and TensorRT-LLM build the tower of these models whether or not
-a request carries an image).
+"""Parameters of a multimodal checkpoint's vision tower (the spec's `vision` block with a `tower`), which the engines
+load beside the text model whether or not a request carries an image, on every PP stage: the model classes build
+it in `__init__` without a pipeline-stage test (SGLang v0.5.23 python/sglang/srt/models/qwen3_vl.py
+Qwen3VLForConditionalGeneration, which qwen3_5.py's classes extend, and kimi_k3.py KimiK3ForConditionalGeneration;
+vLLM model_executor/models/qwen3_vl.py Qwen3VLForConditionalGeneration, read at commit 002d7b9, which qwen3_5.py's
+Qwen3_5ForConditionalGeneration extends). Options that leave it out (vLLM's `--limit-mm-per-prompt` at zero for every
+modality, SGLang's `language_model_only`, a data-parallel encoder) are not modelled; TensorRT-LLM's classes were not
+read.
 
 The tower is two units: `proj`, the linear layers an engine may shard by TP (each block's q/k/v and output
 projections and its MLP, the projector's two linears, with the biases of the column-parallel ones), and `other`,
@@ -14,7 +19,7 @@ from __future__ import annotations
 from mcache.core.spec.model import Vision
 
 # Whether the engines shard a tower's `proj` by TP (else every TP rank holds it whole):
-# - qwen3_5: yes. vLLM model_executor/models/qwen3_vl.py (Qwen3_VisionTransformer, which qwen3_5.py builds) makes
+# - qwen3_5: yes. vLLM model_executor/models/qwen3_vl.py at 002d7b9 (Qwen3_VisionTransformer, which qwen3_5.py builds) makes
 #   q/k/v a QKVParallelLinear, the MLP's and the merger's fc1/fc2 Column/RowParallelLinear, `disable_tp` only with
 #   `--mm-encoder-tp-mode data`; SGLang v0.5.23 python/sglang/srt/models/qwen3_vl.py likewise unless
 #   `--mm-enable-dp-encoder`. Neither option is modelled (the default).

@@ -4,7 +4,7 @@ The weights of a layer are units: each kind's parts (`proj` for its projections,
 `shared_experts` for a MoE's, `gate_proj` for GatedDeltaNet's small `[b|a]` projection, `other` for convs,
 norms, routers and small vectors), plus the embeddings, the
 output head (`lm_head`), the MTP layers (`mtp`) and a multimodal checkpoint's vision tower (`core/sizing/vision.py`,
-on the first PP stage, in the model dtype). A unit is stored in the model dtype, or, when the spec's
+on every PP stage, in the model dtype). A unit is stored in the model dtype, or, when the spec's
 `quantization` covers it, in a quantized format whose bytes per parameter include its scales.
 
 MTP layers are weighed only where they are loaded: engines skip a checkpoint's `mtp.*` tensors unless a speculative
@@ -160,7 +160,7 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
 def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds: its stage's layers sharded by TP
     (mixers kept whole under attention-DP), embeddings on the first stage, the final norm (whole on every TP rank),
-    the head and (with `mtp`) the MTP layers on the last; the vision tower on the first (`rank_tower_params`)."""
+    the head and (with `mtp`) the MTP layers on the last; the vision tower on every stage (`rank_tower_params`)."""
     spec, tp, store = ctx.spec, ctx.layout.tp, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
@@ -168,11 +168,11 @@ def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
         return tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1
 
     units = [(n // shard(k), store.per_param(k, part, i)) for i in ctx.layers for k, part, n in layer_units(spec, kinds[i])]
+    units.append((rank_tower_params(spec.vision, tp), store.plain))
     units += [(n // tp, store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
     emb, head = embedding_params(spec)
     if ctx.stage == 0:
         units.append((emb // tp, store.plain))
-        units.append((rank_tower_params(spec.vision, tp), store.plain))
     if ctx.stage == ctx.layout.pp - 1:
         units.append((spec.hidden_size, store.plain))
         units.append(((head or (emb if ctx.layout.pp > 1 else 0)) // tp, store.per_param("lm_head")))

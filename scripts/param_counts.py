@@ -4,9 +4,10 @@
     python scripts/param_counts.py --readme   # only redraw the README section from the committed table (mcache only)
 
 Counting builds each config's causal-LM class with `from_config` on the meta device (no memory, no download, no
-remote code) and sums `model.parameters()` (tied tensors once). Multimodal configs count their text model
-(`get_text_config()`), the part mcache sizes. Configs transformers cannot build (remote-code model types, mamba_ssm
-library configs) are listed with the reason. Set it up in a throwaway venv, as the engine oracles are:
+remote code) and sums `model.parameters()` (tied tensors once). A multimodal config (one with a `vision_config`)
+builds its image-text-to-text class, the whole model with its vision tower, as mcache weighs it. Configs
+transformers cannot build (remote-code model types, mamba_ssm library configs) are listed with the reason. Set it up
+in a throwaway venv, as the engine oracles are:
 
     python3 -m venv /tmp/tf && /tmp/tf/bin/pip install "torch==2.13.0" msgspec pyyaml
     /tmp/tf/bin/pip install --no-deps "transformers==5.23.0"
@@ -40,9 +41,9 @@ def configs() -> list[Path]:
 
 
 def count(path: Path) -> dict:
-    """transformers' parameter count of the config at `path` (its text model), or why it cannot be built."""
+    """transformers' parameter count of the config at `path` (with its vision tower), or why it cannot be built."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     data = json.loads(((path / "config.json") if path.is_dir() else path).read_text())
     if "model_type" not in data:
@@ -62,13 +63,14 @@ def count(path: Path) -> dict:
                     notes.append(f"{field.group(1)} {int(data[field.group(1)])} read as a float")
                     continue
                 return {"error": f"AutoConfig: {type(err).__name__}: {str(err).splitlines()[0][:160]}"}
-    text = config.get_text_config()
+    multimodal = getattr(config, "vision_config", None) is not None
+    built = config if multimodal else config.get_text_config()
     try:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(text)
+            model = (AutoModelForImageTextToText if multimodal else AutoModelForCausalLM).from_config(built)
     except Exception as err:  # noqa: BLE001
         return {"error": f"from_config: {type(err).__name__}: {str(err).splitlines()[0][:160]}"}
-    row = {"class": type(model).__name__, "model_type": text.model_type,
+    row = {"class": type(model).__name__, "model_type": built.model_type,
            "params": sum(p.numel() for p in model.parameters())}
     return row | ({"note": "; ".join(notes)} if notes else {})
 
@@ -83,8 +85,9 @@ def write_table() -> dict:
         rows[path.name] = count(path)
         print(path.name, rows[path.name], file=sys.stderr)
     table = {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0],
-             "how": "AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder).get_text_config()) on the "
-                    "meta device; sum(p.numel() for p in model.parameters())",
+             "how": "AutoModelForImageTextToText.from_config(config) for a config with a vision_config (the model "
+                    "with its vision tower), else AutoModelForCausalLM.from_config(config.get_text_config()), config = "
+                    "AutoConfig.from_pretrained(folder), on the meta device; sum(p.numel() for p in model.parameters())",
              "counts": rows}
     TABLE.write_text(json.dumps(table, indent=1) + "\n")
     return table
@@ -108,8 +111,9 @@ def why_not(error: str) -> str:
 
 def readme_section(table: dict) -> str:
     """The README's comparison table, drawn from `table` and mcache's estimate of each config."""
-    lines = [f"transformers {table['transformers']} (torch {table['torch']}), each config's causal-LM class built on the "
-             "meta device (`scripts/param_counts.py`, table in `tests/data/param_counts.json`); mcache's figure leaves "
+    lines = [f"transformers {table['transformers']} (torch {table['torch']}), each config's causal-LM class (a "
+             "multimodal config's image-text-to-text class, vision tower included) built on the meta device "
+             "(`scripts/param_counts.py`, table in `tests/data/param_counts.json`); mcache's figure leaves "
              "MTP layers out, as transformers' classes do.", "",
              "| config | transformers class | transformers | mcache | difference |",
              "|---|---|---:|---:|---:|"]

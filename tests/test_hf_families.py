@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
+import msgspec
 import pytest
 from paths import HF_CONFIGS
 
 from mcache.core.errors import SpecError
 from mcache.core.hf import import_hf
 from mcache.core.load import parse_spec
-from mcache.core.sizing import weights
+from mcache.core.sizing import vision, weights
 from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import resolve_dtypes
@@ -88,16 +90,26 @@ FAMILIES = {
 }
 
 # The vision tower of each multimodal config, as its vision_config names it: Qwen3.5/3.6's `depth` and `hidden_size`
-# (transformers' Qwen3_5VisionConfig), Kimi-K3's `vt_num_hidden_layers` and `vt_hidden_size`
-QWEN_TOWER = Vision(num_layers=27, hidden_size=1152, layers_key="depth")
+# (transformers' Qwen3_5VisionConfig), Kimi-K3's `vt_num_hidden_layers` and `vt_hidden_size`; and what weighs it
+
+
+def qwen_tower(out: int) -> Vision:
+    """Qwen3.5's ViT as every Qwen3.5/3.6 config declares it, projecting to `out` (the text model's width)."""
+    return Vision(num_layers=27, hidden_size=1152, layers_key="depth", tower="qwen3_5", intermediate_size=4304,
+                  patch_size=16, temporal_patch_size=2, position_embeddings=2304, merge_size=4, out_hidden_size=out)
+
+
+KIMI_TOWER = Vision(num_layers=27, hidden_size=1024, layers_key="vt_num_hidden_layers", hidden_key="vt_hidden_size",
+                    tower="kimi_k3", intermediate_size=4096, attention_size=1536, patch_size=14,
+                    position_embeddings=64 * 64, merge_size=4, out_hidden_size=7168)
 VISION = {
-    "qwen3.6-35b-a3b": QWEN_TOWER,
-    "redhatai-qwen3.5-9b-w4a16": QWEN_TOWER,
-    "centml-qwen3.6-27b-nvfp4": QWEN_TOWER,
-    "kimi-k3": Vision(num_layers=27, hidden_size=1024, layers_key="vt_num_hidden_layers", hidden_key="vt_hidden_size"),
+    "qwen3.6-35b-a3b": qwen_tower(2048),
+    "redhatai-qwen3.5-9b-w4a16": qwen_tower(4096),
+    "centml-qwen3.6-27b-nvfp4": qwen_tower(5120),
+    "kimi-k3": KIMI_TOWER,
 }
 
-# Total parameters as the publisher states them (text model; vision towers are not counted)
+# Total parameters as the publisher states them (vision towers included where the model has one)
 PUBLISHED = {
     "falcon-mamba-7b": (7.27e9, "tiiuae/falcon-mamba-7b: Hub safetensors count 7.27B ('7B' in the paper)"),
     "kimi-k3": (2.8e12, "moonshotai Kimi-K3 collection: 2.8T total"),
@@ -109,6 +121,12 @@ PUBLISHED = {
     "redhatai-qwen3.5-9b-w4a16": (9e9, "Qwen/Qwen3.5-9B: 9B"),
     "qwen3-next-80b-a3b-instruct-fp8": (80e9, "Qwen/Qwen3-Next-80B-A3B: 80B total"),
     "centml-qwen3.6-27b-nvfp4": (27e9, "Qwen/Qwen3.5-27B model card (Qwen3.6-27B shares it): 27B"),
+}
+# Where a publisher's figure is further off than 2%, and why
+WIDER = {
+    "redhatai-qwen3.5-9b-w4a16": (0.05, "'9B' is the language model's round figure: 8.95B, and the vision tower adds "
+                                        "0.456B (transformers' Qwen3_5ForConditionalGeneration: 9,409,813,744, "
+                                        "tests/data/param_counts.json)"),
 }
 # plamo-2-1b: no publisher figure was found beyond the name; its count is checked by hand below.
 
@@ -143,7 +161,8 @@ def test_family_parameters_within_2_percent_of_the_published_count(stem):
     published, source = PUBLISHED[stem]
     estimated = weights.total_params(import_hf(config(stem)))
     error = estimated / published - 1
-    assert abs(error) <= 0.02, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
+    tolerance = WIDER.get(stem, (0.02,))[0]
+    assert abs(error) <= tolerance, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
 @pytest.mark.parametrize("stem", sorted(FAMILIES))
@@ -174,22 +193,64 @@ def test_family_vision_tower_from_its_vision_config(stem):
     spec = import_hf(config(stem))
     assert spec.vision == VISION.get(stem)  # None for the text-only families
     if stem in VISION:
-        assert "its weights are not counted" in spec.notes
+        assert "counted in the weights (on every PP stage, in the model dtype)" in spec.notes
+        assert "not the text model's width" not in spec.notes  # each real config projects to its text model
+
+
+def test_qwen_tower_parameters_by_hand():
+    """Qwen3.6-27B's tower (transformers 5.23.0 Qwen3_5VisionModel), h 1152, i 4304, 27 blocks: a Conv3d of 3 x 2 x
+    16 x 16 -> h with bias; 2304 x h position embeddings; per block two LayerNorms (2h each), qkv 3h x h + 3h, proj
+    h x h + h, fc1 i x h + i, fc2 h x i + h; the merger: LayerNorm(h), fc1 4608 x 4608 + 4608 (2 x 2 patches of h),
+    fc2 5120 x 4608 + 5120. Of it, TP splits the linears and the column-parallel biases (qkv, fc1, merger fc1)."""
+    spec = import_hf(config("centml-qwen3.6-27b-nvfp4"))
+    patch, pos = 3 * 2 * 16 * 16 * 1152 + 1152, 2304 * 1152
+    block = 4 * 1152 + (3 * 1152 * 1152 + 3 * 1152) + (1152 * 1152 + 1152) + (1152 * 4304 + 4304) + (4304 * 1152 + 1152)
+    merger = 2 * 1152 + (4608 * 4608 + 4608) + (4608 * 5120 + 5120)
+    assert patch + pos + 27 * block + merger == 460_730_096  # = transformers' count, less the text model's
+    assert vision.tower_params(spec.vision) == 460_730_096
+    whole = patch + pos + 27 * (4 * 1152 + 1152 + 1152) + 2 * 1152 + 5120  # convs, embeddings, norms, row biases
+    assert vision.rank_tower_params(spec.vision, 4) == (460_730_096 - whole) // 4 + whole
+
+
+def test_kimi_tower_parameters_by_hand():
+    """Kimi-K3's MoonViT3d (SGLang v0.5.23 kimi_k3_vl.py), h 1024, i 4096, q/k/v width 1536, 27 blocks, no biases: a
+    Conv2d of 3 x 14 x 14 -> h; 64 x 64 x h position embeddings; per block two RMSNorms (h each), wqkv 3 x 1536 x h,
+    wo h x 1536, fc0/fc1 i x h each; a final RMSNorm(h); the projector 4096 x 4096, 7168 x 4096 and RMSNorm(7168).
+    Every TP rank holds it whole (SGLang replicates it). SGLang's own classes count the same
+    (scripts/oracles/kimi_k3_vision.py)."""
+    spec = import_hf(config("kimi-k3"))
+    block = 2 * 1024 + 3 * 1536 * 1024 + 1536 * 1024 + 2 * 4096 * 1024
+    total = 3 * 14 * 14 * 1024 + 64 * 64 * 1024 + 27 * block + 1024 + 4096 * 4096 + 4096 * 7168 + 7168
+    assert total == vision.tower_params(spec.vision) == vision.rank_tower_params(spec.vision, 8) == 447_358_976
+
+
+def test_the_tower_is_weighed_on_every_pp_stage_in_the_model_dtype():
+    """vLLM and SGLang build the tower in the model class's `__init__`, on every pipeline stage."""
+    spec = import_hf(config("qwen3.6-35b-a3b"))
+    text = weights.total_params(msgspec.structs.replace(spec, vision=None))
+    assert weights.total_params(spec) == text + vision.tower_params(spec.vision)
+    ranks = estimate(spec, ParallelLayout(pp=2), RuntimeConfig(), resolve_dtypes(spec)).ranks
+    bare = estimate(msgspec.structs.replace(spec, vision=None), ParallelLayout(pp=2), RuntimeConfig(),
+                    resolve_dtypes(spec)).ranks
+    for with_tower, without in zip(ranks, bare, strict=True):
+        assert with_tower.weight_bytes - without.weight_bytes == 2 * vision.tower_params(spec.vision)  # bfloat16
 
 
 def test_a_multimodal_config_without_vision_config_gets_its_class_default_tower():
     # tests/data/hf_configs/qwen3.5-27b.json omits vision_config: Qwen3_5Config builds Qwen3_5VisionConfig() (depth 27,
     # hidden_size 1152), as the real Qwen/Qwen3.5-27B config.json also declares
     spec = import_hf(HF_CONFIGS / "qwen3.5-27b.json")
-    assert spec.vision == QWEN_TOWER
+    assert spec.vision == qwen_tower(3584)  # the class's out_hidden_size, which the real config sets to 5120
     assert "Qwen3_5VisionConfig's defaults: vision_config.depth 27, vision_config.hidden_size 1152" in spec.notes
+    assert "projects to 3584 (vision_config.out_hidden_size), not the text model's width 5120" in spec.notes
 
 
 def test_a_vision_config_sets_the_tower_and_a_bare_text_config_has_none(tmp_path):
     data = json.loads((HF_CONFIGS / "qwen3.6-35b-a3b.json").read_text())
     data["vision_config"].update(depth=32, hidden_size=1280)
     (tmp_path / "config.json").write_text(json.dumps(data))
-    assert import_hf(tmp_path / "config.json").vision == Vision(num_layers=32, hidden_size=1280, layers_key="depth")
+    assert import_hf(tmp_path / "config.json").vision == msgspec.structs.replace(qwen_tower(2048), num_layers=32,
+                                                                                 hidden_size=1280)
     (tmp_path / "text.json").write_text(json.dumps(data["text_config"]))  # model_type qwen3_5_moe_text
     assert import_hf(tmp_path / "text.json").vision is None
 
@@ -200,3 +261,25 @@ def test_a_bad_vision_depth_is_refused_naming_the_field(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     with pytest.raises(SpecError, match=r"vision_config\.vt_num_hidden_layers: .*positive integer"):
         import_hf(tmp_path / "config.json")
+
+
+@pytest.mark.parametrize(("stem", "field", "value", "expected"), [
+    ("qwen3.6-35b-a3b", "intermediate_size", "4304", r"vision_config\.intermediate_size: a positive integer"),
+    ("qwen3.6-35b-a3b", "spatial_merge_size", 0, r"vision_config\.spatial_merge_size: a positive integer"),
+    ("kimi-k3", "norm_type", "layernorm", r"vision_config\.norm_type: 'rmsnorm' \(the Kimi-K3 tower mcache weighs\)"),
+    ("kimi-k3", "linear_bias", True, r"vision_config\.linear_bias: False"),
+    ("kimi-k3", "merge_kernel_size", [2], r"vision_config\.merge_kernel_size: two positive integers"),
+    ("kimi-k3", "mm_hidden_size", 1152, r"vision_config\.mm_hidden_size: the tower's width 1024"),
+])
+def test_a_malformed_vision_config_field_is_refused_naming_it(tmp_path, stem, field, value, expected):
+    data = json.loads(config(stem).read_text())
+    data["vision_config"][field] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=expected):
+        import_hf(tmp_path / "config.json")
+
+
+def test_a_weighed_tower_without_its_sizes_is_a_spec_error():
+    text = (Path(__file__).parents[1] / "model_specs" / "qwen3.5-27b.yaml").read_text()
+    with pytest.raises(SpecError, match=r"vision\.intermediate_size: a size"):
+        parse_spec(text.replace("intermediate_size: 4304,", ""), "spec.yaml")

@@ -108,10 +108,12 @@ def test_imported_and_bundled_give_the_same_rank_bytes(stem, tp):
     assert cache_bytes(import_hf(shared(stem)), tp) == cache_bytes(load_spec(BUNDLED[stem]), tp)
 
 
-@pytest.mark.parametrize("stem", sorted(set(BUNDLED) - {"zamba2-2.7b"}))
+@pytest.mark.parametrize("stem", sorted(set(BUNDLED) - {"zamba2-2.7b", "qwen3.5-27b"}))
 def test_imported_and_bundled_give_the_same_weights(stem):
     """(Zamba2 differs: the config leaves tie_word_embeddings to Zamba2Config's default, true; the
-    bundled spec unties them.)"""
+    bundled spec unties them. Qwen3.5-27B differs by its vision tower's projector: the shared config omits
+    vision_config, so Qwen3_5VisionConfig's out_hidden_size 3584 applies; the bundled spec takes the checkpoint's
+    5120, the text model's width: 4608 x (5120 - 3584) + (5120 - 3584) parameters.)"""
     assert rank(import_hf(shared(stem))).param_count == rank(load_spec(BUNDLED[stem])).param_count
 
 
@@ -133,6 +135,11 @@ def test_bundled_spec_dumps_to_the_same_estimate(name):
     spec = load_spec(name)
     again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
     assert full_output(again, 2) == full_output(spec, 2)
+
+
+def test_the_bundled_qwen3_5_tower_differs_from_the_class_default_by_its_projector_only():
+    imported, bundled = rank(import_hf(shared("qwen3.5-27b"))), rank(load_spec("qwen3.5-27b"))
+    assert bundled.param_count - imported.param_count == 4608 * (5120 - 3584) + (5120 - 3584)
 
 
 def test_dump_omits_defaults_and_keeps_layers_compact():

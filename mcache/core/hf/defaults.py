@@ -140,14 +140,19 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     # vision towers of the multimodal wrappers (their `vision_config`; built from these when the config has none)
     "qwen3_5_vision": ("Qwen3_5VisionConfig (transformers/models/qwen3_5/configuration_qwen3_5.py)", {
-        "depth": 27, "hidden_size": 1152,
+        "depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "in_channels": 3, "patch_size": 16,
+        "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 2304, "out_hidden_size": 3584,
     }),
     "qwen3_5_moe_vision": ("Qwen3_5MoeVisionConfig (transformers/models/qwen3_5_moe/configuration_qwen3_5_moe.py)", {
-        "depth": 27, "hidden_size": 1152,
+        "depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "in_channels": 3, "patch_size": 16,
+        "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 2304, "out_hidden_size": 3584,
     }),
     "kimi_k3_vision": ("KimiK3VisionConfig (SGLang's python/sglang/srt/configs/kimi_k3.py at v0.5.23, the class SGLang "
                        "builds the checkpoint's vision_config with)", {
-        "vt_num_hidden_layers": 27, "vt_hidden_size": 1024,
+        "vt_num_hidden_layers": 27, "vt_hidden_size": 1024, "vt_intermediate_size": 4096, "qkv_hidden_size": 1536,
+        "patch_size": 14, "init_pos_emb_height": 64, "init_pos_emb_width": 64, "merge_kernel_size": [2, 2],
+        "text_hidden_size": 2304, "norm_type": "rmsnorm", "attn_bias": False, "linear_bias": False,
+        "patch_embed_proj_bias": False, "mm_projector_type": "patchmergerv2",
     }),
 }
 # Multimodal wrappers whose `text_config` is a config of this other model type (filled with its defaults).

@@ -90,7 +90,7 @@ def qwen3_5_moe(cfg: Cfg) -> Draft:
 
 def _with_vision(draft: Draft, cfg: Cfg) -> Draft:
     """`draft` with the vision tower of a multimodal wrapper config (`VISION_TYPES`): its `vision_config`, or the
-    tower its class builds when the config has none; a bare `*_text` config has no tower. The tower is not weighed."""
+    tower its class builds when the config has none; a bare `*_text` config has no tower. The tower is weighed."""
     if cfg.model_type not in VISION_TYPES:
         return draft
     vision_type, layers_key, hidden_key = VISION_TYPES[cfg.model_type]
@@ -99,11 +99,46 @@ def _with_vision(draft: Draft, cfg: Cfg) -> Draft:
     else:
         vision = Cfg({}, cfg.file, cfg.model_type, "vision_config.", vision_type, cfg.used)
     layers, hidden = vision.num_layers(layers_key), vision.int(hidden_key)
-    draft.blocks["vision"] = {"num_layers": layers, "hidden_size": hidden, "layers_key": layers_key,
-                              "hidden_key": hidden_key}
+    block = {"num_layers": layers, "hidden_size": hidden, "layers_key": layers_key, "hidden_key": hidden_key}
+    block |= _kimi_tower(vision, hidden) if cfg.model_type == "kimi_k3" else _qwen_tower(vision)
+    draft.blocks["vision"] = block
     draft.notes.append(f"Vision tower: {layers} layers of width {hidden} ({vision.prefix}{layers_key}, "
-                       f"{vision.prefix}{hidden_key}); its weights are not counted.")
+                       f"{vision.prefix}{hidden_key}), counted in the weights (on every PP stage, in the model "
+                       "dtype).")
+    if block["out_hidden_size"] != draft.hidden_size:  # the projector feeds the text model: a real checkpoint agrees
+        key = "text_hidden_size" if cfg.model_type == "kimi_k3" else "out_hidden_size"
+        draft.notes.append(f"The tower projects to {block['out_hidden_size']} ({vision.prefix}{key}), not the text "
+                           f"model's width {draft.hidden_size}: weighed as the config says.")
     return draft
+
+
+def _qwen_tower(vision: Cfg) -> dict:
+    """The sizes of Qwen3.5's ViT (Qwen3_5VisionModel) that its parameters take."""
+    return {"tower": "qwen3_5", "intermediate_size": vision.int("intermediate_size"),
+            "patch_size": vision.int("patch_size"), "temporal_patch_size": vision.int("temporal_patch_size"),
+            "in_channels": vision.int("in_channels"), "position_embeddings": vision.int("num_position_embeddings"),
+            "merge_size": vision.int("spatial_merge_size") ** 2, "out_hidden_size": vision.int("out_hidden_size")}
+
+
+# The Kimi-K3 tower mcache weighs (SGLang v0.5.23 kimi_k3_vl.py): these fields at these values.
+KIMI_TOWER = {"norm_type": "rmsnorm", "attn_bias": False, "linear_bias": False, "patch_embed_proj_bias": False,
+              "mm_projector_type": "patchmergerv2"}
+
+
+def _kimi_tower(vision: Cfg, hidden: int) -> dict:
+    """The sizes of Kimi-K3's MoonViT3d and projector that their parameters take; a variant of it is refused."""
+    for key, value in KIMI_TOWER.items():
+        if vision.raw(key) != value:
+            raise vision.error(key, f"{value!r} (the Kimi-K3 tower mcache weighs), got {vision.raw(key)!r}")
+    if vision.int("mm_hidden_size", hidden) != hidden:
+        raise vision.error("mm_hidden_size", f"the tower's width {hidden} (vt_hidden_size), got {vision.raw('mm_hidden_size')!r}")
+    kernel = vision.list("merge_kernel_size", int)
+    if len(kernel) != 2 or min(kernel) < 1:
+        raise vision.error("merge_kernel_size", f"two positive integers, got {kernel!r}")
+    return {"tower": "kimi_k3", "intermediate_size": vision.int("vt_intermediate_size"),
+            "attention_size": vision.int("qkv_hidden_size"), "patch_size": vision.int("patch_size"),
+            "position_embeddings": vision.int("init_pos_emb_height") * vision.int("init_pos_emb_width"),
+            "merge_size": kernel[0] * kernel[1], "out_hidden_size": vision.int("text_hidden_size")}
 
 
 def _text(cfg: Cfg) -> Cfg:
@@ -206,11 +241,10 @@ def kimi_linear(cfg: Cfg) -> Draft:
 
 
 def kimi_k3(cfg: Cfg) -> Draft:
-    """Kimi-K3: a multimodal wrapper whose `text_config` is a `kimi_linear` config, and its vision tower (not
-    weighed)."""
+    """Kimi-K3: a multimodal wrapper whose `text_config` is a `kimi_linear` config, and its vision tower."""
     draft = kimi_linear(_text(cfg))
     draft.cfg, draft.dtype_cfg = cfg, draft.cfg
-    draft.notes.insert(0, "Text model only (text_config, model_type kimi_linear).")
+    draft.notes.insert(0, "The text model is its text_config (model_type kimi_linear).")
     return _with_vision(draft, cfg)
 
 

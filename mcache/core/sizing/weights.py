@@ -3,7 +3,8 @@
 The weights of a layer are units: each kind's parts (`proj` for its projections, `experts` and
 `shared_experts` for a MoE's, `gate_proj` for GatedDeltaNet's small `[b|a]` projection, `other` for convs,
 norms, routers and small vectors), plus the embeddings, the
-output head (`lm_head`) and the MTP layers (`mtp`). A unit is stored in the model dtype, or, when the spec's
+output head (`lm_head`), the MTP layers (`mtp`) and a multimodal checkpoint's vision tower (`core/sizing/vision.py`,
+on every PP stage, in the model dtype). A unit is stored in the model dtype, or, when the spec's
 `quantization` covers it, in a quantized format whose bytes per parameter include its scales.
 
 MTP layers are weighed only where they are loaded: engines skip a checkpoint's `mtp.*` tensors unless a speculative
@@ -18,6 +19,7 @@ from fractions import Fraction
 
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.sizing.rank import RankContext
+from mcache.core.sizing.vision import rank_tower_params, tower_params
 from mcache.core.spec.dtypes import canonical, itemsize
 from mcache.core.spec.model import ModelSpec, Quantization, layer_kinds, parse_unit
 
@@ -114,7 +116,7 @@ def total_params(spec: ModelSpec, mtp: bool = False) -> int | None:
     emb, head = embedding_params(spec)
     used = {k for layer in kinds for k in layer}
     layers = sum(layer_params(spec, k) for k in kinds) + sum(n for *_, n in shared_units(spec, used))
-    return layers + emb + head + spec.hidden_size + (mtp_params(spec) if mtp else 0)
+    return layers + emb + head + spec.hidden_size + tower_params(spec.vision) + (mtp_params(spec) if mtp else 0)
 
 
 class Storage:
@@ -150,7 +152,7 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
     total = sum(n * store.per_param(k, part, i) for i, layer in enumerate(kinds) for k, part, n in layer_units(spec, layer))
     total += sum(n * store.per_param(k, part) for k, part, n in shared_units(spec, used))
     emb, head = embedding_params(spec)
-    total += (emb + spec.hidden_size) * store.plain + head * store.per_param("lm_head")
+    total += (emb + spec.hidden_size + tower_params(spec.vision)) * store.plain + head * store.per_param("lm_head")
     total += (mtp_params(spec) if mtp else 0) * store.per_param("mtp")
     return int(total)
 
@@ -158,7 +160,7 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
 def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds: its stage's layers sharded by TP
     (mixers kept whole under attention-DP), embeddings on the first stage, the final norm (whole on every TP rank),
-    the head and (with `mtp`) the MTP layers on the last."""
+    the head and (with `mtp`) the MTP layers on the last; the vision tower on every stage (`rank_tower_params`)."""
     spec, tp, store = ctx.spec, ctx.layout.tp, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
@@ -166,6 +168,7 @@ def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
         return tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1
 
     units = [(n // shard(k), store.per_param(k, part, i)) for i in ctx.layers for k, part, n in layer_units(spec, kinds[i])]
+    units.append((rank_tower_params(spec.vision, tp), store.plain))
     units += [(n // tp, store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
     emb, head = embedding_params(spec)
     if ctx.stage == 0:

@@ -204,13 +204,27 @@ class Vision(Block):
     config's `vision_config` (or what its config class fills in when the config has none). `layers_key` and
     `hidden_key` are the `vision_config` fields they come from: engines read the tower by field name (SGLang's
     `adjust_mem_fraction_for_vlm` reads `num_hidden_layers` and `hidden_size`, and takes its own defaults where the
-    config names them otherwise, as Qwen3.5's `depth` does). The tower's weights are not weighed (the spec's notes
-    say so); engines whose memory rules read the tower take it from here."""
+    config names them otherwise, as Qwen3.5's `depth` does).
+
+    With `tower` (the architecture: `qwen3_5`, Qwen3.5's ViT; `kimi_k3`, Kimi-K3's MoonViT3d) the tower is weighed
+    (`core/sizing/vision.py`), from: `intermediate_size` (each block's MLP), `attention_size` (its q/k/v width;
+    default `hidden_size`), `patch_size` x `patch_size` x `temporal_patch_size` pixels of `in_channels` per patch,
+    `position_embeddings` learned position vectors, `merge_size` patches merged into one token by the projector and
+    `out_hidden_size` (the text model's width it projects to). Without `tower` it is not weighed."""
 
     num_layers: LayerCount
     hidden_size: Pos
     layers_key: str = "num_hidden_layers"
     hidden_key: str = "hidden_size"
+    tower: Literal["qwen3_5", "kimi_k3"] | None = None
+    intermediate_size: Pos | None = None
+    attention_size: Pos | None = None
+    patch_size: Pos | None = None
+    temporal_patch_size: Pos = 1
+    in_channels: Pos = 3
+    position_embeddings: NonNeg = 0
+    merge_size: Pos = 1
+    out_hidden_size: Pos | None = None
 
 
 class AuxBuffer(Block):
@@ -268,6 +282,8 @@ class ModelSpec(Block):
 
 # Config fields that name a recurrent-state dtype, in the order the neutral model reads them.
 SSM_HINT_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+# What a weighed vision tower (`Vision.tower`) needs besides its defaults.
+VISION_SIZES = ("intermediate_size", "patch_size", "out_hidden_size")
 NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 
 
@@ -343,6 +359,10 @@ def check_spec(spec: ModelSpec, file: str) -> None:
                 raise SpecError(file, "mtp.layer", f"kinds with a parameter block, got {kind!r}")
     if spec.quantization is not None:
         check_quantization(spec, file)
+    if spec.vision is not None and spec.vision.tower is not None:
+        for field in VISION_SIZES:
+            if getattr(spec.vision, field) is None:
+                raise SpecError(file, f"vision.{field}", f"a size: a `{spec.vision.tower}` tower is weighed from it")
     for i, aux in enumerate(spec.aux_buffers):
         if aux.layer_kind is not None and aux.layer_kind not in KINDS:
             raise SpecError(file, f"aux_buffers[{i}].layer_kind", f"one of {', '.join(KINDS)}")

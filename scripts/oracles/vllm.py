@@ -52,7 +52,7 @@ VERSION_PINS = {
     **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": f"compressed-tensors=={ct}",
            "torchvision": "torchvision==0.28.0"}
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.15.0", "0.13.0"),
-                     ("0.17.0", "0.13.0"), ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
+                     ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
     **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
@@ -863,6 +863,15 @@ def size_case(key, max_len, memory, vc, specs, base_log, capture) -> dict:
             for g in sched.kv_cache_groups).items()))
         result["group_size"] = max((len(g.layer_names) for g in kv.kv_cache_groups), default=0)
         result["kv_cache_tensor_bytes"] = sum(t.size for t in kv.kv_cache_tensors)
+        # the attention block the engine runs is its KV-cache group's, after unify_kv_cache_spec_page_size: in 0.18 -
+        # 0.19 the worker's update_block_size_for_backend (platforms/interface.py) resets a hybrid's block_size to 16
+        # after HybridAttentionMambaModelConfig aligned it, so the layer spec says 16 while the group (and
+        # EngineCore._initialize_kv_caches' cache_config.block_size, the min over groups) is scaled back up to the
+        # padded Mamba page; in the other releases the two are equal
+        attn_groups = [g.kv_cache_spec for g in sched.kv_cache_groups if isinstance(g.kv_cache_spec, AttentionSpec)]
+        if attn_groups:
+            result["attention_block_size"] = attn_groups[0].block_size
+            result["attention_page_bytes"] = attn_groups[0].page_size_bytes
         per_request = 0
         for g in sched.kv_cache_groups:
             per_request += -(-g.kv_cache_spec.max_memory_usage_bytes(vc) // g.kv_cache_spec.page_size_bytes)

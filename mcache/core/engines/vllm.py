@@ -52,7 +52,7 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
+VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.18.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
             "0.29.0", "0.30.0", "0.32.0", "0.33.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
@@ -79,6 +79,10 @@ SINCE = {
     "mamba_cache_mode": "0.15.0",
     # model_executor/models/config.py MambaModelConfig (0.15 - 0.16): align mode asserts no speculative decoding
     "align_with_drafts": "0.17.0",
+    # config/cache.py CacheConfig._apply_block_size_default: block_size is 16 from construction (before, None until
+    # the platform set it), so an attention-free model with prefix caching takes mamba_block_size = 16 (config.py
+    # MambaModelConfig) where 0.15 - 0.17 failed with a TypeError (the 0.17.0 and 0.18.0 tables)
+    "block_size_default": "0.18.0",
     # config/cache.py CacheConfig.gpu_memory_utilization 0.9 -> 0.92; config/compilation.py
     # resolve_cudagraph_mode_and_sizes refuses max_num_seqs above the Mamba blocks (0.18 - 0.19 capped the capture
     # sizes instead); platforms/interface.py _align_hybrid_block_size takes the backend's kernel block sizes
@@ -434,9 +438,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         block = max_len  # attention-free: one state page per block (mamba_block_size = max_model_len)
         if mode == "all" and not _since(version, "mamba_cache_mode"):
             mamba_block = max_len  # 0.11.1 - 0.14: config.py keeps mamba_block_size = max_model_len (one state)
-        elif mode != "none" and not _since(version, "v020"):
+        elif mode != "none" and not _since(version, "block_size_default"):
             # 0.15 - 0.17: MambaModelConfig sets mamba_block_size = cache_config.block_size, still None before the
-            # platform sets it, and the Mamba spec divides by it (the 0.15 and 0.17 tables; 0.20.1 sizes it)
+            # platform sets it, and the Mamba spec divides by it (the 0.15 and 0.17 tables; 0.18.0 sizes it)
             refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,

@@ -79,6 +79,10 @@ SINCE = {
     "mamba_cache_mode": "0.15.0",
     # model_executor/models/config.py MambaModelConfig (0.15 - 0.16): align mode asserts no speculative decoding
     "align_with_drafts": "0.17.0",
+    # v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: the group size is the largest layer count
+    # when it is under 1.25 x the smallest (0.12 - 0.17), 1.5 x since 0.18.0; before 0.12 always the smallest
+    "group_size_max": "0.12.0",
+    "group_size_max_1_5": "0.18.0",
     # config/cache.py CacheConfig._apply_block_size_default: block_size is 16 from construction (before, None until
     # the platform set it), so an attention-free model with prefix caching takes mamba_block_size = 16 (config.py
     # MambaModelConfig) where 0.15 - 0.17 failed with a TypeError (the 0.17.0 and 0.18.0 tables)
@@ -616,7 +620,7 @@ def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int,
 def _pool(ctx: RankContext, weight: int, inputs: EngineInputs, setup: Setup) -> StagePool:
     """One stage's KV-cache groups (padded to equal size, as vLLM logs) and the memory its blocks get."""
     buckets = _buckets(ctx, inputs.spec, setup.drafts)
-    group = _group_size(buckets)
+    group = _group_size(buckets, setup.version)
     padding = {name: group - n % group for name, n in buckets.items() if n % group}
     log = list(setup.log) if ctx.stage == 0 else []
     for name, missing in padding.items():
@@ -901,13 +905,15 @@ def _buckets(ctx, spec, k: int) -> dict[str, int]:
     return buckets
 
 
-def _group_size(buckets: dict[str, int]) -> int:
+def _group_size(buckets: dict[str, int], version: str) -> int:
     """Layers per KV-cache group (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): the smallest bucket,
-    or the largest when that is under 1.5 x the smallest."""
+    or the largest when that is under 1.5 x the smallest (1.25 x in 0.12 - 0.17; never before 0.12)."""
     if not buckets:
         return 1
     smallest, largest = min(buckets.values()), max(buckets.values())
-    return largest if largest < 1.5 * smallest else smallest
+    if not _since(version, "group_size_max"):
+        return smallest
+    return largest if largest < (1.5 if _since(version, "group_size_max_1_5") else 1.25) * smallest else smallest
 
 
 def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, null_block: bool) -> str | None:

@@ -7,7 +7,7 @@ from engines_util import config_spec, gib, run
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs
-from mcache.core.engines.vllm import serve_command
+from mcache.core.engines.vllm import _group_size, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -393,3 +393,27 @@ def test_lfm2_moe_asserts_prefix_caching_off_until_0_17(version, refused):
     error = stage(r).startup_error
     assert (error == "AssertionError: Lfm2Moe currently does not support prefix caching") is refused
     assert refused or error is None
+
+
+@pytest.mark.parametrize(("version", "expected"), [("0.11.1", 12), ("0.12.0", 13), ("0.17.0", 13), ("0.18.0", 13)])
+def test_group_size_heuristic_by_release_near_even_counts(version, expected):
+    # v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, vLLM's own example (gpt-oss-20b + eagle:
+    # 12 sliding + 13 full): the smallest count before 0.12.0, the largest when under 1.25 x (0.12 - 0.17) or 1.5 x
+    assert _group_size({"attention:window": 12, "attention": 13}, version) == expected
+
+
+@pytest.mark.parametrize(("version", "expected"), [("0.11.1", 12), ("0.12.0", 12), ("0.17.0", 12), ("0.18.0", 16)])
+def test_group_size_between_one_and_a_quarter_and_one_and_a_half(version, expected):
+    # 16 / 12 = 1.33: grouped by the smallest count until 0.17, by the largest from 0.18.0 (the 1.25 -> 1.5 change)
+    assert _group_size({"attention:window": 12, "attention": 16}, version) == expected
+
+
+@pytest.mark.parametrize(("version", "sized"), [("0.17.0", False), ("0.18.0", True)])
+def test_attention_free_prefix_caching_sized_from_0_18(version, sized):
+    # config/cache.py (v0.18.0) CacheConfig._apply_block_size_default: block_size is 16 from construction, so
+    # MambaModelConfig's mamba_block_size = block_size is no longer None (0.17's TypeError; the 0.17.0 / 0.18.0 tables)
+    inputs = EngineInputs(config_spec("falcon-mamba-7b"), ParallelLayout(tp=1), "test GPU", gib(80), None,
+                          {"enable_prefix_caching": True, "mamba_cache_mode": "align", "max_model_len": 4096,
+                           "kv_cache_memory_bytes": gib(20)})
+    error = stage(run_engine("vllm", inputs, version)).startup_error
+    assert (error is None) == sized and (sized or error.startswith("TypeError"))

@@ -52,8 +52,8 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.18.0", "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0",
-            "0.29.0", "0.30.0", "0.32.0", "0.33.0")
+VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.18.0", "0.20.0", "0.20.1", "0.22.0",
+            "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model

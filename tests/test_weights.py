@@ -254,3 +254,26 @@ def test_ling3_no_kda_lora_weighs_full_rank_gates():
     full, low_rank = 2 * 1536 * 2048, 2 * (1536 * 128 + 128 * 2048)
     assert kda_layers == 18 and spec.kda.low_rank_gates is False
     assert weights.total_params(spec) - weights.total_params(low) == kda_layers * (full - low_rank) == 96_731_136
+
+
+def test_rank_weights_are_remembered_per_spec_layout_and_stage_never_across_specs():
+    """A plan sweep asks for the same rank's weights for every candidate, so they are remembered (`remembered`): per
+    layout and stage of one spec, and never served to another spec, e.g. the same model stored in float32 (4 bytes a
+    parameter instead of 2: exactly twice the bytes)."""
+    import msgspec
+
+    from mcache.core.spec import model
+
+    spec = load_spec("nemotron-h-8b")
+    wide = msgspec.structs.replace(spec, dtype="float32")
+
+    def rank(s, layout, stage=0):
+        return weights.rank_weights(RankContext.build(s, layout, RuntimeConfig(), resolve_dtypes(s), stage))
+
+    model._MEMO.clear()
+    params, stored = rank(spec, ParallelLayout())
+    assert rank(spec, ParallelLayout()) == (params, stored) and len(model._MEMO) >= 1
+    assert rank(wide, ParallelLayout()) == (params, 2 * stored)  # another spec: counted again, not the memo's
+    tp2, first, last = rank(spec, ParallelLayout(tp=2)), rank(spec, ParallelLayout(pp=2), 0), rank(spec, ParallelLayout(pp=2), 1)
+    assert tp2[0] < params and first != last  # the embeddings on the first stage, the head and final norm on the last
+    assert first[0] + last[0] == params  # an untied head: the two stages hold the model once between them

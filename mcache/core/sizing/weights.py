@@ -21,7 +21,7 @@ from mcache.core.kinds import KIND_MODULES
 from mcache.core.sizing.rank import RankContext
 from mcache.core.sizing.vision import rank_tower_params, tower_params
 from mcache.core.spec.dtypes import canonical, itemsize
-from mcache.core.spec.model import ModelSpec, Quantization, layer_kinds, parse_unit
+from mcache.core.spec.model import ModelSpec, Quantization, layer_kinds, parse_unit, remembered
 
 GIB = 1 << 30
 FFN_KINDS = ("mlp", "moe")
@@ -186,8 +186,13 @@ def rank_weights(ctx: RankContext, mtp: bool = False) -> tuple[int | None, int |
     when `unknown_fields`, no parameter count and the checkpoint index's share (`index_share`), or both None."""
     if unknown_fields(ctx.spec):
         return None, index_share(ctx.spec, ctx.layout.tp * ctx.layout.pp)
-    units = _rank_units(ctx, mtp)
-    return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
+    layout, layers = ctx.layout, ctx.layers  # all that `_rank_units` reads besides the spec
+
+    def count() -> tuple[int, int]:
+        units = _rank_units(ctx, mtp)
+        return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
+
+    return remembered(ctx.spec, ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp), count)
 
 
 def rank_weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:

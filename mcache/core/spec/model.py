@@ -7,6 +7,7 @@ kind used) are in `check_spec`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 import msgspec
@@ -287,20 +288,27 @@ VISION_SIZES = ("intermediate_size", "patch_size", "out_hidden_size")
 NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}
 
 
-_KINDS: dict[int, tuple[ModelSpec, tuple[tuple[str, ...], ...]]] = {}  # by id(spec), the spec kept to prove it
+_MEMO: dict[tuple, tuple[ModelSpec, object]] = {}  # by (id(spec), what), the spec kept to prove the id is its own
+MEMO_SIZE = 512  # entries remembered at most (cleared when full): a sweep's few specs, each a few dozen layouts
+
+
+def remembered(spec: ModelSpec, what: tuple, compute: Callable[[], object]):
+    """`compute()`, remembered for this spec under `what` (a spec is frozen: what it derives never changes): a layout
+    search or a plan sweep asks for the same derived figures thousands of times."""
+    key = (id(spec), *what)
+    known = _MEMO.get(key)
+    if known is not None and known[0] is spec:
+        return known[1]
+    value = compute()
+    if len(_MEMO) >= MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = (spec, value)
+    return value
 
 
 def layer_kinds(spec: ModelSpec) -> tuple[tuple[str, ...], ...]:
-    """The kinds of every layer, e.g. `(("mamba2",), ("mlp",), ...)`; assumes `check_spec` passed. Remembered for the
-    last few specs (a spec is frozen): a layout search asks for them thousands of times."""
-    known = _KINDS.get(id(spec))
-    if known is not None and known[0] is spec:
-        return known[1]
-    kinds = tuple(tuple(entry.split("+")) for entry in _layer_entries(spec))
-    if len(_KINDS) >= 8:
-        _KINDS.clear()
-    _KINDS[id(spec)] = (spec, kinds)
-    return kinds
+    """The kinds of every layer, e.g. `(("mamba2",), ("mlp",), ...)`; assumes `check_spec` passed."""
+    return remembered(spec, ("layer_kinds",), lambda: tuple(tuple(entry.split("+")) for entry in _layer_entries(spec)))
 
 
 def _layer_entries(spec: ModelSpec) -> list[str]:

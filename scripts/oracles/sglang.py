@@ -252,7 +252,9 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
         old = json.loads(path.read_text())
         kept = [c for c in old["cases"] if c["config"] not in configs]
         listed = old["configs"] if old["configs"] == "all" else sorted(set(old["configs"]) | configs)
-        table = {**old, **header, "configs": listed, "cases": kept + new_cases}
+        order = {_key(c): i for i, c in enumerate(cases())}  # the order a whole run writes
+        merged = sorted(kept + new_cases, key=lambda c: order.get(_key(c), len(order)))
+        table = {**old, **header, "configs": listed, "cases": merged}
         table["merged"] = sorted(set(old.get("merged", [])) | configs)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(table, sort_keys=True, indent=1) + "\n")

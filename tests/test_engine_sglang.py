@@ -7,7 +7,7 @@ from cli_util import one_line
 from engines_util import config_spec, gib, run
 from msgspec.structs import replace
 
-from mcache.core.engines import run_engine
+from mcache.core.engines import run_engine, sglang
 from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, whole_model
 from mcache.core.engines.sglang import (
     VERSIONS,
@@ -293,10 +293,33 @@ def test_refusal_when_the_weights_leave_no_kv_memory():
 def test_a_model_without_attention_is_not_bound_by_its_token_pool():
     """Issue 28: a pure-Mamba model's token pool is the context's length (kv_cache_configurator.py) and holds no KV,
     so what runs at once is what SGLang logs as max_running_requests (here the state slots bind), not one sequence."""
-    stage = run("sglang", config_spec("mamba2-2.7b"), "h200").stages[0]
+    stage = run("sglang", config_spec("mamba-2.8b"), "h200").stages[0]
     assert stage.fields["max_total_num_tokens"] == 2048
     assert (stage.max_running_requests, stage.binding) == (stage.fields["max_running_requests_logged"], "state slots")
-    assert stage.max_running_requests == 120 and stage.log[-1].endswith("max_running_requests=120, context_len=2048")
+    assert stage.max_running_requests == 895 and stage.log[-1].endswith("max_running_requests=895, context_len=2048")
+
+
+def test_a_mamba2_config_without_intermediate_size_is_refused_from_0_5_20():
+    """configs/mamba2.py (v0.5.20-v0.5.23) reads intermediate_size, which transformers' Mamba2Config never writes:
+    the published mamba2-2.7b config (as converted) fails; one that declares it starts, as 0.5.19 fails on either."""
+    def error(spec, version):
+        return stage(sglang.run(EngineInputs(spec, ParallelLayout(), *lookup("h200"), None, {},
+                                             version=version))).startup_error
+
+    spec = config_spec("mamba2-2.7b")
+    assert spec.mamba2.intermediate_size is None
+    for version in ("0.5.20", "0.5.23"):
+        assert error(spec, version) == "'Mamba2Config' object has no attribute 'intermediate_size'"
+    declared = replace(spec, mamba2=replace(spec.mamba2, intermediate_size=5120))
+    assert error(declared, "0.5.23") is None
+    assert "num_attention_heads" in error(declared, "0.5.19")
+
+
+@pytest.mark.parametrize("stem", ["plamo-2-1b", "ring-mini-linear-2.0"])
+def test_an_architecture_neither_sglang_nor_transformers_has_is_refused(stem):
+    """model_loader/utils.py resolve_transformers_arch: no SGLang class, no transformers class, no auto_map.AutoModel."""
+    st = stage(run("sglang", config_spec(stem), "h200"))
+    assert st.startup_error.startswith(f"Cannot find model module. '{config_spec(stem).architecture}' is not a registered")
 
 
 def test_gpus_of_20_to_35_gb_by_version():

@@ -8,6 +8,7 @@ Releases: 0.5.19 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versi
     python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
     python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
     python scripts/oracles/sglang.py 0.5.22 --configs qwen3-next-80b-a3b.json,falcon-h1-0.5b.json  # those configs only
+    python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -202,7 +203,7 @@ def answered(work: Path) -> dict[str, dict]:
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
-        every: int = 1, configs: set[str] | None = None) -> Path:
+        every: int = 1, configs: set[str] | None = None, merge: bool = False) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
     if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N
@@ -241,13 +242,21 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
             res["log"] = res["log"] + [res["log_scheduler"]]  # the scheduler's line last, as SGLang logs it
         if "mamba_cache_size" in res:
             res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
+    new_cases = [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
+                  "result": r["result"], "error": r["error"]} for c, r in results]
+    path = OUT_DIR / f"sglang-{version}.json"
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
-             "gpus": {k: v for k, v in GPUS.items()},
-             "cases": [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
-                        "result": r["result"], "error": r["error"]} for c, r in results]}
+             "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
+    if merge and configs and path.exists():  # those configs' cases replaced, every other case kept as it was
+        old = json.loads(path.read_text())
+        kept = [c for c in old["cases"] if c["config"] not in configs]
+        listed = old["configs"] if old["configs"] == "all" else sorted(set(old["configs"]) | configs)
+        order = {_key(c): i for i, c in enumerate(cases())}  # the order a whole run writes
+        merged = sorted(kept + new_cases, key=lambda c: order.get(_key(c), len(order)))
+        table = {**old, **header, "configs": listed, "cases": merged}
+        table["merged"] = sorted(set(old.get("merged", [])) | configs)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUT_DIR / f"sglang-{version}.json"
     path.write_text(json.dumps(table, sort_keys=True, indent=1) + "\n")
     return path
 
@@ -263,6 +272,8 @@ def main():
                     "/tmp/sglang-oracle-VERSION); answered cases are not asked again")
     ap.add_argument("--every", type=int, default=1, help="only every Nth case (interleaved by config): a quick table")
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
+    ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
+                    "existing table and keep every other case (its header takes this run's mocks and versions)")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None
@@ -272,7 +283,8 @@ def main():
         print(len(cases(configs)))
         return
     work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
-    print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs))
+    print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
+              args.merge))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,11 @@ from pathlib import Path
 # This folder holds scripts/oracles/sglang.py, which would shadow the sglang package.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
+# The remote-code stand-in shared with the vLLM oracle (scripts/oracles/remote_code.py), loaded by path
+_remote_spec = importlib.util.spec_from_file_location("oracle_remote_code", Path(__file__).with_name("remote_code.py"))
+REMOTE = importlib.util.module_from_spec(_remote_spec)
+_remote_spec.loader.exec_module(REMOTE)
+
 import torch  # noqa: E402
 
 MIB = 1 << 20
@@ -66,6 +71,7 @@ MOCKS = [
     "model, which read every checkpoint's KV cache as the model dtype.)",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
+    REMOTE.MOCK.format(engine="SGLang"),
     "The scheduler's 'max_total_num_tokens=..., max_running_requests=...' line is the scheduler's own f-string "
     "filled from the configurator's result (the Scheduler is not started); every other log line is captured from "
     "SGLang's loggers as emitted.",
@@ -220,7 +226,8 @@ def run_case(case):
     CAPTURE.lines = []
     result = {}
     try:
-        sa = ServerArgs(model_path=case["model_dir"], **case["flags"])
+        _remote_config(case["model_dir"])
+        sa = ServerArgs(model_path=case["model_dir"], trust_remote_code=True, **case["flags"])
         sa.served_model_name = case["config"]
         sa.resolve_once()
         cfg = resolving_view(sa)
@@ -242,6 +249,14 @@ def run_case(case):
                 os.environ[k] = v
     result["log"] = _kept(CAPTURE.lines)
     return result, error
+
+
+def _remote_config(model_dir):
+    """The checkpoint's configuration module stood in for (remote_code.py; MOCKS), beside SGLang's own config
+    registry (utils/hf_transformers/common.py in every driven release)."""
+    from sglang.srt.utils.hf_transformers.common import _CONFIG_REGISTRY
+
+    REMOTE.remote_config(model_dir, json.loads((Path(model_dir) / "config.json").read_text()), _CONFIG_REGISTRY)
 
 
 RESOLVED = ("chunked_prefill_size", "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -36,6 +37,11 @@ from pathlib import Path
 
 # This file is named vllm.py: keep its folder off sys.path so `import vllm` finds the engine, not this script.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+# The remote-code stand-in shared with the SGLang oracle, loaded by path (this folder is off sys.path)
+_remote_spec = importlib.util.spec_from_file_location("oracle_remote_code", Path(__file__).with_name("remote_code.py"))
+REMOTE = importlib.util.module_from_spec(_remote_spec)
+_remote_spec.loader.exec_module(REMOTE)
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 OUT_DIR = ROOT / "tests" / "data" / "engine_golden"
@@ -114,49 +120,10 @@ MOCKS = [
     "initialize_model on the release's draft VllmConfig, under the 'eagle_head' model tag; the layers it adds are "
     "marked is_draft_layer as load_model marks them); weights are never loaded. Other configs draft with 'ngram' "
     "(no draft model); the Mamba specs take num_speculative_tokens from the VllmConfig with any method",
-    "remote code: every case passes trust_remote_code=True, as a user of a checkpoint that ships its configuration "
-    "module does (`--trust-remote-code`); that module is a stand-in (REMOTE_CONFIG_SOURCE), written where the "
-    "config's auto_map.AutoConfig names it, or registered with AutoConfig for a model_type that neither the "
-    "installed transformers nor vLLM's own config registry knows (the fixture keeps no auto_map). The stand-in is "
-    "a PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes (which "
-    "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them; a "
-    "remote class's default matters only for a key config.json lacks: those vLLM reads are REMOTE_DEFAULTS, the "
-    "published class's defaults (cited there; none of them is a cache dimension except nemotron_h's chunk_size), "
-    "and any other key the fixture lacks fails as AttributeError in the table (no default is invented)",
+    REMOTE.MOCK.format(engine="vLLM"),
 ]
 
-# The stand-in for a checkpoint's own configuration module (`--trust-remote-code`): config.json's keys as attributes.
-REMOTE_CONFIG_SOURCE = """try:
-    from transformers import PreTrainedConfig
-except ImportError:  # transformers 4.x
-    from transformers import PretrainedConfig as PreTrainedConfig
-
-inf = float("inf")  # as repr() writes it in the defaults below
-
-class {name}(PreTrainedConfig):
-    model_type = {model_type!r}
-
-    def __init__(self, **kwargs):
-        for key, value in {defaults!r}.items():
-            setattr(self, key, value)
-        super().__init__(**kwargs)
-"""
-# The defaults of a checkpoint's own configuration class (its __init__ signature) for the keys vLLM's model reads that
-# a config fixture lacks. nemotron_h: configuration_nemotron_h.py of nvidia/Nemotron-H-8B-Base-8K (the attribute names
-# its __init__ stores them under: mamba_conv_bias -> use_conv_bias, mamba_chunk_size -> chunk_size, mamba_dt_* ->
-# time_step_*); transformers 4.x has no NemotronHConfig (vLLM before 0.24 loads it as remote code).
-REMOTE_DEFAULTS = {
-    "nemotron_h": {"mlp_hidden_act": "relu2", "attention_bias": False, "mlp_bias": False, "use_bias": False,
-                   "initializer_range": 0.02, "layer_norm_epsilon": 1e-5, "residual_in_fp32": False,
-                   "use_cache": True, "num_logits_to_keep": 1, "sliding_window": None, "attention_dropout": 0.0,
-                   "hidden_dropout": 0.0, "use_mamba_kernels": True, "mamba_hidden_act": "silu",
-                   "time_step_min": 0.001, "time_step_max": 0.1, "time_step_limit": (0.0, float("inf")),
-                   "time_step_floor": 1e-4, "use_conv_bias": True, "mamba_proj_bias": False, "chunk_size": 128,
-                   "rescale_prenorm_residual": True, "n_routed_experts": 8, "n_shared_experts": 1,
-                   "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
-                   "num_experts_per_tok": 2, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1,
-                   "norm_topk_prob": True},
-}
+# --trust-remote-code's stand-in configuration class, shared with the SGLang oracle (scripts/oracles/remote_code.py)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -613,27 +580,10 @@ def fake_runner(vc):
 
 
 def remote_config(model_dir: str, cfg: dict) -> None:
-    """Stand in for the checkpoint's own configuration module where loading needs remote code (MOCKS): the module
-    auto_map.AutoConfig names, written into the model folder, or a class registered with AutoConfig for a model_type
-    that neither transformers nor vLLM's config registry has."""
-    from transformers import AutoConfig
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    """The checkpoint's configuration module stood in for (remote_code.py; MOCKS)."""
     from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
-    model_type = cfg.get("model_type")
-    ref = (cfg.get("auto_map") or {}).get("AutoConfig")
-    if ref:
-        module, name = ref.split("--")[-1].rsplit(".", 1)
-        source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type,
-                                             defaults=REMOTE_DEFAULTS.get(model_type, {}))
-        (Path(model_dir) / f"{module}.py").write_text(source)
-    elif model_type and model_type not in CONFIG_MAPPING and model_type not in _CONFIG_REGISTRY:
-        namespace: dict = {}
-        exec(REMOTE_CONFIG_SOURCE.format(name="RemoteConfig", model_type=model_type,  # noqa: S102
-                                         defaults=REMOTE_DEFAULTS.get(model_type, {})), namespace)
-        cls = namespace["RemoteConfig"]
-        cls.__module__ = "oracle_remote_code"  # not transformers': AutoConfig takes it as the explicit local class
-        AutoConfig.register(model_type, cls, exist_ok=True)
+    REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
 
 
 def run_build(key: dict, lengths: list[int | None], memories: list[int], capture: Capture) -> list[dict]:

@@ -99,6 +99,17 @@ UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM"
 # name no attention heads (configs/model_config.py at v0.5.19: self.hf_text_config.num_attention_heads), by the
 # transformers config class of each
 NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config"}
+# configs/mamba2.py (v0.5.20 to v0.5.23): SGLang's Mamba2Config.mamba2_cache_params reads self.intermediate_size, which
+# transformers' Mamba2Config never sets (no such field in transformers/models/mamba2/configuration_mamba2.py, 5.12 and
+# 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
+# shape, "'Mamba2Config' object has no attribute 'intermediate_size'" (spec: mamba2.intermediate_size is None)
+MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
+# model_loader/utils.py resolve_transformers_arch (v0.5.19 to v0.5.23): an architecture with no SGLang class (none in
+# models/) and none in transformers, whose config's auto_map names no AutoModel, is refused before anything is sized.
+# These checkpoints need remote code (--trust-remote-code); their configs (tests/data/hf_configs: no auto_map, or
+# AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
+# "not compatible" unless the class declares attention-backend support; not modelled.)
+REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -272,11 +283,18 @@ def _vlm_fraction(mfs: float, spec) -> float:
 
 def architecture_error(spec, version: str) -> str | None:
     """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.20 ModelConfig fails on
-    pure Mamba configs (`NATIVE_FROM_0_5_20`); model_loader/utils.py: no SGLang class and a Transformers fallback that
-    cannot serve it."""
+    pure Mamba configs (`NATIVE_FROM_0_5_20`), from 0.5.20 on Mamba2 configs without intermediate_size
+    (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no SGLang class and no Transformers class
+    (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
     arch = spec.architecture
     if arch in NATIVE_FROM_0_5_20 and not at_least(version, "0.5.20"):
         return f"'{NATIVE_FROM_0_5_20[arch]}' object has no attribute 'num_attention_heads'"
+    if arch == MAMBA2_NEEDS_INTERMEDIATE and spec.mamba2 is not None and spec.mamba2.intermediate_size is None:
+        return "'Mamba2Config' object has no attribute 'intermediate_size'"
+    if arch in REMOTE_ONLY_ARCHS:
+        return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library (only "
+                "relevant if the model is meant to be in Transformers) and 'AutoModel' is not present in the model "
+                "config's 'auto_map' (relevant if the model is custom).")
     if arch not in UNSUPPORTED_ARCHS:
         return None
     return (f"{spec.architecture} has no SGlang implementation and the Transformers implementation is not compatible "

@@ -33,6 +33,8 @@ def mamba2(cfg: Cfg) -> Draft:
     check_product(cfg, "num_heads", heads, head_dim, cfg.int("expand") * hidden, "expand x hidden_size")
     draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), ["mamba2"] * n, tie_embeddings=cfg.bool("tie_word_embeddings"))
     draft.blocks["mamba2"] = mamba2_block(cfg, heads, head_dim, "state_size", "n_groups", "conv_kernel")
+    if cfg.has("intermediate_size"):  # not a Mamba2Config field; SGLang's Mamba2Config reads it (spec provenance)
+        draft.blocks["mamba2"]["intermediate_size"] = cfg.int("intermediate_size")
     draft.notes.append(f"{n} Mamba2 layers (transformers Mamba2Config).")
     return draft
 

@@ -70,7 +70,10 @@ class Mamba1(Block):
 class Mamba2(Block):
     """Mamba2 mixer: `num_heads` x `head_dim` = d_inner; `n_groups` groups of B and C in the conv window (0:
     B and C are computed after the conv, one group for all heads, as in PLaMo-2); `chunk_size` of the scan
-    (the config's `mamba_chunk_size` or `chunk_size`: vLLM aligns prefix-cached blocks to it)."""
+    (the config's `mamba_chunk_size` or `chunk_size`: vLLM aligns prefix-cached blocks to it); `intermediate_size`
+    is provenance, the `intermediate_size` a pure Mamba2 config declares (None: it declares none, as transformers'
+    Mamba2Config writes none): SGLang's Mamba2Config reads it, and fails without it (engines/sglang.py); the sizes
+    use num_heads x head_dim."""
 
     num_heads: Pos
     head_dim: Pos
@@ -78,6 +81,7 @@ class Mamba2(Block):
     n_groups: NonNeg = 1
     conv_kernel: Pos = 4
     chunk_size: Pos | None = None
+    intermediate_size: Pos | None = None
 
 
 class GatedDeltaNet(Block):

@@ -324,6 +324,28 @@ def test_serve_command_spells_vllms_flags():
                     "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'")
 
 
+@pytest.mark.parametrize(("version", "method"), [("0.10.2", "qwen3_next_mtp"), ("0.11.1", "mtp"), (None, "mtp")])
+def test_serve_command_names_the_mtp_method_as_the_release_spells_it(version, method):
+    """vLLM 0.10.2's SpeculativeMethod has no "mtp" (config/__init__.py: deepseek_mtp, ernie_mtp, qwen3_next_mtp, the
+    last the only one a hybrid drafts with there); 0.11.1's config/speculative.py adds "mtp"; n-gram drafts either way."""
+    mtp = serve_command(ServeArgs("Qwen/Qwen3-Next-80B-A3B-Instruct", 1, 1, 8192, draft=3, mtp=True, version=version))
+    ngram = serve_command(ServeArgs("org/model", 1, 1, 8192, draft=3, version=version))
+    assert f'"method": "{method}"' in mtp and '"method": "ngram"' in ngram
+
+
+def test_plan_pastes_the_mtp_method_of_the_release_it_sized():
+    from mcache.core.load import load_spec
+    from mcache.core.plan import Axes, catalogue_gpu, sweep
+
+    spec = load_spec("qwen3-next-80b-a3b")
+    lines = {}
+    for version in ("0.10.2", "0.33.0"):
+        axes = Axes(gpus=(catalogue_gpu("h200"),), contexts=(8192,), tps=(4,), pps=(1,), kv_dtypes=(None,),
+                    drafts=(3,), engine_version=version)
+        lines[version] = sweep(spec, "qwen3-next-80b-a3b", "vllm", axes).candidates[0].settings
+    assert '"method": "qwen3_next_mtp"' in lines["0.10.2"] and '"method": "mtp"' in lines["0.33.0"]
+
+
 @pytest.mark.parametrize(("gpu", "backend", "source"), [
     ("h200", "flashinfer", "default"),  # Hopper: FlashInfer, no condition
     ("b200", "flashinfer", "assumed: a CUDA 13 runtime (Blackwell)"),  # SM 10.0, key head dim 128

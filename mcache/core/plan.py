@@ -450,8 +450,9 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
     replicas = max(1, ceil(goal.target / per)) if goal.target and per else 1
     running = min(per, ceil(goal.target / replicas)) if goal.target else per
     solved = {setting_of(engine, f): v for f, v in rep.solved.items()} if engine else {}
+    version = rep.sized.engine.version.modelled if rep.sized.engine and rep.sized.engine.version else None
     paste = settings_line(spec, spec_arg, engine, gpu, tp, pp, context, kv, ssm, draft, scheme_used, prefix,
-                          axes.base, rep.solved, replicas)
+                          axes.base, rep.solved, replicas, version)
     return Candidate(gpu.label, tp, pp, replicas, replicas * per_gpu, context, dtypes.kv, dtypes.ssm, draft,
                      scheme_used, prefix, rep.fits, replicas * per, per, round(per / per_gpu, 2), binding, rep.startup,
                      ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None,
@@ -475,14 +476,16 @@ def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpo
 
 def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuChoice, tp: int, pp: int, context: int,
                   kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str,
-                  base: SizeOptions, solved: dict[str, int] | None = None, replicas: int = 1) -> str:
+                  base: SizeOptions, solved: dict[str, int] | None = None, replicas: int = 1,
+                  version: str | None = None) -> str:
     """What reproduces a candidate: `vllm serve` or SGLang's `launch_server` flags (with the replicas), TensorRT-LLM's
     LLM-API options (JSON, one replica's), or the `mcache size` command of one replica for the neutral model. The
     engine settings given (`base`) or solved for are added where the engine has them as settings."""
     if engine:
         from importlib import import_module
 
-        serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix)
+        serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix,
+                          version)
         line = serve_command(engine, serve)
         given = {f: getattr(base, f) for f in ("utilization",) if getattr(base, f) is not None} | (solved or {})
         module = import_module(f"mcache.core.engines.{engine}")

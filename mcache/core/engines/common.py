@@ -105,7 +105,7 @@ class ServeArgs(Struct, frozen=True):
     """A deployment as `mcache plan` varies it, for an engine's `serve_command`: what the engine loads (`model`: a
     Hugging Face repository or a folder), the layout, the max model length, the cache dtypes by the engine's names
     (None: its default), draft tokens (drafted by the model's MTP head when it has one, `mtp`) and prefix caching
-    (`default`: the engine's; `on` or `off`)."""
+    (`default`: the engine's; `on` or `off`), and the release whose rules sized it (`version`, None: the newest)."""
 
     model: str
     tp: int
@@ -116,6 +116,7 @@ class ServeArgs(Struct, frozen=True):
     draft: int = 0
     mtp: bool = False
     prefix: str = "default"
+    version: str | None = None
 
 
 class Settings:

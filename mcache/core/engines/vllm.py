@@ -94,6 +94,10 @@ SINCE = {
     # v1/core/kv_cache_utils.py _report_kv_cache_config: "GPU KV cache size" = int(max_concurrency * max_model_len);
     # before, num_blocks // groups * min block size
     "kv_tokens_from_concurrency": "0.20.1",
+    # config/speculative.py SpeculativeMethod: "mtp" from v0.11.1; v0.10.2 (config/__init__.py) names each model's own
+    # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (other Mamba models
+    # refuse drafts before "mamba_drafts")
+    "mtp_method": "0.11.1",
     # kv_cache_interface.py MambaSpec.max_memory_usage_bytes: 'all' counts the draft blocks too; config.py no longer
     # defaults to 'align' for SupportsMambaPrefixCaching models with speculative decoding (0.20.0 - 0.21)
     "all_mode_drafts": "0.22.0",
@@ -365,7 +369,8 @@ def serve_command(args: ServeArgs) -> str:
     if args.prefix != "default":
         line += ["--enable-prefix-caching" if args.prefix == "on" else "--no-enable-prefix-caching"]
     if args.draft:  # vllm/config/speculative.py: MTP heads when the model has them, else n-gram lookup
-        method = {"method": "mtp" if args.mtp else "ngram", "num_speculative_tokens": args.draft}
+        mtp = "mtp" if _since(args.version or VERSIONS[-1], "mtp_method") else "qwen3_next_mtp"
+        method = {"method": mtp if args.mtp else "ngram", "num_speculative_tokens": args.draft}
         line += ["--speculative-config", json_text(method, indent=None)]
     return shlex.join(str(a) for a in line)
 

@@ -464,14 +464,7 @@ def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpo
     bound grows with the sequences: bisection); `capacity` when the bandwidth is unknown, 0 when one is too many."""
     if bound(1) is None:
         return capacity
-    lo, hi = 0, capacity
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if bound(mid).tpot_ms <= max_tpot:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return last_true(lambda n: bound(n).tpot_ms <= max_tpot, 0, capacity + 1)
 
 
 def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuChoice, tp: int, pp: int, context: int,

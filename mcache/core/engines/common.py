@@ -11,6 +11,7 @@ from msgspec import Struct
 
 from mcache.core.engines.versions import EngineVersion
 from mcache.core.errors import LayoutError
+from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext
@@ -257,3 +258,8 @@ def weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:
     """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp` (the engines
     measure theirs)."""
     return rank_weight_bytes(ctx, mtp)
+
+
+def recurrent_kinds(spec) -> list[str]:
+    """The layer kinds with per-request state that the spec declares (in `RECURRENT_KINDS` order)."""
+    return [k for k in RECURRENT_KINDS if getattr(spec, k) is not None]

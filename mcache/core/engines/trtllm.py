@@ -56,6 +56,7 @@ from mcache.core.engines.common import (
     Settings,
     asked_context,
     mtp_attention_layers,
+    recurrent_kinds,
     stage_contexts,
     state_bytes,
     state_dtype,
@@ -124,7 +125,6 @@ KIMI_ARCHS = frozenset({"KimiLinearForCausalLM", "KimiK3ForConditionalGeneration
 PY_HYBRID, CPP, MIXED, V2 = ("MambaHybridCacheManager", "CppMambaHybridCacheManager", "MixedMambaHybridCacheManager",
                              "MambaHybridCacheManagerV2")
 PLAIN = "KVCacheManager"  # a model without recurrent layers: attention KV only
-RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning")
 OUTSIDE = (PY_HYBRID, MIXED)  # managers whose state is torch memory allocated before the KV budget is measured
 GPU_PHYS_MEM_BASE = 2 << 20  # runtime/kv_cache_manager_v2/_storage_manager.py cache_tier_granularity: 2 MiB << n
 
@@ -213,7 +213,7 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     register stops model loading (models/modeling_auto.py AutoModelForCausalLM.from_config); a spec that names no
     architecture is sized by its layer kinds, and a kind no hybrid manager keeps is refused as a setting."""
     arch = spec.architecture
-    recurrent = _recurrent(spec)
+    recurrent = recurrent_kinds(spec)
     if arch is None:
         unsupported = sorted({k for k in UNSUPPORTED_KINDS if getattr(spec, k) is not None})
         if unsupported:
@@ -225,10 +225,6 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     if recurrent and arch not in HYBRID_ARCHS[version]:
         return f"Unknown architecture for AutoModelForCausalLM: {arch}", []
     return None, []
-
-
-def _recurrent(spec) -> list[str]:
-    return [k for k in RECURRENT_KINDS if getattr(spec, k) is not None]
 
 
 def _setup(inputs: EngineInputs, s: Settings, version: str, refusal: str | None) -> Setup:
@@ -268,7 +264,7 @@ def _manager(spec, version: str, wanted: bool | str) -> str:
     (`_util.py` get_kv_cache_manager_cls; hybrids run without block reuse unless a snapshot policy is set). A model
     without recurrent layers gets KVCacheManager; on main use_kv_cache_manager_v2 True would give it KVCacheManagerV2,
     which is not modelled (a `LayoutError`)."""
-    if not _recurrent(spec):
+    if not recurrent_kinds(spec):
         if at_least(version, MAIN) and wanted is True:
             raise LayoutError("use_kv_cache_manager_v2", "v1 or auto for a model without recurrent layers (its "
                                                          "KVCacheManagerV2 is not modelled), got v2")

@@ -30,6 +30,7 @@ from mcache.core.engines.common import (
     asked_context,
     kv_heads_per_rank,
     mtp_attention_layers,
+    recurrent_kinds,
     stage_contexts,
     state_bytes,
     state_dtype,
@@ -386,7 +387,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     version = inputs.version or VERSIONS[-1]
     dtypes = _dtypes(spec, s, arch, version, log)
     kv_mode = s.values["kv_cache_dtype"]
-    recurrent = [kind for kind in RECURRENT_KINDS if getattr(spec, kind) is not None]
+    recurrent = recurrent_kinds(spec)
     hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
     # models; before 0.28 off for every hybrid (`default_prefix_caching = ... and not model_config.is_hybrid`)

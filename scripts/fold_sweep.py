@@ -1,7 +1,8 @@
-"""Time the GatedDeltaNet / KDA fold forms and configs on one GPU (issue 33; results/kernel_experiments.md).
+"""Time the GatedDeltaNet / KDA / Mamba2 fold forms and configs on one GPU (issue 33; results/kernel_experiments.md).
 
 Qwen3-Next-80B-A3B's GatedDeltaNet geometry (36 layers x `[32, 128, 128]`, 16 k-heads) or Kimi-Linear's KDA (20 layers
-x `[32, 128, 128]`), k and v rings in bf16, g and beta in float32, as `mcache bench` allocates them. Each variant is
+x `[32, 128, 128]`), k and v rings in bf16, g and beta in float32, as `mcache bench` allocates them; or Nemotron-H-8B's
+Mamba2 (24 layers x `[128, 64, 128]`, 8 groups), x and B rings in bf16, dt and dA in float32. Each variant is
 checked against the float64 torch reference first, then timed as `mcache bench` times (graph replays, L2 flushed);
 `% roof` is the fold's bytes (state read and written, the ring tokens read) at the ceiling of a 4 GiB copy in the same
 process, `% match` against a copy of the same bytes. Prints one line per cell and writes them as JSON lines to `--out`.
@@ -20,14 +21,21 @@ from mcache.bench.timing import copy_time, time_op
 from mcache.kernels.replay_fold import reference
 from mcache.kernels.replay_fold.gdn import GdnFoldPlan
 from mcache.kernels.replay_fold.kda import KdaFoldPlan
+from mcache.kernels.replay_fold.mamba2 import Mamba2FoldPlan
 
-GEOMETRY = {"gdn": (36, 32, 16, 128, 128), "kda": (20, 32, 32, 128, 128)}  # L, H, Hk, V, K
+GEOMETRY = {"gdn": (36, 32, 16, 128, 128), "kda": (20, 32, 32, 128, 128), "mamba2": (24, 128, 8, 64, 128)}  # L, H, Hk|G, V|P, K|N
 
 
 def make(kind: str, dtype: torch.dtype, ring: int, slots: int, gen: torch.Generator):
     L, H, Hk, V, K = GEOMETRY[kind]
     dev = "cuda"
     ssm = torch.empty(L, slots, H, V, K, dtype=dtype, device=dev).uniform_(-1, 1, generator=gen)
+    if kind == "mamba2":  # x [.., H, P], B [.., G, N], dt, dA [.., H]
+        x = torch.empty(L, slots, 2, ring, H, V, device=dev).uniform_(-1, 1, generator=gen)
+        B = torch.empty(L, slots, 2, ring, Hk, K, device=dev).uniform_(-1, 1, generator=gen)
+        dt = torch.empty(L, slots, 2, ring, H, device=dev).uniform_(0.01, 0.2, generator=gen)
+        dA = torch.empty(L, slots, 2, ring, H, device=dev).uniform_(-0.5, -0.01, generator=gen)
+        return ssm, x.bfloat16(), B.bfloat16(), dt, dA
     k = torch.nn.functional.normalize(torch.empty(L, slots, 2, ring, Hk, K, device=dev).uniform_(-1, 1, generator=gen), dim=-1)
     v = torch.empty(L, slots, 2, ring, H, V, device=dev).uniform_(-1, 1, generator=gen)
     gshape = (H, K) if kind == "kda" else (H,)
@@ -38,9 +46,11 @@ def make(kind: str, dtype: torch.dtype, ring: int, slots: int, gen: torch.Genera
 
 def plan_of(kind: str, variant: str, tensors):
     """`step:BVxW[:sN]` (stepping; `:sN` the token loop's pipeline stages), `chunk[:BVxW]` (GatedDeltaNet's
-    chunked default form), `tma`, `pointer`."""
+    chunked default form), `tma`, `pointer`; Mamba2: `dot[:BPxW]` (tensor-core product), `fma[:BPxW]` (CUDA cores)."""
     name, *rest = variant.split(":")
     config = tuple(int(x) for x in rest[0].split("x")) if rest and "x" in rest[0] else None
+    if kind == "mamba2":
+        return Mamba2FoldPlan(*tensors, config=config, form=name)
     if kind == "kda":
         plan = KdaFoldPlan(*tensors, config=config)
     else:

@@ -194,3 +194,29 @@ def test_ranges_change_the_key(plans):
         pack_reference(pool, slots, ranges, expect)
         assert torch.equal(out, expect)
     assert plans.builds == 3
+
+
+def test_index_vectors_are_checked_on_every_call():
+    """A one-shot call's index vectors: a contiguous int32/int64 vector on the plan's device of the first one's length
+    passes as it is; a strided one is made contiguous; anything else is refused, naming the vector."""
+    from mcache.kernels._common import KernelArgError, indices_on
+
+    cpu = torch.device("cpu")
+    a, b = torch.arange(4), torch.arange(4, 8, dtype=torch.int32)
+    got = indices_on(cpu, ("src", a), ("dst", b))
+    assert got[0] is a and got[1] is b
+    strided = torch.arange(8)[::2]
+    fixed = indices_on(cpu, ("src", a), ("dst", strided))[1]
+    assert fixed.is_contiguous() and torch.equal(fixed, strided)
+    bad = {
+        "a list": ([0, 1, 2, 3], "dst: expected an int32/int64 tensor, got <class 'list'>"),
+        "floats": (torch.zeros(4), "dst: expected an int32/int64 tensor, got torch.float32"),
+        "a matrix": (torch.zeros(2, 2, dtype=torch.int64), "dst: expected shape [4], got (2, 2)"),
+        "another length": (torch.arange(3), "dst: expected shape [4], got (3,)"),
+    }
+    for case, (dst, message) in bad.items():
+        with pytest.raises(KernelArgError) as err:
+            indices_on(cpu, ("src", a), ("dst", dst))
+        assert str(err.value) == message, case
+    with pytest.raises(KernelArgError, match=r"src: expected shape \[B\], got \(\)"):
+        indices_on(cpu, ("src", torch.tensor(3)))

@@ -59,7 +59,8 @@ def _dims(device):
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("even", [False, True], ids=["odd-head", "whole-blocks"])
-def test_replay_fold_mamba2(device, dtype, layout, even):
+@pytest.mark.parametrize("form", ["dot", "fma"])
+def test_replay_fold_mamba2(device, dtype, layout, even, form):
     from mcache.kernels.replay_fold.mamba2 import replay_fold_mamba2_triton
     from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
 
@@ -81,8 +82,8 @@ def test_replay_fold_mamba2(device, dtype, layout, even):
             before = ssm.clone()
             expect = ssm.clone()
             replay_fold_mamba2_reference(expect, x, B, dt, dA, slots, buf, count)
-            replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count)
-            _check(f"mamba2 hist={hist} batch={nb}", ssm, expect, before, slots, count, dtype)
+            replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, form=form)
+            _check(f"mamba2 {form} hist={hist} batch={nb}", ssm, expect, before, slots, count, dtype)
 
 
 def _delta_inputs(d, hist, layout, device, gen, dtype, per_channel):

@@ -77,8 +77,7 @@ def as_index(name: str, t: torch.Tensor, n: int | None, device: torch.device) ->
 
 
 def _as_index(name: str, t: torch.Tensor, n: int | None, number: int, device: torch.device) -> torch.Tensor:
-    """`as_index` with the device's `_device_number` given. The hot path of every one-shot call: the checks are
-    ordered and written to cost the host as little as they can."""
+    """`as_index` with the device's `_device_number` given."""
     dtype = getattr(t, "dtype", None)
     if (dtype is not torch.int64 and dtype is not torch.int32) or not isinstance(t, torch.Tensor):
         fail(f"{name}: expected an int32/int64 tensor, got {dtype or type(t)}")
@@ -105,12 +104,24 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
 
 
 def indices_on(device: torch.device, *named: tuple[str, torch.Tensor]) -> list[torch.Tensor]:
-    """Index vectors `(name, t)`, each checked by `as_index` to have the first one's length, on `device`."""
+    """Index vectors `(name, t)`, each checked by `as_index` to have the first one's length, on `device`. The hot
+    path of every one-shot call: a contiguous int32/int64 vector already on `device` (of the first one's length)
+    passes on four attribute reads; anything else goes through `as_index`'s checks."""
     number = _device_number(device)
-    (name, t), *rest = named
-    first = _as_index(name, t, None, number, device)
-    n = first.shape[0]
-    return [first, *[_as_index(name, t, n, number, device) for name, t in rest]]
+    out, n = [], None
+    for name, t in named:
+        try:
+            dtype = t.dtype
+            ready = ((dtype is torch.int64 or dtype is torch.int32) and t.stride() == (1,) and t.get_device() == number
+                     and (n is None or t.shape[0] == n))
+        except (AttributeError, TypeError):  # not a tensor: as_index says what was expected
+            ready = False
+        if not ready:
+            t = _as_index(name, t, n, number, device)
+        if n is None:
+            n = t.shape[0]
+        out.append(t)
+    return out
 
 
 def lead_strides(t: torch.Tensor, n: int) -> tuple[int, ...]:

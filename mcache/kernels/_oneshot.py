@@ -31,22 +31,27 @@ class PlanCache:
     (cache misses).
 
     Each tag's last call is kept beside the keys: a call with the same options and the same tensor objects, each
-    with the address, shape, strides and dtype it had, takes that plan without building and hashing a key."""
+    with the address, shape, strides and dtype it had, takes that plan without hashing a key."""
 
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
         self._plans: OrderedDict[tuple, object] = OrderedDict()
-        self._last: dict[str, tuple] = {}  # tag -> (options, tensors, their (address, shape, strides, dtype), plan)
+        self._last: dict[str, tuple[list, object]] = {}  # tag -> (its last call's signature, plan)
         self.builds = 0
 
     def __len__(self) -> int:
         return len(self._plans)
 
     def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
+        # The signature: the options, then each tensor's id, address, shape, strides and dtype. Equal ids are the
+        # same objects: a cached plan keeps its tensors alive. A list compares without being hashed.
+        sig = [options]
+        for t in tensors:
+            sig += (id(t), t.data_ptr(), t.shape, t.stride(), t.dtype)
         last = self._last.get(tag)
-        if last is not None and last[0] == options and _unchanged(tensors, last[1], last[2]):
-            return last[3]
-        key = (tag, options, *[x for t in tensors for x in (id(t), t.data_ptr(), t.shape, t.stride(), t.dtype)])
+        if last is not None and last[0] == sig:
+            return last[1]
+        key = (tag, *sig)
         plans = self._plans
         plan = plans.get(key)
         if plan is None:
@@ -55,23 +60,13 @@ class PlanCache:
             plans[key] = plan
             if len(plans) > self.size:
                 _, dropped = plans.popitem(last=False)
-                self._last = {k: v for k, v in self._last.items() if v[3] is not dropped}
-        self._last[tag] = (options, tuple(tensors), tuple((t.data_ptr(), t.shape, t.stride(), t.dtype) for t in tensors), plan)
+                self._last = {k: v for k, v in self._last.items() if v[1] is not dropped}
+        self._last[tag] = (sig, plan)
         return plan
 
     def clear(self) -> None:
         self._plans.clear()
         self._last.clear()
-
-
-def _unchanged(tensors: Sequence[torch.Tensor], last: tuple, meta: tuple) -> bool:
-    """Whether `tensors` are the objects `last`, each with its address, shape, strides and dtype in `meta`."""
-    if len(tensors) != len(last):
-        return False
-    for t, u, (ptr, shape, stride, dtype) in zip(tensors, last, meta, strict=True):
-        if t is not u or t.data_ptr() != ptr or t.shape != shape or t.stride() != stride or t.dtype is not dtype:
-            return False
-    return True
 
 
 PLANS = PlanCache()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._common import lead_strides, next_pow2, same_device
+from .._common import fail, lead_strides, next_pow2, same_device
 from .._launch import Launch
 from .._oneshot import PLANS
 from ._fold import FoldPlan, check_rings, check_state, head_unit, ring_base, ring_groups, rings_with_strides, run_fold
@@ -36,6 +36,7 @@ def _mamba2_kernel(
     NB, H, P, N, HPG, NPB,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr,
+    FMA: tl.constexpr = False, HIST: tl.constexpr = 1,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -69,11 +70,19 @@ def _mamba2_kernel(
         total = tl.sum(dav, 0)
         w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
         xb = ring_base(x, xs0, xs1, xs2, layer, slot, r) + h * P
-        xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
         bb = ring_base(Bm, bs0, bs1, bs2, layer, slot, r) + (h // HPG) * N
-        bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
-        xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
-        h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
+        if FMA:  # rank-one updates on the CUDA cores, token by token: exact fp32 products
+            h1 = h0.to(tl.float32) * tl.exp(total)
+            for j in tl.static_range(HIST):
+                wj = tl.sum(tl.where(t == j, w, 0.0), 0)
+                xj = tl.load(xb + j * xs3 + p, mask=(p < P) & (p * 0 + j < c), other=0.0).to(tl.float32)
+                bj = tl.load(bb + j * bs3 + n, mask=(n < N) & (n * 0 + j < c), other=0.0).to(tl.float32)
+                h1 += (xj * wj)[:, None] * bj[None, :]
+        else:
+            xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
+            bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
+            xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
+            h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
         if EVEN:
             tl.store(sbase + soff, h1.to(ssm.dtype.element_ty))
         else:
@@ -84,8 +93,10 @@ class Mamba2FoldPlan(FoldPlan):
     """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings (and, with `conv`, the conv
     window: `conv.state_window`), in one launch; `config` = `(BP rows of P per program, num_warps)`."""
 
-    def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, int] | None = None):
+    def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, int] | None = None, form: str | None = None):
         check_state("ssm", ssm, 5)
+        if form not in (None, "dot", "fma"):
+            fail(f"form: expected 'dot' or 'fma', got {form!r}")
         L, S, H, P, N = ssm.shape
         dev = same_device(ssm=ssm, x=x, B=B, dt=dt, dA=dA)
         G = ring_groups("B", B, H, "G", "N")
@@ -99,7 +110,8 @@ class Mamba2FoldPlan(FoldPlan):
         self.units = L * H * self.npb
         self.args = (ssm, *lead_strides(ssm, 2), *rings_with_strides(x, B, dt, dA))
         self.dims = (H, P, N, H // G, self.npb)
-        self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=P % bp == 0 and bn == N)
+        self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=P % bp == 0 and bn == N,
+                               FMA=form == "fma", HIST=hist)
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
@@ -107,7 +119,10 @@ class Mamba2FoldPlan(FoldPlan):
         return (Launch(_mamba2_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
 
 
-def replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
+def replay_fold_mamba2_triton(
+    ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
+) -> None:
     """See `reference.replay_fold_mamba2_reference` and `Mamba2FoldPlan`."""
-    plan = PLANS.get("fold_mamba2", (ssm, x, B, dt, dA), config, lambda: Mamba2FoldPlan(ssm, x, B, dt, dA, config=config))
+    plan = PLANS.get("fold_mamba2", (ssm, x, B, dt, dA), (config, form),
+                     lambda: Mamba2FoldPlan(ssm, x, B, dt, dA, config=config, form=form))
     run_fold(plan, slots, buf, count, check)

@@ -50,7 +50,10 @@ def plan_of(kind: str, variant: str, tensors):
     name, *rest = variant.split(":")
     config = tuple(int(x) for x in rest[0].split("x")) if rest and "x" in rest[0] else None
     if kind == "mamba2":
-        return Mamba2FoldPlan(*tensors, config=config, form=name)
+        plan = Mamba2FoldPlan(*tensors, config=config, form=name)
+        for opt in rest[1:] if config else rest:
+            plan.constexprs["HOIST"] = opt != "h0"
+        return plan
     if kind == "kda":
         plan = KdaFoldPlan(*tensors, config=config)
     else:
@@ -59,9 +62,12 @@ def plan_of(kind: str, variant: str, tensors):
             form = "tma" if tensors[0].dtype == torch.bfloat16 else "pointer"
         plan = GdnFoldPlan(*tensors, config=config, form=form)
     for opt in rest[1:] if config else rest:
-        if not opt.startswith("s"):
+        if opt == "h0":
+            plan.stepper.constexprs["HOIST"] = False
+        elif opt.startswith("s"):
+            plan.stepper.constexprs["STAGES"] = int(opt[1:])
+        else:
             raise SystemExit(f"unknown option {opt!r} in {variant!r}")
-        plan.stepper.constexprs["STAGES"] = int(opt[1:])
     return plan
 
 

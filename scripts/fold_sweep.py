@@ -50,10 +50,7 @@ def plan_of(kind: str, variant: str, tensors):
     name, *rest = variant.split(":")
     config = tuple(int(x) for x in rest[0].split("x")) if rest and "x" in rest[0] else None
     if kind == "mamba2":
-        plan = Mamba2FoldPlan(*tensors, config=config, form=name)
-        for opt in rest[1:] if config else rest:
-            plan.constexprs["HOIST"] = opt != "h0"
-        return plan
+        return Mamba2FoldPlan(*tensors, config=config, form=name)
     if kind == "kda":
         plan = KdaFoldPlan(*tensors, config=config)
     else:
@@ -62,12 +59,9 @@ def plan_of(kind: str, variant: str, tensors):
             form = "tma" if tensors[0].dtype == torch.bfloat16 else "pointer"
         plan = GdnFoldPlan(*tensors, config=config, form=form)
     for opt in rest[1:] if config else rest:
-        if opt == "h0":
-            plan.stepper.constexprs["HOIST"] = False
-        elif opt.startswith("s"):
-            plan.stepper.constexprs["STAGES"] = int(opt[1:])
-        else:
+        if not opt.startswith("s"):
             raise SystemExit(f"unknown option {opt!r} in {variant!r}")
+        plan.stepper.constexprs["STAGES"] = int(opt[1:])
     return plan
 
 

@@ -36,7 +36,7 @@ def _mamba2_kernel(
     NB, H, P, N, HPG, NPB,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr,
-    FMA: tl.constexpr = False, HIST: tl.constexpr = 1, HOIST: tl.constexpr = True,
+    FMA: tl.constexpr = False, HIST: tl.constexpr = 1,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -48,13 +48,9 @@ def _mamba2_kernel(
             return
     pb, h, b, layer = head_unit(NPB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
-    if HOIST:  # every request has a slot and a ring entry: these loads need not wait for the count
+    if c > 0:
         slot = tl.load(slots + b).to(tl.int64)
         r = tl.load(bufs + b).to(tl.int64)
-    if c > 0:
-        if not HOIST:
-            slot = tl.load(slots + b).to(tl.int64)
-            r = tl.load(bufs + b).to(tl.int64)
         p = pb * BP + tl.arange(0, BP)
         n = tl.arange(0, BN)
         sm = (p[:, None] < P) & (n[None, :] < N)

@@ -46,7 +46,7 @@ def _step_kernel(
     slots, bufs, counts,
     NB, H, V, K, HPG, NVB,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
-    BV: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr, PER_K: tl.constexpr, HOIST: tl.constexpr = True,
+    BV: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr, PER_K: tl.constexpr,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -58,13 +58,9 @@ def _step_kernel(
             return
     vb, h, b, layer = head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
-    if HOIST:  # every request has a slot and a ring entry: these loads need not wait for the count
+    if c > 0:
         slot = tl.load(slots + b).to(tl.int64)
         r = tl.load(bufs + b).to(tl.int64)
-    if c > 0:
-        if not HOIST:
-            slot = tl.load(slots + b).to(tl.int64)
-            r = tl.load(bufs + b).to(tl.int64)
         kk = tl.arange(0, BK)
         km = kk < K
         vv = vb * BV + tl.arange(0, BV)

@@ -11,7 +11,9 @@ Two rates are measured, each with a compute-bound kernel of its own:
 
 The work of a fold (per layer, request and head; `T` the tokens folded, `CT = max(16, next_pow2(ring length))` the
 token tile the kernels pad the ring to, one FMA = 2 FLOPs):
-- Mamba2 (`[P, N]` state): CUDA cores `P*N` (the decay) + `P*CT` (x scaled by its weights); tensor cores one
+- Mamba2 (`[P, N]` state), CUDA-core form (rings of up to 4 tokens: `mamba2.mamba2_form`): `P*N` (the decay) +
+  `T * (2*P*N + P)` (each token's rank-one update and x scaled by its weight); no tensor-core work.
+- Mamba2, tensor-core form: CUDA cores `P*N` (the decay) + `P*CT` (x scaled by its weights); tensor cores one
   `[P, CT] x [CT, N]` product in `tf32x3`: `3 * 2*P*CT*N`.
 - GatedDeltaNet stepped (float32 states, rings of up to 8 tokens: `gdn.gdn_steps`): as KDA below.
 - GatedDeltaNet (`[V, K]` state, chunked): CUDA cores `V*K` (the decay) + `6*V*CT` (the gated residual and the hi/lo
@@ -54,7 +56,10 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
     pool (`k`: the delta rules' key ring, whose dtype picks the GatedDeltaNet passes)."""
     L, H = state.shape[0], state.shape[2]
     ct = _tile(hist)
-    if kind == "mamba2":
+    if kind == "mamba2" and _mamba2_form(hist) == "fma":
+        P, N = state.shape[3], state.shape[4]
+        per_head = Work(P * N + tokens * (2 * P * N + P), 0)
+    elif kind == "mamba2":
         P, N = state.shape[3], state.shape[4]
         per_head = Work(P * N + P * ct, 3 * 2 * P * ct * N)
     elif kind == "kda" or (kind == "gdn" and _gdn_steps(state.dtype, hist)):
@@ -72,6 +77,12 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
     else:
         return Work()
     return per_head.scaled(L * batch * H)
+
+
+def _mamba2_form(hist: int) -> str:
+    from mcache.kernels.replay_fold.mamba2 import mamba2_form  # imports Triton: only for a Mamba2 fold
+
+    return mamba2_form(hist)
 
 
 def _gdn_steps(dtype: torch.dtype, hist: int) -> bool:

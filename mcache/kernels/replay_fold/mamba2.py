@@ -1,7 +1,8 @@
-"""The Mamba2 fold (scalar decay per head). The recurrence is linear in `h`, so all tokens fold in closed form
-with small matrix products on the tensor cores (fp32 operands, `tf32x3`: about fp32 accuracy):
-`h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`, one `[P, c] x [c, N]` product per
-head. The state is read and written once.
+"""The Mamba2 fold (scalar decay per head). The recurrence is linear in `h`, so all tokens fold in closed form,
+`h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`; the state is read and written once.
+The sum of rank-one terms runs in one of two forms (`mamba2_form` picks): `"fma"`, token by token on the CUDA cores
+(exact fp32 products), for short rings; `"dot"`, one `[P, CT] x [CT, N]` product per head on the tensor cores (fp32
+operands in `tf32x3`: about fp32 accuracy), for longer ones.
 """
 
 from __future__ import annotations
@@ -16,13 +17,25 @@ from ._fold import FoldPlan, check_rings, check_state, head_unit, ring_base, rin
 from .conv import conv_fold, state_window, with_window
 
 PRECISION = "tf32x3"
+# The CUDA-core form folds rings of up to MAMBA2_FMA_MAX tokens. On an H200 (Nemotron-H-8B's `[128, 64, 128]` state,
+# % of the memory roofline at batch 8 / 32 / 64, results/roofline/sweeps/fold-sweep-4): at 4 tokens float32 85 / 93 /
+# 93% on 16 rows a warp against the tensor-core form's 82 / 87 / 87%, bfloat16 71 / 78 / 76% on 8 rows a warp against
+# 60 / 64 / 64%; at 16 tokens the tensor-core form (float32 79 / 83 / 84%, bfloat16 60 / 64 / 64%) against at best
+# 66 / 71 / 71% and 45 / 50 / 51%.
+MAMBA2_FMA_MAX = 4
+MAMBA2_FMA_CONFIG = {4: (16, 1), 2: (8, 1)}  # `(BP, num_warps)` by the state's element size
 
 
 def mamba2_config(P: int, bn: int) -> tuple[int, int]:
-    """`(BP, num_warps)`: 16 rows of P (2048 states at N = 128) on two warps, the fastest of a sweep over
-    BP 8..64 and 2..8 warps on an H200 for the Nemotron-H-8B state (84-88% of the size-matched copy at
+    """`(BP, num_warps)` of the tensor-core form: 16 rows of P (2048 states at N = 128) on two warps, the fastest of a
+    sweep over BP 8..64 and 2..8 warps on an H200 for the Nemotron-H-8B state (84-88% of the size-matched copy at
     batch 1-64, against 78-81% for 32 rows on four warps)."""
     return max(16, min(next_pow2(P), 2048 // bn)), 2
+
+
+def mamba2_form(hist: int) -> str:
+    """The default form of a Mamba2 fold from rings of `hist` tokens: `"fma"` up to `MAMBA2_FMA_MAX`, else `"dot"`."""
+    return "fma" if hist <= MAMBA2_FMA_MAX else "dot"
 
 
 @triton.jit
@@ -71,7 +84,8 @@ def _mamba2_kernel(
         w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
         xb = ring_base(x, xs0, xs1, xs2, layer, slot, r) + h * P
         bb = ring_base(Bm, bs0, bs1, bs2, layer, slot, r) + (h // HPG) * N
-        if FMA:  # rank-one updates on the CUDA cores, token by token: exact fp32 products
+        if FMA:  # rank-one updates on the CUDA cores, token by token: exact fp32 products. (`p * 0 + j < c`: the
+            # interpreter refuses a scalar condition in a vector mask.)
             h1 = h0.to(tl.float32) * tl.exp(total)
             for j in tl.static_range(HIST):
                 wj = tl.sum(tl.where(t == j, w, 0.0), 0)
@@ -91,7 +105,8 @@ def _mamba2_kernel(
 
 class Mamba2FoldPlan(FoldPlan):
     """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings (and, with `conv`, the conv
-    window: `conv.state_window`), in one launch; `config` = `(BP rows of P per program, num_warps)`."""
+    window: `conv.state_window`), in one launch; `config` = `(BP rows of P per program, num_warps)`, `form` `"fma"` or
+    `"dot"` (default: `mamba2_form`)."""
 
     def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, int] | None = None, form: str | None = None):
         check_state("ssm", ssm, 5)
@@ -102,7 +117,9 @@ class Mamba2FoldPlan(FoldPlan):
         G = ring_groups("B", B, H, "G", "N")
         nbuf, hist = check_rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
         bn = max(16, next_pow2(N))
-        bp, self.warps = config or mamba2_config(P, bn)
+        form = form or mamba2_form(hist)
+        fma_config = MAMBA2_FMA_CONFIG.get(ssm.element_size(), MAMBA2_FMA_CONFIG[4])
+        bp, self.warps = config or (fma_config if form == "fma" else mamba2_config(P, bn))
         super().__init__(dev, S, nbuf, hist)
         self.window = state_window(self, conv, L, self.warps)
         self.empty = ssm.numel() == 0

@@ -47,6 +47,7 @@ CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 OUT_DIR = ROOT / "tests" / "data" / "engine_golden"
 GIB = 1 << 30
 MIB = 1 << 20
+H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
 
 # What each vLLM version needs installed besides torch and vllm (--no-deps each, so pip never swaps torch).
 # transformers is pinned inside the range the version's own requirements name.
@@ -367,7 +368,7 @@ def install_mocks():
 
         @classmethod
         def get_device_total_memory(cls, device_id=0):
-            return 143771140096
+            return H200_BYTES
 
         @classmethod
         def current_device(cls):
@@ -653,7 +654,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                         current_platform.update_block_size_for_backend(vc)  # 0.18+: after load_model
                     specs = GPUModelRunner.get_kv_cache_spec(fake_runner(vc))
                 base_log = capture.take()
-                case_memories = memories + [one_request_memory(vc, specs)]
+                one_request = one_request_memory(vc, specs)
+                case_memories = memories + ([one_request] if 0 < one_request <= H200_BYTES else [])
                 for memory in case_memories:
                     results.append(size_case(key, max_len, memory, vc, specs, base_log, capture))
             except Exception as exc:  # noqa: BLE001
@@ -674,7 +676,7 @@ def one_request_memory(vc, specs: dict) -> int:
     """A KV-cache memory of exactly what one request at the max model length needs by the layers' own specs
     (max_memory_usage_bytes over every layer: the start-up check before 0.14): it fits there, and the releases
     that count otherwise tell apart by it (the first KV-cache group alone in 0.14 - 0.18, every group with its
-    padding layers from 0.19, the null block held back from 0.29)."""
+    padding layers from 0.19, the null block held back from 0.29); added to a case's memories when the GPU has it."""
     try:
         from vllm.v1.core.kv_cache_planning import max_memory_usage_bytes
     except ImportError:  # before 0.33

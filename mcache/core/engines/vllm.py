@@ -247,12 +247,13 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
                "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
 
-# transformers_utils/model_arch_config_convertor.py (v0.15.0 - v0.17.x): ModelArchConfigConvertorBase.
-# get_total_num_kv_heads falls back to `hf_text_config.num_attention_heads`, which an attention-free config whose
-# model_type has no convertor of its own (only "mamba" and "falcon_mamba" have one) lacks: transformers 4.x's
-# Mamba2Config, so every Mamba2ForCausalLM fails before sizing; v0.18.0 falls back to get_total_num_attention_heads
-# (0 when absent). The 0.15.0 / 0.17.0 golden tables have it at every TP.
-NO_HEADS_RELEASES = ("0.15.0", "0.18.0")
+# transformers_utils/model_arch_config_convertor.py (v0.14.0 - v0.17.x; new in 0.14.0, read by ModelConfig's
+# get_model_arch_config): ModelArchConfigConvertorBase.get_total_num_kv_heads falls back to
+# `hf_text_config.num_attention_heads`, which an attention-free config whose model_type has no convertor of its own
+# (only "mamba" and "falcon_mamba" have one) lacks: transformers 4.x's Mamba2Config, so every Mamba2ForCausalLM fails
+# before sizing; v0.18.0 falls back to get_total_num_attention_heads (0 when absent). The 0.14.0, 0.15.0 and 0.17.0
+# golden tables have it at every TP.
+NO_HEADS_RELEASES = ("0.14.0", "0.18.0")
 OWN_CONVERTOR_ARCHS = ("MambaForCausalLM", "FalconMambaForCausalLM")
 # Model classes that assert prefix caching off while they are built, by [first, fixed) release: models/lfm2_moe.py
 # Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0; gone in v0.17.0). Before 0.15 MambaModelConfig has already turned

@@ -14,9 +14,10 @@ model and KV-cache modules import), then re-runs this file inside it with --work
      does after load_model.
   4. GPUModelRunner.get_kv_cache_spec (the layers' own get_kv_cache_spec + the backend's customize_spec).
   5. get_global_kv_cache_groups / get_kv_cache_configs with available memory = kv_cache_memory_bytes (what
-     gpu_worker.determine_available_memory returns when that flag is set), generate_scheduler_kv_cache_config,
-     update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs vs Mamba blocks check of
-     CompilationConfig.resolve_cudagraph_mode_and_sizes.
+     gpu_worker.determine_available_memory returns when that flag is set: 20 GiB, 60 GiB, 64 MiB and what one
+     request at the max model length needs by every layer's spec, where the start-up checks of the releases part),
+     generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
+     vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
 Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
 Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GPU and the process groups.
 """

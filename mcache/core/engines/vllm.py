@@ -978,14 +978,10 @@ def _first_group(ctx: RankContext) -> str:
     kv_cache_utils.py _get_kv_cache_groups_uniform_page_size orders the groups by each spec's first layer in
     get_kv_cache_spec's order, the order the layers were built (the first stage's first); a parallel hybrid layer
     builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid)."""
-    for kinds in layer_kinds(ctx.spec):
-        attention = [kind for kind in kinds if kind in ATTENTION_KINDS]
-        recurrent = [kind for kind in kinds if kind in RECURRENT_KINDS]
-        if attention:
-            return _bucket_name(ctx, attention[0])
-        if recurrent:
-            return recurrent[0]
-    raise AssertionError("a model with KV-cache groups has a cache layer")
+    cached = (*ATTENTION_KINDS, *RECURRENT_KINDS)  # within a layer, attention first
+    layer = next(kinds for kinds in layer_kinds(ctx.spec) if set(kinds) & set(cached))
+    kind = min((kind for kind in layer if kind in cached), key=cached.index)
+    return _bucket_name(ctx, kind) if kind in ATTENTION_KINDS else kind
 
 
 # ------------------------------------------------------------------------------------------ mcache plan's hooks -----

@@ -489,7 +489,8 @@ def test_a_parallel_hybrid_layer_puts_its_attention_group_first():
     # group. Falcon-H1-0.5B at TP 1: Mamba2 page (1,536 + 2 * 128) * 3 * 2 + 24 * 64 * 128 * 2 = 403,968 B; attention
     # 2 * 2 * 64 * 2 = 512 B per token, block 16 * ceil(403,968 / 8,192) = 800, padded page 409,600 B; 36 + 36 layers,
     # one group each of 36. At 4,096 tokens: 36 pages x ceil(4,096 / 800) = 6 blocks = 0.08 GiB, over 64 MiB (the
-    # Mamba2 group's one block, 36 pages, would fit); 4 blocks of 36 pages fit: 3,200 tokens
+    # Mamba2 group's one block, 36 pages, would fit); 4 blocks of 36 pages fit: 3,200 tokens (what vLLM 0.18.0's own
+    # code says for this case through the oracle's run_build: scripts/oracles/vllm_versions.md)
     st = stage(run_engine("vllm", EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout(tp=1), given=dict(
         max_model_len=4096, kv_cache_memory_bytes=64 << 20)), "0.18.0"))
     assert "(4096), (0.08 GiB KV cache is needed" in st.startup_error

@@ -283,7 +283,8 @@ def main() -> None:
              "(kv_cache_memory_bytes is given, so weights do not enter).",
              "The error field is compared on every case; the other fields only where both sides sized the case (a "
              "refusal before sizing on either side counts under error only); errors are compared by class (e.g. "
-             "'max_model_len above the config's'); max_concurrency to 0.01.",
+             "'max_model_len above the config's'), a one-request memory refusal also by its figures (max model "
+             "length, GiB needed, GiB available, estimated maximum length); max_concurrency to 0.01.",
              "", "## Match rate per field", "", "| field | compared | match | rate |", "| --- | ---: | ---: | ---: |"]
     for field in FIELDS:
         n, k = compared[field], matches[field]

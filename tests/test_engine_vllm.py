@@ -439,3 +439,59 @@ def test_attention_free_prefix_caching_sized_from_0_18(version, sized):
                            "kv_cache_memory_bytes": gib(20)})
     error = stage(run_engine("vllm", inputs, version)).startup_error
     assert (error is None) == sized and (sized or error.startswith("TypeError"))
+
+
+# Nemotron-H-8B at TP 1 (0.13 - 0.19: float16 SSM state): Mamba2 page conv (8,192 + 2 * 8 * 128) * 3 * 2 = 61,440 +
+# state 128 * 64 * 128 * 2 = 2,097,152 = 2,158,592 B; attention 2 * 8 * 128 * 2 = 4,096 B per token, so the block is
+# 16 * ceil(2,158,592 / 65,536) = 528 tokens and the page padded to 528 * 4,096 = 2,162,688 B. 24 Mamba2 layers and
+# 4 attention layers: group size 4, 6 Mamba2 groups and 1 attention group; the first layer is Mamba2.
+NEMOTRON_PAGE = 528 * 4_096
+
+
+@pytest.mark.parametrize(("version", "starts"), [("0.13.0", False), ("0.14.0", True), ("0.18.0", True),
+                                                 ("0.19.0", False)])
+def test_the_one_request_check_counts_every_layer_then_the_first_group_then_every_group(version, starts):
+    # v1/core/kv_cache_utils.py: one request at 4,096 tokens holds 1 block per Mamba2 layer and ceil(4,096 / 528) = 8
+    # per attention layer. Before 0.14 every layer's spec: (24 + 4 * 8) pages = 0.11 GiB, over 64 MiB; 0.14 - 0.18
+    # only kv_cache_groups[0], the Mamba2 group: 4 layers x 1 page = 8.25 MiB, so it starts (7 blocks of 4 pages,
+    # half a request); from 0.19 every group: 4 x (6 + 8) pages, the same 0.11 GiB. The estimate: 31.03 pages fit,
+    # 24 for the states and 4 for one attention block of 528 tokens
+    st = stage(run_engine("vllm", EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(tp=1), given=dict(
+        max_model_len=4096, enable_prefix_caching=False, kv_cache_memory_bytes=64 << 20)), version))
+    if starts:
+        assert st.startup_error is None
+        assert st.fields["num_blocks"] == (64 << 20) // (4 * NEMOTRON_PAGE) == 7
+        assert st.fields["max_concurrency"] == round(7 / (6 + 8), 2) == 0.5
+    else:
+        assert "(4096), (0.11 GiB KV cache is needed" in st.startup_error
+        assert "estimated maximum model length is 528." in st.startup_error
+
+
+@pytest.mark.parametrize(("version", "starts"), [("0.13.0", True), ("0.18.0", True), ("0.19.0", False)])
+def test_from_0_19_the_one_request_check_counts_the_padding_layers(version, starts):
+    # Bamba-9B at TP 1: Mamba2 page (8,192 + 2 * 128) * 3 * 2 + 128 * 64 * 128 * 2 = 2,147,840 B, block 528, padded
+    # page 2,162,688 B; 29 Mamba2 layers and 3 attention layers: group size 3, 10 Mamba2 groups (one padding layer).
+    # The memory is exactly every layer's blocks at 4,096 tokens: (29 + 3 * 8) pages. 0.13 counts those and starts
+    # (17 blocks of 3 pages, 18 per request); from 0.19 group size x page x (10 + 8) blocks is one page more, and
+    # 17 blocks hold the 10 state blocks and 7 attention blocks: 3,696 tokens
+    memory = (29 + 3 * 8) * NEMOTRON_PAGE
+    st = stage(run_engine("vllm", EngineInputs(config_spec("bamba-9b"), ParallelLayout(tp=1), given=dict(
+        max_model_len=4096, enable_prefix_caching=False, kv_cache_memory_bytes=memory)), version))
+    if starts:
+        assert st.startup_error is None and st.fields["num_blocks"] == memory // (3 * NEMOTRON_PAGE) == 17
+    else:
+        assert "(4096), (0.11 GiB KV cache is needed" in st.startup_error
+        assert "estimated maximum model length is 3696." in st.startup_error
+
+
+def test_a_parallel_hybrid_layer_puts_its_attention_group_first():
+    # models/falcon_h1.py FalconH1ParallelHybrid builds self_attn before mamba, so 0.14 - 0.18 count the attention
+    # group. Falcon-H1-0.5B at TP 1: Mamba2 page (1,536 + 2 * 128) * 3 * 2 + 24 * 64 * 128 * 2 = 403,968 B; attention
+    # 2 * 2 * 64 * 2 = 512 B per token, block 16 * ceil(403,968 / 8,192) = 800, padded page 409,600 B; 36 + 36 layers,
+    # one group each of 36. At 4,096 tokens: 36 pages x ceil(4,096 / 800) = 6 blocks = 0.08 GiB, over 64 MiB (the
+    # Mamba2 group's one block, 36 pages, would fit); 4 blocks of 36 pages fit: 3,200 tokens (what vLLM 0.18.0's own
+    # code says for this case through the oracle's run_build: scripts/oracles/vllm_versions.md)
+    st = stage(run_engine("vllm", EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout(tp=1), given=dict(
+        max_model_len=4096, kv_cache_memory_bytes=64 << 20)), "0.18.0"))
+    assert "(4096), (0.08 GiB KV cache is needed" in st.startup_error
+    assert "estimated maximum model length is 3200." in st.startup_error

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -122,9 +123,25 @@ def error_class(text: str | None) -> str | None:
     return t.split(":", 1)[0]
 
 
+# vLLM's start-up check of one request (v1/core/kv_cache_utils.py _check_enough_kv_cache_memory): the max model
+# length, the GiB it needs, the GiB available and the estimated maximum model length (absent: 0)
+MEMORY_FIGURES = re.compile(r"max seq len \((\d+)\), \(([\d.]+) GiB KV cache is needed, .*? available KV cache memory "
+                            r"\(([\d.]+) GiB\)\. (?:Based on the available memory, the estimated maximum model length is "
+                            r"(\d+)\.)?")
+
+
+def memory_figures(text: str | None) -> tuple | None:
+    """(max model length, GiB needed, GiB available, estimated length) of a one-request refusal, else None."""
+    found = MEMORY_FIGURES.search(text or "")
+    if found is None:
+        return None
+    length, needed, available, estimate = found.groups()
+    return int(length), float(needed), float(available), int(estimate or 0)
+
+
 def same(field: str, v, m) -> bool:
-    if field == "error":
-        return error_class(v) == error_class(m)
+    if field == "error":  # by class, and a one-request refusal by its figures
+        return error_class(v) == error_class(m) and memory_figures(v) == memory_figures(m)
     if field == "max_concurrency" and v is not None and m is not None:
         return abs(round(v, 2) - m) < 0.011
     if field == "groups":
@@ -144,6 +161,9 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     q = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") or {}
     ve, me = error_class(v.get("error")), error_class(m.get("error"))
     named = cfg.get("architectures") or []
+    if field == "error" and ve == me and memory_figures(v.get("error")) != memory_figures(m.get("error")):
+        return ("the one-request memory check's figures (max len, GiB needed, GiB available, estimated length) "
+                f"differ: vLLM {memory_figures(v.get('error'))} / mcache {memory_figures(m.get('error'))}")
     if (v.get("architecture") and named and v["architecture"] not in named) or (
             v.get("error") and "No model architectures are specified" in v["error"] and named):
         return STALE_FIXTURE
@@ -226,7 +246,7 @@ def flag_text(flags: dict) -> str:
     parts = []
     for key, value in flags.items():
         if key == "kv_cache_memory_bytes":
-            value = f"{value >> 30}GiB"
+            value = f"{value >> 30}GiB" if value >= 1 << 30 else f"{value >> 20}MiB"
         parts.append(f"{names.get(key, key)}={value}")
     return " ".join(parts)
 
@@ -263,7 +283,8 @@ def main() -> None:
              "(kv_cache_memory_bytes is given, so weights do not enter).",
              "The error field is compared on every case; the other fields only where both sides sized the case (a "
              "refusal before sizing on either side counts under error only); errors are compared by class (e.g. "
-             "'max_model_len above the config's'); max_concurrency to 0.01.",
+             "'max_model_len above the config's'), a one-request memory refusal also by its figures (max model "
+             "length, GiB needed, GiB available, estimated maximum length); max_concurrency to 0.01.",
              "", "## Match rate per field", "", "| field | compared | match | rate |", "| --- | ---: | ---: | ---: |"]
     for field in FIELDS:
         n, k = compared[field], matches[field]

@@ -14,9 +14,10 @@ model and KV-cache modules import), then re-runs this file inside it with --work
      does after load_model.
   4. GPUModelRunner.get_kv_cache_spec (the layers' own get_kv_cache_spec + the backend's customize_spec).
   5. get_global_kv_cache_groups / get_kv_cache_configs with available memory = kv_cache_memory_bytes (what
-     gpu_worker.determine_available_memory returns when that flag is set), generate_scheduler_kv_cache_config,
-     update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs vs Mamba blocks check of
-     CompilationConfig.resolve_cudagraph_mode_and_sizes.
+     gpu_worker.determine_available_memory returns when that flag is set: 20 GiB, 60 GiB, 64 MiB and what one
+     request at the max model length needs by every layer's spec, where the start-up checks of the releases part),
+     generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
+     vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
 Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
 Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GPU and the process groups.
 """
@@ -46,6 +47,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 OUT_DIR = ROOT / "tests" / "data" / "engine_golden"
 GIB = 1 << 30
+MIB = 1 << 20
+H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
 
 # What each vLLM version needs installed besides torch and vllm (--no-deps each, so pip never swaps torch).
 # transformers is pinned inside the range the version's own requirements name.
@@ -57,7 +60,8 @@ VERSION_PINS = {
                "torchvision": "torchvision==0.28.0"},
     **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": f"compressed-tensors=={ct}",
            "torchvision": "torchvision==0.28.0"}
-       for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.15.0", "0.13.0"),
+       for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
+                     ("0.15.0", "0.13.0"),
                      ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.19.0", "0.14.0.1"),
                      ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
@@ -365,7 +369,7 @@ def install_mocks():
 
         @classmethod
         def get_device_total_memory(cls, device_id=0):
-            return 143771140096
+            return H200_BYTES
 
         @classmethod
         def current_device(cls):
@@ -651,6 +655,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                         current_platform.update_block_size_for_backend(vc)  # 0.18+: after load_model
                     specs = GPUModelRunner.get_kv_cache_spec(fake_runner(vc))
                 base_log = capture.take()
+                one_request = one_request_memory(vc, specs)
+                case_memories = memories + ([one_request] if 0 < one_request <= H200_BYTES else [])
                 for memory in case_memories:
                     results.append(size_case(key, max_len, memory, vc, specs, base_log, capture))
             except Exception as exc:  # noqa: BLE001
@@ -665,6 +671,18 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def one_request_memory(vc, specs: dict) -> int:
+    """A KV-cache memory of exactly what one request at the max model length needs by the layers' own specs
+    (max_memory_usage_bytes over every layer: the start-up check before 0.14): it fits there, and the releases
+    that count otherwise tell apart by it (the first KV-cache group alone in 0.14 - 0.18, every group with its
+    padding layers from 0.19, the null block held back from 0.29); added to a case's memories when the GPU has it."""
+    try:
+        from vllm.v1.core.kv_cache_planning import max_memory_usage_bytes
+    except ImportError:  # before 0.33
+        from vllm.v1.core.kv_cache_utils import max_memory_usage_bytes
+    return max_memory_usage_bytes(vc, specs.values())
 
 
 def sizing_lines(lines: list[str]) -> list[str]:
@@ -858,7 +876,11 @@ def worker(args) -> None:
         keys = [(i, k) for i, k in keys if k["config"] in args.configs.split(",")]
     if args.limit:
         keys = keys[: args.limit]
-    memories = [20 * GIB, 60 * GIB]
+    # 64 MiB: small enough that one request's attention KV at 4096 tokens and more (TP 1) does not fit for the
+    # hybrids, large enough that a few blocks of their first (Mamba) KV-cache group do, so the tables tell apart the
+    # start-up memory checks of the releases (every layer before 0.14, the first group in 0.14 - 0.18, every group
+    # with its padding layers from 0.19; vllm_versions.md); run_build adds a fourth, one_request_memory, per case
+    memories = [20 * GIB, 60 * GIB, 64 * MIB]
     cases = []
     start = time.time()
     from vllm.engine.arg_utils import EngineArgs

@@ -53,8 +53,8 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.15.0", "0.17.0", "0.18.0", "0.20.0", "0.20.1", "0.22.0",
-            "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0")
+VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
+            "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
@@ -65,6 +65,13 @@ SINCE = {
     # attention-free Mamba models included, whose state block stays the max model length (config.py); from 0.12.0
     # by `is_prefix_caching_supported` (False for hybrid and attention-free models until 0.26)
     "attention_free_prefix_off": "0.12.0",
+    # v1/core/kv_cache_utils.py, the start-up check that one request at the max model length fits: before 0.14
+    # check_enough_kv_cache_memory sums every layer's spec (max_memory_usage_bytes) on each worker; 0.14.0 - 0.18.x
+    # _max_memory_usage_bytes_from_groups counts group size x page x the blocks of the first KV-cache group
+    # (kv_cache_groups[0]) alone; from 0.19.0 the blocks of every group, padding layers included (0.33:
+    # v1/core/kv_cache_planning.py). Its estimate_max_model_len searches the same sum.
+    "one_request_first_group": "0.14.0",
+    "one_request_every_group": "0.19.0",
     # v1/worker/gpu_model_runner.py (0.10 - 0.11.0), then layers/mamba/abstract.py get_kv_cache_spec (to 0.16):
     # NotImplementedError for Mamba layers with speculative decoding, Qwen3-Next apart
     "mamba_drafts": "0.17.0",
@@ -240,12 +247,13 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
                "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
 
-# transformers_utils/model_arch_config_convertor.py (v0.15.0 - v0.17.x): ModelArchConfigConvertorBase.
-# get_total_num_kv_heads falls back to `hf_text_config.num_attention_heads`, which an attention-free config whose
-# model_type has no convertor of its own (only "mamba" and "falcon_mamba" have one) lacks: transformers 4.x's
-# Mamba2Config, so every Mamba2ForCausalLM fails before sizing; v0.18.0 falls back to get_total_num_attention_heads
-# (0 when absent). The 0.15.0 / 0.17.0 golden tables have it at every TP.
-NO_HEADS_RELEASES = ("0.15.0", "0.18.0")
+# transformers_utils/model_arch_config_convertor.py (v0.14.0 - v0.17.x; new in 0.14.0, read by ModelConfig's
+# get_model_arch_config): ModelArchConfigConvertorBase.get_total_num_kv_heads falls back to
+# `hf_text_config.num_attention_heads`, which an attention-free config whose model_type has no convertor of its own
+# (only "mamba" and "falcon_mamba" have one) lacks: transformers 4.x's Mamba2Config, so every Mamba2ForCausalLM fails
+# before sizing; v0.18.0 falls back to get_total_num_attention_heads (0 when absent). The 0.14.0, 0.15.0 and 0.17.0
+# golden tables have it at every TP.
+NO_HEADS_RELEASES = ("0.14.0", "0.18.0")
 OWN_CONVERTOR_ARCHS = ("MambaForCausalLM", "FalconMambaForCausalLM")
 # Model classes that assert prefix caching off while they are built, by [first, fixed) release: models/lfm2_moe.py
 # Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0; gone in v0.17.0). Before 0.15 MambaModelConfig has already turned
@@ -652,7 +660,7 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     error, running, binding = None, None, None
     if pool.available is not None:
         log.append(f"Available KV cache memory: {round(pool.available / GIB, 2)} GiB")
-        error = _memory_error(pool, rule, max_len, _since(setup.version, "null_block_check"))
+        error = _memory_error(pool, rule, max_len, setup.version)
     if error is None and num_blocks is not None:
         concurrency = num_blocks / per_request
         legacy = _legacy_tokens(pool, num_blocks, setup)
@@ -903,12 +911,16 @@ def _buckets(ctx, spec, k: int) -> dict[str, int]:
         if kind in RECURRENT_KINDS:
             buckets[kind] = ctx.counts[kind]
         elif kind in ATTENTION_KINDS:
-            window = window_of(ctx, kind)
-            buckets[kind if window is None else f"{kind}:window"] = ctx.counts[kind]
+            buckets[_bucket_name(ctx, kind)] = ctx.counts[kind]
     if k and ctx.stage == ctx.layout.pp - 1 and (drafter := mtp_attention_layers(spec)):
         key = next((name for name in buckets if name in ATTENTION_KINDS), "attention")
         buckets[key] = buckets.get(key, 0) + drafter
     return buckets
+
+
+def _bucket_name(ctx, kind: str) -> str:
+    """The cache spec of an attention kind's layers: windowed layers apart (a SlidingWindowSpec)."""
+    return kind if window_of(ctx, kind) is None else f"{kind}:window"
 
 
 def _group_size(buckets: dict[str, int], version: str) -> int:
@@ -922,18 +934,18 @@ def _group_size(buckets: dict[str, int], version: str) -> int:
     return largest if largest < (1.5 if _since(version, "group_size_max_1_5") else 1.25) * smallest else smallest
 
 
-def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, null_block: bool) -> str | None:
-    """kv_cache_planning.py check_enough_kv_cache_memory: every layer's blocks for one request at the max model length
-    (a layer's block bytes each), in the memory left beside the block pool's null block (`null_block`: since 0.29;
-    before, in the whole available memory)."""
-    usable = pool.available - (pool.block_bytes if null_block else 0)
+def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) -> str | None:
+    """kv_cache_planning.py check_enough_kv_cache_memory: one request at the max model length (`_one_request_bytes`)
+    in the memory left beside the block pool's null block (since 0.29; before, in the whole available memory), else
+    the longest model length that fits (estimate_max_model_len)."""
+    usable = pool.available - (pool.block_bytes if _since(version, "null_block_check") else 0)
     if usable <= 0:
         return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
                 "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
                 "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
 
     def needed(tokens: int) -> int:
-        return pool.unit * rule.per_request(pool.buckets, tokens, pool.ctx)
+        return _one_request_bytes(pool, rule, tokens, version)
 
     if needed(max_len) <= usable:
         return None
@@ -947,6 +959,29 @@ def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, null_block: bo
             f"({round(usable / GIB, 2)} GiB). {estimate}Try increasing `gpu_memory_utilization` (which also controls CPU "
             "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+
+
+def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: str) -> int:
+    """The bytes vLLM's start-up check counts for one request of `tokens` tokens (v1/core/kv_cache_utils.py): every
+    layer's blocks at a layer's page (0.10.2 - 0.13.x, check_enough_kv_cache_memory); group size x page x the blocks
+    of the first KV-cache group alone (0.14.0 - 0.18.x, _max_memory_usage_bytes_from_groups reads
+    kv_cache_groups[0]); group size x page x the blocks of every group, padding layers included (since 0.19.0)."""
+    if not _since(version, "one_request_first_group"):
+        return pool.unit * rule.per_request(pool.buckets, tokens, pool.ctx)
+    every = _since(version, "one_request_every_group")
+    groups = pool.groups if every else {_first_group(pool.ctx): 1}
+    return pool.block_bytes * rule.per_request(groups, tokens, pool.ctx)
+
+
+def _first_group(ctx: RankContext) -> str:
+    """The cache spec (a `_buckets` name) of the model's first cache layer, whose KV-cache group comes first:
+    kv_cache_utils.py _get_kv_cache_groups_uniform_page_size orders the groups by each spec's first layer in
+    get_kv_cache_spec's order, the order the layers were built (the first stage's first); a parallel hybrid layer
+    builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid)."""
+    cached = (*ATTENTION_KINDS, *RECURRENT_KINDS)  # within a layer, attention first
+    layer = next(kinds for kinds in layer_kinds(ctx.spec) if set(kinds) & set(cached))
+    kind = min((kind for kind in layer if kind in cached), key=cached.index)
+    return _bucket_name(ctx, kind) if kind in ATTENTION_KINDS else kind
 
 
 # ------------------------------------------------------------------------------------------ mcache plan's hooks -----

@@ -80,7 +80,7 @@ def test_the_weights_estimate_stands_in_when_the_log_measured_none():
                      "fp8", "--weight-format", "nvfp4", "--from-log", RUN1, "--log-gpu", "rtx-5090")
     carried = plan["from_log"]["carried"]
     spec = load_spec(QWEN36_35B)
-    from mcache.core.plan import weighed_as
+    from mcache.core.sizing.weights import weighed_as
 
     report = size_report(weighed_as(spec, "nvfp4"), Deployment(ParallelLayout(), ("rtx-5090", RTX5090), "vllm"),
                          QWEN36_35B).data

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption, output_format
+from mcache.cli.options import FormatOption, OutputOption, WeightFormatOption, output_format
 from mcache.core.errors import LayoutError, McacheError
 
 EngineName = Literal["vllm", "sglang", "trtllm", "none"]
@@ -47,8 +47,7 @@ def plan(
     reserve: Annotated[str | None, typer.Option(help=(
         "Memory kept for activations and workspace, e.g. 3GiB (the neutral model, vLLM, TensorRT-LLM)."))] = None,
     weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB (default: mcache's estimate).")] = None,
-    weight_format: Annotated[str | None, typer.Option(help=(
-        "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4 or int8 (default: the spec's)."))] = None,
+    weight_format: WeightFormatOption = None,
     bandwidth_from: Annotated[str | None, typer.Option(metavar="FILE", help=(
         "A mcache bench results file: its measured copy ceiling is the roofline's bandwidth of the GPU it ran on "
         "(a --gpu-memory card too, named as its driver prints it)."))] = None,
@@ -80,8 +79,9 @@ def plan(
     from mcache.cli.plan_output import emit_plan
     from mcache.core.load import load_spec, resolve
     from mcache.core.options import SizeOptions
-    from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep, weighed_as
+    from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep
     from mcache.core.sizing.gpus import parse_size
+    from mcache.core.sizing.weights import weighed_as
 
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, also, flag, output_format
+from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, WeightFormatOption, also, flag, output_format
 from mcache.core.errors import LayoutError, McacheError
 from mcache.core.sizing.gpu_catalogue import CATALOGUE
 
@@ -64,6 +64,7 @@ def size(
         "Memory kept for activations and workspace, a size as for --gpu-memory, 0 allowed (2GiB; vLLM, TensorRT-LLM: "
         "what their profiling finds)."))] = None,
     weights: Annotated[str | None, typer.Option(help="Weights one rank loads, e.g. 28.5GiB, or 0 (default: mcache's estimate).")] = None,
+    weight_format: WeightFormatOption = None,
     context: Annotated[int | None, typer.Option(min=1, help="Context for the max-sequences figure (default: max seq len).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Sequences for the longest-context figure (max batch x pp).")] = None,
     kv_cache_memory: Annotated[str | None, typer.Option(help="KV cache memory, e.g. 6.01GiB, 0 allowed (skips the budget).",

@@ -18,7 +18,7 @@ from mcache.core.sizing.capacity import Budget, check_budget
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.neutral import NeutralRun, run_neutral
 from mcache.core.sizing.rank import RankContext, dtype_sources, resolve_dtypes
-from mcache.core.sizing.weights import rank_weight_bytes, weights_known
+from mcache.core.sizing.weights import rank_weight_bytes, weighed_as, weights_known
 from mcache.core.spec.model import ModelSpec
 
 DEFAULT_BATCH = 64  # the slot pool of a run without a GPU to size it by
@@ -75,8 +75,10 @@ def runtime_of(d: Deployment, max_seq_len: int) -> RuntimeConfig:
 
 def size_deployment(spec: ModelSpec, d: Deployment) -> Sized:
     """Size `d`: an `OptionError` for an option the engine (or the neutral model) lacks, a `LayoutError` for a
-    setting that cannot work (an `EngineSettingError` for the engine's own)."""
+    setting that cannot work (an `EngineSettingError` for the engine's own). The spec is weighed as the options'
+    `weight_format` says (the report's model section shows it)."""
     o, erun = d.options, None
+    spec = weighed_as(spec, o.weight_format)
     settings = engine_settings(d.engine, o)
     if d.engine:
         from mcache.core.engines import run_engine
@@ -130,6 +132,7 @@ def _whole_weight_bytes(spec: ModelSpec, d: Deployment) -> int | None:
     split them; what a layout replicates only adds). None when the weights are given per rank, or unknown."""
     if d.options.weights is not None:
         return None
+    spec = weighed_as(spec, d.options.weight_format)
     return rank_weight_bytes(RankContext.build(spec, ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec), 0))
 
 

@@ -26,6 +26,8 @@ class SizeOptions(Struct, frozen=True):
     reserved_slots: int | None = None
     snapshot_slots: int | None = None
     spec_scheme: str | None = None
+    # the model's: how its weights are stored (`sizing.weights.weighed_as`), for every engine and the neutral model
+    weight_format: str | None = None
     # vLLM
     enable_prefix_caching: bool | None = None
     mamba_cache_mode: str | None = None

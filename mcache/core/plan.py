@@ -39,7 +39,7 @@ from mcache.core.roofline import Roofline, roofline
 from mcache.core.sizing.gpus import GIB, find_gpu, parse_size
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.weights import unknown_fields, weights_known
-from mcache.core.spec.model import QUANT_FORMATS, ModelSpec, Quantization
+from mcache.core.spec.model import ModelSpec
 
 CONTEXTS = (8192, 32768, 131072)
 TPS = (1, 2, 4, 8)
@@ -51,7 +51,6 @@ MAX_CANDIDATES = 100_000  # about 300 candidates a second on one core: the large
 MAX_GPUS = 64  # the default bound on a candidate's GPUs (replicas x TP x PP)
 MAX_REPLICA_GPUS = 64  # the largest TP x PP of one replica (eight 8-GPU nodes)
 RANK_BY = ("gpus", "seqs-per-gpu", "tokens-per-gpu")
-UNQUANTIZED_FORMATS = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
 SOLVE_MAX = 1 << 16  # the largest value of an engine's batch setting searched (`_solve`: about 35 sizings at most)
 
 
@@ -198,21 +197,6 @@ class Plan(Struct, frozen=True):
     rank_by: str = "seqs-per-gpu"
     nearest: Candidate | None = None
     from_log: LogMemory | None = None
-
-
-def weighed_as(spec: ModelSpec, fmt: str | None) -> ModelSpec:
-    """`spec` with its weights stored in `fmt` (`--weight-format`): bf16 or fp16 unquantized, or one of
-    `QUANT_FORMATS` over every linear layer but the output head (which checkpoints keep in the model dtype); the
-    weight estimate (`sizing/weights.py` `Storage`) then weighs it as it weighs a checkpoint's quantization."""
-    if fmt is None:
-        return spec
-    if fmt in UNQUANTIZED_FORMATS:
-        return replace(spec, dtype=UNQUANTIZED_FORMATS[fmt], quantization=None)
-    if fmt not in QUANT_FORMATS:
-        raise LayoutError("weight_format", f"one of {', '.join([*UNQUANTIZED_FORMATS, *QUANT_FORMATS])}, got {fmt!r}")
-    kv = spec.quantization.kv_cache if spec.quantization else None
-    return replace(spec, quantization=Quantization(format=fmt, unquantized=["lm_head"], kv_cache=kv,
-                                                   source="--weight-format"))
 
 
 def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, goal: Goal) -> None:

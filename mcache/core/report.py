@@ -9,6 +9,7 @@ from msgspec.structs import asdict
 from mcache import __version__
 from mcache.core.deployment import Deployment, Sized, size_deployment
 from mcache.core.errors import LayoutError, McacheError
+from mcache.core.options import SizeOptions
 from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
 from mcache.core.sizing.layout import ParallelLayout
@@ -86,21 +87,22 @@ def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: Parall
 def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:
     """Each engine's run with its defaults on the spec, layout and GPU of `d` at `context` (through the one
     `size_deployment`), for the line beside the neutral figure: what it runs at once and what binds, or why it would not
-    start (the first sentence of its error)."""
+    start (the first sentence of its error). The weights are weighed as `d`'s (its `weight_format`)."""
     from mcache.core.engines import NAMES, newest_version
 
+    model = SizeOptions(weight_format=d.options.weight_format)
     lines = []
     for name in NAMES:
         entry = {"name": name, "version": newest_version(name), "max_running_requests": None, "binding": None,
                  "startup_error": None, "context": context}
         try:
             try:
-                run = size_deployment(spec, Deployment(d.layout, d.gpu, name, context=context)).engine
+                run = size_deployment(spec, Deployment(d.layout, d.gpu, name, model, context=context)).engine
             except LayoutError as err:
                 if err.field != "context":
                     raise
                 # the engine's max model length is shorter than the neutral context: what it runs at its own length
-                run = size_deployment(spec, Deployment(d.layout, d.gpu, name)).engine
+                run = size_deployment(spec, Deployment(d.layout, d.gpu, name, model)).engine
                 entry["context"] = run.context
         except McacheError as err:
             entry["startup_error"] = _first_sentence(str(err))

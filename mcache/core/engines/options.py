@@ -16,6 +16,8 @@ from mcache.core.options import OptionError, SizeOptions
 # Options of the neutral model; those no engine's table has size only its own pool (refused with an engine).
 NEUTRAL = ("max_seq_len", "utilization", "draft", "kv_dtype", "ssm_dtype", "conv_dtype", "block_size", "max_batch",
            "reserve", "weights", "kv_tokens", "reserved_slots", "snapshot_slots", "spec_scheme")
+# Options of the model itself (how its weights are stored): every engine and the neutral model take them, as no setting
+MODEL = ("weight_format",)
 # The engines' settings for the parallel layout: vllm/engine/arg_utils.py (tensor_parallel_size,
 # pipeline_parallel_size), sglang/srt/server_args.py (tp_size, pp_size).
 PARALLEL = {"tensor_parallel_size": "tp", "tp_size": "tp", "pipeline_parallel_size": "pp", "pp_size": "pp"}
@@ -33,8 +35,9 @@ def _owner(option: str) -> str | None:
 
 def engine_settings(engine: str | None, options: SizeOptions) -> dict[str, Any]:
     """The settings `engine` gets from the options given; an `OptionError` for the first option (in field order)
-    that the engine (or the neutral model, without an engine) does not have."""
-    given = {option: value for option, value in asdict(options).items() if value is not None}
+    that the engine (or the neutral model, without an engine) does not have. The model's own options (`MODEL`) set
+    no engine setting: `size_deployment` weighs the spec by them."""
+    given = {option: value for option, value in asdict(options).items() if value is not None and option not in MODEL}
     if engine is None:
         for option in given:
             owner = None if option in NEUTRAL else _owner(option)

@@ -17,15 +17,21 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from msgspec.structs import replace
+
+from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.sizing.rank import RankContext
 from mcache.core.sizing.vision import rank_tower_params, tower_params
 from mcache.core.spec.dtypes import canonical, itemsize
-from mcache.core.spec.model import ModelSpec, Quantization, layer_kinds, parse_unit, remembered
+from mcache.core.spec.model import QUANT_FORMATS, ModelSpec, Quantization, layer_kinds, parse_unit, remembered
 
 GIB = 1 << 30
 FFN_KINDS = ("mlp", "moe")
-UNQUANTIZED_PARTS = ("other",)  # convs, norms, routers, small gates: never quantized (vLLM builds them without)
+UNQUANTIZED_PARTS = ("other",)
+# The formats the weights may be weighed as (`--weight-format`): the model dtypes by name, then `QUANT_FORMATS`
+UNQUANTIZED_FORMATS = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
+WEIGHT_FORMATS = (*UNQUANTIZED_FORMATS, *QUANT_FORMATS)  # convs, norms, routers, small gates: never quantized (vLLM builds them without)
 # Bytes per parameter of each format, scales included (vllm/model_executor/layers/quantization: modelopt.py,
 # mxfp4.py, fp8.py, compressed_tensors): 4-bit values with an fp8 scale per group of 16 (nvfp4) or an e8m0 scale
 # per 32 (mxfp4); fp8 with a per-tensor scale, or an fp32 scale per 128 x 128 block; int4 with a 16-bit scale per
@@ -44,6 +50,21 @@ def format_bytes(q: Quantization, fmt: str) -> Fraction:
         group = q.group_size or 128
         return Fraction(1, 2) + Fraction(2, group) + (Fraction(1, 2 * group) if q.zero_points else 0)
     return Fraction(1)  # fp8, int8
+
+
+def weighed_as(spec: ModelSpec, fmt: str | None) -> ModelSpec:
+    """`spec` with its weights stored in `fmt` (the `weight_format` option; None: as the spec says): bf16 or fp16
+    unquantized, or one of `QUANT_FORMATS` over every linear layer but the output head (which checkpoints keep in the
+    model dtype), weighed as `Storage` weighs a checkpoint's quantization. A `LayoutError` for another name."""
+    if fmt is None:
+        return spec
+    if fmt in UNQUANTIZED_FORMATS:
+        return replace(spec, dtype=UNQUANTIZED_FORMATS[fmt], quantization=None)
+    if fmt not in QUANT_FORMATS:
+        raise LayoutError("weight_format", f"one of {', '.join(WEIGHT_FORMATS)}, got {fmt!r}")
+    kv = spec.quantization.kv_cache if spec.quantization else None
+    return replace(spec, quantization=Quantization(format=fmt, unquantized=["lm_head"], kv_cache=kv,
+                                                   source=f"weighed as {fmt}"))
 
 
 def unknown_fields(spec: ModelSpec) -> list[str]:

@@ -54,6 +54,8 @@ def explanation_json(x, source: str, origin: str) -> dict:
         "comparisons": [asdict(c) for c in x.comparisons],
         "findings": len(x.findings),
         "notes": x.notes,
+        "weight_format": x.weight_format,
+        "weights_from": x.weights_from,
         "engine": x.report["engine"],
         "whatif": None if x.whatif is None else {"options": x.whatif_options, "engine": x.whatif["engine"],
                                                  "headline": engine_headline(x.whatif), "largest": x.whatif_largest},
@@ -83,7 +85,7 @@ def _read_lines(x) -> list[str]:
                                                                         for k, v in x.filled.items()))
     for setting, value in x.fed.items():
         lines.append(f"measured, fed as {setting} = {human_bytes(value)}: {x.fed_from[setting]}")
-    return lines
+    return lines + ([x.weights_from] if x.weights_from else [])
 
 
 SIZES = ("weights", "reserve", "kv_cache_memory", "free_memory_before_load")  # size options, in bytes

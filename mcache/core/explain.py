@@ -63,7 +63,8 @@ class Comparison(Struct):
 class Explanation(Struct):
     """A log explained: what was read, what mcache was given (`fed`: setting -> bytes, with `fed_from`), mcache's
     `mcache size --engine` report of the same deployment, each comparison, notes, the log's settings mcache's profile
-    does not read (`ignored`), and the what-if."""
+    does not read (`ignored`), the what-if, and the format the weights were weighed as with where it came from
+    (`weights_from`; None: the log states no quantization and none was given)."""
 
     log: EngineLog
     version: str | None
@@ -77,6 +78,8 @@ class Explanation(Struct):
     whatif_options: dict[str, Any] = field(default_factory=dict)  # the options given on top (SizeOptions fields)
     whatif: dict | None = None  # the report with them applied (None: none given)
     whatif_largest: dict[str, int] = field(default_factory=dict)  # a what-if that does not start: the largest that does
+    weight_format: str | None = None  # None: as the model says (its config's dtype, or the quantization it declares)
+    weights_from: str | None = None
 
     @property
     def findings(self) -> list[Comparison]:
@@ -150,6 +153,27 @@ def _size(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, shift: in
     return report, measured, sources, ignored
 
 
+def weighed_by_log(log: EngineLog, spec: ModelSpec, given: SizeOptions) -> tuple[str | None, str | None]:
+    """The weight format the log's deployment is weighed as (None: as the model says) and where it came from: the
+    `weight_format` given, else the one the log's quantization method names (`EngineLog.weight_format`) for a model
+    whose config declares none; given weights (`weights`) leave the method unweighed, and a method of several formats
+    is said to be one."""
+    stated = f"the log's quantization={log.quantization} (line {log.quantization_line})"
+    if given.weight_format is not None:
+        return given.weight_format, f"weights weighed as {given.weight_format}: given with --weight-format"
+    if log.quantization is None:
+        return None, None
+    if given.weights is not None:
+        return None, f"{stated} is not weighed: --weights gives the weights one rank loads"
+    declared = spec.quantization.format if spec.quantization else None
+    if declared is not None:
+        return None, f"weights weighed as the model's config declares ({declared}); {stated} is not used"
+    if log.weight_format is None:
+        return None, (f"{stated} names the method, not the format its weights are stored in: weighed as the config's "
+                      f"{spec.dtype}; give --weight-format to weigh them as stored")
+    return log.weight_format, f"weights weighed as {log.weight_format}: {stated}"
+
+
 def split_options(log: EngineLog, options: SizeOptions) -> tuple[dict[str, Any], dict[str, Any]]:
     """(fills, what-ifs) of the options given: one for a setting the log does not show completes the log's deployment
     (a setting its excerpt left out, the TP its processes do not show); one that changes a setting the log shows, or
@@ -180,7 +204,8 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
                      "--engine-version X.Y.Z for another")
     fills, whatifs = split_options(log, options or SizeOptions())
     d = Deployment(layout, gpu, log.engine, SizeOptions(), engine_version=version)
-    filled = SizeOptions(**fills)
+    fmt, weights_from = weighed_by_log(log, spec, options or SizeOptions())
+    filled = replace(SizeOptions(**fills), weight_format=fmt)
     report, fed, sources, ignored = _size(spec, log, d, origin, 0, filled)
     comparisons = compare(log, report)
     if any(c.verdict == DIFFER for c in comparisons) and any(m.half_step for m in log.measured):
@@ -195,7 +220,8 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
         if not _starts(whatif):
             largest = _largest_start(spec, log, replace(d, context=context), origin, filled, whatifs)
         whatifs |= {"context": context} if context is not None else {}
-    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif, largest)
+    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif, largest,
+                       fmt, weights_from)
 
 
 def _starts(report: dict) -> bool:

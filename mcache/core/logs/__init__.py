@@ -51,7 +51,9 @@ class Measured(Struct, frozen=True):
 class EngineLog(Struct):
     """What a start-up log says. `settings` are by the engine's own setting names, as mcache's profile names them
     where it has them (`setting_lines`: the line each came from); `other_settings` the rest the log shows; `measured`
-    the memory figures it found; `figures` what it printed."""
+    the memory figures it found; `figures` what it printed. `quantization` is the engine's quantization method as the
+    log states it (line `quantization_line`), `weight_format` the format its weights are stored in where the method
+    names one (the engine module's `WEIGHT_FORMATS`; None: the log states no method, or one of several formats)."""
 
     engine: str
     version: str | None = None
@@ -60,6 +62,9 @@ class EngineLog(Struct):
     architecture: str | None = None
     gpu: str | None = None
     gpu_bytes: int | None = None
+    quantization: str | None = None
+    quantization_line: int | None = None
+    weight_format: str | None = None
     tp: int | None = None
     pp: int | None = None
     settings: dict[str, Any] = {}
@@ -87,10 +92,20 @@ def read_log(text: str, source: str = "log") -> EngineLog:
     if scores[best] == 0:
         raise LogError(f"{source}: not a start-up log of vLLM, SGLang or TensorRT-LLM (none of their start-up lines is "
                        "in it)")
-    log = engine_module(best).read(lines)
+    module = engine_module(best)
+    log = module.read(lines)
+    log.weight_format = getattr(module, "WEIGHT_FORMATS", {}).get(log.quantization)
     log.lines = len(lines)
     log.processes = sorted({line.process for line in lines if line.process})
     return log
+
+
+def stated_quantization(log: EngineLog, method, line: int, weak: bool = False) -> None:
+    """Record the quantization method a line states (`None`, as a config line prints an unquantized model's, states
+    none; `weak`: one the args line states outright wins)."""
+    if method is None or method == "None" or (weak and log.quantization is not None):
+        return
+    log.quantization, log.quantization_line = str(method), line
 
 
 def figures_of(engine: str, log_lines: list[str]) -> list[Printed]:

@@ -2,7 +2,8 @@
 
 - Version: `sglang version X` / `SGLang vX` where a launcher prints it; most logs do not, and then `--engine-version`
   says it.
-- Settings: `server_args=ServerArgs(…)` (server_args.py: every setting, defaults filled), `max_running_requests is
+- Settings: `server_args=ServerArgs(…)` (server_args.py: every setting, defaults filled; `quantization=None` unless
+  `--quantization` was given), `max_running_requests is
   capped to N by the mamba state cache (max_mamba_cache_size=S, R state slots per request)`.
 - Measured (model_runner.py): `Load weight begin. avail mem=X GB` (the free memory before the weights load),
   `Load weight end. … type=Arch, … avail mem=X GB, mem usage=Y GB.` (Y: the weights one rank loaded; X + Y: the
@@ -26,6 +27,7 @@ from mcache.core.logs import (
     half_step,
     pp_from_processes,
     scan,
+    stated_quantization,
     tp_from_processes,
 )
 from mcache.core.logs.literals import balanced, call_keywords
@@ -63,6 +65,11 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens")
 LAYOUT = {"tp_size": "tp", "pp_size": "pp"}
+# The quantization methods that name the one format the weights are stored in (srt/layers/quantization/__init__.py,
+# the 0.5 line): fp8, w8a8_fp8 and modelopt_fp8 (FP8), modelopt_fp4 (NVFP4), mxfp4, w8a8_int8. Not here, as they name a
+# method of several formats: modelopt (its checkpoint's FP8 or NVFP4), awq, gptq, auto-round, compressed-tensors.
+WEIGHT_FORMATS = {"fp8": "fp8", "w8a8_fp8": "fp8", "modelopt_fp8": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4",
+                  "w8a8_int8": "int8"}
 TORCH_KV = {"bfloat16": "auto", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
 
@@ -130,7 +137,9 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
     if isinstance(model, str):
         log.model = model
     for name, value in args.items():
-        if name in LAYOUT:
+        if name == "quantization":
+            stated_quantization(log, value, line)
+        elif name in LAYOUT:
             if isinstance(value, int):
                 setattr(log, LAYOUT[name], value)
         elif name in SETTINGS and value is not None:

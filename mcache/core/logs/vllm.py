@@ -3,8 +3,9 @@ words do not, except where said).
 
 - Version: `vLLM API server version X` (api_server.py), `Initializing a V1 LLM engine (vX) with config: model='…'`
   (v1/engine/core.py).
-- Settings: `non-default args: {…}` (entrypoints/utils.py, later api_utils.py: the flags given), `Using max model
-  len N` (config/model.py), `Resolved architecture: X`, `Setting kv cache block size to N for X backend` (an MLA
+- Settings: `non-default args: {…}` (entrypoints/utils.py, later api_utils.py: the flags given), the config line's
+  `quantization=M` (`None` unquantized; the method of `--quantization`, else the one the checkpoint's config names),
+  `Using max model len N` (config/model.py), `Resolved architecture: X`, `Setting kv cache block size to N for X backend` (an MLA
   backend's block, platforms), `max_num_seqs (S) exceeds …` (the S it ran with).
 - Measured: `Model loading took X GiB` (gpu_model_runner.py; `X GiB memory and …` from 0.2x): the weights one rank
   loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling.
@@ -29,6 +30,7 @@ from mcache.core.logs import (
     number,
     pp_from_processes,
     scan,
+    stated_quantization,
     tp_from_processes,
 )
 from mcache.core.logs.literals import balanced, literal_dict
@@ -76,6 +78,12 @@ SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", 
             "enable_prefix_caching", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
             "mamba_ssm_cache_dtype", "mamba_cache_dtype", "mamba_cache_mode", "gdn_prefill_backend")
 LAYOUT = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp"}
+# The quantization methods that name the one format the weights are stored in (model_executor/layers/quantization/
+# __init__.py `QUANTIZATION_METHODS`, 0.10 to 0.33): fp8 (a checkpoint's per-tensor or block scales, or BF16 weights
+# quantized at load), fbgemm_fp8 and ptpc_fp8 (per-channel scales), modelopt_fp4 (NVFP4), mxfp4. Not here, as they
+# name a method of several formats: modelopt (its checkpoint's FP8 or NVFP4), awq, gptq, auto_round,
+# compressed-tensors, bitsandbytes (their checkpoint's bits).
+WEIGHT_FORMATS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "modelopt_fp4": "nvfp4", "mxfp4": "mxfp4"}
 
 
 def score(lines: list[LogLine], text: str) -> int:
@@ -137,6 +145,9 @@ def _plain(text: str):
 
 def _setting(log: EngineLog, name: str, value, line: int, weak: bool = False) -> None:
     """Record a setting the log shows (`weak`: one a later or earlier args line states outright wins)."""
+    if name == "quantization":
+        stated_quantization(log, value, line, weak)
+        return
     if name in LAYOUT:
         if not weak or getattr(log, LAYOUT[name]) is None:
             setattr(log, LAYOUT[name], int(value))

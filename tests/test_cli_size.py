@@ -103,6 +103,9 @@ def test_output_file_is_written(tmp_path):
         (["size", "nemotron-h-8b", "--tp", "x"], "Invalid value for '--tp'"),
         (["size", "nemotron-h-8b", "--max-batch", "0"], "--max-batch: an integer from 1 to 2**40"),
         (["size", "nemotron-h-8b", "--gpu", "h200", "--utilization", "1.5"], "--utilization: a fraction in (0, 1], got 1.5"),
+        (["size", "nemotron-h-8b", "--weight-format", "fp3"],
+         "--weight-format: one of bf16, bfloat16, fp16, float16, nvfp4, mxfp4, fp8, fp8_block, int4, int8, got 'fp3'"),
+        (["size", "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200", "--weight-format", "FP8"], "--weight-format: one of"),
         (["spec", "validate", "nowhere.yaml"], "nowhere.yaml: file:"),
     ],
 )
@@ -258,3 +261,46 @@ def test_given_weights_replace_the_estimate_in_the_neutral_model():
     given = run_json("nemotron-h-8b", "--gpu", "h200", "--weights", "40GiB")["capacity"]["ranks"][0]
     assert given["weight_bytes"] == 40 << 30
     assert given["cache_budget_bytes"] == estimated["cache_budget_bytes"] + estimated["weight_bytes"] - (40 << 30)
+
+
+# one layer of attention (q and o 64x64, k and v 64x32: 12,288) and a gated MLP (3 x 64x96: 18,432), their two norms
+# and the final one (3 x 64), the embedding and the untied head (2 x 128x64): 47,296 parameters, 30,720 of them linear
+SMALL = """name: small
+source: hand-made
+dtype: bfloat16
+hidden_size: 64
+vocab_size: 128
+num_layers: 1
+layers: {types: [attention+mlp]}
+attention: {num_heads: 4, num_kv_heads: 2, head_dim: 16}
+mlp: {intermediate_size: 96}
+"""
+
+
+@pytest.mark.parametrize(("fmt", "stored", "shown"), [
+    (None, 2 * 47_296, "bfloat16"),  # 94,592
+    ("bf16", 2 * 47_296, "bfloat16"),
+    ("fp16", 2 * 47_296, "float16"),
+    ("fp8", 30_720 + 2 * (47_296 - 30_720), "fp8"),  # the linear layers at a byte, the head and the rest at two: 63,872
+    ("nvfp4", 30_720 * 9 // 16 + 2 * (47_296 - 30_720), "nvfp4"),  # half a byte and an fp8 scale per 16: 50,432
+])
+def test_a_weight_format_weighs_the_linear_layers_but_the_head_as_stored(tmp_path, fmt, stored, shown):
+    spec = tmp_path / "small.yaml"
+    spec.write_text(SMALL)
+    given = ["--weight-format", fmt] if fmt else []
+    report = run_json(str(spec), *given)
+    assert report["model"]["weight_format"] == shown
+    assert report["model"]["param_count"] == 47_296
+    assert report["model"]["param_bytes"] == report["ranks"][0]["weight_bytes"] == stored
+    engine = run_json(str(spec), "--engine", "vllm", "--gpu", "h200", *given)["engine"]
+    assert engine["settings"]["weights_bytes"] == stored  # the engine's weights are the same estimate
+
+
+def test_the_engines_beside_the_neutral_figure_weigh_the_weights_as_given():
+    """The line of each engine's run beside the neutral figure is the run `--engine` gives, weights weighed alike."""
+    common = ("qwen3-next-80b-a3b", "--gpu", "h200", "--tp", "2")
+    beside = {e["name"]: e["max_running_requests"] for e in run_json(*common, "--weight-format", "fp8")["capacity"]["engines"]}
+    bf16 = {e["name"]: e["max_running_requests"] for e in run_json(*common)["capacity"]["engines"]}
+    vllm = run_json(*common, "--weight-format", "fp8", "--engine", "vllm", "--context", "8192")["engine"]
+    assert beside["vllm"] == vllm["max_running_requests"] > bf16["vllm"]
+    assert all(beside[name] > bf16[name] for name in bf16)

@@ -426,3 +426,89 @@ def test_the_executor_summary_line_gives_max_batch_size_not_the_cut_max_seq_len(
     log = read_log("[TRT-LLM] [I] max_seq_len=86720, max_num_requests=64, max_num_tokens=8192, max_batch_size=64\n"
                    + TRT_ALLOC.format("5.95", 86720))
     assert log.settings == {"max_batch_size": 64}
+
+
+# --- the weight format: the log's quantization method, --weight-format, --weights ----------------------------------
+
+AUTOROUND = "vllm/qwen36-27b-int4-autoround-2x3090-mtp-p2p-on.log"  # its args line (line 3): 'quantization': 'auto_round'
+AUTOROUND_ARGS = ["--model", QWEN35_27B, "--gpu-memory", "24576MiB", "--gdn-prefill-backend", "triton",
+                  "--engine-version", "0.22.0"]
+
+
+@pytest.mark.parametrize(("text", "method", "fmt"), [
+    # vLLM's args line, and its config line, which an args line stating the method outright overrides
+    ("non-default args: {'model': 'm', 'quantization': 'fp8'}", "fp8", "fp8"),
+    ("non-default args: {'model': 'm', 'quantization': 'modelopt_fp4'}", "modelopt_fp4", "nvfp4"),
+    ("non-default args: {'model': 'm', 'quantization': 'modelopt'}", "modelopt", None),  # FP8 or NVFP4: its checkpoint's
+    ("non-default args: {'model': 'm', 'quantization': 'awq'}", "awq", None),  # the method, not the bits
+    ("Initializing a V1 LLM engine (v0.24.0) with config: model='m', quantization=fp8, enforce_eager=False", "fp8", "fp8"),
+    ("Initializing a V1 LLM engine (v0.24.0) with config: model='m', quantization=None, enforce_eager=False", None, None),
+    ("Initializing a V1 LLM engine (v0.24.0) with config: model='m', quantization=fp8, enforce_eager=False\n"
+     "INFO 01-01 00:00:00 [utils.py:1] non-default args: {'model': 'm', 'quantization': 'mxfp4'}", "mxfp4", "mxfp4"),
+    # SGLang's server_args
+    ("server_args=ServerArgs(model_path='m', quantization='w8a8_int8', tp_size=1)", "w8a8_int8", "int8"),
+    ("server_args=ServerArgs(model_path='m', quantization='modelopt_fp4', tp_size=1)", "modelopt_fp4", "nvfp4"),
+    ("server_args=ServerArgs(model_path='m', quantization='modelopt', tp_size=1)", "modelopt", None),
+    ("server_args=ServerArgs(model_path='m', quantization=None, tp_size=1)", None, None),
+])
+def test_the_log_states_its_quantization_method_and_the_format_it_names(text, method, fmt):
+    log = read_log(text)
+    assert (log.quantization, log.weight_format) == (method, fmt)
+    assert log.quantization_line == (None if method is None else text.count("\n") + 1)  # the last line states it
+    assert "quantization" not in log.other_settings  # read, so not listed among what mcache's profile leaves alone
+
+
+def _engine_figures(data: dict) -> list:
+    return [(c["figure"], c["mcache"]) for c in data["comparisons"]]
+
+
+def test_explain_weighs_the_weights_as_the_logs_quantization_names_them(tmp_path, capsys):
+    """A log whose args line says quantization fp8 sizes exactly as the same log with --weight-format fp8; one whose
+    method names no format (auto_round) is weighed as the config's dtype, and says so."""
+    fp8 = tmp_path / "fp8.log"
+    fp8.write_text((LOGS / AUTOROUND).read_text().replace("'quantization': 'auto_round'", "'quantization': 'fp8'"))
+    code, by_log = explain([str(fp8), *AUTOROUND_ARGS], capsys)
+    assert by_log["weight_format"] == "fp8"
+    assert by_log["weights_from"] == "weights weighed as fp8: the log's quantization=fp8 (line 3)"
+    assert by_log["given"] == {"gdn_prefill_backend": "triton"}  # the log's format is no option given
+    _, by_option = explain([str(LOGS / AUTOROUND), *AUTOROUND_ARGS, "--weight-format", "fp8"], capsys)
+    assert by_option["weights_from"] == "weights weighed as fp8: given with --weight-format"
+    assert _engine_figures(by_log) == _engine_figures(by_option)
+    assert by_log["engine"]["settings"]["weights_bytes"] == by_option["engine"]["settings"]["weights_bytes"]
+    _, plain = explain([str(LOGS / AUTOROUND), *AUTOROUND_ARGS], capsys)
+    assert plain["weight_format"] is None
+    assert plain["weights_from"] == ("the log's quantization=auto_round (line 3) names the method, not the format its "
+                                     "weights are stored in: weighed as the config's bfloat16; give --weight-format to "
+                                     "weigh them as stored")
+    _, bf16 = explain([str(LOGS / AUTOROUND), *AUTOROUND_ARGS, "--weight-format", "bf16"], capsys)
+    weights = [d["engine"]["settings"]["weights_bytes"] for d in (by_log, plain, bf16)]
+    assert weights[0] < weights[1] == weights[2]
+
+
+def test_a_weight_format_or_weights_given_win_over_the_logs_quantization(tmp_path, capsys):
+    fp8 = tmp_path / "fp8.log"
+    fp8.write_text((LOGS / AUTOROUND).read_text().replace("'quantization': 'auto_round'", "'quantization': 'fp8'"))
+    _, given = explain([str(fp8), *AUTOROUND_ARGS, "--weight-format", "int4"], capsys)
+    assert (given["weight_format"], given["given"]["weight_format"]) == ("int4", "int4")
+    _, weights = explain([str(fp8), *AUTOROUND_ARGS, "--weights", "9GiB"], capsys)
+    assert weights["weight_format"] is None and weights["engine"]["settings"]["weights_bytes"] == 9 << 30
+    assert weights["weights_from"] == ("the log's quantization=fp8 (line 3) is not weighed: --weights gives the weights "
+                                       "one rank loads")
+
+
+def test_a_config_that_declares_its_quantization_is_weighed_as_it_says():
+    from mcache.core.explain import weighed_by_log
+    from mcache.core.load import load_spec
+    from mcache.core.options import SizeOptions
+    from mcache.core.sizing.weights import weighed_as
+
+    log = read_log("non-default args: {'model': 'm', 'quantization': 'fp8'}")
+    nvfp4 = weighed_as(load_spec(QWEN35_27B), "nvfp4")
+    assert weighed_by_log(log, nvfp4, SizeOptions()) == (
+        None, "weights weighed as the model's config declares (nvfp4); the log's quantization=fp8 (line 1) is not used")
+
+
+def test_a_bad_weight_format_is_one_line(capsys):
+    line = one_line(["explain", str(LOGS / AUTOROUND), *AUTOROUND_ARGS, "--weight-format", "fp4"], capsys)
+    assert line == ("mcache: --weight-format: one of bf16, bfloat16, fp16, float16, nvfp4, mxfp4, fp8, fp8_block, int4, "
+                    "int8, got 'fp4'")

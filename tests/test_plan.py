@@ -265,10 +265,9 @@ def test_a_custom_gpu_and_budget_apply_to_every_candidate_as_mcache_size_weighs_
 
 def test_a_weight_format_weighs_as_the_estimate_weighs_a_quantized_checkpoint():
     """--weight-format fp8 sizes exactly as --weights <the fp8 spec's rank bytes>: one weight estimate."""
-    from mcache.core.sizing.weights import weighed_as
     from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
     from mcache.core.sizing.rank import RankContext, resolve_dtypes
-    from mcache.core.sizing.weights import rank_weight_bytes
+    from mcache.core.sizing.weights import rank_weight_bytes, weighed_as
 
     spec = load_spec("nemotron-h-8b")
     fp8 = weighed_as(spec, "fp8")

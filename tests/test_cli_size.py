@@ -304,3 +304,14 @@ def test_the_engines_beside_the_neutral_figure_weigh_the_weights_as_given():
     vllm = run_json(*common, "--weight-format", "fp8", "--engine", "vllm", "--context", "8192")["engine"]
     assert beside["vllm"] == vllm["max_running_requests"] > bf16["vllm"]
     assert all(beside[name] > bf16[name] for name in bf16)
+
+
+def test_the_weight_format_help_names_every_format_the_core_takes():
+    """The shared option's help is written out (no command loads the core to build it): it names each format."""
+    import typing
+
+    from mcache.cli.options import WeightFormatOption
+    from mcache.core.sizing.weights import QUANT_FORMATS
+
+    help_text = typing.get_args(WeightFormatOption)[1].help
+    assert all(name in help_text for name in ("bf16", "fp16", *QUANT_FORMATS))

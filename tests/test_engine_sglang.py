@@ -199,6 +199,22 @@ def test_the_mtp_layer_is_charged_only_where_the_config_declares_num_nextn_predi
             == stage(run("sglang", spec)).fields["cell_size_bytes"])
 
 
+@pytest.mark.parametrize(("version", "charged"), [("0.5.18", False), ("0.5.19", False), ("0.5.20", True)])
+def test_a_path_less_draft_is_charged_its_mtp_layers_from_0_5_20(version, charged):
+    # spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state at v0.5.18 and v0.5.19 reads the draft's layers only
+    # from --speculative-draft-model-path (none here, and Nemotron-H is not among the architectures whose draft path
+    # speculative_hook.py sets to the model's): the cell stays the target's. v0.5.20 falls back to the target config.
+    # The 0.5.18 table: 6,683,208 tokens where 0.5.23's has 5,940,629, x 8 / 9 (8 attention layers and the MTP's one)
+    spec = config_spec("nemotron-3-super-120b-a12b")
+    plain, layers = stage(run("sglang", spec)).fields["cell_size_bytes"], 8
+
+    def drafting(v):
+        inputs = EngineInputs(spec, ParallelLayout(), "h200", lookup("h200")[1], given={"speculative_num_steps": 3})
+        return stage(run_engine("sglang", inputs, v)).fields["cell_size_bytes"]
+
+    assert drafting(version) == (plain + plain // layers if charged else plain)
+
+
 def test_mem_fraction_heuristic_on_an_h200():
     # arg_groups/memory_hook.py: 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 = 13,440 MB reserved of 143,771 MB, and 8 MiB
     # for each of the 58 prefill-graph sizes up to 8192 tokens (SGLang 0.5.23's table: 0.903 for Nemotron-H)
@@ -232,7 +248,7 @@ def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(
     assert h200_fraction(config_spec(QWEN35), version) == 0.903 * (0.95 * 0.9734375) == 0.835063359375
     kimi = config_spec("kimi-k3")
     base = h200_fraction(replace(kimi, vision=None), version)  # 0.907; 0.896 in 0.5.19 (its MLA prefill graphs)
-    assert base == (0.896 if version == "0.5.19" else 0.907)
+    assert base == (0.896 if version in ("0.5.18", "0.5.19") else 0.907)
     assert h200_fraction(kimi, version) == base * (0.95 * 0.9875)
     # a tower of more than twice ViT-L/14's L x H^2 takes the floor 0.8, a much smaller one the ceiling 1.05
     for layers, hidden, factor in ((64, 2048, 0.8), (12, 512, 1.05)):
@@ -326,7 +342,7 @@ def test_gpus_of_20_to_35_gb_by_version():
     # arg_groups/memory_hook.py handle_gpu_memory_settings: v0.5.20 raised the 20-35 GB row from a 2048-token chunk
     # and decode graphs up to 24 (TP < 4) / 80 (TP >= 4) to 4096 and 48 / 160; the other rows did not change
     rtx_5090 = 32_607
-    assert [_chunked_prefill(rtx_5090, at(v)) for v in VERSIONS] == [2048, 4096, 4096, 4096, 4096]
+    assert [_chunked_prefill(rtx_5090, at(v)) for v in VERSIONS] == [2048, 2048, 4096, 4096, 4096, 4096]
     assert [_decode_graph_max_bs(rtx_5090, at(v), None) for v in ("0.5.19", "0.5.20")] == [24, 48]
     assert [_decode_graph_max_bs(rtx_5090, at(v, tp=4), None) for v in ("0.5.19", "0.5.20")] == [80, 160]
     assert {_chunked_prefill(143_771, at(v)) for v in VERSIONS} == {8192}
@@ -343,16 +359,33 @@ def test_extra_buffer_without_the_mamba_radix_cache_by_version():
     assert older.stages[0].startup_error is None and older.stages[0].fields["state_slots_per_request"] == 5
 
 
-def test_pure_mamba_starts_from_0_5_20():
-    # configs/model_config.py at v0.5.19 reads hf_text_config.num_attention_heads, which a Mamba config lacks (its
-    # golden table: every mamba-2.8b case fails so); v0.5.20 reads it only where present and has models/mamba.py
-    spec = config_spec("mamba-2.8b")
-    inputs = EngineInputs(spec, ParallelLayout(), "h200", 143_771 << 20)
-    assert run_engine("sglang", inputs, "0.5.19").stages[0].startup_error == (
-        "'MambaConfig' object has no attribute 'num_attention_heads'")
+@pytest.mark.parametrize(("stem", "config_class"), [("mamba-2.8b", "MambaConfig"),
+                                                    ("falcon-mamba-7b", "FalconMambaConfig")])
+def test_pure_mamba_starts_from_0_5_20(stem, config_class):
+    # configs/model_config.py at v0.5.18 and v0.5.19 reads hf_text_config.num_attention_heads, which a Mamba config
+    # lacks (their golden tables: every mamba-2.8b and falcon-mamba-7b case fails so); v0.5.20 reads it only where
+    # present and has models/mamba.py and models/falcon_mamba.py
+    inputs = EngineInputs(config_spec(stem), ParallelLayout(), "h200", 143_771 << 20)
+    for version in ("0.5.18", "0.5.19"):
+        assert run_engine("sglang", inputs, version).stages[0].startup_error == (
+            f"'{config_class}' object has no attribute 'num_attention_heads'")
     assert run_engine("sglang", inputs, "0.5.20").stages[0].startup_error is None
 
 
+def test_bailing_moe_v3_is_served_from_0_5_19():
+    # models/bailing_moe_v3.py is new in v0.5.19; at v0.5.18 neither SGLang nor transformers has the class, and
+    # arg_groups/overrides.py names it in neither radix-cache list, so no strategy check runs before the refusal
+    # (the 0.5.18 table: every edge0 case, no_buffer with the overlap scheduler too)
+    inputs = EngineInputs(config_spec("edge0-8b-a1b-preview"), ParallelLayout(), "h200", 143_771 << 20,
+                          given={"mamba_radix_cache_strategy": "no_buffer"})
+    refused = stage(run_engine("sglang", inputs, "0.5.18"))
+    assert refused.startup_error.startswith("Cannot find model module. 'BailingMoeV3ForCausalLM' is not a registered "
+                                            "model in the Transformers library, and SGLang 0.5.18 has no class")
+    assert refused.fields["state_slots_per_request"] == 3  # the radix cache unresolved, as for a pure Mamba model
+    assert stage(run_engine("sglang", inputs, "0.5.19")).startup_error == (
+        "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
+
+
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
-    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.18"], capsys)
-    assert "SGLang 0.5.19 or later" in err and "got 0.5.18" in err
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.17"], capsys)
+    assert "SGLang 0.5.18 or later" in err and "got 0.5.17" in err

@@ -3,9 +3,10 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.19 to 0.5.23 (older ones size pools in the model runner, with other calls: see
-sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and
-each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
+Releases driven: 0.5.18 to 0.5.23 (0.5.18 resolves its server args in `ServerArgs.__post_init__` and reads every
+parallel width from live process groups: `_resolve`, `_hand_set_widths`; older ones size pools in the model runner,
+with other calls: see sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for
+the GPU the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
@@ -47,21 +48,28 @@ MOCKS = [
     "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
     "server args are resolved or pools are sized.",
     "transformers.AutoImageProcessor / AutoVideoProcessor (only where transformers needs torchvision to use them: "
-    "transformers 5.12, SGLang 0.5.19-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
+    "transformers 5.12, SGLang 0.5.18-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
     "time to register the image processors of multimodal configs, which size nothing.",
-    "0.5.19-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
+    "0.5.18-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
     "ParallelState.trivial(tp_size=tp, attn_tp_size=tp), i.e. attention DP 1 and PP 1 as in every case; the "
     "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
     "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
     "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
-    "kv_cache_configurator.get_world_group (0.5.19-0.5.20 only; later releases read get_parallel().world_group, "
+    "0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
+    "NCCL): each set through ParallelContext.override, SGLang's own hook for forcing them, as one rank of a TP-tp run "
+    "(tp_size, world_size and moe_tp_size tp; attn_tp_size from SGLang's compute_dp_attention_world_info without DP "
+    "attention, i.e. tp; every other width 1, every rank 0, groups None but the world group below). These are the "
+    "values initialize_model_parallel would give the groups; the sizing reads only the widths (KV heads and state "
+    "shapes per rank), as 0.5.19's stamped ones.",
+    "kv_cache_configurator.get_world_group (0.5.18-0.5.20 only; later releases read get_parallel().world_group, "
     "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
     "get_available_gpu_memory below, and no figure depends on it at attention-DP 1 and PP 1.",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
-    "order: ServerArgs.resolve_once, ModelConfig, get_model_architecture, configure_kv_cache_dtype, "
+    "order: ServerArgs.resolve_once (0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
+    "configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
     "The model configure_kv_cache_dtype reads (its quant_config, for --kv-cache-dtype auto: a checkpoint's FP8 "
@@ -213,7 +221,6 @@ def _kept(lines):
 
 
 def run_case(case):
-    from sglang.srt.arg_groups.overrides import resolving_view
     from sglang.srt.runtime_context import get_context
     from sglang.srt.server_args import ServerArgs
 
@@ -227,10 +234,7 @@ def run_case(case):
     result = {}
     try:
         _remote_config(case["model_dir"])
-        sa = ServerArgs(model_path=case["model_dir"], trust_remote_code=True, **case["flags"])
-        sa.served_model_name = case["config"]
-        sa.resolve_once()
-        cfg = resolving_view(sa)
+        sa, cfg = _resolve(ServerArgs, case)
         result["mem_fraction_static"] = cfg.mem_fraction_static
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
         get_context().set_server_args(sa)
@@ -241,6 +245,8 @@ def run_case(case):
             raise
         error = f"{type(e).__name__}: {e}"
         result["traceback_tail"] = traceback.format_exc().strip().splitlines()[-3:]
+        if os.environ.get("ORACLE_DEBUG"):
+            traceback.print_exc()
     finally:
         for k, v in old_env.items():
             if v is None:
@@ -249,6 +255,32 @@ def run_case(case):
                 os.environ[k] = v
     result["log"] = _kept(CAPTURE.lines)
     return result, error
+
+
+def _resolve(server_args_class, case):
+    """(ServerArgs, the resolved view read from it): 0.5.19 on resolve in `resolve_once`, read through
+    `resolving_view`; 0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
+    of its arguments), whose last step materializes the resolutions into the fields themselves, read directly."""
+    if not hasattr(server_args_class, "resolve_once"):
+        sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, served_model_name=case["config"],
+                               **case["flags"])
+        return sa, sa
+    from sglang.srt.arg_groups.overrides import resolving_view
+
+    sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, **case["flags"])
+    sa.served_model_name = case["config"]
+    sa.resolve_once()
+    return sa, resolving_view(sa)
+
+
+def _model_config(sa):
+    """The ModelConfig of the server args: `arg_groups/overrides.model_config_of` from 0.5.19, the `get_model_config`
+    method before (the same memoized ModelConfig.from_server_args)."""
+    try:
+        from sglang.srt.arg_groups.overrides import model_config_of
+    except ImportError:
+        return sa.get_model_config()
+    return model_config_of(sa)
 
 
 def _remote_config(model_dir):
@@ -282,7 +314,6 @@ def _call(fn, **kwargs):
 
 def _size(sa, cfg, inputs, result):
     """What ModelRunner.initialize and init_memory_pool do, minus loading weights."""
-    from sglang.srt.arg_groups.overrides import model_config_of
     from sglang.srt.mem_cache import kv_cache_configurator as kvc_mod
     from sglang.srt.mem_cache import kv_cache_dtype
     from sglang.srt.model_executor.model_runner_components.layer_setup import ModelLayerInfo
@@ -291,7 +322,7 @@ def _size(sa, cfg, inputs, result):
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     out = {}
-    model_config = model_config_of(sa)
+    model_config = _model_config(sa)
     out["context_length"] = model_config.context_len
     _, arch = get_model_architecture(model_config)
     out["resolved_architecture"] = arch
@@ -322,6 +353,8 @@ def _size(sa, cfg, inputs, result):
     parallel = get_parallel()
     if hasattr(parallel, "override_permanently"):
         parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=0)
+    elif not hasattr(parallel, "stamp_derived_widths"):
+        _hand_set_widths(parallel, cfg.tp_size, world)
     else:
         # 0.5.19: the widths no flag sets (attn_tp_size, ...) exist only once initialize_model_parallel stamps them;
         # stamped here by SGLang's own derive_parallel_widths from the case's TP, no CP, DP, EP or DCP
@@ -330,7 +363,7 @@ def _size(sa, cfg, inputs, result):
         parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=0, **derive_parallel_widths(
             tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
             dcp_enabled=False))
-    if hasattr(kvc_mod, "get_world_group"):  # 0.5.19-0.5.20 read the world group directly (see MOCKS)
+    if hasattr(kvc_mod, "get_world_group"):  # 0.5.18-0.5.20 read the world group directly (see MOCKS)
         kvc_mod.get_world_group = lambda: world
     # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
     swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
@@ -338,7 +371,7 @@ def _size(sa, cfg, inputs, result):
                        num_effective_layers=model_config.num_hidden_layers, swa_attention_layer_ids=swa_ids,
                        full_attention_layer_ids=model_config.full_attention_layer_ids if swa_ids is not None else None)
     fields = {f.name for f in dataclasses.fields(kvc_mod.KVCacheConfigurator)}
-    # 0.5.21 on: attn_dp_size and pp_size; 0.5.19-0.5.20: a ParallelState (`ps`) of which the configurator reads only
+    # 0.5.21 on: attn_dp_size and pp_size; 0.5.18-0.5.20: a ParallelState (`ps`) of which the configurator reads only
     # attn_dp_size and pp_size (KV heads per rank come from get_parallel(), as in later releases)
     widths = ({"attn_dp_size": 1, "pp_size": 1} if "attn_dp_size" in fields else
               {"ps": _parallel_state(cfg.tp_size)})
@@ -374,6 +407,28 @@ def _size(sa, cfg, inputs, result):
     return out
 
 
+def _hand_set_widths(parallel, tp, world):
+    """0.5.18's ParallelContext answers every width and rank from the live process groups, which do not exist here:
+    each is set through its own `override` (entered for the rest of the forked case), as one rank of a TP-`tp` run
+    without attention DP, CP, DCP, PP, EP or MoE DP; the attention widths come from SGLang's own
+    compute_dp_attention_world_info (layers/dp_attention.py), as initialize_dp_attention derives them (see MOCKS)."""
+    from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
+
+    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = compute_dp_attention_world_info(False, 0, tp, 1)
+    held = parallel.override(
+        world_size=tp, world_rank=0, tp_size=tp, tp_rank=0, pp_size=1, pp_rank=0, moe_ep_size=1, moe_ep_rank=0,
+        moe_dp_size=1, moe_dp_rank=0, moe_tp_size=tp, moe_tp_rank=0, attn_tp_size=attn_tp_size,
+        attn_tp_rank=attn_tp_rank, attn_cp_size=1, attn_cp_rank=0, dcp_enabled=False, dcp_size=1, dcp_rank=0,
+        attn_dcp_size=1, attn_dcp_rank=0, attn_dp_size=attn_dp_size, attn_dp_rank=attn_dp_rank, world_group=world,
+        tp_group=None, pp_group=None, moe_ep_group=None, moe_dp_group=None, moe_tp_group=None, attn_tp_group=None,
+        attn_cp_group=None, dcp_group=None)
+    held.__enter__()
+    _HELD.append(held)  # a generator context: dropped, it would exit and restore the live reads
+
+
+_HELD: list = []
+
+
 def _model_stand_in(model_config):
     """What configure_kv_cache_dtype reads of the loaded model: its `quant_config` (the model classes keep the one
     the loader gives them), built by SGLang's own loader function from the checkpoint's quantization files, as
@@ -387,7 +442,7 @@ def _model_stand_in(model_config):
 
 
 def _parallel_state(tp):
-    """0.5.19-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
+    """0.5.18-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
     from sglang.srt.distributed.parallel_state_wrapper import ParallelState
 
     return ParallelState.trivial(tp_size=tp, attn_tp_size=tp)

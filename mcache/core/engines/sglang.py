@@ -10,7 +10,7 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 
-Versions: the rules hold from 0.5.19 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
+Versions: the rules hold from 0.5.18 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
 that changed in between reads `inputs.version` through `_since` and cites the files on each side. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
@@ -48,8 +48,8 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.18 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.17 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -91,14 +91,18 @@ EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
                       "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
+# In both lists from v0.5.19 only (arg_groups/overrides.py at v0.5.18 names neither BailingMoeV3, which has no SGLang
+# class yet, nor the text-only Qwen3.5 entries of models/qwen3_5_text.py, which it registers)
+RADIX_FROM_0_5_19 = ("BailingMoeV3ForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
 # cannot serve either (SGLang refuses them at start-up)
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
-# models/mamba.py and models/mamba2.py (new in v0.5.20), with configs/model_config.py reading num_attention_heads only
-# where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on these configs, which
-# name no attention heads (configs/model_config.py at v0.5.19: self.hf_text_config.num_attention_heads), by the
-# transformers config class of each
-NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config"}
+# models/mamba.py, models/mamba2.py and models/falcon_mamba.py (new in v0.5.20), with configs/model_config.py reading
+# num_attention_heads only where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on
+# these configs, which name no attention heads (configs/model_config.py at v0.5.18 and v0.5.19:
+# self.hf_text_config.num_attention_heads), by the transformers config class of each
+NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config",
+                      "FalconMambaForCausalLM": "FalconMambaConfig"}
 # configs/mamba2.py (v0.5.20 to v0.5.23): SGLang's Mamba2Config.mamba2_cache_params reads self.intermediate_size, which
 # transformers' Mamba2Config never sets (no such field in transformers/models/mamba2/configuration_mamba2.py, 5.12 and
 # 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
@@ -110,6 +114,11 @@ MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
 # "not compatible" unless the class declares attention-backend support; not modelled.)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
+# models/bailing_moe_v3.py is new in v0.5.19: v0.5.18 has no class for BailingMoeV3ForCausalLM, nor has transformers, so
+# model_loader/utils.py resolve_transformers_arch (v0.5.18) loads the checkpoint's remote model (auto_map.AutoModel) and
+# refuses it or serves it through the Transformers backend, as that code declares; mcache sizes neither and refuses,
+# in SGLang's opening words for a model module it cannot find
+NATIVE_FROM_0_5_19 = ("BailingMoeV3ForCausalLM",)
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -117,12 +126,14 @@ TRANSFORMERS_ARCHS = ("MiniMaxForCausalLM",)
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
-# model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft charges the KV pool
-# the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing where it declares
-# none; these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py Qwen3_5TextConfig) name
-# their MTP layers mtp_num_hidden_layers or not at all
+# model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state (v0.5.20 on): a path-less draft
+# charges the KV pool the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing
+# where it declares none (at v0.5.18 and v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
+# one never: DRAFTER_KV_FROM); these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py
+# Qwen3_5TextConfig) name their MTP layers mtp_num_hidden_layers or not at all
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
+DRAFTER_KV_FROM = "0.5.20"
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
 # or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.19
@@ -157,8 +168,9 @@ class Setup(Struct, frozen=True):
     dtypes, draft tokens, the page size, the state slots per running request (`ratio`, by the radix-cache strategy
     `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
-    whether the state pool follows the requests asked for (without radix cache); SGLang's refusal, and whether the
-    Transformers backend serves the model (KV on every layer, no state pool)."""
+    whether the state pool follows the requests asked for (without radix cache); SGLang's refusal, whether the
+    Transformers backend serves the model (KV on every layer, no state pool), and whether a drafting MTP head's
+    attention layers are charged to the token pool (`_cell`)."""
 
     context_len: int
     context: int
@@ -177,6 +189,7 @@ class Setup(Struct, frozen=True):
     slots_follow_requests: bool
     refusal: str | None = None
     transformers: bool = False
+    drafter_kv: bool = False
 
 
 class StatePool(Struct, frozen=True):
@@ -266,7 +279,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     else:
         refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
-                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS)
+                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS,
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS)
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -282,11 +296,16 @@ def _vlm_fraction(mfs: float, spec) -> float:
 
 
 def architecture_error(spec, version: str) -> str | None:
-    """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.20 ModelConfig fails on
-    pure Mamba configs (`NATIVE_FROM_0_5_20`), from 0.5.20 on Mamba2 configs without intermediate_size
-    (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no SGLang class and no Transformers class
-    (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
+    """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.19 it has no class for
+    BailingMoeV3 (`NATIVE_FROM_0_5_19`), before 0.5.20 ModelConfig fails on pure Mamba configs (`NATIVE_FROM_0_5_20`),
+    from 0.5.20 on Mamba2 configs without intermediate_size (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no
+    SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
     arch = spec.architecture
+    if arch in NATIVE_FROM_0_5_19 and not at_least(version, "0.5.19"):
+        return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library, and SGLang "
+                f"{version} has no class of its own for it (models/bailing_moe_v3.py comes with 0.5.19): it would load "
+                "the checkpoint's remote code (auto_map.AutoModel) and refuse it or serve it through the Transformers "
+                "backend, as that code declares, which mcache does not size.")
     if arch in NATIVE_FROM_0_5_20 and not at_least(version, "0.5.20"):
         return f"'{NATIVE_FROM_0_5_20[arch]}' object has no attribute 'num_attention_heads'"
     if arch == MAMBA2_NEEDS_INTERMEDIATE and spec.mamba2 is not None and spec.mamba2.intermediate_size is None:
@@ -431,10 +450,10 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
-    scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers."""
-    drafts = setup.drafts
+    scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers (from v0.5.20:
+    `Setup.drafter_kv`)."""
     cell, layers = _kv_bytes(ctx, setup)
-    charged = drafts and ctx.stage == ctx.layout.pp - 1 and spec.architecture not in NO_NEXTN_ARCHS
+    charged = setup.drafts and ctx.stage == ctx.layout.pp - 1 and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
 
@@ -449,23 +468,25 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs) -> tuple[str, int, str 
     if strategy not in STRATEGIES:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
-    if arch not in RADIX_ARCHS and strategy.startswith("extra_buffer"):
+    radix = arch in RADIX_ARCHS and (arch not in RADIX_FROM_0_5_19 or _since(inputs, "0.5.19"))
+    extra = radix and arch in EXTRA_BUFFER_ARCHS
+    if not radix and strategy.startswith("extra_buffer"):
         if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
             return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
         return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
     if no_radix:
         return "none (no radix cache)", 1, None
-    if arch not in RADIX_ARCHS:
+    if not radix:
         # overrides.py _mamba_radix_cache_resolution leaves the strategy of other architectures (pure Mamba)
         # unresolved and model_hook.py handle_mamba_radix_cache validates nothing: the radix cache stays on without
         # an extra buffer, so _calculate_mamba_ratio gives its base of 3 slots per request
         return strategy, 3, None
     if strategy == "auto":
-        strategy = "extra_buffer" if arch in EXTRA_BUFFER_ARCHS else "no_buffer"
+        strategy = "extra_buffer" if extra else "no_buffer"
         s.values["mamba_radix_cache_strategy"] = strategy
         if strategy == "no_buffer":
             no_overlap = s.values["disable_overlap_schedule"] = True  # overrides.py: auto's no_buffer turns overlap off
-    if strategy.startswith("extra_buffer") and arch not in EXTRA_BUFFER_ARCHS:
+    if strategy.startswith("extra_buffer") and not extra:
         return strategy, 1, f"extra_buffer is not supported for {arch}; use no_buffer."
     if strategy == "no_buffer":
         refusal = None if no_overlap else ("no_buffer do not support overlap schedule. Try to set "

@@ -3,9 +3,10 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.18 to 0.5.23 (0.5.18 resolves its server args in `ServerArgs.__post_init__` and reads every
-parallel width from live process groups: `_resolve`, `_hand_set_widths`; older ones size pools in the model runner,
-with other calls: see sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for
+Releases driven: 0.5.16 to 0.5.23 (0.5.16-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
+every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.16 keeps its settings on ServerArgs
+rather than in config bags: `_bags`; older ones size pools in the model runner, with other calls: see
+sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for
 the GPU the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
@@ -48,27 +49,29 @@ MOCKS = [
     "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
     "server args are resolved or pools are sized.",
     "transformers.AutoImageProcessor / AutoVideoProcessor (only where transformers needs torchvision to use them: "
-    "transformers 5.12, SGLang 0.5.18-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
+    "transformers 5.12, SGLang 0.5.16-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
     "time to register the image processors of multimodal configs, which size nothing.",
-    "0.5.18-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
+    "0.5.16-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
     "ParallelState.trivial(tp_size=tp, attn_tp_size=tp), i.e. attention DP 1 and PP 1 as in every case; the "
     "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
     "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
     "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
-    "0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
+    "0.5.16-0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
     "NCCL): each set through ParallelContext.override, SGLang's own hook for forcing them, as one rank of a TP-tp run "
     "(tp_size, world_size and moe_tp_size tp; attn_tp_size from SGLang's compute_dp_attention_world_info without DP "
     "attention, i.e. tp; every other width 1, every rank 0, groups None but the world group below). These are the "
     "values initialize_model_parallel would give the groups; the sizing reads only the widths (KV heads and state "
     "shapes per rank), as 0.5.19's stamped ones.",
-    "kv_cache_configurator.get_world_group (0.5.18-0.5.20 only; later releases read get_parallel().world_group, "
+    "0.5.16's KVCacheConfigurator writes the state pool's size onto ServerArgs (server_args.override), where the worker "
+    "reads it (later releases: the schedule config bag); nothing is stood in for.",
+    "kv_cache_configurator.get_world_group (0.5.16-0.5.20 only; later releases read get_parallel().world_group, "
     "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
     "get_available_gpu_memory below, and no figure depends on it at attention-DP 1 and PP 1.",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
-    "order: ServerArgs.resolve_once (0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
+    "order: ServerArgs.resolve_once (0.5.16-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
     "configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
@@ -259,7 +262,7 @@ def run_case(case):
 
 def _resolve(server_args_class, case):
     """(ServerArgs, the resolved view read from it): 0.5.19 on resolve in `resolve_once`, read through
-    `resolving_view`; 0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
+    `resolving_view`; 0.5.16-0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
     of its arguments), whose last step materializes the resolutions into the fields themselves, read directly."""
     if not hasattr(server_args_class, "resolve_once"):
         sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, served_model_name=case["config"],
@@ -318,21 +321,21 @@ def _size(sa, cfg, inputs, result):
     from sglang.srt.mem_cache import kv_cache_dtype
     from sglang.srt.model_executor.model_runner_components.layer_setup import ModelLayerInfo
     from sglang.srt.model_loader.utils import get_model_architecture
-    from sglang.srt.runtime_context import get_model, get_spec
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     out = {}
+    model_bag, schedule_bag, spec_bag = _bags(sa)
     model_config = _model_config(sa)
     out["context_length"] = model_config.context_len
     _, arch = get_model_architecture(model_config)
     out["resolved_architecture"] = arch
     spec_algorithm = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)
     resolved_kv, torch_kv = _call(kv_cache_dtype.configure_kv_cache_dtype,
-        server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=_model_stand_in(model_config),
+        server_args_kv_cache_dtype=model_bag.kv_cache_dtype, model=_model_stand_in(model_config),
         model_dtype=model_config.dtype,
         is_draft_worker=False, is_dflash=spec_algorithm.is_dflash_family(),
         speculative_draft_attention_backend=None,
-        speculative_draft_kv_cache_dtype=get_spec().speculative_draft_kv_cache_dtype)
+        speculative_draft_kv_cache_dtype=getattr(spec_bag, "speculative_draft_kv_cache_dtype", None))
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     kvc_mod.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
     from sglang.srt.configs.model_config import AttentionArch
@@ -340,8 +343,6 @@ def _size(sa, cfg, inputs, result):
     from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import (
         resolve_spec_aux_hidden_state_config,
     )
-    from sglang.srt.runtime_context import get_schedule
-
     post_capture = _call(is_post_capture_kv_active, server_args=sa, is_draft_worker=False, spec_algorithm=spec_algorithm,
                                              token_to_kv_pool_allocator=None)
     out["post_capture_kv_active"] = post_capture
@@ -363,7 +364,7 @@ def _size(sa, cfg, inputs, result):
         parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=0, **derive_parallel_widths(
             tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
             dcp_enabled=False))
-    if hasattr(kvc_mod, "get_world_group"):  # 0.5.18-0.5.20 read the world group directly (see MOCKS)
+    if hasattr(kvc_mod, "get_world_group"):  # 0.5.16-0.5.20 read the world group directly (see MOCKS)
         kvc_mod.get_world_group = lambda: world
     # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
     swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
@@ -371,14 +372,15 @@ def _size(sa, cfg, inputs, result):
                        num_effective_layers=model_config.num_hidden_layers, swa_attention_layer_ids=swa_ids,
                        full_attention_layer_ids=model_config.full_attention_layer_ids if swa_ids is not None else None)
     fields = {f.name for f in dataclasses.fields(kvc_mod.KVCacheConfigurator)}
-    # 0.5.21 on: attn_dp_size and pp_size; 0.5.18-0.5.20: a ParallelState (`ps`) of which the configurator reads only
+    # 0.5.21 on: attn_dp_size and pp_size; 0.5.16-0.5.20: a ParallelState (`ps`) of which the configurator reads only
     # attn_dp_size and pp_size (KV heads per rank come from get_parallel(), as in later releases)
     widths = ({"attn_dp_size": 1, "pp_size": 1} if "attn_dp_size" in fields else
               {"ps": _parallel_state(cfg.tp_size)})
-    kvc = kvc_mod.KVCacheConfigurator(
+    kvc = _call(
+        kvc_mod.KVCacheConfigurator,  # 0.5.16's takes no kv_cache_dtype_str
         device="cuda", gpu_id=0, **widths, pp_group=None, model=None, model_config=model_config,
-        server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or get_model().kv_cache_dtype,
-        model_dtype=model_config.dtype, page_size=get_schedule().page_size, sliding_window_size=None,
+        server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or model_bag.kv_cache_dtype,
+        model_dtype=model_config.dtype, page_size=schedule_bag.page_size, sliding_window_size=None,
         spec_algorithm=spec_algorithm, is_draft_worker=False, post_capture_kv_active=post_capture,
         spec_aux_config=resolve_spec_aux_hidden_state_config(server_args=sa, model_config=model_config,
                                                              spec_algorithm=spec_algorithm, is_draft_worker=False),
@@ -390,7 +392,7 @@ def _size(sa, cfg, inputs, result):
     config = kvc._resolve_memory_pool_config(pre)
     out["max_total_num_tokens"] = config.max_total_num_tokens
     out["max_running_requests"] = config.max_running_requests
-    out["mamba_cache_size"] = get_schedule().max_mamba_cache_size if kvc.mambaish_config is not None else None
+    out["mamba_cache_size"] = schedule_bag.max_mamba_cache_size if kvc.mambaish_config is not None else None
     if kvc.mambaish_config is not None:
         out["mamba_cache_per_req_bytes"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
         out["mamba_state_slots_per_request"] = kvc._calculate_mamba_ratio()
@@ -399,7 +401,7 @@ def _size(sa, cfg, inputs, result):
                                  if isinstance(getattr(config, k), (bool, int, float, type(None)))}
     # The scheduler's start-up line (managers/scheduler.py), its own f-string without the measured available memory.
     out["log_scheduler"] = (f"max_total_num_tokens={config.max_total_num_tokens}, "
-                            f"chunked_prefill_size={get_schedule().chunked_prefill_size}, "
+                            f"chunked_prefill_size={schedule_bag.chunked_prefill_size}, "
                             f"max_prefill_tokens={getattr(cfg, 'max_prefill_tokens', None)}, "
                             f"max_running_requests={config.max_running_requests}, "
                             f"context_len={model_config.context_len}")
@@ -407,8 +409,20 @@ def _size(sa, cfg, inputs, result):
     return out
 
 
+def _bags(sa):
+    """Where the sizing reads the model, schedule and speculative settings: runtime_context's config bags from 0.5.17
+    (a bag lacks a leaf its release does not have: 0.5.17's spec bag has no speculative_draft_kv_cache_dtype, which
+    its configure_kv_cache_dtype does not take either); 0.5.16 reads them, and writes the state pool's size, on
+    ServerArgs itself."""
+    try:
+        from sglang.srt.runtime_context import get_model, get_schedule, get_spec
+    except ImportError:
+        return sa, sa, sa
+    return get_model(), get_schedule(), get_spec()
+
+
 def _hand_set_widths(parallel, tp, world):
-    """0.5.18's ParallelContext answers every width and rank from the live process groups, which do not exist here:
+    """0.5.16-0.5.18's ParallelContext answers every width and rank from the live process groups, which do not exist here:
     each is set through its own `override` (entered for the rest of the forked case), as one rank of a TP-`tp` run
     without attention DP, CP, DCP, PP, EP or MoE DP; the attention widths come from SGLang's own
     compute_dp_attention_world_info (layers/dp_attention.py), as initialize_dp_attention derives them (see MOCKS)."""
@@ -442,7 +456,7 @@ def _model_stand_in(model_config):
 
 
 def _parallel_state(tp):
-    """0.5.18-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
+    """0.5.16-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
     from sglang.srt.distributed.parallel_state_wrapper import ParallelState
 
     return ParallelState.trivial(tp_size=tp, attn_tp_size=tp)

@@ -3,11 +3,12 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.16 to 0.5.23 (0.5.16-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
-every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.16 keeps its settings on ServerArgs
-rather than in config bags: `_bags`; older ones size pools in the model runner, with other calls: see
-sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for
-the GPU the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
+Releases driven: 0.5.15 to 0.5.23 (0.5.15-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
+every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.15-0.5.16 keep their settings on
+ServerArgs rather than in config bags: `_bags`; 0.5.15 sizes the pools in the model runner's kv-cache mixin:
+`_size_runner`; older releases resolve their server args with other calls: see sglang_versions.md). Nothing here
+re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
+in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ MOCKS = [
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
     "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack (before 0.5.23 also flashinfer, with "
-    "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent): empty stand-in modules, "
+    "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent; before 0.5.16 also SGLang's "
+    "jit_kernel.cutedsl_fp8_paged_mqa_logits, a CuTe DSL kernel that imports cuda-python on Kimi-Linear's import "
+    "path): empty stand-in modules, "
     "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
     "server args are resolved or pools are sized.",
     "transformers.AutoImageProcessor / AutoVideoProcessor (only where transformers needs torchvision to use them: "
@@ -80,6 +83,13 @@ MOCKS = [
     "(model_loader/loader.py _get_quantization_config, the call each loader makes before it builds the model, whose "
     "classes keep it as self.quant_config); None for an unquantized checkpoint. (Tables before this stand-in passed no "
     "model, which read every checkpoint's KV cache as the model dtype.)",
+    "0.5.15 and before size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
+    "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
+    "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
+    "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
+    "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
+    "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
+    "not built (no pool bytes, no allocation log lines).",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
@@ -144,6 +154,15 @@ STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl
 # before 0.5.23 a stand-in, with SGLANG_IS_FLASHINFER_AVAILABLE=false so that is_flashinfer_available() still answers
 # False, as it does in 0.5.23's venv, which has no flashinfer (no backend choice differs between the tables)
 _SGLANG = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3])
+# The module that sizes the pools: mem_cache/kv_cache_configurator.py from 0.5.16, the model runner's kv-cache mixin before
+SIZER = ("sglang.srt.mem_cache.kv_cache_configurator" if _SGLANG >= (0, 5, 16)
+         else "sglang.srt.model_executor.model_runner_kv_cache_mixin")
+# 0.5.15's jit_kernel/cutedsl_fp8_paged_mqa_logits.py (a CuTe DSL kernel) imports cuda.bindings.driver (cuda-python) at
+# module level, on the import path of models/kimi_linear.py: without a stand-in that model module fails to import and
+# SGLang's registry lacks KimiLinearForCausalLM (later releases import it lazily). The kernel module itself is stood in
+# for (stubbing `cuda` would reach the real tvm_ffi, which inspects cuda-python's types)
+if _SGLANG < (0, 5, 16) and "ORACLE_STUBS" not in os.environ:
+    STUBS += ("sglang.jit_kernel.cutedsl_fp8_paged_mqa_logits",)
 if _SGLANG < (0, 5, 23) and "ORACLE_STUBS" not in os.environ:
     STUBS += ("flashinfer",)
     os.environ["SGLANG_IS_FLASHINFER_AVAILABLE"] = "false"
@@ -155,7 +174,7 @@ if importlib.util.find_spec("tvm_ffi") is not None:
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in STUBS:
+        if name.split(".")[0] in STUBS or name in STUBS:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -241,7 +260,7 @@ def run_case(case):
         result["mem_fraction_static"] = cfg.mem_fraction_static
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
         get_context().set_server_args(sa)
-        result.update(_size(sa, cfg, inputs, result))
+        result.update((_size if SIZER.endswith("kv_cache_configurator") else _size_runner)(sa, cfg, inputs, result))
         error = None
     except BaseException as e:  # noqa: BLE001 (a refusal is a result)
         if isinstance(e, KeyboardInterrupt):
@@ -388,14 +407,28 @@ def _size(sa, cfg, inputs, result):
         use_mla_backend=model_config.attention_arch == AttentionArch.MLA, layer_info=layer_info,
         forward_stream=None, req_to_token_pool=None, token_to_kv_pool_allocator=None, memory_pool_config=None)
     out["kv_cache_dtype"] = str(torch_kv)
-    pre = inputs["free_gpu_memory_bytes"] / (1 << 30)
-    config = kvc._resolve_memory_pool_config(pre)
+    config = _pools_config(kvc, inputs, out, schedule_bag)
+    out.update(_scheduler_line(config, schedule_bag, cfg, model_config))
+    out.update(_pool_bytes(kvc, config))
+    return out
+
+
+def _pools_config(sizer, inputs, out, schedule_bag):
+    """The memory pool config `sizer` (the KV-cache configurator, or 0.5.15's model runner) resolves from the free
+    memory before the weights load, with the state pool's figures."""
+    config = sizer._resolve_memory_pool_config(inputs["free_gpu_memory_bytes"] / (1 << 30))
     out["max_total_num_tokens"] = config.max_total_num_tokens
     out["max_running_requests"] = config.max_running_requests
-    out["mamba_cache_size"] = schedule_bag.max_mamba_cache_size if kvc.mambaish_config is not None else None
-    if kvc.mambaish_config is not None:
-        out["mamba_cache_per_req_bytes"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
-        out["mamba_state_slots_per_request"] = kvc._calculate_mamba_ratio()
+    out["mamba_cache_size"] = schedule_bag.max_mamba_cache_size if sizer.mambaish_config is not None else None
+    if sizer.mambaish_config is not None:
+        out["mamba_cache_per_req_bytes"] = sizer.mambaish_config.mamba2_cache_params.mamba_cache_per_req
+        out["mamba_state_slots_per_request"] = sizer._calculate_mamba_ratio()
+    return config
+
+
+def _scheduler_line(config, schedule_bag, cfg, model_config):
+    """The pool config's plain fields and the scheduler's start-up line."""
+    out = {}
     cfg_fields = getattr(config, "__struct_fields__", None) or getattr(config, "__dataclass_fields__", {})
     out["memory_pool_config"] = {k: getattr(config, k) for k in cfg_fields
                                  if isinstance(getattr(config, k), (bool, int, float, type(None)))}
@@ -405,7 +438,53 @@ def _size(sa, cfg, inputs, result):
                             f"max_prefill_tokens={getattr(cfg, 'max_prefill_tokens', None)}, "
                             f"max_running_requests={config.max_running_requests}, "
                             f"context_len={model_config.context_len}")
-    out.update(_pool_bytes(kvc, config))
+    return out
+
+
+def _size_runner(sa, cfg, inputs, result):
+    """0.5.15 and before: the pools are sized by ModelRunner's own kv-cache mixin (model_runner_kv_cache_mixin.py), on
+    a ModelRunner whose __init__ (weights, NCCL) does not run: the attributes its __init__ sets from the server args
+    and the model config that the mixin and the pool configurator read are set as __init__ sets them (see MOCKS); the
+    pools themselves are not built."""
+    from sglang.srt.configs.model_config import AttentionArch
+    from sglang.srt.distributed import parallel_state
+    from sglang.srt.model_executor import model_runner as model_runner_module
+    from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
+    from sglang.srt.model_executor.model_runner import ModelRunner
+    from sglang.srt.model_loader.utils import get_model_architecture
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    model_config = _model_config(sa)
+    out = {"context_length": model_config.context_len}
+    out["resolved_architecture"] = get_model_architecture(model_config)[1]
+    world = types.SimpleNamespace(cpu_group=None, world_size=1)
+    _hand_set_widths(get_parallel(), cfg.tp_size, world)
+    parallel_state._ATTN_TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
+    mixin.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
+    mixin.get_world_group = lambda: world
+    runner = ModelRunner.__new__(ModelRunner)
+    layers = model_config.num_hidden_layers
+    for name, value in dict(
+            server_args=sa, model_config=model_config, mem_fraction_static=sa.mem_fraction_static, memory_pool_config=None,
+            device="cuda", gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, dp_size=1, pp_rank=0, pp_size=1, pp_group=None,
+            is_draft_worker=False, spec_algorithm=SpeculativeAlgorithm.from_string(sa.speculative_algorithm),
+            page_size=sa.page_size, req_to_token_pool=None, token_to_kv_pool_allocator=None,
+            is_hybrid_swa=model_config.is_hybrid_swa,
+            is_hybrid_swa_compress=getattr(model_config, "is_hybrid_swa_compress", False),
+            use_mla_backend=model_config.attention_arch == AttentionArch.MLA, draft_model_idx=None,
+            enable_hisparse=sa.enable_hisparse, eagle_draft_num_layers=None, eagle_use_aux_hidden_state=False,
+            dflash_use_aux_hidden_state=False, dflash_draft_num_layers=None, dflash_target_layer_ids=None,
+            dtype=model_config.dtype, start_layer=0, end_layer=layers, num_effective_layers=layers,
+            sliding_window_size=None, model=_model_stand_in(model_config),
+            _linear_attn_registry_cache=model_runner_module._UNSET).items():
+        setattr(runner, name, value)
+    runner.configure_kv_cache_dtype()
+    out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
+    config = _pools_config(runner, inputs, out, sa)
+    out.update(_scheduler_line(config, sa, cfg, model_config))
     return out
 
 
@@ -429,13 +508,17 @@ def _hand_set_widths(parallel, tp, world):
     from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
 
     attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = compute_dp_attention_world_info(False, 0, tp, 1)
-    held = parallel.override(
+    from sglang.srt import runtime_context
+
+    widths = dict(
         world_size=tp, world_rank=0, tp_size=tp, tp_rank=0, pp_size=1, pp_rank=0, moe_ep_size=1, moe_ep_rank=0,
         moe_dp_size=1, moe_dp_rank=0, moe_tp_size=tp, moe_tp_rank=0, attn_tp_size=attn_tp_size,
         attn_tp_rank=attn_tp_rank, attn_cp_size=1, attn_cp_rank=0, dcp_enabled=False, dcp_size=1, dcp_rank=0,
         attn_dcp_size=1, attn_dcp_rank=0, attn_dp_size=attn_dp_size, attn_dp_rank=attn_dp_rank, world_group=world,
         tp_group=None, pp_group=None, moe_ep_group=None, moe_dp_group=None, moe_tp_group=None, attn_tp_group=None,
         attn_cp_group=None, dcp_group=None)
+    # the release's own fields (0.5.15 has no decode context parallel)
+    held = parallel.override(**{k: v for k, v in widths.items() if k in runtime_context._PARALLEL_FIELDS})
     held.__enter__()
     _HELD.append(held)  # a generator context: dropped, it would exit and restore the live reads
 
@@ -525,7 +608,7 @@ def main():
     import sglang  # noqa: F401
 
     _without_torchvision_registries()
-    import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
+    importlib.import_module(SIZER)  # 0.5.16 on: the KV-cache configurator; before, the model runner's mixin
     import sglang.srt.model_loader.utils  # noqa: F401
     import sglang.srt.server_args  # noqa: F401
     from sglang.srt.models.registry import ModelRegistry

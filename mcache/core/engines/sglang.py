@@ -48,8 +48,8 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.15 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.14 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -96,6 +96,8 @@ RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Je
 # names neither KimiK3 (not registered before v0.5.17) nor Lfm2Moe (registered, models/lfm2_moe.py)
 RADIX_SINCE = {"BailingMoeV3ForCausalLM": "0.5.19", "Qwen3_5ForCausalLM": "0.5.19", "Qwen3_5MoeForCausalLM": "0.5.19",
                "KimiK3ForConditionalGeneration": "0.5.17", "Lfm2MoeForCausalLM": "0.5.17"}
+# ... and in the extra-buffer list only (v0.5.15's names Kimi-Linear in the radix list alone: auto resolves to no_buffer)
+EXTRA_BUFFER_SINCE = {"KimiLinearForCausalLM": "0.5.16"}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
 # cannot serve either (SGLang refuses them at start-up)
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
@@ -150,6 +152,9 @@ MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: p
 # NemotronH (configs/model_config.py is_nemotron_h); v0.5.18's rules name neither, so both capture them from then on
 PREFILL_GRAPHS_FROM = "0.5.18"
 NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+# ... and before v0.5.16 for every multimodal model (v0.5.16 on: only one whose ModelConfig lacks breakable-CUDA-graph
+# support, which the multimodal hybrids mcache imports have)
+MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
 # or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.16
 # to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
@@ -491,7 +496,8 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
     radix = arch in RADIX_ARCHS and (arch not in RADIX_SINCE or _since(inputs, RADIX_SINCE[arch]))
-    extra = radix and arch in EXTRA_BUFFER_ARCHS
+    extra = radix and arch in EXTRA_BUFFER_ARCHS and (arch not in EXTRA_BUFFER_SINCE or
+                                                      _since(inputs, EXTRA_BUFFER_SINCE[arch]))
     if not radix and strategy.startswith("extra_buffer"):
         if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
             return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
@@ -671,12 +677,13 @@ def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) 
 def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs | None = None) -> int:
     """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
     them off (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA configs from v0.5.20; v0.5.19's has
-    no KDA rule; before v0.5.18 MLA and NemotronH, `PREFILL_GRAPHS_FROM`), 1.5 GiB with an MLA backend, else 8 MiB
-    per captured size up to the chunked prefill (at most `cap`, `_graph_cap`)."""
+    no KDA rule; before v0.5.18 MLA and NemotronH, `PREFILL_GRAPHS_FROM`; before v0.5.16 a multimodal model), 1.5 GiB
+    with an MLA backend, else 8 MiB per captured size up to the chunked prefill (at most `cap`, `_graph_cap`)."""
     if spec.architecture in KDA_CONFIG_ARCHS and (inputs is None or _since(inputs, "0.5.20")):
         return 0
     if inputs is not None and not _since(inputs, PREFILL_GRAPHS_FROM) and (
-            spec.mla is not None or (spec.architecture in NEMOTRON_H_ARCHS and _since(inputs, "0.5.17"))):
+            spec.mla is not None or (spec.architecture in NEMOTRON_H_ARCHS and _since(inputs, "0.5.17"))
+            or (spec.vision is not None and not _since(inputs, MULTIMODAL_GRAPHS_FROM))):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB

@@ -3,10 +3,10 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.15 to 0.5.23 (0.5.15-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
-every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.15-0.5.16 keep their settings on
-ServerArgs rather than in config bags: `_bags`; 0.5.15 sizes the pools in the model runner's kv-cache mixin:
-`_size_runner`; older releases resolve their server args with other calls: see sglang_versions.md). Nothing here
+Releases driven: 0.5.14 to 0.5.23 (0.5.14-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
+every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.14-0.5.16 keep their settings on
+ServerArgs rather than in config bags: `_bags`; 0.5.14-0.5.15 size the pools in the model runner's kv-cache mixin:
+`_size_runner`; older releases are not driven: see sglang_versions.md). Nothing here
 re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
 in MOCKS (copied into the table) with why it cannot change a figure.
 """
@@ -83,7 +83,9 @@ MOCKS = [
     "(model_loader/loader.py _get_quantization_config, the call each loader makes before it builds the model, whose "
     "classes keep it as self.quant_config); None for an unquantized checkpoint. (Tables before this stand-in passed no "
     "model, which read every checkpoint's KV cache as the model dtype.)",
-    "0.5.15 and before size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
+    "torch.library.register_fake (before 0.5.15): a no-op decorator; layers/moe/topk.py registers torch.compile fake "
+    "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
+    "0.5.14-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
     "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
@@ -165,6 +167,10 @@ if _SGLANG < (0, 5, 16) and "ORACLE_STUBS" not in os.environ:
     STUBS += ("sglang.jit_kernel.cutedsl_fp8_paged_mqa_logits",)
 if _SGLANG < (0, 5, 23) and "ORACLE_STUBS" not in os.environ:
     STUBS += ("flashinfer",)
+# Before 0.5.15, layers/moe/topk.py (on model_runner.py's import path) registers torch.compile fake kernels for
+# sgl_kernel ops at import time, which the stand-in sgl_kernel never defines: register_fake is a no-op decorator there
+if _SGLANG < (0, 5, 15):
+    torch.library.register_fake = lambda *a, **k: (lambda fn: fn)
     os.environ["SGLANG_IS_FLASHINFER_AVAILABLE"] = "false"
 # 0.5.20's server_args imports xgrammar (the tool-call parser's structural tags), which needs the real tvm_ffi: where
 # the venv has it (scripts/oracles/sglang.py installs both at SGLang's pins, without deps), it is not stood in for
@@ -243,7 +249,6 @@ def _kept(lines):
 
 
 def run_case(case):
-    from sglang.srt.runtime_context import get_context
     from sglang.srt.server_args import ServerArgs
 
     inputs = case["inputs"]
@@ -259,7 +264,7 @@ def run_case(case):
         sa, cfg = _resolve(ServerArgs, case)
         result["mem_fraction_static"] = cfg.mem_fraction_static
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
-        get_context().set_server_args(sa)
+        _publish(sa)
         result.update((_size if SIZER.endswith("kv_cache_configurator") else _size_runner)(sa, cfg, inputs, result))
         error = None
     except BaseException as e:  # noqa: BLE001 (a refusal is a result)
@@ -293,6 +298,18 @@ def _resolve(server_args_class, case):
     sa.served_model_name = case["config"]
     sa.resolve_once()
     return sa, resolving_view(sa)
+
+
+def _publish(sa):
+    """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, 0.5.14's
+    module-level global (server_args.py set_global_server_args_for_scheduler) before."""
+    from sglang.srt import server_args
+    from sglang.srt.runtime_context import get_context
+
+    if hasattr(get_context(), "set_server_args"):
+        get_context().set_server_args(sa)
+    else:
+        server_args.set_global_server_args_for_scheduler(sa)
 
 
 def _model_config(sa):

@@ -48,8 +48,8 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.14 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.13 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -155,6 +155,11 @@ NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 # ... and before v0.5.16 for every multimodal model (v0.5.16 on: only one whose ModelConfig lacks breakable-CUDA-graph
 # support, which the multimodal hybrids mcache imports have)
 MULTIMODAL_GRAPHS_FROM = "0.5.16"
+# Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
+# rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
+# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.14)
+BREAKABLE_GRAPHS_FROM = "0.5.15"
+PIECEWISE_DISABLED_ARCHS = ("Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM")
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
 # or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.16
 # to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
@@ -676,18 +681,27 @@ def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) 
 
 def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs | None = None) -> int:
     """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
-    them off (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA configs from v0.5.20; v0.5.19's has
-    no KDA rule; before v0.5.18 MLA and NemotronH, `PREFILL_GRAPHS_FROM`; before v0.5.16 a multimodal model), 1.5 GiB
-    with an MLA backend, else 8 MiB per captured size up to the chunked prefill (at most `cap`, `_graph_cap`)."""
-    if spec.architecture in KDA_CONFIG_ARCHS and (inputs is None or _since(inputs, "0.5.20")):
-        return 0
-    if inputs is not None and not _since(inputs, PREFILL_GRAPHS_FROM) and (
-            spec.mla is not None or (spec.architecture in NEMOTRON_H_ARCHS and _since(inputs, "0.5.17"))
-            or (spec.vision is not None and not _since(inputs, MULTIMODAL_GRAPHS_FROM))):
+    them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked
+    prefill (at most `cap`, `_graph_cap`)."""
+    if _prefill_graphs_off(spec, inputs.version if inputs is not None and inputs.version else VERSIONS[-1]):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB
     return 8 * len(_prefill_graph_sizes(chunked if cap is None else min(chunked, cap)))
+
+
+def _prefill_graphs_off(spec, version: str) -> bool:
+    """Whether SGLang at `version` captures no prefill CUDA graphs for the model: from v0.5.20 KDA configs
+    (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
+    v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
+    before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
+    arch = spec.architecture
+    if not at_least(version, BREAKABLE_GRAPHS_FROM):
+        return arch in PIECEWISE_DISABLED_ARCHS or spec.vision is not None
+    if at_least(version, PREFILL_GRAPHS_FROM):
+        return arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")
+    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17"))
+            or (spec.vision is not None and not at_least(version, MULTIMODAL_GRAPHS_FROM)))
 
 
 def _prefill_graph_sizes(max_bs: int) -> list[int]:

@@ -10,7 +10,7 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 
-Versions: the rules hold from 0.5.18 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
+Versions: the rules hold from 0.5.14 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
 that changed in between reads `inputs.version` through `_since` and cites the files on each side. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
@@ -103,7 +103,7 @@ EXTRA_BUFFER_SINCE = {"KimiLinearForCausalLM": "0.5.16"}
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
 # models/mamba.py, models/mamba2.py and models/falcon_mamba.py (new in v0.5.20), with configs/model_config.py reading
 # num_attention_heads only where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on
-# these configs, which name no attention heads (configs/model_config.py at v0.5.16 to v0.5.19:
+# these configs, which name no attention heads (configs/model_config.py at v0.5.14 to v0.5.19:
 # self.hf_text_config.num_attention_heads), by the transformers config class of each
 NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config",
                       "FalconMambaForCausalLM": "FalconMambaConfig"}
@@ -112,14 +112,14 @@ NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "M
 # 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
 # shape, "'Mamba2Config' object has no attribute 'intermediate_size'" (spec: mamba2.intermediate_size is None)
 MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
-# model_loader/utils.py resolve_transformers_arch (v0.5.16 to v0.5.23): an architecture with no SGLang class (none in
+# model_loader/utils.py resolve_transformers_arch (v0.5.14 to v0.5.23): an architecture with no SGLang class (none in
 # models/) and none in transformers, whose config's auto_map names no AutoModel, is refused before anything is sized.
 # These checkpoints need remote code (--trust-remote-code); their configs (tests/data/hf_configs: no auto_map, or
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
 # "not compatible" unless the class declares attention-backend support; not modelled.)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
 # SGLang's class of these architectures comes with the release named, and its file: before it neither SGLang nor
-# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.16-v0.5.18) loads the checkpoint's
+# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.14-v0.5.18) loads the checkpoint's
 # remote model (auto_map.AutoModel) and refuses it or serves it through the Transformers backend, as that code declares;
 # mcache sizes neither and refuses, in SGLang's opening words for a model module it cannot find
 NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"),
@@ -133,7 +133,7 @@ DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 # model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state (v0.5.20 on): a path-less draft
 # charges the KV pool the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing
-# where it declares none (at v0.5.16 to v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
+# where it declares none (at v0.5.14 to v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
 # one never: DRAFTER_KV_FROM); these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py
 # Qwen3_5TextConfig) name their MTP layers mtp_num_hidden_layers or not at all
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
@@ -142,8 +142,8 @@ DRAFTER_KV_FROM = "0.5.20"
 # mem_cache/kv_cache_configurator.py _handle_max_mamba_cache from v0.5.17: the state budget counts the pool's dummy slot
 # (memory_pool.py MambaPool allocates size + 1 slots in every release) and one draft state more, (slots + 1) x per_req,
 # solving (budget - per_req) // per_req, with drafts (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)); and it
-# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.16's counts
-# slots x per_req, solves budget // per_req (budget // (per_req x (1 + D / ratio))), and charges every stage the whole
+# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.14-v0.5.16 count
+# slots x per_req, solve budget // per_req (budget // (per_req x (1 + D / ratio))), and charge every stage the whole
 # model's per-request bytes
 DUMMY_SLOT_FROM = "0.5.17"
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
@@ -161,12 +161,12 @@ MULTIMODAL_GRAPHS_FROM = "0.5.16"
 BREAKABLE_GRAPHS_FROM = "0.5.15"
 PIECEWISE_DISABLED_ARCHS = ("Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM")
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
-# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.16
+# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.14
 # to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
 # mem_fraction_static (not a given one) by VLM_BASE_FACTOR x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05),
 # L and H the vision config's `num_hidden_layers` and `hidden_size` attributes (VLM_DEFAULT_LAYERS and VLM_DEFAULT_HIDDEN
 # where the config class has none), after rounding the default, without rounding the product; it logs nothing.
-# (v0.5.16 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
+# (v0.5.14 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
 # with post-capture KV sizing, SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, off by default and not modelled, v0.5.20 on
 # subtracts 8 GiB instead.)
 VLM_BASE_FACTOR = 0.95
@@ -196,9 +196,8 @@ class Setup(Struct, frozen=True):
     `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
     whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
-    counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the
-    Transformers backend serves the model (KV on every layer, no state pool), and whether a drafting MTP head's
-    attention layers are charged to the token pool (`_cell`)."""
+    counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
+    no state pool), and whether a drafting MTP head's attention layers are charged to the token pool (`_cell`)."""
 
     context_len: int
     context: int
@@ -526,7 +525,7 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
                                            "disable_overlap_schedule=True.")
         return strategy, 3, refusal
     if strategy == "extra_buffer_lazy":
-        # server_args.py _validate_mamba_extra_buffer at v0.5.16 refuses the lazy buffer with drafts (v0.5.17 drops it)
+        # server_args.py _validate_mamba_extra_buffer to v0.5.16 refuses the lazy buffer with drafts (v0.5.17 drops it)
         return strategy, 4, "extra_buffer_lazy unsupported with spec." if drafts and not _since(inputs, "0.5.17") else None
     return strategy, 4 if no_overlap else 5, None
 
@@ -661,7 +660,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
                   prefill_graphs_mb: int) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
-    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.16 to v0.5.23; before v0.5.19 in
+    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.14 to v0.5.23; before v0.5.19 in
     server_args.py _handle_gpu_memory_settings)."""
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
@@ -673,7 +672,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
 
 def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) -> int | None:
     """The largest prefill graph beside the chunked prefill (server_args.py _handle_gpu_memory_settings): at most
-    --max-total-tokens, and before v0.5.17 at most a given --context-length (v0.5.16's cut, gone in v0.5.17's)."""
+    --max-total-tokens, and before v0.5.17 at most a given --context-length (gone in v0.5.17's)."""
     caps = [total_tokens_cap] + ([given.get("context_length")] if not _since(inputs, DUMMY_SLOT_FROM) else [])
     caps = [cap for cap in caps if cap is not None]
     return min(caps) if caps else None

@@ -315,6 +315,8 @@ def test_the_state_budget_counts_the_dummy_slot_from_0_5_17(version, slots):
     inputs = EngineInputs(spec, ParallelLayout(), *lookup("h200"), None, memory(60, 0.9, 139))
     st = stage(run_engine("sglang", inputs, version))
     assert st.fields["max_mamba_cache_size"] == slots
+    # resolve_max_num_reqs logs the cap by the state slots from v0.5.17 only (the golden tables' log lines)
+    assert any("by the mamba state cache" in line for line in st.log) == (version == "0.5.17")
     assert st.fields["max_total_num_tokens"] == (60 * GIB - 198 * SLOT) // st.fields["cell_size_bytes"]
 
 

@@ -146,6 +146,9 @@ DRAFTER_KV_FROM = "0.5.20"
 # slots x per_req, solve budget // per_req (budget // (per_req x (1 + D / ratio))), and charge every stage the whole
 # model's per-request bytes
 DUMMY_SLOT_FROM = "0.5.17"
+# kv_cache_configurator.py resolve_max_num_reqs logs "max_running_requests is capped to ... by the mamba state cache"
+# from v0.5.17 (v0.5.16's, and the model runner's before, cap silently)
+CAPPED_WARNING_FROM = "0.5.17"
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
 # server_args.py _disable_breakable_cudagraph_if_incompatible before v0.5.18 turns the prefill CUDA graphs off for an
 # MLA backend (v0.5.17: unless DeepSeek sparse attention, which no hybrid mcache imports has) and, at v0.5.17, for
@@ -397,7 +400,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         if cell:
             log.append(_kv_log(ctx, setup, tokens))
         requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
-        if warning:
+        if warning and _since(inputs, CAPPED_WARNING_FROM):
             log.append(warning)
         if requests <= 0:
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "

@@ -17,6 +17,7 @@ from mcache.core.engines.sglang import (
     _prefill_graph_mb,
     serve_command,
 )
+from mcache.core.engines.versions import at_least
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -199,6 +200,22 @@ def test_the_mtp_layer_is_charged_only_where_the_config_declares_num_nextn_predi
             == stage(run("sglang", spec)).fields["cell_size_bytes"])
 
 
+@pytest.mark.parametrize(("version", "charged"), [("0.5.18", False), ("0.5.19", False), ("0.5.20", True)])
+def test_a_path_less_draft_is_charged_its_mtp_layers_from_0_5_20(version, charged):
+    # spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state at v0.5.18 and v0.5.19 reads the draft's layers only
+    # from --speculative-draft-model-path (none here, and Nemotron-H is not among the architectures whose draft path
+    # speculative_hook.py sets to the model's): the cell stays the target's. v0.5.20 falls back to the target config.
+    # The 0.5.18 table: 6,683,208 tokens where 0.5.23's has 5,940,629, x 8 / 9 (8 attention layers and the MTP's one)
+    spec = config_spec("nemotron-3-super-120b-a12b")
+    plain, layers = stage(run("sglang", spec)).fields["cell_size_bytes"], 8
+
+    def drafting(v):
+        inputs = EngineInputs(spec, ParallelLayout(), "h200", lookup("h200")[1], given={"speculative_num_steps": 3})
+        return stage(run_engine("sglang", inputs, v)).fields["cell_size_bytes"]
+
+    assert drafting(version) == (plain + plain // layers if charged else plain)
+
+
 def test_mem_fraction_heuristic_on_an_h200():
     # arg_groups/memory_hook.py: 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 = 13,440 MB reserved of 143,771 MB, and 8 MiB
     # for each of the 58 prefill-graph sizes up to 8192 tokens (SGLang 0.5.23's table: 0.903 for Nemotron-H)
@@ -229,18 +246,22 @@ def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(
     # KimiK3VisionConfig (configs/kimi_k3.py) aliases vt_num_hidden_layers 27 and vt_hidden_size 1024: 0.95 x 0.9875.
     # The golden tables: 0.903 x 0.924765625 = 0.835063359375 for every Qwen3.5/3.6 config on an H200 (0.5.20-0.5.23)
     assert h200_fraction(config_spec(QWEN35, vision=None), version) == 0.903
-    assert h200_fraction(config_spec(QWEN35), version) == 0.903 * (0.95 * 0.9734375) == 0.835063359375
+    # (0.5.14-0.5.15 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables' 0.83876...)
+    qwen_base = 0.907 if version in ("0.5.14", "0.5.15") else 0.903
+    assert h200_fraction(config_spec(QWEN35), version) == qwen_base * (0.95 * 0.9734375)
+    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), "H200", lookup("h200")[1])
+    assert run_engine("sglang", inputs, version).sources["mem_fraction_static"].startswith(
+        "default: lowered for the vision tower")
+    if not at_least(version, "0.5.17"):
+        return  # Kimi-K3 has no SGLang class before 0.5.17 (models/kimi_k3.py)
     kimi = config_spec("kimi-k3")
     base = h200_fraction(replace(kimi, vision=None), version)  # 0.907; 0.896 in 0.5.19 (its MLA prefill graphs)
-    assert base == (0.896 if version == "0.5.19" else 0.907)
+    assert base == (0.896 if version in ("0.5.18", "0.5.19") else 0.907)  # MLA prefill graphs: 0.5.18-0.5.19 only
     assert h200_fraction(kimi, version) == base * (0.95 * 0.9875)
     # a tower of more than twice ViT-L/14's L x H^2 takes the floor 0.8, a much smaller one the ceiling 1.05
     for layers, hidden, factor in ((64, 2048, 0.8), (12, 512, 1.05)):
         tower = replace(kimi.vision, num_layers=layers, hidden_size=hidden)
         assert h200_fraction(replace(kimi, vision=tower), version) == base * (0.95 * factor)
-    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), "H200", lookup("h200")[1])
-    assert run_engine("sglang", inputs, version).sources["mem_fraction_static"].startswith(
-        "default: lowered for the vision tower")
 
 
 def test_a_multimodal_architecture_without_its_tower_says_so():
@@ -262,6 +283,58 @@ def test_a_given_mem_fraction_stays_and_the_multimodal_cache_is_reserved_anyway(
     reserving = ("Reserving 0.10 GB of the KV budget for post-sizing multimodal allocations (feature-transport pools + "
                  "embedding cache).")
     assert vlm.log[0] == reserving and reserving not in text.log
+    # ... from 0.5.18: 0.5.17's _profile_available_bytes has no mm_runtime_reservation_gb (its golden table agrees)
+    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), *lookup("h200"), None,
+                          {k: v for k, v in settings.items() if k != "gpu"})
+    older = stage(run_engine("sglang", inputs, "0.5.17"))
+    assert older.fields["max_total_num_tokens"] == rest // cell and reserving not in older.log
+
+
+@pytest.mark.parametrize(("stem", "fractions"), [
+    ("nemotron-h-8b-base-8k", {"0.5.14": 0.903, "0.5.16": 0.903, "0.5.17": 0.907, "0.5.18": 0.903}),
+    ("kimi-linear-48b-a3b-instruct", {"0.5.14": 0.896, "0.5.16": 0.907, "0.5.17": 0.907, "0.5.18": 0.896}),
+    ("qwen3-next-80b-a3b", {"0.5.14": 0.907, "0.5.15": 0.903}),
+])
+def test_prefill_cuda_graphs_before_0_5_18(stem, fractions):
+    # server_args.py _disable_breakable_cudagraph_if_incompatible turns the prefill graphs off for an MLA backend at
+    # v0.5.16 and v0.5.17, and for NemotronH at v0.5.17; v0.5.18 names neither. Nemotron-H's 58 graphs of 8 MiB:
+    # 512 + 8192 x 1.5 + 128 + 512 = 13,440 MiB reserved of 143,771 without them (0.907), 13,904 with (0.903);
+    # Kimi-Linear's MLA graphs take 1.5 GiB (0.896). At v0.5.14 the default backend is tc_piecewise, whose rules
+    # (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA and turn off the graphs of Qwen3-Next
+    # (model_config.py piecewise_cuda_graph_disabled_model_archs). The golden tables of these releases agree.
+    for version, fraction in fractions.items():
+        assert h200_fraction(config_spec(stem), version) == fraction
+
+
+@pytest.mark.parametrize(("version", "slots"), [("0.5.16", 198), ("0.5.17", 197)])
+def test_the_state_budget_counts_the_dummy_slot_from_0_5_17(version, slots):
+    # kv_cache_configurator.py _handle_max_mamba_cache: 60 GiB left, the share 0.9 / 1.9 = 30,516,872,892 B for slots of
+    # 153,944,064 B: v0.5.16 takes budget // per = 198 and charges 198 slots; v0.5.17 takes (budget - per) // per = 197
+    # and charges 197 + 1 (memory_pool.py allocates the dummy slot in both): the token pool is the same
+    spec = config_spec(QWEN35, vision=None)
+    inputs = EngineInputs(spec, ParallelLayout(), *lookup("h200"), None, memory(60, 0.9, 139))
+    st = stage(run_engine("sglang", inputs, version))
+    assert st.fields["max_mamba_cache_size"] == slots
+    # resolve_max_num_reqs logs the cap by the state slots from v0.5.17 only (the golden tables' log lines)
+    assert any("by the mamba state cache" in line for line in st.log) == (version == "0.5.17")
+    assert st.fields["max_total_num_tokens"] == (60 * GIB - 198 * SLOT) // st.fields["cell_size_bytes"]
+
+
+def test_a_given_context_caps_the_prefill_graphs_at_0_5_16():
+    # server_args.py _handle_gpu_memory_settings at v0.5.16 cuts the prefill graphs' max_bs to a given context_length
+    # (gone in v0.5.17): Nemotron-H at 4096 tokens captures 50 sizes of 8 MiB, not 58: 13,840 MiB reserved (0.904)
+    spec = config_spec("nemotron-h-8b-base-8k")
+    inputs = EngineInputs(spec, ParallelLayout(), *lookup("h200"), None, {"context_length": 4096, "weights_bytes": 30 * GIB})
+    assert run_engine("sglang", inputs, "0.5.16").settings["mem_fraction_static"] == round((143_771 - 13_840) / 143_771, 3)
+    assert h200_fraction(spec, "0.5.16") == 0.903
+
+
+def test_the_lazy_extra_buffer_with_drafts_is_refused_at_0_5_16():
+    # server_args.py _validate_mamba_extra_buffer at v0.5.16: "extra_buffer_lazy unsupported with spec." (v0.5.17 drops it)
+    given = {"mamba_radix_cache_strategy": "extra_buffer_lazy", "speculative_num_steps": 3, "weights_bytes": 30 * GIB}
+    inputs = EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(), *lookup("h200"), None, given)
+    assert stage(run_engine("sglang", inputs, "0.5.16")).startup_error == "extra_buffer_lazy unsupported with spec."
+    assert stage(run_engine("sglang", inputs, "0.5.17")).startup_error is None
 
 
 def test_unknown_setting_is_refused():
@@ -326,7 +399,7 @@ def test_gpus_of_20_to_35_gb_by_version():
     # arg_groups/memory_hook.py handle_gpu_memory_settings: v0.5.20 raised the 20-35 GB row from a 2048-token chunk
     # and decode graphs up to 24 (TP < 4) / 80 (TP >= 4) to 4096 and 48 / 160; the other rows did not change
     rtx_5090 = 32_607
-    assert [_chunked_prefill(rtx_5090, at(v)) for v in VERSIONS] == [2048, 4096, 4096, 4096, 4096]
+    assert [_chunked_prefill(rtx_5090, at(v)) for v in VERSIONS] == [2048] * VERSIONS.index("0.5.20") + [4096] * 4
     assert [_decode_graph_max_bs(rtx_5090, at(v), None) for v in ("0.5.19", "0.5.20")] == [24, 48]
     assert [_decode_graph_max_bs(rtx_5090, at(v, tp=4), None) for v in ("0.5.19", "0.5.20")] == [80, 160]
     assert {_chunked_prefill(143_771, at(v)) for v in VERSIONS} == {8192}
@@ -343,16 +416,52 @@ def test_extra_buffer_without_the_mamba_radix_cache_by_version():
     assert older.stages[0].startup_error is None and older.stages[0].fields["state_slots_per_request"] == 5
 
 
-def test_pure_mamba_starts_from_0_5_20():
-    # configs/model_config.py at v0.5.19 reads hf_text_config.num_attention_heads, which a Mamba config lacks (its
-    # golden table: every mamba-2.8b case fails so); v0.5.20 reads it only where present and has models/mamba.py
-    spec = config_spec("mamba-2.8b")
-    inputs = EngineInputs(spec, ParallelLayout(), "h200", 143_771 << 20)
-    assert run_engine("sglang", inputs, "0.5.19").stages[0].startup_error == (
-        "'MambaConfig' object has no attribute 'num_attention_heads'")
+@pytest.mark.parametrize(("stem", "config_class"), [("mamba-2.8b", "MambaConfig"),
+                                                    ("falcon-mamba-7b", "FalconMambaConfig")])
+def test_pure_mamba_starts_from_0_5_20(stem, config_class):
+    # configs/model_config.py at v0.5.18 and v0.5.19 reads hf_text_config.num_attention_heads, which a Mamba config
+    # lacks (their golden tables: every mamba-2.8b and falcon-mamba-7b case fails so); v0.5.20 reads it only where
+    # present and has models/mamba.py and models/falcon_mamba.py
+    inputs = EngineInputs(config_spec(stem), ParallelLayout(), "h200", 143_771 << 20)
+    for version in ("0.5.18", "0.5.19"):
+        assert run_engine("sglang", inputs, version).stages[0].startup_error == (
+            f"'{config_class}' object has no attribute 'num_attention_heads'")
     assert run_engine("sglang", inputs, "0.5.20").stages[0].startup_error is None
 
 
+def test_kimi_linear_has_no_extra_buffer_at_0_5_15():
+    # arg_groups/overrides.py at v0.5.15 names KimiLinearForCausalLM in _MAMBA_RADIX_CACHE_ARCHS, not in
+    # _MAMBA_EXTRA_BUFFER_ARCHS (v0.5.16 adds it): auto resolves to no_buffer, 3 slots per request, overlap off
+    inputs = EngineInputs(config_spec("kimi-linear-48b-a3b-instruct"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB})
+    older, newer = (stage(run_engine("sglang", inputs, v)).fields for v in ("0.5.15", "0.5.16"))
+    assert (older["mamba_radix_cache_strategy"], older["state_slots_per_request"]) == ("no_buffer", 3)
+    assert (newer["mamba_radix_cache_strategy"], newer["state_slots_per_request"]) == ("extra_buffer", 5)
+
+
+def test_kimi_k3_is_served_from_0_5_17():
+    # models/kimi_k3.py is new in v0.5.17: v0.5.16 refuses it as it does BailingMoeV3 before v0.5.19 (its golden table)
+    inputs = EngineInputs(config_spec("kimi-k3"), ParallelLayout(), *lookup("h200"), None, {"weights_bytes": 30 * GIB})
+    assert stage(run_engine("sglang", inputs, "0.5.16")).startup_error.startswith(
+        "Cannot find model module. 'KimiK3ForConditionalGeneration' is not a registered model in the Transformers "
+        "library, and SGLang 0.5.16 has no class of its own for it (models/kimi_k3.py comes with 0.5.17)")
+    assert stage(run_engine("sglang", inputs, "0.5.17")).startup_error is None
+
+
+def test_bailing_moe_v3_is_served_from_0_5_19():
+    # models/bailing_moe_v3.py is new in v0.5.19; at v0.5.18 neither SGLang nor transformers has the class, and
+    # arg_groups/overrides.py names it in neither radix-cache list, so no strategy check runs before the refusal
+    # (the 0.5.18 table: every edge0 case, no_buffer with the overlap scheduler too)
+    inputs = EngineInputs(config_spec("edge0-8b-a1b-preview"), ParallelLayout(), "h200", 143_771 << 20,
+                          given={"mamba_radix_cache_strategy": "no_buffer"})
+    refused = stage(run_engine("sglang", inputs, "0.5.18"))
+    assert refused.startup_error.startswith("Cannot find model module. 'BailingMoeV3ForCausalLM' is not a registered "
+                                            "model in the Transformers library, and SGLang 0.5.18 has no class")
+    assert refused.fields["state_slots_per_request"] == 3  # the radix cache unresolved, as for a pure Mamba model
+    assert stage(run_engine("sglang", inputs, "0.5.19")).startup_error == (
+        "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
+
+
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
-    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.18"], capsys)
-    assert "SGLang 0.5.19 or later" in err and "got 0.5.18" in err
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.13"], capsys)
+    assert "SGLang 0.5.14 or later" in err and "got 0.5.13" in err

@@ -3,9 +3,12 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.19 to 0.5.23 (older ones size pools in the model runner, with other calls: see
-sglang_versions.md). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and
-each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
+Releases driven: 0.5.14 to 0.5.23 (0.5.14-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
+every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.14-0.5.16 keep their settings on
+ServerArgs rather than in config bags: `_bags`; 0.5.14-0.5.15 size the pools in the model runner's kv-cache mixin:
+`_size_runner`; older releases are not driven: see sglang_versions.md). Nothing here
+re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
+in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
@@ -43,25 +46,36 @@ MOCKS = [
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
     "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack (before 0.5.23 also flashinfer, with "
-    "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent): empty stand-in modules, "
+    "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent; before 0.5.16 also SGLang's "
+    "jit_kernel.cutedsl_fp8_paged_mqa_logits, a CuTe DSL kernel that imports cuda-python on Kimi-Linear's import "
+    "path): empty stand-in modules, "
     "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
     "server args are resolved or pools are sized.",
     "transformers.AutoImageProcessor / AutoVideoProcessor (only where transformers needs torchvision to use them: "
-    "transformers 5.12, SGLang 0.5.19-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
+    "transformers 5.12, SGLang 0.5.16-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
     "time to register the image processors of multimodal configs, which size nothing.",
-    "0.5.19-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
+    "0.5.16-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
     "ParallelState.trivial(tp_size=tp, attn_tp_size=tp), i.e. attention DP 1 and PP 1 as in every case; the "
     "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
     "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
     "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
-    "kv_cache_configurator.get_world_group (0.5.19-0.5.20 only; later releases read get_parallel().world_group, "
+    "0.5.16-0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
+    "NCCL): each set through ParallelContext.override, SGLang's own hook for forcing them, as one rank of a TP-tp run "
+    "(tp_size, world_size and moe_tp_size tp; attn_tp_size from SGLang's compute_dp_attention_world_info without DP "
+    "attention, i.e. tp; every other width 1, every rank 0, groups None but the world group below). These are the "
+    "values initialize_model_parallel would give the groups; the sizing reads only the widths (KV heads and state "
+    "shapes per rank), as 0.5.19's stamped ones.",
+    "0.5.16's KVCacheConfigurator writes the state pool's size onto ServerArgs (server_args.override), where the worker "
+    "reads it (later releases: the schedule config bag); nothing is stood in for.",
+    "kv_cache_configurator.get_world_group (0.5.16-0.5.20 only; later releases read get_parallel().world_group, "
     "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
     "get_available_gpu_memory below, and no figure depends on it at attention-DP 1 and PP 1.",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
-    "order: ServerArgs.resolve_once, ModelConfig, get_model_architecture, configure_kv_cache_dtype, "
+    "order: ServerArgs.resolve_once (0.5.16-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
+    "configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
     "The model configure_kv_cache_dtype reads (its quant_config, for --kv-cache-dtype auto: a checkpoint's FP8 "
@@ -69,6 +83,15 @@ MOCKS = [
     "(model_loader/loader.py _get_quantization_config, the call each loader makes before it builds the model, whose "
     "classes keep it as self.quant_config); None for an unquantized checkpoint. (Tables before this stand-in passed no "
     "model, which read every checkpoint's KV cache as the model dtype.)",
+    "torch.library.register_fake (before 0.5.15): a no-op decorator; layers/moe/topk.py registers torch.compile fake "
+    "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
+    "0.5.14-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
+    "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
+    "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
+    "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
+    "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
+    "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
+    "not built (no pool bytes, no allocation log lines).",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
@@ -133,8 +156,21 @@ STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl
 # before 0.5.23 a stand-in, with SGLANG_IS_FLASHINFER_AVAILABLE=false so that is_flashinfer_available() still answers
 # False, as it does in 0.5.23's venv, which has no flashinfer (no backend choice differs between the tables)
 _SGLANG = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3])
+# The module that sizes the pools: mem_cache/kv_cache_configurator.py from 0.5.16, the model runner's kv-cache mixin before
+SIZER = ("sglang.srt.mem_cache.kv_cache_configurator" if _SGLANG >= (0, 5, 16)
+         else "sglang.srt.model_executor.model_runner_kv_cache_mixin")
+# 0.5.15's jit_kernel/cutedsl_fp8_paged_mqa_logits.py (a CuTe DSL kernel) imports cuda.bindings.driver (cuda-python) at
+# module level, on the import path of models/kimi_linear.py: without a stand-in that model module fails to import and
+# SGLang's registry lacks KimiLinearForCausalLM (later releases import it lazily). The kernel module itself is stood in
+# for (stubbing `cuda` would reach the real tvm_ffi, which inspects cuda-python's types)
+if _SGLANG < (0, 5, 16) and "ORACLE_STUBS" not in os.environ:
+    STUBS += ("sglang.jit_kernel.cutedsl_fp8_paged_mqa_logits",)
 if _SGLANG < (0, 5, 23) and "ORACLE_STUBS" not in os.environ:
     STUBS += ("flashinfer",)
+# Before 0.5.15, layers/moe/topk.py (on model_runner.py's import path) registers torch.compile fake kernels for
+# sgl_kernel ops at import time, which the stand-in sgl_kernel never defines: register_fake is a no-op decorator there
+if _SGLANG < (0, 5, 15):
+    torch.library.register_fake = lambda *a, **k: (lambda fn: fn)
     os.environ["SGLANG_IS_FLASHINFER_AVAILABLE"] = "false"
 # 0.5.20's server_args imports xgrammar (the tool-call parser's structural tags), which needs the real tvm_ffi: where
 # the venv has it (scripts/oracles/sglang.py installs both at SGLang's pins, without deps), it is not stood in for
@@ -144,7 +180,7 @@ if importlib.util.find_spec("tvm_ffi") is not None:
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in STUBS:
+        if name.split(".")[0] in STUBS or name in STUBS:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -213,8 +249,6 @@ def _kept(lines):
 
 
 def run_case(case):
-    from sglang.srt.arg_groups.overrides import resolving_view
-    from sglang.srt.runtime_context import get_context
     from sglang.srt.server_args import ServerArgs
 
     inputs = case["inputs"]
@@ -227,20 +261,19 @@ def run_case(case):
     result = {}
     try:
         _remote_config(case["model_dir"])
-        sa = ServerArgs(model_path=case["model_dir"], trust_remote_code=True, **case["flags"])
-        sa.served_model_name = case["config"]
-        sa.resolve_once()
-        cfg = resolving_view(sa)
+        sa, cfg = _resolve(ServerArgs, case)
         result["mem_fraction_static"] = cfg.mem_fraction_static
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
-        get_context().set_server_args(sa)
-        result.update(_size(sa, cfg, inputs, result))
+        _publish(sa)
+        result.update((_size if SIZER.endswith("kv_cache_configurator") else _size_runner)(sa, cfg, inputs, result))
         error = None
     except BaseException as e:  # noqa: BLE001 (a refusal is a result)
         if isinstance(e, KeyboardInterrupt):
             raise
         error = f"{type(e).__name__}: {e}"
         result["traceback_tail"] = traceback.format_exc().strip().splitlines()[-3:]
+        if os.environ.get("ORACLE_DEBUG"):
+            traceback.print_exc()
     finally:
         for k, v in old_env.items():
             if v is None:
@@ -249,6 +282,44 @@ def run_case(case):
                 os.environ[k] = v
     result["log"] = _kept(CAPTURE.lines)
     return result, error
+
+
+def _resolve(server_args_class, case):
+    """(ServerArgs, the resolved view read from it): 0.5.19 on resolve in `resolve_once`, read through
+    `resolving_view`; 0.5.16-0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
+    of its arguments), whose last step materializes the resolutions into the fields themselves, read directly."""
+    if not hasattr(server_args_class, "resolve_once"):
+        sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, served_model_name=case["config"],
+                               **case["flags"])
+        return sa, sa
+    from sglang.srt.arg_groups.overrides import resolving_view
+
+    sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, **case["flags"])
+    sa.served_model_name = case["config"]
+    sa.resolve_once()
+    return sa, resolving_view(sa)
+
+
+def _publish(sa):
+    """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, 0.5.14's
+    module-level global (server_args.py set_global_server_args_for_scheduler) before."""
+    from sglang.srt import server_args
+    from sglang.srt.runtime_context import get_context
+
+    if hasattr(get_context(), "set_server_args"):
+        get_context().set_server_args(sa)
+    else:
+        server_args.set_global_server_args_for_scheduler(sa)
+
+
+def _model_config(sa):
+    """The ModelConfig of the server args: `arg_groups/overrides.model_config_of` from 0.5.19, the `get_model_config`
+    method before (the same memoized ModelConfig.from_server_args)."""
+    try:
+        from sglang.srt.arg_groups.overrides import model_config_of
+    except ImportError:
+        return sa.get_model_config()
+    return model_config_of(sa)
 
 
 def _remote_config(model_dir):
@@ -282,26 +353,25 @@ def _call(fn, **kwargs):
 
 def _size(sa, cfg, inputs, result):
     """What ModelRunner.initialize and init_memory_pool do, minus loading weights."""
-    from sglang.srt.arg_groups.overrides import model_config_of
     from sglang.srt.mem_cache import kv_cache_configurator as kvc_mod
     from sglang.srt.mem_cache import kv_cache_dtype
     from sglang.srt.model_executor.model_runner_components.layer_setup import ModelLayerInfo
     from sglang.srt.model_loader.utils import get_model_architecture
-    from sglang.srt.runtime_context import get_model, get_spec
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     out = {}
-    model_config = model_config_of(sa)
+    model_bag, schedule_bag, spec_bag = _bags(sa)
+    model_config = _model_config(sa)
     out["context_length"] = model_config.context_len
     _, arch = get_model_architecture(model_config)
     out["resolved_architecture"] = arch
     spec_algorithm = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)
     resolved_kv, torch_kv = _call(kv_cache_dtype.configure_kv_cache_dtype,
-        server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=_model_stand_in(model_config),
+        server_args_kv_cache_dtype=model_bag.kv_cache_dtype, model=_model_stand_in(model_config),
         model_dtype=model_config.dtype,
         is_draft_worker=False, is_dflash=spec_algorithm.is_dflash_family(),
         speculative_draft_attention_backend=None,
-        speculative_draft_kv_cache_dtype=get_spec().speculative_draft_kv_cache_dtype)
+        speculative_draft_kv_cache_dtype=getattr(spec_bag, "speculative_draft_kv_cache_dtype", None))
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     kvc_mod.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
     from sglang.srt.configs.model_config import AttentionArch
@@ -309,8 +379,6 @@ def _size(sa, cfg, inputs, result):
     from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import (
         resolve_spec_aux_hidden_state_config,
     )
-    from sglang.srt.runtime_context import get_schedule
-
     post_capture = _call(is_post_capture_kv_active, server_args=sa, is_draft_worker=False, spec_algorithm=spec_algorithm,
                                              token_to_kv_pool_allocator=None)
     out["post_capture_kv_active"] = post_capture
@@ -322,6 +390,8 @@ def _size(sa, cfg, inputs, result):
     parallel = get_parallel()
     if hasattr(parallel, "override_permanently"):
         parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=0)
+    elif not hasattr(parallel, "stamp_derived_widths"):
+        _hand_set_widths(parallel, cfg.tp_size, world)
     else:
         # 0.5.19: the widths no flag sets (attn_tp_size, ...) exist only once initialize_model_parallel stamps them;
         # stamped here by SGLang's own derive_parallel_widths from the case's TP, no CP, DP, EP or DCP
@@ -330,7 +400,7 @@ def _size(sa, cfg, inputs, result):
         parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=0, **derive_parallel_widths(
             tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
             dcp_enabled=False))
-    if hasattr(kvc_mod, "get_world_group"):  # 0.5.19-0.5.20 read the world group directly (see MOCKS)
+    if hasattr(kvc_mod, "get_world_group"):  # 0.5.16-0.5.20 read the world group directly (see MOCKS)
         kvc_mod.get_world_group = lambda: world
     # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
     swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
@@ -338,14 +408,15 @@ def _size(sa, cfg, inputs, result):
                        num_effective_layers=model_config.num_hidden_layers, swa_attention_layer_ids=swa_ids,
                        full_attention_layer_ids=model_config.full_attention_layer_ids if swa_ids is not None else None)
     fields = {f.name for f in dataclasses.fields(kvc_mod.KVCacheConfigurator)}
-    # 0.5.21 on: attn_dp_size and pp_size; 0.5.19-0.5.20: a ParallelState (`ps`) of which the configurator reads only
+    # 0.5.21 on: attn_dp_size and pp_size; 0.5.16-0.5.20: a ParallelState (`ps`) of which the configurator reads only
     # attn_dp_size and pp_size (KV heads per rank come from get_parallel(), as in later releases)
     widths = ({"attn_dp_size": 1, "pp_size": 1} if "attn_dp_size" in fields else
               {"ps": _parallel_state(cfg.tp_size)})
-    kvc = kvc_mod.KVCacheConfigurator(
+    kvc = _call(
+        kvc_mod.KVCacheConfigurator,  # 0.5.16's takes no kv_cache_dtype_str
         device="cuda", gpu_id=0, **widths, pp_group=None, model=None, model_config=model_config,
-        server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or get_model().kv_cache_dtype,
-        model_dtype=model_config.dtype, page_size=get_schedule().page_size, sliding_window_size=None,
+        server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or model_bag.kv_cache_dtype,
+        model_dtype=model_config.dtype, page_size=schedule_bag.page_size, sliding_window_size=None,
         spec_algorithm=spec_algorithm, is_draft_worker=False, post_capture_kv_active=post_capture,
         spec_aux_config=resolve_spec_aux_hidden_state_config(server_args=sa, model_config=model_config,
                                                              spec_algorithm=spec_algorithm, is_draft_worker=False),
@@ -353,25 +424,123 @@ def _size(sa, cfg, inputs, result):
         use_mla_backend=model_config.attention_arch == AttentionArch.MLA, layer_info=layer_info,
         forward_stream=None, req_to_token_pool=None, token_to_kv_pool_allocator=None, memory_pool_config=None)
     out["kv_cache_dtype"] = str(torch_kv)
-    pre = inputs["free_gpu_memory_bytes"] / (1 << 30)
-    config = kvc._resolve_memory_pool_config(pre)
+    config = _pools_config(kvc, inputs, out, schedule_bag)
+    out.update(_scheduler_line(config, schedule_bag, cfg, model_config))
+    out.update(_pool_bytes(kvc, config))
+    return out
+
+
+def _pools_config(sizer, inputs, out, schedule_bag):
+    """The memory pool config `sizer` (the KV-cache configurator, or 0.5.15's model runner) resolves from the free
+    memory before the weights load, with the state pool's figures."""
+    config = sizer._resolve_memory_pool_config(inputs["free_gpu_memory_bytes"] / (1 << 30))
     out["max_total_num_tokens"] = config.max_total_num_tokens
     out["max_running_requests"] = config.max_running_requests
-    out["mamba_cache_size"] = get_schedule().max_mamba_cache_size if kvc.mambaish_config is not None else None
-    if kvc.mambaish_config is not None:
-        out["mamba_cache_per_req_bytes"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
-        out["mamba_state_slots_per_request"] = kvc._calculate_mamba_ratio()
+    out["mamba_cache_size"] = schedule_bag.max_mamba_cache_size if sizer.mambaish_config is not None else None
+    if sizer.mambaish_config is not None:
+        out["mamba_cache_per_req_bytes"] = sizer.mambaish_config.mamba2_cache_params.mamba_cache_per_req
+        out["mamba_state_slots_per_request"] = sizer._calculate_mamba_ratio()
+    return config
+
+
+def _scheduler_line(config, schedule_bag, cfg, model_config):
+    """The pool config's plain fields and the scheduler's start-up line."""
+    out = {}
     cfg_fields = getattr(config, "__struct_fields__", None) or getattr(config, "__dataclass_fields__", {})
     out["memory_pool_config"] = {k: getattr(config, k) for k in cfg_fields
                                  if isinstance(getattr(config, k), (bool, int, float, type(None)))}
     # The scheduler's start-up line (managers/scheduler.py), its own f-string without the measured available memory.
     out["log_scheduler"] = (f"max_total_num_tokens={config.max_total_num_tokens}, "
-                            f"chunked_prefill_size={get_schedule().chunked_prefill_size}, "
+                            f"chunked_prefill_size={schedule_bag.chunked_prefill_size}, "
                             f"max_prefill_tokens={getattr(cfg, 'max_prefill_tokens', None)}, "
                             f"max_running_requests={config.max_running_requests}, "
                             f"context_len={model_config.context_len}")
-    out.update(_pool_bytes(kvc, config))
     return out
+
+
+def _size_runner(sa, cfg, inputs, result):
+    """0.5.15 and before: the pools are sized by ModelRunner's own kv-cache mixin (model_runner_kv_cache_mixin.py), on
+    a ModelRunner whose __init__ (weights, NCCL) does not run: the attributes its __init__ sets from the server args
+    and the model config that the mixin and the pool configurator read are set as __init__ sets them (see MOCKS); the
+    pools themselves are not built."""
+    from sglang.srt.configs.model_config import AttentionArch
+    from sglang.srt.distributed import parallel_state
+    from sglang.srt.model_executor import model_runner as model_runner_module
+    from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
+    from sglang.srt.model_executor.model_runner import ModelRunner
+    from sglang.srt.model_loader.utils import get_model_architecture
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    model_config = _model_config(sa)
+    out = {"context_length": model_config.context_len}
+    out["resolved_architecture"] = get_model_architecture(model_config)[1]
+    world = types.SimpleNamespace(cpu_group=None, world_size=1)
+    _hand_set_widths(get_parallel(), cfg.tp_size, world)
+    parallel_state._ATTN_TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
+    mixin.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
+    mixin.get_world_group = lambda: world
+    runner = ModelRunner.__new__(ModelRunner)
+    layers = model_config.num_hidden_layers
+    for name, value in dict(
+            server_args=sa, model_config=model_config, mem_fraction_static=sa.mem_fraction_static, memory_pool_config=None,
+            device="cuda", gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, dp_size=1, pp_rank=0, pp_size=1, pp_group=None,
+            is_draft_worker=False, spec_algorithm=SpeculativeAlgorithm.from_string(sa.speculative_algorithm),
+            page_size=sa.page_size, req_to_token_pool=None, token_to_kv_pool_allocator=None,
+            is_hybrid_swa=model_config.is_hybrid_swa,
+            is_hybrid_swa_compress=getattr(model_config, "is_hybrid_swa_compress", False),
+            use_mla_backend=model_config.attention_arch == AttentionArch.MLA, draft_model_idx=None,
+            enable_hisparse=sa.enable_hisparse, eagle_draft_num_layers=None, eagle_use_aux_hidden_state=False,
+            dflash_use_aux_hidden_state=False, dflash_draft_num_layers=None, dflash_target_layer_ids=None,
+            dtype=model_config.dtype, start_layer=0, end_layer=layers, num_effective_layers=layers,
+            sliding_window_size=None, model=_model_stand_in(model_config),
+            _linear_attn_registry_cache=model_runner_module._UNSET).items():
+        setattr(runner, name, value)
+    runner.configure_kv_cache_dtype()
+    out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
+    config = _pools_config(runner, inputs, out, sa)
+    out.update(_scheduler_line(config, sa, cfg, model_config))
+    return out
+
+
+def _bags(sa):
+    """Where the sizing reads the model, schedule and speculative settings: runtime_context's config bags from 0.5.17
+    (a bag lacks a leaf its release does not have: 0.5.17's spec bag has no speculative_draft_kv_cache_dtype, which
+    its configure_kv_cache_dtype does not take either); 0.5.16 reads them, and writes the state pool's size, on
+    ServerArgs itself."""
+    try:
+        from sglang.srt.runtime_context import get_model, get_schedule, get_spec
+    except ImportError:
+        return sa, sa, sa
+    return get_model(), get_schedule(), get_spec()
+
+
+def _hand_set_widths(parallel, tp, world):
+    """0.5.16-0.5.18's ParallelContext answers every width and rank from the live process groups, which do not exist here:
+    each is set through its own `override` (entered for the rest of the forked case), as one rank of a TP-`tp` run
+    without attention DP, CP, DCP, PP, EP or MoE DP; the attention widths come from SGLang's own
+    compute_dp_attention_world_info (layers/dp_attention.py), as initialize_dp_attention derives them (see MOCKS)."""
+    from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
+
+    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = compute_dp_attention_world_info(False, 0, tp, 1)
+    from sglang.srt import runtime_context
+
+    widths = dict(
+        world_size=tp, world_rank=0, tp_size=tp, tp_rank=0, pp_size=1, pp_rank=0, moe_ep_size=1, moe_ep_rank=0,
+        moe_dp_size=1, moe_dp_rank=0, moe_tp_size=tp, moe_tp_rank=0, attn_tp_size=attn_tp_size,
+        attn_tp_rank=attn_tp_rank, attn_cp_size=1, attn_cp_rank=0, dcp_enabled=False, dcp_size=1, dcp_rank=0,
+        attn_dcp_size=1, attn_dcp_rank=0, attn_dp_size=attn_dp_size, attn_dp_rank=attn_dp_rank, world_group=world,
+        tp_group=None, pp_group=None, moe_ep_group=None, moe_dp_group=None, moe_tp_group=None, attn_tp_group=None,
+        attn_cp_group=None, dcp_group=None)
+    # the release's own fields (0.5.15 has no decode context parallel)
+    held = parallel.override(**{k: v for k, v in widths.items() if k in runtime_context._PARALLEL_FIELDS})
+    held.__enter__()
+    _HELD.append(held)  # a generator context: dropped, it would exit and restore the live reads
+
+
+_HELD: list = []
 
 
 def _model_stand_in(model_config):
@@ -387,7 +556,7 @@ def _model_stand_in(model_config):
 
 
 def _parallel_state(tp):
-    """0.5.19-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
+    """0.5.16-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
     from sglang.srt.distributed.parallel_state_wrapper import ParallelState
 
     return ParallelState.trivial(tp_size=tp, attn_tp_size=tp)
@@ -456,7 +625,7 @@ def main():
     import sglang  # noqa: F401
 
     _without_torchvision_registries()
-    import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
+    importlib.import_module(SIZER)  # 0.5.16 on: the KV-cache configurator; before, the model runner's mixin
     import sglang.srt.model_loader.utils  # noqa: F401
     import sglang.srt.server_args  # noqa: F401
     from sglang.srt.models.registry import ModelRegistry

@@ -10,7 +10,7 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 
-Versions: the rules hold from 0.5.19 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
+Versions: the rules hold from 0.5.14 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
 that changed in between reads `inputs.version` through `_since` and cites the files on each side. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
@@ -48,8 +48,8 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.18 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.13 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -91,25 +91,39 @@ EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
                       "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
+# The release from which arg_groups/overrides.py names an architecture in those lists: v0.5.18's names neither BailingMoeV3,
+# which has no SGLang class yet, nor the text-only Qwen3.5 entries of models/qwen3_5_text.py, which it registers; v0.5.16's
+# names neither KimiK3 (not registered before v0.5.17) nor Lfm2Moe (registered, models/lfm2_moe.py)
+RADIX_SINCE = {"BailingMoeV3ForCausalLM": "0.5.19", "Qwen3_5ForCausalLM": "0.5.19", "Qwen3_5MoeForCausalLM": "0.5.19",
+               "KimiK3ForConditionalGeneration": "0.5.17", "Lfm2MoeForCausalLM": "0.5.17"}
+# ... and in the extra-buffer list only (v0.5.15's names Kimi-Linear in the radix list alone: auto resolves to no_buffer)
+EXTRA_BUFFER_SINCE = {"KimiLinearForCausalLM": "0.5.16"}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
 # cannot serve either (SGLang refuses them at start-up)
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
-# models/mamba.py and models/mamba2.py (new in v0.5.20), with configs/model_config.py reading num_attention_heads only
-# where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on these configs, which
-# name no attention heads (configs/model_config.py at v0.5.19: self.hf_text_config.num_attention_heads), by the
-# transformers config class of each
-NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config"}
+# models/mamba.py, models/mamba2.py and models/falcon_mamba.py (new in v0.5.20), with configs/model_config.py reading
+# num_attention_heads only where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on
+# these configs, which name no attention heads (configs/model_config.py at v0.5.14 to v0.5.19:
+# self.hf_text_config.num_attention_heads), by the transformers config class of each
+NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config",
+                      "FalconMambaForCausalLM": "FalconMambaConfig"}
 # configs/mamba2.py (v0.5.20 to v0.5.23): SGLang's Mamba2Config.mamba2_cache_params reads self.intermediate_size, which
 # transformers' Mamba2Config never sets (no such field in transformers/models/mamba2/configuration_mamba2.py, 5.12 and
 # 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
 # shape, "'Mamba2Config' object has no attribute 'intermediate_size'" (spec: mamba2.intermediate_size is None)
 MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
-# model_loader/utils.py resolve_transformers_arch (v0.5.19 to v0.5.23): an architecture with no SGLang class (none in
+# model_loader/utils.py resolve_transformers_arch (v0.5.14 to v0.5.23): an architecture with no SGLang class (none in
 # models/) and none in transformers, whose config's auto_map names no AutoModel, is refused before anything is sized.
 # These checkpoints need remote code (--trust-remote-code); their configs (tests/data/hf_configs: no auto_map, or
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
 # "not compatible" unless the class declares attention-backend support; not modelled.)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
+# SGLang's class of these architectures comes with the release named, and its file: before it neither SGLang nor
+# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.14-v0.5.18) loads the checkpoint's
+# remote model (auto_map.AutoModel) and refuses it or serves it through the Transformers backend, as that code declares;
+# mcache sizes neither and refuses, in SGLang's opening words for a model module it cannot find
+NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"),
+                "KimiK3ForConditionalGeneration": ("0.5.17", "models/kimi_k3.py")}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -117,21 +131,47 @@ TRANSFORMERS_ARCHS = ("MiniMaxForCausalLM",)
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
-# model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state: a path-less draft charges the KV pool
-# the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing where it declares
-# none; these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py Qwen3_5TextConfig) name
-# their MTP layers mtp_num_hidden_layers or not at all
+# model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state (v0.5.20 on): a path-less draft
+# charges the KV pool the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing
+# where it declares none (at v0.5.14 to v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
+# one never: DRAFTER_KV_FROM); these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py
+# Qwen3_5TextConfig) name their MTP layers mtp_num_hidden_layers or not at all
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
+DRAFTER_KV_FROM = "0.5.20"
+# mem_cache/kv_cache_configurator.py _handle_max_mamba_cache from v0.5.17: the state budget counts the pool's dummy slot
+# (memory_pool.py MambaPool allocates size + 1 slots in every release) and one draft state more, (slots + 1) x per_req,
+# solving (budget - per_req) // per_req, with drafts (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)); and it
+# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.14-v0.5.16 count
+# slots x per_req, solve budget // per_req (budget // (per_req x (1 + D / ratio))), and charge every stage the whole
+# model's per-request bytes
+DUMMY_SLOT_FROM = "0.5.17"
+# kv_cache_configurator.py resolve_max_num_reqs logs "max_running_requests is capped to ... by the mamba state cache"
+# from v0.5.17 (v0.5.16's, and the model runner's before, cap silently)
+CAPPED_WARNING_FROM = "0.5.17"
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
+# server_args.py _disable_breakable_cudagraph_if_incompatible before v0.5.18 turns the prefill CUDA graphs off for an
+# MLA backend (v0.5.17: unless DeepSeek sparse attention, which no hybrid mcache imports has) and, at v0.5.17, for
+# NemotronH (configs/model_config.py is_nemotron_h); v0.5.18's rules name neither, so both capture them from then on
+PREFILL_GRAPHS_FROM = "0.5.18"
+NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+# ... and before v0.5.16 for every multimodal model (v0.5.16 on: only one whose ModelConfig lacks breakable-CUDA-graph
+# support, which the multimodal hybrids mcache imports have)
+MULTIMODAL_GRAPHS_FROM = "0.5.16"
+# Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
+# rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
+# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.14)
+BREAKABLE_GRAPHS_FROM = "0.5.15"
+PIECEWISE_DISABLED_ARCHS = ("Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM")
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
-# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.19
-# to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm lowers a default mem_fraction_static (not a given
-# one) by VLM_BASE_FACTOR x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05), L and H the vision config's
-# `num_hidden_layers` and `hidden_size` attributes (VLM_DEFAULT_LAYERS and VLM_DEFAULT_HIDDEN where the config class has
-# none), after rounding the default, without rounding the product; it logs nothing. (v0.5.19 multiplies in
-# handle_gpu_memory_settings itself, v0.5.20 on returns the product from the function; with post-capture KV sizing,
-# SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, off by default and not modelled, v0.5.20 on subtracts 8 GiB instead.)
+# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.14
+# to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
+# mem_fraction_static (not a given one) by VLM_BASE_FACTOR x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05),
+# L and H the vision config's `num_hidden_layers` and `hidden_size` attributes (VLM_DEFAULT_LAYERS and VLM_DEFAULT_HIDDEN
+# where the config class has none), after rounding the default, without rounding the product; it logs nothing.
+# (v0.5.14 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
+# with post-capture KV sizing, SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, off by default and not modelled, v0.5.20 on
+# subtracts 8 GiB instead.)
 VLM_BASE_FACTOR = 0.95
 VLM_DEFAULT_LAYERS, VLM_DEFAULT_HIDDEN = 24, 1024  # getattr's defaults, also the baseline ViT-L/14
 VLM_SENSITIVITY, VLM_FACTOR_RANGE = 0.1, (0.8, 1.05)
@@ -145,11 +185,12 @@ VISION_ALIAS_ARCHS = ("KimiK3ForConditionalGeneration",)
 # tower is sized without the VLM rules, with a caveat
 MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                     "KimiK3ForConditionalGeneration")
-# mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (v0.5.19 to v0.5.23): a multimodal model's embedding cache
-# (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is sized (feature-transport
-# pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm, which a single node
-# does not pick: arg_groups/serving_hook.py resolves it to cpu)
-VLM_CACHE_MB = 100
+# mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (new in v0.5.18, the same to v0.5.23): a multimodal
+# model's embedding cache (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is
+# sized (feature-transport pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm,
+# which a single node does not pick: arg_groups/serving_hook.py resolves it to cpu); v0.5.17's _profile_available_bytes
+# takes nothing off
+VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
 
 
 class Setup(Struct, frozen=True):
@@ -157,8 +198,9 @@ class Setup(Struct, frozen=True):
     dtypes, draft tokens, the page size, the state slots per running request (`ratio`, by the radix-cache strategy
     `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
-    whether the state pool follows the requests asked for (without radix cache); SGLang's refusal, and whether the
-    Transformers backend serves the model (KV on every layer, no state pool)."""
+    whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
+    counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
+    no state pool), and whether a drafting MTP head's attention layers are charged to the token pool (`_cell`)."""
 
     context_len: int
     context: int
@@ -175,8 +217,10 @@ class Setup(Struct, frozen=True):
     mfs: float | None
     pre: int | None
     slots_follow_requests: bool
+    dummy: int = 1
     refusal: str | None = None
     transformers: bool = False
+    drafter_kv: bool = False
 
 
 class StatePool(Struct, frozen=True):
@@ -207,8 +251,9 @@ def run(inputs: EngineInputs) -> EngineRun:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
         return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
-    # (pp_layer_scale), and the stages agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
-    per_slot = max(_slot_bytes(ctx, setup)[0] for ctx in contexts)
+    # (pp_layer_scale; the whole model's before v0.5.17, DUMMY_SLOT_FROM), and the stages agree on the smallest token
+    # pool (_apply_token_constraints, an all-reduce MIN)
+    per_slot = (max if setup.dummy else sum)(_slot_bytes(ctx, setup)[0] for ctx in contexts)
     pools = [_pool(ctx, weight, per_slot, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
@@ -239,15 +284,15 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     steps = s.take("speculative_num_steps", 0)
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
     page = s.take("page_size", DEFAULT_PAGE_SIZE)
-    strategy, ratio, refusal = _ratio(s, arch, inputs)
+    strategy, ratio, refusal = _ratio(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
     r = s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
-    mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"),
-                        _prefill_graph_mb(spec, chunked, total_tokens_cap, inputs)) if gpu_mb else None
+    graphs = _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs)
+    mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs) if gpu_mb else None
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
@@ -266,7 +311,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     else:
         refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
-                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, refusal, arch in TRANSFORMERS_ARCHS)
+                 fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
+                 arch in TRANSFORMERS_ARCHS,
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS)
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -282,11 +329,17 @@ def _vlm_fraction(mfs: float, spec) -> float:
 
 
 def architecture_error(spec, version: str) -> str | None:
-    """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.20 ModelConfig fails on
-    pure Mamba configs (`NATIVE_FROM_0_5_20`), from 0.5.20 on Mamba2 configs without intermediate_size
+    """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.19 it has no class for
+    BailingMoeV3, before 0.5.17 none for Kimi-K3 (`NATIVE_SINCE`), before 0.5.20 ModelConfig fails on pure Mamba
+    configs (`NATIVE_FROM_0_5_20`), from 0.5.20 on Mamba2 configs without intermediate_size
     (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no SGLang class and no Transformers class
     (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
     arch = spec.architecture
+    if arch in NATIVE_SINCE and not at_least(version, NATIVE_SINCE[arch][0]):
+        return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library, and SGLang "
+                f"{version} has no class of its own for it ({NATIVE_SINCE[arch][1]} comes with {NATIVE_SINCE[arch][0]}): "
+                "it would load the checkpoint's remote code (auto_map.AutoModel) and refuse it or serve it through the "
+                "Transformers backend, as that code declares, which mcache does not size.")
     if arch in NATIVE_FROM_0_5_20 and not at_least(version, "0.5.20"):
         return f"'{NATIVE_FROM_0_5_20[arch]}' object has no attribute 'num_attention_heads'"
     if arch == MAMBA2_NEEDS_INTERMEDIATE and spec.mamba2 is not None and spec.mamba2.intermediate_size is None:
@@ -306,7 +359,7 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     if setup.pre is None or setup.mfs is None:
         return StatePool()
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
-    if inputs.spec.vision is not None:
+    if _mm_reserved(inputs):
         rest -= VLM_CACHE_MB * MB  # mm_runtime_reservation_gb, before the state pool
     error, slots, rest = _state_pool(rest, per_slot, setup)
     if error is None and rest <= 0:
@@ -332,7 +385,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         return EngineStage(ctx.stage, None, None, [], None, fields)
     log = [f"{inputs.spec.architecture} has no SGLang implementation, falling back to Transformers implementation. "
            "Some features may not be supported and performance may not be optimal."] if setup.transformers else []
-    if inputs.spec.vision is not None:  # kv_cache_configurator.py mm_runtime_reservation_gb
+    if _mm_reserved(inputs):  # kv_cache_configurator.py mm_runtime_reservation_gb
         log.append(f"Reserving {VLM_CACHE_MB / 1024:.2f} GB of the KV budget for post-sizing multimodal allocations "
                    "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
@@ -347,7 +400,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         if cell:
             log.append(_kv_log(ctx, setup, tokens))
         requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
-        if warning:
+        if warning and _since(inputs, CAPPED_WARNING_FROM):
             log.append(warning)
         if requests <= 0:
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
@@ -431,15 +484,15 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
-    scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers."""
-    drafts = setup.drafts
+    scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers (from v0.5.20:
+    `Setup.drafter_kv`)."""
     cell, layers = _kv_bytes(ctx, setup)
-    charged = drafts and ctx.stage == ctx.layout.pp - 1 and spec.architecture not in NO_NEXTN_ARCHS
+    charged = setup.drafts and ctx.stage == ctx.layout.pp - 1 and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
 
 
-def _ratio(s: Settings, arch: str, inputs: EngineInputs) -> tuple[str, int, str | None]:
+def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[str, int, str | None]:
     """State slots per running request (kv_cache_configurator.py _calculate_mamba_ratio): 1 without the radix
     cache; with it 3 (no_buffer), 4 (extra_buffer without overlap, extra_buffer_lazy) or 5 (extra_buffer with the
     overlap scheduler). `auto` picks extra_buffer where the architecture has it, else no_buffer (overrides.py); with
@@ -449,30 +502,34 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs) -> tuple[str, int, str 
     if strategy not in STRATEGIES:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
-    if arch not in RADIX_ARCHS and strategy.startswith("extra_buffer"):
+    radix = arch in RADIX_ARCHS and (arch not in RADIX_SINCE or _since(inputs, RADIX_SINCE[arch]))
+    extra = radix and arch in EXTRA_BUFFER_ARCHS and (arch not in EXTRA_BUFFER_SINCE or
+                                                      _since(inputs, EXTRA_BUFFER_SINCE[arch]))
+    if not radix and strategy.startswith("extra_buffer"):
         if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
             return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
         return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
     if no_radix:
         return "none (no radix cache)", 1, None
-    if arch not in RADIX_ARCHS:
+    if not radix:
         # overrides.py _mamba_radix_cache_resolution leaves the strategy of other architectures (pure Mamba)
         # unresolved and model_hook.py handle_mamba_radix_cache validates nothing: the radix cache stays on without
         # an extra buffer, so _calculate_mamba_ratio gives its base of 3 slots per request
         return strategy, 3, None
     if strategy == "auto":
-        strategy = "extra_buffer" if arch in EXTRA_BUFFER_ARCHS else "no_buffer"
+        strategy = "extra_buffer" if extra else "no_buffer"
         s.values["mamba_radix_cache_strategy"] = strategy
         if strategy == "no_buffer":
             no_overlap = s.values["disable_overlap_schedule"] = True  # overrides.py: auto's no_buffer turns overlap off
-    if strategy.startswith("extra_buffer") and arch not in EXTRA_BUFFER_ARCHS:
+    if strategy.startswith("extra_buffer") and not extra:
         return strategy, 1, f"extra_buffer is not supported for {arch}; use no_buffer."
     if strategy == "no_buffer":
         refusal = None if no_overlap else ("no_buffer do not support overlap schedule. Try to set "
                                            "disable_overlap_schedule=True.")
         return strategy, 3, refusal
     if strategy == "extra_buffer_lazy":
-        return strategy, 4, None
+        # server_args.py _validate_mamba_extra_buffer to v0.5.16 refuses the lazy buffer with drafts (v0.5.17 drops it)
+        return strategy, 4, "extra_buffer_lazy unsupported with spec." if drafts and not _since(inputs, "0.5.17") else None
     return strategy, 4 if no_overlap else 5, None
 
 
@@ -493,31 +550,32 @@ def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> 
 def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, float]:
     """(error, slots, bytes left for the token pool): kv_cache_configurator.py _handle_max_mamba_cache. The slots are
     --max-mamba-cache-size, or the running requests without radix cache, or the share r / (1 + r) of the memory;
-    drafts reserve their intermediate states per running request; the pool has one dummy slot more."""
-    requests, ratio, drafts = setup.user_requests, setup.ratio, setup.drafts
+    drafts reserve their intermediate states per running request; from v0.5.17 the budget counts the pool's dummy slot
+    and one draft state more (`Setup.dummy`)."""
+    requests, ratio, drafts, dummy = setup.user_requests, setup.ratio, setup.drafts, setup.dummy
     if not per:
         return None, 0, rest
     if setup.fixed_slots is not None:
         slots = setup.fixed_slots
         if drafts:
-            rest -= per * (min(requests, slots // ratio) + 1) * drafts
+            rest -= per * (min(requests, slots // ratio) + dummy) * drafts
     elif setup.slots_follow_requests:
         slots = requests
         if drafts:
-            rest -= per * (slots + 1) * drafts
+            rest -= per * (slots + dummy) * drafts
     else:
         budget = rest * setup.r / (1 + setup.r)
         if drafts:
-            slots = int((budget - per * (1 + drafts)) // (per * (1 + drafts / ratio)))
-            rest -= per * (min(requests, slots // ratio) + 1) * drafts
+            slots = int((budget - per * (1 + drafts) * dummy) // (per * (1 + drafts / ratio)))
+            rest -= per * (min(requests, slots // ratio) + dummy) * drafts
         else:
-            slots = int((budget - per) // per)
+            slots = int((budget - per * dummy) // per)
     if slots <= 0:
         return (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size="
                 f"{slots} (total_rest_memory={rest / GIB:.2f} GB, mamba_cache_per_req={per / MB:.2f} MB). Try: (1) reduce "
                 "--max-running-requests, (2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, "
                 "or (4) use GPUs with more memory."), slots, rest
-    return None, slots, rest - (slots + 1) * per
+    return None, slots, rest - (slots + dummy) * per
 
 
 def _no_kv_memory(setup: Setup, weight: int) -> str:
@@ -565,6 +623,12 @@ def _kv_log(ctx, setup: Setup, tokens: int) -> str:
     return f"KV Cache is allocated. dtype: torch.{torch_name}, #tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"
 
 
+def _mm_reserved(inputs: EngineInputs) -> bool:
+    """Whether the multimodal embedding cache comes off the KV budget (`VLM_CACHE_MB`): a model with a vision tower,
+    from v0.5.18."""
+    return inputs.spec.vision is not None and _since(inputs, VLM_CACHE_FROM)
+
+
 def _since(inputs: EngineInputs, floor: str) -> bool:
     """Whether the modelled release of the run (the newest without one) is `floor` or later."""
     return at_least(inputs.version or VERSIONS[-1], floor)
@@ -599,7 +663,8 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
                   prefill_graphs_mb: int) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
-    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.19 to v0.5.23)."""
+    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.14 to v0.5.23; before v0.5.19 in
+    server_args.py _handle_gpu_memory_settings)."""
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
@@ -608,16 +673,37 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 
-def _prefill_graph_mb(spec, chunked: int, total_tokens_cap: int | None, inputs: EngineInputs | None = None) -> int:
+def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) -> int | None:
+    """The largest prefill graph beside the chunked prefill (server_args.py _handle_gpu_memory_settings): at most
+    --max-total-tokens, and before v0.5.17 at most a given --context-length (gone in v0.5.17's)."""
+    caps = [total_tokens_cap] + ([given.get("context_length")] if not _since(inputs, DUMMY_SLOT_FROM) else [])
+    caps = [cap for cap in caps if cap is not None]
+    return min(caps) if caps else None
+
+
+def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs | None = None) -> int:
     """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
-    them off (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: KDA configs from v0.5.20; v0.5.19's has
-    no KDA rule), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked prefill (at most
-    --max-total-tokens)."""
-    if spec.architecture in KDA_CONFIG_ARCHS and (inputs is None or _since(inputs, "0.5.20")):
+    them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked
+    prefill (at most `cap`, `_graph_cap`)."""
+    if _prefill_graphs_off(spec, inputs.version if inputs is not None and inputs.version else VERSIONS[-1]):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB
-    return 8 * len(_prefill_graph_sizes(chunked if total_tokens_cap is None else min(chunked, total_tokens_cap)))
+    return 8 * len(_prefill_graph_sizes(chunked if cap is None else min(chunked, cap)))
+
+
+def _prefill_graphs_off(spec, version: str) -> bool:
+    """Whether SGLang at `version` captures no prefill CUDA graphs for the model: from v0.5.20 KDA configs
+    (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
+    v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
+    before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
+    arch = spec.architecture
+    if not at_least(version, BREAKABLE_GRAPHS_FROM):
+        return arch in PIECEWISE_DISABLED_ARCHS or spec.vision is not None
+    if at_least(version, PREFILL_GRAPHS_FROM):
+        return arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")
+    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17"))
+            or (spec.vision is not None and not at_least(version, MULTIMODAL_GRAPHS_FROM)))
 
 
 def _prefill_graph_sizes(max_bs: int) -> list[int]:

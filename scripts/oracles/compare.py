@@ -78,11 +78,11 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
              "enable_prefix_caching": flags.get("enable_prefix_caching"),
              "mamba_cache_mode": flags.get("mamba_cache_mode")}
     try:
-        run = run_engine("vllm", EngineInputs(spec, ParallelLayout(tp=flags["tensor_parallel_size"]), H200[0], H200[1],
-                                              None, given), version)
+        layout = ParallelLayout(tp=flags["tensor_parallel_size"], pp=flags.get("pipeline_parallel_size", 1))
+        run = run_engine("vllm", EngineInputs(spec, layout, H200[0], H200[1], None, given), version)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"}
-    stage = run.stages[0]
+    stage = run.stages[0]  # the table's figures are worker 0's, the first PP stage's (the scheduler's config)
     f = stage.fields
     groups: Counter = Counter()
     for name, n in (f.get("groups") or {}).items():
@@ -240,7 +240,7 @@ def short(value) -> str:
 
 
 def flag_text(flags: dict) -> str:
-    names = {"tensor_parallel_size": "tp", "max_model_len": "len", "kv_cache_memory_bytes": "kvmem",
+    names = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "max_model_len": "len", "kv_cache_memory_bytes": "kvmem",
              "num_speculative_tokens": "k", "mamba_ssm_cache_dtype": "ssm", "kv_cache_dtype": "kv",
              "enable_prefix_caching": "prefix", "mamba_cache_mode": "mode"}
     parts = []

@@ -83,10 +83,10 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
              "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf", "numba",
              "diskcache", "mistral_common"]
 
-# Configs with pipeline-parallel cases (PP 2): hybrids whose two stages hold the same mix of attention and Mamba layers
-# (Jamba, Nemotron-H-8B, Qwen3-Next) or different ones (Bamba: 1 and 2 attention layers, Kimi-Linear: 3 and 4 MLA
-# layers), so a stage's own KV-cache groups and its share of the whole model's groups differ; Mamba2, whose class
-# does not implement SupportsPP
+# Configs with pipeline-parallel cases (PP 2 and 3): hybrids whose stages hold the same mix of attention and Mamba
+# layers (Jamba, Nemotron-H-8B, Qwen3-Next at PP 2) or different ones (Bamba: 1 and 2 attention layers, Kimi-Linear:
+# 3 and 4 MLA layers), so a stage's own KV-cache groups and its share of the whole model's groups differ; Nemotron-H's
+# 52 layers split 17 / 18 / 17 at PP 3; Mamba2, whose class does not implement SupportsPP
 PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.json", "mamba2-2.7b.json",
               "nemotron-h-8b-base-8k.json", "qwen3-next-80b-a3b.json")
 
@@ -225,13 +225,14 @@ def builds(seed: int = 28) -> list[dict]:
             if sig not in seen:
                 seen.add(sig)
                 out.append(key)
-    # pipeline parallel: PP 2 x TP 1 / 2 at the defaults and with prefix caching, for the configs whose stages hold
+    # pipeline parallel: PP 2 x TP 1 / 2 at the defaults and with prefix caching, and PP 3 x TP 1 (get_pp_indices
+    # gives an uneven split's extra layers to the stages before the last), for the configs whose stages hold
     # different layer mixes; after every other key, so adding them moves no other key's index or lengths
     for name in config_names():
         if name in PP_CONFIGS:
-            out += [dict(config=name, tp=tp, pp=2, prefix=prefix, mamba_cache_mode=None, num_speculative_tokens=0,
+            out += [dict(config=name, tp=tp, pp=pp, prefix=prefix, mamba_cache_mode=None, num_speculative_tokens=0,
                          mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
-                    for tp in (1, 2) for prefix in (None, True)]
+                    for pp, tp, prefix in ((2, 1, None), (2, 1, True), (2, 2, None), (2, 2, True), (3, 1, None))]
     return out
 
 

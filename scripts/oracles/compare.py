@@ -31,7 +31,7 @@ from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
 H200 = ("NVIDIA H200", 143771140096)  # what the oracle's platform answers
 FIELDS = ("error", "mamba_cache_mode", "attention_block_size", "state_page_bytes", "state_page_padded_bytes",
-          "groups", "num_blocks", "blocks_per_request", "max_concurrency", "kv_cache_tokens")
+          "groups", "num_blocks", "blocks_per_request", "max_concurrency", "kv_cache_tokens", "stage_group_sizes")
 # mcache's group names -> vLLM's KV-cache spec classes (every recurrent kind is a MambaSpec there)
 SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "attention:window": "SlidingWindowSpec",
               "sliding_attention": "FullAttentionSpec", "sliding_attention:window": "SlidingWindowSpec",
@@ -92,6 +92,8 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
             "state_page_padded_bytes": f.get("state_page_padded_bytes"), "groups": dict(sorted(groups.items())),
             "num_blocks": f.get("num_blocks"), "blocks_per_request": f.get("blocks_per_request"),
             "max_concurrency": f.get("max_concurrency"), "kv_cache_tokens": f.get("kv_cache_tokens"),
+            # with PP, each stage's layers per block (the table's: each PP rank's largest share of a KV-cache group)
+            "stage_group_sizes": [st.fields.get("group_size") for st in run.stages] if layout.pp > 1 else None,
             "max_model_len": run.max_len, "spec": spec}
 
 
@@ -227,6 +229,8 @@ def compare_case(configs: Path, case: dict, version: str | None = None) -> list[
     rows = []
     for field in FIELDS:
         if field != "error" and not (figures(v) and figures(m)):
+            continue
+        if field == "stage_group_sizes" and v.get(field) is None and m.get(field) is None:  # not a PP case
             continue
         vv, mv = v.get(field), m.get(field)
         rows.append((field, vv, mv, None if same(field, vv, mv) else causes(configs, case, v, m, field)))

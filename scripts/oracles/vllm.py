@@ -85,10 +85,11 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
 
 # Configs with pipeline-parallel cases (PP 2 and 3): hybrids whose stages hold the same mix of attention and Mamba
 # layers (Jamba, Nemotron-H-8B, Qwen3-Next at PP 2) or different ones (Bamba: 1 and 2 attention layers, Kimi-Linear:
-# 3 and 4 MLA layers), so a stage's own KV-cache groups and its share of the whole model's groups differ; Nemotron-H's
-# 52 layers split 17 / 18 / 17 at PP 3; Mamba2, whose class does not implement SupportsPP
-PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.json", "mamba2-2.7b.json",
-              "nemotron-h-8b-base-8k.json", "qwen3-next-80b-a3b.json")
+# 3 and 4 MLA layers), so a stage's own KV-cache groups and its share of the whole model's groups differ; LFM2-1.2B's
+# 16 layers split 5 / 6 / 5 at PP 3 (get_pp_indices), where an even split's first stage would take the extra layer
+# and the largest share be 2, not 3; Mamba2, whose class does not implement SupportsPP
+PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.json", "lfm2-1.2b.json",
+              "mamba2-2.7b.json", "nemotron-h-8b-base-8k.json", "qwen3-next-80b-a3b.json")
 
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "

@@ -18,6 +18,9 @@ model and KV-cache modules import), then re-runs this file inside it with --work
      request at the max model length needs by every layer's spec, where the start-up checks of the releases part),
      generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
      vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
+With pipeline parallelism (PP_CONFIGS), steps 2 - 4 run once per PP rank (its own layers, get_pp_indices' split)
+and step 5 takes every worker's specs; the figures are worker 0's (the scheduler's), with each PP stage's largest
+share of a KV-cache group (stage_group_sizes).
 Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
 Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GPU and the process groups.
 """

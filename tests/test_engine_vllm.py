@@ -550,3 +550,12 @@ def test_pp_stages_split_the_layers_as_get_pp_indices(layers, pp, split):
     assert [len(r) for r in pp_layout(ParallelLayout(pp=pp), layers).stages(layers)] == split
     given = ParallelLayout(pp=2, pp_partition=(1, layers - 1))
     assert pp_layout(given, layers) is given
+
+
+@pytest.mark.parametrize(("version", "pp", "refused"), [("0.11.1", 2, True), ("0.11.1", 1, False), ("0.12.0", 2, False)])
+def test_qwen3_next_does_not_build_on_a_later_pp_rank_in_0_11(version, pp, refused):
+    # 0.11.1 models/qwen3_next.py set_moe_parameters: "No Qwen3Next layer found" raised inside the loop when the first
+    # of model.layers is a PPMissingLayer (every PP rank but the first); 0.12.0 checks after the loop
+    error = stage(run_engine("vllm", EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(pp=pp), given=dict(
+        max_model_len=4096, kv_cache_memory_bytes=20 << 30)), version)).startup_error
+    assert (error == "RuntimeError: No Qwen3Next layer found in the model.layers.") == refused

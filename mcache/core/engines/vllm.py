@@ -252,6 +252,10 @@ REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "
 # models/kimi_linear.py builds MLAModules without the indexer_rotary_emb its layers/mla.py requires (0.13.0 fixed it)
 BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
                 "TypeError: MLAModules.__init__() missing 1 required positional argument: 'indexer_rotary_emb'"}
+# ... and with pipeline parallelism: 0.11.1's models/qwen3_next.py Qwen3NextForCausalLM.set_moe_parameters raises
+# inside its loop over model.layers when the first is not a decoder layer, as on every PP rank but the first (a
+# PPMissingLayer); 0.12.0 moved the check after the loop (the 0.11.1 table's PP cases)
+BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers."}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -441,7 +445,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # length), CacheConfig's validation, the config hooks, then loading the model (a removed architecture through
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or refusal or _pp_error(spec, inputs.layout, version) or _build_error(spec, version))
+               or refusal or _pp_error(spec, inputs.layout, version) or _build_error(spec, version, inputs.layout.pp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
@@ -591,12 +595,14 @@ def _removed_by_registry(spec, version: str) -> bool:
     return not at_least(version, TRANSFORMERS_FALLBACK_SINCE) or spec.architecture not in TRANSFORMERS_CLASS_ARCHS
 
 
-def _build_error(spec, version: str) -> str | None:
+def _build_error(spec, version: str, pp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
     (models/transformers/base.py refuses its first layer that is not attention), or a model class that does not
-    build at `version` (BROKEN_ARCHS); None for the others."""
+    build at `version` (BROKEN_ARCHS; with `pp` stages, BROKEN_PP_ARCHS too); None for the others."""
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
+    if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
+        return BROKEN_PP_ARCHS[spec.architecture, version]
     if not _removed(spec, version) or _removed_by_registry(spec, version):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))

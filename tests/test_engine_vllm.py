@@ -7,7 +7,7 @@ from engines_util import config_spec, gib, run
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs
-from mcache.core.engines.vllm import _group_size, serve_command
+from mcache.core.engines.vllm import _group_size, pp_layout, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -495,3 +495,67 @@ def test_a_parallel_hybrid_layer_puts_its_attention_group_first():
         max_model_len=4096, kv_cache_memory_bytes=64 << 20)), "0.18.0"))
     assert "(4096), (0.08 GiB KV cache is needed" in st.startup_error
     assert "estimated maximum model length is 3200." in st.startup_error
+
+
+# Bamba-9B at PP 2 (vllm/distributed/utils.py get_pp_indices: layers 0-15 and 16-31): stage 0 holds 15 Mamba2 layers
+# and 1 attention layer, stage 1 14 and 2. The whole model (29 + 3): group size 3, 10 Mamba2 groups, the i-th taking
+# Mamba2 layers i, i + 10, i + 20 (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size), and 1 attention group.
+def bamba_pp2(version, memory, **given):
+    return run_engine("vllm", EngineInputs(config_spec("bamba-9b"), ParallelLayout(tp=1, pp=2), given=dict(
+        max_model_len=4096, enable_prefix_caching=False, kv_cache_memory_bytes=memory, **given)), version)
+
+
+@pytest.mark.parametrize(("version", "groups", "per_request"), [("0.10.2", {"attention": 1, "mamba2": 15}, 15 + 8),
+                                                                ("0.13.0", {"attention": 1, "mamba2": 10}, 10 + 8)])
+def test_pp_stages_keep_their_share_of_the_whole_models_groups_from_0_11(version, groups, per_request):
+    # 0.10.2 (engine/core.py: get_kv_cache_config per worker) groups stage 0's own layers: 15 Mamba2 and 1 attention,
+    # group size 1, 16 groups. From 0.11.1 (get_kv_cache_configs) every stage keeps the whole model's 11 groups
+    # with its own layers: stage 0 holds Mamba2 layers i and i + 10 of groups 0-4 and 1 of the attention group, so 2
+    # layers share a block: 20 GiB // (2 x 2,162,688 B) = 4,964 blocks (stage 1's too: 2 of groups 5-8, 2 attention)
+    st = stage(bamba_pp2(version, 20 << 30))
+    assert st.fields["groups"] == groups and st.fields["blocks_per_request"] == per_request
+    assert st.fields["group_size"] == (1 if version == "0.10.2" else 2)
+    assert st.fields["num_blocks"] == (20 << 30) // (2 * NEMOTRON_PAGE) == 4964
+    assert st.fields["max_concurrency"] == round(4964 / per_request, 2)
+
+
+@pytest.mark.parametrize(("version", "starts"), [("0.15.0", False), ("0.17.0", True)])
+def test_pp_one_request_check_counts_the_whole_group_then_each_stages_share(version, starts):
+    # 0.14 - 0.16 check once, the whole model's group size (3) x page x the first group's blocks (Mamba2: 1) = 3 pages,
+    # over 2.5 pages; from 0.17 each stage's share (2 layers) x page x 1 = 2 pages fits, and 1 block of 2 pages is made
+    memory = int(2.5 * NEMOTRON_PAGE)
+    stages = bamba_pp2(version, memory).stages
+    if starts:
+        assert [st.startup_error for st in stages] == [None, None] and stages[0].fields["num_blocks"] == 1
+    else:
+        assert all("(4096), (0.01 GiB KV cache is needed" in st.startup_error for st in stages)
+
+
+@pytest.mark.parametrize(("arch", "refused"), [("Mamba2ForCausalLM", True), ("Zamba2ForCausalLM", True),
+                                               ("NemotronHForCausalLM", False)])
+def test_pp_is_refused_for_classes_without_supports_pp(arch, refused):
+    # config/model.py verify_with_parallel_config: NotImplementedError for a class without SupportsPP
+    spec = config_spec("nemotron-h-8b-base-8k")
+    spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__struct_fields__}, "architecture": arch})
+    error = stage(run_engine("vllm", EngineInputs(spec, ParallelLayout(pp=2), given=dict(kv_cache_memory_bytes=20 << 30)),
+                             "0.19.0")).startup_error
+    assert (error is not None and error.startswith("NotImplementedError: Pipeline parallelism")) == refused
+
+
+@pytest.mark.parametrize(("layers", "pp", "split"), [(52, 3, [17, 18, 17]), (27, 4, [7, 7, 7, 6]), (32, 2, [16, 16]),
+                                                     (33, 2, [17, 16])])
+def test_pp_stages_split_the_layers_as_get_pp_indices(layers, pp, split):
+    # distributed/utils.py get_pp_indices: layers // pp each, then one more for partitions[-2], [-3], ... (the
+    # remainder never goes to the last stage); a given --pp-partition is VLLM_PP_LAYER_PARTITION and kept
+    assert [len(r) for r in pp_layout(ParallelLayout(pp=pp), layers).stages(layers)] == split
+    given = ParallelLayout(pp=2, pp_partition=(1, layers - 1))
+    assert pp_layout(given, layers) is given
+
+
+@pytest.mark.parametrize(("version", "pp", "refused"), [("0.11.1", 2, True), ("0.11.1", 1, False), ("0.12.0", 2, False)])
+def test_qwen3_next_does_not_build_on_a_later_pp_rank_in_0_11(version, pp, refused):
+    # 0.11.1 models/qwen3_next.py set_moe_parameters: "No Qwen3Next layer found" raised inside the loop when the first
+    # of model.layers is a PPMissingLayer (every PP rank but the first); 0.12.0 checks after the loop
+    error = stage(run_engine("vllm", EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(pp=pp), given=dict(
+        max_model_len=4096, kv_cache_memory_bytes=20 << 30)), version)).startup_error
+    assert (error == "RuntimeError: No Qwen3Next layer found in the model.layers.") == refused

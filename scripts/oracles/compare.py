@@ -31,7 +31,7 @@ from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
 H200 = ("NVIDIA H200", 143771140096)  # what the oracle's platform answers
 FIELDS = ("error", "mamba_cache_mode", "attention_block_size", "state_page_bytes", "state_page_padded_bytes",
-          "groups", "num_blocks", "blocks_per_request", "max_concurrency", "kv_cache_tokens")
+          "groups", "num_blocks", "blocks_per_request", "max_concurrency", "kv_cache_tokens", "stage_group_sizes")
 # mcache's group names -> vLLM's KV-cache spec classes (every recurrent kind is a MambaSpec there)
 SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "attention:window": "SlidingWindowSpec",
               "sliding_attention": "FullAttentionSpec", "sliding_attention:window": "SlidingWindowSpec",
@@ -78,11 +78,11 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
              "enable_prefix_caching": flags.get("enable_prefix_caching"),
              "mamba_cache_mode": flags.get("mamba_cache_mode")}
     try:
-        run = run_engine("vllm", EngineInputs(spec, ParallelLayout(tp=flags["tensor_parallel_size"]), H200[0], H200[1],
-                                              None, given), version)
+        layout = ParallelLayout(tp=flags["tensor_parallel_size"], pp=flags.get("pipeline_parallel_size", 1))
+        run = run_engine("vllm", EngineInputs(spec, layout, H200[0], H200[1], None, given), version)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"}
-    stage = run.stages[0]
+    stage = run.stages[0]  # the table's figures are worker 0's, the first PP stage's (the scheduler's config)
     f = stage.fields
     groups: Counter = Counter()
     for name, n in (f.get("groups") or {}).items():
@@ -92,6 +92,8 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
             "state_page_padded_bytes": f.get("state_page_padded_bytes"), "groups": dict(sorted(groups.items())),
             "num_blocks": f.get("num_blocks"), "blocks_per_request": f.get("blocks_per_request"),
             "max_concurrency": f.get("max_concurrency"), "kv_cache_tokens": f.get("kv_cache_tokens"),
+            # with PP, each stage's layers per block (the table's: each PP rank's largest share of a KV-cache group)
+            "stage_group_sizes": [st.fields.get("group_size") for st in run.stages] if layout.pp > 1 else None,
             "max_model_len": run.max_len, "spec": spec}
 
 
@@ -228,6 +230,8 @@ def compare_case(configs: Path, case: dict, version: str | None = None) -> list[
     for field in FIELDS:
         if field != "error" and not (figures(v) and figures(m)):
             continue
+        if field == "stage_group_sizes" and v.get(field) is None and m.get(field) is None:  # not a PP case
+            continue
         vv, mv = v.get(field), m.get(field)
         rows.append((field, vv, mv, None if same(field, vv, mv) else causes(configs, case, v, m, field)))
     return rows
@@ -240,7 +244,7 @@ def short(value) -> str:
 
 
 def flag_text(flags: dict) -> str:
-    names = {"tensor_parallel_size": "tp", "max_model_len": "len", "kv_cache_memory_bytes": "kvmem",
+    names = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "max_model_len": "len", "kv_cache_memory_bytes": "kvmem",
              "num_speculative_tokens": "k", "mamba_ssm_cache_dtype": "ssm", "kv_cache_dtype": "kv",
              "enable_prefix_caching": "prefix", "mamba_cache_mode": "mode"}
     parts = []

@@ -18,6 +18,9 @@ model and KV-cache modules import), then re-runs this file inside it with --work
      request at the max model length needs by every layer's spec, where the start-up checks of the releases part),
      generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
      vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
+With pipeline parallelism (PP_CONFIGS), steps 2 - 4 run once per PP rank (its own layers, get_pp_indices' split)
+and step 5 takes every worker's specs; the figures are worker 0's (the scheduler's), with each PP stage's largest
+share of a KV-cache group (stage_group_sizes).
 Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
 Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GPU and the process groups.
 """
@@ -83,6 +86,14 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
              "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf", "numba",
              "diskcache", "mistral_common"]
 
+# Configs with pipeline-parallel cases (PP 2 and 3): hybrids whose stages hold the same mix of attention and Mamba
+# layers (Jamba, Nemotron-H-8B, Qwen3-Next at PP 2) or different ones (Bamba: 1 and 2 attention layers, Kimi-Linear:
+# 3 and 4 MLA layers), so a stage's own KV-cache groups and its share of the whole model's groups differ; LFM2-1.2B's
+# 16 layers split 5 / 6 / 5 at PP 3 (get_pp_indices), where an even split's first stage would take the extra layer
+# and the largest share be 2, not 3; Mamba2, whose class does not implement SupportsPP
+PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.json", "lfm2-1.2b.json",
+              "mamba2-2.7b.json", "nemotron-h-8b-base-8k.json", "qwen3-next-80b-a3b.json")
+
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "
     "are empty stand-in modules and missing torch.ops._C* ops resolve to no-ops (register_fake on them is skipped): "
@@ -107,8 +118,13 @@ MOCKS = [
     "torch.cuda.current_device() answers the meta device the layers are built on (0.10's Qwen3-Next GatedDeltaNet "
     "builds its gated norm's weight there; a weight, never a cache)",
     "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
-    "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP) or "
-    "1 (others), rank 0: layers read only their size and rank to shard heads; rank 0's specs equal every rank's",
+    "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP), "
+    "pipeline_parallel_size (PP) or 1 (others): layers read only their size and rank to shard heads; TP rank 0's "
+    "specs equal every TP rank's. With PP the model is built once per PP rank (that rank in the PP group, "
+    "is_first_rank / is_last_rank set), so make_layers' get_pp_indices places PPMissingLayer outside the rank's "
+    "layers and each rank's forward context (hence get_kv_cache_spec) holds only its own layers, as on its GPU; the "
+    "workers' specs go to the planning functions in the executor's order (rank = pp_rank x TP + tp_rank), every "
+    "worker with the same available memory",
     "the model is built on the meta device and never loaded (load_format dummy, skip_tokenizer_init)",
     "distributed_executor_backend is 'mp' (what one node with enough GPUs picks; ParallelConfig of 0.10 counts "
     "the CUDA devices itself, finds none here and would ask for Ray); the executor is never started",
@@ -213,6 +229,14 @@ def builds(seed: int = 28) -> list[dict]:
             if sig not in seen:
                 seen.add(sig)
                 out.append(key)
+    # pipeline parallel: PP 2 x TP 1 / 2 at the defaults and with prefix caching, and PP 3 x TP 1 (get_pp_indices
+    # gives an uneven split's extra layers to the stages before the last), for the configs whose stages hold
+    # different layer mixes; after every other key, so adding them moves no other key's index or lengths
+    for name in config_names():
+        if name in PP_CONFIGS:
+            out += [dict(config=name, tp=tp, pp=pp, prefix=prefix, mamba_cache_mode=None, num_speculative_tokens=0,
+                         mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
+                    for pp, tp, prefix in ((2, 1, None), (2, 1, True), (2, 2, None), (2, 2, True), (3, 1, None))]
     return out
 
 
@@ -397,11 +421,9 @@ class PG:
 
 
 class FakeGroup:
-    is_first_rank = True
-    is_last_rank = True
-
-    def __init__(self, n):
-        self.world_size, self.rank_in_group, self.rank, self.local_rank = n, 0, 0, 0
+    def __init__(self, n, rank=0):
+        self.world_size, self.rank_in_group, self.rank, self.local_rank = n, rank, rank, rank
+        self.is_first_rank, self.is_last_rank = rank == 0, rank == n - 1
         self.ranks = list(range(n))
         self.device_group, self.cpu_group = PG(n), PG(n)
         self.unique_name = "oracle"
@@ -410,14 +432,15 @@ class FakeGroup:
         return self.world_size
 
 
-def set_groups(tp: int):
+def set_groups(tp: int, pp: int = 1, pp_rank: int = 0):
     import vllm.distributed.parallel_state as ps
 
-    for name in ("_PP", "_DCP", "_PCP", "_EP", "_DP", "_EPLB", "_ETP", "_ENGRAM_DP", "_INNER_DP_WORLD"):
+    for name in ("_DCP", "_PCP", "_EP", "_DP", "_EPLB", "_ETP", "_ENGRAM_DP", "_INNER_DP_WORLD"):
         if hasattr(ps, name):
             setattr(ps, name, FakeGroup(1))
+    ps._PP = FakeGroup(pp, pp_rank)
     ps._TP = FakeGroup(tp)
-    ps._WORLD = FakeGroup(tp)
+    ps._WORLD = FakeGroup(tp * pp)
 
 
 class Capture:
@@ -458,7 +481,8 @@ def dtype_name(value) -> str | None:
 def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
     from vllm.engine.arg_utils import EngineArgs
 
-    kw = dict(model=model_dir, tensor_parallel_size=key["tp"], kv_cache_memory_bytes=memory,
+    kw = dict(model=model_dir, tensor_parallel_size=key["tp"], pipeline_parallel_size=key.get("pp", 1),
+              kv_cache_memory_bytes=memory,
               skip_tokenizer_init=True, load_format="dummy", distributed_executor_backend="mp", trust_remote_code=True,
               mamba_ssm_cache_dtype=key["mamba_ssm_cache_dtype"],
               kv_cache_dtype=key["kv_cache_dtype"])
@@ -540,7 +564,8 @@ def build_drafter(vc) -> None:
 
 
 def flags_of(key: dict, max_len, memory, vc=None) -> dict:
-    flags = {"tensor_parallel_size": key["tp"], "max_model_len": max_len, "kv_cache_memory_bytes": memory,
+    flags = {"tensor_parallel_size": key["tp"], **({"pipeline_parallel_size": key["pp"]} if key.get("pp") else {}),
+             "max_model_len": max_len, "kv_cache_memory_bytes": memory,
              "num_speculative_tokens": key["num_speculative_tokens"],
              "mamba_ssm_cache_dtype": key["mamba_ssm_cache_dtype"], "kv_cache_dtype": key["kv_cache_dtype"]}
     if key["prefix"] is not None:
@@ -616,7 +641,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
         shutil.copy(src, Path(tmp) / "config.json")
     remote_config(tmp, load_config(key["config"]))
     results = []
-    layers = None
+    layers: list[dict] = []  # each PP rank's forward context, built once for every length
+    pp = key.get("pp", 1)
     build_error = None
     try:
         for max_len in lengths:
@@ -633,32 +659,40 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                     usage_context=UsageContext.OPENAI_API_SERVER)
                 if build_error is not None:
                     raise build_error
-                set_groups(key["tp"])
-                with set_current_vllm_config(vc):
-                    if layers is None:
-                        try:
-                            # as BaseModelLoader.load_model: the layers are built under the model dtype
-                            # (Attention reads torch.get_default_dtype(), and the backend selector rejects
-                            # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
-                            with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
-                                initialize_model(vllm_config=vc)
-                            if vc.speculative_config is not None and vc.speculative_config.use_eagle():
-                                build_drafter(vc)
-                        except Exception as exc:  # noqa: BLE001
-                            build_error = exc
-                            raise
-                        layers = dict(vc.compilation_config.static_forward_context)
-                    else:
-                        # same layers: only max_model_len differs, which no layer reads at construction
-                        vc.compilation_config.static_forward_context.update(layers)
-                    if hasattr(type(current_platform), "update_block_size_for_backend"):
-                        current_platform.update_block_size_for_backend(vc)  # 0.18+: after load_model
-                    specs = GPUModelRunner.get_kv_cache_spec(fake_runner(vc))
+                context = vc.compilation_config.static_forward_context
+                rank_specs = []  # each PP rank's layer specs, as that rank's worker reports them
+                for rank in range(pp):
+                    set_groups(key["tp"], pp, rank)
+                    with set_current_vllm_config(vc):
+                        if len(layers) == rank:
+                            context.clear()  # the rank's own forward context, as its worker process has
+                            try:
+                                # as BaseModelLoader.load_model: the layers are built under the model dtype
+                                # (Attention reads torch.get_default_dtype(), and the backend selector rejects
+                                # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
+                                with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
+                                    initialize_model(vllm_config=vc)
+                                if vc.speculative_config is not None and vc.speculative_config.use_eagle():
+                                    build_drafter(vc)
+                            except Exception as exc:  # noqa: BLE001
+                                build_error = exc
+                                raise
+                            layers.append(dict(context))
+                        else:
+                            # same layers: only max_model_len differs, which no layer reads at construction
+                            context.clear()
+                            context.update(layers[rank])
+                        if hasattr(type(current_platform), "update_block_size_for_backend"):
+                            current_platform.update_block_size_for_backend(vc)  # 0.18+: after load_model
+                        rank_specs.append(GPUModelRunner.get_kv_cache_spec(fake_runner(vc)))
                 base_log = capture.take()
+                specs = {name: spec for one in rank_specs for name, spec in one.items()}
                 one_request = one_request_memory(vc, specs)
                 case_memories = memories + ([one_request] if 0 < one_request <= H200_BYTES else [])
+                # the workers in the executor's rank order: pp_rank x TP + tp_rank
+                workers = [one for one in rank_specs for _ in range(key["tp"])]
                 for memory in case_memories:
-                    results.append(size_case(key, max_len, memory, vc, specs, base_log, capture))
+                    results.append(size_case(key, max_len, memory, vc, workers, base_log, capture))
             except Exception as exc:  # noqa: BLE001
                 if os.environ.get("ORACLE_TRACEBACK"):  # where a refusal came from, for whoever reads the run
                     import traceback
@@ -693,11 +727,12 @@ def sizing_lines(lines: list[str]) -> list[str]:
     return out
 
 
-def plan_kv_cache(vc, specs: dict, memory: int, tp: int):
-    """(rank 0's KVCacheConfig, the scheduler's) as EngineCore._initialize_kv_caches makes them, by the functions
-    of the running version: 0.33 get_global_kv_cache_groups + get_kv_cache_configs (v1/core/kv_cache_planning.py),
-    0.11.1 - 0.32 get_kv_cache_configs (v1/core/kv_cache_utils.py), 0.10 get_kv_cache_config for one worker (then
-    the engine takes the smallest num_blocks of the workers, which are equal here)."""
+def plan_kv_cache(vc, workers: list[dict], memory: int):
+    """(rank 0's KVCacheConfig, every worker's, the scheduler's) as EngineCore._initialize_kv_caches makes them from every worker's
+    layer specs (`workers`, in rank order), each with `memory`, by the functions of the running version: 0.33
+    get_global_kv_cache_groups + get_kv_cache_configs (v1/core/kv_cache_planning.py), 0.11.1 - 0.32
+    get_kv_cache_configs (v1/core/kv_cache_utils.py), 0.10 get_kv_cache_config per worker, then
+    unify_kv_cache_configs (the smallest num_blocks)."""
     from vllm.config import set_current_vllm_config
     from vllm.v1.core import kv_cache_utils as kcu
 
@@ -709,7 +744,8 @@ def plan_kv_cache(vc, specs: dict, memory: int, tp: int):
         worker_like.vllm_config = vc
         with set_current_vllm_config(vc):
             supported = WorkerBase.get_supported_kv_cache_layouts(worker_like)
-            layout = resolve_kv_cache_layout(vc, [supported] * tp, list(specs.values()))
+            merged = {name: spec for one in workers for name, spec in one.items()}
+            layout = resolve_kv_cache_layout(vc, [supported] * len(workers), list(merged.values()))
             import inspect
 
             if len(inspect.signature(WorkerBase.set_kv_cache_layout).parameters) > 2:  # 0.33 takes the interleave
@@ -722,16 +758,16 @@ def plan_kv_cache(vc, specs: dict, memory: int, tp: int):
     try:
         from vllm.v1.core.kv_cache_planning import get_global_kv_cache_groups, get_kv_cache_configs
 
-        groups = get_global_kv_cache_groups(vc, [specs] * tp)
-        configs = get_kv_cache_configs(vc, [specs] * tp, [memory] * tp, groups)
+        groups = get_global_kv_cache_groups(vc, workers)
+        configs = get_kv_cache_configs(vc, workers, [memory] * len(workers), groups)
     except ImportError:
         if hasattr(kcu, "get_kv_cache_configs"):
-            configs = kcu.get_kv_cache_configs(vc, [specs] * tp, [memory] * tp)
+            configs = kcu.get_kv_cache_configs(vc, workers, [memory] * len(workers))
         else:
-            configs = [kcu.get_kv_cache_config(vc, specs, memory)]
+            configs = kcu.unify_kv_cache_configs([kcu.get_kv_cache_config(vc, one, memory) for one in workers])
     if hasattr(kcu, "generate_scheduler_kv_cache_config"):
-        return configs[0], kcu.generate_scheduler_kv_cache_config(configs)
-    return configs[0], configs[0]
+        return configs[0], configs, kcu.generate_scheduler_kv_cache_config(configs)
+    return configs[0], configs, configs[0]
 
 
 def kv_capacity(vc, sched, capture) -> tuple[float, int | None]:
@@ -776,7 +812,7 @@ def graph_check(vc, kv, max_num_seqs: int) -> None:
         comp.cudagraph_mode, comp.cudagraph_capture_sizes = saved[0], saved[1]
 
 
-def size_case(key, max_len, memory, vc, specs, base_log, capture) -> dict:
+def size_case(key, max_len, memory, vc, workers, base_log, capture) -> dict:
     import copy
     import math
 
@@ -792,7 +828,7 @@ def size_case(key, max_len, memory, vc, specs, base_log, capture) -> dict:
     vc.cache_config = copy.deepcopy(vc.cache_config)
     vc.model_config = copy.copy(vc.model_config)
     vc.cache_config.kv_cache_memory_bytes = memory
-    tp = key["tp"]
+    specs = {name: spec for one in workers for name, spec in one.items()}  # the whole model's layers
     cc, mc, sc = vc.cache_config, vc.model_config, vc.scheduler_config
     attn = [s for s in specs.values() if isinstance(s, AttentionSpec)]
     mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
@@ -824,13 +860,16 @@ def size_case(key, max_len, memory, vc, specs, base_log, capture) -> dict:
         "spec_types": dict(sorted(_count(type(s).__name__ for s in specs.values()).items())),
     }
     try:
-        kv, sched = plan_kv_cache(vc, specs, memory, tp)
+        kv, configs, sched = plan_kv_cache(vc, workers, memory)
         result["num_blocks"] = kv.num_blocks
         result["num_kv_cache_groups"] = len(kv.kv_cache_groups)
         result["groups"] = dict(sorted(_count(type(g.kv_cache_spec).__name__ if not hasattr(
             g.kv_cache_spec, "kv_cache_specs") else type(next(iter(g.kv_cache_spec.kv_cache_specs.values()))).__name__
             for g in sched.kv_cache_groups).items()))
         result["group_size"] = max((len(g.layer_names) for g in kv.kv_cache_groups), default=0)
+        if key.get("pp"):  # each PP stage's largest share of a KV-cache group (its pool's layers per block)
+            result["stage_group_sizes"] = [max((len(g.layer_names) for g in c.kv_cache_groups), default=0)
+                                           for c in configs[:: key["tp"]]]
         result["kv_cache_tensor_bytes"] = sum(t.size for t in kv.kv_cache_tensors)
         # the attention block the engine runs is its KV-cache group's, after unify_kv_cache_spec_page_size: in 0.18 -
         # 0.19 the worker's update_block_size_for_backend (platforms/interface.py) resets a hybrid's block_size to 16
@@ -891,7 +930,7 @@ def worker(args) -> None:
         cfg = load_config(key["config"])
         limit = length_limit(cfg)
         lengths = [4096, 32768, 131072, (limit * 2 if limit else None)]
-        if i % 3:  # the build keys beyond the TP rows take two lengths, chosen by key (covers all four)
+        if i % 3 and not key.get("pp"):  # the build keys beyond the TP and PP rows take two lengths, chosen by key
             h = int(hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest(), 16)
             lengths = [lengths[h % 4], lengths[(h // 4) % 4]] if h % 4 != (h // 4) % 4 else [lengths[h % 4]]
         cases += run_build(key, lengths, memories, capture)

@@ -18,6 +18,7 @@ import shlex
 from math import ceil, lcm
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -46,6 +47,7 @@ from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing.gpus import capability
+from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
@@ -72,6 +74,16 @@ SINCE = {
     # v1/core/kv_cache_planning.py). Its estimate_max_model_len searches the same sum.
     "one_request_first_group": "0.14.0",
     "one_request_every_group": "0.19.0",
+    # v1/core/kv_cache_utils.py get_kv_cache_configs, with pipeline parallelism: 0.11.1 merges the workers' layer specs
+    # and groups the whole model's layers (get_kv_cache_groups; the i-th group of a spec takes its layers
+    # i, i + groups, ...), each worker keeps every group with only its own layers and sizes its blocks by the
+    # largest such share; 0.10.2 (engine/core.py _initialize_kv_caches) grouped each worker's own layers
+    # (get_kv_cache_config per worker, then unify_kv_cache_configs)
+    "whole_model_groups": "0.11.1",
+    # v1/core/kv_cache_utils.py get_kv_cache_configs: 0.14.0 - 0.16 run the one-request check once, on the whole
+    # model's groups (their group size) against the smallest worker's memory; from 0.17.0 on each worker's share
+    # of the groups (_project_kv_cache_groups_to_worker: its largest share as the group size) and its own memory
+    "one_request_per_worker": "0.17.0",
     # v1/worker/gpu_model_runner.py (0.10 - 0.11.0), then layers/mamba/abstract.py get_kv_cache_spec (to 0.16):
     # NotImplementedError for Mamba layers with speculative decoding, Qwen3-Next apart
     "mamba_drafts": "0.17.0",
@@ -240,6 +252,10 @@ REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "
 # models/kimi_linear.py builds MLAModules without the indexer_rotary_emb its layers/mla.py requires (0.13.0 fixed it)
 BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
                 "TypeError: MLAModules.__init__() missing 1 required positional argument: 'indexer_rotary_emb'"}
+# ... and with pipeline parallelism: 0.11.1's models/qwen3_next.py Qwen3NextForCausalLM.set_moe_parameters raises
+# inside its loop over model.layers when the first is not a decoder layer, as on every PP rank but the first (a
+# PPMissingLayer); 0.12.0 moved the check after the loop (the 0.11.1 table's PP cases)
+BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers."}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -263,6 +279,12 @@ NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.17.0")}
 # no modelled release registers; ModelRegistry refuses them ("Model architectures [...] are not supported for now"),
 # with --trust-remote-code too (the Ring-linear checkpoints' auto_map names only their configuration class)
 UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
+# Hybrid architectures whose model class lacks the SupportsPP interface (models/mamba2.py, zamba2.py and
+# minimax_text_01.py, which registry.py maps the MiniMax names to; read at v0.13.0 and v0.33.0):
+# config/model.py ModelConfig.verify_with_parallel_config refuses them with pipeline parallelism (NotImplementedError),
+# called by VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
+NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
+               "MiniMaxM1ForCausalLM")
 
 
 class BlockRule(Struct, frozen=True):
@@ -324,9 +346,10 @@ class Setup(Struct, frozen=True):
 
 
 class StagePool(Struct, frozen=True):
-    """One stage's KV-cache groups before the workers agree on a block count: layers per cache spec (`buckets`),
-    groups per spec, layers per group, the padding layers, the bytes of one layer's block (`unit`) and the memory
-    for the blocks (None without a GPU)."""
+    """One stage's KV-cache groups before the workers agree on a block count: its layers per cache spec
+    (`buckets`), the groups per spec it keeps, its layers per group (`group`: its largest share of one group), the
+    padding layers, the bytes of one layer's block (`unit`), the memory for the blocks (None without a GPU), and
+    the group size and memory the one-request check counts (`check_group`, `check_available`)."""
 
     ctx: RankContext
     buckets: dict[str, int]
@@ -336,6 +359,8 @@ class StagePool(Struct, frozen=True):
     unit: int
     available: int | None
     log: list[str]
+    check_group: int = 0
+    check_available: int | None = None
 
     @property
     def block_bytes(self) -> int:
@@ -356,17 +381,30 @@ def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
     s = Settings(inputs.given, SETTINGS, "vLLM")
     setup = _setup(inputs, s)
-    contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
+    contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers), setup.dtypes)
     weights = s.weights(contexts)
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
         return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
-    pools = [_pool(ctx, weight, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
+    pools = _pools(contexts, weights, inputs, setup)
     # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
     num_blocks = min(p.num_blocks for p in pools) if all(p.available is not None for p in pools) else None
     stages = [_stage(pool, num_blocks, setup) for pool in pools]
     s.values["max_num_seqs"] = setup.max_num_seqs
     return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
+
+
+def pp_layout(layout: ParallelLayout, num_layers: int) -> ParallelLayout:
+    """The layout with vLLM's split of the layers over the PP stages where none is given (distributed/utils.py
+    get_pp_indices, unchanged from v0.10.2 to v0.33.0, without VLLM_PP_LAYER_PARTITION): num_layers // pp each, the
+    remainder one layer each to the stages before the last, the last but one first."""
+    if layout.pp_partition is not None or layout.pp > num_layers:
+        return layout  # a given split (VLLM_PP_LAYER_PARTITION), or more stages than layers (refused by the layout)
+    base, extra = divmod(num_layers, layout.pp)
+    partition = [base] * layout.pp
+    for i in range(2, extra + 2):
+        partition[-i] += 1
+    return replace(layout, pp_partition=tuple(partition))
 
 
 def serve_command(args: ServeArgs) -> str:
@@ -407,7 +445,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # length), CacheConfig's validation, the config hooks, then loading the model (a removed architecture through
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or refusal or _build_error(spec, version))
+               or refusal or _pp_error(spec, inputs.layout, version) or _build_error(spec, version, inputs.layout.pp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
@@ -525,6 +563,16 @@ def _config_error(spec, version: str) -> str | None:
     return None
 
 
+def _pp_error(spec, layout, version: str) -> str | None:
+    """config/model.py verify_with_parallel_config: pipeline parallelism for a natively served class without
+    SupportsPP (`NO_PP_ARCHS`; a removed architecture is the registry's or the Transformers backend's); None when it
+    is allowed."""
+    if layout.pp == 1 or spec.architecture not in NO_PP_ARCHS or _removed(spec, version):
+        return None
+    return ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement "
+            "the `SupportsPP` interface.")
+
+
 def _prefix_assert(arch: str, prefix: bool, version: str) -> str | None:
     """The assertion a model class that refuses prefix caching raises while it is built (`NO_PREFIX_ARCHS`), with
     prefix caching still on after the config hooks; None otherwise."""
@@ -547,12 +595,14 @@ def _removed_by_registry(spec, version: str) -> bool:
     return not at_least(version, TRANSFORMERS_FALLBACK_SINCE) or spec.architecture not in TRANSFORMERS_CLASS_ARCHS
 
 
-def _build_error(spec, version: str) -> str | None:
+def _build_error(spec, version: str, pp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
     (models/transformers/base.py refuses its first layer that is not attention), or a model class that does not
-    build at `version` (BROKEN_ARCHS); None for the others."""
+    build at `version` (BROKEN_ARCHS; with `pp` stages, BROKEN_PP_ARCHS too); None for the others."""
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
+    if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
+        return BROKEN_PP_ARCHS[spec.architecture, version]
     if not _removed(spec, version) or _removed_by_registry(spec, version):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
@@ -631,22 +681,87 @@ def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int,
     return batched, min(seqs, batched)
 
 
-def _pool(ctx: RankContext, weight: int, inputs: EngineInputs, setup: Setup) -> StagePool:
-    """One stage's KV-cache groups (padded to equal size, as vLLM logs) and the memory its blocks get."""
-    buckets = _buckets(ctx, inputs.spec, setup.drafts)
-    group = _group_size(buckets, setup.version)
+def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs, setup: Setup) -> list[StagePool]:
+    """Every stage's KV-cache groups and the memory its blocks get (`_plans`); the one-request check counts a
+    stage's share and its memory (since 0.17.0), the whole model's group size and the smallest worker's memory
+    (0.14.0 - 0.16)."""
+    own = [_buckets(ctx, inputs.spec, setup.drafts) for ctx in contexts]
+    logs = [list(setup.log) if ctx.stage == 0 else [] for ctx in contexts]
+    unit = setup.padded if setup.page else setup.rule.block * setup.attn_tok
+    available = [_available(weight, inputs, setup) for weight in weights]
+    whole_check = _since(setup.version, "one_request_first_group") and not _since(setup.version, "one_request_per_worker")
+    pools = []
+    for ctx, buckets, (groups, share, group, padding), memory, log in zip(
+            contexts, own, _plans(own, logs, setup.version), available, logs, strict=True):
+        check_group, check_memory = (group, min(available)) if whole_check and None not in available else (share, memory)
+        pools.append(StagePool(ctx, buckets, groups, share, padding, unit, memory, log, check_group, check_memory))
+    return pools
+
+
+def _plans(own: list[dict[str, int]], logs: list[list[str]], version: str) -> list[tuple[dict[str, int], int, int, int]]:
+    """Each stage's (groups per spec, its layers per group, the whole grouping's layers per group, padding layers)
+    from its layers per spec (`own`): since 0.11.1 the whole model's groups, the stage keeping its share of each
+    (its largest share sizes its blocks) and the padding logged once; in 0.10.2 the stage's own groups."""
+    if _since(version, "whole_model_groups"):
+        group, groups, shares = _grouping(own, version)
+        padding = _padding(_merged(own), group, logs[0])
+        # a stage without cache layers keeps no group: its worker's null block, as before (not read in the tables)
+        return [(groups if share else {}, share, group, padding) for share in shares]
+    plans = []
+    for buckets, log in zip(own, logs, strict=True):
+        group, groups, _ = _grouping([buckets], version)
+        plans.append((groups, group, group, _padding(buckets, group, log)))
+    return plans
+
+
+def _merged(stage_buckets: list[dict[str, int]]) -> dict[str, int]:
+    """The whole model's layers per cache spec (the workers' specs merged, the first stage's first)."""
+    total: dict[str, int] = {}
+    for buckets in stage_buckets:
+        for name, n in buckets.items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
+def _grouping(stage_buckets: list[dict[str, int]], version: str) -> tuple[int, dict[str, int], list[int]]:
+    """(layers per group, groups per spec, each stage's largest share of one group) of the layers of `stage_buckets`
+    grouped together (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: the i-th of a spec's groups takes
+    its layers i, i + groups, i + 2 x groups, ..., in the merged order, stage by stage)."""
+    total = _merged(stage_buckets)
+    group = _group_size(total, version)
+    groups = {name: cdiv(n, group) for name, n in total.items()}
+    shares, start = [], dict.fromkeys(total, 0)
+    for buckets in stage_buckets:
+        share = 0
+        for name, n in buckets.items():
+            first, step = start[name], groups[name]
+            share = max(share, *(_members(i, step, first, first + n) for i in range(step)))
+            start[name] += n
+        shares.append(share)
+    return group, groups, shares
+
+
+def _members(i: int, step: int, first: int, end: int) -> int:
+    """How many of the positions i, i + step, i + 2 x step, ... lie in [first, end)."""
+    return max(0, cdiv(end - i, step)) - max(0, cdiv(first - i, step))
+
+
+def _padding(buckets: dict[str, int], group: int, log: list[str]) -> int:
+    """The padding layers that fill each spec's last group to `group` layers, logged as vLLM logs them."""
     padding = {name: group - n % group for name, n in buckets.items() if n % group}
-    log = list(setup.log) if ctx.stage == 0 else []
     for name, missing in padding.items():
         log.append(f"Add {missing} padding layers, may waste at most {missing / buckets[name] * 100:.2f}% KV cache memory")
-    groups = {name: cdiv(n, group) for name, n in buckets.items()}
-    unit = setup.padded if setup.page else setup.rule.block * setup.attn_tok
-    available = None
+    return sum(padding.values())
+
+
+def _available(weight: int, inputs: EngineInputs, setup: Setup) -> int | None:
+    """The memory a worker's blocks get: --kv-cache-memory-bytes, else gpu_worker.py determine_available_memory
+    (None without a GPU)."""
     if setup.kv_memory is not None:
-        available = setup.kv_memory
-    elif inputs.gpu_bytes is not None:  # gpu_worker.py determine_available_memory
-        available = ceil(inputs.gpu_bytes * setup.utilization) - weight - setup.non_kv
-    return StagePool(ctx, buckets, groups, group, sum(padding.values()), unit, available, log)
+        return setup.kv_memory
+    if inputs.gpu_bytes is not None:
+        return ceil(inputs.gpu_bytes * setup.utilization) - weight - setup.non_kv
+    return None
 
 
 def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage:
@@ -938,7 +1053,7 @@ def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) 
     """kv_cache_planning.py check_enough_kv_cache_memory: one request at the max model length (`_one_request_bytes`)
     in the memory left beside the block pool's null block (since 0.29; before, in the whole available memory), else
     the longest model length that fits (estimate_max_model_len)."""
-    usable = pool.available - (pool.block_bytes if _since(version, "null_block_check") else 0)
+    usable = pool.check_available - (pool.block_bytes if _since(version, "null_block_check") else 0)
     if usable <= 0:
         return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
                 "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
@@ -970,7 +1085,7 @@ def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: s
         return pool.unit * rule.per_request(pool.buckets, tokens, pool.ctx)
     every = _since(version, "one_request_every_group")
     groups = pool.groups if every else {_first_group(pool.ctx): 1}
-    return pool.block_bytes * rule.per_request(groups, tokens, pool.ctx)
+    return pool.check_group * pool.unit * rule.per_request(groups, tokens, pool.ctx)
 
 
 def _first_group(ctx: RankContext) -> str:

@@ -388,6 +388,19 @@ def test_a_mamba2_config_without_intermediate_size_is_refused_from_0_5_20():
     assert "num_attention_heads" in error(declared, "0.5.19")
 
 
+def test_models_that_assert_one_stage_are_refused_with_pipeline_parallelism():
+    """models/qwen3_next.py (falcon_h1.py, lfm2.py, lfm2_moe.py) assert a single PP stage in __init__; Nemotron-H splits
+    its layers (make_pp_layers) and starts at PP 2."""
+    def error(stem, pp):
+        return stage(sglang.run(EngineInputs(config_spec(stem), ParallelLayout(pp=pp), *lookup("h200"), 8192,
+                                             {}))).startup_error
+
+    assert error("qwen3-next-80b-a3b", 2).startswith("AssertionError: Qwen3NextForCausalLM.__init__ asserts")
+    assert error("lfm2-1.2b", 2).startswith("AssertionError: Lfm2ForCausalLM")
+    assert error("lfm2-1.2b", 1) is None
+    assert error("nemotron-h-8b-base-8k", 2) is None
+
+
 @pytest.mark.parametrize("stem", ["plamo-2-1b", "ring-mini-linear-2.0"])
 def test_an_architecture_neither_sglang_nor_transformers_has_is_refused(stem):
     """model_loader/utils.py resolve_transformers_arch: no SGLang class, no transformers class, no auto_map.AutoModel."""

@@ -118,6 +118,10 @@ MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
 # "not compatible" unless the class declares attention-backend support; not modelled.)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
+# models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.14 to v0.5.23): each class's __init__ asserts
+# `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
+# (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
+NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
 # SGLang's class of these architectures comes with the release named, and its file: before it neither SGLang nor
 # transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.14-v0.5.18) loads the checkpoint's
 # remote model (auto_map.AutoModel) and refuses it or serves it through the Transformers backend, as that code declares;
@@ -309,7 +313,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
+        refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1]) or _pp_error(arch, inputs)
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS,
@@ -352,6 +356,15 @@ def architecture_error(spec, version: str) -> str | None:
         return None
     return (f"{spec.architecture} has no SGlang implementation and the Transformers implementation is not compatible "
             "with SGLang.")
+
+
+def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
+    """The assertion a model class without pipeline-parallel support fails while it is built (`NO_PP_ARCHS`) at more
+    than one stage; None otherwise."""
+    if inputs.layout.pp == 1 or arch not in NO_PP_ARCHS:
+        return None
+    return (f"AssertionError: {arch}.__init__ asserts pp_group.is_first_rank and pp_group.is_last_rank: SGLang does "
+            "not run this model with pipeline parallelism (--pp-size 1).")
 
 
 def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:

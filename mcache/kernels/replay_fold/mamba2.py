@@ -118,8 +118,7 @@ class Mamba2FoldPlan(FoldPlan):
         nbuf, hist = check_rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
         bn = max(16, next_pow2(N))
         form = form or mamba2_form(hist)
-        fma_config = MAMBA2_FMA_CONFIG.get(ssm.element_size(), MAMBA2_FMA_CONFIG[4])
-        bp, self.warps = config or (fma_config if form == "fma" else mamba2_config(P, bn))
+        bp, self.warps = config or (MAMBA2_FMA_CONFIG[ssm.element_size()] if form == "fma" else mamba2_config(P, bn))
         super().__init__(dev, S, nbuf, hist)
         self.window = state_window(self, conv, L, self.warps)
         self.empty = ssm.numel() == 0

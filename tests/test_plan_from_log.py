@@ -72,7 +72,7 @@ def test_candidates_on_another_gpu_keep_mcache_s_assumptions():
         return sorted(tuple(c[k] for k in key) for c in plan["candidates"] if c["gpu"] == gpu)
 
     assert rows(with_log, "h200") == rows(without, "h200")
-    assert rows(with_log, "rtx-5090") != rows(without, "rtx-5090")  # 3.8 GiB measured, not the 2 GiB assumed
+    assert rows(with_log, "rtx-5090") != rows(without, "rtx-5090")  # 4.32 GiB measured, not the 2 GiB assumed
 
 
 def test_the_weights_estimate_stands_in_when_the_log_measured_none():
@@ -202,3 +202,27 @@ def test_an_sglang_log_of_a_larger_gpu_is_one_line(tmp_path, capsys):
     line = one_line(["plan", QWEN36_35B, "--gpu", "l4", "--context", "8192", "--tp", "2", "--pp", "1", "--weights",
                      "10GiB", "--from-log", KTRANSFORMERS, "--log-gpu", "l4"], capsys)
     assert "free before loading its weights, more than the" in line
+
+
+def test_the_plan_weighs_the_model_as_the_log_s_quantization_names_it(tmp_path):
+    log = tmp_path / "modelopt_fp4.log"  # the method that names its format (the checkpoint is NVFP4)
+    log.write_text(Path(RUN1).read_text().replace("'quantization': 'modelopt'", "'quantization': 'modelopt_fp4'"))
+    plan = plan_json(QWEN36_35B, "--gpu", "rtx-5090", "--context", "131072", "--tp", "1", "--pp", "1", "--kv-dtype",
+                     "fp8", "--from-log", str(log), "--log-gpu", "rtx-5090")
+    assert "weights weighed as nvfp4: the log's quantization=modelopt_fp4 (line 4)" in plan["notes"]
+    from mcache.core.sizing.weights import weighed_as
+
+    report = size_report(weighed_as(load_spec(QWEN36_35B), "nvfp4"), Deployment(ParallelLayout(), ("rtx-5090", RTX5090),
+                                                                                 "vllm"), QWEN36_35B).data
+    weights = report["engine"]["settings"]["weights_bytes"]
+    # by hand, as above: the non-KV memory is the budget less the NVFP4 weights less the measured KV
+    assert plan["from_log"]["carried"]["value"] == ceil(RTX5090 * 0.92) - weights - round(5.98 * GIB)
+    given = plan_json(QWEN36_35B, "--gpu", "rtx-5090", "--context", "131072", "--tp", "1", "--pp", "1", "--kv-dtype",
+                      "fp8", "--weight-format", "fp8", "--from-log", str(log), "--log-gpu", "rtx-5090", "--weights",
+                      "19GiB")
+    assert "weights weighed as fp8: given with --weight-format" in given["notes"]
+
+
+def test_a_method_of_several_formats_is_said_not_weighed():
+    notes = vllm_plan(RUN1)["notes"]  # --weights given: the log's modelopt is not weighed
+    assert any("quantization=modelopt" in n and "--weights gives the weights one rank loads" in n for n in notes)

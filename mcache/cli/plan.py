@@ -77,6 +77,7 @@ def plan(
 
     from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
+    from mcache.core.explain import weighed_by_log
     from mcache.core.load import load_spec, resolve
     from mcache.core.options import SizeOptions
     from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep
@@ -121,6 +122,10 @@ def plan(
         )
         check_ranges({"context": axes.contexts, "tp": axes.tps, "pp": axes.pps, "draft": axes.drafts})
         goal = Goal(target_concurrency, max_tpot, rank_by)
+        if parsed is not None:
+            # weighed as `mcache explain` weighs the log's deployment: --weight-format, else its quantization's format
+            weight_format, weighed = weighed_by_log(parsed, model, replace(base, weight_format=weight_format))
+            notes += (weighed,) if weighed else ()
         model = weighed_as(model, weight_format)
         if parsed is not None:
             axes = _measured(axes, parsed, from_log, model, origin, log_gpu, log_tp, log_pp, engine_version)

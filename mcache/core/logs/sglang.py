@@ -9,7 +9,8 @@
   `Load weight end. … type=Arch, … avail mem=X GB, mem usage=Y GB.` (Y: the weights one rank loaded; X + Y: the
   free memory before they loaded).
 - Printed: `Mamba Cache is allocated. max_mamba_cache_size: S, conv_state size: XGB, ssm_state size: YGB`
-  (memory_pool.py; quoted by hand as `max_mamba_cache_size: S, conv_state XGB, ssm_state YGB, …`),
+  (memory_pool.py; quoted by hand as `max_mamba_cache_size: S, conv_state XGB, ssm_state YGB, …`; the first Qwen3-Next
+  builds, 0.5.2 and main in Sept. 2025, print no `max_mamba_cache_size: S, `),
   `KV Cache is allocated. [dtype: torch.D, ]#tokens: N, K size: X GB, V size: Y GB`, `max_total_num_tokens=N, …,
   max_running_requests=R, context_len=C, …` (scheduler.py), the cap line above. With a draft model the KV line
   comes twice per rank (target, then draft): the first of each rank is the target's."""
@@ -36,10 +37,10 @@ NAME = "sglang"
 _SIZE = r"(\d+(?:\.\d+)?) ?GB"
 
 PATTERNS = [
-    ("mamba", re.compile(r"max_mamba_cache_size: (\d+), conv_state(?: size:)? " + _SIZE + r", ssm_state(?: size:)? "
-                         + _SIZE),
-     lambda m: [("max_mamba_cache_size", int(m[1]), m[1]), ("conv_state_gb", float(m[2]), f"{m[2]} GB"),
-                ("ssm_state_gb", float(m[3]), f"{m[3]} GB")]),
+    ("mamba", re.compile(r"(?:max_mamba_cache_size: (\d+), |Mamba Cache is allocated\. )conv_state(?: size:)? " + _SIZE
+                         + r", ssm_state(?: size:)? " + _SIZE),
+     lambda m: ([("max_mamba_cache_size", int(m[1]), m[1])] if m[1] else [])
+     + [("conv_state_gb", float(m[2]), f"{m[2]} GB"), ("ssm_state_gb", float(m[3]), f"{m[3]} GB")]),
     ("intermediate", re.compile(r"intermediate_ssm_state_cache(?: size:)? " + _SIZE),
      lambda m: [("intermediate_ssm_state_gb", float(m[1]), f"{m[1]} GB")]),
     ("kv", re.compile(r"KV Cache is allocated\. (?:dtype: torch\.(\w+), )?#tokens: (\d+), K size: " + _SIZE

@@ -1,7 +1,8 @@
 """Engine profiles: the estimator's buffer declarations pooled, padded and counted the way vLLM, SGLang and
 TensorRT-LLM do it, so `mcache size --engine` gives the figures (and the log lines) that engine will.
 
-One module per engine (`vllm`, `sglang`, `trtllm`), each with `VERSIONS` (the releases it models, oldest first),
+One module per engine (`vllm`, `sglang`, `trtllm`), each with `VERSIONS` (the releases it models, oldest first;
+`UNMODELLED`, where it has one: change points between them whose rules are not modelled),
 `run(inputs) -> EngineRun`, `serve_command(args) -> str` (what starts that engine on a deployment) and what `mcache
 plan` reads of it (`plan_hooks`); `common` holds what they share, `versions` which modelled release answers for a
 version. Pure arithmetic on the declarations: no engine package is imported.
@@ -25,7 +26,7 @@ def run_engine(name: str, inputs, version: str | None = None):
     from mcache.core.engines.versions import resolve
 
     module = import_module(f"{__name__}.{name}")
-    resolved = resolve(TITLES[name], module.VERSIONS, version)
+    resolved = resolve(TITLES[name], module.VERSIONS, version, getattr(module, "UNMODELLED", ()))
     run = module.run(replace(inputs, version=resolved.modelled))
     run.version = resolved
     return run

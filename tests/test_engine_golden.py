@@ -9,23 +9,22 @@ fixture changed (compare.py's STALE_* causes: rerun those configs with `scripts/
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = sorted((ROOT / "tests" / "data" / "engine_golden").glob("vllm-*.json"))
 _spec = importlib.util.spec_from_file_location("oracle_compare", ROOT / "scripts" / "oracles" / "compare.py")
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
+TABLES = compare.golden.tables("vllm")
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda p: p.name)
 def test_every_case_matches_the_engine(table):
     configs = ROOT / "tests" / "data" / "hf_configs"
-    golden = json.loads(table.read_text())
+    golden = compare.golden.read(table)
     first_causes: Counter = Counter()
     for case in golden["cases"]:  # each table at the release that wrote it
         cause = next((c for *_, c in compare.compare_case(configs, case, golden["version"]) if c is not None), None)

@@ -1,7 +1,7 @@
 """Compare a golden table of an engine's own sizing (scripts/oracles/vllm.py) with mcache's profile of that engine.
 
     python scripts/oracles/compare.py \
-        tests/data/engine_golden/vllm-0.33.0.json --out scripts/oracles/vllm-0.33.0-vs-mcache.md
+        tests/data/engine_golden/vllm-0.33.0.json.gz --out scripts/oracles/vllm-0.33.0-vs-mcache.md
 
 For every case of the table, mcache's vLLM profile (`mcache.core.engines.run_engine('vllm', EngineInputs(...))`)
 runs on the spec imported from the same HF config with the same flags (TP, max_model_len, kv_cache_memory_bytes,
@@ -13,6 +13,7 @@ first tag of `causes` that applies to the case) with a few examples showing both
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+_golden_spec = importlib.util.spec_from_file_location("oracle_golden", Path(__file__).with_name("golden.py"))
+golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (this folder is off sys.path)
+_golden_spec.loader.exec_module(golden)
 
 from mcache.core.engines import run_engine  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
@@ -262,7 +266,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args()
-    table = json.loads(args.table.read_text())
+    table = golden.read(args.table)
     cases = table["cases"]
     matches: Counter = Counter()
     compared: Counter = Counter()

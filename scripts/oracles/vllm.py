@@ -1,5 +1,5 @@
 """Golden tables from vLLM's own code (issue 28): run vLLM's real config, layer and KV-cache sizing code on
-every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm-X.Y.Z.json.
+every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm-X.Y.Z.json.gz (golden.py).
 
     python scripts/oracles/vllm.py --version 0.33.0            # makes /tmp/oracle-venvs/vllm-0.33.0, then runs
     python scripts/oracles/vllm.py --version 0.33.0 --limit 20 # a quick partial table
@@ -46,9 +46,11 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 _remote_spec = importlib.util.spec_from_file_location("oracle_remote_code", Path(__file__).with_name("remote_code.py"))
 REMOTE = importlib.util.module_from_spec(_remote_spec)
 _remote_spec.loader.exec_module(REMOTE)
+_golden_spec = importlib.util.spec_from_file_location("oracle_golden", Path(__file__).with_name("golden.py"))
+golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (this folder is off sys.path)
+_golden_spec.loader.exec_module(golden)
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
-OUT_DIR = ROOT / "tests" / "data" / "engine_golden"
 GIB = 1 << 30
 MIB = 1 << 20
 H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
@@ -940,16 +942,16 @@ def worker(args) -> None:
 
 
 def write_table(args, cases, torch_version, transformers_version, vllm_version):
-    out = Path(args.out or OUT_DIR / f"vllm-{vllm_version}.json")
+    out = Path(args.out) if args.out else golden.path("vllm", vllm_version)
     if args.merge and out.exists():  # keep the other configs' cases of the existing table
         redone = {c["config"] for c in cases}
-        cases = [c for c in json.loads(out.read_text())["cases"] if c["config"] not in redone] + cases
+        cases = [c for c in golden.read(out)["cases"] if c["config"] not in redone] + cases
     table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
              "torch": torch_version, "transformers": transformers_version, "mocks": MOCKS,
              "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
              "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(table, sort_keys=True, indent=1, default=str) + "\n")
+    golden.write(out, table, default=str)
 
 
 def main() -> None:

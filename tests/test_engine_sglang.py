@@ -246,8 +246,8 @@ def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(
     # KimiK3VisionConfig (configs/kimi_k3.py) aliases vt_num_hidden_layers 27 and vt_hidden_size 1024: 0.95 x 0.9875.
     # The golden tables: 0.903 x 0.924765625 = 0.835063359375 for every Qwen3.5/3.6 config on an H200 (0.5.20-0.5.23)
     assert h200_fraction(config_spec(QWEN35, vision=None), version) == 0.903
-    # (0.5.14-0.5.15 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables' 0.83876...)
-    qwen_base = 0.907 if version in ("0.5.14", "0.5.15") else 0.903
+    # (0.5.13-0.5.15 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables' 0.83876...)
+    qwen_base = 0.907 if version in ("0.5.13", "0.5.14", "0.5.15") else 0.903
     assert h200_fraction(config_spec(QWEN35), version) == qwen_base * (0.95 * 0.9734375)
     inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), "H200", lookup("h200")[1])
     assert run_engine("sglang", inputs, version).sources["mem_fraction_static"].startswith(
@@ -476,5 +476,5 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 
 
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
-    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.13"], capsys)
-    assert "SGLang 0.5.14 or later" in err and "got 0.5.13" in err
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.12"], capsys)
+    assert "SGLang 0.5.13 or later" in err and "got 0.5.12" in err

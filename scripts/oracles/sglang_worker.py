@@ -263,7 +263,8 @@ def run_case(case):
         _remote_config(case["model_dir"])
         sa, cfg = _resolve(ServerArgs, case)
         result["mem_fraction_static"] = cfg.mem_fraction_static
-        result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
+        result["resolved_flags"] = {k: _plain(getattr(cfg, k, getattr(cfg, OLD_NAMES.get(k, k), None)))
+                                    for k in RESOLVED}
         _publish(sa)
         result.update((_size if SIZER.endswith("kv_cache_configurator") else _size_runner)(sa, cfg, inputs, result))
         error = None
@@ -287,10 +288,11 @@ def run_case(case):
 def _resolve(server_args_class, case):
     """(ServerArgs, the resolved view read from it): 0.5.19 on resolve in `resolve_once`, read through
     `resolving_view`; 0.5.16-0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
-    of its arguments), whose last step materializes the resolutions into the fields themselves, read directly."""
+    of its arguments), whose last step materializes the resolutions into the fields themselves, read directly (0.5.13
+    too, its flags under the release's own names: `_release_flags`)."""
     if not hasattr(server_args_class, "resolve_once"):
         sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, served_model_name=case["config"],
-                               **case["flags"])
+                               **_release_flags(server_args_class, case["flags"]))
         return sa, sa
     from sglang.srt.arg_groups.overrides import resolving_view
 
@@ -300,13 +302,28 @@ def _resolve(server_args_class, case):
     return sa, resolving_view(sa)
 
 
-def _publish(sa):
-    """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, 0.5.14's
-    module-level global (server_args.py set_global_server_args_for_scheduler) before."""
-    from sglang.srt import server_args
-    from sglang.srt.runtime_context import get_context
+# Flags whose name differs before a release (field of the case -> the older releases' ServerArgs field): 0.5.13 names the
+# radix-cache strategy mamba_scheduler_strategy (server_args.py; 0.5.14 renamed it)
+OLD_NAMES = {"mamba_radix_cache_strategy": "mamba_scheduler_strategy"}
 
-    if hasattr(get_context(), "set_server_args"):
+
+def _release_flags(server_args_class, flags):
+    """The case's flags under the names the release's ServerArgs has (`OLD_NAMES`: a field it lacks, by its older
+    name; the value is passed as it is)."""
+    fields = {f.name for f in dataclasses.fields(server_args_class)}
+    return {OLD_NAMES[k] if k not in fields and OLD_NAMES.get(k) in fields else k: v for k, v in flags.items()}
+
+
+def _publish(sa):
+    """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, the
+    module-level global (server_args.py set_global_server_args_for_scheduler) before (0.5.13 has no runtime_context)."""
+    from sglang.srt import server_args
+
+    try:
+        from sglang.srt.runtime_context import get_context
+    except ImportError:
+        get_context = None
+    if get_context is not None and hasattr(get_context(), "set_server_args"):
         get_context().set_server_args(sa)
     else:
         server_args.set_global_server_args_for_scheduler(sa)
@@ -469,14 +486,18 @@ def _size_runner(sa, cfg, inputs, result):
     from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
     from sglang.srt.model_executor.model_runner import ModelRunner
     from sglang.srt.model_loader.utils import get_model_architecture
-    from sglang.srt.runtime_context import get_parallel
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     model_config = _model_config(sa)
     out = {"context_length": model_config.context_len}
     out["resolved_architecture"] = get_model_architecture(model_config)[1]
     world = types.SimpleNamespace(cpu_group=None, world_size=1)
-    _hand_set_widths(get_parallel(), cfg.tp_size, world)
+    try:  # 0.5.14-0.5.15: the parallel context; 0.5.13 has none, its sizing reads parallel_state's groups alone
+        from sglang.srt.runtime_context import get_parallel
+    except ImportError:
+        get_parallel = None
+    if get_parallel is not None:
+        _hand_set_widths(get_parallel(), cfg.tp_size, world)
     parallel_state._ATTN_TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]

@@ -48,8 +48,8 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.13 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.12 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -68,6 +68,16 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens", "pre_model_load_memory_bytes")
 STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
+# server_args.py: v0.5.14 names the radix-cache strategy mamba_radix_cache_strategy (--mamba-radix-cache-strategy);
+# v0.5.13 names the same setting mamba_scheduler_strategy (--mamba-scheduler-strategy), resolves `auto` to no_buffer for
+# every model (_handle_missing_default_values) and validates it otherwise (_handle_mamba_radix_cache: `_scheduler_strategy`)
+STRATEGY_RENAMED = "0.5.14"
+OLD_STRATEGY_SETTING = "mamba_scheduler_strategy"
+# server_args.py _handle_model_specific_adjustments at v0.5.13: Kimi-Linear's branch passes support_mamba_cache=False
+# (the radix cache is turned off, "Disabling Radix Cache for KimiLinearForCausalLM as it is not yet supported."), and
+# JetNemotron's the default support_mamba_cache_extra_buffer=True (v0.5.14's _support_mamba_cache_extra_buffer lists it not)
+RADIX_OFF_TO_0_5_13 = ("KimiLinearForCausalLM",)
+EXTRA_BUFFER_TO_0_5_13 = ("JetNemotronForCausalLM",)
 KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4m3": "float8_e4m3fn",
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
@@ -154,6 +164,15 @@ DUMMY_SLOT_FROM = "0.5.17"
 # from v0.5.17 (v0.5.16's, and the model runner's before, cap silently)
 CAPPED_WARNING_FROM = "0.5.17"
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
+# server_args.py _handle_gpu_memory_settings at v0.5.13 reserves, past the 10 GiB floor, 4 GiB more for an EAGLE-family
+# draft model and its CUDA graphs (6 GiB for STANDALONE, none for NGRAM: algorithms mcache's drafts are not); v0.5.14's
+# reserves nothing for drafts
+DRAFT_RESERVE_MB, DRAFT_RESERVE_UNTIL = 4096, "0.5.14"
+# kv_cache_configurator.py resolve_max_num_reqs caps a given --max-running-requests at half the tokens from v0.5.14
+# (model_runner_kv_cache_mixin.py _resolve_max_num_reqs); v0.5.13's caps it at the default's estimate,
+# clamp(tokens / context x 512, 2048, 4096), and not at the tokens; v0.5.14 also refuses, first, weights that leave no
+# static memory (_profile_available_bytes, `_no_kv_memory`): v0.5.13 sizes on, and refuses the pool that results
+REQUESTS_CAP_FROM = "0.5.14"
 # server_args.py _disable_breakable_cudagraph_if_incompatible before v0.5.18 turns the prefill CUDA graphs off for an
 # MLA backend (v0.5.17: unless DeepSeek sparse attention, which no hybrid mcache imports has) and, at v0.5.17, for
 # NemotronH (configs/model_config.py is_nemotron_h); v0.5.18's rules name neither, so both capture them from then on
@@ -296,7 +315,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
     graphs = _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs)
-    mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs) if gpu_mb else None
+    mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
@@ -375,7 +394,7 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     if _mm_reserved(inputs):
         rest -= VLM_CACHE_MB * MB  # mm_runtime_reservation_gb, before the state pool
     error, slots, rest = _state_pool(rest, per_slot, setup)
-    if error is None and rest <= 0:
+    if error is None and rest <= 0 and _since(inputs, REQUESTS_CAP_FROM):
         error = _no_kv_memory(setup, weight)
     if error is not None:
         return StatePool(error, slots)
@@ -407,12 +426,14 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                    f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
                    f"{ctx_layers(ctx) * (slots + 1) * ssm / GIB:.2f}GB ")
     if error is None and tokens <= 0:
-        error = f"Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={mfs}"
+        # model_executor/pool_configurator.py MemoryPoolConfig.__post_init__ (v0.5.13 to v0.5.23) adds "Current value:
+        # mem_fraction_static=..." only to a config given one, and calculate_pool_sizes gives none
+        error = "Not enough memory. Please try to increase --mem-fraction-static."
     requests, binding = 0, "start-up"
     if error is None:
         if cell:
             log.append(_kv_log(ctx, setup, tokens))
-        requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
+        requests, binding, warning = _max_requests(tokens, slots, per_slot, setup, inputs)
         if warning and _since(inputs, CAPPED_WARNING_FROM):
             log.append(warning)
         if requests <= 0:
@@ -518,6 +539,8 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     radix = arch in RADIX_ARCHS and (arch not in RADIX_SINCE or _since(inputs, RADIX_SINCE[arch]))
     extra = radix and arch in EXTRA_BUFFER_ARCHS and (arch not in EXTRA_BUFFER_SINCE or
                                                       _since(inputs, EXTRA_BUFFER_SINCE[arch]))
+    if not _since(inputs, STRATEGY_RENAMED):
+        return _scheduler_strategy(s, arch, strategy, radix, extra or arch in EXTRA_BUFFER_TO_0_5_13, drafts)
     if not radix and strategy.startswith("extra_buffer"):
         if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
             return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
@@ -544,6 +567,42 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
         # server_args.py _validate_mamba_extra_buffer to v0.5.16 refuses the lazy buffer with drafts (v0.5.17 drops it)
         return strategy, 4, "extra_buffer_lazy unsupported with spec." if drafts and not _since(inputs, "0.5.17") else None
     return strategy, 4 if no_overlap else 5, None
+
+
+def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool,
+                        drafts: int) -> tuple[str, int, str | None]:
+    """v0.5.13's strategy (server_args.py at v0.5.13: `--mamba-scheduler-strategy`): `auto` is no_buffer for every model
+    (_handle_missing_default_values); _handle_mamba_radix_cache, called by the architecture branches of the radix-cache
+    architectures, turns Kimi-Linear's radix cache off (`RADIX_OFF_TO_0_5_13`), refuses an extra buffer the architecture
+    lacks, or with --disable-radix-cache, or lazy with drafts; and no_buffer with the radix cache turns the overlap
+    scheduler off (no refusal) without drafts, and is refused with them. The slots per request are v0.5.14's
+    (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through `_unchecked_extra_buffer`."""
+    no_radix, no_overlap = s.values["disable_radix_cache"], s.values["disable_overlap_schedule"]
+    if strategy == "auto":
+        strategy = s.values["mamba_radix_cache_strategy"] = "no_buffer"
+    if arch in RADIX_OFF_TO_0_5_13:
+        s.values["disable_radix_cache"] = True
+        return "none (no radix cache)", 1, None
+    if strategy.startswith("extra_buffer"):
+        if radix and not extra:
+            return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
+        if radix and no_radix:
+            return strategy, 1, ("mamba extra_buffer is not compatible with --disable-radix-cache. Overlap scheduling "
+                                 "is already supported with no_buffer + disable_radix_cache. Please use "
+                                 "--mamba-scheduler-strategy no_buffer instead.")
+        if radix and drafts and strategy == "extra_buffer_lazy":
+            return strategy, 4, ("extra_buffer_lazy is not yet supported with speculative decoding. Use "
+                                 "--mamba-scheduler-strategy extra_buffer instead.")
+        return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
+    if no_radix:
+        return "none (no radix cache)", 1, None
+    if radix and drafts:
+        return strategy, 3, (f"Speculative decoding for {arch} is not compatible with radix cache when using "
+                             "--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
+                             "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.")
+    if radix:
+        s.values["disable_overlap_schedule"] = True
+    return strategy, 3, None
 
 
 def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> tuple[str, int, str | None]:
@@ -601,14 +660,20 @@ def _no_kv_memory(setup: Setup, weight: int) -> str:
             f"{minimum:.4f}). If using speculative decoding, draft weights are now counted.")
 
 
-def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple[int, str, str | None]:
+def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup,
+                  inputs: EngineInputs) -> tuple[int, str, str | None]:
     """kv_cache_configurator.py resolve_max_num_reqs: the user's value or clamp(tokens / context * 512, 2048, 4096),
-    at most half the tokens, and at most the state slots / ratio; with what binds and the warning SGLang logs."""
+    at most half the tokens (the user's, before v0.5.14, at most that estimate instead: `REQUESTS_CAP_FROM`), and at
+    most the state slots / ratio; with what binds and the warning SGLang logs."""
     user, ratio = setup.user_requests, setup.ratio
     estimated = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
-    requests, binding = (min(user, tokens // 2), "max_running_requests") if user else (min(estimated, tokens // 2),
-                                                                                       "default max_running_requests")
-    if requests == tokens // 2 and requests < (user or estimated):
+    if user and not _since(inputs, REQUESTS_CAP_FROM):
+        requests, binding = min(user, estimated), "max_running_requests" if user <= estimated else "estimated requests"
+    elif user:
+        requests, binding = min(user, tokens // 2), "max_running_requests"
+    else:
+        requests, binding = min(estimated, tokens // 2), "default max_running_requests"
+    if binding != "estimated requests" and requests == tokens // 2 and requests < (user or estimated):
         binding = "KV tokens"
     warning = None
     if per_slot and slots // ratio < requests:
@@ -673,16 +738,19 @@ def _decode_graph_max_bs(gpu_mb: int, inputs: EngineInputs, user_requests: int |
 
 
 def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests: int | None,
-                  prefill_graphs_mb: int) -> float:
+                  prefill_graphs_mb: int, drafts: int = 0) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
-    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.14 to v0.5.23; before v0.5.19 in
-    server_args.py _handle_gpu_memory_settings)."""
+    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.13 to v0.5.23; before v0.5.19 in
+    server_args.py _handle_gpu_memory_settings); before v0.5.14 the draft model's reserve past the floor
+    (`DRAFT_RESERVE_MB`)."""
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    if drafts and not _since(inputs, DRAFT_RESERVE_UNTIL):
+        reserved += DRAFT_RESERVE_MB
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 

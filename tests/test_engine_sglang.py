@@ -9,6 +9,7 @@ from msgspec.structs import replace
 
 from mcache.core.engines import run_engine, sglang
 from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, whole_model
+from mcache.core.engines.options import option_for
 from mcache.core.engines.sglang import (
     VERSIONS,
     _chunked_prefill,
@@ -18,6 +19,7 @@ from mcache.core.engines.sglang import (
     serve_command,
 )
 from mcache.core.engines.versions import at_least
+from mcache.core.logs import read_log
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -478,3 +480,76 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.12"], capsys)
     assert "SGLang 0.5.13 or later" in err and "got 0.5.12" in err
+
+
+def test_0_5_13_reserves_4_gib_for_a_draft_past_the_10_gib_floor():
+    # server_args.py _handle_gpu_memory_settings at v0.5.13: an H200 at --chunked-prefill-size 2048 reserves 512 + 2048
+    # x 1.5 + 1 x 1 / 8 x 1024 + 256 x 2 = 4,224 MiB, lifted to the 10,240 MiB floor; an EAGLE draft adds 4,096 after
+    # it: (143,771 - 14,336) / 143,771 = 0.900 (before the floor it would vanish in it: 0.929). v0.5.14 adds nothing
+    assert _mem_fraction(143_771, 2048, at("0.5.13"), None, 0, drafts=4) == 0.900
+    assert _mem_fraction(143_771, 2048, at("0.5.14"), None, 0, drafts=4) == _mem_fraction(
+        143_771, 2048, at("0.5.13"), None, 0) == 0.929
+    # the H200's own chunk (8192): 512 + 12,288 + 128 + 512 = 13,440 MiB, + 4,096 = 17,536: 0.878 (0.907 without)
+    assert _mem_fraction(143_771, 8192, at("0.5.13"), None, 0, drafts=4) == 0.878
+    assert _mem_fraction(143_771, 8192, at("0.5.13"), None, 0) == 0.907
+
+
+@pytest.mark.parametrize(("given", "old", "new"), [(2000, 2000, 1500), (3000, 2048, 1500)])
+def test_0_5_13_caps_a_given_max_running_requests_at_the_estimate_not_at_half_the_tokens(given, old, new):
+    # model_runner_kv_cache_mixin.py _resolve_max_num_reqs at v0.5.13: min(given, clamp(int(tokens / context x 512),
+    # 2048, 4096)); v0.5.14's: min(given, tokens // 2). 3,000 tokens (--max-total-tokens) at Falcon-H1's 16,384:
+    # int(93.75) clamped up to 2048, half the tokens 1500; without the radix cache the state pool holds the requests
+    # given, a slot each, so no state cap
+    inputs = EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout(), *lookup("h200"), None,
+                          {"max_total_tokens": 3000, "disable_radix_cache": True, "max_running_requests": given,
+                           "weights_bytes": 2 * GIB})
+    logged = [stage(run_engine("sglang", inputs, v)).fields["max_running_requests_logged"] for v in ("0.5.13", "0.5.14")]
+    assert logged == [old, new]
+
+
+def test_0_5_13_names_the_strategy_mamba_scheduler_strategy_and_resolves_auto_to_no_buffer():
+    # server_args.py at v0.5.13: --mamba-scheduler-strategy (0.5.14: --mamba-radix-cache-strategy); auto is no_buffer
+    # for every model (_handle_missing_default_values), and _handle_mamba_radix_cache turns the overlap scheduler off
+    # for no_buffer with the radix cache (3 slots a request), where 0.5.14 resolves auto to extra_buffer (5)
+    inputs = EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB})
+    old, new = run_engine("sglang", inputs, "0.5.13"), run_engine("sglang", inputs, "0.5.14")
+    assert (old.settings["mamba_scheduler_strategy"], old.settings["disable_overlap_schedule"]) == ("no_buffer", True)
+    assert "mamba_radix_cache_strategy" not in old.settings and "mamba_scheduler_strategy" not in new.settings
+    assert (stage(old).fields["mamba_scheduler_strategy"], stage(old).fields["state_slots_per_request"]) == ("no_buffer", 3)
+    assert (stage(new).fields["mamba_radix_cache_strategy"], stage(new).fields["state_slots_per_request"]) == (
+        "extra_buffer", 5)
+    # a 0.5.13 boot log's setting is read under its name and fed to mcache's option
+    log = read_log("server_args=ServerArgs(model_path='m', mamba_scheduler_strategy='extra_buffer', tp_size=1)")
+    assert log.settings["mamba_scheduler_strategy"] == "extra_buffer"
+    assert option_for("sglang", "mamba_scheduler_strategy") == "mamba_radix_cache_strategy"
+
+
+@pytest.mark.parametrize(("stem", "given", "refusal"), [
+    ("qwen3-next-80b-a3b", {"speculative_num_steps": 3},
+     "Speculative decoding for Qwen3NextForCausalLM is not compatible with radix cache when using "
+     "--mamba-scheduler-strategy no_buffer.To use radix cache"),
+    ("qwen3-next-80b-a3b", {"mamba_radix_cache_strategy": "extra_buffer", "disable_radix_cache": True},
+     "mamba extra_buffer is not compatible with --disable-radix-cache."),
+    ("qwen3-next-80b-a3b", {"mamba_radix_cache_strategy": "extra_buffer_lazy", "speculative_num_steps": 3},
+     "extra_buffer_lazy is not yet supported with speculative decoding."),
+    ("lfm2-1.2b", {"mamba_radix_cache_strategy": "extra_buffer"},
+     "mamba extra_buffer is not supported for Lfm2ForCausalLM model"),
+])
+def test_0_5_13_refuses_the_strategies_its_radix_cache_cannot_run(stem, given, refusal):
+    # server_args.py _handle_mamba_radix_cache at v0.5.13 (0.5.14 runs each: no_buffer is not auto's pick with drafts,
+    # the radix-cache check returns first without the radix cache, lazy with drafts is its own message)
+    inputs = EngineInputs(config_spec(stem), ParallelLayout(), *lookup("h200"), None, {"weights_bytes": 30 * GIB, **given})
+    assert stage(run_engine("sglang", inputs, "0.5.13")).startup_error.startswith(refusal)
+
+
+def test_0_5_13_turns_kimi_linears_radix_cache_off():
+    # server_args.py _handle_model_specific_adjustments at v0.5.13: KimiLinearForCausalLM's branch passes
+    # support_mamba_cache=False, so the radix cache is off whatever the strategy: 1 slot a request, and with drafts
+    # the state pool holds the 48 requests the speculative hook sets (0.5.14: the radix cache on, 3 slots)
+    inputs = EngineInputs(config_spec("kimi-linear-48b-a3b-instruct"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, "speculative_num_steps": 3})
+    old, new = run_engine("sglang", inputs, "0.5.13"), run_engine("sglang", inputs, "0.5.14")
+    assert old.settings["disable_radix_cache"] is True and stage(old).fields["state_slots_per_request"] == 1
+    assert stage(old).fields["max_mamba_cache_size"] == 48
+    assert new.settings["disable_radix_cache"] is False and stage(new).fields["state_slots_per_request"] == 3

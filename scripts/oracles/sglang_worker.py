@@ -74,7 +74,7 @@ MOCKS = [
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
-    "order: ServerArgs.resolve_once (0.5.16-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
+    "order: ServerArgs.resolve_once (0.5.13-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
     "configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
@@ -85,13 +85,18 @@ MOCKS = [
     "model, which read every checkpoint's KV cache as the model dtype.)",
     "torch.library.register_fake (before 0.5.15): a no-op decorator; layers/moe/topk.py registers torch.compile fake "
     "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
-    "0.5.14-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
+    "0.5.13-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
     "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
     "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
     "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
-    "not built (no pool bytes, no allocation log lines).",
+    "not built (no pool bytes, no allocation log lines). 0.5.13 has no runtime_context (no parallel context to set, "
+    "and the server args are published through server_args.set_global_server_args_for_scheduler, as at 0.5.14); its "
+    "sizing reads the widths from those parallel_state groups alone.",
+    "0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; 0.5.14 "
+    "renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read back "
+    "from it into resolved_flags; not a stand-in, the release's own setting.",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),

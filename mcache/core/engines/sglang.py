@@ -72,7 +72,10 @@ STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 # v0.5.13 names the same setting mamba_scheduler_strategy (--mamba-scheduler-strategy), resolves `auto` to no_buffer for
 # every model (_handle_missing_default_values) and validates it otherwise (_handle_mamba_radix_cache: `_scheduler_strategy`)
 STRATEGY_RENAMED = "0.5.14"
-OLD_STRATEGY_SETTING = "mamba_scheduler_strategy"
+# SGLang settings an older release names otherwise -> the setting of this module (SETTINGS) they are: what a boot log of
+# that release prints is read under its own name (core/logs/sglang.py), and `engines/options.py option_for` finds the
+# mcache option for it; a run at that release reports the setting under the release's name (`_named`)
+RENAMED = {"mamba_scheduler_strategy": "mamba_radix_cache_strategy"}
 # server_args.py _handle_model_specific_adjustments at v0.5.13: Kimi-Linear's branch passes support_mamba_cache=False
 # (the radix cache is turned off, "Disabling Radix Cache for KimiLinearForCausalLM as it is not yet supported."), and
 # JetNemotron's the default support_mamba_cache_extra_buffer=True (v0.5.14's _support_mamba_cache_extra_buffer lists it not)
@@ -272,7 +275,8 @@ def run(inputs: EngineInputs) -> EngineRun:
                        "has no `vision` block, so neither is applied (`mcache import-hf` writes it).")
     if setup.refusal is not None:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
-        return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
+        return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
+                         setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
     # (pp_layer_scale; the whole model's before v0.5.17, DUMMY_SLOT_FROM), and the stages agree on the smallest token
     # pool (_apply_token_constraints, an all-reduce MIN)
@@ -281,7 +285,17 @@ def run(inputs: EngineInputs) -> EngineRun:
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
     stages = [_stage(ctx, inputs, setup, pool, shared_tokens, per_slot) for ctx, pool in zip(contexts, pools, strict=True)]
-    return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
+    return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
+                     setup.dtypes, stages, caveats)
+
+
+def _named(settings: dict, inputs: EngineInputs) -> dict:
+    """`settings` (the run's settings, their sources, a stage's fields) under the names of the run's release: a
+    setting that release names otherwise (`RENAMED`: before `STRATEGY_RENAMED`, the strategy) under its name there."""
+    if _since(inputs, STRATEGY_RENAMED):
+        return settings
+    old = {new: old for old, new in RENAMED.items()}
+    return {old.get(name, name): value for name, value in settings.items()}
 
 
 def serve_command(args: ServeArgs) -> str:
@@ -411,7 +425,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     cell = _cell(ctx, inputs.spec, setup)
     mfs, error, slots = setup.mfs, pool.error, pool.slots
     fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": setup.ratio,
-              "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": mfs,
+              **_named({"mamba_radix_cache_strategy": setup.strategy}, inputs), "mem_fraction_static": mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     if mfs is None or (error is None and pool.tokens is None):
         return EngineStage(ctx.stage, None, None, [], None, fields)
@@ -459,7 +473,7 @@ def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -
     """A stage of a run SGLang refuses before it sizes any pool."""
     fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup)[0], "state_slots_per_request": setup.ratio,
               "cell_size_bytes": _cell(ctx, inputs.spec, setup),
-              "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": setup.mfs,
+              **_named({"mamba_radix_cache_strategy": setup.strategy}, inputs), "mem_fraction_static": setup.mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     return EngineStage(ctx.stage, 0, error, [error], "start-up", fields)
 

@@ -248,8 +248,9 @@ def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(
     # KimiK3VisionConfig (configs/kimi_k3.py) aliases vt_num_hidden_layers 27 and vt_hidden_size 1024: 0.95 x 0.9875.
     # The golden tables: 0.903 x 0.924765625 = 0.835063359375 for every Qwen3.5/3.6 config on an H200 (0.5.20-0.5.23)
     assert h200_fraction(config_spec(QWEN35, vision=None), version) == 0.903
-    # (0.5.13-0.5.15 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables' 0.83876...)
-    qwen_base = 0.907 if version in ("0.5.13", "0.5.14", "0.5.15") else 0.903
+    # (releases before 0.5.16 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables'
+    # 0.83876...)
+    qwen_base = 0.907 if not at_least(version, "0.5.16") else 0.903
     assert h200_fraction(config_spec(QWEN35), version) == qwen_base * (0.95 * 0.9734375)
     inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), "H200", lookup("h200")[1])
     assert run_engine("sglang", inputs, version).sources["mem_fraction_static"].startswith(
@@ -478,8 +479,8 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 
 
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
-    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.12"], capsys)
-    assert "SGLang 0.5.13 or later" in err and "got 0.5.12" in err
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.11"], capsys)
+    assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.11" in err
 
 
 def test_0_5_13_reserves_4_gib_for_a_draft_past_the_10_gib_floor():
@@ -553,3 +554,59 @@ def test_0_5_13_turns_kimi_linears_radix_cache_off():
     assert old.settings["disable_radix_cache"] is True and stage(old).fields["state_slots_per_request"] == 1
     assert stage(old).fields["max_mamba_cache_size"] == 48
     assert new.settings["disable_radix_cache"] is False and stage(new).fields["state_slots_per_request"] == 3
+
+
+def test_0_5_12_takes_every_requests_draft_states_off_the_rest_before_the_slots():
+    # model_runner_kv_cache_mixin.py handle_max_mamba_cache at v0.5.12: 48 requests (the speculative hook's) x 4 draft
+    # tokens x 153,944,064 B = 29,557,260,288 B off the 60 GiB first; the slots are then (rest x 0.9 / 1.9) // per =
+    # 107, the tokens (64,424,509,440 - 29,557,260,288 - 107 x per) // 65,536 = 280,689. v0.5.13 solves jointly:
+    # (60 GiB x 0.9 / 1.9) // (per x (1 + 4 / 5)) = 110 slots, draft states for min(48, 110 // 5) = 22 requests:
+    # (64,424,509,440 - 22 x 4 x per - 110 x per) // 65,536 = 517,938
+    inputs = EngineInputs(config_spec(QWEN35, vision=None), ParallelLayout(), *lookup("h200"), None,
+                          {**memory(60, 0.9, 139), "speculative_num_steps": 3, "mamba_radix_cache_strategy": "extra_buffer"})
+    figures = [(st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"])
+               for st in (stage(run_engine("sglang", inputs, v)) for v in ("0.5.12", "0.5.13"))]
+    assert figures == [(107, 280_689), (110, 517_938)]
+
+
+def test_0_5_12_neither_refuses_a_state_pool_too_small_for_a_request_nor_knows_the_lazy_buffer():
+    # model_runner_kv_cache_mixin.py _resolve_max_num_reqs at v0.5.12 caps the requests at 2 slots // 3 = 0 and says
+    # nothing (v0.5.13 refuses: "Hybrid ... too small to serve any requests"); managers/tp_worker.py asserts it then
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, "max_mamba_cache_size": 2, "disable_overlap_schedule": True})
+    assert stage(run_engine("sglang", inputs, "0.5.12")).startup_error == "max_running_request is zero"
+    assert stage(run_engine("sglang", inputs, "0.5.13")).startup_error.startswith(
+        "Hybrid (mamba/linear-attention) state cache is too small to serve any requests.")
+    # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES at v0.5.12: auto, no_buffer, extra_buffer
+    from mcache.core.errors import LayoutError
+
+    lazy = EngineInputs(config_spec(QWEN35), ParallelLayout(), given={"mamba_radix_cache_strategy": "extra_buffer_lazy"})
+    with pytest.raises(LayoutError, match="one of auto, no_buffer, extra_buffer, got 'extra_buffer_lazy'"):
+        run_engine("sglang", lazy, "0.5.12")
+
+
+def test_0_5_12_gives_the_extra_buffer_to_qwen3_next_and_qwen3_5_alone():
+    # server_args.py _handle_model_specific_adjustments at v0.5.12: support_mamba_cache_extra_buffer=False for NemotronH
+    # (arg_groups/nemotron_h_hook.py), FalconH1, JetNemotron, GraniteMoeHybrid and Lfm2; v0.5.13 passes the default True
+    # to all of them but Lfm2
+    given = {"weights_bytes": 30 * GIB, "mamba_radix_cache_strategy": "extra_buffer"}
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), *lookup("h200"), None, given)
+    assert stage(run_engine("sglang", inputs, "0.5.12")).startup_error == (
+        "mamba extra_buffer is not supported for NemotronHForCausalLM model")
+    assert stage(run_engine("sglang", inputs, "0.5.13")).fields["state_slots_per_request"] == 5
+    # with --disable-radix-cache the refusal lacks its full stop at v0.5.12
+    inputs = EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(), *lookup("h200"), None,
+                          {**given, "disable_radix_cache": True})
+    assert stage(run_engine("sglang", inputs, "0.5.12")).startup_error.startswith(
+        "mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling")
+
+
+def test_a_given_context_caps_the_prefill_graphs_from_0_5_13_to_0_5_16():
+    # server_args.py _handle_gpu_memory_settings: v0.5.13 clamps piecewise_cuda_graph_max_tokens to a given
+    # --context-length (v0.5.12's does not; v0.5.17's no longer): Nemotron-H at 4096 captures 50 graphs of 8 MiB
+    # (13,840 MiB reserved: 0.904), 58 without the clamp (13,904: 0.903); v0.5.17 turns its prefill graphs off (0.907)
+    spec = config_spec("nemotron-h-8b-base-8k")
+    inputs = EngineInputs(spec, ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, "context_length": 4096})
+    assert [run_engine("sglang", inputs, v).settings["mem_fraction_static"] for v in ("0.5.12", "0.5.13", "0.5.16",
+                                                                                     "0.5.17")] == [0.903, 0.904, 0.904, 0.907]

@@ -521,9 +521,10 @@ def _size_runner(sa, cfg, inputs, result):
             enable_hisparse=sa.enable_hisparse, eagle_draft_num_layers=None, eagle_use_aux_hidden_state=False,
             dflash_use_aux_hidden_state=False, dflash_draft_num_layers=None, dflash_target_layer_ids=None,
             dtype=model_config.dtype, start_layer=0, end_layer=layers, num_effective_layers=layers,
-            sliding_window_size=None, model=_model_stand_in(model_config),
-            _linear_attn_registry_cache=model_runner_module._UNSET).items():
+            sliding_window_size=None, model=_model_stand_in(model_config)).items():
         setattr(runner, name, value)
+    if hasattr(model_runner_module, "_UNSET"):  # 0.5.13 on: the linear-attention registry's memo, unset as __init__ sets it
+        runner._linear_attn_registry_cache = model_runner_module._UNSET
     runner.configure_kv_cache_dtype()
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     config = _pools_config(runner, inputs, out, sa)

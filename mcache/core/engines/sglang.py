@@ -48,8 +48,8 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.12 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.11 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -68,6 +68,7 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens", "pre_model_load_memory_bytes")
 STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
+LAZY_FROM = "0.5.13"  # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES: v0.5.12's lack extra_buffer_lazy
 # server_args.py: v0.5.14 names the radix-cache strategy mamba_radix_cache_strategy (--mamba-radix-cache-strategy);
 # v0.5.13 names the same setting mamba_scheduler_strategy (--mamba-scheduler-strategy), resolves `auto` to no_buffer for
 # every model (_handle_missing_default_values) and validates it otherwise (_handle_mamba_radix_cache: `_scheduler_strategy`)
@@ -76,11 +77,15 @@ STRATEGY_RENAMED = "0.5.14"
 # that release prints is read under its own name (core/logs/sglang.py), and `engines/options.py option_for` finds the
 # mcache option for it; a run at that release reports the setting under the release's name (`_named`)
 RENAMED = {"mamba_scheduler_strategy": "mamba_radix_cache_strategy"}
-# server_args.py _handle_model_specific_adjustments at v0.5.13: Kimi-Linear's branch passes support_mamba_cache=False
-# (the radix cache is turned off, "Disabling Radix Cache for KimiLinearForCausalLM as it is not yet supported."), and
-# JetNemotron's the default support_mamba_cache_extra_buffer=True (v0.5.14's _support_mamba_cache_extra_buffer lists it not)
-RADIX_OFF_TO_0_5_13 = ("KimiLinearForCausalLM",)
+# server_args.py _handle_model_specific_adjustments before v0.5.14: these architectures' branches pass
+# support_mamba_cache=False (the radix cache is turned off, "Disabling Radix Cache for ... as it is not yet supported.")
+# before the release named: Kimi-Linear's to v0.5.13, BailingMoeV2_5's to v0.5.12 (v0.5.13's passes True for both buffers)
+RADIX_OFF_UNTIL = {"KimiLinearForCausalLM": "0.5.14", "BailingMoeV2_5ForCausalLM": "0.5.13"}
+# ... and support_mamba_cache_extra_buffer: v0.5.13's JetNemotron branch the default True (v0.5.14's
+# _support_mamba_cache_extra_buffer lists it not); v0.5.12's True for the Qwen3-Next and Qwen3.5 branch alone (False for
+# NemotronH, FalconH1, JetNemotron, GraniteMoeHybrid, Lfm2)
 EXTRA_BUFFER_TO_0_5_13 = ("JetNemotronForCausalLM",)
+EXTRA_BUFFER_TO_0_5_12 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
 KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4m3": "float8_e4m3fn",
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
@@ -136,11 +141,12 @@ REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
 NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
 # SGLang's class of these architectures comes with the release named, and its file: before it neither SGLang nor
-# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.14-v0.5.18) loads the checkpoint's
+# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.12-v0.5.18) loads the checkpoint's
 # remote model (auto_map.AutoModel) and refuses it or serves it through the Transformers backend, as that code declares;
 # mcache sizes neither and refuses, in SGLang's opening words for a model module it cannot find
 NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"),
-                "KimiK3ForConditionalGeneration": ("0.5.17", "models/kimi_k3.py")}
+                "KimiK3ForConditionalGeneration": ("0.5.17", "models/kimi_k3.py"),
+                "NemotronHPuzzleForCausalLM": ("0.5.13", "models/nemotron_h.py")}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -176,6 +182,12 @@ DRAFT_RESERVE_MB, DRAFT_RESERVE_UNTIL = 4096, "0.5.14"
 # clamp(tokens / context x 512, 2048, 4096), and not at the tokens; v0.5.14 also refuses, first, weights that leave no
 # static memory (_profile_available_bytes, `_no_kv_memory`): v0.5.13 sizes on, and refuses the pool that results
 REQUESTS_CAP_FROM = "0.5.14"
+# model_runner_kv_cache_mixin.py handle_max_mamba_cache from v0.5.13: a draft's intermediate states come out of the state
+# budget, solved jointly with the slots (budget // (per x (1 + D / ratio))), for at most the requests the slots hold, and a
+# state pool of no slot is refused ("Not enough GPU memory for hybrid ...", then _resolve_max_num_reqs's "... too small
+# to serve any requests"); v0.5.12's takes the states of every --max-running-requests (the speculative hook's 48) off
+# the rest first, sizes the slots from what is left, and checks neither
+JOINT_DRAFTS_FROM = "0.5.13"
 # server_args.py _disable_breakable_cudagraph_if_incompatible before v0.5.18 turns the prefill CUDA graphs off for an
 # MLA backend (v0.5.17: unless DeepSeek sparse attention, which no hybrid mcache imports has) and, at v0.5.17, for
 # NemotronH (configs/model_config.py is_nemotron_h); v0.5.18's rules name neither, so both capture them from then on
@@ -407,7 +419,7 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
     if _mm_reserved(inputs):
         rest -= VLM_CACHE_MB * MB  # mm_runtime_reservation_gb, before the state pool
-    error, slots, rest = _state_pool(rest, per_slot, setup)
+    error, slots, rest = _state_pool(rest, per_slot, setup, inputs)
     if error is None and rest <= 0 and _since(inputs, REQUESTS_CAP_FROM):
         error = _no_kv_memory(setup, weight)
     if error is not None:
@@ -450,11 +462,13 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         requests, binding, warning = _max_requests(tokens, slots, per_slot, setup, inputs)
         if warning and _since(inputs, CAPPED_WARNING_FROM):
             log.append(warning)
-        if requests <= 0:
+        if requests <= 0 and _since(inputs, JOINT_DRAFTS_FROM):
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
                      f"max_mamba_cache_size={slots}, mamba_ratio={setup.ratio}, resulting max_num_reqs={requests}. Try: "
                      "(1) reduce --max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with "
                      "more memory.")
+        elif requests <= 0:  # v0.5.12: managers/tp_worker.py TpModelWorker.__init__ asserts it, the pools built
+            error = "max_running_request is zero"
     if error is not None:
         log.append(error)
         return EngineStage(ctx.stage, 0, error, log, "start-up", fields)
@@ -547,14 +561,16 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     SGLang's start-up refusal of a strategy the model or the scheduler cannot run (model_hook.py, mamba_hook.py)."""
     no_radix = s.take("disable_radix_cache", False)
     strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
-    if strategy not in STRATEGIES:
-        raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    choices = STRATEGIES if _since(inputs, LAZY_FROM) else STRATEGIES[:-1]
+    if strategy not in choices:
+        raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(choices)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
     radix = arch in RADIX_ARCHS and (arch not in RADIX_SINCE or _since(inputs, RADIX_SINCE[arch]))
     extra = radix and arch in EXTRA_BUFFER_ARCHS and (arch not in EXTRA_BUFFER_SINCE or
                                                       _since(inputs, EXTRA_BUFFER_SINCE[arch]))
     if not _since(inputs, STRATEGY_RENAMED):
-        return _scheduler_strategy(s, arch, strategy, radix, extra or arch in EXTRA_BUFFER_TO_0_5_13, drafts)
+        extra = extra or arch in EXTRA_BUFFER_TO_0_5_13 if _since(inputs, "0.5.13") else arch in EXTRA_BUFFER_TO_0_5_12
+        return _scheduler_strategy(s, arch, strategy, radix, extra, drafts, inputs)
     if not radix and strategy.startswith("extra_buffer"):
         if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
             return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
@@ -583,27 +599,29 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     return strategy, 4 if no_overlap else 5, None
 
 
-def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool,
-                        drafts: int) -> tuple[str, int, str | None]:
-    """v0.5.13's strategy (server_args.py at v0.5.13: `--mamba-scheduler-strategy`): `auto` is no_buffer for every model
-    (_handle_missing_default_values); _handle_mamba_radix_cache, called by the architecture branches of the radix-cache
-    architectures, turns Kimi-Linear's radix cache off (`RADIX_OFF_TO_0_5_13`), refuses an extra buffer the architecture
-    lacks, or with --disable-radix-cache, or lazy with drafts; and no_buffer with the radix cache turns the overlap
-    scheduler off (no refusal) without drafts, and is refused with them. The slots per request are v0.5.14's
-    (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through `_unchecked_extra_buffer`."""
+def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool, drafts: int,
+                        inputs: EngineInputs) -> tuple[str, int, str | None]:
+    """The strategy before v0.5.14 (server_args.py at v0.5.12 and v0.5.13: `--mamba-scheduler-strategy`): `auto` is
+    no_buffer for every model (_handle_missing_default_values); _handle_mamba_radix_cache, called by the architecture
+    branches of the radix-cache architectures, turns some of their radix caches off (`RADIX_OFF_UNTIL`), refuses an
+    extra buffer the architecture lacks (`extra`), or with --disable-radix-cache, or (v0.5.13) lazy with drafts; and
+    no_buffer with the radix cache turns the overlap scheduler off (no refusal) without drafts, and is refused with
+    them. The slots per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
+    `_unchecked_extra_buffer`."""
     no_radix, no_overlap = s.values["disable_radix_cache"], s.values["disable_overlap_schedule"]
     if strategy == "auto":
         strategy = s.values["mamba_radix_cache_strategy"] = "no_buffer"
-    if arch in RADIX_OFF_TO_0_5_13:
+    if arch in RADIX_OFF_UNTIL and not _since(inputs, RADIX_OFF_UNTIL[arch]):
         s.values["disable_radix_cache"] = True
         return "none (no radix cache)", 1, None
     if strategy.startswith("extra_buffer"):
         if radix and not extra:
             return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
-        if radix and no_radix:
-            return strategy, 1, ("mamba extra_buffer is not compatible with --disable-radix-cache. Overlap scheduling "
-                                 "is already supported with no_buffer + disable_radix_cache. Please use "
-                                 "--mamba-scheduler-strategy no_buffer instead.")
+        if radix and no_radix:  # v0.5.12's message lacks the full stop
+            return strategy, 1, (f"mamba extra_buffer is not compatible with --disable-radix-cache"
+                                 f"{'.' if _since(inputs, '0.5.13') else ''} Overlap scheduling is already supported "
+                                 "with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy no_buffer "
+                                 "instead.")
         if radix and drafts and strategy == "extra_buffer_lazy":
             return strategy, 4, ("extra_buffer_lazy is not yet supported with speculative decoding. Use "
                                  "--mamba-scheduler-strategy extra_buffer instead.")
@@ -633,30 +651,33 @@ def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> 
     return strategy, 4 if no_overlap else 5, None
 
 
-def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, float]:
+def _state_pool(rest: float, per: int, setup: Setup, inputs: EngineInputs) -> tuple[str | None, int, float]:
     """(error, slots, bytes left for the token pool): kv_cache_configurator.py _handle_max_mamba_cache. The slots are
     --max-mamba-cache-size, or the running requests without radix cache, or the share r / (1 + r) of the memory;
-    drafts reserve their intermediate states per running request; from v0.5.17 the budget counts the pool's dummy slot
-    and one draft state more (`Setup.dummy`)."""
+    drafts reserve their intermediate states per running request (`JOINT_DRAFTS_FROM`); from v0.5.17 the budget counts
+    the pool's dummy slot and one draft state more (`Setup.dummy`)."""
     requests, ratio, drafts, dummy = setup.user_requests, setup.ratio, setup.drafts, setup.dummy
     if not per:
         return None, 0, rest
+    joint = _since(inputs, JOINT_DRAFTS_FROM)
+    if drafts and not joint:
+        rest -= per * requests * drafts
     if setup.fixed_slots is not None:
         slots = setup.fixed_slots
-        if drafts:
+        if drafts and joint:
             rest -= per * (min(requests, slots // ratio) + dummy) * drafts
     elif setup.slots_follow_requests:
         slots = requests
-        if drafts:
+        if drafts and joint:
             rest -= per * (slots + dummy) * drafts
     else:
         budget = rest * setup.r / (1 + setup.r)
-        if drafts:
+        if drafts and joint:
             slots = int((budget - per * (1 + drafts) * dummy) // (per * (1 + drafts / ratio)))
             rest -= per * (min(requests, slots // ratio) + dummy) * drafts
         else:
             slots = int((budget - per * dummy) // per)
-    if slots <= 0:
+    if slots <= 0 and joint:
         return (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size="
                 f"{slots} (total_rest_memory={rest / GIB:.2f} GB, mamba_cache_per_req={per / MB:.2f} MB). Try: (1) reduce "
                 "--max-running-requests, (2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, "
@@ -770,8 +791,10 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
 
 def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) -> int | None:
     """The largest prefill graph beside the chunked prefill (server_args.py _handle_gpu_memory_settings): at most
-    --max-total-tokens, and before v0.5.17 at most a given --context-length (gone in v0.5.17's)."""
-    caps = [total_tokens_cap] + ([given.get("context_length")] if not _since(inputs, DUMMY_SLOT_FROM) else [])
+    --max-total-tokens, and from v0.5.13 to v0.5.16 at most a given --context-length (v0.5.12's has no such clamp,
+    v0.5.17's none any more)."""
+    by_context = _since(inputs, "0.5.13") and not _since(inputs, DUMMY_SLOT_FROM)
+    caps = [total_tokens_cap] + ([given.get("context_length")] if by_context else [])
     caps = [cap for cap in caps if cap is not None]
     return min(caps) if caps else None
 

@@ -479,8 +479,8 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 
 
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
-    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.11"], capsys)
-    assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.11" in err
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.9"], capsys)
+    assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.9" in err
 
 
 def test_0_5_13_reserves_4_gib_for_a_draft_past_the_10_gib_floor():

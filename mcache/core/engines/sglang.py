@@ -48,8 +48,9 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.11 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# newest. 0.5.10 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+            "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {

@@ -610,3 +610,39 @@ def test_a_given_context_caps_the_prefill_graphs_from_0_5_13_to_0_5_16():
                           given={"weights_bytes": 30 * GIB, "context_length": 4096})
     assert [run_engine("sglang", inputs, v).settings["mem_fraction_static"] for v in ("0.5.12", "0.5.13", "0.5.16",
                                                                                      "0.5.17")] == [0.903, 0.904, 0.904, 0.907]
+
+
+def test_0_5_10_captures_no_prefill_graphs_with_a_draft():
+    # server_args.py _handle_piecewise_cuda_graph at v0.5.10 turns the piecewise (prefill) CUDA graphs off for
+    # speculative decoding (v0.5.11's rules do not). Nemotron-H on an H200 with an EAGLE draft: 512 + 8192 x 1.5 + 128
+    # + 256 x 2 = 13,440 MiB, + 4,096 for the draft (before v0.5.14) = 17,536: 0.878; v0.5.11 adds its 58 graphs of
+    # 8 MiB: 18,000 MiB, (143,771 - 18,000) / 143,771 = 0.875
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, "speculative_num_steps": 3, "disable_radix_cache": True})
+    assert [run_engine("sglang", inputs, v).settings["mem_fraction_static"] for v in ("0.5.10", "0.5.11")] == [0.878, 0.875]
+
+
+def test_0_5_10_runs_an_eagle_draft_without_the_overlap_scheduler():
+    # environ.py SGLANG_ENABLE_SPEC_V2 is False at v0.5.10 (True from v0.5.11): server_args.py
+    # _handle_speculative_decoding turns the overlap scheduler off for EAGLE, so the extra buffer holds 3 + 1 slots a
+    # request (_calculate_mamba_ratio), not 3 + 2: Qwen3.5's slots run min(48, 215 // 4) = 48 requests at v0.5.10,
+    # 214 // 5 = 42 at v0.5.11 (one slot fewer: its prefill graphs take 464 MiB more of the static memory)
+    inputs = EngineInputs(config_spec(QWEN35, vision=None), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, "speculative_num_steps": 3, "mamba_radix_cache_strategy": "extra_buffer"})
+    old, new = run_engine("sglang", inputs, "0.5.10"), run_engine("sglang", inputs, "0.5.11")
+    assert old.settings["disable_overlap_schedule"] is True and new.settings["disable_overlap_schedule"] is False
+    assert [(st.fields["state_slots_per_request"], st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"])
+            for st in (stage(old), stage(new))] == [(4, 215, 48), (5, 214, 42)]
+
+
+def test_0_5_10_says_the_fraction_when_no_token_fits():
+    # MemoryPoolConfig.__post_init__ appends "Current value: mem_fraction_static=..." when given one: v0.5.10's
+    # _resolve_memory_pool_config gives it, v0.5.11's pool configurator does not (the tables: 0.725941015625 for
+    # Qwen3.5 on an H100 with 8 GiB of weights, 7 draft steps, no radix cache: (81,559 - 13,440 - 4,096) / 81,559
+    # rounds to 0.785, x 0.95 x 0.9734375 for its vision tower; the draft states of 48 requests leave no token)
+    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), *lookup("h100"), None,
+                          {"weights_bytes": 8 * GIB, "pre_model_load_memory_bytes": lookup("h100")[1] - GIB // 2,
+                           "speculative_num_steps": 7, "disable_radix_cache": True})
+    errors = [stage(run_engine("sglang", inputs, v)).startup_error for v in ("0.5.10", "0.5.11")]
+    assert errors == ["Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+                      "mem_fraction_static=0.725941015625", "Not enough memory. Please try to increase --mem-fraction-static."]

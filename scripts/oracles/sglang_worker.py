@@ -3,10 +3,11 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.14 to 0.5.23 (0.5.14-0.5.18 resolve their server args in `ServerArgs.__post_init__` and read
-every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.14-0.5.16 keep their settings on
-ServerArgs rather than in config bags: `_bags`; 0.5.14-0.5.15 size the pools in the model runner's kv-cache mixin:
-`_size_runner`; older releases are not driven: see sglang_versions.md). Nothing here
+Releases driven: 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve their server args in `ServerArgs.__post_init__`, and
+0.5.14-0.5.18 read every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.10-0.5.16 keep
+their settings on ServerArgs rather than in config bags: `_bags`; 0.5.10-0.5.15 size the pools in the model runner's
+kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy otherwise: `_release_flags`, and have no
+runtime_context: `_publish`; older releases are not driven: see sglang_versions.md). Nothing here
 re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
 in MOCKS (copied into the table) with why it cannot change a figure.
 """
@@ -74,7 +75,7 @@ MOCKS = [
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
-    "order: ServerArgs.resolve_once (0.5.13-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
+    "order: ServerArgs.resolve_once (0.5.10-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
     "configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
@@ -85,18 +86,19 @@ MOCKS = [
     "model, which read every checkpoint's KV cache as the model dtype.)",
     "torch.library.register_fake (before 0.5.15): a no-op decorator; layers/moe/topk.py registers torch.compile fake "
     "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
-    "0.5.13-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
+    "0.5.10-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
     "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
     "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
     "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
-    "not built (no pool bytes, no allocation log lines). 0.5.13 has no runtime_context (no parallel context to set, "
-    "and the server args are published through server_args.set_global_server_args_for_scheduler, as at 0.5.14); its "
-    "sizing reads the widths from those parallel_state groups alone.",
-    "0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; 0.5.14 "
-    "renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read back "
-    "from it into resolved_flags; not a stand-in, the release's own setting.",
+    "not built (no pool bytes, no allocation log lines). 0.5.10-0.5.13 have no runtime_context (no parallel context "
+    "to set, and the server args are published through server_args.set_global_server_args_for_scheduler, as at "
+    "0.5.14); their sizing reads the widths from those parallel_state groups alone. (0.5.10's runner sizes the token "
+    "pool itself, 0.5.11-0.5.15's through model_executor/pool_configurator.py; the same calls from the worker.)",
+    "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
+    "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
+    "back from it into resolved_flags; not a stand-in, the release's own setting.",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
@@ -346,8 +348,11 @@ def _model_config(sa):
 
 def _remote_config(model_dir):
     """The checkpoint's configuration module stood in for (remote_code.py; MOCKS), beside SGLang's own config
-    registry (utils/hf_transformers/common.py in every driven release)."""
-    from sglang.srt.utils.hf_transformers.common import _CONFIG_REGISTRY
+    registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.10)."""
+    try:
+        from sglang.srt.utils.hf_transformers.common import _CONFIG_REGISTRY
+    except ImportError:
+        from sglang.srt.utils.hf_transformers_utils import _CONFIG_REGISTRY
 
     REMOTE.remote_config(model_dir, json.loads((Path(model_dir) / "config.json").read_text()), _CONFIG_REGISTRY)
 

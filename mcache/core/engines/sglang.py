@@ -48,9 +48,9 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.10 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-            "0.5.22", "0.5.23")
+# newest. 0.5.9 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
+VERSIONS = ("0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20",
+            "0.5.21", "0.5.22", "0.5.23")
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -86,6 +86,10 @@ RADIX_OFF_UNTIL = {"KimiLinearForCausalLM": "0.5.14", "BailingMoeV2_5ForCausalLM
 # _support_mamba_cache_extra_buffer lists it not); v0.5.12's True for the Qwen3-Next and Qwen3.5 branch alone (False for
 # NemotronH, FalconH1, JetNemotron, GraniteMoeHybrid, Lfm2)
 EXTRA_BUFFER_TO_0_5_13 = ("JetNemotronForCausalLM",)
+# environ.py SGLANG_ENABLE_SPEC_V2: True from v0.5.11; False at v0.5.10, whose server_args.py _handle_speculative_decoding
+# then turns the overlap scheduler off for an EAGLE-family draft (after the radix-cache checks; an extra buffer then
+# takes 4 slots a request, not 5)
+SPEC_V2_FROM = "0.5.11"
 EXTRA_BUFFER_TO_0_5_12 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
 KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4m3": "float8_e4m3fn",
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
@@ -189,6 +193,9 @@ REQUESTS_CAP_FROM = "0.5.14"
 # to serve any requests"); v0.5.12's takes the states of every --max-running-requests (the speculative hook's 48) off
 # the rest first, sizes the slots from what is left, and checks neither
 JOINT_DRAFTS_FROM = "0.5.13"
+# model_executor/pool_configurator.py (new in v0.5.11) sizes the token pool; v0.5.10's model runner did
+# (model_runner_kv_cache_mixin.py profile_max_num_token, the same arithmetic)
+POOL_CONFIGURATOR_FROM = "0.5.11"
 # server_args.py _disable_breakable_cudagraph_if_incompatible before v0.5.18 turns the prefill CUDA graphs off for an
 # MLA backend (v0.5.17: unless DeepSeek sparse attention, which no hybrid mcache imports has) and, at v0.5.17, for
 # NemotronH (configs/model_config.py is_nemotron_h); v0.5.18's rules name neither, so both capture them from then on
@@ -202,6 +209,8 @@ MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.14)
 BREAKABLE_GRAPHS_FROM = "0.5.15"
 PIECEWISE_DISABLED_ARCHS = ("Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM")
+# server_args.py _handle_piecewise_cuda_graph at v0.5.10 also turns them off for speculative decoding; v0.5.11's does not
+DRAFT_PREFILL_GRAPHS_FROM = "0.5.11"
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
 # or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.14
 # to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
@@ -341,7 +350,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
-    graphs = _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs)
+    graphs = (0 if drafts and not _since(inputs, DRAFT_PREFILL_GRAPHS_FROM)
+              else _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs))
     mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
@@ -453,9 +463,11 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                    f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
                    f"{ctx_layers(ctx) * (slots + 1) * ssm / GIB:.2f}GB ")
     if error is None and tokens <= 0:
-        # model_executor/pool_configurator.py MemoryPoolConfig.__post_init__ (v0.5.13 to v0.5.23) adds "Current value:
-        # mem_fraction_static=..." only to a config given one, and calculate_pool_sizes gives none
-        error = "Not enough memory. Please try to increase --mem-fraction-static."
+        # MemoryPoolConfig.__post_init__ adds "Current value: mem_fraction_static=..." only to a config given one:
+        # v0.5.10's model_runner_kv_cache_mixin.py _resolve_memory_pool_config gives it; from v0.5.11 the pool
+        # configurator's calculate_pool_sizes (model_executor/pool_configurator.py, to v0.5.23) gives none
+        error = "Not enough memory. Please try to increase --mem-fraction-static." + (
+            "" if _since(inputs, POOL_CONFIGURATOR_FROM) else f" Current value: mem_fraction_static={mfs}")
     requests, binding = 0, "start-up"
     if error is None:
         if cell:
@@ -608,7 +620,9 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
     extra buffer the architecture lacks (`extra`), or with --disable-radix-cache, or (v0.5.13) lazy with drafts; and
     no_buffer with the radix cache turns the overlap scheduler off (no refusal) without drafts, and is refused with
     them. The slots per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
-    `_unchecked_extra_buffer`."""
+    `_unchecked_extra_buffer`; at v0.5.10 an EAGLE draft runs without the overlap scheduler (`SPEC_V2_FROM`)."""
+    if drafts and not _since(inputs, SPEC_V2_FROM):
+        s.values["disable_overlap_schedule"] = True
     no_radix, no_overlap = s.values["disable_radix_cache"], s.values["disable_overlap_schedule"]
     if strategy == "auto":
         strategy = s.values["mamba_radix_cache_strategy"] = "no_buffer"

@@ -10,9 +10,11 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 
-Versions: the rules hold from 0.5.14 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
-that changed in between reads `inputs.version` through `_since` and cites the files on each side. What changed
-where, and what did not change, is in scripts/oracles/sglang_versions.md.
+Versions: the rules hold from 0.5.10 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
+that changed in between reads `inputs.version` through `_since` and cites the files on each side (before 0.5.16 the
+pools are sized in `python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`, before 0.5.19 the memory
+settings and the radix-cache strategy resolve in `server_args.py`). What changed where, and what did not change, is in
+scripts/oracles/sglang_versions.md.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ EXTRA_BUFFER_SINCE = {"KimiLinearForCausalLM": "0.5.16"}
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
 # models/mamba.py, models/mamba2.py and models/falcon_mamba.py (new in v0.5.20), with configs/model_config.py reading
 # num_attention_heads only where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on
-# these configs, which name no attention heads (configs/model_config.py at v0.5.14 to v0.5.19:
+# these configs, which name no attention heads (configs/model_config.py at v0.5.10 to v0.5.19:
 # self.hf_text_config.num_attention_heads), by the transformers config class of each
 NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config",
                       "FalconMambaForCausalLM": "FalconMambaConfig"}
@@ -135,13 +137,13 @@ NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "M
 # 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
 # shape, "'Mamba2Config' object has no attribute 'intermediate_size'" (spec: mamba2.intermediate_size is None)
 MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
-# model_loader/utils.py resolve_transformers_arch (v0.5.14 to v0.5.23): an architecture with no SGLang class (none in
+# model_loader/utils.py resolve_transformers_arch (v0.5.10 to v0.5.23): an architecture with no SGLang class (none in
 # models/) and none in transformers, whose config's auto_map names no AutoModel, is refused before anything is sized.
 # These checkpoints need remote code (--trust-remote-code); their configs (tests/data/hf_configs: no auto_map, or
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
 # "not compatible" unless the class declares attention-backend support; not modelled.)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
-# models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.14 to v0.5.23): each class's __init__ asserts
+# models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.10 to v0.5.23): each class's __init__ asserts
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
 NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
@@ -162,15 +164,16 @@ KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 # model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state (v0.5.20 on): a path-less draft
 # charges the KV pool the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing
 # where it declares none (at v0.5.14 to v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
-# one never: DRAFTER_KV_FROM); these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py
-# Qwen3_5TextConfig) name their MTP layers mtp_num_hidden_layers or not at all
+# one never: DRAFTER_KV_FROM; at v0.5.10 to v0.5.13 the token pool's cell counts no draft layer); these architectures'
+# configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py Qwen3_5TextConfig) name their MTP layers
+# mtp_num_hidden_layers or not at all
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 DRAFTER_KV_FROM = "0.5.20"
 # mem_cache/kv_cache_configurator.py _handle_max_mamba_cache from v0.5.17: the state budget counts the pool's dummy slot
 # (memory_pool.py MambaPool allocates size + 1 slots in every release) and one draft state more, (slots + 1) x per_req,
 # solving (budget - per_req) // per_req, with drafts (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)); and it
-# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.14-v0.5.16 count
+# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.10-v0.5.16 count
 # slots x per_req, solve budget // per_req (budget // (per_req x (1 + D / ratio))), and charge every stage the whole
 # model's per-request bytes
 DUMMY_SLOT_FROM = "0.5.17"
@@ -206,18 +209,19 @@ NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
-# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.14)
+# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
+# server_args.py _handle_piecewise_cuda_graph's, the same for these models)
 BREAKABLE_GRAPHS_FROM = "0.5.15"
 PIECEWISE_DISABLED_ARCHS = ("Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM")
 # server_args.py _handle_piecewise_cuda_graph at v0.5.10 also turns them off for speculative decoding; v0.5.11's does not
 DRAFT_PREFILL_GRAPHS_FROM = "0.5.11"
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
-# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.14
+# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.10
 # to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
 # mem_fraction_static (not a given one) by VLM_BASE_FACTOR x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05),
 # L and H the vision config's `num_hidden_layers` and `hidden_size` attributes (VLM_DEFAULT_LAYERS and VLM_DEFAULT_HIDDEN
 # where the config class has none), after rounding the default, without rounding the product; it logs nothing.
-# (v0.5.14 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
+# (v0.5.10 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
 # with post-capture KV sizing, SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, off by default and not modelled, v0.5.20 on
 # subtracts 8 GiB instead.)
 VLM_BASE_FACTOR = 0.95
@@ -614,7 +618,7 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
 
 def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool, drafts: int,
                         inputs: EngineInputs) -> tuple[str, int, str | None]:
-    """The strategy before v0.5.14 (server_args.py at v0.5.12 and v0.5.13: `--mamba-scheduler-strategy`): `auto` is
+    """The strategy before v0.5.14 (server_args.py at v0.5.10 to v0.5.13: `--mamba-scheduler-strategy`): `auto` is
     no_buffer for every model (_handle_missing_default_values); _handle_mamba_radix_cache, called by the architecture
     branches of the radix-cache architectures, turns some of their radix caches off (`RADIX_OFF_UNTIL`), refuses an
     extra buffer the architecture lacks (`extra`), or with --disable-radix-cache, or (v0.5.13) lazy with drafts; and
@@ -791,7 +795,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
                   prefill_graphs_mb: int, drafts: int = 0) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
-    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.13 to v0.5.23; before v0.5.19 in
+    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.10 to v0.5.23; before v0.5.19 in
     server_args.py _handle_gpu_memory_settings); before v0.5.14 the draft model's reserve past the floor
     (`DRAFT_RESERVE_MB`)."""
     layout = inputs.layout

@@ -660,7 +660,9 @@ def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> 
     """Before v0.5.21 (arg_groups/model_hook.py handle_mamba_radix_cache at v0.5.20) an extra-buffer strategy on an
     architecture without the mamba radix cache is not refused: kv_cache_configurator.py _calculate_mamba_ratio adds
     its tracking slots to the base 3 (2 with the overlap scheduler, 1 without, 1 lazy; 1 slot in all without the radix
-    cache), and asserts that the lazy buffer has the overlap scheduler."""
+    cache), and asserts that the lazy buffer has the overlap scheduler. Before v0.5.14 the same slots for any extra
+    buffer the strategy checks let through (`_scheduler_strategy`: model_runner_kv_cache_mixin.py's
+    _calculate_mamba_ratio is the same)."""
     if no_radix:
         return strategy, 1, None
     if strategy == "extra_buffer_lazy":

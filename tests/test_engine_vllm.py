@@ -7,7 +7,7 @@ from engines_util import config_spec, gib, run
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs
-from mcache.core.engines.vllm import _group_size, pp_layout, serve_command
+from mcache.core.engines.vllm import _group_size, _memory_words, pp_layout, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -559,3 +559,61 @@ def test_qwen3_next_does_not_build_on_a_later_pp_rank_in_0_11(version, pp, refus
     error = stage(run_engine("vllm", EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(pp=pp), given=dict(
         max_model_len=4096, kv_cache_memory_bytes=20 << 30)), version)).startup_error
     assert (error == "RuntimeError: No Qwen3Next layer found in the model.layers.") == refused
+
+
+# Bamba-9B, TP 1, 4,096 tokens, no prefix caching: 3 attention layers (8 KV heads x 128 x 2 x 2 B = 4,096 B a token),
+# 29 Mamba2 layers of one 2,162,688 B page (528 tokens of attention); 100 MiB = 48.5 pages. Every layer (0.10.2 -
+# 0.13): 3 x ceil(4096 / 528) + 29 = 53 pages (0.11 GiB), and 3 x 6 + 29 = 47 fit: 6 x 528 = 3168 tokens. Every
+# group (0.19+): group size 3, 1 attention and 10 Mamba2 groups, 3 x (8 + 10) = 54 pages, 3 x (6 + 10) = 48 fit.
+BAMBA_WORDS = {
+    "0.10.2": "To serve at least one request with the models's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.10 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+              "when initializing the engine.",
+    "0.13.0": "To serve at least one request with the models's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.10 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+              "when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
+              "more details.",
+    "0.19.0": "To serve at least one request with the models's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.1 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+              "when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
+              "more details.",
+    "0.22.0": "To serve at least one request with the model's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.1 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` (which also controls CPU memory "
+              "on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
+              "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+}
+
+
+def bamba_refusal(version, memory):
+    return stage(run_engine("vllm", EngineInputs(config_spec("bamba-9b"), ParallelLayout(), given=dict(
+        max_model_len=4096, enable_prefix_caching=False, kv_cache_memory_bytes=memory)), version)).startup_error
+
+
+@pytest.mark.parametrize("version", list(BAMBA_WORDS))
+def test_the_one_request_refusal_in_each_releases_words(version):
+    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "models's" and :.2f GiB (0.10.2); the docs link (0.13.0);
+    # format_gib's round(x, 2), 0.1 not 0.10 (0.14.0); "model's" and the CPU-backend note (0.22.0)
+    assert bamba_refusal(version, 100 << 20) == BAMBA_WORDS[version]
+
+
+def test_before_0_14_a_refusal_without_an_estimate_keeps_two_spaces():
+    # 0.10.2: f"... GiB). {estimated_msg} Try ...", the estimate empty when no length fits: 64 MiB = 31 pages, under
+    # the 29 Mamba2 pages and 3 attention blocks of one token; 0.22.0 joins "GiB). {estimated_msg}Try"
+    assert "(0.06 GiB).  Try increasing" in bamba_refusal("0.10.2", 64 << 20)
+    assert "(0.06 GiB). Try increasing" in bamba_refusal("0.22.0", 64 << 20)
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    ("0.10.2", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+               "the engine."),
+    ("0.13.0", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+               "the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
+    ("0.22.0", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+               "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
+               "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")])
+def test_no_memory_for_the_blocks_in_each_releases_words(version, words):
+    assert _memory_words(version) == words

@@ -74,6 +74,15 @@ SINCE = {
     # v1/core/kv_cache_planning.py). Its estimate_max_model_len searches the same sum.
     "one_request_first_group": "0.14.0",
     "one_request_every_group": "0.19.0",
+    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory, the words of its refusals: from 0.13.0 they end "See
+    # https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."; from 0.14.0
+    # (_check_enough_kv_cache_memory) the GiB are format_gib's round(x, 2) where 0.10.2 - 0.13 print two decimals
+    # (:.2f), and the estimate sentence carries its own trailing space (before, one more space followed it: two
+    # spaces without an estimate); from 0.22.0 "model's" (before, "models's") and the notes that
+    # gpu_memory_utilization also controls CPU memory on the CPU backend
+    "memory_docs_link": "0.13.0",
+    "memory_format_gib": "0.14.0",
+    "memory_cpu_note": "0.22.0",
     # v1/core/kv_cache_utils.py get_kv_cache_configs, with pipeline parallelism: 0.11.1 merges the workers' layer specs
     # and groups the whole model's layers (get_kv_cache_groups; the i-th group of a spec takes its layers
     # i, i + groups, ...), each worker keeps every group with only its own layers and sizes its blocks by the
@@ -1052,12 +1061,10 @@ def _group_size(buckets: dict[str, int], version: str) -> int:
 def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) -> str | None:
     """kv_cache_planning.py check_enough_kv_cache_memory: one request at the max model length (`_one_request_bytes`)
     in the memory left beside the block pool's null block (since 0.29; before, in the whole available memory), else
-    the longest model length that fits (estimate_max_model_len)."""
+    the longest model length that fits (estimate_max_model_len), in the release's words (`_memory_words`)."""
     usable = pool.check_available - (pool.block_bytes if _since(version, "null_block_check") else 0)
     if usable <= 0:
-        return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
-                "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
-                "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+        return _memory_words(version)
 
     def needed(tokens: int) -> int:
         return _one_request_bytes(pool, rule, tokens, version)
@@ -1068,12 +1075,33 @@ def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) 
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if needed(mid) <= usable else (lo, mid)
-    estimate = f"Based on the available memory, the estimated maximum model length is {lo}. " if lo else ""
-    return (f"To serve at least one request with the model's max seq len ({max_len}), ({round(needed(max_len) / GIB, 2)} "
-            "GiB KV cache is needed, which is larger than the available KV cache memory "
-            f"({round(usable / GIB, 2)} GiB). {estimate}Try increasing `gpu_memory_utilization` (which also controls CPU "
-            "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+    return _memory_words(version, (max_len, needed(max_len), usable, lo))
+
+
+def _memory_words(version: str, short: tuple[int, int, int, int] | None = None) -> str:
+    """check_enough_kv_cache_memory's refusal as `version` words it (v1/core/kv_cache_utils.py at v0.10.2, v0.13.0,
+    v0.14.0 and v0.22.0; kv_cache_planning.py at v0.33.0): no memory at all (`short` None), or one request of
+    `short` = (max model length, bytes needed, bytes available, estimated maximum model length or 0) not fitting."""
+    docs = (" See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+            if _since(version, "memory_docs_link") else "")
+    cpu = _since(version, "memory_cpu_note")
+    if short is None:
+        note = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)" if cpu else ""
+        return f"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing " \
+               f"the engine{note}.{docs}"
+    max_len, needed, available, estimate = short
+    format_gib = _since(version, "memory_format_gib")
+
+    def gib(n: int) -> str:
+        return str(round(n / GIB, 2)) if format_gib else f"{n / GIB:.2f}"
+
+    sentence = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
+    estimated = f"{sentence} " if sentence or not format_gib else ""  # before 0.14 a space follows even no sentence
+    note = " (which also controls CPU memory on the CPU backend)" if cpu else ""
+    return (f"To serve at least one request with the {'model' if cpu else 'models'}'s max seq len ({max_len}), "
+            f"({gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+            f"({gib(available)} GiB). {estimated}Try increasing `gpu_memory_utilization`{note} or decreasing "
+            f"`max_model_len` when initializing the engine.{docs}")
 
 
 def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: str) -> int:

@@ -85,11 +85,13 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"}
     stage = run.stages[0]  # the table's figures are worker 0's, the first PP stage's (the scheduler's config)
+    # ... and its error the first worker's to refuse: vLLM checks the workers in rank order and stops at the first
+    error = next((st.startup_error for st in run.stages if st.startup_error is not None), None)
     f = stage.fields
     groups: Counter = Counter()
     for name, n in (f.get("groups") or {}).items():
         groups[SPEC_CLASS.get(name, "MambaSpec")] += n
-    return {"error": stage.startup_error, "mamba_cache_mode": f.get("mamba_cache_mode"),
+    return {"error": error, "mamba_cache_mode": f.get("mamba_cache_mode"),
             "attention_block_size": f.get("attention_block_size"), "state_page_bytes": f.get("state_page_bytes"),
             "state_page_padded_bytes": f.get("state_page_padded_bytes"), "groups": dict(sorted(groups.items())),
             "num_blocks": f.get("num_blocks"), "blocks_per_request": f.get("blocks_per_request"),

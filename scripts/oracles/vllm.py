@@ -19,7 +19,7 @@ model and KV-cache modules import), then re-runs this file inside it with --work
      generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
      vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
 With pipeline parallelism (PP_CONFIGS), steps 2 - 4 run once per PP rank (its own layers, get_pp_indices' split,
-or VLLM_PP_LAYER_PARTITION's for NO_CACHE_STAGE_CASES) and step 5 takes every worker's specs; the figures are worker
+or VLLM_PP_LAYER_PARTITION's for PARTITION_CASES) and step 5 takes every worker's specs; the figures are worker
 0's (the scheduler's; its "GPU KV cache size" line), with each PP stage's largest share of a KV-cache group
 (stage_group_sizes).
 Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
@@ -94,9 +94,10 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
 # and the largest share be 2, not 3; Mamba2, whose class does not implement SupportsPP
 PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.json", "lfm2-1.2b.json",
               "mamba2-2.7b.json", "nemotron-h-8b-base-8k.json", "qwen3-next-80b-a3b.json")
-# A PP stage holding no KV-cache layer: VLLM_PP_LAYER_PARTITION (get_pp_indices) giving the last stage only
-# Nemotron-H-8B's last layer, an MLP ('-' closes its hybrid_override_pattern), so that worker's layer specs are empty
-NO_CACHE_STAGE_CASES = {"nemotron-h-8b-base-8k.json": "51,1"}
+# PP stages that lack a kind of cache layer, through VLLM_PP_LAYER_PARTITION (get_pp_indices): Nemotron-H-8B
+# (hybrid_override_pattern "M-M-M-M*-M-...-M-") split 51 / 1 leaves the last stage only its last layer, an MLP (no
+# KV-cache layer: that worker's layer specs are empty), and 7 / 45 the first stage 4 Mamba2 layers and no attention
+PARTITION_CASES = {"nemotron-h-8b-base-8k.json": ("51,1", "7,45")}
 
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "
@@ -241,13 +242,12 @@ def builds(seed: int = 28) -> list[dict]:
             out += [dict(config=name, tp=tp, pp=pp, prefix=prefix, mamba_cache_mode=None, num_speculative_tokens=0,
                          mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
                     for pp, tp, prefix in ((2, 1, None), (2, 1, True), (2, 2, None), (2, 2, True), (3, 1, None))]
-    # a stage without cache layers (NO_CACHE_STAGE_CASES), at TP 1 and 2, without and with prefix caching; last, so
-    # no other key moves
+    # the given PP splits (PARTITION_CASES), at TP 1 and 2, without and with prefix caching; last, so no other key
+    # moves
     for name in config_names():
-        if name in NO_CACHE_STAGE_CASES:
-            out += [dict(config=name, tp=tp, pp=2, pp_partition=NO_CACHE_STAGE_CASES[name], prefix=prefix,
-                         mamba_cache_mode=None, num_speculative_tokens=0, mamba_ssm_cache_dtype="auto",
-                         kv_cache_dtype="auto") for tp, prefix in ((1, None), (2, True))]
+        out += [dict(config=name, tp=tp, pp=2, pp_partition=partition, prefix=prefix, mamba_cache_mode=None,
+                     num_speculative_tokens=0, mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
+                for partition in PARTITION_CASES.get(name, ()) for tp, prefix in ((1, None), (2, True))]
     return out
 
 

@@ -412,8 +412,9 @@ class StagePool(Struct, frozen=True):
     @property
     def num_blocks(self) -> int:
         """The blocks this stage's memory holds (0 without memory). A stage without cache layers has one, the block
-        pool's null block (v1/core/kv_cache_planning.py get_kv_cache_configs, v0.33.0), and since every worker then
-        takes the smallest count, such a stage leaves the others one block."""
+        pool's null block (v0.10.2 v1/core/kv_cache_utils.py get_kv_cache_config: its worker's attention-free
+        config), and since every worker then takes the smallest count, such a stage leaves the others one block
+        (later releases refuse it: `_planning_error`)."""
         if not self.groups:
             return 1
         return self.available // self.block_bytes if self.available is not None and self.available > 0 else 0
@@ -760,7 +761,7 @@ def _plans(own: list[dict[str, int]], logs: list[list[str]], version: str) -> li
     if _since(version, "whole_model_groups"):
         group, groups, shares = _grouping(own, version)
         padding = _padding(_merged(own), group, logs[0])
-        # a stage without cache layers keeps no group: its worker's null block, as before (not read in the tables)
+        # a stage without cache layers keeps every group with none of its layers (shown as none): `_planning_error`
         return [(groups if share else {}, share, group, padding) for share in shares]
     plans = []
     for buckets, log in zip(own, logs, strict=True):
@@ -898,7 +899,7 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     rule, max_len, log = setup.rule, setup.max_len, pool.log
     per_request = rule.per_request(pool.groups, max_len, pool.ctx)
     fields = _fields(pool, num_blocks, per_request, setup)
-    if not pool.groups:  # no cache layer: no memory check (kv_cache_planning.py skips it); the scheduler's limit
+    if not pool.groups:  # no cache layer (0.10.2; later releases refuse it): no memory check, the scheduler's limit
         return EngineStage(pool.ctx.stage, None if num_blocks is None else setup.max_num_seqs, None, log,
                            "max_num_seqs", fields)
     error, running, binding = None, None, None

@@ -33,15 +33,17 @@ def test_every_case_matches_the_engine(table):
     assert dict(first_causes) == {}
 
 
-def test_a_one_request_refusal_is_compared_by_its_figures():
-    # 0.13's wording (kv_cache_utils.py: "models's", :.2f, no estimate: two spaces) against mcache's
+def test_a_one_request_refusal_is_compared_word_for_word():
+    # 0.13's wording (kv_cache_utils.py: "models's", :.2f, no estimate: two spaces) against 0.22's, same figures
     old = ("ValueError: To serve at least one request with the models's max seq len (4096), (0.50 GiB KV cache is "
            "needed, which is larger than the available KV cache memory (0.06 GiB).  Try increasing ...")
     new = ("To serve at least one request with the model's max seq len (4096), (0.5 GiB KV cache is needed, which is "
            "larger than the available KV cache memory (0.06 GiB). Try increasing ...")
     assert compare.memory_figures(old) == compare.memory_figures(new) == (4096, 0.5, 0.06, 0)
-    assert compare.same("error", old, new)
+    assert not compare.same("error", old, new)
+    assert compare.same("error", old, old.removeprefix("ValueError: "))
+    assert compare.same("error", "ValueError: " + new, new)
     estimated = new.replace("(0.06 GiB). ", "(0.06 GiB). Based on the available memory, the estimated maximum model "
                                            "length is 528. ")
     assert compare.memory_figures(estimated) == (4096, 0.5, 0.06, 528)
-    assert not compare.same("error", old, estimated)
+    assert not compare.same("error", "ValueError: " + new, estimated)

@@ -14,10 +14,12 @@ from mcache.core.engines.sglang import (
     _chunked_prefill,
     _decode_graph_max_bs,
     _mem_fraction,
+    _mem_fraction_0_5_2,
     _prefill_graph_mb,
     serve_command,
 )
 from mcache.core.engines.versions import at_least
+from mcache.core.errors import LayoutError
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -238,7 +240,7 @@ def h200_fraction(spec, version: str) -> float:
     return run_engine("sglang", inputs, version).settings["mem_fraction_static"]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", [v for v in VERSIONS if at_least(v, "0.5.14")])  # before: no multimodal hybrid
 def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(version):
     # arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (v0.5.19 to v0.5.23): the rounded default times 0.95 x
     # clamp(1 - 0.1 x (L H^2 / (24 x 1024^2) - 1), 0.8, 1.05), unrounded. Qwen3.5's vision config names its depth
@@ -476,5 +478,72 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 
 
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.1"], capsys)
+    assert "SGLang 0.5.2 or later" in err and "got 0.5.1" in err
+    # a release of the unmodelled span after the first hybrid line is refused too, naming where the rules changed
     err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.13"], capsys)
-    assert "SGLang 0.5.14 or later" in err and "got 0.5.13" in err
+    assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.14" in err
+
+
+# --- SGLang 0.5.2 to 0.5.4: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+
+QWEN3_NEXT = "qwen3-next-80b-a3b"
+NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
+NEXT_CELL = 12 * 2 * 256 * 2 * 2  # 12 attention layers, 2 KV heads of 256, K and V in bf16: 24,576 B a token
+
+
+def first_line(version: str, rest_gib: float = 100, **settings):
+    """Qwen3-Next at TP 1 on an H200 at `version`, with `rest_gib` GiB left for the pools (mem_fraction_static 0.9)."""
+    inputs = EngineInputs(config_spec(QWEN3_NEXT), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={**memory(rest_gib, 0.9, 130), **settings})
+    return stage(run_engine("sglang", inputs, version))
+
+
+def test_0_5_2_mem_fraction_static_by_its_gpu_rows():
+    # server_args.py __post_init__ at v0.5.2: reserve (12 + TP x PP / 2) GiB below 160 GB, (9.5 + TP x PP / 2) below
+    # 90 GB, 32 GiB above 160 GB; 2 GiB more with a draft. H200 (143,771 MiB): (143,771 - 12,800) / 143,771 = 0.911, with a
+    # draft 0.897; a 48 GB card at TP 4: (49,140 - 11,776) / 49,140 = 0.760; 190,000 MiB: (190,000 - 32,768) / 190,000
+    assert _mem_fraction_0_5_2(143_771, at("0.5.2"), 0) == 0.911
+    assert _mem_fraction_0_5_2(143_771, at("0.5.2"), 4) == 0.897
+    assert _mem_fraction_0_5_2(49_140, at("0.5.2", tp=4), 0) == 0.760
+    assert _mem_fraction_0_5_2(190_000, at("0.5.2"), 0) == 0.828
+    assert [_chunked_prefill(mb, at("0.5.2")) for mb in (32_607, 49_140, 143_771, 190_000)] == [2048, 8192, 8192, 16384]
+
+
+def test_0_5_2_state_pool_of_512_slots_or_the_running_requests():
+    # model_runner.py v0.5.2: the radix cache off for Qwen3-Next, max_mamba_cache_size = --max-running-requests or 512,
+    # its slots off the rest: (100 GiB - 512 x 77,266,944 B) // 24,576 = 2,759,338 tokens; the request pool
+    # min(clamp(tokens / 262,144 x 512, 2048, 4096), 512) = 512, the scheduler min(tokens // 2, 512)
+    st = first_line("0.5.2")
+    assert st.fields["mamba_cache_per_req_bytes"] == NEXT_SLOT
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"]) == (
+        512, 2_759_338, 512)
+    assert st.fields["state_slots_per_request"] == 1
+    assert st.log[0] == "Mamba Cache is allocated. conv_state size: 0.85GB, ssm_state size: 36.07GB "  # 513 slots
+    st = first_line("0.5.2", max_running_requests=64)  # (100 GiB - 64 slots) // 24,576
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"]) == (
+        64, 4_167_850, 64)
+
+
+def test_0_5_2_a_draft_adds_its_tokens_to_the_pool_and_48_slots():
+    # server_args.py: EAGLE's default max_running_requests 48, so 48 slots; init_memory_pool: (100 GiB - 48 slots) //
+    # 24,576 = 4,218,154 profiled tokens, + 48 x (3 steps + 4 draft tokens) + 100 = 4,218,590; no draft state counted
+    st = first_line("0.5.2", speculative_num_steps=3)
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"]) == (
+        48, 4_218_590, 48)
+
+
+def test_0_5_2_refuses_what_it_does_not_have():
+    # server_args.py v0.5.2: no mamba_full_memory_ratio and no radix-cache strategy field (ServerArgs refuses them)
+    for setting, value in (("mamba_full_memory_ratio", 0.5), ("mamba_radix_cache_strategy", "no_buffer")):
+        with pytest.raises(LayoutError, match=f"{setting}: not a setting of SGLang 0.5.2"):
+            first_line("0.5.2", **{setting: value})
+    # model_runner.py init_memory_pool: auto / fp8_e5m2 / fp8_e4m3 only; configs/qwen3_next.py: float32 / bfloat16 states
+    assert first_line("0.5.2", kv_cache_dtype="bfloat16").startup_error == "Unsupported kv_cache_dtype: bfloat16."
+    assert first_line("0.5.2", mamba_ssm_dtype="float16").startup_error == "'float16'"
+    # no SGLang class for the other hybrids: transformers 4.56.1 has Falcon-H1's, which the backend cannot serve;
+    # none for Nemotron-H
+    assert stage(run_engine("sglang", EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout()), "0.5.2")
+                 ).startup_error.startswith("FalconH1ForCausalLM has no SGlang implementation")
+    assert stage(run_engine("sglang", EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout()), "0.5.2")
+                 ).startup_error.startswith("Cannot find model module. 'NemotronHForCausalLM'")

@@ -41,7 +41,8 @@ TORCH = "torch==2.13.0"
 # architecture check) and the memory pools; never let pip resolve sglang's own pins (they pull a CUDA torch).
 PURE_DEPS = ["numpy", "pydantic", "msgspec", "psutil", "requests", "packaging", "orjson", "einops", "pybase64",
              "pillow", "pyyaml", "pyzmq", "starlette", "fastapi", "uvicorn", "IPython", "aiohttp", "dill",
-             "sentencepiece", "compressed-tensors", "gguf", "openai", "partial_json_parser", "setproctitle", "triton"]
+             "sentencepiece", "compressed-tensors", "gguf", "openai", "partial_json_parser", "setproctitle", "triton",
+             "httpx"]  # httpx: 0.5.2's is_in_ci (a context above the model's) imports sglang.test.test_utils
 
 MIB, GIB = 1 << 20, 1 << 30
 # total memory as nvidia-smi / torch report it; the 32 GB card is in the 20-35 GB row of SGLang's GPU defaults

@@ -547,3 +547,28 @@ def test_0_5_2_refuses_what_it_does_not_have():
                  ).startup_error.startswith("FalconH1ForCausalLM has no SGlang implementation")
     assert stage(run_engine("sglang", EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout()), "0.5.2")
                  ).startup_error.startswith("Cannot find model module. 'NemotronHForCausalLM'")
+
+
+def test_0_5_3_mem_fraction_static_reserves_2_gib_for_a_draft_past_the_floor():
+    # server_args.py _handle_gpu_memory_settings at v0.5.3: 512 + 8192 x 1.5 + TP / 8 GiB + 256 graphs x 2 = 13,440 MiB
+    # on an H200 (above the 10 GiB floor), no prefill graphs: (143,771 - 13,440) / 143,771 = 0.907; a draft 2,048 more:
+    # (143,771 - 15,488) / 143,771 = 0.892 (v0.5.2's rows gave 0.911 / 0.897)
+    assert _mem_fraction(143_771, 8192, at("0.5.3"), None, _prefill_graph_mb(
+        config_spec(QWEN3_NEXT), 8192, None, at("0.5.3"))) == 0.907
+    assert _mem_fraction(143_771, 8192, at("0.5.3"), None, 0, drafts=4) == 0.892
+    # 20-35 GB GPUs: decode graphs up to 16 at TP < 4 (24 from v0.5.5)
+    assert _decode_graph_max_bs(32_607, at("0.5.3"), None) == 16
+
+
+def test_0_5_3_falcon_h1_holds_512_slots_without_the_radix_cache():
+    # models/falcon_h1.py is new in v0.5.3 and model_runner.py is_hybrid_gdn names it: the radix cache off, one slot a
+    # request, 512 slots; v0.5.2 refuses it (transformers 4.56.1's class is not backend-compatible)
+    inputs = EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.3"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", inputs, "0.5.2")).startup_error.startswith("FalconH1ForCausalLM has no SGlang")
+    # init_memory_pool's refusal names the value from v0.5.3 (its f-string `{self.server_args.mem_fraction_static=}`)
+    assert first_line("0.5.3", rest_gib=-40).startup_error == (
+        "Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+        "self.server_args.mem_fraction_static=0.9")

@@ -572,3 +572,38 @@ def test_0_5_3_falcon_h1_holds_512_slots_without_the_radix_cache():
     assert first_line("0.5.3", rest_gib=-40).startup_error == (
         "Not enough memory. Please try to increase --mem-fraction-static. Current value: "
         "self.server_args.mem_fraction_static=0.9")
+
+
+def test_0_5_4_qwen3_next_keeps_the_radix_cache_and_takes_its_share():
+    # model_runner.py handle_max_mamba_cache at v0.5.4: with the radix cache (GDN) the state pool takes r / (1 + r) of the
+    # rest: 100 GiB x 0.9 / 1.9 // 77,266,944 B = 658 slots, the tokens (100 GiB - 658 slots) // 24,576 = 2,300,314; each
+    # request holds 3 slots (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO): the request pool min(4096, 658 // 3) = 219
+    st = first_line("0.5.4")
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+            st.fields["max_running_requests_logged"], st.fields["state_slots_per_request"]) == (658, 2_300_314, 219, 3)
+    # MambaPool sized max_mamba_cache_size from v0.5.4, and named: 659 slots x 36 layers x 49,152 B (conv) = 1.09 GB,
+    # x 2,097,152 B (state) = 46.34 GB
+    assert st.log[0] == ("Mamba Cache is allocated. max_mamba_cache_size: 658, conv_state size: 1.09GB, ssm_state size: "
+                         "46.34GB ")
+    # a draft of D = 4 tokens: each slot holds 1 + D states, 100 GiB x 0.9 / 1.9 // per // 5 = 131 slots, (100 GiB -
+    # 131 x 5 x per) // 24,576 = 2,309,746 tokens; 48 requests (the draft's default) capped at 131 // 3 = 43, whose draft
+    # tokens add 43 x (3 + 4) + 100 = 401
+    st = first_line("0.5.4", speculative_num_steps=3)
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+            st.fields["max_running_requests_logged"]) == (131, 2_310_147, 43)
+    # a given --max-mamba-cache-size is overwritten with the radix cache, and honoured without (one slot a request)
+    assert first_line("0.5.4", max_mamba_cache_size=200).fields["max_mamba_cache_size"] == 658
+    st = first_line("0.5.4", disable_radix_cache=True)
+    assert (st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (512, 1)
+
+
+def test_0_5_4_mamba2_hybrids_run_without_the_radix_cache():
+    # models/nemotron_h.py is new in v0.5.4; initialize turns the radix cache off for mamba2_config (Nemotron-H,
+    # Falcon-H1): --max-running-requests or 512 slots, one a request; v0.5.3 has no class for Nemotron-H
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 16 * GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.4"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", replace(inputs, given={**inputs.given, "max_running_requests": 64}), "0.5.4")
+                 ).fields["max_mamba_cache_size"] == 64
+    assert stage(run_engine("sglang", inputs, "0.5.3")).startup_error.startswith("Cannot find model module.")

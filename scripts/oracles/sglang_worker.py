@@ -49,7 +49,9 @@ MOCKS = [
     "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
-    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack (before 0.5.23 also flashinfer, with "
+    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4's is_in_ci, run on a "
+    "context above the model's, imports sglang.test.test_utils and with it bench_serving, which imports datasets; "
+    "before 0.5.23 also flashinfer, with "
     "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent; before 0.5.16 also SGLang's "
     "jit_kernel.cutedsl_fp8_paged_mqa_logits, a CuTe DSL kernel that imports cuda-python on Kimi-Linear's import "
     "path): empty stand-in modules, "
@@ -108,7 +110,9 @@ MOCKS = [
     "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP globals are set as "
     "initialize_dp_attention sets them without DP attention (compute_dp_attention_world_info). model_runner's "
     "get_available_gpu_memory and get_world_group stand in as above. memory_pool's torch is a proxy that puts every "
-    "tensor on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate states on 'cuda' literally.",
+    "tensor on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate states on 'cuda' literally. "
+    "0.5.4's MHATokenToKVPool._init_kv_copy_and_warmup (run with a draft, after the pool is sized) reads a buffer "
+    "stride with .item() and launches a Triton copy kernel to warm it up: a no-op that leaves its copy config unset.",
     "nvidia-smi (0.5.2-0.5.4, whose get_nvgpu_memory_capacity raises without it rather than falling back to "
     "mem_get_info): a script on PATH that prints the case's total memory in MiB, what nvidia-smi prints for the fake "
     "device (the same figure mem_get_info gives later releases).",
@@ -171,7 +175,8 @@ class _Any(types.ModuleType):
         return (object,)
 
 
-STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl_kernel,deep_gemm,cutlass,quack").split(","))
+STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl_kernel,deep_gemm,cutlass,quack,datasets"
+                             ).split(","))
 # 0.5.20 and 0.5.22's layers/quantization/fp8_utils.py import flashinfer.bmm_fp8 at module level (0.5.23 guards it):
 # before 0.5.23 a stand-in, with SGLANG_IS_FLASHINFER_AVAILABLE=false so that is_flashinfer_available() still answers
 # False, as it does in 0.5.23's venv, which has no flashinfer (no backend choice differs between the tables)
@@ -596,6 +601,8 @@ def _size_model_runner(sa, cfg, inputs, result):
     model_runner_module.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
     model_runner_module.get_world_group = lambda: world
     memory_pool.torch = _MetaTorch()
+    if hasattr(memory_pool.MHATokenToKVPool, "_init_kv_copy_and_warmup"):  # 0.5.4: a kernel warm-up (see MOCKS)
+        memory_pool.MHATokenToKVPool._init_kv_copy_and_warmup = lambda pool: setattr(pool, "_kv_copy_config", None)
     runner = ModelRunner.__new__(ModelRunner)
     for name, value in dict(
             server_args=sa, model_config=model_config, mem_fraction_static=sa.mem_fraction_static, device="meta",

@@ -56,9 +56,9 @@ NAME = "sglang"
 # 0.5.5 to 0.5.13 size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused
 # (UNMODELLED: 0.5.5 changed the GPU rows of server_args.py _handle_gpu_memory_settings and registers Kimi-Linear), as
 # is 0.5.1 and older, which have no hybrid.
-VERSIONS = ("0.5.2", "0.5.3", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
             "0.5.22", "0.5.23")
-UNMODELLED = ("0.5.4",)
+UNMODELLED = ("0.5.5",)
 # The first release after the first hybrid line (v0.5.2-v0.5.4), whose sizing lives in model_executor/model_runner.py
 # (profile_max_num_token, init_memory_pool; v0.5.4 handle_max_mamba_cache) and managers/tp_worker.py: `_first_line`
 FIRST_LINE_UNTIL = "0.5.5"

@@ -104,13 +104,15 @@ MOCKS = [
     "load_model set as they set them for one rank of a TP-tp run (PP 1, not a draft worker, device 'meta' so that the "
     "pools it builds are tensor sizes only; the model a stand-in holding the checkpoint's quant config, as above). "
     "The statements of ModelRunner.initialize between load_model and init_memory_pool that concern the hybrid state "
-    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size) are SGLang's own, "
+    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size; 0.5.4: `if config "
+    ":= self.mamba2_config:` disables it for the Mamba2 hybrids) and the layer range are SGLang's own, "
     "taken from the release's source by ast and run on that runner; likewise the statements of TpModelWorker.__init__ "
     "from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens` to the 'Memory pool size is too small' "
     "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP globals are set as "
     "initialize_dp_attention sets them without DP attention (compute_dp_attention_world_info). model_runner's "
     "get_available_gpu_memory and get_world_group stand in as above. memory_pool's torch is a proxy that puts every "
-    "tensor on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate states on 'cuda' literally. "
+    "tensor it is given a device for on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate "
+    "states on 'cuda' literally. "
     "0.5.4's MHATokenToKVPool._init_kv_copy_and_warmup (run with a draft, after the pool is sized) reads a buffer "
     "stride with .item() and launches a Triton copy kernel to warm it up: a no-op that leaves its copy config unset.",
     "nvidia-smi (0.5.2-0.5.4, whose get_nvgpu_memory_capacity raises without it rather than falling back to "
@@ -613,8 +615,7 @@ def _size_model_runner(sa, cfg, inputs, result):
             attention_chunk_size=model_config.attention_chunk_size, dtype=model_config.dtype,
             sliding_window_size=None, model=_model_stand_in(model_config)).items():
         setattr(runner, name, value)
-    _statements(ModelRunner.initialize, _initialize_kept, runner,
-                vars(model_runner_module))
+    _statements(ModelRunner.initialize, _initialize_kept, runner, vars(model_runner_module))
     runner.init_memory_pool(inputs["free_gpu_memory_bytes"] / (1 << 30), sa.max_running_requests, sa.max_total_tokens)
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     worker = types.SimpleNamespace(model_runner=runner, model_config=model_config)
@@ -669,8 +670,8 @@ def _statements(function, kept, self, namespace):
 
 
 class _MetaTorch(types.ModuleType):
-    """memory_pool's `torch` (0.5.2-0.5.4): torch itself, but every tensor factory builds on the meta device (see
-    MOCKS)."""
+    """memory_pool's `torch` (0.5.2-0.5.4): torch itself, but a tensor factory given a device builds on the meta
+    device (see MOCKS)."""
 
     def __init__(self):
         super().__init__("torch")

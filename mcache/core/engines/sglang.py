@@ -500,9 +500,8 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                    "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
     first_line = _first_line(inputs)
-    if error is None and tokens <= 0:
-        error = _not_enough_memory(mfs, inputs)
-    if error is None and per_slot and ctx.recurrent_kinds:
+    # v0.5.2-v0.5.4's init_memory_pool refuses a token pool of no tokens before it builds the state pool
+    if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
         # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3 size it to the request pool and name no size
         sized_by_requests = first_line and not _since(inputs, "0.5.4")
         pooled = pool.requests if sized_by_requests else slots
@@ -510,6 +509,8 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         log.append(f"Mamba Cache is allocated. {named}conv_state size: "
                    f"{ctx_layers(ctx) * (pooled + 1) * conv / GIB:.2f}GB, ssm_state size: "
                    f"{ctx_layers(ctx) * (pooled + 1) * ssm / GIB:.2f}GB ")
+    if error is None and tokens <= 0:
+        error = _not_enough_memory(mfs, inputs)
     requests, binding = 0, "start-up"
     if error is None:
         if cell:

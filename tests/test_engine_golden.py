@@ -9,23 +9,22 @@ fixture changed (compare.py's STALE_* causes: rerun those configs with `scripts/
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = sorted((ROOT / "tests" / "data" / "engine_golden").glob("vllm-*.json"))
 _spec = importlib.util.spec_from_file_location("oracle_compare", ROOT / "scripts" / "oracles" / "compare.py")
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
+TABLES = compare.golden.tables("vllm")
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda p: p.name)
 def test_every_case_matches_the_engine(table):
     configs = ROOT / "tests" / "data" / "hf_configs"
-    golden = json.loads(table.read_text())
+    golden = compare.golden.read(table)
     first_causes: Counter = Counter()
     for case in golden["cases"]:  # each table at the release that wrote it
         cause = next((c for *_, c in compare.compare_case(configs, case, golden["version"]) if c is not None), None)
@@ -34,15 +33,17 @@ def test_every_case_matches_the_engine(table):
     assert dict(first_causes) == {}
 
 
-def test_a_one_request_refusal_is_compared_by_its_figures():
-    # 0.13's wording (kv_cache_utils.py: "models's", :.2f, no estimate: two spaces) against mcache's
+def test_a_one_request_refusal_is_compared_word_for_word():
+    # 0.13's wording (kv_cache_utils.py: "models's", :.2f, no estimate: two spaces) against 0.22's, same figures
     old = ("ValueError: To serve at least one request with the models's max seq len (4096), (0.50 GiB KV cache is "
            "needed, which is larger than the available KV cache memory (0.06 GiB).  Try increasing ...")
     new = ("To serve at least one request with the model's max seq len (4096), (0.5 GiB KV cache is needed, which is "
            "larger than the available KV cache memory (0.06 GiB). Try increasing ...")
     assert compare.memory_figures(old) == compare.memory_figures(new) == (4096, 0.5, 0.06, 0)
-    assert compare.same("error", old, new)
+    assert not compare.same("error", old, new)
+    assert compare.same("error", old, old.removeprefix("ValueError: "))
+    assert compare.same("error", "ValueError: " + new, new)
     estimated = new.replace("(0.06 GiB). ", "(0.06 GiB). Based on the available memory, the estimated maximum model "
                                            "length is 528. ")
     assert compare.memory_figures(estimated) == (4096, 0.5, 0.06, 528)
-    assert not compare.same("error", old, estimated)
+    assert not compare.same("error", "ValueError: " + new, estimated)

@@ -11,7 +11,6 @@ changes."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -20,21 +19,21 @@ import pytest
 from mcache.core.engines import sglang
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = sorted((ROOT / "tests" / "data" / "engine_golden").glob("sglang-*.json"))
 _spec = importlib.util.spec_from_file_location("sglang_compare", ROOT / "scripts" / "oracles" / "sglang_compare.py")
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
+TABLES = compare.golden.tables("sglang")
 # Mismatches not modelled yet, per table version and config: (cases, cause). Each count is exact; none is left.
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {}
 
 
 def test_a_table_for_every_modelled_release():
-    assert sorted(json.loads(t.read_text())["version"] for t in TABLES) == sorted(sglang.VERSIONS)
+    assert sorted(compare.golden.read(t)["version"] for t in TABLES) == sorted(sglang.VERSIONS)
 
 
-@pytest.mark.parametrize("table", TABLES, ids=[t.stem for t in TABLES])
+@pytest.mark.parametrize("table", TABLES, ids=[t.name.removesuffix(".json.gz") for t in TABLES])
 def test_every_golden_case_matches_sglang_or_is_a_known_gap(table):
-    data = json.loads(table.read_text())
+    data = compare.golden.read(table)
     version = data["version"]
     assert version in sglang.VERSIONS  # a table of a release mcache does not model would be compared by another's rules
     differing = Counter(case["config"] for case in data["cases"]

@@ -55,7 +55,7 @@ def test_none_fits_names_the_bound_searched(capsys):
     (["minimax-text-01", "--engine", "vllm", "--tp", "8"],
      "MiniMax-Text-01 cannot be loaded by vLLM {vllm}: Layer 0 does not dispatch through the Transformers attention "
      "interface and vLLM has no other way to handle it. (MiniMaxForCausalLM was served natively until vLLM 0.23.0.); "
-     "it loads on vLLM 0.10.2 to 0.22.0; SGLang 0.5.14 to {sglang}"),
+     "it loads on vLLM 0.10.2 to 0.22.0; SGLang 0.5.10 to {sglang}"),
     (["jamba-v0.1", "--engine", "sglang"],
      "Jamba-v0.1 cannot be loaded by SGLang {sglang}: JambaForCausalLM has no SGlang implementation and the "
      "Transformers implementation is not compatible with SGLang; it loads on vLLM"),

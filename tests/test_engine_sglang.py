@@ -9,6 +9,7 @@ from msgspec.structs import replace
 
 from mcache.core.engines import run_engine, sglang
 from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, whole_model
+from mcache.core.engines.options import option_for
 from mcache.core.engines.sglang import (
     VERSIONS,
     _chunked_prefill,
@@ -20,6 +21,7 @@ from mcache.core.engines.sglang import (
 )
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
+from mcache.core.logs import read_log
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -248,8 +250,9 @@ def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(
     # KimiK3VisionConfig (configs/kimi_k3.py) aliases vt_num_hidden_layers 27 and vt_hidden_size 1024: 0.95 x 0.9875.
     # The golden tables: 0.903 x 0.924765625 = 0.835063359375 for every Qwen3.5/3.6 config on an H200 (0.5.20-0.5.23)
     assert h200_fraction(config_spec(QWEN35, vision=None), version) == 0.903
-    # (0.5.14-0.5.15 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables' 0.83876...)
-    qwen_base = 0.907 if version in ("0.5.14", "0.5.15") else 0.903
+    # (releases before 0.5.16 capture no prefill graphs for a multimodal model: 0.907 x 0.924765625, their tables'
+    # 0.83876...)
+    qwen_base = 0.907 if not at_least(version, "0.5.16") else 0.903
     assert h200_fraction(config_spec(QWEN35), version) == qwen_base * (0.95 * 0.9734375)
     inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), "H200", lookup("h200")[1])
     assert run_engine("sglang", inputs, version).sources["mem_fraction_static"].startswith(
@@ -479,10 +482,10 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.1"], capsys)
-    assert "SGLang 0.5.2 or later" in err and "got 0.5.1" in err
+    assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.1" in err
     # a release of the unmodelled span after the first hybrid line is refused too, naming where the rules changed
-    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.13"], capsys)
-    assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.14" in err
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.9"], capsys)
+    assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.10" in err
 
 
 # --- SGLang 0.5.2 to 0.5.4: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
@@ -607,3 +610,168 @@ def test_0_5_4_mamba2_hybrids_run_without_the_radix_cache():
     assert stage(run_engine("sglang", replace(inputs, given={**inputs.given, "max_running_requests": 64}), "0.5.4")
                  ).fields["max_mamba_cache_size"] == 64
     assert stage(run_engine("sglang", inputs, "0.5.3")).startup_error.startswith("Cannot find model module.")
+
+
+def test_0_5_13_reserves_4_gib_for_a_draft_past_the_10_gib_floor():
+    # server_args.py _handle_gpu_memory_settings at v0.5.13: an H200 at --chunked-prefill-size 2048 reserves 512 + 2048
+    # x 1.5 + 1 x 1 / 8 x 1024 + 256 x 2 = 4,224 MiB, lifted to the 10,240 MiB floor; an EAGLE draft adds 4,096 after
+    # it: (143,771 - 14,336) / 143,771 = 0.900 (before the floor it would vanish in it: 0.929). v0.5.14 adds nothing
+    assert _mem_fraction(143_771, 2048, at("0.5.13"), None, 0, drafts=4) == 0.900
+    assert _mem_fraction(143_771, 2048, at("0.5.14"), None, 0, drafts=4) == _mem_fraction(
+        143_771, 2048, at("0.5.13"), None, 0) == 0.929
+    # the H200's own chunk (8192): 512 + 12,288 + 128 + 512 = 13,440 MiB, + 4,096 = 17,536: 0.878 (0.907 without)
+    assert _mem_fraction(143_771, 8192, at("0.5.13"), None, 0, drafts=4) == 0.878
+    assert _mem_fraction(143_771, 8192, at("0.5.13"), None, 0) == 0.907
+
+
+@pytest.mark.parametrize(("given", "old", "new"), [(2000, 2000, 1500), (3000, 2048, 1500)])
+def test_0_5_13_caps_a_given_max_running_requests_at_the_estimate_not_at_half_the_tokens(given, old, new):
+    # model_runner_kv_cache_mixin.py _resolve_max_num_reqs at v0.5.13: min(given, clamp(int(tokens / context x 512),
+    # 2048, 4096)); v0.5.14's: min(given, tokens // 2). 3,000 tokens (--max-total-tokens) at Falcon-H1's 16,384:
+    # int(93.75) clamped up to 2048, half the tokens 1500; without the radix cache the state pool holds the requests
+    # given, a slot each, so no state cap
+    inputs = EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout(), *lookup("h200"), None,
+                          {"max_total_tokens": 3000, "disable_radix_cache": True, "max_running_requests": given,
+                           "weights_bytes": 2 * GIB})
+    logged = [stage(run_engine("sglang", inputs, v)).fields["max_running_requests_logged"] for v in ("0.5.13", "0.5.14")]
+    assert logged == [old, new]
+
+
+def test_0_5_13_names_the_strategy_mamba_scheduler_strategy_and_resolves_auto_to_no_buffer():
+    # server_args.py at v0.5.13: --mamba-scheduler-strategy (0.5.14: --mamba-radix-cache-strategy); auto is no_buffer
+    # for every model (_handle_missing_default_values), and _handle_mamba_radix_cache turns the overlap scheduler off
+    # for no_buffer with the radix cache (3 slots a request), where 0.5.14 resolves auto to extra_buffer (5)
+    inputs = EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB})
+    old, new = run_engine("sglang", inputs, "0.5.13"), run_engine("sglang", inputs, "0.5.14")
+    assert (old.settings["mamba_scheduler_strategy"], old.settings["disable_overlap_schedule"]) == ("no_buffer", True)
+    assert "mamba_radix_cache_strategy" not in old.settings and "mamba_scheduler_strategy" not in new.settings
+    assert (stage(old).fields["mamba_scheduler_strategy"], stage(old).fields["state_slots_per_request"]) == ("no_buffer", 3)
+    assert (stage(new).fields["mamba_radix_cache_strategy"], stage(new).fields["state_slots_per_request"]) == (
+        "extra_buffer", 5)
+    # a 0.5.13 boot log's setting is read under its name and fed to mcache's option
+    log = read_log("server_args=ServerArgs(model_path='m', mamba_scheduler_strategy='extra_buffer', tp_size=1)")
+    assert log.settings["mamba_scheduler_strategy"] == "extra_buffer"
+    assert option_for("sglang", "mamba_scheduler_strategy") == "mamba_radix_cache_strategy"
+
+
+@pytest.mark.parametrize(("stem", "given", "refusal"), [
+    ("qwen3-next-80b-a3b", {"speculative_num_steps": 3},
+     "Speculative decoding for Qwen3NextForCausalLM is not compatible with radix cache when using "
+     "--mamba-scheduler-strategy no_buffer.To use radix cache"),
+    ("qwen3-next-80b-a3b", {"mamba_radix_cache_strategy": "extra_buffer", "disable_radix_cache": True},
+     "mamba extra_buffer is not compatible with --disable-radix-cache."),
+    ("qwen3-next-80b-a3b", {"mamba_radix_cache_strategy": "extra_buffer_lazy", "speculative_num_steps": 3},
+     "extra_buffer_lazy is not yet supported with speculative decoding."),
+    ("lfm2-1.2b", {"mamba_radix_cache_strategy": "extra_buffer"},
+     "mamba extra_buffer is not supported for Lfm2ForCausalLM model"),
+])
+def test_0_5_13_refuses_the_strategies_its_radix_cache_cannot_run(stem, given, refusal):
+    # server_args.py _handle_mamba_radix_cache at v0.5.13 (0.5.14 runs each: no_buffer is not auto's pick with drafts,
+    # the radix-cache check returns first without the radix cache, lazy with drafts is its own message)
+    inputs = EngineInputs(config_spec(stem), ParallelLayout(), *lookup("h200"), None, {"weights_bytes": 30 * GIB, **given})
+    assert stage(run_engine("sglang", inputs, "0.5.13")).startup_error.startswith(refusal)
+
+
+def test_0_5_13_turns_kimi_linears_radix_cache_off():
+    # server_args.py _handle_model_specific_adjustments at v0.5.13: KimiLinearForCausalLM's branch passes
+    # support_mamba_cache=False, so the radix cache is off whatever the strategy: 1 slot a request, and with drafts
+    # the state pool holds the 48 requests the speculative hook sets (0.5.14: the radix cache on, 3 slots)
+    inputs = EngineInputs(config_spec("kimi-linear-48b-a3b-instruct"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, "speculative_num_steps": 3})
+    old, new = run_engine("sglang", inputs, "0.5.13"), run_engine("sglang", inputs, "0.5.14")
+    assert old.settings["disable_radix_cache"] is True and stage(old).fields["state_slots_per_request"] == 1
+    assert stage(old).fields["max_mamba_cache_size"] == 48
+    assert new.settings["disable_radix_cache"] is False and stage(new).fields["state_slots_per_request"] == 3
+
+
+def test_0_5_12_takes_every_requests_draft_states_off_the_rest_before_the_slots():
+    # model_runner_kv_cache_mixin.py handle_max_mamba_cache at v0.5.12: 48 requests (the speculative hook's) x 4 draft
+    # tokens x 153,944,064 B = 29,557,260,288 B off the 60 GiB first; the slots are then (rest x 0.9 / 1.9) // per =
+    # 107, the tokens (64,424,509,440 - 29,557,260,288 - 107 x per) // 65,536 = 280,689. v0.5.13 solves jointly:
+    # (60 GiB x 0.9 / 1.9) // (per x (1 + 4 / 5)) = 110 slots, draft states for min(48, 110 // 5) = 22 requests:
+    # (64,424,509,440 - 22 x 4 x per - 110 x per) // 65,536 = 517,938
+    inputs = EngineInputs(config_spec(QWEN35, vision=None), ParallelLayout(), *lookup("h200"), None,
+                          {**memory(60, 0.9, 139), "speculative_num_steps": 3, "mamba_radix_cache_strategy": "extra_buffer"})
+    figures = [(st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"])
+               for st in (stage(run_engine("sglang", inputs, v)) for v in ("0.5.12", "0.5.13"))]
+    assert figures == [(107, 280_689), (110, 517_938)]
+
+
+def test_0_5_12_neither_refuses_a_state_pool_too_small_for_a_request_nor_knows_the_lazy_buffer():
+    # model_runner_kv_cache_mixin.py _resolve_max_num_reqs at v0.5.12 caps the requests at 2 slots // 3 = 0 and says
+    # nothing (v0.5.13 refuses: "Hybrid ... too small to serve any requests"); managers/tp_worker.py asserts it then
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, "max_mamba_cache_size": 2, "disable_overlap_schedule": True})
+    assert stage(run_engine("sglang", inputs, "0.5.12")).startup_error == "max_running_request is zero"
+    assert stage(run_engine("sglang", inputs, "0.5.13")).startup_error.startswith(
+        "Hybrid (mamba/linear-attention) state cache is too small to serve any requests.")
+    # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES at v0.5.12: auto, no_buffer, extra_buffer
+    from mcache.core.errors import LayoutError
+
+    lazy = EngineInputs(config_spec(QWEN35), ParallelLayout(), given={"mamba_radix_cache_strategy": "extra_buffer_lazy"})
+    with pytest.raises(LayoutError, match="one of auto, no_buffer, extra_buffer, got 'extra_buffer_lazy'"):
+        run_engine("sglang", lazy, "0.5.12")
+
+
+def test_0_5_12_gives_the_extra_buffer_to_qwen3_next_and_qwen3_5_alone():
+    # server_args.py _handle_model_specific_adjustments at v0.5.12: support_mamba_cache_extra_buffer=False for NemotronH
+    # (arg_groups/nemotron_h_hook.py), FalconH1, JetNemotron, GraniteMoeHybrid and Lfm2; v0.5.13 passes the default True
+    # to all of them but Lfm2
+    given = {"weights_bytes": 30 * GIB, "mamba_radix_cache_strategy": "extra_buffer"}
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), *lookup("h200"), None, given)
+    assert stage(run_engine("sglang", inputs, "0.5.12")).startup_error == (
+        "mamba extra_buffer is not supported for NemotronHForCausalLM model")
+    assert stage(run_engine("sglang", inputs, "0.5.13")).fields["state_slots_per_request"] == 5
+    # with --disable-radix-cache the refusal lacks its full stop at v0.5.12
+    inputs = EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(), *lookup("h200"), None,
+                          {**given, "disable_radix_cache": True})
+    assert stage(run_engine("sglang", inputs, "0.5.12")).startup_error.startswith(
+        "mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling")
+
+
+def test_a_given_context_caps_the_prefill_graphs_from_0_5_13_to_0_5_16():
+    # server_args.py _handle_gpu_memory_settings: v0.5.13 clamps piecewise_cuda_graph_max_tokens to a given
+    # --context-length (v0.5.12's does not; v0.5.17's no longer): Nemotron-H at 4096 captures 50 graphs of 8 MiB
+    # (13,840 MiB reserved: 0.904), 58 without the clamp (13,904: 0.903); v0.5.17 turns its prefill graphs off (0.907)
+    spec = config_spec("nemotron-h-8b-base-8k")
+    inputs = EngineInputs(spec, ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, "context_length": 4096})
+    assert [run_engine("sglang", inputs, v).settings["mem_fraction_static"] for v in ("0.5.12", "0.5.13", "0.5.16",
+                                                                                     "0.5.17")] == [0.903, 0.904, 0.904, 0.907]
+
+
+def test_0_5_10_captures_no_prefill_graphs_with_a_draft():
+    # server_args.py _handle_piecewise_cuda_graph at v0.5.10 turns the piecewise (prefill) CUDA graphs off for
+    # speculative decoding (v0.5.11's rules do not). Nemotron-H on an H200 with an EAGLE draft: 512 + 8192 x 1.5 + 128
+    # + 256 x 2 = 13,440 MiB, + 4,096 for the draft (before v0.5.14) = 17,536: 0.878; v0.5.11 adds its 58 graphs of
+    # 8 MiB: 18,000 MiB, (143,771 - 18,000) / 143,771 = 0.875
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, "speculative_num_steps": 3, "disable_radix_cache": True})
+    assert [run_engine("sglang", inputs, v).settings["mem_fraction_static"] for v in ("0.5.10", "0.5.11")] == [0.878, 0.875]
+
+
+def test_0_5_10_runs_an_eagle_draft_without_the_overlap_scheduler():
+    # environ.py SGLANG_ENABLE_SPEC_V2 is False at v0.5.10 (True from v0.5.11): server_args.py
+    # _handle_speculative_decoding turns the overlap scheduler off for EAGLE, so the extra buffer holds 3 + 1 slots a
+    # request (_calculate_mamba_ratio), not 3 + 2: Qwen3.5's slots run min(48, 215 // 4) = 48 requests at v0.5.10,
+    # 214 // 5 = 42 at v0.5.11 (one slot fewer: its prefill graphs take 464 MiB more of the static memory)
+    inputs = EngineInputs(config_spec(QWEN35, vision=None), ParallelLayout(), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, "speculative_num_steps": 3, "mamba_radix_cache_strategy": "extra_buffer"})
+    old, new = run_engine("sglang", inputs, "0.5.10"), run_engine("sglang", inputs, "0.5.11")
+    assert old.settings["disable_overlap_schedule"] is True and new.settings["disable_overlap_schedule"] is False
+    assert [(st.fields["state_slots_per_request"], st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"])
+            for st in (stage(old), stage(new))] == [(4, 215, 48), (5, 214, 42)]
+
+
+def test_0_5_10_says_the_fraction_when_no_token_fits():
+    # MemoryPoolConfig.__post_init__ appends "Current value: mem_fraction_static=..." when given one: v0.5.10's
+    # _resolve_memory_pool_config gives it, v0.5.11's pool configurator does not (the tables: 0.725941015625 for
+    # Qwen3.5 on an H100 with 8 GiB of weights, 7 draft steps, no radix cache: (81,559 - 13,440 - 4,096) / 81,559
+    # rounds to 0.785, x 0.95 x 0.9734375 for its vision tower; the draft states of 48 requests leave no token)
+    inputs = EngineInputs(config_spec(QWEN35), ParallelLayout(), *lookup("h100"), None,
+                          {"weights_bytes": 8 * GIB, "pre_model_load_memory_bytes": lookup("h100")[1] - GIB // 2,
+                           "speculative_num_steps": 7, "disable_radix_cache": True})
+    errors = [stage(run_engine("sglang", inputs, v)).startup_error for v in ("0.5.10", "0.5.11")]
+    assert errors == ["Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+                      "mem_fraction_static=0.725941015625", "Not enough memory. Please try to increase --mem-fraction-static."]

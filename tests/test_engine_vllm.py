@@ -7,7 +7,7 @@ from engines_util import config_spec, gib, run
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs
-from mcache.core.engines.vllm import _group_size, pp_layout, serve_command
+from mcache.core.engines.vllm import _group_size, _memory_words, pp_layout, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -559,3 +559,166 @@ def test_qwen3_next_does_not_build_on_a_later_pp_rank_in_0_11(version, pp, refus
     error = stage(run_engine("vllm", EngineInputs(config_spec("qwen3-next-80b-a3b"), ParallelLayout(pp=pp), given=dict(
         max_model_len=4096, kv_cache_memory_bytes=20 << 30)), version)).startup_error
     assert (error == "RuntimeError: No Qwen3Next layer found in the model.layers.") == refused
+
+
+# Bamba-9B, TP 1, 4,096 tokens, no prefix caching: 3 attention layers (8 KV heads x 128 x 2 x 2 B = 4,096 B a token),
+# 29 Mamba2 layers of one 2,162,688 B page (528 tokens of attention); 100 MiB = 48.5 pages. Every layer (0.10.2 -
+# 0.13): 3 x ceil(4096 / 528) + 29 = 53 pages (0.11 GiB), and 3 x 6 + 29 = 47 fit: 6 x 528 = 3168 tokens. Every
+# group (0.19+): group size 3, 1 attention and 10 Mamba2 groups, 3 x (8 + 10) = 54 pages, 3 x (6 + 10) = 48 fit.
+BAMBA_WORDS = {
+    "0.10.2": "To serve at least one request with the models's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.10 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+              "when initializing the engine.",
+    "0.13.0": "To serve at least one request with the models's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.10 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+              "when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
+              "more details.",
+    "0.19.0": "To serve at least one request with the models's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.1 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+              "when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
+              "more details.",
+    "0.22.0": "To serve at least one request with the model's max seq len (4096), (0.11 GiB KV cache is needed, which "
+              "is larger than the available KV cache memory (0.1 GiB). Based on the available memory, the estimated "
+              "maximum model length is 3168. Try increasing `gpu_memory_utilization` (which also controls CPU memory "
+              "on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
+              "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+}
+
+
+def bamba_refusal(version, memory):
+    return stage(run_engine("vllm", EngineInputs(config_spec("bamba-9b"), ParallelLayout(), given=dict(
+        max_model_len=4096, enable_prefix_caching=False, kv_cache_memory_bytes=memory)), version)).startup_error
+
+
+@pytest.mark.parametrize("version", list(BAMBA_WORDS))
+def test_the_one_request_refusal_in_each_releases_words(version):
+    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "models's" and :.2f GiB (0.10.2); the docs link (0.13.0);
+    # format_gib's round(x, 2), 0.1 not 0.10 (0.14.0); "model's" and the CPU-backend note (0.22.0)
+    assert bamba_refusal(version, 100 << 20) == BAMBA_WORDS[version]
+
+
+def test_before_0_14_a_refusal_without_an_estimate_keeps_two_spaces():
+    # 0.10.2: f"... GiB). {estimated_msg} Try ...", the estimate empty when no length fits: 64 MiB = 31 pages, under
+    # the 29 Mamba2 pages and 3 attention blocks of one token; 0.22.0 joins "GiB). {estimated_msg}Try"
+    assert "(0.06 GiB).  Try increasing" in bamba_refusal("0.10.2", 64 << 20)
+    assert "(0.06 GiB). Try increasing" in bamba_refusal("0.22.0", 64 << 20)
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    ("0.10.2", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+               "the engine."),
+    ("0.13.0", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+               "the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
+    ("0.22.0", "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+               "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
+               "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")])
+def test_no_memory_for_the_blocks_in_each_releases_words(version, words):
+    assert _memory_words(version) == words
+
+
+# Nemotron-H-8B ("M-M-M-M*-M-M-M-M-M*-...-M-": 24 Mamba2, 4 attention and 24 MLP layers, a padded page of 528 tokens
+# of attention, NEMOTRON_PAGE) split by VLLM_PP_LAYER_PARTITION / --pp-partition
+def nemotron_split(version, partition, memory=20 << 30, prefix=False):
+    return run_engine("vllm", EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(pp=2, pp_partition=partition),
+                                           given=dict(max_model_len=4096, enable_prefix_caching=prefix,
+                                                      kv_cache_memory_bytes=memory)), version)
+
+
+def test_0_10_2_refuses_a_stage_without_attention_beside_one_with_it():
+    # 7 / 45: stage 0 holds Mamba2 layers 0, 2, 4, 6 and no attention. 0.10.2 groups each worker's own layers (stage 0:
+    # one Mamba2 group; stage 1: 4 attention and 20 Mamba2 layers, 1 + 5 groups) and unify_kv_cache_configs asserts
+    # the sorted specs agree pair by pair: [MambaSpec] against [FullAttentionSpec, MambaSpec x 5]
+    run = nemotron_split("0.10.2", (7, 45))
+    assert not run.starts and {st.startup_error for st in run.stages} == {
+        "AssertionError: assert group_rank_0.kv_cache_spec == group_rank_i.kv_cache_spec (v1/core/kv_cache_utils.py "
+        "unify_kv_cache_configs: PP rank 1's KV-cache groups, sorted by spec, are not PP rank 0's: a FullAttentionSpec "
+        "group where PP rank 0 has a MambaSpec one)"}
+    # 0.11.1+: the whole model's 6 Mamba2 groups of 4 (layers i, i + 6, ...) and 1 attention group; stage 0 holds one
+    # layer of groups 0 - 3, stage 1 four of groups 4, 5 and the attention group: 20 GiB // (4 x page) blocks
+    stages = nemotron_split("0.13.0", (7, 45)).stages
+    assert [st.fields["group_size"] for st in stages] == [1, 4]
+    assert stages[0].fields["groups"] == {"mamba2": 6, "attention": 1}
+    assert {st.fields["num_blocks"] for st in stages} == {(20 << 30) // (4 * NEMOTRON_PAGE)} == {2482}
+
+
+def test_0_10_2_logs_each_workers_own_blocks_and_a_stage_without_cache_layers_has_the_null_block():
+    # 51 / 1: the last stage holds layer 51, an MLP. 0.10.2's get_kv_cache_config gives that worker no group and one
+    # block, and logs stage 0's own blocks before unify_kv_cache_configs takes the smallest: 4 attention and 24
+    # Mamba2 layers, group size 4, 7 groups, 20 GiB // (4 x page) = 2482 blocks, 2482 // 7 x 528 = 186,912 tokens
+    first, last = nemotron_split("0.10.2", (51, 1)).stages
+    assert first.startup_error is last.startup_error is None
+    assert first.fields["num_blocks"] == last.fields["num_blocks"] == 1
+    assert (last.fields["groups"], last.fields["group_size"]) == ({}, 0)
+    assert first.fields["kv_cache_tokens"] == 2482 // 7 * 528 == 186_912
+    assert "GPU KV cache size: 186,912 tokens" in first.log
+    assert first.fields["max_concurrency"] == round(1 / (8 + 6), 2)  # the scheduler's: 1 block over 8 + 6 a request
+
+
+@pytest.mark.parametrize(("version", "error"), [
+    ("0.11.1", "AssertionError: assert len(page_sizes) == 1 (v1/core/kv_cache_utils.py get_uniform_page_size: "),
+    ("0.12.0", "AssertionError: group_size must be greater than 0 ("),
+    ("0.28.0", "AssertionError: group_size must be greater than 0 ("),
+    ("0.29.0", "AssertionError: assert bytes_per_block > 0 (v1/core/kv_cache_utils.py _get_kv_cache_bytes_per_block: "),
+    ("0.30.0", "AssertionError: assert bytes_per_block > 0 (v1/core/kv_cache_utils.py _get_kv_cache_bytes_per_block: "),
+    *((version, "ValueError: KV cache layout LBNHC cannot express this model's mixed page sizes ([]); a backend should "
+                "declare block-outermost supported layouts (e.g. BLHNC), or set VLLM_KV_CACHE_LAYOUT=BLHNC. "
+                "(validate_kv_cache_layout: ") for version in ("0.32.0", "0.33.0"))])
+def test_from_0_11_1_a_stage_without_cache_layers_fails_to_start(version, error):
+    # get_kv_cache_configs keeps every group on each worker; PP rank 1 holds none of their layers
+    run = nemotron_split(version, (51, 1))
+    why = "PP rank 1 holds no KV-cache layer, so its worker keeps every KV-cache group empty"
+    assert {st.startup_error for st in run.stages} == {error + why + (", and no page size)" if "Value" in error else ")")}
+    assert run.max_running_requests == 0
+
+
+@pytest.mark.parametrize(("version", "first"), [("0.28.0", "To serve"), ("0.29.0", "AssertionError"),
+                                              ("0.32.0", "To serve"), ("0.33.0", "ValueError: KV cache layout")])
+def test_the_empty_stage_refuses_before_or_after_the_one_request_check(version, first):
+    # 64 MiB: from 0.20 Nemotron-H's SSM state is float32, a page of 4,259,840 B (1,040 tokens of attention); stage
+    # 0's share (4 layers a block) x page x (4 attention + 6 Mamba2 blocks) = 170,393,600 B (0.16 GiB) does not fit.
+    # 0.29 - 0.31 first take every worker's bytes per block to hold the null block back (the empty worker asserts),
+    # 0.32 takes 0 for the empty worker (LBNHC) and refuses its layout after the checks, 0.33 probes its config first
+    error = nemotron_split(version, (51, 1), 64 << 20).stages[0].startup_error
+    assert error.startswith(first)
+    if first == "To serve":
+        assert "max seq len (4096), (0.16 GiB KV cache is needed" in error
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    ("0.20.0", "The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting "
+               "block_size."),
+    ("0.24.0", "Layer <PP rank 0's first recurrent layer>: page size is not divisible by the maximum page size and "
+               "cannot be padded. Padding is only supported for attention layers whose backend indexes KV pages by "
+               "the block stride (indexes_kv_by_block_stride is True).")])
+def test_0_20_to_0_26_refuse_a_stage_without_attention_its_unpadded_state_page(version, words):
+    # 7 / 45: stage 0 holds 4 Mamba2 layers and no attention. 0.19 pads the page once at config time
+    # (HybridAttentionMambaModelConfig); from 0.20 each worker pads its own (update_block_size_for_backend), only with
+    # an attention backend among its layers, so stage 0 keeps the float32 state's 4,255,744 B beside stage 1's
+    # 1,040 x 4,096 = 4,259,840 B, which it does not divide (unify_kv_cache_spec_page_size)
+    assert nemotron_split("0.19.0", (7, 45)).starts
+    run = nemotron_split(version, (7, 45))
+    assert {st.startup_error for st in run.stages} == {
+        f"NotImplementedError: {words} (PP rank 0 holds recurrent layers and no attention, so its worker keeps the "
+        "state page unpadded, 4255744 bytes, beside the padded 4259840: platforms/interface.py "
+        "update_block_size_for_backend finds no attention backend there)"}
+    fields = run.stages[1].fields
+    assert (fields["state_page_bytes"], fields["state_page_padded_bytes"]) == (4_255_744, 1040 * 4096)
+
+
+@pytest.mark.parametrize(("prefix", "groups", "shares", "per_request"), [
+    (False, {"mamba2": 6, "attention": 1}, [1, 4], 4 + 6),
+    (True, {"mamba2:unaligned": 1, "mamba2": 5, "attention": 1}, [4, 4], 4 + 6 * 2)])
+def test_from_0_27_the_unpadded_stage_pads_and_groups_apart_in_align_mode(prefix, groups, shares, per_request):
+    # 0.27 unify_kv_cache_spec_page_size pads the smaller Mamba page to the largest. Without prefix caching every state
+    # block is the max model length, so stage 0's specs equal stage 1's (6 Mamba2 groups of 4, the i-th taking layers
+    # i, i + 6, ...: stage 0 one of each of groups 0 - 3). With it (0.28: align), stage 0's states keep the unaligned
+    # 16-token cache block against the aligned 1,040: a spec of its own, 4 / 20 / 4 layers, group size 4: 1 + 5 + 1
+    # groups. A request: ceil(4096 / 1040) = 4 attention blocks + 2 per Mamba2 group (align)
+    stages = nemotron_split("0.28.0", (7, 45), prefix=prefix).stages
+    assert stages[0].fields["groups"] == groups
+    assert [st.fields["group_size"] for st in stages] == shares
+    assert stages[0].fields["blocks_per_request"] == per_request
+    assert {st.fields["num_blocks"] for st in stages} == {(20 << 30) // (4 * 4_259_840)} == {1260}

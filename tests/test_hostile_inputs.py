@@ -224,14 +224,18 @@ def test_settings_beyond_the_gpu_or_the_sized_length_are_refused(capsys, args, e
 
 
 @pytest.mark.parametrize("layout", [["--pp", "2", "--pp-partition", "51,1"], ["--pp", "52"]])
-def test_a_vllm_stage_without_cache_layers_leaves_every_worker_one_block(capsys, layout):
-    """v1/core/kv_cache_planning.py (v0.33.0): a worker with no cache layer has one block (the null block) and every
-    worker takes the smallest count, so the Mamba blocks cannot cover max_num_seqs: a division by zero before."""
+def test_a_vllm_stage_without_cache_layers_is_a_start_up_refusal(capsys, layout):
+    """A PP stage holding only MLP layers (Nemotron-H-8B's last, layer 51; at PP 52 most stages): vLLM 0.33's
+    kv_cache_planning.py refuses the layout of its empty KV-cache groups, a division by zero in mcache before."""
     line = one_line(["size", "nemotron-h-8b", "--gpu", "h200", "--engine", "vllm", *layout], capsys, code=3)
-    assert "max_num_seqs (1024) exceeds available Mamba cache blocks (1)" in line
-    # Without CUDA graphs it starts, and runs nothing: one block holds no request of 8192 tokens.
-    assert main(["size", "nemotron-h-8b", "--gpu", "h200", "--engine", "vllm", *layout, "--enforce-eager",
-                 "--format", "json"]) == 3
+    assert "under vLLM: ValueError: KV cache layout LBNHC cannot express this model's mixed page sizes ([])" in line
+
+
+def test_in_vllm_0_10_2_a_stage_without_cache_layers_leaves_every_worker_one_block(capsys):
+    """v1/core/kv_cache_utils.py (v0.10.2): a worker with no cache layer has one block (the null block) and every
+    worker takes the smallest count; without CUDA graphs' check (0.20+) it starts, and one block runs nothing."""
+    assert main(["size", "nemotron-h-8b", "--gpu", "h200", "--engine", "vllm", "--engine-version", "0.10.2", "--pp", "2",
+                 "--pp-partition", "51,1", "--format", "json"]) == 3
     engine = json.loads(capsys.readouterr().out)["engine"]
     assert {s["num_blocks"] for s in engine["stages"]} == {1} and engine["max_running_requests"] == 0
     assert engine["stages"][-1]["groups"] == {} and engine["stages"][-1]["startup_error"] is None

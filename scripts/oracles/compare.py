@@ -1,7 +1,7 @@
 """Compare a golden table of an engine's own sizing (scripts/oracles/vllm.py) with mcache's profile of that engine.
 
     python scripts/oracles/compare.py \
-        tests/data/engine_golden/vllm-0.33.0.json --out scripts/oracles/vllm-0.33.0-vs-mcache.md
+        tests/data/engine_golden/vllm-0.33.0.json.gz --out scripts/oracles/vllm-0.33.0-vs-mcache.md
 
 For every case of the table, mcache's vLLM profile (`mcache.core.engines.run_engine('vllm', EngineInputs(...))`)
 runs on the spec imported from the same HF config with the same flags (TP, max_model_len, kv_cache_memory_bytes,
@@ -13,6 +13,7 @@ first tag of `causes` that applies to the case) with a few examples showing both
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+_golden_spec = importlib.util.spec_from_file_location("oracle_golden", Path(__file__).with_name("golden.py"))
+golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (this folder is off sys.path)
+_golden_spec.loader.exec_module(golden)
 
 from mcache.core.engines import run_engine  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
@@ -78,16 +82,20 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
              "enable_prefix_caching": flags.get("enable_prefix_caching"),
              "mamba_cache_mode": flags.get("mamba_cache_mode")}
     try:
-        layout = ParallelLayout(tp=flags["tensor_parallel_size"], pp=flags.get("pipeline_parallel_size", 1))
+        partition = flags.get("pp_layer_partition")  # VLLM_PP_LAYER_PARTITION, mcache's --pp-partition
+        layout = ParallelLayout(tp=flags["tensor_parallel_size"], pp=flags.get("pipeline_parallel_size", 1),
+                                pp_partition=tuple(int(n) for n in partition.split(",")) if partition else None)
         run = run_engine("vllm", EngineInputs(spec, layout, H200[0], H200[1], None, given), version)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"}
     stage = run.stages[0]  # the table's figures are worker 0's, the first PP stage's (the scheduler's config)
+    # ... and its error the first worker's to refuse: vLLM checks the workers in rank order and stops at the first
+    error = next((st.startup_error for st in run.stages if st.startup_error is not None), None)
     f = stage.fields
     groups: Counter = Counter()
     for name, n in (f.get("groups") or {}).items():
         groups[SPEC_CLASS.get(name, "MambaSpec")] += n
-    return {"error": stage.startup_error, "mamba_cache_mode": f.get("mamba_cache_mode"),
+    return {"error": error, "mamba_cache_mode": f.get("mamba_cache_mode"),
             "attention_block_size": f.get("attention_block_size"), "state_page_bytes": f.get("state_page_bytes"),
             "state_page_padded_bytes": f.get("state_page_padded_bytes"), "groups": dict(sorted(groups.items())),
             "num_blocks": f.get("num_blocks"), "blocks_per_request": f.get("blocks_per_request"),
@@ -110,6 +118,9 @@ def figures(side: dict) -> bool:
     return "num_blocks" in side and "groups" in side
 
 
+ONE_REQUEST = "not enough KV memory for one request"
+
+
 def error_class(text: str | None) -> str | None:
     if not text:
         return None
@@ -119,7 +130,7 @@ def error_class(text: str | None) -> str | None:
     if "max_num_seqs" in t and "Mamba cache blocks" in t:
         return "max_num_seqs > Mamba blocks"
     if "To serve at least one request" in t or "No available memory" in t:
-        return "not enough KV memory for one request"
+        return ONE_REQUEST
     if "does not dispatch through the Transformers" in t or "not supported" in t.lower() and "architecture" in t.lower():
         return "architecture refused"
     return t.split(":", 1)[0]
@@ -142,8 +153,10 @@ def memory_figures(text: str | None) -> tuple | None:
 
 
 def same(field: str, v, m) -> bool:
-    if field == "error":  # by class, and a one-request refusal by its figures
-        return error_class(v) == error_class(m) and memory_figures(v) == memory_figures(m)
+    if field == "error":  # by class, and a one-request refusal word for word (vLLM's names its class, ValueError)
+        if error_class(v) == ONE_REQUEST:
+            return v.removeprefix("ValueError: ") == m
+        return error_class(v) == error_class(m)
     if field == "max_concurrency" and v is not None and m is not None:
         return abs(round(v, 2) - m) < 0.011
     if field == "groups":
@@ -163,7 +176,9 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     q = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") or {}
     ve, me = error_class(v.get("error")), error_class(m.get("error"))
     named = cfg.get("architectures") or []
-    if field == "error" and ve == me and memory_figures(v.get("error")) != memory_figures(m.get("error")):
+    if field == "error" and ve == me == ONE_REQUEST:
+        if memory_figures(v.get("error")) == memory_figures(m.get("error")):
+            return "the one-request memory check's words differ (its figures agree: the release's wording)"
         return ("the one-request memory check's figures (max len, GiB needed, GiB available, estimated length) "
                 f"differ: vLLM {memory_figures(v.get('error'))} / mcache {memory_figures(m.get('error'))}")
     if (v.get("architecture") and named and v["architecture"] not in named) or (
@@ -262,7 +277,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args()
-    table = json.loads(args.table.read_text())
+    table = golden.read(args.table)
     cases = table["cases"]
     matches: Counter = Counter()
     compared: Counter = Counter()
@@ -287,8 +302,9 @@ def main() -> None:
              "(kv_cache_memory_bytes is given, so weights do not enter).",
              "The error field is compared on every case; the other fields only where both sides sized the case (a "
              "refusal before sizing on either side counts under error only); errors are compared by class (e.g. "
-             "'max_model_len above the config's'), a one-request memory refusal also by its figures (max model "
-             "length, GiB needed, GiB available, estimated maximum length); max_concurrency to 0.01.",
+             "'max_model_len above the config's'), a one-request memory refusal word for word (its figures, the "
+             "max model length, GiB needed, GiB available and estimated maximum length, in the release's words); "
+             "max_concurrency to 0.01.",
              "", "## Match rate per field", "", "| field | compared | match | rate |", "| --- | ---: | ---: | ---: |"]
     for field in FIELDS:
         n, k = compared[field], matches[field]

@@ -1,8 +1,9 @@
 """Golden tables from SGLang's own code (issue 28): for one SGLang version, build a throwaway venv with the CPU torch
 wheel, `sglang` without its dependencies and only the pure-Python packages its server-args, model-config and
 memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
-tests/data/engine_golden/sglang-VERSION.json (strict JSON, sorted keys). CI never runs this: it reads the tables.
-Releases: 0.5.2 to 0.5.4 and 0.5.14 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
+tests/data/engine_golden/sglang-VERSION.json.gz (strict JSON, sorted keys, compressed: golden.py). CI never runs this:
+it reads the tables.
+Releases: 0.5.2 to 0.5.4 and 0.5.10 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
 
     python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
     python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
@@ -32,9 +33,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import golden  # this folder is on sys.path when the oracle runs
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = Path(os.environ.get("MCACHE_HF_CONFIGS", REPO / "tests/data/hf_configs"))
-OUT_DIR = REPO / "tests/data/engine_golden"
 WORKER = Path(__file__).with_name("sglang_worker.py")
 TORCH = "torch==2.13.0"
 # Pure-Python packages SGLang's import chain needs for server args, model config, the model registry (the
@@ -245,20 +247,20 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
             res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
     new_cases = [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
                   "result": r["result"], "error": r["error"]} for c, r in results]
-    path = OUT_DIR / f"sglang-{version}.json"
+    path = golden.path("sglang", version)
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
     if merge and configs and path.exists():  # those configs' cases replaced, every other case kept as it was
-        old = json.loads(path.read_text())
+        old = golden.read(path)
         kept = [c for c in old["cases"] if c["config"] not in configs]
         listed = old["configs"] if old["configs"] == "all" else sorted(set(old["configs"]) | configs)
         order = {_key(c): i for i, c in enumerate(cases())}  # the order a whole run writes
         merged = sorted(kept + new_cases, key=lambda c: order.get(_key(c), len(order)))
         table = {**old, **header, "configs": listed, "cases": merged}
         table["merged"] = sorted(set(old.get("merged", [])) | configs)
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(table, sort_keys=True, indent=1) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    golden.write(path, table)
     return path
 
 

@@ -2,7 +2,7 @@
 free memory before loading as pre_model_load_memory_bytes, weights_bytes and flags) by the rules of the table's own
 release, and writes a summary (Markdown) on stdout or to --out.
 
-    PYTHONPATH=. python scripts/oracles/sglang_compare.py tests/data/engine_golden/sglang-0.5.23.json \
+    PYTHONPATH=. python scripts/oracles/sglang_compare.py tests/data/engine_golden/sglang-0.5.23.json.gz \
         --out scripts/oracles/sglang-0.5.23-vs-mcache.md
 
 Run it with the project's environment (it imports mcache, not SGLang). tests/test_engine_golden_sglang.py compares
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib.util
 import json
 import re
 import sys
@@ -22,6 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+_golden_spec = importlib.util.spec_from_file_location("oracle_golden", Path(__file__).with_name("golden.py"))
+golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (this folder is off sys.path)
+_golden_spec.loader.exec_module(golden)
 
 from mcache.core.engines import sglang  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
@@ -133,10 +137,10 @@ def summary(table: dict) -> str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("table", type=Path, help="a golden table, tests/data/engine_golden/sglang-VERSION.json")
+    ap.add_argument("table", type=Path, help="a golden table, tests/data/engine_golden/sglang-VERSION.json.gz")
     ap.add_argument("--out", type=Path, help="write the summary there (default: stdout)")
     args = ap.parse_args()
-    text = summary(json.loads(args.table.read_text()))
+    text = summary(golden.read(args.table))
     if args.out:
         args.out.write_text(text)
     else:

@@ -3,12 +3,13 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.2 to 0.5.4 and 0.5.14 to 0.5.23 (0.5.14-0.5.18 resolve their server args in
-`ServerArgs.__post_init__` and read every parallel width from live process groups: `_resolve`, `_hand_set_widths`;
-0.5.14-0.5.16 keep their settings on ServerArgs rather than in config bags: `_bags`; 0.5.14-0.5.15 size the pools in
-the model runner's kv-cache mixin: `_size_runner`; 0.5.2-0.5.4 in ModelRunner.init_memory_pool itself, with the
-scheduler's request count in TpModelWorker.__init__: `_size_model_runner`; the releases between are not driven here:
-see sglang_versions.md). Nothing here
+Releases driven: 0.5.2 to 0.5.4 and 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve their server args in
+`ServerArgs.__post_init__`, and 0.5.14-0.5.18 read every parallel width from live process groups: `_resolve`,
+`_hand_set_widths`; 0.5.10-0.5.16 keep their settings on ServerArgs rather than in config bags: `_bags`; 0.5.10-0.5.15
+size the pools in the model runner's kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy
+otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.4 size the pools in
+ModelRunner.init_memory_pool itself, with the scheduler's request count in TpModelWorker.__init__:
+`_size_model_runner`; the releases between are not driven: see sglang_versions.md). Nothing here
 re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
 in MOCKS (copied into the table) with why it cannot change a figure.
 """
@@ -80,7 +81,7 @@ MOCKS = [
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
-    "order: ServerArgs.resolve_once (0.5.16-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
+    "order: ServerArgs.resolve_once (0.5.10-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
     "configure_kv_cache_dtype, "
     "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
@@ -91,13 +92,19 @@ MOCKS = [
     "model, which read every checkpoint's KV cache as the model dtype.)",
     "torch.library.register_fake (before 0.5.15): a no-op decorator; layers/moe/topk.py registers torch.compile fake "
     "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
-    "0.5.14-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
+    "0.5.10-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
     "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
     "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
     "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
-    "not built (no pool bytes, no allocation log lines).",
+    "not built (no pool bytes, no allocation log lines). 0.5.10-0.5.13 have no runtime_context (no parallel context "
+    "to set, and the server args are published through server_args.set_global_server_args_for_scheduler, as at "
+    "0.5.14); their sizing reads the widths from those parallel_state groups alone. (0.5.10's runner sizes the token "
+    "pool itself, 0.5.11-0.5.15's through model_executor/pool_configurator.py; the same calls from the worker.)",
+    "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
+    "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
+    "back from it into resolved_flags; not a stand-in, the release's own setting.",
     "0.5.2-0.5.4 size the pools in ModelRunner.init_memory_pool (no kv-cache mixin), called as ModelRunner.initialize "
     "calls it, with the free memory before the weights load, --max-running-requests and --max-total-tokens, on a "
     "ModelRunner made without its __init__ (which loads weights and starts NCCL) and the attributes __init__ and "
@@ -294,7 +301,8 @@ def run_case(case):
         _remote_config(case["model_dir"])
         sa, cfg = _resolve(ServerArgs, case)
         result["mem_fraction_static"] = cfg.mem_fraction_static
-        result["resolved_flags"] = {k: _plain(getattr(cfg, k, None)) for k in RESOLVED}
+        result["resolved_flags"] = {k: _plain(getattr(cfg, k, getattr(cfg, OLD_NAMES.get(k, k), None)))
+                                    for k in RESOLVED}
         _publish(sa)
         sizer = (_size if SIZER.endswith("kv_cache_configurator") else _size_runner if SIZER.endswith("_mixin")
                  else _size_model_runner)
@@ -320,10 +328,11 @@ def run_case(case):
 def _resolve(server_args_class, case):
     """(ServerArgs, the resolved view read from it): 0.5.19 on resolve in `resolve_once`, read through
     `resolving_view`; 0.5.16-0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
-    of its arguments), whose last step materializes the resolutions into the fields themselves, read directly."""
+    of its arguments), whose last step materializes the resolutions into the fields themselves, read directly (0.5.13
+    too, its flags under the release's own names: `_release_flags`)."""
     if not hasattr(server_args_class, "resolve_once"):
         sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, served_model_name=case["config"],
-                               **case["flags"])
+                               **_release_flags(server_args_class, case["flags"]))
         return sa, sa
     from sglang.srt.arg_groups.overrides import resolving_view
 
@@ -333,10 +342,23 @@ def _resolve(server_args_class, case):
     return sa, resolving_view(sa)
 
 
+# Flags whose name differs before a release (field of the case -> the older releases' ServerArgs field): 0.5.13 names the
+# radix-cache strategy mamba_scheduler_strategy (server_args.py; 0.5.14 renamed it)
+OLD_NAMES = {"mamba_radix_cache_strategy": "mamba_scheduler_strategy"}
+
+
+def _release_flags(server_args_class, flags):
+    """The case's flags under the names the release's ServerArgs has (`OLD_NAMES`: a field it lacks, by its older
+    name; the value is passed as it is)."""
+    fields = {f.name for f in dataclasses.fields(server_args_class)}
+    return {OLD_NAMES[k] if k not in fields and OLD_NAMES.get(k) in fields else k: v for k, v in flags.items()}
+
+
 def _publish(sa):
-    """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, 0.5.14's
-    module-level global (server_args.py set_global_server_args_for_scheduler) before; 0.5.2-0.5.4 have neither (their
-    ModelRunner copies the settings it reads into global_server_args_dict, which no sizing step reads)."""
+    """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, the
+    module-level global (server_args.py set_global_server_args_for_scheduler) before (0.5.10-0.5.13 have no
+    runtime_context); 0.5.2-0.5.4 have neither (their ModelRunner copies the settings it reads into
+    global_server_args_dict, which no sizing step reads)."""
     from sglang.srt import server_args
 
     try:
@@ -390,7 +412,7 @@ def _first_module(*names):
 
 def _remote_config(model_dir):
     """The checkpoint's configuration module stood in for (remote_code.py; MOCKS), beside SGLang's own config
-    registry (utils/hf_transformers/common.py from 0.5.14; utils/hf_transformers_utils.py at 0.5.4,
+    registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.4 and 0.5.10,
     hf_transformers_utils.py before)."""
     _CONFIG_REGISTRY = _first_module("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils",
                                      "sglang.srt.hf_transformers_utils")._CONFIG_REGISTRY
@@ -537,14 +559,18 @@ def _size_runner(sa, cfg, inputs, result):
     from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
     from sglang.srt.model_executor.model_runner import ModelRunner
     from sglang.srt.model_loader.utils import get_model_architecture
-    from sglang.srt.runtime_context import get_parallel
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     model_config = _model_config(sa)
     out = {"context_length": model_config.context_len}
     out["resolved_architecture"] = get_model_architecture(model_config)[1]
     world = types.SimpleNamespace(cpu_group=None, world_size=1)
-    _hand_set_widths(get_parallel(), cfg.tp_size, world)
+    try:  # 0.5.14-0.5.15: the parallel context; 0.5.13 has none, its sizing reads parallel_state's groups alone
+        from sglang.srt.runtime_context import get_parallel
+    except ImportError:
+        get_parallel = None
+    if get_parallel is not None:
+        _hand_set_widths(get_parallel(), cfg.tp_size, world)
     parallel_state._ATTN_TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
@@ -563,9 +589,10 @@ def _size_runner(sa, cfg, inputs, result):
             enable_hisparse=sa.enable_hisparse, eagle_draft_num_layers=None, eagle_use_aux_hidden_state=False,
             dflash_use_aux_hidden_state=False, dflash_draft_num_layers=None, dflash_target_layer_ids=None,
             dtype=model_config.dtype, start_layer=0, end_layer=layers, num_effective_layers=layers,
-            sliding_window_size=None, model=_model_stand_in(model_config),
-            _linear_attn_registry_cache=model_runner_module._UNSET).items():
+            sliding_window_size=None, model=_model_stand_in(model_config)).items():
         setattr(runner, name, value)
+    if hasattr(model_runner_module, "_UNSET"):  # 0.5.13 on: the linear-attention registry's memo, unset as __init__ sets it
+        runner._linear_attn_registry_cache = model_runner_module._UNSET
     runner.configure_kv_cache_dtype()
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     config = _pools_config(runner, inputs, out, sa)

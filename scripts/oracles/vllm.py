@@ -1,5 +1,5 @@
 """Golden tables from vLLM's own code (issue 28): run vLLM's real config, layer and KV-cache sizing code on
-every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm-X.Y.Z.json.
+every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm-X.Y.Z.json.gz (golden.py).
 
     python scripts/oracles/vllm.py --version 0.33.0            # makes /tmp/oracle-venvs/vllm-0.33.0, then runs
     python scripts/oracles/vllm.py --version 0.33.0 --limit 20 # a quick partial table
@@ -18,9 +18,10 @@ model and KV-cache modules import), then re-runs this file inside it with --work
      request at the max model length needs by every layer's spec, where the start-up checks of the releases part),
      generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
      vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
-With pipeline parallelism (PP_CONFIGS), steps 2 - 4 run once per PP rank (its own layers, get_pp_indices' split)
-and step 5 takes every worker's specs; the figures are worker 0's (the scheduler's), with each PP stage's largest
-share of a KV-cache group (stage_group_sizes).
+With pipeline parallelism (PP_CONFIGS), steps 2 - 4 run once per PP rank (its own layers, get_pp_indices' split,
+or VLLM_PP_LAYER_PARTITION's for PARTITION_CASES) and step 5 takes every worker's specs; the figures are worker
+0's (the scheduler's; its "GPU KV cache size" line), with each PP stage's largest share of a KV-cache group
+(stage_group_sizes).
 Every vLLM log line emitted meanwhile is captured; a refusal is recorded as "ExceptionType: message".
 Nothing of vLLM is copied here; the mocks (MOCKS below) only stand in for the GPU and the process groups.
 """
@@ -46,9 +47,11 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 _remote_spec = importlib.util.spec_from_file_location("oracle_remote_code", Path(__file__).with_name("remote_code.py"))
 REMOTE = importlib.util.module_from_spec(_remote_spec)
 _remote_spec.loader.exec_module(REMOTE)
+_golden_spec = importlib.util.spec_from_file_location("oracle_golden", Path(__file__).with_name("golden.py"))
+golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (this folder is off sys.path)
+_golden_spec.loader.exec_module(golden)
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
-OUT_DIR = ROOT / "tests" / "data" / "engine_golden"
 GIB = 1 << 30
 MIB = 1 << 20
 H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
@@ -93,6 +96,10 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
 # and the largest share be 2, not 3; Mamba2, whose class does not implement SupportsPP
 PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.json", "lfm2-1.2b.json",
               "mamba2-2.7b.json", "nemotron-h-8b-base-8k.json", "qwen3-next-80b-a3b.json")
+# PP stages that lack a kind of cache layer, through VLLM_PP_LAYER_PARTITION (get_pp_indices): Nemotron-H-8B
+# (hybrid_override_pattern "M-M-M-M*-M-...-M-") split 51 / 1 leaves the last stage only its last layer, an MLP (no
+# KV-cache layer: that worker's layer specs are empty), and 7 / 45 the first stage 4 Mamba2 layers and no attention
+PARTITION_CASES = {"nemotron-h-8b-base-8k.json": ("51,1", "7,45")}
 
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "
@@ -237,6 +244,12 @@ def builds(seed: int = 28) -> list[dict]:
             out += [dict(config=name, tp=tp, pp=pp, prefix=prefix, mamba_cache_mode=None, num_speculative_tokens=0,
                          mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
                     for pp, tp, prefix in ((2, 1, None), (2, 1, True), (2, 2, None), (2, 2, True), (3, 1, None))]
+    # the given PP splits (PARTITION_CASES), at TP 1 and 2, without and with prefix caching; last, so no other key
+    # moves
+    for name in config_names():
+        out += [dict(config=name, tp=tp, pp=2, pp_partition=partition, prefix=prefix, mamba_cache_mode=None,
+                     num_speculative_tokens=0, mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
+                for partition in PARTITION_CASES.get(name, ()) for tp, prefix in ((1, None), (2, True))]
     return out
 
 
@@ -565,6 +578,7 @@ def build_drafter(vc) -> None:
 
 def flags_of(key: dict, max_len, memory, vc=None) -> dict:
     flags = {"tensor_parallel_size": key["tp"], **({"pipeline_parallel_size": key["pp"]} if key.get("pp") else {}),
+             **({"pp_layer_partition": key["pp_partition"]} if key.get("pp_partition") else {}),
              "max_model_len": max_len, "kv_cache_memory_bytes": memory,
              "num_speculative_tokens": key["num_speculative_tokens"],
              "mamba_ssm_cache_dtype": key["mamba_ssm_cache_dtype"], "kv_cache_dtype": key["kv_cache_dtype"]}
@@ -644,6 +658,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
     layers: list[dict] = []  # each PP rank's forward context, built once for every length
     pp = key.get("pp", 1)
     build_error = None
+    if key.get("pp_partition"):  # read by get_pp_indices while each rank's layers are made
+        os.environ["VLLM_PP_LAYER_PARTITION"] = key["pp_partition"]
     try:
         for max_len in lengths:
             capture.take()
@@ -703,6 +719,7 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                     results.append({"config": key["config"], "flags": flags_of(key, max_len, memory),
                                     "result": {"log": sizing_lines(log)}, "error": error_text(exc)})
     finally:
+        os.environ.pop("VLLM_PP_LAYER_PARTITION", None)
         shutil.rmtree(tmp, ignore_errors=True)
     return results
 
@@ -784,12 +801,10 @@ def kv_capacity(vc, sched, capture) -> tuple[float, int | None]:
     if hasattr(kcu, "_report_kv_cache_config"):
         kcu._report_kv_cache_config(vc, sched)
     concurrency = kcu.get_max_concurrency_for_kv_cache_config(vc, sched)
-    tokens = None
-    for line in capture.lines:
-        found = re.match(r"GPU KV cache size: ([\d,]+) tokens", line)
-        if found:
-            tokens = int(found.group(1).replace(",", ""))
-    return round(concurrency, 4), tokens
+    # worker 0's line, the first: 0.10's get_kv_cache_config logs each worker's own blocks before
+    # unify_kv_cache_configs, so with PP the stages' lines differ (from 0.11.1 every worker logs the agreed blocks)
+    found = next((m for line in capture.lines if (m := re.match(r"GPU KV cache size: ([\d,]+) tokens", line))), None)
+    return round(concurrency, 4), int(found.group(1).replace(",", "")) if found else None
 
 
 def graph_check(vc, kv, max_num_seqs: int) -> None:
@@ -940,16 +955,16 @@ def worker(args) -> None:
 
 
 def write_table(args, cases, torch_version, transformers_version, vllm_version):
-    out = Path(args.out or OUT_DIR / f"vllm-{vllm_version}.json")
+    out = Path(args.out) if args.out else golden.path("vllm", vllm_version)
     if args.merge and out.exists():  # keep the other configs' cases of the existing table
         redone = {c["config"] for c in cases}
-        cases = [c for c in json.loads(out.read_text())["cases"] if c["config"] not in redone] + cases
+        cases = [c for c in golden.read(out)["cases"] if c["config"] not in redone] + cases
     table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
              "torch": torch_version, "transformers": transformers_version, "mocks": MOCKS,
              "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
              "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(table, sort_keys=True, indent=1, default=str) + "\n")
+    golden.write(out, table, default=str)
 
 
 def main() -> None:

@@ -71,8 +71,11 @@ def mcache_option_for(setting: str, aliases: bool = True) -> str | None:
 
 
 def option_for(engine: str, setting: str) -> str:
-    """The field of the option a user gives for `engine`'s `setting` (the setting itself when no option sets it)."""
-    return next((option for option, name in _engine(engine).FLAGS.items() if name == setting), setting)
+    """The field of the option a user gives for `engine`'s `setting` (the setting itself when no option sets it); a
+    setting an older release names otherwise (the module's `RENAMED`, where it has one) is the setting it became."""
+    module = _engine(engine)
+    setting = getattr(module, "RENAMED", {}).get(setting, setting)
+    return next((option for option, name in module.FLAGS.items() if name == setting), setting)
 
 
 def setting_of(engine: str, option: str) -> str:

@@ -10,9 +10,11 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 
-Versions: the rules hold from 0.5.14 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
-`inputs.version` through `_since` and cites the files on each side. The first hybrid releases, 0.5.2 to 0.5.4, size
-the pools in `python/sglang/srt/model_executor/model_runner.py` itself and give the scheduler
+Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
+`inputs.version` through `_since` and cites the files on each side (before 0.5.16 the pools are sized in
+`python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`, before 0.5.19 the memory settings and the
+radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.4, size the pools in
+`python/sglang/srt/model_executor/model_runner.py` itself and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). What changed where, and what did not change, is in
 scripts/oracles/sglang_versions.md.
@@ -52,18 +54,18 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest: 0.5.2 (the first hybrid, Qwen3-Next), 0.5.3 (Falcon-H1), 0.5.4 (the state share, Nemotron-H), then 0.5.14 on.
-# 0.5.5 to 0.5.13 size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused
+# newest: 0.5.2 (the first hybrid, Qwen3-Next), 0.5.3 (Falcon-H1), 0.5.4 (the state share, Nemotron-H), then 0.5.10 on.
+# 0.5.5 to 0.5.9 size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused
 # (UNMODELLED: 0.5.5 changed the GPU rows of server_args.py _handle_gpu_memory_settings and registers Kimi-Linear), as
 # is 0.5.1 and older, which have no hybrid.
-VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-            "0.5.22", "0.5.23")
+VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17",
+            "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 UNMODELLED = ("0.5.5",)
 # The first release after the first hybrid line (v0.5.2-v0.5.4), whose sizing lives in model_executor/model_runner.py
 # (profile_max_num_token, init_memory_pool; v0.5.4 handle_max_mamba_cache) and managers/tp_worker.py: `_first_line`
 FIRST_LINE_UNTIL = "0.5.5"
 # server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3 have no mamba_full_memory_ratio,
-# and no release up to v0.5.4 has a radix-cache strategy (0.5.5 to 0.5.13 are not modelled). SGLang refuses a flag its
+# and no release up to v0.5.4 has a radix-cache strategy (0.5.5 to 0.5.9 are not modelled). SGLang refuses a flag its
 # ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
 SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.4", "mamba_radix_cache_strategy": FIRST_LINE_UNTIL}
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
@@ -84,6 +86,28 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens", "pre_model_load_memory_bytes")
 STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
+LAZY_FROM = "0.5.13"  # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES: v0.5.12's lack extra_buffer_lazy
+# server_args.py: v0.5.14 names the radix-cache strategy mamba_radix_cache_strategy (--mamba-radix-cache-strategy);
+# v0.5.13 names the same setting mamba_scheduler_strategy (--mamba-scheduler-strategy), resolves `auto` to no_buffer for
+# every model (_handle_missing_default_values) and validates it otherwise (_handle_mamba_radix_cache: `_scheduler_strategy`)
+STRATEGY_RENAMED = "0.5.14"
+# SGLang settings an older release names otherwise -> the setting of this module (SETTINGS) they are: what a boot log of
+# that release prints is read under its own name (core/logs/sglang.py), and `engines/options.py option_for` finds the
+# mcache option for it; a run at that release reports the setting under the release's name (`_named`)
+RENAMED = {"mamba_scheduler_strategy": "mamba_radix_cache_strategy"}
+# server_args.py _handle_model_specific_adjustments before v0.5.14: these architectures' branches pass
+# support_mamba_cache=False (the radix cache is turned off, "Disabling Radix Cache for ... as it is not yet supported.")
+# before the release named: Kimi-Linear's to v0.5.13, BailingMoeV2_5's to v0.5.12 (v0.5.13's passes True for both buffers)
+RADIX_OFF_UNTIL = {"KimiLinearForCausalLM": "0.5.14", "BailingMoeV2_5ForCausalLM": "0.5.13"}
+# ... and support_mamba_cache_extra_buffer: v0.5.13's JetNemotron branch the default True (v0.5.14's
+# _support_mamba_cache_extra_buffer lists it not); v0.5.12's True for the Qwen3-Next and Qwen3.5 branch alone (False for
+# NemotronH, FalconH1, JetNemotron, GraniteMoeHybrid, Lfm2)
+EXTRA_BUFFER_TO_0_5_13 = ("JetNemotronForCausalLM",)
+# environ.py SGLANG_ENABLE_SPEC_V2: True from v0.5.11; False at v0.5.10, whose server_args.py _handle_speculative_decoding
+# then turns the overlap scheduler off for an EAGLE-family draft (after the radix-cache checks; an extra buffer then
+# takes 4 slots a request, not 5)
+SPEC_V2_FROM = "0.5.11"
+EXTRA_BUFFER_TO_0_5_12 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
 KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4m3": "float8_e4m3fn",
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
@@ -119,7 +143,7 @@ EXTRA_BUFFER_SINCE = {"KimiLinearForCausalLM": "0.5.16"}
 UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM")
 # models/mamba.py, models/mamba2.py and models/falcon_mamba.py (new in v0.5.20), with configs/model_config.py reading
 # num_attention_heads only where the config has it ("Mamba2 has no num_attention_heads"): before, ModelConfig fails on
-# these configs, which name no attention heads (configs/model_config.py at v0.5.14 to v0.5.19:
+# these configs, which name no attention heads (configs/model_config.py at v0.5.10 to v0.5.19:
 # self.hf_text_config.num_attention_heads), by the transformers config class of each
 NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config",
                       "FalconMambaForCausalLM": "FalconMambaConfig"}
@@ -128,22 +152,23 @@ NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "M
 # 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
 # shape, "'Mamba2Config' object has no attribute 'intermediate_size'" (spec: mamba2.intermediate_size is None)
 MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
-# model_loader/utils.py resolve_transformers_arch (v0.5.14 to v0.5.23): an architecture with no SGLang class (none in
+# model_loader/utils.py resolve_transformers_arch (v0.5.10 to v0.5.23): an architecture with no SGLang class (none in
 # models/) and none in transformers, whose config's auto_map names no AutoModel, is refused before anything is sized.
 # These checkpoints need remote code (--trust-remote-code); their configs (tests/data/hf_configs: no auto_map, or
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
 # "not compatible" unless the class declares attention-backend support; not modelled.)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
-# models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.14 to v0.5.23): each class's __init__ asserts
+# models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.10 to v0.5.23): each class's __init__ asserts
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
 NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
 # SGLang's class of these architectures comes with the release named, and its file: before it neither SGLang nor
-# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.14-v0.5.18) loads the checkpoint's
+# transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.12-v0.5.18) loads the checkpoint's
 # remote model (auto_map.AutoModel) and refuses it or serves it through the Transformers backend, as that code declares;
 # mcache sizes neither and refuses, in SGLang's opening words for a model module it cannot find
 NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"),
-                "KimiK3ForConditionalGeneration": ("0.5.17", "models/kimi_k3.py")}
+                "KimiK3ForConditionalGeneration": ("0.5.17", "models/kimi_k3.py"),
+                "NemotronHPuzzleForCausalLM": ("0.5.13", "models/nemotron_h.py")}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -154,15 +179,16 @@ KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 # model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state (v0.5.20 on): a path-less draft
 # charges the KV pool the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing
 # where it declares none (at v0.5.14 to v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
-# one never: DRAFTER_KV_FROM); these architectures' configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py
-# Qwen3_5TextConfig) name their MTP layers mtp_num_hidden_layers or not at all
+# one never: DRAFTER_KV_FROM; at v0.5.10 to v0.5.13 the token pool's cell counts no draft layer); these architectures'
+# configs (configs/qwen3_next.py Qwen3NextConfig, configs/qwen3_5.py Qwen3_5TextConfig) name their MTP layers
+# mtp_num_hidden_layers or not at all
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 DRAFTER_KV_FROM = "0.5.20"
 # mem_cache/kv_cache_configurator.py _handle_max_mamba_cache from v0.5.17: the state budget counts the pool's dummy slot
 # (memory_pool.py MambaPool allocates size + 1 slots in every release) and one draft state more, (slots + 1) x per_req,
 # solving (budget - per_req) // per_req, with drafts (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)); and it
-# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.14-v0.5.16 count
+# charges a PP stage the per-request bytes of the stage with the most state layers (pp_layer_scale). v0.5.10-v0.5.16 count
 # slots x per_req, solve budget // per_req (budget // (per_req x (1 + D / ratio))), and charge every stage the whole
 # model's per-request bytes
 DUMMY_SLOT_FROM = "0.5.17"
@@ -170,6 +196,24 @@ DUMMY_SLOT_FROM = "0.5.17"
 # from v0.5.17 (v0.5.16's, and the model runner's before, cap silently)
 CAPPED_WARNING_FROM = "0.5.17"
 MLA_PREFILL_GRAPH_MB = 1536  # arg_groups/memory_hook.py reserve_for_graph_mb: prefill graphs with an MLA backend
+# server_args.py _handle_gpu_memory_settings at v0.5.13 reserves, past the 10 GiB floor, 4 GiB more for an EAGLE-family
+# draft model and its CUDA graphs (6 GiB for STANDALONE, none for NGRAM: algorithms mcache's drafts are not); v0.5.14's
+# reserves nothing for drafts
+DRAFT_RESERVE_MB, DRAFT_RESERVE_UNTIL = 4096, "0.5.14"
+# kv_cache_configurator.py resolve_max_num_reqs caps a given --max-running-requests at half the tokens from v0.5.14
+# (model_runner_kv_cache_mixin.py _resolve_max_num_reqs); v0.5.13's caps it at the default's estimate,
+# clamp(tokens / context x 512, 2048, 4096), and not at the tokens; v0.5.14 also refuses, first, weights that leave no
+# static memory (_profile_available_bytes, `_no_kv_memory`): v0.5.13 sizes on, and refuses the pool that results
+REQUESTS_CAP_FROM = "0.5.14"
+# model_runner_kv_cache_mixin.py handle_max_mamba_cache from v0.5.13: a draft's intermediate states come out of the state
+# budget, solved jointly with the slots (budget // (per x (1 + D / ratio))), for at most the requests the slots hold, and a
+# state pool of no slot is refused ("Not enough GPU memory for hybrid ...", then _resolve_max_num_reqs's "... too small
+# to serve any requests"); v0.5.12's takes the states of every --max-running-requests (the speculative hook's 48) off
+# the rest first, sizes the slots from what is left, and checks neither
+JOINT_DRAFTS_FROM = "0.5.13"
+# model_executor/pool_configurator.py (new in v0.5.11) sizes the token pool; v0.5.10's model runner did
+# (model_runner_kv_cache_mixin.py profile_max_num_token, the same arithmetic)
+POOL_CONFIGURATOR_FROM = "0.5.11"
 # server_args.py _disable_breakable_cudagraph_if_incompatible before v0.5.18 turns the prefill CUDA graphs off for an
 # MLA backend (v0.5.17: unless DeepSeek sparse attention, which no hybrid mcache imports has) and, at v0.5.17, for
 # NemotronH (configs/model_config.py is_nemotron_h); v0.5.18's rules name neither, so both capture them from then on
@@ -180,16 +224,19 @@ NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
-# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.14)
+# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
+# server_args.py _handle_piecewise_cuda_graph's, the same for these models)
 BREAKABLE_GRAPHS_FROM = "0.5.15"
 PIECEWISE_DISABLED_ARCHS = ("Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM")
+# server_args.py _handle_piecewise_cuda_graph at v0.5.10 also turns them off for speculative decoding; v0.5.11's does not
+DRAFT_PREFILL_GRAPHS_FROM = "0.5.11"
 # Multimodal checkpoints (configs/model_config.py ModelConfig.is_multimodal: an architecture of multimodal_model_archs,
-# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.14
+# or a config whose text model is a sub-config, hf_config is not hf_text_config; a spec with a `vision` tower), v0.5.10
 # to v0.5.23. arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (server_args.py's before v0.5.19) lowers a default
 # mem_fraction_static (not a given one) by VLM_BASE_FACTOR x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1), 0.8, 1.05),
 # L and H the vision config's `num_hidden_layers` and `hidden_size` attributes (VLM_DEFAULT_LAYERS and VLM_DEFAULT_HIDDEN
 # where the config class has none), after rounding the default, without rounding the product; it logs nothing.
-# (v0.5.14 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
+# (v0.5.10 to v0.5.19 multiply in the memory settings' handler itself, v0.5.20 on returns the product from the function;
 # with post-capture KV sizing, SGLANG_ENABLE_POST_CAPTURE_KV_SIZING, off by default and not modelled, v0.5.20 on
 # subtracts 8 GiB instead.)
 VLM_BASE_FACTOR = 0.95
@@ -311,7 +358,8 @@ def run(inputs: EngineInputs) -> EngineRun:
                        "has no `vision` block, so neither is applied (`mcache import-hf` writes it).")
     if setup.refusal is not None:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
-        return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
+        return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
+                         setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
     # (pp_layer_scale; the whole model's before v0.5.17, DUMMY_SLOT_FROM), and the stages agree on the smallest token
     # pool (_apply_token_constraints, an all-reduce MIN)
@@ -320,7 +368,17 @@ def run(inputs: EngineInputs) -> EngineRun:
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
     stages = [_stage(ctx, inputs, setup, pool, shared_tokens, per_slot) for ctx, pool in zip(contexts, pools, strict=True)]
-    return EngineRun(NAME, setup.context_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
+    return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
+                     setup.dtypes, stages, caveats)
+
+
+def _named(settings: dict, inputs: EngineInputs) -> dict:
+    """`settings` (the run's settings, their sources, a stage's fields) under the names of the run's release: a
+    setting that release names otherwise (`RENAMED`: before `STRATEGY_RENAMED`, the strategy) under its name there."""
+    if _since(inputs, STRATEGY_RENAMED):
+        return settings
+    old = {new: old for old, new in RENAMED.items()}
+    return {old.get(name, name): value for name, value in settings.items()}
 
 
 def serve_command(args: ServeArgs) -> str:
@@ -355,7 +413,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
-    graphs = _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs)
+    graphs = (0 if drafts and not _since(inputs, DRAFT_PREFILL_GRAPHS_FROM)
+              else _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs))
     if gpu_mb and not _since(inputs, "0.5.3"):
         mfs = _mem_fraction_0_5_2(gpu_mb, inputs, drafts)
     else:
@@ -472,8 +531,8 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     cell = _cell(ctx, inputs.spec, setup)
     if _first_line(inputs):
         return _first_line_pool(rest, per_slot, cell, inputs, setup)
-    error, slots, rest = _state_pool(rest, per_slot, setup)
-    if error is None and rest <= 0:
+    error, slots, rest = _state_pool(rest, per_slot, setup, inputs)
+    if error is None and rest <= 0 and _since(inputs, REQUESTS_CAP_FROM):
         error = _no_kv_memory(setup, weight)
     if error is not None:
         return StatePool(error, slots)
@@ -489,7 +548,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     cell = _cell(ctx, inputs.spec, setup)
     mfs, error, slots = setup.mfs, pool.error, pool.slots
     fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": setup.ratio,
-              "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": mfs,
+              **_named({"mamba_radix_cache_strategy": setup.strategy}, inputs), "mem_fraction_static": mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     if mfs is None or (error is None and pool.tokens is None):
         return EngineStage(ctx.stage, None, None, [], None, fields)
@@ -518,14 +577,16 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         if first_line:
             requests, binding, error = _first_line_requests(tokens, pool, per_slot, setup)
         else:
-            requests, binding, warning = _max_requests(tokens, slots, per_slot, setup)
+            requests, binding, warning = _max_requests(tokens, slots, per_slot, setup, inputs)
             if warning and _since(inputs, CAPPED_WARNING_FROM):
                 log.append(warning)
-        if error is None and requests <= 0:
+        if error is None and requests <= 0 and _since(inputs, JOINT_DRAFTS_FROM):
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
                      f"max_mamba_cache_size={slots}, mamba_ratio={setup.ratio}, resulting max_num_reqs={requests}. Try: "
                      "(1) reduce --max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with "
                      "more memory.")
+        elif error is None and requests <= 0:  # v0.5.12: managers/tp_worker.py TpModelWorker.__init__ asserts it, the pools built
+            error = "max_running_request is zero"
     if error is not None:
         log.append(error)
         return EngineStage(ctx.stage, 0, error, log, "start-up", fields)
@@ -544,7 +605,7 @@ def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -
     """A stage of a run SGLang refuses before it sizes any pool."""
     fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup)[0], "state_slots_per_request": setup.ratio,
               "cell_size_bytes": _cell(ctx, inputs.spec, setup),
-              "mamba_radix_cache_strategy": setup.strategy, "mem_fraction_static": setup.mfs,
+              **_named({"mamba_radix_cache_strategy": setup.strategy}, inputs), "mem_fraction_static": setup.mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     return EngineStage(ctx.stage, 0, error, [error], "start-up", fields)
 
@@ -619,12 +680,16 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     SGLang's start-up refusal of a strategy the model or the scheduler cannot run (model_hook.py, mamba_hook.py)."""
     no_radix = s.take("disable_radix_cache", False)
     strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
-    if strategy not in STRATEGIES:
-        raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    choices = STRATEGIES if _since(inputs, LAZY_FROM) else STRATEGIES[:-1]
+    if strategy not in choices:
+        raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(choices)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
     radix = arch in RADIX_ARCHS and (arch not in RADIX_SINCE or _since(inputs, RADIX_SINCE[arch]))
     extra = radix and arch in EXTRA_BUFFER_ARCHS and (arch not in EXTRA_BUFFER_SINCE or
                                                       _since(inputs, EXTRA_BUFFER_SINCE[arch]))
+    if not _since(inputs, STRATEGY_RENAMED):
+        extra = extra or arch in EXTRA_BUFFER_TO_0_5_13 if _since(inputs, "0.5.13") else arch in EXTRA_BUFFER_TO_0_5_12
+        return _scheduler_strategy(s, arch, strategy, radix, extra, drafts, inputs)
     if not radix and strategy.startswith("extra_buffer"):
         if _since(inputs, "0.5.21"):  # arg_groups/model_hook.py handle_mamba_radix_cache from v0.5.21
             return strategy, 1, f"--mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
@@ -683,13 +748,53 @@ def _first_line_dtype_error(arch: str, s: Settings, inputs: EngineInputs) -> str
     if native is not None and _since(inputs, native) and ssm not in SSM_DTYPES_0_5_4:
         return repr(ssm)  # KeyError's message
     return None
+def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool, drafts: int,
+                        inputs: EngineInputs) -> tuple[str, int, str | None]:
+    """The strategy before v0.5.14 (server_args.py at v0.5.10 to v0.5.13: `--mamba-scheduler-strategy`): `auto` is
+    no_buffer for every model (_handle_missing_default_values); _handle_mamba_radix_cache, called by the architecture
+    branches of the radix-cache architectures, turns some of their radix caches off (`RADIX_OFF_UNTIL`), refuses an
+    extra buffer the architecture lacks (`extra`), or with --disable-radix-cache, or (v0.5.13) lazy with drafts; and
+    no_buffer with the radix cache turns the overlap scheduler off (no refusal) without drafts, and is refused with
+    them. The slots per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
+    `_unchecked_extra_buffer`; at v0.5.10 an EAGLE draft runs without the overlap scheduler (`SPEC_V2_FROM`)."""
+    if drafts and not _since(inputs, SPEC_V2_FROM):
+        s.values["disable_overlap_schedule"] = True
+    no_radix, no_overlap = s.values["disable_radix_cache"], s.values["disable_overlap_schedule"]
+    if strategy == "auto":
+        strategy = s.values["mamba_radix_cache_strategy"] = "no_buffer"
+    if arch in RADIX_OFF_UNTIL and not _since(inputs, RADIX_OFF_UNTIL[arch]):
+        s.values["disable_radix_cache"] = True
+        return "none (no radix cache)", 1, None
+    if strategy.startswith("extra_buffer"):
+        if radix and not extra:
+            return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
+        if radix and no_radix:  # v0.5.12's message lacks the full stop
+            return strategy, 1, (f"mamba extra_buffer is not compatible with --disable-radix-cache"
+                                 f"{'.' if _since(inputs, '0.5.13') else ''} Overlap scheduling is already supported "
+                                 "with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy no_buffer "
+                                 "instead.")
+        if radix and drafts and strategy == "extra_buffer_lazy":
+            return strategy, 4, ("extra_buffer_lazy is not yet supported with speculative decoding. Use "
+                                 "--mamba-scheduler-strategy extra_buffer instead.")
+        return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
+    if no_radix:
+        return "none (no radix cache)", 1, None
+    if radix and drafts:
+        return strategy, 3, (f"Speculative decoding for {arch} is not compatible with radix cache when using "
+                             "--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
+                             "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.")
+    if radix:
+        s.values["disable_overlap_schedule"] = True
+    return strategy, 3, None
 
 
 def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> tuple[str, int, str | None]:
     """Before v0.5.21 (arg_groups/model_hook.py handle_mamba_radix_cache at v0.5.20) an extra-buffer strategy on an
     architecture without the mamba radix cache is not refused: kv_cache_configurator.py _calculate_mamba_ratio adds
     its tracking slots to the base 3 (2 with the overlap scheduler, 1 without, 1 lazy; 1 slot in all without the radix
-    cache), and asserts that the lazy buffer has the overlap scheduler."""
+    cache), and asserts that the lazy buffer has the overlap scheduler. Before v0.5.14 the same slots for any extra
+    buffer the strategy checks let through (`_scheduler_strategy`: model_runner_kv_cache_mixin.py's
+    _calculate_mamba_ratio is the same)."""
     if no_radix:
         return strategy, 1, None
     if strategy == "extra_buffer_lazy":
@@ -699,30 +804,33 @@ def _unchecked_extra_buffer(strategy: str, no_radix: bool, no_overlap: bool) -> 
     return strategy, 4 if no_overlap else 5, None
 
 
-def _state_pool(rest: float, per: int, setup: Setup) -> tuple[str | None, int, float]:
+def _state_pool(rest: float, per: int, setup: Setup, inputs: EngineInputs) -> tuple[str | None, int, float]:
     """(error, slots, bytes left for the token pool): kv_cache_configurator.py _handle_max_mamba_cache. The slots are
     --max-mamba-cache-size, or the running requests without radix cache, or the share r / (1 + r) of the memory;
-    drafts reserve their intermediate states per running request; from v0.5.17 the budget counts the pool's dummy slot
-    and one draft state more (`Setup.dummy`)."""
+    drafts reserve their intermediate states per running request (`JOINT_DRAFTS_FROM`); from v0.5.17 the budget counts
+    the pool's dummy slot and one draft state more (`Setup.dummy`)."""
     requests, ratio, drafts, dummy = setup.user_requests, setup.ratio, setup.drafts, setup.dummy
     if not per:
         return None, 0, rest
+    joint = _since(inputs, JOINT_DRAFTS_FROM)
+    if drafts and not joint:
+        rest -= per * requests * drafts
     if setup.fixed_slots is not None:
         slots = setup.fixed_slots
-        if drafts:
+        if drafts and joint:
             rest -= per * (min(requests, slots // ratio) + dummy) * drafts
     elif setup.slots_follow_requests:
         slots = requests
-        if drafts:
+        if drafts and joint:
             rest -= per * (slots + dummy) * drafts
     else:
         budget = rest * setup.r / (1 + setup.r)
-        if drafts:
+        if drafts and joint:
             slots = int((budget - per * (1 + drafts) * dummy) // (per * (1 + drafts / ratio)))
             rest -= per * (min(requests, slots // ratio) + dummy) * drafts
         else:
             slots = int((budget - per * dummy) // per)
-    if slots <= 0:
+    if slots <= 0 and joint:
         return (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size="
                 f"{slots} (total_rest_memory={rest / GIB:.2f} GB, mamba_cache_per_req={per / MB:.2f} MB). Try: (1) reduce "
                 "--max-running-requests, (2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, "
@@ -774,14 +882,17 @@ def _first_line_requests(tokens: int, pool: StatePool, per: int, setup: Setup) -
 
 
 def _not_enough_memory(mfs: float, inputs: EngineInputs) -> str:
-    """SGLang's refusal of a token pool of no tokens: the given or default mem_fraction_static named from v0.5.3
-    (model_runner.py init_memory_pool: v0.5.3-v0.5.4 `{self.server_args.mem_fraction_static=}`; v0.5.2 none)."""
-    if not _since(inputs, "0.5.3"):
-        return "Not enough memory. Please try to increase --mem-fraction-static."
+    """SGLang's refusal of a token pool of no tokens, with the mem_fraction_static where the release names it:
+    v0.5.3-v0.5.4 (model_runner.py init_memory_pool: `{self.server_args.mem_fraction_static=}`) and v0.5.10
+    (MemoryPoolConfig.__post_init__ adds "Current value: mem_fraction_static=..." to a config given one, as
+    model_runner_kv_cache_mixin.py _resolve_memory_pool_config gives it); not at v0.5.2, nor from v0.5.11 (the pool
+    configurator's calculate_pool_sizes, model_executor/pool_configurator.py, to v0.5.23, gives none)."""
+    message = "Not enough memory. Please try to increase --mem-fraction-static."
+    if not _since(inputs, "0.5.3") or _since(inputs, POOL_CONFIGURATOR_FROM):
+        return message
     if _first_line(inputs):
-        return ("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-                f"self.server_args.mem_fraction_static={mfs}")
-    return f"Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={mfs}"
+        return f"{message} Current value: self.server_args.mem_fraction_static={mfs}"
+    return f"{message} Current value: mem_fraction_static={mfs}"
 
 
 def _no_kv_memory(setup: Setup, weight: int) -> str:
@@ -794,14 +905,20 @@ def _no_kv_memory(setup: Setup, weight: int) -> str:
             f"{minimum:.4f}). If using speculative decoding, draft weights are now counted.")
 
 
-def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup) -> tuple[int, str, str | None]:
+def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup,
+                  inputs: EngineInputs) -> tuple[int, str, str | None]:
     """kv_cache_configurator.py resolve_max_num_reqs: the user's value or clamp(tokens / context * 512, 2048, 4096),
-    at most half the tokens, and at most the state slots / ratio; with what binds and the warning SGLang logs."""
+    at most half the tokens (the user's, before v0.5.14, at most that estimate instead: `REQUESTS_CAP_FROM`), and at
+    most the state slots / ratio; with what binds and the warning SGLang logs."""
     user, ratio = setup.user_requests, setup.ratio
     estimated = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
-    requests, binding = (min(user, tokens // 2), "max_running_requests") if user else (min(estimated, tokens // 2),
-                                                                                       "default max_running_requests")
-    if requests == tokens // 2 and requests < (user or estimated):
+    if user and not _since(inputs, REQUESTS_CAP_FROM):
+        requests, binding = min(user, estimated), "max_running_requests" if user <= estimated else "estimated requests"
+    elif user:
+        requests, binding = min(user, tokens // 2), "max_running_requests"
+    else:
+        requests, binding = min(estimated, tokens // 2), "default max_running_requests"
+    if binding != "estimated requests" and requests == tokens // 2 and requests < (user or estimated):
         binding = "KV tokens"
     warning = None
     if per_slot and slots // ratio < requests:
@@ -886,23 +1003,25 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
                   prefill_graphs_mb: int, drafts: int = 0) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
-    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.14 to v0.5.23; before v0.5.19 in
-    server_args.py _handle_gpu_memory_settings); at v0.5.3-v0.5.4 a draft model's 2 GiB past the floor
-    (`DRAFT_RESERVE_MB_0_5_4`)."""
+    batch size up to max_bs, and what the prefill graphs take (the same from v0.5.10 to v0.5.23; before v0.5.19 in
+    server_args.py _handle_gpu_memory_settings); before v0.5.14 the draft model's reserve past the floor
+    (`DRAFT_RESERVE_MB`; v0.5.3-v0.5.4: `DRAFT_RESERVE_MB_0_5_4`)."""
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    if drafts and _first_line(inputs):
-        reserved += DRAFT_RESERVE_MB_0_5_4
+    if drafts and not _since(inputs, DRAFT_RESERVE_UNTIL):
+        reserved += DRAFT_RESERVE_MB_0_5_4 if _first_line(inputs) else DRAFT_RESERVE_MB
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 
 def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) -> int | None:
     """The largest prefill graph beside the chunked prefill (server_args.py _handle_gpu_memory_settings): at most
-    --max-total-tokens, and before v0.5.17 at most a given --context-length (gone in v0.5.17's)."""
-    caps = [total_tokens_cap] + ([given.get("context_length")] if not _since(inputs, DUMMY_SLOT_FROM) else [])
+    --max-total-tokens, and from v0.5.13 to v0.5.16 at most a given --context-length (v0.5.12's has no such clamp,
+    v0.5.17's none any more)."""
+    by_context = _since(inputs, "0.5.13") and not _since(inputs, DUMMY_SLOT_FROM)
+    caps = [total_tokens_cap] + ([given.get("context_length")] if by_context else [])
     caps = [cap for cap in caps if cap is not None]
     return min(caps) if caps else None
 

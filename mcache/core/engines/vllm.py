@@ -74,12 +74,46 @@ SINCE = {
     # v1/core/kv_cache_planning.py). Its estimate_max_model_len searches the same sum.
     "one_request_first_group": "0.14.0",
     "one_request_every_group": "0.19.0",
+    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory, the words of its refusals: from 0.13.0 they end "See
+    # https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."; from 0.14.0
+    # (_check_enough_kv_cache_memory) the GiB are format_gib's round(x, 2) where 0.10.2 - 0.13 print two decimals
+    # (:.2f), and the estimate sentence carries its own trailing space (before, one more space followed it: two
+    # spaces without an estimate); from 0.22.0 "model's" (before, "models's") and the notes that
+    # gpu_memory_utilization also controls CPU memory on the CPU backend
+    "memory_docs_link": "0.13.0",
+    "memory_format_gib": "0.14.0",
+    "memory_cpu_note": "0.22.0",
     # v1/core/kv_cache_utils.py get_kv_cache_configs, with pipeline parallelism: 0.11.1 merges the workers' layer specs
     # and groups the whole model's layers (get_kv_cache_groups; the i-th group of a spec takes its layers
     # i, i + groups, ...), each worker keeps every group with only its own layers and sizes its blocks by the
     # largest such share; 0.10.2 (engine/core.py _initialize_kv_caches) grouped each worker's own layers
     # (get_kv_cache_config per worker, then unify_kv_cache_configs)
     "whole_model_groups": "0.11.1",
+    # v1/core/kv_cache_utils.py, with PP, a worker holding no KV-cache layer (its layer specs empty): 0.11.1 keeps
+    # every group with none of its layers and get_kv_cache_config_from_groups reads the page size of its specs
+    # (get_uniform_page_size: `assert len(page_sizes) == 1` on none); from 0.12.0 it reads the groups' specs, then
+    # `assert group_size > 0, "group_size must be greater than 0"`; from 0.29.0 the block pool's bytes per block
+    # (_get_kv_cache_bytes_per_block: `assert bytes_per_block > 0`), which get_kv_cache_configs first takes to hold
+    # the null block back, before any worker's one-request check; from 0.32.0 those bytes follow the KV-cache layout
+    # (0 for FlashAttention's LBNHC, no assert) and the worker's config refuses the layout for its empty groups
+    # (validate_kv_cache_layout, after the one-request checks); 0.33.0 (v1/core/kv_cache_planning.py) probes that
+    # config to hold the null block back, so the layout refusal comes before them (0.10.2: the worker's own config,
+    # one null block)
+    "empty_stage_group_size": "0.12.0",
+    "empty_stage_pool_bytes": "0.29.0",
+    "empty_stage_layout": "0.32.0",
+    "empty_stage_probe": "0.33.0",
+    # platforms/interface.py update_block_size_for_backend: from 0.20.0 each worker aligns the block and pads the
+    # state page itself (_align_hybrid_block_size, after load_model; before, HybridAttentionMambaModelConfig did it
+    # once at config time), and only when its own layers hold an attention backend (_find_non_ssm_backend): with PP a
+    # stage with recurrent layers and no attention keeps the unpadded page and the unaligned cache block as its
+    # state block. v1/core/kv_cache_utils.py unify_kv_cache_spec_page_size cannot scale that page to the padded one
+    # (NotImplementedError, in other words from 0.24.0) until 0.27.0, which pads a smaller Mamba page to the largest
+    # (`replace(layer_spec, page_size_padded=max_page_size)`); the stage's state specs then differ from the others'
+    # by their block in 'all' and 'align' modes (the cache block against the aligned one), so they group apart
+    "worker_padding": "0.20.0",
+    "unify_words_layer": "0.24.0",
+    "unify_pads_mamba": "0.27.0",
     # v1/core/kv_cache_utils.py get_kv_cache_configs: 0.14.0 - 0.16 run the one-request check once, on the whole
     # model's groups (their group size) against the smallest worker's memory; from 0.17.0 on each worker's share
     # of the groups (_project_kv_cache_groups_to_worker: its largest share as the group size) and its own memory
@@ -286,6 +320,10 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
                "MiniMaxM1ForCausalLM")
 
+# The name tag of the states of a PP stage whose worker aligns nothing (no attention layer; SINCE "worker_padding"):
+# "mamba2:unaligned" is a KV-cache spec of its own
+UNALIGNED = "unaligned"
+
 
 class BlockRule(Struct, frozen=True):
     """How many blocks a request holds (kv_cache_interface.py max_memory_usage_bytes): the attention block size,
@@ -300,19 +338,23 @@ class BlockRule(Struct, frozen=True):
     batched: int
     state_drafts: int = 0  # the draft blocks a state holds ('none'/'align': drafts since 0.15; 'all': since 0.22)
     mamba_block: int = 0  # tokens per state block in 'all' mode (the attention block; attention-free: block_size)
+    cache_block: int = 0  # the cache block before alignment: the 'all' state block of an unaligned stage's states
 
     def per_request(self, groups: dict[str, int], tokens: int, ctx: RankContext) -> int:
         """Blocks one request of `tokens` tokens holds over all `groups`: attention `ceil(tokens / block)` (windowed:
         the window plus a batch of new tokens, and one more), state `1 + drafts` (none), `2 + drafts` and a
-        checkpoint block where the kind takes one (align), or one per state block of the request (all)."""
+        checkpoint block where the kind takes one (align), or one per state block of the request (all: per cache
+        block for the states of a stage whose worker does not align, `UNALIGNED`)."""
         total = 0
         for name, n in groups.items():
-            if name in RECURRENT_KINDS:
+            kind, _, tag = name.partition(":")
+            if kind in RECURRENT_KINDS:
                 per = 1 + self.state_drafts
                 if self.mode == "align":
-                    per += 1 + (name in self.checkpoint_kinds)
+                    per += 1 + (kind in self.checkpoint_kinds)
                 elif self.mode == "all":
-                    per = cdiv(tokens, self.mamba_block) + self.state_drafts
+                    block = self.cache_block if tag == UNALIGNED else self.mamba_block
+                    per = cdiv(tokens, block) + self.state_drafts
             elif name.endswith(":window"):
                 window = window_of(ctx, name.split(":")[0])
                 per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
@@ -370,8 +412,9 @@ class StagePool(Struct, frozen=True):
     @property
     def num_blocks(self) -> int:
         """The blocks this stage's memory holds (0 without memory). A stage without cache layers has one, the block
-        pool's null block (v1/core/kv_cache_planning.py get_kv_cache_configs, v0.33.0), and since every worker then
-        takes the smallest count, such a stage leaves the others one block."""
+        pool's null block (v0.10.2 v1/core/kv_cache_utils.py get_kv_cache_config: its worker's attention-free
+        config), and since every worker then takes the smallest count, such a stage leaves the others one block
+        (later releases refuse it: `_planning_error`)."""
         if not self.groups:
             return 1
         return self.available // self.block_bytes if self.available is not None and self.available > 0 else 0
@@ -387,6 +430,12 @@ def run(inputs: EngineInputs) -> EngineRun:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
         return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
     pools = _pools(contexts, weights, inputs, setup)
+    refusal = _planning_error(pools, setup)
+    if refusal is not None:  # vLLM stops while it plans the workers' KV caches, before any is made
+        stages = [EngineStage(p.ctx.stage, 0, refusal, p.log + [refusal], "start-up",
+                              _fields(p, None, setup.rule.per_request(p.groups, setup.max_len, p.ctx), setup))
+                  for p in pools]
+        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
     # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
     num_blocks = min(p.num_blocks for p in pools) if all(p.available is not None for p in pools) else None
     stages = [_stage(pool, num_blocks, setup) for pool in pools]
@@ -500,7 +549,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
-                     mamba_block)
+                     mamba_block, block_size)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
                  kv_memory, non_kv, log, refusal, version)
 
@@ -686,6 +735,11 @@ def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs
     stage's share and its memory (since 0.17.0), the whole model's group size and the smallest worker's memory
     (0.14.0 - 0.16)."""
     own = [_buckets(ctx, inputs.spec, setup.drafts) for ctx in contexts]
+    rule = setup.rule
+    if _since(setup.version, "worker_padding") and rule.mode != "none" and rule.block != rule.cache_block:
+        # a stage without attention keeps its states' unaligned block: a spec of its own (SINCE "worker_padding")
+        own = [{f"{name}:{UNALIGNED}": n for name, n in buckets.items()} if _without_attention(buckets) else buckets
+               for buckets in own]
     logs = [list(setup.log) if ctx.stage == 0 else [] for ctx in contexts]
     unit = setup.padded if setup.page else setup.rule.block * setup.attn_tok
     available = [_available(weight, inputs, setup) for weight in weights]
@@ -694,6 +748,8 @@ def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs
     for ctx, buckets, (groups, share, group, padding), memory, log in zip(
             contexts, own, _plans(own, logs, setup.version), available, logs, strict=True):
         check_group, check_memory = (group, min(available)) if whole_check and None not in available else (share, memory)
+        if groups and memory is not None:  # gpu_worker.py, before the KV-cache planning (none without cache layers)
+            log.append(f"Available KV cache memory: {round(memory / GIB, 2)} GiB")
         pools.append(StagePool(ctx, buckets, groups, share, padding, unit, memory, log, check_group, check_memory))
     return pools
 
@@ -705,7 +761,7 @@ def _plans(own: list[dict[str, int]], logs: list[list[str]], version: str) -> li
     if _since(version, "whole_model_groups"):
         group, groups, shares = _grouping(own, version)
         padding = _padding(_merged(own), group, logs[0])
-        # a stage without cache layers keeps no group: its worker's null block, as before (not read in the tables)
+        # a stage without cache layers keeps every group with none of its layers (shown as none): `_planning_error`
         return [(groups if share else {}, share, group, padding) for share in shares]
     plans = []
     for buckets, log in zip(own, logs, strict=True):
@@ -754,6 +810,80 @@ def _padding(buckets: dict[str, int], group: int, log: list[str]) -> int:
     return sum(padding.values())
 
 
+# vLLM's KV-cache spec classes (v1/kv_cache_interface.py, v0.10.2) of mcache's group names: MLA is a
+# FullAttentionSpec there (use_mla), every recurrent kind a MambaSpec
+SPEC_CLASSES = {"attention": "FullAttentionSpec", "mla": "FullAttentionSpec", "sliding_attention": "FullAttentionSpec"}
+
+
+def _spec_class(name: str) -> str:
+    """The KV-cache spec class of a group name (a `_buckets` name) in 0.10.2."""
+    if name.endswith(":window"):
+        return "SlidingWindowSpec"
+    return SPEC_CLASSES.get(name, "MambaSpec")
+
+
+def _without_attention(buckets: dict[str, int]) -> bool:
+    """Whether a stage's layers per cache spec hold recurrent layers and no attention."""
+    return bool(buckets) and all(name.partition(":")[0] in RECURRENT_KINDS for name in buckets)
+
+
+def _planning_error(pools: list[StagePool], setup: Setup) -> str | None:
+    """What stops vLLM while it plans the workers' KV caches (v1/core/kv_cache_utils.py get_kv_cache_configs; 0.10.2:
+    get_kv_cache_config per worker, then unify_kv_cache_configs), in its order; None: it goes on. From 0.20 (SINCE
+    "worker_padding") a PP stage with recurrent layers and no attention keeps its state page unpadded, which the
+    whole model's grouping cannot unify with the padded one before 0.27. Then the one-request check of each worker
+    in rank order (`_memory_error`; the first to fail stops every one), and a worker holding no KV-cache layer
+    refuses after it (`_empty_stage_error`), or before it in 0.29 - 0.31 and from 0.33. 0.10.2 then asserts that each
+    worker's own groups, sorted by spec class, are those of worker 0 pair by pair (as far as the shorter list
+    goes), so a stage without attention beside one with it fails (a worker without cache layers has no group and
+    passes)."""
+    version = setup.version
+    unpadded = next((p.ctx.stage for p in pools if _without_attention(p.buckets)), None)
+    if _since(version, "worker_padding") and not _since(version, "unify_pads_mamba") and unpadded is not None and \
+            setup.attn_tok and setup.padded % setup.page:
+        words = ("Layer <PP rank {unpadded}'s first recurrent layer>: page size is not divisible by the maximum page size "
+                 "and cannot be padded. Padding is only supported for attention layers whose backend indexes KV pages "
+                 "by the block stride (indexes_kv_by_block_stride is True)." if _since(version, "unify_words_layer")
+                 else "The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting "
+                      "block_size.")
+        return (f"NotImplementedError: {words.format(unpadded=unpadded)} (PP rank {unpadded} holds recurrent layers and "
+                f"no attention, so its worker keeps the state page unpadded, {setup.page} bytes, beside the padded "
+                f"{setup.padded}: platforms/interface.py update_block_size_for_backend finds no attention backend there)")
+    empty = next((p.ctx.stage for p in pools if not p.buckets), None)
+    before_check = _since(version, "empty_stage_pool_bytes") and not _since(version, "empty_stage_layout") or \
+        _since(version, "empty_stage_probe")
+    if empty is not None and before_check:
+        return _empty_stage_error(empty, version)
+    memory = next((error for p in pools if p.groups and p.available is not None and
+                   (error := _memory_error(p, setup.rule, setup.max_len, version))), None)
+    if memory is not None or _since(version, "whole_model_groups"):
+        return memory or (None if empty is None else _empty_stage_error(empty, version))
+    first = sorted(_spec_class(name) for name, n in pools[0].groups.items() for _ in range(n))
+    for pool in pools[1:]:
+        other = sorted(_spec_class(name) for name, n in pool.groups.items() for _ in range(n))
+        differ = next(((a, b) for a, b in zip(first, other, strict=False) if a != b), None)
+        if differ is not None:
+            return ("AssertionError: assert group_rank_0.kv_cache_spec == group_rank_i.kv_cache_spec "
+                    f"(v1/core/kv_cache_utils.py unify_kv_cache_configs: PP rank {pool.ctx.stage}'s KV-cache groups, "
+                    f"sorted by spec, are not PP rank 0's: a {differ[1]} group where PP rank 0 has a {differ[0]} one)")
+    return None
+
+
+def _empty_stage_error(stage: int, version: str) -> str:
+    """What get_kv_cache_configs (v1/core/kv_cache_utils.py; 0.33: kv_cache_planning.py) raises for PP rank `stage`,
+    which holds no KV-cache layer (SINCE "empty_stage_group_size" ... "empty_stage_layout")."""
+    why = f"PP rank {stage} holds no KV-cache layer, so its worker keeps every KV-cache group empty"
+    if _since(version, "empty_stage_layout"):  # the layout FlashAttention's backend resolves to, as on an H200
+        return ("ValueError: KV cache layout LBNHC cannot express this model's mixed page sizes ([]); a backend should "
+                "declare block-outermost supported layouts (e.g. BLHNC), or set VLLM_KV_CACHE_LAYOUT=BLHNC. "
+                f"(validate_kv_cache_layout: {why}, and no page size)")
+    if _since(version, "empty_stage_pool_bytes"):
+        return f"AssertionError: assert bytes_per_block > 0 (v1/core/kv_cache_utils.py _get_kv_cache_bytes_per_block: {why})"
+    if _since(version, "empty_stage_group_size"):
+        return f"AssertionError: group_size must be greater than 0 ({why})"
+    return f"AssertionError: assert len(page_sizes) == 1 (v1/core/kv_cache_utils.py get_uniform_page_size: {why})"
+
+
 def _available(weight: int, inputs: EngineInputs, setup: Setup) -> int | None:
     """The memory a worker's blocks get: --kv-cache-memory-bytes, else gpu_worker.py determine_available_memory
     (None without a GPU)."""
@@ -769,19 +899,19 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     rule, max_len, log = setup.rule, setup.max_len, pool.log
     per_request = rule.per_request(pool.groups, max_len, pool.ctx)
     fields = _fields(pool, num_blocks, per_request, setup)
-    if not pool.groups:  # no cache layer: no memory check (kv_cache_planning.py skips it); the scheduler's limit
+    if not pool.groups:  # no cache layer (0.10.2; later releases refuse it): no memory check, the scheduler's limit
         return EngineStage(pool.ctx.stage, None if num_blocks is None else setup.max_num_seqs, None, log,
                            "max_num_seqs", fields)
     error, running, binding = None, None, None
-    if pool.available is not None:
-        log.append(f"Available KV cache memory: {round(pool.available / GIB, 2)} GiB")
-        error = _memory_error(pool, rule, max_len, setup.version)
-    if error is None and num_blocks is not None:
+    if num_blocks is not None:
         concurrency = num_blocks / per_request
-        legacy = _legacy_tokens(pool, num_blocks, setup)
+        # 0.10.2 (kv_cache_utils.py get_kv_cache_config) logs each worker's own blocks, before
+        # unify_kv_cache_configs gives every worker the smallest count; from 0.11.1 the agreed blocks
+        logged = num_blocks if _since(setup.version, "whole_model_groups") else pool.num_blocks
+        legacy = _legacy_tokens(pool, logged, setup)
         tokens = int(concurrency * max_len) if _since(setup.version, "kv_tokens_from_concurrency") else legacy
         fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
-        log += _capacity_lines(tokens, max_len, concurrency, setup.version)
+        log += _capacity_lines(tokens, max_len, logged / per_request, setup.version)
         error = _graph_error(pool, num_blocks, setup) if _since(setup.version, "v020") else None
         at_context = num_blocks // rule.per_request(pool.groups, setup.context, pool.ctx)
         running, binding = ((at_context, "KV cache blocks") if at_context < setup.max_num_seqs
@@ -836,7 +966,7 @@ def _capacity_lines(tokens: int, max_len: int, concurrency: float, version: str)
 
 def _graph_error(pool: StagePool, num_blocks: int, setup: Setup) -> str | None:
     """compilation.py: CUDA-graph capture needs one state block per decode sequence (None: it has them)."""
-    has_state = any(name in RECURRENT_KINDS for name in pool.groups)
+    has_state = any(name.partition(":")[0] in RECURRENT_KINDS for name in pool.groups)
     if not has_state or setup.eager or setup.max_num_seqs <= num_blocks:
         return None
     return (f"max_num_seqs ({setup.max_num_seqs}) exceeds available Mamba cache blocks ({num_blocks}). Each "
@@ -1040,9 +1170,10 @@ def _bucket_name(ctx, kind: str) -> str:
 
 def _group_size(buckets: dict[str, int], version: str) -> int:
     """Layers per KV-cache group (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): the smallest bucket,
-    or the largest when that is under 1.5 x the smallest (1.25 x in 0.12 - 0.17; never before 0.12)."""
+    or the largest when that is under 1.5 x the smallest (1.25 x in 0.12 - 0.17; never before 0.12); 0 without
+    cache layers (a worker whose layer specs are empty keeps no group)."""
     if not buckets:
-        return 1
+        return 0
     smallest, largest = min(buckets.values()), max(buckets.values())
     if not _since(version, "group_size_max"):
         return smallest
@@ -1052,12 +1183,10 @@ def _group_size(buckets: dict[str, int], version: str) -> int:
 def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) -> str | None:
     """kv_cache_planning.py check_enough_kv_cache_memory: one request at the max model length (`_one_request_bytes`)
     in the memory left beside the block pool's null block (since 0.29; before, in the whole available memory), else
-    the longest model length that fits (estimate_max_model_len)."""
+    the longest model length that fits (estimate_max_model_len), in the release's words (`_memory_words`)."""
     usable = pool.check_available - (pool.block_bytes if _since(version, "null_block_check") else 0)
     if usable <= 0:
-        return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
-                "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
-                "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+        return _memory_words(version)
 
     def needed(tokens: int) -> int:
         return _one_request_bytes(pool, rule, tokens, version)
@@ -1068,12 +1197,33 @@ def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) 
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if needed(mid) <= usable else (lo, mid)
-    estimate = f"Based on the available memory, the estimated maximum model length is {lo}. " if lo else ""
-    return (f"To serve at least one request with the model's max seq len ({max_len}), ({round(needed(max_len) / GIB, 2)} "
-            "GiB KV cache is needed, which is larger than the available KV cache memory "
-            f"({round(usable / GIB, 2)} GiB). {estimate}Try increasing `gpu_memory_utilization` (which also controls CPU "
-            "memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+    return _memory_words(version, (max_len, needed(max_len), usable, lo))
+
+
+def _memory_words(version: str, short: tuple[int, int, int, int] | None = None) -> str:
+    """check_enough_kv_cache_memory's refusal as `version` words it (v1/core/kv_cache_utils.py at v0.10.2, v0.13.0,
+    v0.14.0 and v0.22.0; kv_cache_planning.py at v0.33.0): no memory at all (`short` None), or one request of
+    `short` = (max model length, bytes needed, bytes available, estimated maximum model length or 0) not fitting."""
+    docs = (" See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+            if _since(version, "memory_docs_link") else "")
+    cpu = _since(version, "memory_cpu_note")
+    if short is None:
+        note = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)" if cpu else ""
+        return f"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing " \
+               f"the engine{note}.{docs}"
+    max_len, needed, available, estimate = short
+    format_gib = _since(version, "memory_format_gib")
+
+    def gib(n: int) -> str:
+        return str(round(n / GIB, 2)) if format_gib else f"{n / GIB:.2f}"
+
+    sentence = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
+    estimated = f"{sentence} " if sentence or not format_gib else ""  # before 0.14 a space follows even no sentence
+    note = " (which also controls CPU memory on the CPU backend)" if cpu else ""
+    return (f"To serve at least one request with the {'model' if cpu else 'models'}'s max seq len ({max_len}), "
+            f"({gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+            f"({gib(available)} GiB). {estimated}Try increasing `gpu_memory_utilization`{note} or decreasing "
+            f"`max_model_len` when initializing the engine.{docs}")
 
 
 def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: str) -> int:

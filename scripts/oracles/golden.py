@@ -1,0 +1,39 @@
+"""The golden tables' files: tests/data/engine_golden/<engine>-<version>.json.gz, strict JSON (sorted keys, one space
+of indent: `zcat` reads them) compressed with gzip, because as plain text the tables (every case's flags, figures and
+log lines) took 63 MB for 29 releases, 36 times their compressed size. The oracles write them; their comparers and
+the tests read them (each loads this file by path: the oracles keep this folder off sys.path)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "engine_golden"
+SUFFIX = ".json.gz"
+
+
+def path(engine: str, version: str) -> Path:
+    """The table of `engine` (vllm, sglang) at `version`."""
+    return DIR / f"{engine}-{version}{SUFFIX}"
+
+
+def tables(engine: str) -> list[Path]:
+    """Every table of `engine`, in name order."""
+    return sorted(DIR.glob(f"{engine}-*{SUFFIX}"))
+
+
+def read(table: Path) -> dict:
+    """A table as its oracle wrote it."""
+    with gzip.open(table, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write(table: Path, data: dict, default=None) -> None:
+    """Write `data` to `table` atomically, byte for byte the same for the same data (no timestamp in the gzip
+    header); `default` as `json.dumps` takes it."""
+    text = json.dumps(data, sort_keys=True, indent=1, default=default) + "\n"
+    tmp = table.with_name(table.name + ".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+        gz.write(text.encode())
+    tmp.replace(table)

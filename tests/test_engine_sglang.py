@@ -488,7 +488,7 @@ def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.10" in err
 
 
-# --- SGLang 0.5.2 to 0.5.4: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+# --- SGLang 0.5.2 to 0.5.5: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
@@ -610,6 +610,20 @@ def test_0_5_4_mamba2_hybrids_run_without_the_radix_cache():
     assert stage(run_engine("sglang", replace(inputs, given={**inputs.given, "max_running_requests": 64}), "0.5.4")
                  ).fields["max_mamba_cache_size"] == 64
     assert stage(run_engine("sglang", inputs, "0.5.3")).startup_error.startswith("Cannot find model module.")
+
+
+def test_0_5_5_kimi_linear_holds_512_slots_and_the_20_35_gb_row_draws_24_graphs():
+    # models/kimi_linear.py is new in v0.5.5 (model_runner.py mambaish_config: kimi_linear_config), and
+    # server_args.py _handle_model_specific_adjustments turns its radix cache off: 512 slots, one a request; v0.5.4 has
+    # no class for it (transformers 4.57.1 none either)
+    inputs = EngineInputs(config_spec("kimi-linear-48b-a3b-instruct"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.5"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", inputs, "0.5.4")).startup_error.startswith(
+        "Cannot find model module. 'KimiLinearForCausalLM'")
+    # server_args.py _handle_gpu_memory_settings: decode graphs up to 24 on 20-35 GB at TP < 4 from v0.5.5 (16 before)
+    assert [_decode_graph_max_bs(32_607, at(v), None) for v in ("0.5.4", "0.5.5")] == [16, 24]
 
 
 def test_0_5_13_reserves_4_gib_for_a_draft_past_the_10_gib_floor():

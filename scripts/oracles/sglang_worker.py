@@ -17,6 +17,7 @@ in MOCKS (copied into the table) with why it cannot change a figure.
 from __future__ import annotations
 
 import ast
+import atexit
 import dataclasses
 import importlib.abc
 import importlib.machinery
@@ -26,7 +27,9 @@ import inspect
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 import traceback
 import types
@@ -392,8 +395,8 @@ def _fake_nvidia_smi():
     utils = _first_module("sglang.srt.utils.common", "sglang.srt.utils")
     if "nvidia-smi not found" not in inspect.getsource(utils.get_nvgpu_memory_capacity):
         return
-    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"oracle-nvidia-smi-{os.getpid()}"
-    folder.mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="oracle-nvidia-smi-"))
+    atexit.register(shutil.rmtree, folder, True)  # the forked cases leave by os._exit: the worker removes it
     script = folder / "nvidia-smi"
     script.write_text('#!/bin/sh\necho "$ORACLE_GPU_TOTAL_MIB"\n')
     script.chmod(0o755)

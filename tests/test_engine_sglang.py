@@ -15,10 +15,12 @@ from mcache.core.engines.sglang import (
     _chunked_prefill,
     _decode_graph_max_bs,
     _mem_fraction,
+    _mem_fraction_0_5_2,
     _prefill_graph_mb,
     serve_command,
 )
 from mcache.core.engines.versions import at_least
+from mcache.core.errors import LayoutError
 from mcache.core.logs import read_log
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
@@ -240,7 +242,7 @@ def h200_fraction(spec, version: str) -> float:
     return run_engine("sglang", inputs, version).settings["mem_fraction_static"]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", [v for v in VERSIONS if at_least(v, "0.5.14")])  # before: no multimodal hybrid
 def test_a_multimodal_model_lowers_the_default_mem_fraction_by_its_vision_tower(version):
     # arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (v0.5.19 to v0.5.23): the rounded default times 0.95 x
     # clamp(1 - 0.1 x (L H^2 / (24 x 1024^2) - 1), 0.8, 1.05), unrounded. Qwen3.5's vision config names its depth
@@ -479,8 +481,149 @@ def test_bailing_moe_v3_is_served_from_0_5_19():
 
 
 def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
+    err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.1"], capsys)
+    assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.1" in err
+    # a release of the unmodelled span after the first hybrid line is refused too, naming where the rules changed
     err = one_line(["size", "nemotron-h-8b", "--engine", "sglang", "--engine-version", "0.5.9"], capsys)
-    assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.9" in err
+    assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.10" in err
+
+
+# --- SGLang 0.5.2 to 0.5.5: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+
+QWEN3_NEXT = "qwen3-next-80b-a3b"
+NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
+NEXT_CELL = 12 * 2 * 256 * 2 * 2  # 12 attention layers, 2 KV heads of 256, K and V in bf16: 24,576 B a token
+
+
+def first_line(version: str, rest_gib: float = 100, **settings):
+    """Qwen3-Next at TP 1 on an H200 at `version`, with `rest_gib` GiB left for the pools (mem_fraction_static 0.9)."""
+    inputs = EngineInputs(config_spec(QWEN3_NEXT), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={**memory(rest_gib, 0.9, 130), **settings})
+    return stage(run_engine("sglang", inputs, version))
+
+
+def test_0_5_2_mem_fraction_static_by_its_gpu_rows():
+    # server_args.py __post_init__ at v0.5.2: reserve (12 + TP x PP / 2) GiB below 160 GB, (9.5 + TP x PP / 2) below
+    # 90 GB, 32 GiB above 160 GB; 2 GiB more with a draft. H200 (143,771 MiB): (143,771 - 12,800) / 143,771 = 0.911, with a
+    # draft 0.897; a 48 GB card at TP 4: (49,140 - 11,776) / 49,140 = 0.760; 190,000 MiB: (190,000 - 32,768) / 190,000
+    assert _mem_fraction_0_5_2(143_771, at("0.5.2"), 0) == 0.911
+    assert _mem_fraction_0_5_2(143_771, at("0.5.2"), 4) == 0.897
+    assert _mem_fraction_0_5_2(49_140, at("0.5.2", tp=4), 0) == 0.760
+    assert _mem_fraction_0_5_2(190_000, at("0.5.2"), 0) == 0.828
+    assert [_chunked_prefill(mb, at("0.5.2")) for mb in (32_607, 49_140, 143_771, 190_000)] == [2048, 8192, 8192, 16384]
+
+
+def test_0_5_2_state_pool_of_512_slots_or_the_running_requests():
+    # model_runner.py v0.5.2: the radix cache off for Qwen3-Next, max_mamba_cache_size = --max-running-requests or 512,
+    # its slots off the rest: (100 GiB - 512 x 77,266,944 B) // 24,576 = 2,759,338 tokens; the request pool
+    # min(clamp(tokens / 262,144 x 512, 2048, 4096), 512) = 512, the scheduler min(tokens // 2, 512)
+    st = first_line("0.5.2")
+    assert st.fields["mamba_cache_per_req_bytes"] == NEXT_SLOT
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"]) == (
+        512, 2_759_338, 512)
+    assert st.fields["state_slots_per_request"] == 1
+    assert st.log[0] == "Mamba Cache is allocated. conv_state size: 0.85GB, ssm_state size: 36.07GB "  # 513 slots
+    st = first_line("0.5.2", max_running_requests=64)  # (100 GiB - 64 slots) // 24,576
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"]) == (
+        64, 4_167_850, 64)
+
+
+def test_0_5_2_a_draft_adds_its_tokens_to_the_pool_and_48_slots():
+    # server_args.py: EAGLE's default max_running_requests 48, so 48 slots; init_memory_pool: (100 GiB - 48 slots) //
+    # 24,576 = 4,218,154 profiled tokens, + 48 x (3 steps + 4 draft tokens) + 100 = 4,218,590; no draft state counted
+    st = first_line("0.5.2", speculative_num_steps=3)
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"]) == (
+        48, 4_218_590, 48)
+
+
+def test_0_5_2_refuses_what_it_does_not_have():
+    # server_args.py v0.5.2: no mamba_full_memory_ratio and no radix-cache strategy field (ServerArgs refuses them)
+    for setting, value in (("mamba_full_memory_ratio", 0.5), ("mamba_radix_cache_strategy", "no_buffer")):
+        with pytest.raises(LayoutError, match=f"{setting}: not a setting of SGLang 0.5.2"):
+            first_line("0.5.2", **{setting: value})
+    # model_runner.py init_memory_pool: auto / fp8_e5m2 / fp8_e4m3 only; configs/qwen3_next.py: float32 / bfloat16 states
+    assert first_line("0.5.2", kv_cache_dtype="bfloat16").startup_error == "Unsupported kv_cache_dtype: bfloat16."
+    assert first_line("0.5.2", mamba_ssm_dtype="float16").startup_error == "'float16'"
+    # no SGLang class for the other hybrids: transformers 4.56.1 has Falcon-H1's, which the backend cannot serve;
+    # none for Nemotron-H
+    assert stage(run_engine("sglang", EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout()), "0.5.2")
+                 ).startup_error.startswith("FalconH1ForCausalLM has no SGlang implementation")
+    assert stage(run_engine("sglang", EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout()), "0.5.2")
+                 ).startup_error.startswith("Cannot find model module. 'NemotronHForCausalLM'")
+
+
+def test_0_5_3_mem_fraction_static_reserves_2_gib_for_a_draft_past_the_floor():
+    # server_args.py _handle_gpu_memory_settings at v0.5.3: 512 + 8192 x 1.5 + TP / 8 GiB + 256 graphs x 2 = 13,440 MiB
+    # on an H200 (above the 10 GiB floor), no prefill graphs: (143,771 - 13,440) / 143,771 = 0.907; a draft 2,048 more:
+    # (143,771 - 15,488) / 143,771 = 0.892 (v0.5.2's rows gave 0.911 / 0.897)
+    assert _mem_fraction(143_771, 8192, at("0.5.3"), None, _prefill_graph_mb(
+        config_spec(QWEN3_NEXT), 8192, None, at("0.5.3"))) == 0.907
+    assert _mem_fraction(143_771, 8192, at("0.5.3"), None, 0, drafts=4) == 0.892
+    # 20-35 GB GPUs: decode graphs up to 16 at TP < 4 (24 from v0.5.5)
+    assert _decode_graph_max_bs(32_607, at("0.5.3"), None) == 16
+
+
+def test_0_5_3_falcon_h1_holds_512_slots_without_the_radix_cache():
+    # models/falcon_h1.py is new in v0.5.3 and model_runner.py is_hybrid_gdn names it: the radix cache off, one slot a
+    # request, 512 slots; v0.5.2 refuses it (transformers 4.56.1's class is not backend-compatible)
+    inputs = EngineInputs(config_spec("falcon-h1-0.5b"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.3"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", inputs, "0.5.2")).startup_error.startswith("FalconH1ForCausalLM has no SGlang")
+    # init_memory_pool's refusal names the value from v0.5.3 (its f-string `{self.server_args.mem_fraction_static=}`)
+    assert first_line("0.5.3", rest_gib=-40).startup_error == (
+        "Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+        "self.server_args.mem_fraction_static=0.9")
+
+
+def test_0_5_4_qwen3_next_keeps_the_radix_cache_and_takes_its_share():
+    # model_runner.py handle_max_mamba_cache at v0.5.4: with the radix cache (GDN) the state pool takes r / (1 + r) of the
+    # rest: 100 GiB x 0.9 / 1.9 // 77,266,944 B = 658 slots, the tokens (100 GiB - 658 slots) // 24,576 = 2,300,314; each
+    # request holds 3 slots (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO): the request pool min(4096, 658 // 3) = 219
+    st = first_line("0.5.4")
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+            st.fields["max_running_requests_logged"], st.fields["state_slots_per_request"]) == (658, 2_300_314, 219, 3)
+    # MambaPool sized max_mamba_cache_size from v0.5.4, and named: 659 slots x 36 layers x 49,152 B (conv) = 1.09 GB,
+    # x 2,097,152 B (state) = 46.34 GB
+    assert st.log[0] == ("Mamba Cache is allocated. max_mamba_cache_size: 658, conv_state size: 1.09GB, ssm_state size: "
+                         "46.34GB ")
+    # a draft of D = 4 tokens: each slot holds 1 + D states, 100 GiB x 0.9 / 1.9 // per // 5 = 131 slots, (100 GiB -
+    # 131 x 5 x per) // 24,576 = 2,309,746 tokens; 48 requests (the draft's default) capped at 131 // 3 = 43, whose draft
+    # tokens add 43 x (3 + 4) + 100 = 401
+    st = first_line("0.5.4", speculative_num_steps=3)
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+            st.fields["max_running_requests_logged"]) == (131, 2_310_147, 43)
+    # a given --max-mamba-cache-size is overwritten with the radix cache, and honoured without (one slot a request)
+    assert first_line("0.5.4", max_mamba_cache_size=200).fields["max_mamba_cache_size"] == 658
+    st = first_line("0.5.4", disable_radix_cache=True)
+    assert (st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (512, 1)
+
+
+def test_0_5_4_mamba2_hybrids_run_without_the_radix_cache():
+    # models/nemotron_h.py is new in v0.5.4; initialize turns the radix cache off for mamba2_config (Nemotron-H,
+    # Falcon-H1): --max-running-requests or 512 slots, one a request; v0.5.3 has no class for Nemotron-H
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 16 * GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.4"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", replace(inputs, given={**inputs.given, "max_running_requests": 64}), "0.5.4")
+                 ).fields["max_mamba_cache_size"] == 64
+    assert stage(run_engine("sglang", inputs, "0.5.3")).startup_error.startswith("Cannot find model module.")
+
+
+def test_0_5_5_kimi_linear_holds_512_slots_and_the_20_35_gb_row_draws_24_graphs():
+    # models/kimi_linear.py is new in v0.5.5 (model_runner.py mambaish_config: kimi_linear_config), and
+    # server_args.py _handle_model_specific_adjustments turns its radix cache off: 512 slots, one a request; v0.5.4 has
+    # no class for it (transformers 4.57.1 none either)
+    inputs = EngineInputs(config_spec("kimi-linear-48b-a3b-instruct"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.5"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", inputs, "0.5.4")).startup_error.startswith(
+        "Cannot find model module. 'KimiLinearForCausalLM'")
+    # server_args.py _handle_gpu_memory_settings: decode graphs up to 24 on 20-35 GB at TP < 4 from v0.5.5 (16 before)
+    assert [_decode_graph_max_bs(32_607, at(v), None) for v in ("0.5.4", "0.5.5")] == [16, 24]
 
 
 def test_0_5_13_reserves_4_gib_for_a_draft_past_the_10_gib_floor():

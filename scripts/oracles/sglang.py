@@ -3,7 +3,7 @@ wheel, `sglang` without its dependencies and only the pure-Python packages its s
 memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
 tests/data/engine_golden/sglang-VERSION.json.gz (strict JSON, sorted keys, compressed: golden.py). CI never runs this:
 it reads the tables.
-Releases: 0.5.10 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
+Releases: 0.5.2 to 0.5.5 and 0.5.10 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
 
     python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
     python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
@@ -43,7 +43,8 @@ TORCH = "torch==2.13.0"
 # architecture check) and the memory pools; never let pip resolve sglang's own pins (they pull a CUDA torch).
 PURE_DEPS = ["numpy", "pydantic", "msgspec", "psutil", "requests", "packaging", "orjson", "einops", "pybase64",
              "pillow", "pyyaml", "pyzmq", "starlette", "fastapi", "uvicorn", "IPython", "aiohttp", "dill",
-             "sentencepiece", "compressed-tensors", "gguf", "openai", "partial_json_parser", "setproctitle", "triton"]
+             "sentencepiece", "compressed-tensors", "gguf", "openai", "partial_json_parser", "setproctitle", "triton",
+             "httpx"]  # httpx: 0.5.2's is_in_ci (a context above the model's) imports sglang.test.test_utils
 
 MIB, GIB = 1 << 20, 1 << 30
 # total memory as nvidia-smi / torch report it; the 32 GB card is in the 20-35 GB row of SGLang's GPU defaults

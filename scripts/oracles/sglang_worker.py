@@ -3,17 +3,21 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve their server args in `ServerArgs.__post_init__`, and
-0.5.14-0.5.18 read every parallel width from live process groups: `_resolve`, `_hand_set_widths`; 0.5.10-0.5.16 keep
-their settings on ServerArgs rather than in config bags: `_bags`; 0.5.10-0.5.15 size the pools in the model runner's
-kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy otherwise: `_release_flags`, and have no
-runtime_context: `_publish`; older releases are not driven: see sglang_versions.md). Nothing here
+Releases driven: 0.5.2 to 0.5.5 and 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve their server args in
+`ServerArgs.__post_init__`, and 0.5.14-0.5.18 read every parallel width from live process groups: `_resolve`,
+`_hand_set_widths`; 0.5.10-0.5.16 keep their settings on ServerArgs rather than in config bags: `_bags`; 0.5.10-0.5.15
+size the pools in the model runner's kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy
+otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.5 size the pools in
+ModelRunner.init_memory_pool itself, with the scheduler's request count in TpModelWorker.__init__:
+`_size_model_runner`; the releases between are not driven: see sglang_versions.md). Nothing here
 re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
 in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
 
+import ast
+import atexit
 import dataclasses
 import importlib.abc
 import importlib.machinery
@@ -23,7 +27,10 @@ import inspect
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
+import textwrap
 import traceback
 import types
 from pathlib import Path
@@ -46,7 +53,9 @@ MOCKS = [
     "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
-    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack (before 0.5.23 also flashinfer, with "
+    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.5's is_in_ci, run on a "
+    "context above the model's, imports sglang.test.test_utils and with it bench_serving, which imports datasets; "
+    "before 0.5.23 also flashinfer, with "
     "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent; before 0.5.16 also SGLang's "
     "jit_kernel.cutedsl_fp8_paged_mqa_logits, a CuTe DSL kernel that imports cuda-python on Kimi-Linear's import "
     "path): empty stand-in modules, "
@@ -99,6 +108,26 @@ MOCKS = [
     "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
     "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
     "back from it into resolved_flags; not a stand-in, the release's own setting.",
+    "0.5.2-0.5.5 size the pools in ModelRunner.init_memory_pool (no kv-cache mixin), called as ModelRunner.initialize "
+    "calls it, with the free memory before the weights load, --max-running-requests and --max-total-tokens, on a "
+    "ModelRunner made without its __init__ (which loads weights and starts NCCL) and the attributes __init__ and "
+    "load_model set as they set them for one rank of a TP-tp run (PP 1, not a draft worker, device 'meta' so that the "
+    "pools it builds are tensor sizes only; the model a stand-in holding the checkpoint's quant config, as above). "
+    "The statements of ModelRunner.initialize between load_model and init_memory_pool that concern the hybrid state "
+    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size; 0.5.4-0.5.5: `if config "
+    ":= self.mamba2_config:` disables it for the Mamba2 hybrids) and the layer range are SGLang's own, "
+    "taken from the release's source by ast and run on that runner; likewise the statements of TpModelWorker.__init__ "
+    "from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens` to the 'Memory pool size is too small' "
+    "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP globals are set as "
+    "initialize_dp_attention sets them without DP attention (compute_dp_attention_world_info). model_runner's "
+    "get_available_gpu_memory and get_world_group stand in as above. memory_pool's torch is a proxy that puts every "
+    "tensor it is given a device for on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate "
+    "states on 'cuda' literally. "
+    "0.5.4-0.5.5's MHATokenToKVPool._init_kv_copy_and_warmup (run with a draft, after the pool is sized) reads a buffer "
+    "stride with .item() and launches a Triton copy kernel to warm it up: a no-op that leaves its copy config unset.",
+    "nvidia-smi (0.5.2-0.5.5, whose get_nvgpu_memory_capacity raises without it rather than falling back to "
+    "mem_get_info): a script on PATH that prints the case's total memory in MiB, what nvidia-smi prints for the fake "
+    "device (the same figure mem_get_info gives later releases).",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
@@ -158,14 +187,18 @@ class _Any(types.ModuleType):
         return (object,)
 
 
-STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl_kernel,deep_gemm,cutlass,quack").split(","))
+STUBS = tuple(os.environ.get("ORACLE_STUBS", "torchvision,torchaudio,tvm_ffi,sgl_kernel,deep_gemm,cutlass,quack,datasets"
+                             ).split(","))
 # 0.5.20 and 0.5.22's layers/quantization/fp8_utils.py import flashinfer.bmm_fp8 at module level (0.5.23 guards it):
 # before 0.5.23 a stand-in, with SGLANG_IS_FLASHINFER_AVAILABLE=false so that is_flashinfer_available() still answers
 # False, as it does in 0.5.23's venv, which has no flashinfer (no backend choice differs between the tables)
 _SGLANG = tuple(int(x) for x in importlib.metadata.version("sglang").split(".")[:3])
 # The module that sizes the pools: mem_cache/kv_cache_configurator.py from 0.5.16, the model runner's kv-cache mixin before
+_SRT = Path(importlib.util.find_spec("sglang").submodule_search_locations[0]) / "srt"
 SIZER = ("sglang.srt.mem_cache.kv_cache_configurator" if _SGLANG >= (0, 5, 16)
-         else "sglang.srt.model_executor.model_runner_kv_cache_mixin")
+         else "sglang.srt.model_executor.model_runner_kv_cache_mixin"
+         if (_SRT / "model_executor/model_runner_kv_cache_mixin.py").exists()
+         else "sglang.srt.model_executor.model_runner")
 # 0.5.15's jit_kernel/cutedsl_fp8_paged_mqa_logits.py (a CuTe DSL kernel) imports cuda.bindings.driver (cuda-python) at
 # module level, on the import path of models/kimi_linear.py: without a stand-in that model module fails to import and
 # SGLang's registry lacks KimiLinearForCausalLM (later releases import it lazily). The kernel module itself is stood in
@@ -261,6 +294,7 @@ def run_case(case):
     inputs = case["inputs"]
     _GPU["total"] = inputs["gpu_total_bytes"]
     _GPU["free"] = inputs["free_gpu_memory_bytes"]
+    os.environ["ORACLE_GPU_TOTAL_MIB"] = str(inputs["gpu_total_bytes"] // MIB)  # what the fake nvidia-smi prints
     env = case.get("env", {})
     old_env = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -273,7 +307,9 @@ def run_case(case):
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, getattr(cfg, OLD_NAMES.get(k, k), None)))
                                     for k in RESOLVED}
         _publish(sa)
-        result.update((_size if SIZER.endswith("kv_cache_configurator") else _size_runner)(sa, cfg, inputs, result))
+        sizer = (_size if SIZER.endswith("kv_cache_configurator") else _size_runner if SIZER.endswith("_mixin")
+                 else _size_model_runner)
+        result.update(sizer(sa, cfg, inputs, result))
         error = None
     except BaseException as e:  # noqa: BLE001 (a refusal is a result)
         if isinstance(e, KeyboardInterrupt):
@@ -323,7 +359,9 @@ def _release_flags(server_args_class, flags):
 
 def _publish(sa):
     """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, the
-    module-level global (server_args.py set_global_server_args_for_scheduler) before (0.5.13 has no runtime_context)."""
+    module-level global (server_args.py set_global_server_args_for_scheduler) before (0.5.10-0.5.13 have no
+    runtime_context); 0.5.2-0.5.5 have neither (their ModelRunner copies the settings it reads into
+    global_server_args_dict, which no sizing step reads)."""
     from sglang.srt import server_args
 
     try:
@@ -332,7 +370,8 @@ def _publish(sa):
         get_context = None
     if get_context is not None and hasattr(get_context(), "set_server_args"):
         get_context().set_server_args(sa)
-    else:
+        return
+    if hasattr(server_args, "set_global_server_args_for_scheduler"):
         server_args.set_global_server_args_for_scheduler(sa)
 
 
@@ -342,17 +381,44 @@ def _model_config(sa):
     try:
         from sglang.srt.arg_groups.overrides import model_config_of
     except ImportError:
-        return sa.get_model_config()
+        if hasattr(sa, "get_model_config"):
+            return sa.get_model_config()
+        from sglang.srt.configs.model_config import ModelConfig  # 0.5.2-0.5.3: no memoized one
+
+        return ModelConfig.from_server_args(sa)
     return model_config_of(sa)
+
+
+def _fake_nvidia_smi():
+    """Where the release's get_nvgpu_memory_capacity raises without nvidia-smi (0.5.2-0.5.5; later ones fall back to
+    mem_get_info), a script on PATH that prints the case's total memory in MiB as nvidia-smi prints it (see MOCKS)."""
+    utils = _first_module("sglang.srt.utils.common", "sglang.srt.utils")
+    if "nvidia-smi not found" not in inspect.getsource(utils.get_nvgpu_memory_capacity):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="oracle-nvidia-smi-"))
+    atexit.register(shutil.rmtree, folder, True)  # the forked cases leave by os._exit: the worker removes it
+    script = folder / "nvidia-smi"
+    script.write_text('#!/bin/sh\necho "$ORACLE_GPU_TOTAL_MIB"\n')
+    script.chmod(0o755)
+    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def _first_module(*names):
+    """The first of the modules `names` that the release has (a module moved between releases)."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(f"none of {names}")
 
 
 def _remote_config(model_dir):
     """The checkpoint's configuration module stood in for (remote_code.py; MOCKS), beside SGLang's own config
-    registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.10)."""
-    try:
-        from sglang.srt.utils.hf_transformers.common import _CONFIG_REGISTRY
-    except ImportError:
-        from sglang.srt.utils.hf_transformers_utils import _CONFIG_REGISTRY
+    registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.4-0.5.5 and 0.5.10,
+    hf_transformers_utils.py before)."""
+    _CONFIG_REGISTRY = _first_module("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils",
+                                     "sglang.srt.hf_transformers_utils")._CONFIG_REGISTRY
 
     REMOTE.remote_config(model_dir, json.loads((Path(model_dir) / "config.json").read_text()), _CONFIG_REGISTRY)
 
@@ -537,6 +603,116 @@ def _size_runner(sa, cfg, inputs, result):
     return out
 
 
+def _size_model_runner(sa, cfg, inputs, result):
+    """0.5.2-0.5.5: ModelRunner.init_memory_pool sizes and builds the pools itself, and TpModelWorker.__init__ derives
+    the scheduler's max_running_requests from them. Both run as SGLang runs them, on a ModelRunner whose __init__
+    (weights, NCCL) does not run: its attributes set as __init__ and load_model set them, the statements of
+    `initialize` that concern the hybrid state and the layer range run from the release's own source (`_statements`),
+    then init_memory_pool(free memory before loading, --max-running-requests, --max-total-tokens) on the meta device,
+    then TpModelWorker's statements from the token count to its pool-size asserts (see MOCKS)."""
+    from sglang.srt.configs.model_config import AttentionArch
+    from sglang.srt.distributed import parallel_state
+    from sglang.srt.layers import dp_attention
+    from sglang.srt.managers import tp_worker
+    from sglang.srt.mem_cache import memory_pool
+    from sglang.srt.model_executor import model_runner as model_runner_module
+    from sglang.srt.model_executor.model_runner import ModelRunner
+    from sglang.srt.model_loader.utils import get_model_architecture
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    model_config = _model_config(sa)
+    out = {"context_length": model_config.context_len}
+    out["resolved_architecture"] = get_model_architecture(model_config)[1]
+    attn_tp_rank, attn_tp_size, attn_dp_rank = dp_attention.compute_dp_attention_world_info(False, 0, cfg.tp_size, 1)[:3]
+    dp_attention._ATTN_TP_RANK, dp_attention._ATTN_TP_SIZE, dp_attention._ATTN_DP_RANK = (attn_tp_rank, attn_tp_size,
+                                                                                         attn_dp_rank)
+    dp_attention._ATTN_DP_SIZE = 1
+    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    world = types.SimpleNamespace(cpu_group=None, world_size=1, ranks=[0])
+    free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
+    model_runner_module.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
+    model_runner_module.get_world_group = lambda: world
+    memory_pool.torch = _MetaTorch()
+    if hasattr(memory_pool.MHATokenToKVPool, "_init_kv_copy_and_warmup"):  # 0.5.4-0.5.5: a kernel warm-up (see MOCKS)
+        memory_pool.MHATokenToKVPool._init_kv_copy_and_warmup = lambda pool: setattr(pool, "_kv_copy_config", None)
+    runner = ModelRunner.__new__(ModelRunner)
+    for name, value in dict(
+            server_args=sa, model_config=model_config, mem_fraction_static=sa.mem_fraction_static, device="meta",
+            gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, moe_ep_rank=0, moe_ep_size=1, dp_size=sa.dp_size, pp_rank=0,
+            pp_size=1, is_draft_worker=False, spec_algorithm=SpeculativeAlgorithm.from_string(sa.speculative_algorithm),
+            page_size=sa.page_size, req_to_token_pool=None, token_to_kv_pool_allocator=None,
+            is_hybrid=model_config.is_hybrid, use_mla_backend=model_config.attention_arch == AttentionArch.MLA,
+            attention_chunk_size=model_config.attention_chunk_size, dtype=model_config.dtype,
+            sliding_window_size=None, model=_model_stand_in(model_config)).items():
+        setattr(runner, name, value)
+    _statements(ModelRunner.initialize, _initialize_kept, runner, vars(model_runner_module))
+    runner.init_memory_pool(inputs["free_gpu_memory_bytes"] / (1 << 30), sa.max_running_requests, sa.max_total_tokens)
+    out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
+    worker = types.SimpleNamespace(model_runner=runner, model_config=model_config)
+    _statements(tp_worker.TpModelWorker.__init__, _worker_kept, worker, {**vars(tp_worker), "server_args": sa})
+    out["max_total_num_tokens"] = worker.max_total_num_tokens
+    out["max_running_requests"] = worker.max_running_requests
+    # the state's figures: 0.5.4-0.5.5's mambaish_config (its mamba2_cache_params), the hybrid GDN config before
+    if hasattr(ModelRunner, "mambaish_config"):
+        state = runner.mambaish_config and runner.mambaish_config.mamba2_cache_params
+    else:
+        state = model_config.hf_config if runner.is_hybrid_gdn else None
+    out["mamba_cache_size"] = sa.max_mamba_cache_size if state is not None else None
+    if state is not None:
+        out["mamba_cache_per_req_bytes"] = state.mamba_cache_per_req
+        out["mamba_pool_size"] = runner.req_to_token_pool.mamba_pool.size
+    out["log_scheduler"] = (f"max_total_num_tokens={worker.max_total_num_tokens}, "
+                            f"chunked_prefill_size={sa.chunked_prefill_size}, "
+                            f"max_prefill_tokens={sa.max_prefill_tokens}, "
+                            f"max_running_requests={worker.max_running_requests}, "
+                            f"context_len={model_config.context_len}")
+    return out
+
+
+def _initialize_kept(body):
+    """ModelRunner.initialize's statements run by `_size_model_runner`: the hybrid-state branches (0.5.2-0.5.3
+    `if self.is_hybrid_gdn:`, 0.5.4-0.5.5 `if config := self.mamba2_config:`) and the layer range (num_effective_layers)."""
+    def kept(node):
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            return "is_hybrid_gdn" in test or "mamba2_config" in test
+        return any(ast.unparse(t) in ("model_has_mtp_layers", "model_num_layers", "self.start_layer", "self.end_layer",
+                                      "self.num_effective_layers") for t in getattr(node, "targets", []))
+    return [node for node in body if kept(node)]
+
+
+def _worker_kept(body):
+    """TpModelWorker.__init__'s statements from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens`
+    to the 'Memory pool size is too small' assert."""
+    text = [ast.unparse(node) for node in body]
+    first = next(i for i, t in enumerate(text) if t == "self.max_total_num_tokens = self.model_runner.max_total_num_tokens")
+    last = next(i for i, t in enumerate(text) if "Memory pool size is too small" in t)
+    return body[first:last + 1]
+
+
+def _statements(function, kept, self, namespace):
+    """Runs the top-level statements of `function` (the release's own source) that `kept` selects from its body, in
+    their order, with `self` bound and the function's module globals."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    body = kept(tree.body[0].body)
+    code = compile(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[])), inspect.getfile(function), "exec")
+    exec(code, {**namespace, "self": self})  # noqa: S102 (SGLang's own statements)
+
+
+class _MetaTorch(types.ModuleType):
+    """memory_pool's `torch` (0.5.2-0.5.5): torch itself, but a tensor factory given a device builds on the meta
+    device (see MOCKS)."""
+
+    def __init__(self):
+        super().__init__("torch")
+
+    def __getattr__(self, name):
+        value = getattr(torch, name)
+        if name in ("zeros", "empty", "ones", "full", "arange", "zeros_like", "empty_like") and callable(value):
+            return lambda *a, **k: value(*a, **{**k, **({"device": "meta"} if "device" in k else {})})
+        return value
+
+
 def _bags(sa):
     """Where the sizing reads the model, schedule and speculative settings: runtime_context's config bags from 0.5.17
     (a bag lacks a leaf its release does not have: 0.5.17's spec bag has no speculative_draft_kv_cache_dtype, which
@@ -584,7 +760,13 @@ def _model_stand_in(model_config):
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.model_loader.loader import _get_quantization_config
 
-    return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig()))
+    if "packed_modules_mapping" not in inspect.signature(_get_quantization_config).parameters:
+        return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig()))
+    # 0.5.2-0.5.5: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
+    from sglang.srt.model_loader.utils import get_model_architecture
+
+    packed = getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {})
+    return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig(), packed))
 
 
 def _parallel_state(tp):
@@ -657,6 +839,7 @@ def main():
     import sglang  # noqa: F401
 
     _without_torchvision_registries()
+    _fake_nvidia_smi()
     importlib.import_module(SIZER)  # 0.5.16 on: the KV-cache configurator; before, the model runner's mixin
     import sglang.srt.model_loader.utils  # noqa: F401
     import sglang.srt.server_args  # noqa: F401

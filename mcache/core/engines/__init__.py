@@ -71,18 +71,23 @@ def architecture_error(name: str, spec, version: str) -> str | None:
 
 def loaders(spec) -> list[str]:
     """`vLLM 0.33.0`, `SGLang 0.5.20 to 0.5.23`: each engine with the modelled releases that load the model's
-    architecture, consecutive ones as a range (an engine that loads it at none is left out)."""
+    architecture, consecutive ones as a range (an engine that loads it at none is left out); an unmodelled change
+    point between two (`UNMODELLED`) breaks the range, as the releases from it are refused."""
+    from mcache.core.engines.versions import key
     from mcache.core.errors import LayoutError
 
     found = []
     for name in NAMES:
+        module = import_module(f"{__name__}.{name}")
         runs: list[list[str]] = []
         previous = False
-        for version in import_module(f"{__name__}.{name}").VERSIONS:
+        for version in module.VERSIONS:
             try:
                 loads = architecture_error(name, spec, version) is None
             except LayoutError:  # a spec that names no architecture, of layer kinds the engine has no pool for
                 loads = False
+            if previous and any(key(runs[-1][-1]) < key(gap) <= key(version) for gap in getattr(module, "UNMODELLED", ())):
+                previous = False
             if loads and previous:
                 runs[-1].append(version)
             elif loads:

@@ -10,10 +10,13 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
 `python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
 
-Versions: the rules hold from 0.5.10 (the oldest modelled release) to 0.5.23 unless a rule says otherwise; a rule
-that changed in between reads `inputs.version` through `_since` and cites the files on each side (before 0.5.16 the
-pools are sized in `python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`, before 0.5.19 the memory
-settings and the radix-cache strategy resolve in `server_args.py`). What changed where, and what did not change, is in
+Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
+`inputs.version` through `_since` and cites the files on each side (before 0.5.16 the pools are sized in
+`python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`, before 0.5.19 the memory settings and the
+radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.5, size the pools in
+`python/sglang/srt/model_executor/model_runner.py` itself and give the scheduler
+`python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
+rules they replace (`FIRST_LINE_UNTIL`). What changed where, and what did not change, is in
 scripts/oracles/sglang_versions.md.
 """
 
@@ -34,6 +37,7 @@ from mcache.core.engines.common import (
     Settings,
     asked_context,
     mtp_attention_layers,
+    recurrent_kinds,
     stage_contexts,
     state_bytes,
     state_dtype,
@@ -50,9 +54,20 @@ from mcache.core.spec import dtypes as dtype_names
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
-# newest. 0.5.9 and older size hybrids in ways not modelled here (scripts/oracles/sglang_versions.md) and are refused.
-VERSIONS = ("0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20",
-            "0.5.21", "0.5.22", "0.5.23")
+# newest: 0.5.2 (the first hybrid, Qwen3-Next), 0.5.3 (Falcon-H1), 0.5.4 (the state share, Nemotron-H), 0.5.5
+# (Kimi-Linear, the 20-35 GB row), then 0.5.10 on. 0.5.6 to 0.5.9 size hybrids in ways not modelled here
+# (scripts/oracles/sglang_versions.md) and are refused (UNMODELLED: 0.5.6 registers JetNemotron and the Nemotron-H VL
+# config as state models), as is 0.5.1 and older, which have no hybrid.
+VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16",
+            "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+UNMODELLED = ("0.5.6",)
+# The first release after the first hybrid line (v0.5.2-v0.5.5), whose sizing lives in model_executor/model_runner.py
+# (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache) and managers/tp_worker.py: `_first_line`
+FIRST_LINE_UNTIL = "0.5.6"
+# server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3 have no mamba_full_memory_ratio,
+# and no release up to v0.5.5 has a radix-cache strategy (0.5.6 to 0.5.9 are not modelled). SGLang refuses a flag its
+# ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
+SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.4", "mamba_radix_cache_strategy": FIRST_LINE_UNTIL}
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -243,6 +258,47 @@ MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditional
 # which a single node does not pick: arg_groups/serving_hook.py resolves it to cpu); v0.5.17's _profile_available_bytes
 # takes nothing off
 VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
+# ---- v0.5.2 to v0.5.5 (`_first_line`) ----
+# The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
+# models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
+# v0.5.5's models/kimi_linear.py, its kimi_linear_config)
+FIRST_LINE_NATIVE = {"Qwen3NextForCausalLM": "0.5.2", "FalconH1ForCausalLM": "0.5.3", "NemotronHForCausalLM": "0.5.4",
+                     "KimiLinearForCausalLM": "0.5.5"}
+# model_runner.py initialize: the radix cache is turned off for every state model at v0.5.2-v0.5.3 ("Hybrid GDN model
+# detected, disable radix cache"), for the Mamba2 ones (mamba2_config: Falcon-H1, Nemotron-H) from v0.5.4 and for
+# Kimi-Linear at v0.5.5 (server_args.py _handle_model_specific_adjustments: "Disabling Radix Cache"), where a GDN model
+# (Qwen3-Next) keeps it and holds MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots per running request
+FIRST_LINE_RADIX_FROM, FIRST_LINE_RADIX_ARCHS, FIRST_LINE_RADIX_RATIO = "0.5.4", ("Qwen3NextForCausalLM",), 3
+# model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
+# (the speculative default's 48 included), else this many slots
+FIRST_LINE_SLOTS = 512
+# model_loader/utils.py resolve_transformers_arch at v0.5.2-v0.5.5, with each release's transformers (4.56.1, 4.57.0,
+# 4.57.1 at v0.5.4 and v0.5.5): for the hybrids without an SGLang class, a transformers class the backend cannot serve
+# (is_backend_compatible is False: "has no SGlang implementation and the Transformers implementation is not compatible") ...
+FIRST_LINE_INCOMPATIBLE = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM") + UNSUPPORTED_ARCHS
+# ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer) ...
+FIRST_LINE_TRANSFORMERS = ("Lfm2ForCausalLM",)
+# ... and none at all, no auto_map.AutoModel either (REMOTE_ONLY_ARCHS' refusal)
+FIRST_LINE_NO_CLASS = ("NemotronHForCausalLM", "KimiLinearForCausalLM", "Lfm2MoeForCausalLM")
+# server_args.py __post_init__ at v0.5.2 (v0.5.3 moved the defaults to _handle_gpu_memory_settings, below): the reserve
+# by GPU memory, (MiB below which the row holds, GiB reserved, and TP x PP / this many GiB more), above the last 32 GiB;
+# 2 GiB more with a draft model (EAGLE; STANDALONE 6, not an mcache draft); the chunked prefill by GPU memory
+RESERVE_ROWS_0_5_2 = ((35840, 2.8, 10), (92160, 9.5, 2), (163840, 12, 2))
+RESERVE_LARGEST_0_5_2 = 32
+CHUNKED_ROWS_0_5_2 = ((35840, 2048), (163840, 8192))
+CHUNKED_LARGEST_0_5_2 = 16384
+# server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.4: the rows of GPU_ROWS_0_5_19 but decode max_bs 16 at TP < 4
+# on GPUs of 20-35 GB (v0.5.5: 24, GPU_ROWS_0_5_19's); to v0.5.5, past the 10 GiB floor 2 GiB more for a draft model and
+# no prefill CUDA graphs reserved
+GPU_ROWS_0_5_4 = ((20480, 2048, 8, 8), (35840, 2048, 16, 80), (61440, 4096, 32, 160), (163840, 8192, 256, 512))
+FIRST_LINE_DRAFT_RESERVE_MB = 2048
+# model_runner.py init_memory_pool: the KV dtypes it takes (v0.5.2-v0.5.3: auto, fp8_e5m2, fp8_e4m3; v0.5.4 adds bf16 /
+# bfloat16, v0.5.5 fp4_e2m1, which mcache does not size); another raises "Unsupported kv_cache_dtype"
+FIRST_LINE_KV_DTYPES = {"auto": "0.5.2", "fp8_e5m2": "0.5.2", "fp8_e4m3": "0.5.2", "bfloat16": "0.5.4"}
+# configs/qwen3_next.py, falcon_h1.py hybrid_gdn_params (v0.5.2-v0.5.3), configs/mamba_utils.py mamba2_state_dtype
+# (v0.5.4-v0.5.5): the state dtype is --mamba-ssm-dtype (default float32; the config's mamba_ssm_dtype is not read),
+# looked up in {float32, bfloat16}: another fails, KeyError
+FIRST_LINE_SSM_DTYPES = ("float32", "bfloat16")
 
 
 class Setup(Struct, frozen=True):
@@ -276,16 +332,21 @@ class Setup(Struct, frozen=True):
 
 
 class StatePool(Struct, frozen=True):
-    """One stage's state pool and token pool: why it fails (None: it fits), its slots, and the tokens its memory
-    holds (None without a GPU)."""
+    """One stage's state pool and token pool: why it fails (None: it fits), its slots, the tokens its memory holds
+    (None without a GPU) and, at v0.5.2-v0.5.5, the requests the request pool holds (`_first_line_pool`)."""
 
     error: str | None = None
     slots: int = 0
     tokens: int | None = None
+    requests: int | None = None
 
 
 def run(inputs: EngineInputs) -> EngineRun:
     """SGLang's sizing of every PP stage."""
+    for name, since in SETTING_SINCE.items():
+        if inputs.given.get(name) is not None and not _since(inputs, since):
+            raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
+                                    f"{since})")
     s = Settings(inputs.given, SETTINGS, "SGLang")
     setup = _setup(inputs, s)
     contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
@@ -343,20 +404,25 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     derived = spec.max_model_len or DEFAULT_CONTEXT_LEN
     context_len = s.take("context_length", derived, "default" if spec.max_model_len else
                          "default: SGLang's 2048 for a config without a length key")
-    dtypes = _dtypes(spec, s)
+    dtypes = _dtypes(spec, s, inputs)
     steps = s.take("speculative_num_steps", 0)
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
     page = s.take("page_size", DEFAULT_PAGE_SIZE)
-    strategy, ratio, refusal = _ratio(s, arch, inputs, drafts)
+    first_line = _first_line(inputs)
+    strategy, ratio, refusal = _first_line_ratio(s, arch, inputs) if first_line else _ratio(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
-    r = s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
+    r = (s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
+         if _since(inputs, SETTING_SINCE["mamba_full_memory_ratio"]) else DEFAULT_MAMBA_FULL_MEMORY_RATIO)
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
     chunked = s.take("chunked_prefill_size", _chunked_prefill(gpu_mb, inputs))
     graphs = (0 if drafts and not _since(inputs, DRAFT_PREFILL_GRAPHS_FROM)
               else _prefill_graph_mb(spec, chunked, _graph_cap(total_tokens_cap, s.given, inputs), inputs))
-    mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
+    if gpu_mb and not _since(inputs, "0.5.3"):
+        mfs = _mem_fraction_0_5_2(gpu_mb, inputs, drafts)
+    else:
+        mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
@@ -373,10 +439,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        refusal = refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1]) or _pp_error(arch, inputs)
+        refusal = (refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1]) or _pp_error(arch, inputs)
+                   or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
-                 arch in TRANSFORMERS_ARCHS,
+                 arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS),
                  _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS)
 
 
@@ -408,14 +475,45 @@ def architecture_error(spec, version: str) -> str | None:
         return f"'{NATIVE_FROM_0_5_20[arch]}' object has no attribute 'num_attention_heads'"
     if arch == MAMBA2_NEEDS_INTERMEDIATE and spec.mamba2 is not None and spec.mamba2.intermediate_size is None:
         return "'Mamba2Config' object has no attribute 'intermediate_size'"
+    if not at_least(version, FIRST_LINE_UNTIL):
+        return _first_line_arch_error(spec, version)
     if arch in REMOTE_ONLY_ARCHS:
-        return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library (only "
-                "relevant if the model is meant to be in Transformers) and 'AutoModel' is not present in the model "
-                "config's 'auto_map' (relevant if the model is custom).")
+        return _no_class(arch)
     if arch not in UNSUPPORTED_ARCHS:
         return None
-    return (f"{spec.architecture} has no SGlang implementation and the Transformers implementation is not compatible "
-            "with SGLang.")
+    return _incompatible(arch)
+
+
+def _incompatible(arch: str) -> str:
+    """model_loader/utils.py resolve_transformers_arch: a transformers class the Transformers backend cannot serve."""
+    return f"{arch} has no SGlang implementation and the Transformers implementation is not compatible with SGLang."
+
+
+def _no_class(arch: str) -> str:
+    """model_loader/utils.py resolve_transformers_arch: no SGLang class, no transformers class, no auto_map.AutoModel."""
+    return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library (only "
+            "relevant if the model is meant to be in Transformers) and 'AutoModel' is not present in the model "
+            "config's 'auto_map' (relevant if the model is custom).")
+
+
+def _first_line_arch_error(spec, version: str) -> str | None:
+    """v0.5.2-v0.5.5: a hybrid without an SGLang class at `version` (`FIRST_LINE_NATIVE`) is refused by
+    model_loader/utils.py resolve_transformers_arch with that release's transformers (`FIRST_LINE_INCOMPATIBLE`,
+    `FIRST_LINE_NO_CLASS`, `REMOTE_ONLY_ARCHS`) unless the Transformers backend serves it (`FIRST_LINE_TRANSFORMERS`,
+    `TRANSFORMERS_ARCHS`); mcache refuses any other hybrid there, whose class came later (models/ of v0.5.6 on)."""
+    arch = spec.architecture
+    native = FIRST_LINE_NATIVE.get(arch)
+    if (native is not None and at_least(version, native)) or arch in FIRST_LINE_TRANSFORMERS + TRANSFORMERS_ARCHS:
+        return None
+    if arch in FIRST_LINE_INCOMPATIBLE:
+        return _incompatible(arch)
+    if arch in FIRST_LINE_NO_CLASS + REMOTE_ONLY_ARCHS:
+        return _no_class(arch)
+    if not recurrent_kinds(spec):
+        return None
+    natives = ", ".join(a for a, since in FIRST_LINE_NATIVE.items() if at_least(version, since))
+    return (f"SGLang {version} has no model class for {arch}: its model runner sizes the state of {natives} only, and "
+            "mcache does not size what its Transformers fallback (model_loader/utils.py) would do with this checkpoint.")
 
 
 def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
@@ -434,12 +532,14 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
     if _mm_reserved(inputs):
         rest -= VLM_CACHE_MB * MB  # mm_runtime_reservation_gb, before the state pool
+    cell = _cell(ctx, inputs.spec, setup)
+    if _first_line(inputs):
+        return _first_line_pool(rest, per_slot, cell, inputs, setup)
     error, slots, rest = _state_pool(rest, per_slot, setup, inputs)
     if error is None and rest <= 0 and _since(inputs, REQUESTS_CAP_FROM):
         error = _no_kv_memory(setup, weight)
     if error is not None:
         return StatePool(error, slots)
-    cell = _cell(ctx, inputs.spec, setup)
     tokens = int(rest) // cell // setup.page * setup.page if cell else setup.context_len
     if setup.total_tokens_cap is not None:
         tokens = min(tokens, setup.total_tokens_cap)
@@ -462,29 +562,34 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         log.append(f"Reserving {VLM_CACHE_MB / 1024:.2f} GB of the KV budget for post-sizing multimodal allocations "
                    "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
-    if error is None and per_slot and ctx.recurrent_kinds:
-        log.append(f"Mamba Cache is allocated. max_mamba_cache_size: {slots}, conv_state size: "
-                   f"{ctx_layers(ctx) * (slots + 1) * conv / GIB:.2f}GB, ssm_state size: "
-                   f"{ctx_layers(ctx) * (slots + 1) * ssm / GIB:.2f}GB ")
+    first_line = _first_line(inputs)
+    # v0.5.2-v0.5.5's init_memory_pool refuses a token pool of no tokens before it builds the state pool
+    if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
+        # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3 size it to the request pool and name no size
+        sized_by_requests = first_line and not _since(inputs, "0.5.4")
+        pooled = pool.requests if sized_by_requests else slots
+        named = "" if sized_by_requests else f"max_mamba_cache_size: {slots}, "
+        log.append(f"Mamba Cache is allocated. {named}conv_state size: "
+                   f"{ctx_layers(ctx) * (pooled + 1) * conv / GIB:.2f}GB, ssm_state size: "
+                   f"{ctx_layers(ctx) * (pooled + 1) * ssm / GIB:.2f}GB ")
     if error is None and tokens <= 0:
-        # MemoryPoolConfig.__post_init__ adds "Current value: mem_fraction_static=..." only to a config given one:
-        # v0.5.10's model_runner_kv_cache_mixin.py _resolve_memory_pool_config gives it; from v0.5.11 the pool
-        # configurator's calculate_pool_sizes (model_executor/pool_configurator.py, to v0.5.23) gives none
-        error = "Not enough memory. Please try to increase --mem-fraction-static." + (
-            "" if _since(inputs, POOL_CONFIGURATOR_FROM) else f" Current value: mem_fraction_static={mfs}")
+        error = _not_enough_memory(mfs, inputs)
     requests, binding = 0, "start-up"
     if error is None:
         if cell:
-            log.append(_kv_log(ctx, setup, tokens))
-        requests, binding, warning = _max_requests(tokens, slots, per_slot, setup, inputs)
-        if warning and _since(inputs, CAPPED_WARNING_FROM):
-            log.append(warning)
-        if requests <= 0 and _since(inputs, JOINT_DRAFTS_FROM):
+            log.append(_kv_log(ctx, setup, tokens, inputs))
+        if first_line:
+            requests, binding, error = _first_line_requests(tokens, pool, per_slot, setup)
+        else:
+            requests, binding, warning = _max_requests(tokens, slots, per_slot, setup, inputs)
+            if warning and _since(inputs, CAPPED_WARNING_FROM):
+                log.append(warning)
+        if error is None and requests <= 0 and _since(inputs, JOINT_DRAFTS_FROM):
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
                      f"max_mamba_cache_size={slots}, mamba_ratio={setup.ratio}, resulting max_num_reqs={requests}. Try: "
                      "(1) reduce --max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with "
                      "more memory.")
-        elif requests <= 0:  # v0.5.12: managers/tp_worker.py TpModelWorker.__init__ asserts it, the pools built
+        elif error is None and requests <= 0:  # v0.5.12: managers/tp_worker.py TpModelWorker.__init__ asserts it, the pools built
             error = "max_running_request is zero"
     if error is not None:
         log.append(error)
@@ -514,22 +619,23 @@ def ctx_layers(ctx) -> int:
     return sum(ctx.counts[k] for k in ctx.recurrent_kinds)
 
 
-def _dtypes(spec, s: Settings) -> CacheDtypes:
+def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
     """configs/mamba_utils.py mamba2_state_dtype: the conv state is bfloat16 whatever the model dtype; the recurrent
     state is --mamba-ssm-dtype, else the config's mamba_ssm_dtype (not vLLM's mamba_ssm_cache_dtype), else float32,
-    for KDA too."""
+    for KDA too; v0.5.2-v0.5.5 read no config's (`FIRST_LINE_SSM_DTYPES`)."""
     model = dtype_names.canonical(spec.dtype)
-    hint = spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32")
+    hint = "float32" if _first_line(inputs) else spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32")
     ssm = s.take("mamba_ssm_dtype", None)
     ssm = state_dtype(ssm, "mamba_ssm_dtype") if ssm is not None else hint
     s.values["mamba_ssm_dtype"] = ssm
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
-    if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8":
+    if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8" and _since(inputs, "0.5.3"):
         # mem_cache/kv_cache_dtype.py configure_kv_cache_dtype (v0.5.23): auto takes the model quant config's
         # kv_cache_quant_algo FP8 (ModelOpt: modelopt_quant.py reads kv_cache_quant_algo or an 8-bit float
-        # kv_cache_scheme; compressed-tensors: its kv_cache_quant_algo property) as torch.float8_e4m3fn
+        # kv_cache_scheme; compressed-tensors: its kv_cache_quant_algo property) as torch.float8_e4m3fn (from v0.5.3:
+        # model_runner.py init_memory_pool at v0.5.2 takes the model dtype for auto)
         kv_flag = "fp8_e4m3"
         s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = kv_flag, "default: the checkpoint's KV format"
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv="bfloat16", ssm=ssm)
@@ -616,6 +722,36 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     return strategy, 4 if no_overlap else 5, None
 
 
+def _first_line(inputs: EngineInputs) -> bool:
+    """Whether the run's release is one of the first hybrid line, v0.5.2 to v0.5.5 (`FIRST_LINE_UNTIL`)."""
+    return not _since(inputs, FIRST_LINE_UNTIL)
+
+
+def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs) -> tuple[str | None, int, None]:
+    """v0.5.2-v0.5.5 (no radix-cache strategy setting: None): the state slots per running request. model_runner.py
+    initialize turns the radix cache off for a state model (`FIRST_LINE_RADIX_FROM`), and with it each request holds
+    one slot; from v0.5.4 a GDN model keeps it and holds `FIRST_LINE_RADIX_RATIO` (init_memory_pool)."""
+    no_radix = s.take("disable_radix_cache", False)
+    s.take("disable_overlap_schedule", False)
+    native = FIRST_LINE_NATIVE.get(arch)
+    if native is None or not _since(inputs, native):
+        return None, 1, None
+    if not (arch in FIRST_LINE_RADIX_ARCHS and _since(inputs, FIRST_LINE_RADIX_FROM)):
+        no_radix = s.values["disable_radix_cache"] = True
+    return None, 1 if no_radix else FIRST_LINE_RADIX_RATIO, None
+
+
+def _first_line_dtype_error(arch: str, s: Settings, inputs: EngineInputs) -> str | None:
+    """v0.5.2-v0.5.5's refusals of a cache dtype, as the pools are sized: model_runner.py init_memory_pool takes the
+    KV dtypes of `FIRST_LINE_KV_DTYPES`, and a state model's dtype lookup the state dtypes of `FIRST_LINE_SSM_DTYPES`."""
+    kv = s.values["kv_cache_dtype"]
+    if kv not in FIRST_LINE_KV_DTYPES or not _since(inputs, FIRST_LINE_KV_DTYPES[kv]):
+        return f"Unsupported kv_cache_dtype: {kv}."
+    native = FIRST_LINE_NATIVE.get(arch)
+    ssm = s.values["mamba_ssm_dtype"]
+    if native is not None and _since(inputs, native) and ssm not in FIRST_LINE_SSM_DTYPES:
+        return repr(ssm)  # KeyError's message
+    return None
 def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool, drafts: int,
                         inputs: EngineInputs) -> tuple[str, int, str | None]:
     """The strategy before v0.5.14 (server_args.py at v0.5.10 to v0.5.13: `--mamba-scheduler-strategy`): `auto` is
@@ -706,6 +842,63 @@ def _state_pool(rest: float, per: int, setup: Setup, inputs: EngineInputs) -> tu
     return None, slots, rest - (slots + dummy) * per
 
 
+def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, setup: Setup) -> StatePool:
+    """v0.5.2-v0.5.5, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.4:
+    handle_max_mamba_cache) and gives the token pool what remains; init_memory_pool then sizes the request pool from the
+    profiled tokens, gives a draft the tokens its steps and verification take per request and 100 more, and caps and
+    pages the tokens. The state pool: without the radix cache (ratio 1) --max-mamba-cache-size, else
+    --max-running-requests, else `FIRST_LINE_SLOTS`; with it (from v0.5.4, GDN) the share r / (1 + r) of the rest. From
+    v0.5.4 each slot also holds a state per draft token (1 + D states), at v0.5.2-v0.5.3 the draft states are not counted."""
+    states = 1 + (setup.drafts if _since(inputs, "0.5.4") else 0)
+    if not per:
+        slots = 0
+    elif setup.ratio == 1:
+        slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS) if n is not None)
+    else:  # a given --max-mamba-cache-size is overwritten
+        slots = int(rest * setup.r / (1 + setup.r) // per // states)
+    tokens = int((rest - slots * per * states) // cell)
+    estimate = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
+    requests = setup.user_requests or estimate
+    if per:
+        requests = min(requests, slots // setup.ratio)
+    if setup.drafts:  # EAGLE, topk 1: (num_steps + num_draft_tokens) tokens per request
+        tokens += requests * (setup.drafts - 1 + setup.drafts) + 100
+    if setup.total_tokens_cap is not None:
+        tokens = min(tokens, setup.total_tokens_cap)
+    return StatePool(None, slots, tokens // setup.page * setup.page, requests)
+
+
+def _first_line_requests(tokens: int, pool: StatePool, per: int, setup: Setup) -> tuple[int, str, str | None]:
+    """v0.5.2-v0.5.5, managers/tp_worker.py TpModelWorker.__init__: the scheduler runs --max-running-requests or
+    half the tokens, at most what the request pool holds (`_first_line_pool`: the estimate or the state slots), and
+    asserts that it runs one and that a request fits (max_req_len = min(context, tokens) - 1 above 5)."""
+    user = setup.user_requests
+    requests, binding = (user, "max_running_requests") if user is not None else (tokens // 2, "KV tokens")
+    if pool.requests < requests:
+        requests = pool.requests
+        binding = ("state slots" if per and requests == pool.slots // setup.ratio
+                   else "default max_running_requests")
+    if requests <= 0:
+        return requests, "start-up", "max_running_request is zero"
+    if min(setup.context_len, tokens) - 1 - 5 <= 0:
+        return requests, "start-up", "Memory pool size is too small"
+    return requests, binding, None
+
+
+def _not_enough_memory(mfs: float, inputs: EngineInputs) -> str:
+    """SGLang's refusal of a token pool of no tokens, with the mem_fraction_static where the release names it:
+    v0.5.3-v0.5.5 (model_runner.py init_memory_pool: `{self.server_args.mem_fraction_static=}`) and v0.5.10
+    (MemoryPoolConfig.__post_init__ adds "Current value: mem_fraction_static=..." to a config given one, as
+    model_runner_kv_cache_mixin.py _resolve_memory_pool_config gives it); not at v0.5.2, nor from v0.5.11 (the pool
+    configurator's calculate_pool_sizes, model_executor/pool_configurator.py, to v0.5.23, gives none)."""
+    message = "Not enough memory. Please try to increase --mem-fraction-static."
+    if not _since(inputs, "0.5.3") or _since(inputs, POOL_CONFIGURATOR_FROM):
+        return message
+    if _first_line(inputs):
+        return f"{message} Current value: self.server_args.mem_fraction_static={mfs}"
+    return f"{message} Current value: mem_fraction_static={mfs}"
+
+
 def _no_kv_memory(setup: Setup, weight: int) -> str:
     """kv_cache_configurator.py _profile_available_bytes: SGLang's refusal when the weights (and the state pool) leave
     no memory for the token pool, with the smallest mem_fraction_static that leaves some (1 - available / pre, the
@@ -748,13 +941,15 @@ def _kv_bytes(ctx, setup: Setup) -> tuple[int, int]:
     return sum(token_bytes(model, kind, setup.dtypes.kv) * n for kind, n in kv_layers.items()), sum(kv_layers.values())
 
 
-def _kv_log(ctx, setup: Setup, tokens: int) -> str:
-    """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer."""
+def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> str:
+    """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer (the dtype
+    named in v0.5.14's, not in v0.5.2-v0.5.5's line)."""
     dtypes, page = setup.dtypes, setup.page
     cell, layers = _kv_bytes(ctx, setup)
     size = cell // 2 * (tokens + page) / GIB if layers else 0
     torch_name = {"bfloat16": "bfloat16", "float16": "float16"}.get(dtypes.kv, dtypes.kv)
-    return f"KV Cache is allocated. dtype: torch.{torch_name}, #tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"
+    named = "" if _first_line(inputs) else f"dtype: torch.{torch_name}, "
+    return f"KV Cache is allocated. {named}#tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"
 
 
 def _mm_reserved(inputs: EngineInputs) -> bool:
@@ -770,8 +965,8 @@ def _since(inputs: EngineInputs, floor: str) -> bool:
 
 def _gpu_row(gpu_mb: int, inputs: EngineInputs) -> tuple[int, int]:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: (chunked_prefill_size, decode CUDA-graph max_bs) by
-    the GPU's memory and the TP size (GPU_ROWS; GPU_ROWS_0_5_19 before v0.5.20)."""
-    rows = GPU_ROWS if _since(inputs, "0.5.20") else GPU_ROWS_0_5_19
+    the GPU's memory and the TP size (GPU_ROWS; GPU_ROWS_0_5_19 before v0.5.20, GPU_ROWS_0_5_4 at v0.5.3-v0.5.4)."""
+    rows = GPU_ROWS if _since(inputs, "0.5.20") else GPU_ROWS_0_5_19 if _since(inputs, "0.5.5") else GPU_ROWS_0_5_4
     for limit, chunked, small_tp, large_tp in rows:
         if gpu_mb < limit:
             return chunked, small_tp if inputs.layout.tp < 4 else large_tp
@@ -779,8 +974,12 @@ def _gpu_row(gpu_mb: int, inputs: EngineInputs) -> tuple[int, int]:
 
 
 def _chunked_prefill(gpu_mb: int | None, inputs: EngineInputs) -> int:
-    """arg_groups/memory_hook.py: the chunked prefill size by GPU memory."""
-    return CHUNKED_PREFILL_WITHOUT_GPU if gpu_mb is None else _gpu_row(gpu_mb, inputs)[0]
+    """arg_groups/memory_hook.py: the chunked prefill size by GPU memory (v0.5.2: `CHUNKED_ROWS_0_5_2`)."""
+    if gpu_mb is None:
+        return CHUNKED_PREFILL_WITHOUT_GPU
+    if not _since(inputs, "0.5.3"):
+        return next((chunked for limit, chunked in CHUNKED_ROWS_0_5_2 if gpu_mb < limit), CHUNKED_LARGEST_0_5_2)
+    return _gpu_row(gpu_mb, inputs)[0]
 
 
 def _decode_graph_max_bs(gpu_mb: int, inputs: EngineInputs, user_requests: int | None) -> int:
@@ -793,20 +992,31 @@ def _decode_graph_max_bs(gpu_mb: int, inputs: EngineInputs, user_requests: int |
     return max_bs
 
 
+def _mem_fraction_0_5_2(gpu_mb: int, inputs: EngineInputs, drafts: int) -> float:
+    """server_args.py __post_init__ at v0.5.2: the GPU row's reserve (`RESERVE_ROWS_0_5_2`) and a draft model's, as a
+    fraction of the GPU."""
+    parallel = inputs.layout.tp * inputs.layout.pp
+    reserved = next(((base + parallel / per) * 1024 for limit, base, per in RESERVE_ROWS_0_5_2 if gpu_mb < limit),
+                    RESERVE_LARGEST_0_5_2 * 1024)
+    if drafts:
+        reserved += FIRST_LINE_DRAFT_RESERVE_MB
+    return round((gpu_mb - reserved) / gpu_mb, 3)
+
+
 def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests: int | None,
                   prefill_graphs_mb: int, drafts: int = 0) -> float:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: what the activations, TP buffers and CUDA graphs reserve
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
     batch size up to max_bs, and what the prefill graphs take (the same from v0.5.10 to v0.5.23; before v0.5.19 in
     server_args.py _handle_gpu_memory_settings); before v0.5.14 the draft model's reserve past the floor
-    (`DRAFT_RESERVE_MB`)."""
+    (`DRAFT_RESERVE_MB`; v0.5.3-v0.5.5: `FIRST_LINE_DRAFT_RESERVE_MB`)."""
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if drafts and not _since(inputs, DRAFT_RESERVE_UNTIL):
-        reserved += DRAFT_RESERVE_MB
+        reserved += FIRST_LINE_DRAFT_RESERVE_MB if _first_line(inputs) else DRAFT_RESERVE_MB
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 
@@ -824,7 +1034,10 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
     """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
     them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked
     prefill (at most `cap`, `_graph_cap`)."""
-    if _prefill_graphs_off(spec, inputs.version if inputs is not None and inputs.version else VERSIONS[-1]):
+    version = inputs.version if inputs is not None and inputs.version else VERSIONS[-1]
+    if not at_least(version, FIRST_LINE_UNTIL):
+        return 0  # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs
+    if _prefill_graphs_off(spec, version):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB

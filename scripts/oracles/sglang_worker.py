@@ -101,7 +101,8 @@ MOCKS = [
     "stage's layers [start_layer, end_layer) from SGLang's own distributed/utils.py get_pp_indices (what the models' "
     "make_pp_layers returns; it reads SGLANG_PP_LAYER_PARTITION, which a case may set) in ModelLayerInfo. The PP "
     "group is a stand-in of the case's width and the stage's rank (world_size, rank_in_group, is_first_rank, "
-    "is_last_rank), as get_pp_group() would answer; the sizing reads only those. The one PP collective of the sizing, "
+    "is_last_rank), as get_pp_group() would answer (parallel_state._PP before 0.5.21, the parallel context's pp_group "
+    "from 0.5.21); the sizing reads only those. The one PP collective of the sizing, "
     "_apply_token_constraints' all_reduce(MIN) of the token capacity over the world group, is torch.distributed."
     "all_reduce stood in for: every stage runs twice, first recording what it sends (a stage that fails before "
     "sending fails the case, as SGLang fails there), then with the all-reduce answering the smallest the stages sent; "
@@ -348,6 +349,9 @@ def _check_pp_support(model_config):
     cls, _ = get_model_architecture(model_config)
     if "pp_proxy_tensors" in inspect.signature(cls.forward).parameters:
         return
+    from sglang.srt.distributed import parallel_state
+
+    parallel_state._PP = _pp_group()  # what get_pp_group() returns before 0.5.21 (later: get_parallel().pp_group)
     try:
         with torch.device("meta"):
             cls(config=model_config.hf_config, quant_config=None)

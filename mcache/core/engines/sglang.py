@@ -125,8 +125,8 @@ REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
 NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
 # model_executor/model_runner.py (v0.5.14 to v0.5.23): once the model is built, at PP > 1 the runner asserts
 # support_pp, whether the class's forward takes pp_proxy_tensors; these classes' forward does not (models/mamba.py,
-# mamba2.py and falcon_mamba.py from v0.5.20, whose configs fail earlier before; jet_nemotron.py), so they build every
-# layer on every stage and fail there ("Pipeline Parallel is not compatible with this model.")
+# mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py), so they fail
+# there ("Pipeline Parallel is not compatible with this model.")
 NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM")
 # server_args.py check_server_args (v0.5.14-v0.5.18), arg_groups/validation_hook.py (v0.5.19-v0.5.20): PP > 1 asserts
 # no speculative decoding on CUDA; from v0.5.21 (validation_hook.py check_pipeline_parallel_compat) EAGLE drafts run

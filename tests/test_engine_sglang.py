@@ -419,13 +419,18 @@ def test_a_model_whose_forward_takes_no_pp_proxy_tensors_is_refused_at_pp():
     assert pp_error("mamba-2.8b", 2, "0.5.19") == "'MambaConfig' object has no attribute 'num_attention_heads'"
 
 
-@pytest.mark.parametrize(("version", "refused"), [("0.5.14", True), ("0.5.20", True), ("0.5.21", False),
-                                                  ("0.5.23", False)])
-def test_drafts_at_pp_are_refused_before_0_5_21(version, refused):
-    """server_args.py / arg_groups/validation_hook.py: PP > 1 asserts no speculative decoding up to 0.5.20;
-    check_pipeline_parallel_compat lets EAGLE drafts run from 0.5.21."""
-    error = pp_error("nemotron-h-8b-base-8k", 2, version, speculative_num_steps=3)
-    assert (error == "Pipeline parallelism is not compatible with overlap schedule, speculative decoding") == refused
+@pytest.mark.parametrize(("version", "refusal"), [
+    ("0.5.14", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),
+    ("0.5.20", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),
+    ("0.5.21", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"),
+    ("0.5.23", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"),
+])
+def test_drafts_at_pp_are_refused(version, refusal):
+    """check_server_args at launch (server_args.py, arg_groups/validation_hook.py): PP > 1 asserts no speculative
+    decoding up to 0.5.20; from 0.5.21 check_pipeline_parallel_compat runs drafts on a PD prefill node only. The
+    server args' check comes before the model class's own assert (Qwen3-Next)."""
+    assert pp_error("nemotron-h-8b-base-8k", 2, version, speculative_num_steps=3) == refusal
+    assert pp_error("qwen3-next-80b-a3b", 2, version, speculative_num_steps=3) == refusal
     assert pp_error("nemotron-h-8b-base-8k", 1, version, speculative_num_steps=3) is None
 
 

@@ -128,9 +128,12 @@ NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM",
 # mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py), so they fail
 # there ("Pipeline Parallel is not compatible with this model.")
 NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM")
-# server_args.py check_server_args (v0.5.14-v0.5.18), arg_groups/validation_hook.py (v0.5.19-v0.5.20): PP > 1 asserts
-# no speculative decoding on CUDA; from v0.5.21 (validation_hook.py check_pipeline_parallel_compat) EAGLE drafts run
-PP_DRAFTS_FROM = "0.5.21"
+# Drafts at PP > 1, refused by the launch's check_server_args at every release, in two wordings: server_args.py
+# (v0.5.14-v0.5.18) and arg_groups/validation_hook.py (v0.5.19-v0.5.20) assert no speculative decoding on CUDA; from
+# v0.5.21 validation_hook.py check_pipeline_parallel_compat runs EAGLE drafts only on a PD prefill node
+# (--disaggregation-mode prefill) or with SGLANG_ENABLE_PP_SPEC (an environment variable, off by default), neither
+# an mcache setting
+PP_DRAFTS_PREFILL_ONLY_FROM = "0.5.21"
 # The prefill CUDA graphs at PP > 1: off at v0.5.14 (server_args.py _disable_tc_piecewise_cudagraph_if_incompatible,
 # "pipeline parallelism (pp_size > 1)") and from v0.5.19 (arg_groups/cuda_graph_hook.py apply_cuda_graph_compatibility:
 # "Disabling breakable prefill CUDA graph by default for pipeline parallelism"; memory_hook.py's PP cap on their max_bs
@@ -382,12 +385,14 @@ def architecture_error(spec, version: str) -> str | None:
 
 
 def _pp_error(arch: str, inputs: EngineInputs, drafts: int) -> str | None:
-    """What SGLang asserts at more than one stage, in its order (None: nothing): drafts before `PP_DRAFTS_FROM` (the
-    server args' check), then, as the model loads, a class that asserts one stage in its __init__ (`NO_PP_ARCHS`, the
+    """What SGLang asserts at more than one stage, in its order (None: nothing): drafts (the server args' check,
+    `PP_DRAFTS_PREFILL_ONLY_FROM`), then, as the model loads, a class that asserts one stage in its __init__ (`NO_PP_ARCHS`, the
     assertion as its traceback shows it) or whose forward takes no pp_proxy_tensors (`NO_PP_PROXY_ARCHS`)."""
     if inputs.layout.pp == 1:
         return None
-    if drafts and not _since(inputs, PP_DRAFTS_FROM):
+    if drafts and _since(inputs, PP_DRAFTS_PREFILL_ONLY_FROM):
+        return "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"
+    if drafts:
         return "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
     if arch in NO_PP_ARCHS:
         return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {arch}.__init__: SGLang does "
@@ -551,8 +556,7 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
     scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers (from v0.5.20:
-    `Setup.drafter_kv`), on every stage that has attention layers (DefaultPoolConfigurator.__init__: the draft worker's
-    layers beside each stage's own)."""
+    `Setup.drafter_kv`); drafts run at PP 1 only (`_pp_error`)."""
     cell, layers = _kv_bytes(ctx, setup)
     charged = setup.drafts and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0

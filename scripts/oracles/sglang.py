@@ -122,7 +122,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
     """Per config: the full drafts x radix grid at TP 1 on an H200 (the rules interact there), then TP 2/4, the
     contexts (one above the config's limit, also with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), the state and
     KV dtypes, the second and third GPUs, a fixed max_running_requests and max_mamba_cache_size, each crossed with a drafts and
-    radix setting picked by a hash of the case (deterministic)."""
+    radix setting picked by a hash of the case (deterministic); then the pipeline-parallel cases (`_pp_grid`)."""
     out = []
     for name, path in config_files():
         if configs is not None and name not in configs:

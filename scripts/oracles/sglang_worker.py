@@ -56,28 +56,32 @@ MOCKS = [
     "transformers 5.12, SGLang 0.5.16-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
     "time to register the image processors of multimodal configs, which size nothing.",
     "0.5.16-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
-    "ParallelState.trivial(tp_size=tp, attn_tp_size=tp), i.e. attention DP 1 and PP 1 as in every case; the "
+    "ParallelState.trivial(tp_size=tp, attn_tp_size=tp, and the case's PP stage's pp_rank and pp_size), i.e. "
+    "attention DP 1 as in every case; the "
     "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
     "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
     "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
     "0.5.16-0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
     "NCCL): each set through ParallelContext.override, SGLang's own hook for forcing them, as one rank of a TP-tp run "
     "(tp_size, world_size and moe_tp_size tp; attn_tp_size from SGLang's compute_dp_attention_world_info without DP "
-    "attention, i.e. tp; every other width 1, every rank 0, groups None but the world group below). These are the "
+    "attention, i.e. tp; pp_size and pp_rank the case's PP stage's, world_size tp x pp, the PP group the stand-in "
+    "below; every other width 1, every other rank 0, every other group None but the world group below). These are the "
     "values initialize_model_parallel would give the groups; the sizing reads only the widths (KV heads and state "
     "shapes per rank), as 0.5.19's stamped ones.",
     "0.5.16's KVCacheConfigurator writes the state pool's size onto ServerArgs (server_args.override), where the worker "
     "reads it (later releases: the schedule config bag); nothing is stood in for.",
     "kv_cache_configurator.get_world_group (0.5.16-0.5.20 only; later releases read get_parallel().world_group, "
     "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
-    "get_available_gpu_memory below, and no figure depends on it at attention-DP 1 and PP 1.",
+    "get_available_gpu_memory below and to the PP all-reduce (stood in for below), and no figure depends on it at "
+    "attention-DP 1.",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
     "order: ServerArgs.resolve_once (0.5.16-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
     "configure_kv_cache_dtype, "
-    "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
+    "resolve_layer_indices-equivalent ModelLayerInfo(the stage's layers: start 0, end num_hidden_layers at PP 1), "
+    "KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
     "The model configure_kv_cache_dtype reads (its quant_config, for --kv-cache-dtype auto: a checkpoint's FP8 "
     "kv_cache_quant_algo) is a stand-in holding the quant config SGLang's loader builds from the checkpoint's files "
@@ -88,7 +92,8 @@ MOCKS = [
     "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
     "0.5.14-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
-    "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
+    "read set as it sets them for TP rank 0 of the case's PP stage (its layers, pp_rank, pp_size and the stand-in PP "
+    "group below; no DP attention, not a draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
     "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
     "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "

@@ -8,7 +8,7 @@ from engines_util import config_spec, gib, run
 from msgspec.structs import replace
 
 from mcache.core.engines import run_engine, sglang
-from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, whole_model
+from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, pp_layout, whole_model
 from mcache.core.engines.options import option_for
 from mcache.core.engines.sglang import (
     VERSIONS,
@@ -393,17 +393,107 @@ def test_a_mamba2_config_without_intermediate_size_is_refused_from_0_5_20():
     assert "num_attention_heads" in error(declared, "0.5.19")
 
 
-def test_models_that_assert_one_stage_are_refused_with_pipeline_parallelism():
-    """models/qwen3_next.py (falcon_h1.py, lfm2.py, lfm2_moe.py) assert a single PP stage in __init__; Nemotron-H splits
-    its layers (make_pp_layers) and starts at PP 2."""
-    def error(stem, pp):
-        return stage(sglang.run(EngineInputs(config_spec(stem), ParallelLayout(pp=pp), *lookup("h200"), 8192,
-                                             {}))).startup_error
+def pp_run(stem: str, pp: int, version: str | None = None, partition: tuple[int, ...] | None = None, **settings):
+    """SGLang's run at `version` of the config `stem` at `pp` stages (split as `partition`, if given) on an H200 with
+    30 GiB of weights a stage."""
+    layout = ParallelLayout(pp=pp, pp_partition=partition)
+    return run_engine("sglang", EngineInputs(config_spec(stem), layout, *lookup("h200"), None,
+                                             {"weights_bytes": 30 * GIB, **settings}), version)
 
-    assert error("qwen3-next-80b-a3b", 2).startswith("AssertionError: Qwen3NextForCausalLM.__init__ asserts")
-    assert error("lfm2-1.2b", 2).startswith("AssertionError: Lfm2ForCausalLM")
-    assert error("lfm2-1.2b", 1) is None
-    assert error("nemotron-h-8b-base-8k", 2) is None
+
+def pp_error(stem: str, pp: int, version: str | None = None, **settings) -> str | None:
+    return stage(pp_run(stem, pp, version, **settings)).startup_error
+
+
+def test_models_that_assert_one_stage_are_refused_with_pipeline_parallelism():
+    """models/qwen3_next.py (falcon_h1.py, lfm2.py, lfm2_moe.py) assert a single PP stage in __init__, reported as the
+    assertion's source line (Python's traceback); Nemotron-H splits its layers (make_pp_layers) and starts at PP 2."""
+    assert pp_error("qwen3-next-80b-a3b", 2).startswith("assert self.pp_group.is_first_rank and "
+                                                        "self.pp_group.is_last_rank, in Qwen3NextForCausalLM.__init__")
+    assert pp_error("lfm2-1.2b", 2).startswith("assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, "
+                                               "in Lfm2ForCausalLM.__init__")
+    assert pp_error("lfm2-1.2b", 1) is None
+    assert pp_error("nemotron-h-8b-base-8k", 2) is None
+
+
+def test_a_model_whose_forward_takes_no_pp_proxy_tensors_is_refused_at_pp():
+    """model_executor/model_runner.py: at PP > 1 the runner asserts support_pp (models/mamba.py's forward takes no
+    pp_proxy_tensors); before 0.5.20 ModelConfig fails on the Mamba config first."""
+    assert pp_error("mamba-2.8b", 2, "0.5.20").startswith("Pipeline Parallel is not compatible with this model.")
+    assert pp_error("mamba-2.8b", 1, "0.5.20") is None
+    assert pp_error("mamba-2.8b", 2, "0.5.19") == "'MambaConfig' object has no attribute 'num_attention_heads'"
+
+
+@pytest.mark.parametrize(("version", "refusal"), [
+    ("0.5.14", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),
+    ("0.5.20", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),
+    ("0.5.21", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"),
+    ("0.5.23", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"),
+])
+def test_drafts_at_pp_are_refused(version, refusal):
+    """check_server_args at launch (server_args.py, arg_groups/validation_hook.py): PP > 1 asserts no speculative
+    decoding up to 0.5.20; from 0.5.21 check_pipeline_parallel_compat runs drafts on a PD prefill node only. The
+    server args' check comes before the model class's own assert (Qwen3-Next)."""
+    assert pp_error("nemotron-h-8b-base-8k", 2, version, speculative_num_steps=3) == refusal
+    assert pp_error("qwen3-next-80b-a3b", 2, version, speculative_num_steps=3) == refusal
+    assert pp_error("nemotron-h-8b-base-8k", 1, version, speculative_num_steps=3) is None
+
+
+@pytest.mark.parametrize(("layers", "pp", "split"), [(52, 3, [17, 17, 18]), (27, 4, [6, 7, 7, 7]), (32, 2, [16, 16]),
+                                                     (33, 2, [16, 17]), (64, 3, [21, 21, 22])])
+def test_pp_stages_split_the_layers_as_get_pp_indices(layers, pp, split):
+    # distributed/utils.py get_pp_indices: layers // pp each, the last layers % pp stages one more; a given
+    # --pp-partition is SGLANG_PP_LAYER_PARTITION and kept
+    assert [len(r) for r in pp_layout(ParallelLayout(pp=pp), layers, spared=0).stages(layers)] == split
+    given = ParallelLayout(pp=2, pp_partition=(1, layers - 1))
+    assert pp_layout(given, layers, spared=0) is given
+
+
+def test_every_stage_is_charged_the_state_of_the_stage_with_the_most_recurrent_layers():
+    """kv_cache_configurator.py _handle_max_mamba_cache (0.5.17 on): int(per_req * most / all) on every stage.
+    Nemotron-H-8B (24 Mamba layers of 4,255,744 B at TP 1) at PP 3 is split 17/17/18 (layers 0-16, 17-33, 34-51):
+    8 Mamba layers each, 34,045,952 B (the first stages' extra layer would put 9 on stage 0). Kimi-Linear (20 KDA
+    layers of 2,170,880 B) at PP 3, 9/9/9: 7 at most, and 43,417,600 x 0.35 in floating point is one byte short of
+    7 x 2,170,880 = 15,196,160. Before 0.5.17 every stage is charged the whole model's bytes."""
+    def per_slot(stem, pp, version=None):
+        return {st.fields["mamba_cache_per_req_bytes"] for st in pp_run(stem, pp, version).stages}
+
+    assert per_slot("nemotron-h-8b-base-8k", 3) == {8 * 4_255_744}
+    assert per_slot("nemotron-h-8b-base-8k", 3, "0.5.16") == {24 * 4_255_744}
+    assert per_slot("kimi-linear-48b-a3b-instruct", 2) == {10 * 2_170_880}
+    assert per_slot("kimi-linear-48b-a3b-instruct", 3) == {7 * 2_170_880 - 1}
+
+
+def test_a_stage_without_attention_layers_leaves_the_token_pool_to_the_others():
+    """pool_configurator.py (0.5.17 on): a stage with no full-attention layer offers int64 max tokens, and the stages'
+    MIN (_apply_token_constraints) gives every stage the other's pool; 0.5.14-0.5.16 divide by its zero cell.
+    Nemotron-H-8B at PP 2 with SGLANG_PP_LAYER_PARTITION=1,51: stage 0 holds Mamba layer 0 alone."""
+    def stages(version):
+        return pp_run("nemotron-h-8b-base-8k", 2, version, partition=(1, 51)).stages
+
+    first, second = stages("0.5.23")
+    assert first.fields["cell_size_bytes"] == 0 and second.fields["cell_size_bytes"] == 4 * 2 * 8 * 128 * 2
+    assert first.fields["max_total_num_tokens"] == second.fields["max_total_num_tokens"] > 0
+    assert first.startup_error is None
+    assert stages("0.5.16")[0].startup_error == "integer division or modulo by zero"
+    assert stages("0.5.16")[1].startup_error is None
+
+
+@pytest.mark.parametrize(("version", "fraction"), [("0.5.14", 0.906), ("0.5.18", 0.902), ("0.5.19", 0.906),
+                                                   ("0.5.23", 0.906)])
+def test_prefill_cuda_graphs_are_off_at_pp_in_0_5_14_and_from_0_5_19(version, fraction):
+    """Nemotron-H-8B on an H200 (143,771 MiB) at PP 2: 512 + 8192 x 1.5 + 1 x 2 / 8 x 1024 + 256 x 2 = 13,568 MiB
+    reserved without prefill graphs, 0.906; 0.5.18 also captures them (58 sizes to 8192, 8 MiB each: 464 MiB), 0.902.
+    server_args.py _disable_tc_piecewise_cudagraph_if_incompatible (0.5.14), arg_groups/cuda_graph_hook.py
+    apply_cuda_graph_compatibility (0.5.19 on)."""
+    assert pp_run("nemotron-h-8b-base-8k", 2, version).settings["mem_fraction_static"] == fraction
+
+
+def test_pp_turns_the_overlap_scheduler_off():
+    """arg_groups/overrides.py _pipeline_parallel_overlap_disable: extra_buffer without overlap keeps 4 slots."""
+    result = run("sglang", config_spec(QWEN35), pp=2)
+    assert result.settings["disable_overlap_schedule"] is True
+    assert {st.fields["state_slots_per_request"] for st in result.stages} == {4}
 
 
 @pytest.mark.parametrize("stem", ["plamo-2-1b", "ring-mini-linear-2.0"])
@@ -789,3 +879,12 @@ def test_0_5_10_says_the_fraction_when_no_token_fits():
     errors = [stage(run_engine("sglang", inputs, v)).startup_error for v in ("0.5.10", "0.5.11")]
     assert errors == ["Not enough memory. Please try to increase --mem-fraction-static. Current value: "
                       "mem_fraction_static=0.725941015625", "Not enough memory. Please try to increase --mem-fraction-static."]
+
+
+@pytest.mark.parametrize("version", ["0.5.2", "0.5.13"])
+def test_pipeline_parallelism_before_its_modelled_release_is_refused_as_not_modelled(version):
+    # the PP rules were read, and checked by the oracle's PP cases, from 0.5.14 on (PP_MODELLED_FROM)
+    with pytest.raises(LayoutError) as err:
+        pp_run("nemotron-h-8b-base-8k", 2, version)
+    assert err.value.field == "pp" and "mcache models SGLang's pipeline parallelism from 0.5.14" in str(err.value)
+    assert pp_error("nemotron-h-8b-base-8k", 2, "0.5.14") is None

@@ -6,8 +6,8 @@ import pytest
 from engines_util import config_spec, gib, run
 
 from mcache.core.engines import run_engine
-from mcache.core.engines.common import EngineInputs, ServeArgs
-from mcache.core.engines.vllm import _group_size, _memory_words, pp_layout, serve_command
+from mcache.core.engines.common import EngineInputs, ServeArgs, pp_layout
+from mcache.core.engines.vllm import _group_size, _memory_words, serve_command
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -547,9 +547,9 @@ def test_pp_is_refused_for_classes_without_supports_pp(arch, refused):
 def test_pp_stages_split_the_layers_as_get_pp_indices(layers, pp, split):
     # distributed/utils.py get_pp_indices: layers // pp each, then one more for partitions[-2], [-3], ... (the
     # remainder never goes to the last stage); a given --pp-partition is VLLM_PP_LAYER_PARTITION and kept
-    assert [len(r) for r in pp_layout(ParallelLayout(pp=pp), layers).stages(layers)] == split
+    assert [len(r) for r in pp_layout(ParallelLayout(pp=pp), layers, spared=1).stages(layers)] == split
     given = ParallelLayout(pp=2, pp_partition=(1, layers - 1))
-    assert pp_layout(given, layers) is given
+    assert pp_layout(given, layers, spared=1) is given
 
 
 @pytest.mark.parametrize(("version", "pp", "refused"), [("0.11.1", 2, True), ("0.11.1", 1, False), ("0.12.0", 2, False)])

@@ -125,7 +125,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
     """Per config: the full drafts x radix grid at TP 1 on an H200 (the rules interact there), then TP 2/4, the
     contexts (one above the config's limit, also with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), the state and
     KV dtypes, the second and third GPUs, a fixed max_running_requests and max_mamba_cache_size, each crossed with a drafts and
-    radix setting picked by a hash of the case (deterministic)."""
+    radix setting picked by a hash of the case (deterministic); then the pipeline-parallel cases (`_pp_grid`)."""
     out = []
     for name, path in config_files():
         if configs is not None and name not in configs:
@@ -161,6 +161,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid.append(({"max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
         grid.append(({"max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
         grid.append(({"mamba_full_memory_ratio": 0.5}, 0, "default", "H200", 30 * GIB, {}))
+        grid += _pp_grid(cfg)
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -169,6 +170,28 @@ def cases(configs: set[str] | None = None) -> list[dict]:
                                "weights_bytes": weights}}
             out.append(case)
     return out
+
+
+def _pp_grid(cfg: dict) -> list[tuple]:
+    """Pipeline-parallel cases (issue 28), each stage sized as its rank (the worker's STAGE): PP 2 and 3 at TP 1 and 2
+    with and without the radix cache; then at TP 1 a short context, the 80 GB GPU, the extra-buffer strategy, drafts,
+    a fixed max_running_requests, and SGLANG_PP_LAYER_PARTITION giving the first stages one layer each (none of them
+    an attention layer in the hybrids here)."""
+    layers = (cfg.get("text_config") or cfg).get("num_hidden_layers")
+    grid = []
+    for pp in (2, 3):
+        for tp in (1, 2):
+            for radix in ("default", "off"):
+                grid.append(({"pp_size": pp, "tp_size": tp}, 0, radix, "H200", 30 * GIB, {}))
+        grid.append(({"pp_size": pp, "context_length": 4096}, 0, "default", "H200", 30 * GIB, {}))
+        grid.append(({"pp_size": pp}, 0, "default", "H100-80GB", 8 * GIB, {}))
+        grid.append(({"pp_size": pp}, 0, "extra_buffer", "H200", 30 * GIB, {}))
+        grid.append(({"pp_size": pp}, 3, "default", "H200", 30 * GIB, {}))
+        grid.append(({"pp_size": pp, "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
+        if layers:
+            partition = ",".join(["1"] * (pp - 1) + [str(layers - pp + 1)])
+            grid.append(({"pp_size": pp}, 0, "default", "H200", 30 * GIB, {"SGLANG_PP_LAYER_PARTITION": partition}))
+    return grid
 
 
 def _key(case: dict) -> str:
@@ -240,11 +263,11 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
     header = json.loads(subprocess.run([str(py), str(WORKER), "--header"], capture_output=True, text=True,
                                        check=True).stdout)
     for _, r in results:
-        res = r["result"]
-        if r["error"] is None and res.get("log_scheduler"):
-            res["log"] = res["log"] + [res["log_scheduler"]]  # the scheduler's line last, as SGLang logs it
-        if "mamba_cache_size" in res:
-            res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
+        for res in r["result"].get("stages", [r["result"]]):  # a PP case: each stage's answer
+            if res.get("log_scheduler") and res.get("error", r["error"]) is None:
+                res["log"] = res["log"] + [res["log_scheduler"]]  # the scheduler's line last, as SGLang logs it
+            if "mamba_cache_size" in res:
+                res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
     new_cases = [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
                   "result": r["result"], "error": r["error"]} for c, r in results]
     path = golden.path("sglang", version)

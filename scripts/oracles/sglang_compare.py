@@ -50,34 +50,43 @@ ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is an environment variable mcac
 # arguments"); mcache agrees when it refuses that setting for that release (LayoutError: "<setting>: not a setting of
 # SGLang <version> ...", engines/sglang.py SETTING_SINCE)
 UNKNOWN_FLAG = re.compile(r"TypeError: ServerArgs\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+# SGLANG_PP_LAYER_PARTITION (distributed/utils.py get_pp_indices), the other variable a case may set, is mcache's
+# --pp-partition (ParallelLayout.pp_partition)
+PARTITION = "SGLANG_PP_LAYER_PARTITION"
 
 
 def excluded(case) -> str | None:
     """Why a case says nothing about mcache's profile (None: it is compared)."""
-    return ENV if case["env"] else None
+    return ENV if set(case["env"]) - {PARTITION} else None
 
 
 def mcache_case(case, version: str) -> dict:
-    """mcache's answer on the case's inputs by the rules of `version`: SGLang's figures, or its start-up refusal."""
+    """mcache's answer on the case's inputs by the rules of `version`: SGLang's start-up refusal (the first failing
+    stage's), or each PP stage's figures (`stages`, by rank)."""
     given = {k: v for k, v in case["flags"].items() if k in FLAGS}
     given.update(weights_bytes=case["inputs"]["weights_bytes"],
                  pre_model_load_memory_bytes=case["inputs"]["free_gpu_memory_bytes"])
     spec = load_spec(str(CONFIGS / case["config"]))
+    partition = case["env"].get(PARTITION)
     try:
-        run = sglang.run(EngineInputs(spec=spec, layout=ParallelLayout(tp=case["flags"].get("tp_size", 1)),
-                                      gpu_bytes=case["inputs"]["gpu_total_bytes"], given=given, version=version))
+        layout = ParallelLayout(tp=case["flags"].get("tp_size", 1), pp=case["flags"].get("pp_size", 1),
+                                pp_partition=tuple(int(n) for n in partition.split(",")) if partition else None)
+        run = sglang.run(EngineInputs(spec=spec, layout=layout, gpu_bytes=case["inputs"]["gpu_total_bytes"],
+                                      given=given, version=version))
     except LayoutError as e:
         return {"error": str(e)}
-    stage = run.stages[0]
-    return {"error": stage.startup_error, "mem_fraction_static": stage.fields["mem_fraction_static"],
-            "max_total_num_tokens": stage.fields["max_total_num_tokens"],
-            "max_running_requests": stage.fields.get("max_running_requests_logged"),
-            "max_mamba_cache_size": stage.fields["max_mamba_cache_size"]}
+    errors = [stage.startup_error for stage in run.stages if stage.startup_error is not None]
+    return {"error": errors[0] if errors else None, "stages": [
+        {"mem_fraction_static": stage.fields["mem_fraction_static"],
+         "max_total_num_tokens": stage.fields["max_total_num_tokens"],
+         "max_running_requests": stage.fields.get("max_running_requests_logged"),
+         "max_mamba_cache_size": stage.fields["max_mamba_cache_size"]} for stage in run.stages]}
 
 
 def differences(case, mine: dict) -> list[tuple[str, object, object]]:
     """(field, SGLang's, mcache's) for each field that differs: whether it starts and with SGLang's message (its first
-    100 characters; a flag the release lacks: `UNKNOWN_FLAG`), then each figure (floats to 3 decimals)."""
+    100 characters, or the whole of it where mcache's goes on to say why; a flag the release lacks: `UNKNOWN_FLAG`),
+    then each stage's figures (floats to 3 decimals; a PP stage's field is named `field[rank]`)."""
     theirs = case["error"].split(": ", 1)[1] if case["error"] else None
     if (theirs is None) != (mine["error"] is None):
         return [("starts", theirs is None, mine["error"] is None)]
@@ -86,12 +95,18 @@ def differences(case, mine: dict) -> list[tuple[str, object, object]]:
         return [] if mine["error"].startswith(f"{unknown[1]}: not a setting of SGLang ") else [
             ("error", theirs, mine["error"])]
     if theirs is not None:
-        return [] if theirs.startswith(mine["error"][:100]) else [("error", theirs, mine["error"])]
+        same = theirs.startswith(mine["error"][:100]) or (theirs and mine["error"].startswith(theirs))
+        return [] if same else [("error", theirs, mine["error"])]
+    stages = case["result"].get("stages", [case["result"]])
+    if len(stages) != len(mine["stages"]):
+        return [("stages", len(stages), len(mine["stages"]))]
     out = []
-    for field in FIELDS:
-        a, b = case["result"].get(field), mine[field]
-        if a is not None and (round(a, 3) if isinstance(a, float) else a) != (round(b, 3) if isinstance(b, float) else b):
-            out.append((field, a, b))
+    for rank, (result, stage) in enumerate(zip(stages, mine["stages"], strict=True)):
+        for field in FIELDS:
+            a, b = result.get(field), stage[field]
+            if a is not None and (round(a, 3) if isinstance(a, float) else a) != (round(b, 3) if isinstance(b, float)
+                                                                                 else b):
+                out.append((f"{field}[{rank}]" if len(stages) > 1 else field, a, b))
     return out
 
 

@@ -9,7 +9,8 @@ Releases driven: 0.5.2 to 0.5.5 and 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve thei
 size the pools in the model runner's kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy
 otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.5 size the pools in
 ModelRunner.init_memory_pool itself, with the scheduler's request count in TpModelWorker.__init__:
-`_size_model_runner`; the releases between are not driven: see sglang_versions.md). Nothing here
+`_size_model_runner`; the releases between are not driven: see sglang_versions.md). A case with `pp_size` > 1
+(0.5.14 on) is run once per stage, each in its own child, as that rank (`STAGE`, `_answer`). Nothing here
 re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
 in MOCKS (copied into the table) with why it cannot change a figure.
 """
@@ -65,28 +66,32 @@ MOCKS = [
     "transformers 5.12, SGLang 0.5.16-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
     "time to register the image processors of multimodal configs, which size nothing.",
     "0.5.16-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
-    "ParallelState.trivial(tp_size=tp, attn_tp_size=tp), i.e. attention DP 1 and PP 1 as in every case; the "
+    "ParallelState.trivial(tp_size=tp, attn_tp_size=tp, and the case's PP stage's pp_rank and pp_size), i.e. "
+    "attention DP 1 as in every case; the "
     "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
     "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
     "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
     "0.5.16-0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
     "NCCL): each set through ParallelContext.override, SGLang's own hook for forcing them, as one rank of a TP-tp run "
     "(tp_size, world_size and moe_tp_size tp; attn_tp_size from SGLang's compute_dp_attention_world_info without DP "
-    "attention, i.e. tp; every other width 1, every rank 0, groups None but the world group below). These are the "
+    "attention, i.e. tp; pp_size and pp_rank the case's PP stage's, world_size tp x pp, the PP group the stand-in "
+    "below; every other width 1, every other rank 0, every other group None but the world group below). These are the "
     "values initialize_model_parallel would give the groups; the sizing reads only the widths (KV heads and state "
     "shapes per rank), as 0.5.19's stamped ones.",
     "0.5.16's KVCacheConfigurator writes the state pool's size onto ServerArgs (server_args.override), where the worker "
     "reads it (later releases: the schedule config bag); nothing is stood in for.",
     "kv_cache_configurator.get_world_group (0.5.16-0.5.20 only; later releases read get_parallel().world_group, "
     "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
-    "get_available_gpu_memory below, and no figure depends on it at attention-DP 1 and PP 1.",
+    "get_available_gpu_memory below and to the PP all-reduce (stood in for below), and no figure depends on it at "
+    "attention-DP 1.",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
     "ModelRunner is not built (it loads weights and starts NCCL): the worker calls the same steps it does, in its "
     "order: ServerArgs.resolve_once (0.5.10-0.5.18: the constructor's __post_init__), ModelConfig, get_model_architecture, "
     "configure_kv_cache_dtype, "
-    "resolve_layer_indices-equivalent ModelLayerInfo(start 0, end num_hidden_layers, PP 1), KVCacheConfigurator"
+    "resolve_layer_indices-equivalent ModelLayerInfo(the stage's layers: start 0, end num_hidden_layers at PP 1), "
+    "KVCacheConfigurator"
     "._resolve_memory_pool_config(pre_model_load_memory) and _init_pools on the meta device (tensor sizes only).",
     "The model configure_kv_cache_dtype reads (its quant_config, for --kv-cache-dtype auto: a checkpoint's FP8 "
     "kv_cache_quant_algo) is a stand-in holding the quant config SGLang's loader builds from the checkpoint's files "
@@ -97,7 +102,8 @@ MOCKS = [
     "kernels for sgl_kernel ops at import time, which the stand-in sgl_kernel does not define; no sizing calls them.",
     "0.5.10-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
-    "read set as it sets them for one rank of a TP-tp run (PP 1, no DP attention, not a draft worker, no draft model "
+    "read set as it sets them for TP rank 0 of the case's PP stage (its layers, pp_rank, pp_size and the stand-in PP "
+    "group below; no DP attention, not a draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
     "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
     "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
@@ -131,6 +137,28 @@ MOCKS = [
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
+    "A case with pp_size > 1 runs each PP stage in its own forked child as that rank: the parallel context's pp_rank "
+    "(pp_size comes from the server args), the configurator's / model runner's pp_size, pp_rank and pp_group, and the "
+    "stage's layers [start_layer, end_layer) from SGLang's own distributed/utils.py get_pp_indices (what the models' "
+    "make_pp_layers returns; it reads SGLANG_PP_LAYER_PARTITION, which a case may set) in ModelLayerInfo. The PP "
+    "group is a stand-in of the case's width and the stage's rank (world_size, rank_in_group, is_first_rank, "
+    "is_last_rank), as get_pp_group() would answer (parallel_state._PP before 0.5.21, the parallel context's pp_group "
+    "from 0.5.21); the sizing reads only those. The one PP collective of the sizing, "
+    "_apply_token_constraints' all_reduce(MIN) of the token capacity over the world group, is torch.distributed."
+    "all_reduce stood in for: every stage runs twice, first recording what it sends (a stage that fails before "
+    "sending fails the case, as SGLang fails there), then with the all-reduce answering the smallest the stages sent; "
+    "the second run is the stage's answer.",
+    "At pp_size > 1 the model is not built either (weights), so SGLang's two PP checks made while it loads are run "
+    "on the registered model class itself: model_runner.py's support_pp, whether the class's forward takes "
+    "pp_proxy_tensors (asserted at PP > 1: 'Pipeline Parallel is not compatible with this model.'), and, for a class "
+    "without it, its own __init__ run on the meta device with the stand-in PP group, where the classes that assert "
+    "one stage (qwen3_next.py, falcon_h1.py, lfm2.py, lfm2_moe.py) fail before building anything; the assertion is "
+    "reported as its source line and function, as Python's traceback shows it. Any other failure of that __init__ "
+    "(the rest of the model needs process groups the worker lacks) is ignored and the support_pp assertion, which "
+    "SGLang reaches next, is the answer.",
+    "ServerArgs.check_server_args runs once the server args resolve, as the launch runs it (entrypoints/engine.py, "
+    "every driven release); tables made before issue 28's PP cases did not run it (no case of theirs that was rerun "
+    "since changed: scripts/oracles/sglang_versions.md).",
     "The scheduler's 'max_total_num_tokens=..., max_running_requests=...' line is the scheduler's own f-string "
     "filled from the configurator's result (the Scheduler is not started); every other log line is captured from "
     "SGLang's loggers as emitted.",
@@ -303,6 +331,7 @@ def run_case(case):
     try:
         _remote_config(case["model_dir"])
         sa, cfg = _resolve(ServerArgs, case)
+        sa.check_server_args()  # as the launch does once the args resolve (entrypoints/engine.py)
         result["mem_fraction_static"] = cfg.mem_fraction_static
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, getattr(cfg, OLD_NAMES.get(k, k), None)))
                                     for k in RESOLVED}
@@ -325,7 +354,67 @@ def run_case(case):
             else:
                 os.environ[k] = v
     result["log"] = _kept(CAPTURE.lines)
+    if STAGE["size"] > 1:
+        result.update(pp_rank=STAGE["rank"], start_layer=STAGE["layers"][0] if STAGE["layers"] else None,
+                      end_layer=STAGE["layers"][1] if STAGE["layers"] else None, sent_tokens=STAGE["sent"])
     return result, error
+
+
+# ---- pipeline parallelism: each stage of a PP case in its own child (see MOCKS) ------------------------------------
+# the stage a child runs: its rank of `size`, its layers once known, the token capacity it sent to the all-reduce and
+# the smallest the stages sent (None on the first run)
+STAGE = {"rank": 0, "size": 1, "layers": None, "sent": None, "min_tokens": None}
+
+
+def _pp_group():
+    """The PP group as get_pp_group() would answer for the stage (see MOCKS)."""
+    rank, size = STAGE["rank"], STAGE["size"]
+    return types.SimpleNamespace(world_size=size, rank_in_group=rank, is_first_rank=rank == 0,
+                                 is_last_rank=rank == size - 1, cpu_group=None, device_group=None)
+
+
+def _all_reduce(tensor, op=None, group=None, **kwargs):
+    """torch.distributed.all_reduce as _apply_token_constraints calls it at PP > 1 (MIN over the ranks): records what
+    the stage sends and answers the smallest the stages sent, once known."""
+    STAGE["sent"] = int(tensor.item())
+    if STAGE["min_tokens"] is not None:
+        tensor.fill_(STAGE["min_tokens"])
+
+
+def _stage_layers(model_config):
+    """[start_layer, end_layer) of the stage: SGLang's get_pp_indices, as make_pp_layers calls it."""
+    from sglang.srt.distributed.utils import get_pp_indices
+
+    if STAGE["size"] == 1:
+        STAGE["layers"] = (0, model_config.num_hidden_layers)
+    else:
+        STAGE["layers"] = tuple(get_pp_indices(model_config.num_hidden_layers, STAGE["rank"], STAGE["size"]))
+    return STAGE["layers"]
+
+
+def _check_pp_support(model_config):
+    """At pp_size > 1, SGLang's checks while the model loads (see MOCKS): a class that asserts one stage in its
+    __init__ fails there; one whose forward takes no pp_proxy_tensors fails model_runner.py's support_pp assert."""
+    if STAGE["size"] == 1:
+        return
+    from sglang.srt.model_loader.utils import get_model_architecture
+
+    cls, _ = get_model_architecture(model_config)
+    if "pp_proxy_tensors" in inspect.signature(cls.forward).parameters:
+        return
+    from sglang.srt.distributed import parallel_state
+
+    parallel_state._PP = _pp_group()  # what get_pp_group() returns before 0.5.21 (later: get_parallel().pp_group)
+    try:
+        with torch.device("meta"):
+            cls(config=model_config.hf_config, quant_config=None)
+    except AssertionError as e:
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        if frame.name == "__init__" and "pp_group.is_first_rank" in (frame.line or ""):
+            raise AssertionError(f"{frame.line}, in {cls.__name__}.__init__") from e
+    except Exception:  # noqa: BLE001, S110 (the rest of the model needs process groups: see MOCKS)
+        pass
+    raise AssertionError("Pipeline Parallel is not compatible with this model.")
 
 
 def _resolve(server_args_class, case):
@@ -482,7 +571,7 @@ def _size(sa, cfg, inputs, result):
     world = types.SimpleNamespace(cpu_group=None, world_size=1)
     parallel = get_parallel()
     if hasattr(parallel, "override_permanently"):
-        parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=0)
+        parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=STAGE["rank"], pp_group=_pp_group())
     elif not hasattr(parallel, "stamp_derived_widths"):
         _hand_set_widths(parallel, cfg.tp_size, world)
     else:
@@ -490,24 +579,29 @@ def _size(sa, cfg, inputs, result):
         # stamped here by SGLang's own derive_parallel_widths from the case's TP, no CP, DP, EP or DCP
         from sglang.srt.runtime_context import derive_parallel_widths
 
-        parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=0, **derive_parallel_widths(
+        parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=STAGE["rank"], **derive_parallel_widths(
             tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
             dcp_enabled=False))
+        held = parallel.override(pp_group=_pp_group())  # read through the live group otherwise
+        held.__enter__()
+        _HELD.append(held)
     if hasattr(kvc_mod, "get_world_group"):  # 0.5.16-0.5.20 read the world group directly (see MOCKS)
         kvc_mod.get_world_group = lambda: world
+    _check_pp_support(model_config)  # the model loads (with the PP group set above) before the pools are sized
     # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
     swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
-    layer_info = _call(ModelLayerInfo, start_layer=0, end_layer=model_config.num_hidden_layers,
-                       num_effective_layers=model_config.num_hidden_layers, swa_attention_layer_ids=swa_ids,
+    start, end = _stage_layers(model_config)
+    layer_info = _call(ModelLayerInfo, start_layer=start, end_layer=end, num_effective_layers=end - start,
+                       swa_attention_layer_ids=swa_ids,
                        full_attention_layer_ids=model_config.full_attention_layer_ids if swa_ids is not None else None)
     fields = {f.name for f in dataclasses.fields(kvc_mod.KVCacheConfigurator)}
     # 0.5.21 on: attn_dp_size and pp_size; 0.5.16-0.5.20: a ParallelState (`ps`) of which the configurator reads only
     # attn_dp_size and pp_size (KV heads per rank come from get_parallel(), as in later releases)
-    widths = ({"attn_dp_size": 1, "pp_size": 1} if "attn_dp_size" in fields else
+    widths = ({"attn_dp_size": 1, "pp_size": STAGE["size"]} if "attn_dp_size" in fields else
               {"ps": _parallel_state(cfg.tp_size)})
     kvc = _call(
         kvc_mod.KVCacheConfigurator,  # 0.5.16's takes no kv_cache_dtype_str
-        device="cuda", gpu_id=0, **widths, pp_group=None, model=None, model_config=model_config,
+        device="cuda", gpu_id=0, **widths, pp_group=_pp_group(), model=None, model_config=model_config,
         server_args=sa, kv_cache_dtype=torch_kv, kv_cache_dtype_str=resolved_kv or model_bag.kv_cache_dtype,
         model_dtype=model_config.dtype, page_size=schedule_bag.page_size, sliding_window_size=None,
         spec_algorithm=spec_algorithm, is_draft_worker=False, post_capture_kv_active=post_capture,
@@ -574,16 +668,18 @@ def _size_runner(sa, cfg, inputs, result):
         get_parallel = None
     if get_parallel is not None:
         _hand_set_widths(get_parallel(), cfg.tp_size, world)
+    _check_pp_support(model_config)  # the model loads (with the PP group set above) before the pools are sized
     parallel_state._ATTN_TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     mixin.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
     mixin.get_world_group = lambda: world
     runner = ModelRunner.__new__(ModelRunner)
-    layers = model_config.num_hidden_layers
+    start, end = _stage_layers(model_config)
     for name, value in dict(
             server_args=sa, model_config=model_config, mem_fraction_static=sa.mem_fraction_static, memory_pool_config=None,
-            device="cuda", gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, dp_size=1, pp_rank=0, pp_size=1, pp_group=None,
+            device="cuda", gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, dp_size=1, pp_rank=STAGE["rank"],
+            pp_size=STAGE["size"], pp_group=_pp_group(),
             is_draft_worker=False, spec_algorithm=SpeculativeAlgorithm.from_string(sa.speculative_algorithm),
             page_size=sa.page_size, req_to_token_pool=None, token_to_kv_pool_allocator=None,
             is_hybrid_swa=model_config.is_hybrid_swa,
@@ -591,7 +687,7 @@ def _size_runner(sa, cfg, inputs, result):
             use_mla_backend=model_config.attention_arch == AttentionArch.MLA, draft_model_idx=None,
             enable_hisparse=sa.enable_hisparse, eagle_draft_num_layers=None, eagle_use_aux_hidden_state=False,
             dflash_use_aux_hidden_state=False, dflash_draft_num_layers=None, dflash_target_layer_ids=None,
-            dtype=model_config.dtype, start_layer=0, end_layer=layers, num_effective_layers=layers,
+            dtype=model_config.dtype, start_layer=start, end_layer=end, num_effective_layers=end - start,
             sliding_window_size=None, model=_model_stand_in(model_config)).items():
         setattr(runner, name, value)
     if hasattr(model_runner_module, "_UNSET"):  # 0.5.13 on: the linear-attention registry's memo, unset as __init__ sets it
@@ -727,8 +823,8 @@ def _bags(sa):
 
 def _hand_set_widths(parallel, tp, world):
     """0.5.16-0.5.18's ParallelContext answers every width and rank from the live process groups, which do not exist here:
-    each is set through its own `override` (entered for the rest of the forked case), as one rank of a TP-`tp` run
-    without attention DP, CP, DCP, PP, EP or MoE DP; the attention widths come from SGLang's own
+    each is set through its own `override` (entered for the rest of the forked case), as TP rank 0 of the case's PP
+    stage (`STAGE`) of a TP-`tp` run without attention DP, CP, DCP, EP or MoE DP; the attention widths come from SGLang's own
     compute_dp_attention_world_info (layers/dp_attention.py), as initialize_dp_attention derives them (see MOCKS)."""
     from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
 
@@ -736,11 +832,12 @@ def _hand_set_widths(parallel, tp, world):
     from sglang.srt import runtime_context
 
     widths = dict(
-        world_size=tp, world_rank=0, tp_size=tp, tp_rank=0, pp_size=1, pp_rank=0, moe_ep_size=1, moe_ep_rank=0,
+        world_size=tp * STAGE["size"], world_rank=tp * STAGE["rank"], tp_size=tp, tp_rank=0, pp_size=STAGE["size"],
+        pp_rank=STAGE["rank"], moe_ep_size=1, moe_ep_rank=0,
         moe_dp_size=1, moe_dp_rank=0, moe_tp_size=tp, moe_tp_rank=0, attn_tp_size=attn_tp_size,
         attn_tp_rank=attn_tp_rank, attn_cp_size=1, attn_cp_rank=0, dcp_enabled=False, dcp_size=1, dcp_rank=0,
         attn_dcp_size=1, attn_dcp_rank=0, attn_dp_size=attn_dp_size, attn_dp_rank=attn_dp_rank, world_group=world,
-        tp_group=None, pp_group=None, moe_ep_group=None, moe_dp_group=None, moe_tp_group=None, attn_tp_group=None,
+        tp_group=None, pp_group=_pp_group(), moe_ep_group=None, moe_dp_group=None, moe_tp_group=None, attn_tp_group=None,
         attn_cp_group=None, dcp_group=None)
     # the release's own fields (0.5.15 has no decode context parallel)
     held = parallel.override(**{k: v for k, v in widths.items() if k in runtime_context._PARALLEL_FIELDS})
@@ -770,10 +867,11 @@ def _model_stand_in(model_config):
 
 
 def _parallel_state(tp):
-    """0.5.16-0.5.20's ParallelState of one rank of a TP-`tp` run without attention DP or PP."""
+    """0.5.16-0.5.20's ParallelState of TP rank 0 of the case's PP stage (`STAGE`) of a TP-`tp` run without attention
+    DP."""
     from sglang.srt.distributed.parallel_state_wrapper import ParallelState
 
-    return ParallelState.trivial(tp_size=tp, attn_tp_size=tp)
+    return ParallelState.trivial(tp_size=tp, attn_tp_size=tp, pp_rank=STAGE["rank"], pp_size=STAGE["size"])
 
 
 def _pool_bytes(kvc, config):
@@ -846,28 +944,55 @@ def main():
     from sglang.srt.models.registry import ModelRegistry
 
     ModelRegistry.get_supported_archs()  # imports every model module once (is_arch_supported from 0.5.21 does the same)
+    torch.distributed.all_reduce = _all_reduce  # called only at PP > 1 (see MOCKS)
     with open(sys.argv[2], "w") as out:
         for i, case in enumerate(cases):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(r)
-                try:
-                    result, error = run_case(case)
-                    line = json.dumps({"index": i, "result": result, "error": error}, sort_keys=True, default=str)
-                except BaseException as e:  # noqa: BLE001
-                    line = json.dumps({"index": i, "result": {}, "error": f"{type(e).__name__}: {e}"})
-                with os.fdopen(w, "w") as f:
-                    f.write(line)
-                os._exit(0)
-            os.close(w)
-            with os.fdopen(r) as f:
-                line = f.read()
-            _, status = os.waitpid(pid, 0)
-            if not line:
-                line = json.dumps({"index": i, "result": {}, "error": f"WorkerCrash: child exit status {status}"})
-            out.write(line + "\n")
+            out.write(json.dumps({"index": i, **_answer(case)}, sort_keys=True, default=str) + "\n")
             out.flush()
+
+
+def _answer(case) -> dict:
+    """{"result", "error"} of a case. At pp_size > 1 every stage runs twice (see MOCKS), each run in its own child: the
+    result holds each stage's answer (`stages`, by rank) and the error is the first failing stage's."""
+    size = case["flags"].get("pp_size", 1)
+    if size == 1:
+        return _in_child(case, 0, 1, None)
+    first = [_in_child(case, rank, size, None) for rank in range(size)]
+    failed = [a for a in first if a["error"] is not None and a["result"].get("sent_tokens") is None]
+    if failed:  # a stage failed before the all-reduce: SGLang stops there
+        return _stages(first, failed[0]["error"])
+    smallest = min(a["result"]["sent_tokens"] for a in first)
+    stages = [_in_child(case, rank, size, smallest) for rank in range(size)]
+    return _stages(stages, next((a["error"] for a in stages if a["error"] is not None), None))
+
+
+def _stages(answers: list[dict], error: str | None) -> dict:
+    """A PP case's answer: each stage's result with its error, and the case's error."""
+    return {"result": {"stages": [{**a["result"], "error": a["error"]} for a in answers]}, "error": error}
+
+
+def _in_child(case, rank: int, size: int, min_tokens: int | None) -> dict:
+    """run_case as PP stage `rank` of `size` in a forked child: SGLang keeps process-wide state (runtime context,
+    memoized configs, env-derived globals), and a case (or a stage) must not see the one before it."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        STAGE.update(rank=rank, size=size, min_tokens=min_tokens)
+        try:
+            result, error = run_case(case)
+            line = json.dumps({"result": result, "error": error}, sort_keys=True, default=str)
+        except BaseException as e:  # noqa: BLE001
+            line = json.dumps({"result": {}, "error": f"{type(e).__name__}: {e}"})
+        with os.fdopen(w, "w") as f:
+            f.write(line)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        line = f.read()
+    _, status = os.waitpid(pid, 0)
+    return json.loads(line) if line else {"result": {}, "error": f"WorkerCrash: child exit status {status}"}
+
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,7 @@ from math import prod
 from typing import Any
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.engines.versions import EngineVersion
 from mcache.core.errors import LayoutError
@@ -192,6 +193,20 @@ def state_dtype(name: str, setting: str) -> str:
     if canonical is None:
         raise LayoutError(setting, f"auto or one of {dtype_names.allowed_for('ssm_dtype')}, got {name!r}")
     return canonical
+
+
+def pp_layout(layout: ParallelLayout, num_layers: int, spared: int) -> ParallelLayout:
+    """The layout with an engine's even split of the layers over the PP stages where none is given (the engines'
+    get_pp_indices without their PP_LAYER_PARTITION variable, which is a given `pp_partition`): num_layers // pp
+    each, and the remainder one layer each to the stages counted back from the last, after sparing the last `spared`
+    (vLLM spares the last stage, SGLang none)."""
+    if layout.pp_partition is not None or layout.pp > num_layers:
+        return layout  # a given split, or more stages than layers (refused by the layout)
+    base, extra = divmod(num_layers, layout.pp)
+    partition = [base] * layout.pp
+    for i in range(layout.pp - spared - extra, layout.pp - spared):
+        partition[i] += 1
+    return replace(layout, pp_partition=tuple(partition))
 
 
 def stage_contexts(spec: ModelSpec, layout: ParallelLayout, dtypes: CacheDtypes) -> list[RankContext]:

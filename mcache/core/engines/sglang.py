@@ -37,6 +37,7 @@ from mcache.core.engines.common import (
     Settings,
     asked_context,
     mtp_attention_layers,
+    pp_layout,
     recurrent_kinds,
     stage_contexts,
     state_bytes,
@@ -162,6 +163,32 @@ REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
 NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
+# model_executor/model_runner.py (v0.5.14 to v0.5.23): once the model is built, at PP > 1 the runner asserts
+# support_pp, whether the class's forward takes pp_proxy_tensors; these classes' forward does not (models/mamba.py,
+# mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py), so they fail
+# there ("Pipeline Parallel is not compatible with this model.")
+NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM")
+# Drafts at PP > 1, refused by the launch's check_server_args at every release, in two wordings: server_args.py
+# (v0.5.14-v0.5.18) and arg_groups/validation_hook.py (v0.5.19-v0.5.20) assert no speculative decoding on CUDA; from
+# v0.5.21 validation_hook.py check_pipeline_parallel_compat runs EAGLE drafts only on a PD prefill node
+# (--disaggregation-mode prefill) or with SGLANG_ENABLE_PP_SPEC (an environment variable, off by default), neither
+# an mcache setting
+PP_DRAFTS_PREFILL_ONLY_FROM = "0.5.21"
+# The oldest release whose pipeline-parallel rules are modelled (and checked: the PP cases of the 0.5.14 table); before
+# it, the stages' split, state charge and pool agreement were not read, and a run at PP > 1 is refused as not modelled
+PP_MODELLED_FROM = "0.5.14"
+# The prefill CUDA graphs at PP > 1: off at v0.5.14 (server_args.py _disable_tc_piecewise_cudagraph_if_incompatible,
+# "pipeline parallelism (pp_size > 1)") and from v0.5.19 (arg_groups/cuda_graph_hook.py apply_cuda_graph_compatibility:
+# "Disabling breakable prefill CUDA graph by default for pipeline parallelism"; memory_hook.py's PP cap on their max_bs
+# holds only for graphs asked for, --cuda-graph-backend-prefill, not an mcache setting); v0.5.15-v0.5.18's breakable
+# rules (server_args.py _disable_breakable_cudagraph_if_incompatible) have no PP rule, so they capture them
+PP_PREFILL_GRAPHS_OFF_FROM = "0.5.19"
+# model_executor/pool_configurator.py DefaultPoolConfigurator (v0.5.17 to v0.5.23): a PP stage without a full-attention
+# layer, in a model that has some (has_kv_on_another_pp_stage), offers int64 max tokens to the stages' MIN; before,
+# calculate_pool_sizes divides the memory by its zero cell (v0.5.16: the same file; v0.5.14-v0.5.15 too, called by
+# model_runner_kv_cache_mixin.py _resolve_memory_pool_config)
+KV_LESS_STAGE_FROM = "0.5.17"
+INT64_MAX = (1 << 63) - 1
 # SGLang's class of these architectures comes with the release named, and its file: before it neither SGLang nor
 # transformers has one, so model_loader/utils.py resolve_transformers_arch (v0.5.12-v0.5.18) loads the checkpoint's
 # remote model (auto_map.AutoModel) and refuses it or serves it through the Transformers backend, as that code declares;
@@ -343,13 +370,18 @@ class StatePool(Struct, frozen=True):
 
 def run(inputs: EngineInputs) -> EngineRun:
     """SGLang's sizing of every PP stage."""
+    if inputs.layout.pp > 1 and not _since(inputs, PP_MODELLED_FROM):
+        raise LayoutError("pp", f"1 with SGLang {inputs.version}: mcache models SGLang's pipeline parallelism from "
+                                f"{PP_MODELLED_FROM} (scripts/oracles/sglang_versions.md), got {inputs.layout.pp}")
     for name, since in SETTING_SINCE.items():
         if inputs.given.get(name) is not None and not _since(inputs, since):
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
                                     f"{since})")
     s = Settings(inputs.given, SETTINGS, "SGLang")
     setup = _setup(inputs, s)
-    contexts = stage_contexts(inputs.spec, inputs.layout, setup.dtypes)
+    # distributed/utils.py get_pp_indices (v0.5.14 to v0.5.23, through utils/common.py make_pp_layers): the remainder
+    # of the even split one layer each to the last stages; SGLANG_PP_LAYER_PARTITION is a given --pp-partition
+    contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
     weights = s.weights(contexts)
     caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if setup.transformers:
@@ -364,10 +396,9 @@ def run(inputs: EngineInputs) -> EngineRun:
         stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
         return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
                          setup.dtypes, stages, caveats)
-    # kv_cache_configurator.py: every stage sizes its slots for the stage with the most recurrent layers
-    # (pp_layer_scale; the whole model's before v0.5.17, DUMMY_SLOT_FROM), and the stages agree on the smallest token
-    # pool (_apply_token_constraints, an all-reduce MIN)
-    per_slot = (max if setup.dummy else sum)(_slot_bytes(ctx, setup)[0] for ctx in contexts)
+    # kv_cache_configurator.py: every stage sizes its slots at the bytes `_charged_slot_bytes` gives, and the stages
+    # agree on the smallest token pool (_apply_token_constraints, an all-reduce MIN)
+    per_slot = _charged_slot_bytes(contexts, setup)
     pools = [_pool(ctx, weight, per_slot, inputs, setup) for ctx, weight in zip(contexts, weights, strict=True)]
     known = [pool.tokens for pool in pools if pool.tokens is not None]
     shared_tokens = min(known) if known else None
@@ -439,8 +470,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        refusal = (refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1]) or _pp_error(arch, inputs)
-                   or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
+        refusal = (refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
+                   or _pp_error(arch, inputs, drafts) or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS),
@@ -516,13 +547,36 @@ def _first_line_arch_error(spec, version: str) -> str | None:
             "mcache does not size what its Transformers fallback (model_loader/utils.py) would do with this checkpoint.")
 
 
-def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
-    """The assertion a model class without pipeline-parallel support fails while it is built (`NO_PP_ARCHS`) at more
-    than one stage; None otherwise."""
-    if inputs.layout.pp == 1 or arch not in NO_PP_ARCHS:
+def _pp_error(arch: str, inputs: EngineInputs, drafts: int) -> str | None:
+    """What SGLang asserts at more than one stage, in its order (None: nothing): drafts (the server args' check,
+    `PP_DRAFTS_PREFILL_ONLY_FROM`), then, as the model loads, a class that asserts one stage in its __init__ (`NO_PP_ARCHS`, the
+    assertion as its traceback shows it) or whose forward takes no pp_proxy_tensors (`NO_PP_PROXY_ARCHS`)."""
+    if inputs.layout.pp == 1:
         return None
-    return (f"AssertionError: {arch}.__init__ asserts pp_group.is_first_rank and pp_group.is_last_rank: SGLang does "
-            "not run this model with pipeline parallelism (--pp-size 1).")
+    if drafts and _since(inputs, PP_DRAFTS_PREFILL_ONLY_FROM):
+        return "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"
+    if drafts:
+        return "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
+    if arch in NO_PP_ARCHS:
+        return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {arch}.__init__: SGLang does "
+                "not run this model with pipeline parallelism (--pp-size 1).")
+    if arch in NO_PP_PROXY_ARCHS:
+        return (f"Pipeline Parallel is not compatible with this model. ({arch}.forward takes no pp_proxy_tensors: "
+                "SGLang does not run it with pipeline parallelism, --pp-size 1.)")
+    return None
+
+
+def _charged_slot_bytes(contexts: list[RankContext], setup: Setup) -> int:
+    """The state bytes a request's slot is charged on every stage (kv_cache_configurator.py _handle_max_mamba_cache):
+    the whole model's mamba_cache_per_req, from v0.5.17 (`DUMMY_SLOT_FROM`) scaled by pp_layer_scale, the share of the
+    recurrent layers on the stage with the most (get_pp_indices over every rank), as SGLang computes it:
+    int(per_req * (most / all)), a float product that can fall a byte short of the exact share. (_pp_local_per_request_bytes,
+    the stage's own exact share, is defined from v0.5.19 but never called.)"""
+    whole = sum(_slot_bytes(ctx, setup)[0] for ctx in contexts)
+    layers = [ctx_layers(ctx) for ctx in contexts]
+    if not setup.dummy or not whole:
+        return whole
+    return int(whole * (max(layers) / sum(layers)))
 
 
 def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, setup: Setup) -> StatePool:
@@ -540,7 +594,16 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
         error = _no_kv_memory(setup, weight)
     if error is not None:
         return StatePool(error, slots)
-    tokens = int(rest) // cell // setup.page * setup.page if cell else setup.context_len
+    if cell:
+        tokens = int(rest) // cell // setup.page * setup.page
+    elif inputs.layout.pp > 1 and _kv_layers(whole_model(inputs.spec, inputs.layout, setup.dtypes), setup):
+        # a stage without attention layers in a model with some (KV_LESS_STAGE_FROM): int64 max, which the MIN over
+        # the stages drops, or a division by its zero cell
+        if not _since(inputs, KV_LESS_STAGE_FROM):
+            return StatePool("integer division or modulo by zero", slots)
+        tokens = INT64_MAX
+    else:  # a model without attention keeps no KV: pool_configurator.py's context length
+        tokens = setup.context_len
     if setup.total_tokens_cap is not None:
         tokens = min(tokens, setup.total_tokens_cap)
     return StatePool(None, slots, tokens)
@@ -670,9 +733,9 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
     scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers (from v0.5.20:
-    `Setup.drafter_kv`)."""
+    `Setup.drafter_kv`); drafts run at PP 1 only (`_pp_error`)."""
     cell, layers = _kv_bytes(ctx, setup)
-    charged = setup.drafts and ctx.stage == ctx.layout.pp - 1 and setup.drafter_kv
+    charged = setup.drafts and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
 
@@ -688,6 +751,11 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     if strategy not in choices:
         raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(choices)}, got {strategy!r}")
     no_overlap = s.take("disable_overlap_schedule", False)
+    if inputs.layout.pp > 1 and not no_overlap:
+        # server_args.py _handle_pipeline_parallelism (v0.5.14), arg_groups/overrides.py _pipeline_parallel_overlap_disable
+        # (v0.5.15-v0.5.23): "Pipeline parallelism is incompatible with overlap schedule."
+        no_overlap = s.values["disable_overlap_schedule"] = True
+        s.sources["disable_overlap_schedule"] = "default: off at PP > 1 (incompatible with pipeline parallelism)"
     radix = arch in RADIX_ARCHS and (arch not in RADIX_SINCE or _since(inputs, RADIX_SINCE[arch]))
     extra = radix and arch in EXTRA_BUFFER_ARCHS and (arch not in EXTRA_BUFFER_SINCE or
                                                       _since(inputs, EXTRA_BUFFER_SINCE[arch]))
@@ -1037,19 +1105,22 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
     version = inputs.version if inputs is not None and inputs.version else VERSIONS[-1]
     if not at_least(version, FIRST_LINE_UNTIL):
         return 0  # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs
-    if _prefill_graphs_off(spec, version):
+    if _prefill_graphs_off(spec, version, inputs.layout.pp if inputs is not None else 1):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB
     return 8 * len(_prefill_graph_sizes(chunked if cap is None else min(chunked, cap)))
 
 
-def _prefill_graphs_off(spec, version: str) -> bool:
-    """Whether SGLang at `version` captures no prefill CUDA graphs for the model: from v0.5.20 KDA configs
+def _prefill_graphs_off(spec, version: str, pp: int) -> bool:
+    """Whether SGLang at `version` captures no prefill CUDA graphs for the model at `pp` stages: at PP > 1 at v0.5.14
+    and from v0.5.19 (`PP_PREFILL_GRAPHS_OFF_FROM`); from v0.5.20 KDA configs
     (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
     v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
     before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
     arch = spec.architecture
+    if pp > 1 and (not at_least(version, BREAKABLE_GRAPHS_FROM) or at_least(version, PP_PREFILL_GRAPHS_OFF_FROM)):
+        return True
     if not at_least(version, BREAKABLE_GRAPHS_FROM):
         return arch in PIECEWISE_DISABLED_ARCHS or spec.vision is not None
     if at_least(version, PREFILL_GRAPHS_FROM):

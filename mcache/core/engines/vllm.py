@@ -18,7 +18,6 @@ import shlex
 from math import ceil, lcm
 
 from msgspec import Struct
-from msgspec.structs import replace
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -31,6 +30,7 @@ from mcache.core.engines.common import (
     asked_context,
     kv_heads_per_rank,
     mtp_attention_layers,
+    pp_layout,
     recurrent_kinds,
     stage_contexts,
     state_bytes,
@@ -47,7 +47,6 @@ from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing.gpus import capability
-from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
@@ -424,7 +423,9 @@ def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
     s = Settings(inputs.given, SETTINGS, "vLLM")
     setup = _setup(inputs, s)
-    contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers), setup.dtypes)
+    # distributed/utils.py get_pp_indices (v0.10.2 to v0.33.0): the remainder to the stages before the last, the last but
+    # one first
+    contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=1), setup.dtypes)
     weights = s.weights(contexts)
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
@@ -441,19 +442,6 @@ def run(inputs: EngineInputs) -> EngineRun:
     stages = [_stage(pool, num_blocks, setup) for pool in pools]
     s.values["max_num_seqs"] = setup.max_num_seqs
     return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
-
-
-def pp_layout(layout: ParallelLayout, num_layers: int) -> ParallelLayout:
-    """The layout with vLLM's split of the layers over the PP stages where none is given (distributed/utils.py
-    get_pp_indices, unchanged from v0.10.2 to v0.33.0, without VLLM_PP_LAYER_PARTITION): num_layers // pp each, the
-    remainder one layer each to the stages before the last, the last but one first."""
-    if layout.pp_partition is not None or layout.pp > num_layers:
-        return layout  # a given split (VLLM_PP_LAYER_PARTITION), or more stages than layers (refused by the layout)
-    base, extra = divmod(num_layers, layout.pp)
-    partition = [base] * layout.pp
-    for i in range(2, extra + 2):
-        partition[-i] += 1
-    return replace(layout, pp_partition=tuple(partition))
 
 
 def serve_command(args: ServeArgs) -> str:

@@ -488,7 +488,7 @@ def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.10" in err
 
 
-# --- SGLang 0.5.2 to 0.5.5: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+# --- SGLang 0.5.2 to 0.5.6: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
@@ -789,3 +789,30 @@ def test_0_5_10_says_the_fraction_when_no_token_fits():
     errors = [stage(run_engine("sglang", inputs, v)).startup_error for v in ("0.5.10", "0.5.11")]
     assert errors == ["Not enough memory. Please try to increase --mem-fraction-static. Current value: "
                       "mem_fraction_static=0.725941015625", "Not enough memory. Please try to increase --mem-fraction-static."]
+
+
+def test_0_5_6_jetnemotron_keeps_the_radix_cache_and_the_nemotron_h_vl_config_does_not():
+    # model_runner.py v0.5.6: hybrid_gdn_config takes JetNemotronConfig and JetVLMConfig beside Qwen3NextConfig (the radix
+    # cache kept, the share r / (1 + r), 3 slots a request), mamba2_config the Nemotron-H Nano VL config's llm_config (the
+    # radix cache off, 512 slots, one a request); v0.5.5 has no class for any of them. A Qwen3-Next layout under the
+    # JetNemotron name: 100 GiB x 0.9 / 1.9 // 77,266,944 B = 658 slots, (100 GiB - 658 slots) // 24,576 = 2,300,314
+    # tokens, min(4096, 658 // 3) = 219 requests, as Qwen3-Next at v0.5.4
+    def jet(version, arch):
+        inputs = EngineInputs(replace(config_spec(QWEN3_NEXT), architecture=arch), ParallelLayout(), "H200",
+                              lookup("h200")[1], given=memory(100, 0.9, 130))
+        return stage(run_engine("sglang", inputs, version))
+
+    for arch in ("JetNemotronForCausalLM", "JetVLMForConditionalGeneration"):
+        st = jet("0.5.6", arch)
+        assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+                st.fields["max_running_requests_logged"], st.fields["state_slots_per_request"]) == (
+            None, 658, 2_300_314, 219, 3)
+        assert jet("0.5.5", arch).startup_error.startswith(f"SGLang 0.5.5 has no model class for {arch}")
+    inputs = EngineInputs(replace(config_spec("nemotron-h-8b-base-8k"), architecture="NemotronH_Nano_VL_V2"),
+                          ParallelLayout(), "H200", lookup("h200")[1], given={"weights_bytes": 30 * GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.6"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", inputs, "0.5.5")).startup_error.startswith(
+        "SGLang 0.5.5 has no model class for NemotronH_Nano_VL_V2")
+    # 0.5.6's Qwen3-Next is sized as 0.5.5's (the same handle_max_mamba_cache and init_memory_pool)
+    assert first_line("0.5.6").fields == first_line("0.5.5").fields

@@ -488,7 +488,7 @@ def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.10" in err
 
 
-# --- SGLang 0.5.2 to 0.5.7: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+# --- SGLang 0.5.2 to 0.5.8: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
@@ -861,3 +861,23 @@ def test_0_5_7_mamba2_hybrids_keep_the_radix_cache_and_refuse_an_extra_buffer():
             f"mamba extra_buffer is not supported for {arch} model")
     st = run_at("kimi-linear-48b-a3b-instruct", "0.5.7", mamba_radix_cache_strategy="extra_buffer")
     assert (st.startup_error, st.fields["state_slots_per_request"], st.fields["max_mamba_cache_size"]) == (None, 1, 512)
+
+
+def test_0_5_8_draft_states_come_off_in_every_branch_and_no_buffer_holds_3_slots():
+    # model_runner_kv_cache_mixin.py at v0.5.8: handle_max_mamba_cache takes a draft's intermediate states (48 requests x
+    # D = 4) off the rest before any branch: without the radix cache, 48 slots, (100 GiB - 48 x 5 x 77,266,944 B) //
+    # 24,576 = 3,614,506 tokens (v0.5.7, which took them off with the radix cache only: (100 GiB - 48 slots) // 24,576 =
+    # 4,218,154)
+    assert [first_line(v, speculative_num_steps=3, disable_radix_cache=True).fields["max_total_num_tokens"]
+            for v in ("0.5.7", "0.5.8")] == [4_218_154, 3_614_506]
+    # init_memory_pool adds 2 slots a request (1 with a draft) for an extra buffer only: no_buffer holds 3, min(4096,
+    # 658 // 3) = 219 requests (v0.5.7: 5, 131), an extra buffer 5 (4 with a draft)
+    st = first_line("0.5.8")
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"],
+            st.fields["state_slots_per_request"]) == (658, 2_300_314, 219, 3)
+    assert [first_line("0.5.8", mamba_radix_cache_strategy="extra_buffer", **d).fields["state_slots_per_request"]
+            for d in ({}, {"speculative_num_steps": 3})] == [5, 4]
+    # server_args.py _handle_model_specific_adjustments: Nemotron-H turns its radix cache off with a draft from v0.5.8
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, "speculative_num_steps": 3})
+    assert [stage(run_engine("sglang", inputs, v)).fields["state_slots_per_request"] for v in ("0.5.7", "0.5.8")] == [5, 1]

@@ -578,7 +578,7 @@ def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     assert f"SGLang {sglang.UNMODELLED[0]} changed rules that are modelled neither there nor until 0.5.10" in err
 
 
-# --- SGLang 0.5.2 to 0.5.5: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+# --- SGLang 0.5.2 to 0.5.8: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
@@ -888,3 +888,95 @@ def test_pipeline_parallelism_before_its_modelled_release_is_refused_as_not_mode
         pp_run("nemotron-h-8b-base-8k", 2, version)
     assert err.value.field == "pp" and "mcache models SGLang's pipeline parallelism from 0.5.14" in str(err.value)
     assert pp_error("nemotron-h-8b-base-8k", 2, "0.5.14") is None
+
+
+def test_0_5_6_jetnemotron_keeps_the_radix_cache_and_the_nemotron_h_vl_config_does_not():
+    # model_runner.py v0.5.6: hybrid_gdn_config takes JetNemotronConfig and JetVLMConfig beside Qwen3NextConfig (the radix
+    # cache kept, the share r / (1 + r), 3 slots a request), mamba2_config the Nemotron-H Nano VL config's llm_config (the
+    # radix cache off, 512 slots, one a request); v0.5.5 has no class for any of them. A Qwen3-Next layout under the
+    # JetNemotron name: 100 GiB x 0.9 / 1.9 // 77,266,944 B = 658 slots, (100 GiB - 658 slots) // 24,576 = 2,300,314
+    # tokens, min(4096, 658 // 3) = 219 requests, as Qwen3-Next at v0.5.4
+    def jet(version, arch):
+        inputs = EngineInputs(replace(config_spec(QWEN3_NEXT), architecture=arch), ParallelLayout(), "H200",
+                              lookup("h200")[1], given=memory(100, 0.9, 130))
+        return stage(run_engine("sglang", inputs, version))
+
+    for arch in ("JetNemotronForCausalLM", "JetVLMForConditionalGeneration"):
+        st = jet("0.5.6", arch)
+        assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+                st.fields["max_running_requests_logged"], st.fields["state_slots_per_request"]) == (
+            None, 658, 2_300_314, 219, 3)
+        assert jet("0.5.5", arch).startup_error.startswith(f"SGLang 0.5.5 has no model class for {arch}")
+    inputs = EngineInputs(replace(config_spec("nemotron-h-8b-base-8k"), architecture="NemotronH_Nano_VL_V2"),
+                          ParallelLayout(), "H200", lookup("h200")[1], given={"weights_bytes": 30 * GIB})
+    st = stage(run_engine("sglang", inputs, "0.5.6"))
+    assert (st.startup_error, st.fields["max_mamba_cache_size"], st.fields["state_slots_per_request"]) == (None, 512, 1)
+    assert stage(run_engine("sglang", inputs, "0.5.5")).startup_error.startswith(
+        "SGLang 0.5.5 has no model class for NemotronH_Nano_VL_V2")
+    # 0.5.6's Qwen3-Next is sized as 0.5.5's (the same handle_max_mamba_cache and init_memory_pool)
+    assert first_line("0.5.6").fields == first_line("0.5.5").fields
+
+
+def test_0_5_7_the_mixin_honours_a_given_state_pool_and_takes_the_draft_states_first():
+    # model_executor/model_runner_kv_cache_mixin.py at v0.5.7, Qwen3-Next with 100 GiB for the pools:
+    # handle_max_mamba_cache 100 GiB x 0.9 / 1.9 // 77,266,944 B = 658 slots, (100 GiB - 658 slots) // 24,576 =
+    # 2,300,314 tokens (as v0.5.4-v0.5.6), but init_memory_pool holds 3 + 2 slots a request with the radix cache
+    # (MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP, whatever the strategy): min(4096, 658 // 5) = 131 requests (219 at v0.5.6)
+    st = first_line("0.5.7")
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"],
+            st.fields["state_slots_per_request"], st.fields["mamba_scheduler_strategy"]) == (
+        658, 2_300_314, 131, 5, "no_buffer")  # auto is no_buffer (server_args.py __post_init__)
+    # a draft of D = 4: its intermediate states for the 48 requests of the speculative default come off first,
+    # (100 GiB - 48 x 4 x per) x 0.9 / 1.9 // per = 567 slots of one state (v0.5.6: 131 of 1 + D), (100 GiB - 48 x 4 x per
+    # - 567 x per) // 24,576 = 1,982,770 tokens, no draft tokens added; min(48, 567 // 5) = 48 requests
+    st = first_line("0.5.7", speculative_num_steps=3)
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+            st.fields["max_running_requests_logged"]) == (567, 1_982_770, 48)
+    # an extra buffer with a draft holds 3 + 1 slots a request (MAMBA_CACHE_V2_ADDITIONAL_RATIO_NO_OVERLAP)
+    assert first_line("0.5.7", speculative_num_steps=3, mamba_radix_cache_strategy="extra_buffer").fields[
+        "state_slots_per_request"] == 4
+    # a given --max-mamba-cache-size is honoured with the radix cache (v0.5.6 overwrote it): (100 GiB - 200 slots) //
+    # 24,576 = 3,740,266 tokens, 200 // 5 = 40 requests
+    st = first_line("0.5.7", max_mamba_cache_size=200)
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"],
+            st.fields["max_running_requests_logged"]) == (200, 3_740_266, 40)
+    # the strategy is a setting from v0.5.7 (mamba_scheduler_strategy), refused before
+    with pytest.raises(LayoutError, match="mamba_radix_cache_strategy: not a setting of SGLang 0.5.6"):
+        first_line("0.5.6", mamba_radix_cache_strategy="no_buffer")
+
+
+def test_0_5_7_mamba2_hybrids_keep_the_radix_cache_and_refuse_an_extra_buffer():
+    # model_runner.py initialize at v0.5.7 no longer turns the Mamba2 hybrids' radix cache off: Nemotron-H holds 3 + 2
+    # slots a request (1 at v0.5.6); server_args.py _handle_model_specific_adjustments asserts against an extra buffer
+    # for NemotronH and FalconH1 (and JetNemotron / JetVLM), and still turns Kimi-Linear's radix cache off
+    def run_at(config, version, **given):
+        inputs = EngineInputs(config_spec(config), ParallelLayout(), "H200", lookup("h200")[1],
+                              given={"weights_bytes": 30 * GIB, **given})
+        return stage(run_engine("sglang", inputs, version))
+
+    assert [run_at("nemotron-h-8b-base-8k", v).fields["state_slots_per_request"] for v in ("0.5.6", "0.5.7")] == [1, 5]
+    for config, arch in (("nemotron-h-8b-base-8k", "NemotronHForCausalLM"), ("falcon-h1-0.5b", "FalconH1ForCausalLM")):
+        assert run_at(config, "0.5.7", mamba_radix_cache_strategy="extra_buffer").startup_error == (
+            f"mamba extra_buffer is not supported for {arch} model")
+    st = run_at("kimi-linear-48b-a3b-instruct", "0.5.7", mamba_radix_cache_strategy="extra_buffer")
+    assert (st.startup_error, st.fields["state_slots_per_request"], st.fields["max_mamba_cache_size"]) == (None, 1, 512)
+
+
+def test_0_5_8_draft_states_come_off_in_every_branch_and_no_buffer_holds_3_slots():
+    # model_runner_kv_cache_mixin.py at v0.5.8: handle_max_mamba_cache takes a draft's intermediate states (48 requests x
+    # D = 4) off the rest before any branch: without the radix cache, 48 slots, (100 GiB - 48 x 5 x 77,266,944 B) //
+    # 24,576 = 3,614,506 tokens (v0.5.7, which took them off with the radix cache only: (100 GiB - 48 slots) // 24,576 =
+    # 4,218,154)
+    assert [first_line(v, speculative_num_steps=3, disable_radix_cache=True).fields["max_total_num_tokens"]
+            for v in ("0.5.7", "0.5.8")] == [4_218_154, 3_614_506]
+    # init_memory_pool adds 2 slots a request (1 with a draft) for an extra buffer only: no_buffer holds 3, min(4096,
+    # 658 // 3) = 219 requests (v0.5.7: 5, 131), an extra buffer 5 (4 with a draft)
+    st = first_line("0.5.8")
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"],
+            st.fields["state_slots_per_request"]) == (658, 2_300_314, 219, 3)
+    assert [first_line("0.5.8", mamba_radix_cache_strategy="extra_buffer", **d).fields["state_slots_per_request"]
+            for d in ({}, {"speculative_num_steps": 3})] == [5, 4]
+    # server_args.py _handle_model_specific_adjustments: Nemotron-H turns its radix cache off with a draft from v0.5.8
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, "speculative_num_steps": 3})
+    assert [stage(run_engine("sglang", inputs, v)).fields["state_slots_per_request"] for v in ("0.5.7", "0.5.8")] == [5, 1]

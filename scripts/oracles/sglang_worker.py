@@ -3,16 +3,16 @@ SGLang's own functions and prints one JSON object per case on stdout.
 
 Input: a JSON file (argv[1]) {"cases": [{"config", "model_dir", "flags", "inputs"}...]}; output: argv[2] (JSON lines).
 
-Releases driven: 0.5.2 to 0.5.5 and 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve their server args in
+Releases driven: 0.5.2 to 0.5.8 and 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve their server args in
 `ServerArgs.__post_init__`, and 0.5.14-0.5.18 read every parallel width from live process groups: `_resolve`,
 `_hand_set_widths`; 0.5.10-0.5.16 keep their settings on ServerArgs rather than in config bags: `_bags`; 0.5.10-0.5.15
 size the pools in the model runner's kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy
-otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.5 size the pools in
-ModelRunner.init_memory_pool itself, with the scheduler's request count in TpModelWorker.__init__:
-`_size_model_runner`; the releases between are not driven: see sglang_versions.md). A case with `pp_size` > 1
-(0.5.14 on) is run once per stage, each in its own child, as that rank (`STAGE`, `_answer`). Nothing here
-re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
-in MOCKS (copied into the table) with why it cannot change a figure.
+otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.8 size the pools in
+ModelRunner.init_memory_pool itself (0.5.7-0.5.8: its kv-cache mixin's, which builds them too), with the scheduler's
+request count in TpModelWorker.__init__ (0.5.7-0.5.8: ModelRunner.initialize): `_size_model_runner`; the releases between are not
+driven: see sglang_versions.md). A case with `pp_size` > 1 (0.5.14 on) is run once per stage, each in its own
+child, as that rank (`STAGE`, `_answer`). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU
+the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
@@ -54,12 +54,12 @@ MOCKS = [
     "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
-    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.5's is_in_ci, run on a "
+    "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.8's is_in_ci, run on a "
     "context above the model's, imports sglang.test.test_utils and with it bench_serving, which imports datasets; "
     "before 0.5.23 also flashinfer, with "
     "SGLANG_IS_FLASHINFER_AVAILABLE=false so that SGLang still finds it absent; before 0.5.16 also SGLang's "
     "jit_kernel.cutedsl_fp8_paged_mqa_logits, a CuTe DSL kernel that imports cuda-python on Kimi-Linear's import "
-    "path): empty stand-in modules, "
+    "path; at 0.5.8 also jit_kernel.cutedsl_gdn, one on Nemotron-H's and Falcon-H1's): empty stand-in modules, "
     "imported by image preprocessing and CUDA kernel wrappers at module import time; none of them is called while "
     "server args are resolved or pools are sized.",
     "transformers.AutoImageProcessor / AutoVideoProcessor (only where transformers needs torchvision to use them: "
@@ -114,14 +114,17 @@ MOCKS = [
     "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
     "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
     "back from it into resolved_flags; not a stand-in, the release's own setting.",
-    "0.5.2-0.5.5 size the pools in ModelRunner.init_memory_pool (no kv-cache mixin), called as ModelRunner.initialize "
-    "calls it, with the free memory before the weights load, --max-running-requests and --max-total-tokens, on a "
+    "0.5.2-0.5.8 size the pools in ModelRunner.init_memory_pool (0.5.2-0.5.6: no kv-cache mixin; 0.5.7-0.5.8: the mixin's, "
+    "which builds the pools as well), called by ModelRunner.initialize's own statement, with the free memory before "
+    "the weights load, --max-running-requests and --max-total-tokens (0.5.7: the server args; 0.5.8: neither), on a "
     "ModelRunner made without its __init__ (which loads weights and starts NCCL) and the attributes __init__ and "
     "load_model set as they set them for one rank of a TP-tp run (PP 1, not a draft worker, device 'meta' so that the "
     "pools it builds are tensor sizes only; the model a stand-in holding the checkpoint's quant config, as above). "
     "The statements of ModelRunner.initialize between load_model and init_memory_pool that concern the hybrid state "
-    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size; 0.5.4-0.5.5: `if config "
-    ":= self.mamba2_config:` disables it for the Mamba2 hybrids) and the layer range are SGLang's own, "
+    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size; 0.5.4-0.5.6: `if config "
+    ":= self.mamba2_config:` disables it for the Mamba2 hybrids), the layer range (0.5.7-0.5.8 also narrow the model "
+    "config's attention layer ids to it), 0.5.7-0.5.8's configure_kv_cache_dtype and request count after "
+    "init_memory_pool are SGLang's own, "
     "taken from the release's source by ast and run on that runner; likewise the statements of TpModelWorker.__init__ "
     "from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens` to the 'Memory pool size is too small' "
     "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP globals are set as "
@@ -129,9 +132,9 @@ MOCKS = [
     "get_available_gpu_memory and get_world_group stand in as above. memory_pool's torch is a proxy that puts every "
     "tensor it is given a device for on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate "
     "states on 'cuda' literally. "
-    "0.5.4-0.5.5's MHATokenToKVPool._init_kv_copy_and_warmup (run with a draft, after the pool is sized) reads a buffer "
+    "0.5.4-0.5.8's MHATokenToKVPool._init_kv_copy_and_warmup (run with a draft, after the pool is sized) reads a buffer "
     "stride with .item() and launches a Triton copy kernel to warm it up: a no-op that leaves its copy config unset.",
-    "nvidia-smi (0.5.2-0.5.5, whose get_nvgpu_memory_capacity raises without it rather than falling back to "
+    "nvidia-smi (0.5.2-0.5.8, whose get_nvgpu_memory_capacity raises without it rather than falling back to "
     "mem_get_info): a script on PATH that prints the case's total memory in MiB, what nvidia-smi prints for the fake "
     "device (the same figure mem_get_info gives later releases).",
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
@@ -233,6 +236,10 @@ SIZER = ("sglang.srt.mem_cache.kv_cache_configurator" if _SGLANG >= (0, 5, 16)
 # for (stubbing `cuda` would reach the real tvm_ffi, which inspects cuda-python's types)
 if _SGLANG < (0, 5, 16) and "ORACLE_STUBS" not in os.environ:
     STUBS += ("sglang.jit_kernel.cutedsl_fp8_paged_mqa_logits",)
+# Likewise 0.5.8's jit_kernel/cutedsl_gdn.py, imported at module level by layers/attention/hybrid_linear_attn_backend.py
+# on the import path of models/nemotron_h.py and falcon_h1.py: without a stand-in SGLang's registry lacks both
+if _SGLANG < (0, 5, 10) and (_SRT.parent / "jit_kernel/cutedsl_gdn.py").exists() and "ORACLE_STUBS" not in os.environ:
+    STUBS += ("sglang.jit_kernel.cutedsl_gdn",)
 if _SGLANG < (0, 5, 23) and "ORACLE_STUBS" not in os.environ:
     STUBS += ("flashinfer",)
 # Before 0.5.15, layers/moe/topk.py (on model_runner.py's import path) registers torch.compile fake kernels for
@@ -336,9 +343,7 @@ def run_case(case):
         result["resolved_flags"] = {k: _plain(getattr(cfg, k, getattr(cfg, OLD_NAMES.get(k, k), None)))
                                     for k in RESOLVED}
         _publish(sa)
-        sizer = (_size if SIZER.endswith("kv_cache_configurator") else _size_runner if SIZER.endswith("_mixin")
-                 else _size_model_runner)
-        result.update(sizer(sa, cfg, inputs, result))
+        result.update(_sizer()(sa, cfg, inputs, result))
         error = None
     except BaseException as e:  # noqa: BLE001 (a refusal is a result)
         if isinstance(e, KeyboardInterrupt):
@@ -358,6 +363,19 @@ def run_case(case):
         result.update(pp_rank=STAGE["rank"], start_layer=STAGE["layers"][0] if STAGE["layers"] else None,
                       end_layer=STAGE["layers"][1] if STAGE["layers"] else None, sent_tokens=STAGE["sent"])
     return result, error
+
+
+def _sizer():
+    """The worker's sizing path for the release: the KV-cache configurator from 0.5.16 (`_size`); the model runner's
+    kv-cache mixin where it resolves a memory-pool config without building the pools (0.5.10-0.5.15, `_size_runner`);
+    else the runner's own init_memory_pool, which builds them (0.5.2-0.5.6 in model_runner.py, 0.5.7-0.5.8 in the mixin:
+    `_size_model_runner`)."""
+    if SIZER.endswith("kv_cache_configurator"):
+        return _size
+    module = importlib.import_module(SIZER)
+    if hasattr(getattr(module, "ModelRunnerKVCacheMixin", None), "_resolve_memory_pool_config"):
+        return _size_runner
+    return _size_model_runner
 
 
 # ---- pipeline parallelism: each stage of a PP case in its own child (see MOCKS) ------------------------------------
@@ -449,7 +467,7 @@ def _release_flags(server_args_class, flags):
 def _publish(sa):
     """Makes the server args the process's, as the scheduler does: the runtime context's slot from 0.5.15, the
     module-level global (server_args.py set_global_server_args_for_scheduler) before (0.5.10-0.5.13 have no
-    runtime_context); 0.5.2-0.5.5 have neither (their ModelRunner copies the settings it reads into
+    runtime_context); 0.5.2-0.5.8 have neither (their ModelRunner copies the settings it reads into
     global_server_args_dict, which no sizing step reads)."""
     from sglang.srt import server_args
 
@@ -479,7 +497,7 @@ def _model_config(sa):
 
 
 def _fake_nvidia_smi():
-    """Where the release's get_nvgpu_memory_capacity raises without nvidia-smi (0.5.2-0.5.5; later ones fall back to
+    """Where the release's get_nvgpu_memory_capacity raises without nvidia-smi (0.5.2-0.5.8; later ones fall back to
     mem_get_info), a script on PATH that prints the case's total memory in MiB as nvidia-smi prints it (see MOCKS)."""
     utils = _first_module("sglang.srt.utils.common", "sglang.srt.utils")
     if "nvidia-smi not found" not in inspect.getsource(utils.get_nvgpu_memory_capacity):
@@ -504,7 +522,7 @@ def _first_module(*names):
 
 def _remote_config(model_dir):
     """The checkpoint's configuration module stood in for (remote_code.py; MOCKS), beside SGLang's own config
-    registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.4-0.5.5 and 0.5.10,
+    registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.4-0.5.8 and 0.5.10,
     hf_transformers_utils.py before)."""
     _CONFIG_REGISTRY = _first_module("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils",
                                      "sglang.srt.hf_transformers_utils")._CONFIG_REGISTRY
@@ -700,12 +718,13 @@ def _size_runner(sa, cfg, inputs, result):
 
 
 def _size_model_runner(sa, cfg, inputs, result):
-    """0.5.2-0.5.5: ModelRunner.init_memory_pool sizes and builds the pools itself, and TpModelWorker.__init__ derives
-    the scheduler's max_running_requests from them. Both run as SGLang runs them, on a ModelRunner whose __init__
-    (weights, NCCL) does not run: its attributes set as __init__ and load_model set them, the statements of
-    `initialize` that concern the hybrid state and the layer range run from the release's own source (`_statements`),
-    then init_memory_pool(free memory before loading, --max-running-requests, --max-total-tokens) on the meta device,
-    then TpModelWorker's statements from the token count to its pool-size asserts (see MOCKS)."""
+    """0.5.2-0.5.8: ModelRunner.init_memory_pool (0.5.7-0.5.8: its kv-cache mixin's) sizes and builds the pools itself,
+    and TpModelWorker.__init__ (0.5.7-0.5.8: ModelRunner.initialize) derives the scheduler's max_running_requests from them. Both
+    run as SGLang runs them, on a ModelRunner whose __init__ (weights, NCCL) does not run: its attributes set as
+    __init__ and load_model set them, the statements of `initialize` that concern the hybrid state, the layer range,
+    the KV dtype, the init_memory_pool call (on the meta device) and 0.5.7-0.5.8's request count run from the release's own
+    source (`_statements`, `_initialize_kept`), then TpModelWorker's statements from the token count to its pool-size
+    asserts (see MOCKS)."""
     from sglang.srt.configs.model_config import AttentionArch
     from sglang.srt.distributed import parallel_state
     from sglang.srt.layers import dp_attention
@@ -726,10 +745,11 @@ def _size_model_runner(sa, cfg, inputs, result):
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     world = types.SimpleNamespace(cpu_group=None, world_size=1, ranks=[0])
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
-    model_runner_module.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
-    model_runner_module.get_world_group = lambda: world
+    sizer_module = importlib.import_module(SIZER)  # 0.5.7-0.5.8: the mixin's profile_max_num_token, else model_runner's
+    sizer_module.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
+    sizer_module.get_world_group = lambda: world
     memory_pool.torch = _MetaTorch()
-    if hasattr(memory_pool.MHATokenToKVPool, "_init_kv_copy_and_warmup"):  # 0.5.4-0.5.5: a kernel warm-up (see MOCKS)
+    if hasattr(memory_pool.MHATokenToKVPool, "_init_kv_copy_and_warmup"):  # 0.5.4-0.5.8: a kernel warm-up (see MOCKS)
         memory_pool.MHATokenToKVPool._init_kv_copy_and_warmup = lambda pool: setattr(pool, "_kv_copy_config", None)
     runner = ModelRunner.__new__(ModelRunner)
     for name, value in dict(
@@ -737,18 +757,22 @@ def _size_model_runner(sa, cfg, inputs, result):
             gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, moe_ep_rank=0, moe_ep_size=1, dp_size=sa.dp_size, pp_rank=0,
             pp_size=1, is_draft_worker=False, spec_algorithm=SpeculativeAlgorithm.from_string(sa.speculative_algorithm),
             page_size=sa.page_size, req_to_token_pool=None, token_to_kv_pool_allocator=None,
-            is_hybrid=model_config.is_hybrid, use_mla_backend=model_config.attention_arch == AttentionArch.MLA,
+            **_swa_flag(model_config), use_mla_backend=model_config.attention_arch == AttentionArch.MLA,
             attention_chunk_size=model_config.attention_chunk_size, dtype=model_config.dtype,
             sliding_window_size=None, model=_model_stand_in(model_config)).items():
         setattr(runner, name, value)
-    _statements(ModelRunner.initialize, _initialize_kept, runner, vars(model_runner_module))
-    runner.init_memory_pool(inputs["free_gpu_memory_bytes"] / (1 << 30), sa.max_running_requests, sa.max_total_tokens)
+    # initialize's own statements, its init_memory_pool call among them (0.5.2-0.5.6: (free memory, --max-running-requests,
+    # --max-total-tokens); 0.5.7: (free memory, server_args), 0.5.8: (free memory), after configure_kv_cache_dtype and followed by the
+    # scheduler's request count, which 0.5.2-0.5.6 derive in TpModelWorker.__init__)
+    _statements(ModelRunner.initialize, _initialize_kept, runner,
+                {**vars(model_runner_module), "server_args": sa,
+                 "min_per_gpu_memory": inputs["free_gpu_memory_bytes"] / (1 << 30)})
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     worker = types.SimpleNamespace(model_runner=runner, model_config=model_config)
     _statements(tp_worker.TpModelWorker.__init__, _worker_kept, worker, {**vars(tp_worker), "server_args": sa})
     out["max_total_num_tokens"] = worker.max_total_num_tokens
     out["max_running_requests"] = worker.max_running_requests
-    # the state's figures: 0.5.4-0.5.5's mambaish_config (its mamba2_cache_params), the hybrid GDN config before
+    # the state's figures: 0.5.4-0.5.8's mambaish_config (its mamba2_cache_params), the hybrid GDN config before
     if hasattr(ModelRunner, "mambaish_config"):
         state = runner.mambaish_config and runner.mambaish_config.mamba2_cache_params
     else:
@@ -765,15 +789,31 @@ def _size_model_runner(sa, cfg, inputs, result):
     return out
 
 
+def _swa_flag(model_config):
+    """The runner's hybrid-SWA flag as __init__ copies it from the ModelConfig: `is_hybrid` to 0.5.5, renamed
+    `is_hybrid_swa` at 0.5.6 (model_runner.py, configs/model_config.py)."""
+    name = "is_hybrid_swa" if hasattr(model_config, "is_hybrid_swa") else "is_hybrid"
+    return {name: getattr(model_config, name)}
+
+
 def _initialize_kept(body):
     """ModelRunner.initialize's statements run by `_size_model_runner`: the hybrid-state branches (0.5.2-0.5.3
-    `if self.is_hybrid_gdn:`, 0.5.4-0.5.5 `if config := self.mamba2_config:`) and the layer range (num_effective_layers)."""
+    `if self.is_hybrid_gdn:`, 0.5.4-0.5.6 `if config := self.mamba2_config:`), the layer range (num_effective_layers;
+    0.5.7-0.5.8 also narrow the model config's attention layer ids to it), the KV dtype (0.5.7-0.5.8's
+    configure_kv_cache_dtype; before, init_memory_pool sets it), the init_memory_pool call and, from 0.5.7, the
+    scheduler's request count."""
+    targets = ("model_has_mtp_layers", "model_num_layers", "self.start_layer", "self.end_layer", "self.num_effective_layers",
+               "full_attention_layer_ids", "swa_attention_layer_ids", "self.model_config.full_attention_layer_ids",
+               "self.model_config.swa_attention_layer_ids", "self.max_running_requests")
+    calls = ("self.configure_kv_cache_dtype", "self.init_memory_pool")
+
     def kept(node):
         if isinstance(node, ast.If):
             test = ast.unparse(node.test)
             return "is_hybrid_gdn" in test or "mamba2_config" in test
-        return any(ast.unparse(t) in ("model_has_mtp_layers", "model_num_layers", "self.start_layer", "self.end_layer",
-                                      "self.num_effective_layers") for t in getattr(node, "targets", []))
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            return ast.unparse(node.value.func) in calls
+        return any(ast.unparse(t) in targets for t in getattr(node, "targets", []))
     return [node for node in body if kept(node)]
 
 
@@ -796,7 +836,7 @@ def _statements(function, kept, self, namespace):
 
 
 class _MetaTorch(types.ModuleType):
-    """memory_pool's `torch` (0.5.2-0.5.5): torch itself, but a tensor factory given a device builds on the meta
+    """memory_pool's `torch` (0.5.2-0.5.8): torch itself, but a tensor factory given a device builds on the meta
     device (see MOCKS)."""
 
     def __init__(self):
@@ -859,7 +899,7 @@ def _model_stand_in(model_config):
 
     if "packed_modules_mapping" not in inspect.signature(_get_quantization_config).parameters:
         return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig()))
-    # 0.5.2-0.5.5: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
+    # 0.5.2-0.5.8: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
     from sglang.srt.model_loader.utils import get_model_architecture
 
     packed = getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {})

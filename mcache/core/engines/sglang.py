@@ -13,8 +13,8 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
 `inputs.version` through `_since` and cites the files on each side (before 0.5.16 the pools are sized in
 `python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`, before 0.5.19 the memory settings and the
-radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.5, size the pools in
-`python/sglang/srt/model_executor/model_runner.py` itself and give the scheduler
+radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.8, size the pools in
+`python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.8: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). What changed where, and what did not change, is in
 scripts/oracles/sglang_versions.md.
@@ -56,19 +56,23 @@ from mcache.core.spec import dtypes as dtype_names
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
 # newest: 0.5.2 (the first hybrid, Qwen3-Next), 0.5.3 (Falcon-H1), 0.5.4 (the state share, Nemotron-H), 0.5.5
-# (Kimi-Linear, the 20-35 GB row), then 0.5.10 on. 0.5.6 to 0.5.9 size hybrids in ways not modelled here
-# (scripts/oracles/sglang_versions.md) and are refused (UNMODELLED: 0.5.6 registers JetNemotron and the Nemotron-H VL
-# config as state models), as is 0.5.1 and older, which have no hybrid.
-VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16",
-            "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-UNMODELLED = ("0.5.6",)
-# The first release after the first hybrid line (v0.5.2-v0.5.5), whose sizing lives in model_executor/model_runner.py
-# (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache) and managers/tp_worker.py: `_first_line`
-FIRST_LINE_UNTIL = "0.5.6"
+# (Kimi-Linear, the 20-35 GB row), 0.5.6 (JetNemotron and the Nemotron-H VL config state models), 0.5.7 (the pools in
+# the runner's kv-cache mixin: the strategy setting, the drafts' states before the share, 5 slots a request), 0.5.8
+# (the drafts' states in every branch, 3 slots a request without an extra buffer), then 0.5.10 on. 0.5.9 sizes hybrids
+# in ways not modelled here (scripts/oracles/sglang_versions.md) and is refused (UNMODELLED: without the radix cache and
+# without --max-running-requests its state pool takes the memory share; new state models), as is 0.5.1 and older,
+# which have no hybrid.
+VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
+            "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+UNMODELLED = ("0.5.9",)
+# The first release after the first hybrid line (v0.5.2-v0.5.8), whose sizing lives in model_executor/model_runner.py
+# (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache; at v0.5.7-v0.5.8 in its kv-cache mixin,
+# model_runner_kv_cache_mixin.py) and managers/tp_worker.py (v0.5.7-v0.5.8: model_runner.py initialize): `_first_line`
+FIRST_LINE_UNTIL = "0.5.9"
 # server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3 have no mamba_full_memory_ratio,
-# and no release up to v0.5.5 has a radix-cache strategy (0.5.6 to 0.5.9 are not modelled). SGLang refuses a flag its
-# ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
-SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.4", "mamba_radix_cache_strategy": FIRST_LINE_UNTIL}
+# and no release up to v0.5.6 has a radix-cache strategy (v0.5.7 adds mamba_scheduler_strategy). SGLang refuses a flag
+# its ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
+SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.4", "mamba_radix_cache_strategy": "0.5.7"}
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -285,22 +289,43 @@ MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditional
 # which a single node does not pick: arg_groups/serving_hook.py resolves it to cpu); v0.5.17's _profile_available_bytes
 # takes nothing off
 VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
-# ---- v0.5.2 to v0.5.5 (`_first_line`) ----
+# ---- v0.5.2 to v0.5.8 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
-# v0.5.5's models/kimi_linear.py, its kimi_linear_config)
+# v0.5.5's models/kimi_linear.py, its kimi_linear_config; v0.5.6's hybrid_gdn_config adds models/jet_nemotron.py and
+# jet_vlm.py, its mamba2_config the Nemotron-H Nano VL config's llm_config, models/nano_nemotron_vl.py)
 FIRST_LINE_NATIVE = {"Qwen3NextForCausalLM": "0.5.2", "FalconH1ForCausalLM": "0.5.3", "NemotronHForCausalLM": "0.5.4",
-                     "KimiLinearForCausalLM": "0.5.5"}
+                     "KimiLinearForCausalLM": "0.5.5", "JetNemotronForCausalLM": "0.5.6",
+                     "JetVLMForConditionalGeneration": "0.5.6", "NemotronH_Nano_VL_V2": "0.5.6"}
 # model_runner.py initialize: the radix cache is turned off for every state model at v0.5.2-v0.5.3 ("Hybrid GDN model
-# detected, disable radix cache"), for the Mamba2 ones (mamba2_config: Falcon-H1, Nemotron-H) from v0.5.4 and for
-# Kimi-Linear at v0.5.5 (server_args.py _handle_model_specific_adjustments: "Disabling Radix Cache"), where a GDN model
-# (Qwen3-Next) keeps it and holds MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots per running request
-FIRST_LINE_RADIX_FROM, FIRST_LINE_RADIX_ARCHS, FIRST_LINE_RADIX_RATIO = "0.5.4", ("Qwen3NextForCausalLM",), 3
+# detected, disable radix cache"), for the Mamba2 ones (mamba2_config: Falcon-H1, Nemotron-H, from v0.5.6 the Nemotron-H
+# VL config) from v0.5.4 and for Kimi-Linear from v0.5.5 (server_args.py _handle_model_specific_adjustments: "Disabling
+# Radix Cache"), where a GDN model (hybrid_gdn_config: Qwen3-Next, from v0.5.6 JetNemotron and JetVLM) keeps it and holds
+# MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots per running request
+FIRST_LINE_RADIX_FROM, FIRST_LINE_RADIX_RATIO = "0.5.4", 3
+FIRST_LINE_RADIX_ARCHS = ("Qwen3NextForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration")
+# v0.5.7 sizes the pools in model_executor/model_runner_kv_cache_mixin.py (init_memory_pool, handle_max_mamba_cache; the
+# request count in model_runner.py initialize): initialize no longer turns the Mamba2 hybrids' radix cache off, the
+# strategy setting is new (server_args.py mamba_scheduler_strategy), and the state pool's rules change (`_first_line_pool`)
+MIXIN_POOL_FROM = "0.5.7"
+# server_args.py _handle_model_specific_adjustments at v0.5.5-v0.5.8: "Disabling Radix Cache for KimiLinearForCausalLM"
+FIRST_LINE_RADIX_OFF = ("KimiLinearForCausalLM",)
+# ... and at v0.5.7-v0.5.8 its NemotronH and FalconH1 / JetNemotron / JetVLM branches assert "mamba extra_buffer is not
+# supported for {model_arch} model" (an AssertionError at start-up, whether or not the radix cache is on)
+NO_EXTRA_BUFFER_0_5_7 = ("NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
+                         "JetVLMForConditionalGeneration")
+# v0.5.8, model_runner_kv_cache_mixin.py: handle_max_mamba_cache takes a draft's intermediate states off the rest in
+# every branch (v0.5.7: with the radix cache and no given size only), init_memory_pool adds the extra slots per request
+# for an extra buffer only (v0.5.7: for no_buffer too); server_args.py _handle_model_specific_adjustments turns the radix
+# cache off for these architectures with a draft ("speculative decoding for NemotronHForCausalLM is not supported with
+# radix cache yet")
+MIXIN_0_5_8 = "0.5.8"
+DRAFT_NO_RADIX_0_5_8 = ("NemotronHForCausalLM",)
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else this many slots
 FIRST_LINE_SLOTS = 512
-# model_loader/utils.py resolve_transformers_arch at v0.5.2-v0.5.5, with each release's transformers (4.56.1, 4.57.0,
-# 4.57.1 at v0.5.4 and v0.5.5): for the hybrids without an SGLang class, a transformers class the backend cannot serve
+# model_loader/utils.py resolve_transformers_arch at v0.5.2-v0.5.8, with each release's transformers (4.56.1, 4.57.0,
+# 4.57.1 at v0.5.4 to v0.5.8): for the hybrids without an SGLang class, a transformers class the backend cannot serve
 # (is_backend_compatible is False: "has no SGlang implementation and the Transformers implementation is not compatible") ...
 FIRST_LINE_INCOMPATIBLE = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM") + UNSUPPORTED_ARCHS
 # ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer) ...
@@ -315,15 +340,16 @@ RESERVE_LARGEST_0_5_2 = 32
 CHUNKED_ROWS_0_5_2 = ((35840, 2048), (163840, 8192))
 CHUNKED_LARGEST_0_5_2 = 16384
 # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.4: the rows of GPU_ROWS_0_5_19 but decode max_bs 16 at TP < 4
-# on GPUs of 20-35 GB (v0.5.5: 24, GPU_ROWS_0_5_19's); to v0.5.5, past the 10 GiB floor 2 GiB more for a draft model and
-# no prefill CUDA graphs reserved
+# on GPUs of 20-35 GB (v0.5.5-v0.5.8: 24, GPU_ROWS_0_5_19's); to v0.5.8, past the 10 GiB floor 2 GiB more for a draft
+# model and no prefill CUDA graphs reserved
 GPU_ROWS_0_5_4 = ((20480, 2048, 8, 8), (35840, 2048, 16, 80), (61440, 4096, 32, 160), (163840, 8192, 256, 512))
 FIRST_LINE_DRAFT_RESERVE_MB = 2048
 # model_runner.py init_memory_pool: the KV dtypes it takes (v0.5.2-v0.5.3: auto, fp8_e5m2, fp8_e4m3; v0.5.4 adds bf16 /
-# bfloat16, v0.5.5 fp4_e2m1, which mcache does not size); another raises "Unsupported kv_cache_dtype"
+# bfloat16, v0.5.5 fp4_e2m1, which mcache does not size; the same at v0.5.6 and in v0.5.7-v0.5.8's configure_kv_cache_dtype);
+# another raises "Unsupported kv_cache_dtype"
 FIRST_LINE_KV_DTYPES = {"auto": "0.5.2", "fp8_e5m2": "0.5.2", "fp8_e4m3": "0.5.2", "bfloat16": "0.5.4"}
 # configs/qwen3_next.py, falcon_h1.py hybrid_gdn_params (v0.5.2-v0.5.3), configs/mamba_utils.py mamba2_state_dtype
-# (v0.5.4-v0.5.5): the state dtype is --mamba-ssm-dtype (default float32; the config's mamba_ssm_dtype is not read),
+# (v0.5.4-v0.5.8): the state dtype is --mamba-ssm-dtype (default float32; the config's mamba_ssm_dtype is not read),
 # looked up in {float32, bfloat16}: another fails, KeyError
 FIRST_LINE_SSM_DTYPES = ("float32", "bfloat16")
 
@@ -360,7 +386,7 @@ class Setup(Struct, frozen=True):
 
 class StatePool(Struct, frozen=True):
     """One stage's state pool and token pool: why it fails (None: it fits), its slots, the tokens its memory holds
-    (None without a GPU) and, at v0.5.2-v0.5.5, the requests the request pool holds (`_first_line_pool`)."""
+    (None without a GPU) and, at v0.5.2-v0.5.8, the requests the request pool holds (`_first_line_pool`)."""
 
     error: str | None = None
     slots: int = 0
@@ -440,7 +466,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
     page = s.take("page_size", DEFAULT_PAGE_SIZE)
     first_line = _first_line(inputs)
-    strategy, ratio, refusal = _first_line_ratio(s, arch, inputs) if first_line else _ratio(s, arch, inputs, drafts)
+    strategy, ratio, refusal = (_first_line_ratio if first_line else _ratio)(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
     r = (s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
          if _since(inputs, SETTING_SINCE["mamba_full_memory_ratio"]) else DEFAULT_MAMBA_FULL_MEMORY_RATIO)
@@ -528,7 +554,7 @@ def _no_class(arch: str) -> str:
 
 
 def _first_line_arch_error(spec, version: str) -> str | None:
-    """v0.5.2-v0.5.5: a hybrid without an SGLang class at `version` (`FIRST_LINE_NATIVE`) is refused by
+    """v0.5.2-v0.5.8: a hybrid without an SGLang class at `version` (`FIRST_LINE_NATIVE`) is refused by
     model_loader/utils.py resolve_transformers_arch with that release's transformers (`FIRST_LINE_INCOMPATIBLE`,
     `FIRST_LINE_NO_CLASS`, `REMOTE_ONLY_ARCHS`) unless the Transformers backend serves it (`FIRST_LINE_TRANSFORMERS`,
     `TRANSFORMERS_ARCHS`); mcache refuses any other hybrid there, whose class came later (models/ of v0.5.6 on)."""
@@ -626,7 +652,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                    "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
     first_line = _first_line(inputs)
-    # v0.5.2-v0.5.5's init_memory_pool refuses a token pool of no tokens before it builds the state pool
+    # v0.5.2-v0.5.8's init_memory_pool refuses a token pool of no tokens before it builds the state pool
     if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
         # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3 size it to the request pool and name no size
         sized_by_requests = first_line and not _since(inputs, "0.5.4")
@@ -685,7 +711,7 @@ def ctx_layers(ctx) -> int:
 def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
     """configs/mamba_utils.py mamba2_state_dtype: the conv state is bfloat16 whatever the model dtype; the recurrent
     state is --mamba-ssm-dtype, else the config's mamba_ssm_dtype (not vLLM's mamba_ssm_cache_dtype), else float32,
-    for KDA too; v0.5.2-v0.5.5 read no config's (`FIRST_LINE_SSM_DTYPES`)."""
+    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`)."""
     model = dtype_names.canonical(spec.dtype)
     hint = "float32" if _first_line(inputs) else spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32")
     ssm = s.take("mamba_ssm_dtype", None)
@@ -791,26 +817,52 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
 
 
 def _first_line(inputs: EngineInputs) -> bool:
-    """Whether the run's release is one of the first hybrid line, v0.5.2 to v0.5.5 (`FIRST_LINE_UNTIL`)."""
+    """Whether the run's release is one of the first hybrid line, v0.5.2 to v0.5.8 (`FIRST_LINE_UNTIL`)."""
     return not _since(inputs, FIRST_LINE_UNTIL)
 
 
-def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs) -> tuple[str | None, int, None]:
-    """v0.5.2-v0.5.5 (no radix-cache strategy setting: None): the state slots per running request. model_runner.py
-    initialize turns the radix cache off for a state model (`FIRST_LINE_RADIX_FROM`), and with it each request holds
-    one slot; from v0.5.4 a GDN model keeps it and holds `FIRST_LINE_RADIX_RATIO` (init_memory_pool)."""
+def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[str | None, int, str | None]:
+    """v0.5.2-v0.5.8: the radix-cache strategy (v0.5.2-v0.5.6 have none: None), the state slots per running request
+    and SGLang's refusal of the strategy. To v0.5.6 model_runner.py initialize turns the radix cache off for a state
+    model (`FIRST_LINE_RADIX_FROM`), and with it each request holds one slot; from v0.5.4 a GDN model keeps it and holds
+    `FIRST_LINE_RADIX_RATIO` (init_memory_pool). From v0.5.7 (`MIXIN_POOL_FROM`) every state model keeps it but
+    Kimi-Linear (server_args.py _handle_model_specific_adjustments; from v0.5.8 Nemotron-H with a draft too,
+    `DRAFT_NO_RADIX_0_5_8`), --mamba-scheduler-strategy `auto` is no_buffer (__post_init__), an extra buffer is refused
+    for the architectures of `NO_EXTRA_BUFFER_0_5_7`, and model_runner_kv_cache_mixin.py init_memory_pool holds
+    `FIRST_LINE_RADIX_RATIO` + 2 slots a request with the radix cache (+ 1 for an extra buffer with a draft:
+    MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP / _NO_OVERLAP); from v0.5.8 (`MIXIN_0_5_8`) the + 2 / + 1 only with an
+    extra buffer."""
     no_radix = s.take("disable_radix_cache", False)
     s.take("disable_overlap_schedule", False)
     native = FIRST_LINE_NATIVE.get(arch)
+    if not _since(inputs, MIXIN_POOL_FROM):
+        if native is None or not _since(inputs, native):
+            return None, 1, None
+        if not (arch in FIRST_LINE_RADIX_ARCHS and _since(inputs, FIRST_LINE_RADIX_FROM)):
+            no_radix = s.values["disable_radix_cache"] = True
+        return None, 1 if no_radix else FIRST_LINE_RADIX_RATIO, None
+    strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
+    if strategy not in STRATEGIES[:3]:
+        raise LayoutError("mamba_radix_cache_strategy", f"one of {', '.join(STRATEGIES[:3])}, got {strategy!r}")
+    if strategy == "auto":
+        strategy = s.values["mamba_radix_cache_strategy"] = "no_buffer"
     if native is None or not _since(inputs, native):
-        return None, 1, None
-    if not (arch in FIRST_LINE_RADIX_ARCHS and _since(inputs, FIRST_LINE_RADIX_FROM)):
+        return strategy, 1, None
+    if strategy == "extra_buffer" and arch in NO_EXTRA_BUFFER_0_5_7:
+        return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
+    if arch in FIRST_LINE_RADIX_OFF or (drafts and arch in DRAFT_NO_RADIX_0_5_8 and _since(inputs, MIXIN_0_5_8)):
         no_radix = s.values["disable_radix_cache"] = True
-    return None, 1 if no_radix else FIRST_LINE_RADIX_RATIO, None
+    if no_radix:
+        return strategy, 1, None
+    extra = strategy == "extra_buffer"
+    if _since(inputs, MIXIN_0_5_8):  # the + 2 / + 1 only for an extra buffer
+        return strategy, FIRST_LINE_RADIX_RATIO + ((1 if drafts else 2) if extra else 0), None
+    return strategy, FIRST_LINE_RADIX_RATIO + (1 if extra and drafts else 2), None
 
 
 def _first_line_dtype_error(arch: str, s: Settings, inputs: EngineInputs) -> str | None:
-    """v0.5.2-v0.5.5's refusals of a cache dtype, as the pools are sized: model_runner.py init_memory_pool takes the
+    """v0.5.2-v0.5.8's refusals of a cache dtype, as the pools are sized: model_runner.py init_memory_pool (v0.5.7-v0.5.8:
+    configure_kv_cache_dtype) takes the
     KV dtypes of `FIRST_LINE_KV_DTYPES`, and a state model's dtype lookup the state dtypes of `FIRST_LINE_SSM_DTYPES`."""
     kv = s.values["kv_cache_dtype"]
     if kv not in FIRST_LINE_KV_DTYPES or not _since(inputs, FIRST_LINE_KV_DTYPES[kv]):
@@ -911,25 +963,33 @@ def _state_pool(rest: float, per: int, setup: Setup, inputs: EngineInputs) -> tu
 
 
 def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, setup: Setup) -> StatePool:
-    """v0.5.2-v0.5.5, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.4:
+    """v0.5.2-v0.5.8, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.4:
     handle_max_mamba_cache) and gives the token pool what remains; init_memory_pool then sizes the request pool from the
     profiled tokens, gives a draft the tokens its steps and verification take per request and 100 more, and caps and
     pages the tokens. The state pool: without the radix cache (ratio 1) --max-mamba-cache-size, else
     --max-running-requests, else `FIRST_LINE_SLOTS`; with it (from v0.5.4, GDN) the share r / (1 + r) of the rest. From
-    v0.5.4 each slot also holds a state per draft token (1 + D states), at v0.5.2-v0.5.3 the draft states are not counted."""
-    states = 1 + (setup.drafts if _since(inputs, "0.5.4") else 0)
+    v0.5.4 to v0.5.6 each slot also holds a state per draft token (1 + D states), at v0.5.2-v0.5.3 the draft states are
+    not counted. v0.5.7 (`MIXIN_POOL_FROM`, model_runner_kv_cache_mixin.py handle_max_mamba_cache and init_memory_pool):
+    a given --max-mamba-cache-size is honoured with the radix cache too, a draft's intermediate states (D for each of
+    --max-running-requests, the speculative default 48 included) come off the rest before the share (v0.5.8,
+    `MIXIN_0_5_8`: before any branch), a slot holds one state, and the draft adds no tokens to the pool."""
+    mixin = _since(inputs, MIXIN_POOL_FROM)
+    states = 1 + (setup.drafts if _since(inputs, "0.5.4") and not mixin else 0)
+    fixed = setup.ratio == 1 or (mixin and setup.fixed_slots is not None)
+    if mixin and setup.drafts and (not fixed or _since(inputs, MIXIN_0_5_8)):  # v0.5.8: in every branch
+        rest -= per * setup.user_requests * setup.drafts
     if not per:
         slots = 0
-    elif setup.ratio == 1:
+    elif fixed:
         slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS) if n is not None)
-    else:  # a given --max-mamba-cache-size is overwritten
+    else:  # to v0.5.6 a given --max-mamba-cache-size is overwritten
         slots = int(rest * setup.r / (1 + setup.r) // per // states)
     tokens = int((rest - slots * per * states) // cell)
     estimate = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
     requests = setup.user_requests or estimate
     if per:
         requests = min(requests, slots // setup.ratio)
-    if setup.drafts:  # EAGLE, topk 1: (num_steps + num_draft_tokens) tokens per request
+    if setup.drafts and not mixin:  # EAGLE, topk 1: (num_steps + num_draft_tokens) tokens per request
         tokens += requests * (setup.drafts - 1 + setup.drafts) + 100
     if setup.total_tokens_cap is not None:
         tokens = min(tokens, setup.total_tokens_cap)
@@ -937,7 +997,8 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
 
 
 def _first_line_requests(tokens: int, pool: StatePool, per: int, setup: Setup) -> tuple[int, str, str | None]:
-    """v0.5.2-v0.5.5, managers/tp_worker.py TpModelWorker.__init__: the scheduler runs --max-running-requests or
+    """v0.5.2-v0.5.8, managers/tp_worker.py TpModelWorker.__init__ (v0.5.7-v0.5.8: model_runner.py initialize, the asserts
+    still the worker's): the scheduler runs --max-running-requests or
     half the tokens, at most what the request pool holds (`_first_line_pool`: the estimate or the state slots), and
     asserts that it runs one and that a request fits (max_req_len = min(context, tokens) - 1 above 5)."""
     user = setup.user_requests
@@ -955,7 +1016,8 @@ def _first_line_requests(tokens: int, pool: StatePool, per: int, setup: Setup) -
 
 def _not_enough_memory(mfs: float, inputs: EngineInputs) -> str:
     """SGLang's refusal of a token pool of no tokens, with the mem_fraction_static where the release names it:
-    v0.5.3-v0.5.5 (model_runner.py init_memory_pool: `{self.server_args.mem_fraction_static=}`) and v0.5.10
+    v0.5.3-v0.5.8 (model_runner.py init_memory_pool, v0.5.7-v0.5.8 its kv-cache mixin's:
+    `{self.server_args.mem_fraction_static=}`) and v0.5.10
     (MemoryPoolConfig.__post_init__ adds "Current value: mem_fraction_static=..." to a config given one, as
     model_runner_kv_cache_mixin.py _resolve_memory_pool_config gives it); not at v0.5.2, nor from v0.5.11 (the pool
     configurator's calculate_pool_sizes, model_executor/pool_configurator.py, to v0.5.23, gives none)."""
@@ -1011,7 +1073,7 @@ def _kv_bytes(ctx, setup: Setup) -> tuple[int, int]:
 
 def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> str:
     """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer (the dtype
-    named in v0.5.14's, not in v0.5.2-v0.5.5's line)."""
+    named in v0.5.14's, not in v0.5.2-v0.5.8's line)."""
     dtypes, page = setup.dtypes, setup.page
     cell, layers = _kv_bytes(ctx, setup)
     size = cell // 2 * (tokens + page) / GIB if layers else 0
@@ -1077,7 +1139,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     (at least 10 GiB on GPUs over 60 GB), as a fraction of the GPU. reserve_for_graph_mb: 2 MiB per decode-graph
     batch size up to max_bs, and what the prefill graphs take (the same from v0.5.10 to v0.5.23; before v0.5.19 in
     server_args.py _handle_gpu_memory_settings); before v0.5.14 the draft model's reserve past the floor
-    (`DRAFT_RESERVE_MB`; v0.5.3-v0.5.5: `FIRST_LINE_DRAFT_RESERVE_MB`)."""
+    (`DRAFT_RESERVE_MB`; v0.5.3-v0.5.8: `FIRST_LINE_DRAFT_RESERVE_MB`)."""
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
@@ -1104,7 +1166,10 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
     prefill (at most `cap`, `_graph_cap`)."""
     version = inputs.version if inputs is not None and inputs.version else VERSIONS[-1]
     if not at_least(version, FIRST_LINE_UNTIL):
-        return 0  # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs
+        # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs; v0.5.6-v0.5.8's
+        # piecewise_cuda_graph_max_tokens / 4 MiB (v0.5.7: / 8; v0.5.8: 8 MiB a captured size) only with
+        # --enable-piecewise-cuda-graph (off by default; not a setting)
+        return 0
     if _prefill_graphs_off(spec, version, inputs.layout.pp if inputs is not None else 1):
         return 0
     if spec.mla is not None:

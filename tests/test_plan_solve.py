@@ -53,30 +53,32 @@ def test_sglang_starts_with_the_state_pool_of_the_requests_that_fit_where_its_de
 
 
 def test_sglang_balances_state_slots_and_kv_tokens_for_a_target_on_fewer_gpus():
-    """Nemotron-3-Nano at 32K on H200s, TP 2 x PP 2, fp8 KV, 1,000 users: SGLang's default share gives the state
-    pool 4,398 slots on the tighter stage (879 requests of 5) while its 81,514,088 tokens hold 2,487 sequences, so a
-    replica runs 879 and the target takes 2 replicas (8 GPUs). Sized for n requests the pools hold
-    n = (pools - a slot) // (5 slots + 32,768 tokens): 1,333, one replica (4 GPUs); at 1,334 the 5 more slots take
-    83,360 tokens and the pool holds 1,331 sequences."""
+    """Nemotron-3-Nano at 32K on H200s, TP 2 x PP 2, fp8 KV, 1,200 users: PP turns SGLang's overlap scheduler off, so
+    a request holds 4 state slots (extra_buffer); SGLang's default share gives the state pool 4,415 slots on the
+    tighter stage (1,103 requests) while its 81,817,452 tokens hold 2,496 sequences, so a replica runs 1,103 and the
+    target takes 2 replicas (8 GPUs). Sized for n requests the pools hold n = (pools - a slot) // (4 slots + 32,768
+    tokens): 1,562, one replica (4 GPUs); at 1,563 the 4 more slots take 66,688 tokens and the pool holds 1,562
+    sequences."""
     args = ("nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "sglang", "--tp", "2", "--pp", "2", "--context",
-            "32768", "--kv-dtype", "fp8", "--target-concurrency", "1000")
+            "32768", "--kv-dtype", "fp8", "--target-concurrency", "1200")
     best = plan_json(*args)["best"]
-    assert (best["replicas"], best["gpus"], best["sequences_per_replica"]) == (1, 4, 1333)
-    assert (best["solved_for"], best["default_sequences"]) == ("target", 879)
-    assert best["solved"] == "max_running_requests=1333, max_mamba_cache_size=6665"
+    assert (best["replicas"], best["gpus"], best["sequences_per_replica"]) == (1, 4, 1562)
+    assert (best["solved_for"], best["default_sequences"]) == ("target", 1103)
+    assert best["solved"] == "max_running_requests=1562, max_mamba_cache_size=6248"
     common = ["nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "sglang", "--tp", "2", "--pp", "2",
               "--kv-dtype", "fp8_e4m3", "--max-seq-len", "32768"]
     default = size_json(common)["engine"]
-    assert default["max_running_requests"] == 879 == min(st["max_mamba_cache_size"] for st in default["stages"]) // 5
+    assert default["max_running_requests"] == 1103 == min(st["max_mamba_cache_size"] for st in default["stages"]) // 4
+    assert default["stages"][0]["max_total_num_tokens"] // 32768 == 2496
     again = size_json([*common, *pasted(best["settings"], ("--max-running-requests", "--max-mamba-cache-size"))])
     per, cell, slots, tokens = sglang_pools(again["engine"]["stages"][0])
-    assert again["engine"]["max_running_requests"] == 1333 and slots == 5 * 1333
-    assert ((slots + 1) * per + tokens * cell - per) // (5 * per + 32768 * cell) == 1333 <= tokens // 32768
-    more = size_json([*common, "--max-running-requests", "1334", "--max-mamba-cache-size", "6670"])["engine"]
-    assert more["max_running_requests"] == 1331 and tokens - sglang_pools(more["stages"][0])[3] == 83_360
-    assert 83_360 * cell == 5 * per
+    assert again["engine"]["max_running_requests"] == 1562 and slots == 4 * 1562
+    assert ((slots + 1) * per + tokens * cell - per) // (4 * per + 32768 * cell) == 1562 <= tokens // 32768
+    more = size_json([*common, "--max-running-requests", "1563", "--max-mamba-cache-size", "6252"])["engine"]
+    assert more["max_running_requests"] == 1562 and tokens - sglang_pools(more["stages"][0])[3] == 66_688
+    assert 66_688 * cell == 4 * per
     without = plan_json(*args[:-2])["best"]  # no target: the defaults, sized as mcache size sizes them
-    assert (without["solved"], without["sequences_per_replica"]) == ("", 879)
+    assert (without["solved"], without["sequences_per_replica"]) == ("", 1103)
 
 
 def test_a_raised_max_num_seqs_reaches_a_target_on_fewer_gpus_and_its_line_runs_the_same():

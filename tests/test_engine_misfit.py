@@ -55,7 +55,7 @@ def test_none_fits_names_the_bound_searched(capsys):
     (["minimax-text-01", "--engine", "vllm", "--tp", "8"],
      "MiniMax-Text-01 cannot be loaded by vLLM {vllm}: Layer 0 does not dispatch through the Transformers attention "
      "interface and vLLM has no other way to handle it. (MiniMaxForCausalLM was served natively until vLLM 0.23.0.); "
-     "it loads on vLLM 0.10.2 to 0.22.0; SGLang 0.5.2 to 0.5.8, 0.5.10 to {sglang}"),
+     "it loads on vLLM 0.10.2 to 0.22.0; SGLang 0.5.2 to {sglang}"),
     (["jamba-v0.1", "--engine", "sglang"],
      "Jamba-v0.1 cannot be loaded by SGLang {sglang}: JambaForCausalLM has no SGlang implementation and the "
      "Transformers implementation is not compatible with SGLang; it loads on vLLM"),
@@ -75,9 +75,8 @@ def test_the_releases_that_load_a_model_are_listed_per_engine():
     # vLLM served MiniMax natively until 0.23 (0.24.0 is the first modelled release without it)
     assert loaders(load_spec("minimax-text-01"))[0] == "vLLM 0.10.2 to 0.22.0"
     assert loaders(load_spec("nemotron-h-8b"))[0].startswith("vLLM ")
-    # SGLang serves it through its Transformers backend at 0.5.2-0.5.8 and from 0.5.10; the releases between are not
-    # modelled (sglang.UNMODELLED), so the range breaks there
-    assert loaders(load_spec("minimax-text-01"))[1] == f"SGLang 0.5.2 to 0.5.8, 0.5.10 to {newest_version('sglang')}"
+    # SGLang serves it through its Transformers backend at every modelled release, 0.5.2 on
+    assert loaders(load_spec("minimax-text-01"))[1] == f"SGLang 0.5.2 to {newest_version('sglang')}"
 
 
 def test_the_headline_says_when_the_length_is_the_config_s(capsys):

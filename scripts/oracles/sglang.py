@@ -228,10 +228,17 @@ def answered(work: Path) -> dict[str, dict]:
     return done
 
 
+# The oldest release whose tables hold the PP cases (`_pp_grid`): mcache models SGLang's pipeline parallelism from
+# 0.5.14 (mcache/core/engines/sglang.py PP_MODELLED_FROM) and refuses PP > 1 before it, so older tables hold PP 1 only
+PP_CASES_FROM = (0, 5, 14)
+
+
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
         every: int = 1, configs: set[str] | None = None, merge: bool = False) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
+    if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
+        todo = [c for c in todo if c["flags"].get("pp_size", 1) == 1]
     if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N
         # and the number of configs share a factor)
         by_config: dict[str, list[dict]] = {}

@@ -114,7 +114,7 @@ MOCKS = [
     "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
     "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
     "back from it into resolved_flags; not a stand-in, the release's own setting.",
-    "0.5.2-0.5.8 size the pools in ModelRunner.init_memory_pool (0.5.2-0.5.6: no kv-cache mixin; 0.5.7-0.5.8: the mixin's, "
+    "0.5.2-0.5.9 size the pools in ModelRunner.init_memory_pool (0.5.2-0.5.6: no kv-cache mixin; 0.5.7-0.5.9: the mixin's, "
     "which builds the pools as well), called by ModelRunner.initialize's own statement, with the free memory before "
     "the weights load, --max-running-requests and --max-total-tokens (0.5.7: the server args; 0.5.8: neither), on a "
     "ModelRunner made without its __init__ (which loads weights and starts NCCL) and the attributes __init__ and "
@@ -128,7 +128,9 @@ MOCKS = [
     "taken from the release's source by ast and run on that runner; likewise the statements of TpModelWorker.__init__ "
     "from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens` to the 'Memory pool size is too small' "
     "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP globals are set as "
-    "initialize_dp_attention sets them without DP attention (compute_dp_attention_world_info). model_runner's "
+    "initialize_dp_attention sets them without DP attention (compute_dp_attention_world_info); 0.5.9's "
+    "get_attention_tp_size reads parallel_state's attention-TP group instead, a stand-in of that width (where "
+    "parallel_state has one). model_runner's "
     "get_available_gpu_memory and get_world_group stand in as above. memory_pool's torch is a proxy that puts every "
     "tensor it is given a device for on the meta device: 0.5.2's MambaPool builds the draft tokens' intermediate "
     "states on 'cuda' literally. "
@@ -742,6 +744,8 @@ def _size_model_runner(sa, cfg, inputs, result):
     dp_attention._ATTN_TP_RANK, dp_attention._ATTN_TP_SIZE, dp_attention._ATTN_DP_RANK = (attn_tp_rank, attn_tp_size,
                                                                                          attn_dp_rank)
     dp_attention._ATTN_DP_SIZE = 1
+    if hasattr(parallel_state, "_ATTN_TP"):  # 0.5.9: get_attention_tp_size reads parallel_state's attention-TP group
+        parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     world = types.SimpleNamespace(cpu_group=None, world_size=1, ranks=[0])
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]

@@ -1,8 +1,7 @@
 """Engine profiles: the estimator's buffer declarations pooled, padded and counted the way vLLM, SGLang and
 TensorRT-LLM do it, so `mcache size --engine` gives the figures (and the log lines) that engine will.
 
-One module per engine (`vllm`, `sglang`, `trtllm`), each with `VERSIONS` (the releases it models, oldest first;
-`UNMODELLED`, where it has one: change points between them whose rules are not modelled),
+One module per engine (`vllm`, `sglang`, `trtllm`), each with `VERSIONS` (the releases it models, oldest first),
 `run(inputs) -> EngineRun`, `serve_command(args) -> str` (what starts that engine on a deployment) and what `mcache
 plan` reads of it (`plan_hooks`); `common` holds what they share, `versions` which modelled release answers for a
 version. Pure arithmetic on the declarations: no engine package is imported.
@@ -26,7 +25,7 @@ def run_engine(name: str, inputs, version: str | None = None):
     from mcache.core.engines.versions import resolve
 
     module = import_module(f"{__name__}.{name}")
-    resolved = resolve(TITLES[name], module.VERSIONS, version, getattr(module, "UNMODELLED", ()))
+    resolved = resolve(TITLES[name], module.VERSIONS, version)
     run = module.run(replace(inputs, version=resolved.modelled))
     run.version = resolved
     return run
@@ -71,9 +70,7 @@ def architecture_error(name: str, spec, version: str) -> str | None:
 
 def loaders(spec) -> list[str]:
     """`vLLM 0.33.0`, `SGLang 0.5.20 to 0.5.23`: each engine with the modelled releases that load the model's
-    architecture, consecutive ones as a range (an engine that loads it at none is left out); an unmodelled change
-    point between two (`UNMODELLED`) breaks the range, as the releases from it are refused."""
-    from mcache.core.engines.versions import key
+    architecture, consecutive ones as a range (an engine that loads it at none is left out)."""
     from mcache.core.errors import LayoutError
 
     found = []
@@ -86,8 +83,6 @@ def loaders(spec) -> list[str]:
                 loads = architecture_error(name, spec, version) is None
             except LayoutError:  # a spec that names no architecture, of layer kinds the engine has no pool for
                 loads = False
-            if previous and any(key(runs[-1][-1]) < key(gap) <= key(version) for gap in getattr(module, "UNMODELLED", ())):
-                previous = False
             if loads and previous:
                 runs[-1].append(version)
             elif loads:

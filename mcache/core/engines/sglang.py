@@ -58,17 +58,17 @@ NAME = "sglang"
 # newest: 0.5.2 (the first hybrid, Qwen3-Next), 0.5.3 (Falcon-H1), 0.5.4 (the state share, Nemotron-H), 0.5.5
 # (Kimi-Linear, the 20-35 GB row), 0.5.6 (JetNemotron and the Nemotron-H VL config state models), 0.5.7 (the pools in
 # the runner's kv-cache mixin: the strategy setting, the drafts' states before the share, 5 slots a request), 0.5.8
-# (the drafts' states in every branch, 3 slots a request without an extra buffer), then 0.5.10 on. 0.5.9 sizes hybrids
-# in ways not modelled here (scripts/oracles/sglang_versions.md) and is refused (UNMODELLED: without the radix cache and
-# without --max-running-requests its state pool takes the memory share; new state models), as is 0.5.1 and older,
-# which have no hybrid.
-VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
-            "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-UNMODELLED = ("0.5.9",)
-# The first release after the first hybrid line (v0.5.2-v0.5.8), whose sizing lives in model_executor/model_runner.py
-# (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache; at v0.5.7-v0.5.8 in its kv-cache mixin,
-# model_runner_kv_cache_mixin.py) and managers/tp_worker.py (v0.5.7-v0.5.8: model_runner.py initialize): `_first_line`
-FIRST_LINE_UNTIL = "0.5.9"
+# (the drafts' states in every branch, 3 slots a request without an extra buffer), 0.5.9 (the last of the first line:
+# the memory share without the radix cache too, the per-architecture radix rules, Lfm2 / Lfm2Moe / GraniteMoeHybrid /
+# Qwen3.5 / BailingMoeV2_5 state models, the config's state dtype), then 0.5.10 on. 0.5.1 and older have no hybrid
+# and are refused.
+VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14",
+            "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# The first release after the first hybrid line (v0.5.2-v0.5.9), whose sizing lives in model_executor/model_runner.py
+# (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache; at v0.5.7-v0.5.9 in its kv-cache mixin,
+# model_runner_kv_cache_mixin.py, which has no _resolve_memory_pool_config before v0.5.10) and managers/tp_worker.py
+# (v0.5.7-v0.5.9: model_runner.py initialize): `_first_line`
+FIRST_LINE_UNTIL = "0.5.10"
 # server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3 have no mamba_full_memory_ratio,
 # and no release up to v0.5.6 has a radix-cache strategy (v0.5.7 adds mamba_scheduler_strategy). SGLang refuses a flag
 # its ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
@@ -289,14 +289,19 @@ MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditional
 # which a single node does not pick: arg_groups/serving_hook.py resolves it to cpu); v0.5.17's _profile_available_bytes
 # takes nothing off
 VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
-# ---- v0.5.2 to v0.5.8 (`_first_line`) ----
+# ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
 # v0.5.5's models/kimi_linear.py, its kimi_linear_config; v0.5.6's hybrid_gdn_config adds models/jet_nemotron.py and
-# jet_vlm.py, its mamba2_config the Nemotron-H Nano VL config's llm_config, models/nano_nemotron_vl.py)
+# jet_vlm.py, its mamba2_config the Nemotron-H Nano VL config's llm_config, models/nano_nemotron_vl.py; v0.5.9's
+# mamba2_config adds models/lfm2.py, lfm2_moe.py and granitemoehybrid.py (a config with a mamba layer), its
+# hybrid_gdn_config models/qwen3_5.py (get_text_config()), its hybrid_lightning_config models/bailing_moe_linear.py)
 FIRST_LINE_NATIVE = {"Qwen3NextForCausalLM": "0.5.2", "FalconH1ForCausalLM": "0.5.3", "NemotronHForCausalLM": "0.5.4",
                      "KimiLinearForCausalLM": "0.5.5", "JetNemotronForCausalLM": "0.5.6",
-                     "JetVLMForConditionalGeneration": "0.5.6", "NemotronH_Nano_VL_V2": "0.5.6"}
+                     "JetVLMForConditionalGeneration": "0.5.6", "NemotronH_Nano_VL_V2": "0.5.6",
+                     "Lfm2ForCausalLM": "0.5.9", "Lfm2MoeForCausalLM": "0.5.9", "GraniteMoeHybridForCausalLM": "0.5.9",
+                     "Qwen3_5ForConditionalGeneration": "0.5.9", "Qwen3_5MoeForConditionalGeneration": "0.5.9",
+                     "BailingMoeV2_5ForCausalLM": "0.5.9"}
 # model_runner.py initialize: the radix cache is turned off for every state model at v0.5.2-v0.5.3 ("Hybrid GDN model
 # detected, disable radix cache"), for the Mamba2 ones (mamba2_config: Falcon-H1, Nemotron-H, from v0.5.6 the Nemotron-H
 # VL config) from v0.5.4 and for Kimi-Linear from v0.5.5 (server_args.py _handle_model_specific_adjustments: "Disabling
@@ -308,12 +313,14 @@ FIRST_LINE_RADIX_ARCHS = ("Qwen3NextForCausalLM", "JetNemotronForCausalLM", "Jet
 # request count in model_runner.py initialize): initialize no longer turns the Mamba2 hybrids' radix cache off, the
 # strategy setting is new (server_args.py mamba_scheduler_strategy), and the state pool's rules change (`_first_line_pool`)
 MIXIN_POOL_FROM = "0.5.7"
-# server_args.py _handle_model_specific_adjustments at v0.5.5-v0.5.8: "Disabling Radix Cache for KimiLinearForCausalLM"
-FIRST_LINE_RADIX_OFF = ("KimiLinearForCausalLM",)
-# ... and at v0.5.7-v0.5.8 its NemotronH and FalconH1 / JetNemotron / JetVLM branches assert "mamba extra_buffer is not
-# supported for {model_arch} model" (an AssertionError at start-up, whether or not the radix cache is on)
+# server_args.py _handle_model_specific_adjustments at v0.5.5-v0.5.9: "Disabling Radix Cache for KimiLinearForCausalLM"
+# (v0.5.9: _handle_mamba_radix_cache(support_mamba_cache=False), for BailingMoeV2_5 too)
+FIRST_LINE_RADIX_OFF = ("KimiLinearForCausalLM", "BailingMoeV2_5ForCausalLM")
+# ... and at v0.5.7-v0.5.9 its NemotronH and FalconH1 / JetNemotron / JetVLM branches (v0.5.9: GraniteMoeHybrid and
+# Lfm2 too, which are state models from v0.5.9 only) assert "mamba extra_buffer is not supported for {model_arch} model"
+# (an AssertionError at start-up, whether or not the radix cache is on)
 NO_EXTRA_BUFFER_0_5_7 = ("NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
-                         "JetVLMForConditionalGeneration")
+                         "JetVLMForConditionalGeneration", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM")
 # v0.5.8, model_runner_kv_cache_mixin.py: handle_max_mamba_cache takes a draft's intermediate states off the rest in
 # every branch (v0.5.7: with the radix cache and no given size only), init_memory_pool adds the extra slots per request
 # for an extra buffer only (v0.5.7: for no_buffer too); server_args.py _handle_model_specific_adjustments turns the radix
@@ -321,14 +328,24 @@ NO_EXTRA_BUFFER_0_5_7 = ("NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemo
 # radix cache yet")
 MIXIN_0_5_8 = "0.5.8"
 DRAFT_NO_RADIX_0_5_8 = ("NemotronHForCausalLM",)
+# v0.5.9, server_args.py _handle_mamba_radix_cache (called by the architecture branches of
+# _handle_model_specific_adjustments): no_buffer with the radix cache and a draft turns the radix cache off ("speculative
+# decoding for {model_arch} is not supported with radix cache yet") for every architecture of those branches that keeps
+# it (Lfm2Moe has no branch); model_runner_kv_cache_mixin.py handle_max_mamba_cache: without the radix cache and
+# without --max-running-requests the state pool takes the memory share r / (1 + r) (v0.5.7-v0.5.8: FIRST_LINE_SLOTS)
+RADIX_HANDLER_0_5_9 = "0.5.9"
+DRAFT_NO_RADIX_0_5_9 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                        "NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
+                        "JetVLMForConditionalGeneration", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM")
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
-# (the speculative default's 48 included), else this many slots
+# (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
 # model_loader/utils.py resolve_transformers_arch at v0.5.2-v0.5.8, with each release's transformers (4.56.1, 4.57.0,
 # 4.57.1 at v0.5.4 to v0.5.8): for the hybrids without an SGLang class, a transformers class the backend cannot serve
 # (is_backend_compatible is False: "has no SGlang implementation and the Transformers implementation is not compatible") ...
 FIRST_LINE_INCOMPATIBLE = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM") + UNSUPPORTED_ARCHS
-# ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer) ...
+# ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer; to v0.5.8, models/lfm2.py comes
+# with v0.5.9) ...
 FIRST_LINE_TRANSFORMERS = ("Lfm2ForCausalLM",)
 # ... and none at all, no auto_map.AutoModel either (REMOTE_ONLY_ARCHS' refusal)
 FIRST_LINE_NO_CLASS = ("NemotronHForCausalLM", "KimiLinearForCausalLM", "Lfm2MoeForCausalLM")
@@ -350,8 +367,10 @@ FIRST_LINE_DRAFT_RESERVE_MB = 2048
 FIRST_LINE_KV_DTYPES = {"auto": "0.5.2", "fp8_e5m2": "0.5.2", "fp8_e4m3": "0.5.2", "bfloat16": "0.5.4"}
 # configs/qwen3_next.py, falcon_h1.py hybrid_gdn_params (v0.5.2-v0.5.3), configs/mamba_utils.py mamba2_state_dtype
 # (v0.5.4-v0.5.8): the state dtype is --mamba-ssm-dtype (default float32; the config's mamba_ssm_dtype is not read),
-# looked up in {float32, bfloat16}: another fails, KeyError
+# looked up in {float32, bfloat16}: another fails, KeyError. From v0.5.9 mamba2_state_dtype(config) reads the config's
+# (text config's) mamba_ssm_dtype, --mamba-ssm-dtype overriding it (SGLANG_MAMBA_SSM_DTYPE), float16 taken too
 FIRST_LINE_SSM_DTYPES = ("float32", "bfloat16")
+CONFIG_SSM_DTYPE_FROM = "0.5.9"
 
 
 class Setup(Struct, frozen=True):
@@ -500,7 +519,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    or _pp_error(arch, inputs, drafts) or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
-                 arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS),
+                 arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
+                                                and not _since(inputs, FIRST_LINE_NATIVE[arch])),
                  _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS)
 
 
@@ -711,9 +731,10 @@ def ctx_layers(ctx) -> int:
 def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
     """configs/mamba_utils.py mamba2_state_dtype: the conv state is bfloat16 whatever the model dtype; the recurrent
     state is --mamba-ssm-dtype, else the config's mamba_ssm_dtype (not vLLM's mamba_ssm_cache_dtype), else float32,
-    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`)."""
+    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`, `CONFIG_SSM_DTYPE_FROM`)."""
     model = dtype_names.canonical(spec.dtype)
-    hint = "float32" if _first_line(inputs) else spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32")
+    hint = ("float32" if not _since(inputs, CONFIG_SSM_DTYPE_FROM)
+            else spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32"))
     ssm = s.take("mamba_ssm_dtype", None)
     ssm = state_dtype(ssm, "mamba_ssm_dtype") if ssm is not None else hint
     s.values["mamba_ssm_dtype"] = ssm
@@ -817,12 +838,12 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
 
 
 def _first_line(inputs: EngineInputs) -> bool:
-    """Whether the run's release is one of the first hybrid line, v0.5.2 to v0.5.8 (`FIRST_LINE_UNTIL`)."""
+    """Whether the run's release is one of the first hybrid line, v0.5.2 to v0.5.9 (`FIRST_LINE_UNTIL`)."""
     return not _since(inputs, FIRST_LINE_UNTIL)
 
 
 def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[str | None, int, str | None]:
-    """v0.5.2-v0.5.8: the radix-cache strategy (v0.5.2-v0.5.6 have none: None), the state slots per running request
+    """v0.5.2-v0.5.9: the radix-cache strategy (v0.5.2-v0.5.6 have none: None), the state slots per running request
     and SGLang's refusal of the strategy. To v0.5.6 model_runner.py initialize turns the radix cache off for a state
     model (`FIRST_LINE_RADIX_FROM`), and with it each request holds one slot; from v0.5.4 a GDN model keeps it and holds
     `FIRST_LINE_RADIX_RATIO` (init_memory_pool). From v0.5.7 (`MIXIN_POOL_FROM`) every state model keeps it but
@@ -831,7 +852,8 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
     for the architectures of `NO_EXTRA_BUFFER_0_5_7`, and model_runner_kv_cache_mixin.py init_memory_pool holds
     `FIRST_LINE_RADIX_RATIO` + 2 slots a request with the radix cache (+ 1 for an extra buffer with a draft:
     MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP / _NO_OVERLAP); from v0.5.8 (`MIXIN_0_5_8`) the + 2 / + 1 only with an
-    extra buffer."""
+    extra buffer. From v0.5.9 (`RADIX_HANDLER_0_5_9`) BailingMoeV2_5 turns its radix cache off too
+    (`FIRST_LINE_RADIX_OFF`) and no_buffer with a draft turns it off for the architectures of `DRAFT_NO_RADIX_0_5_9`."""
     no_radix = s.take("disable_radix_cache", False)
     s.take("disable_overlap_schedule", False)
     native = FIRST_LINE_NATIVE.get(arch)
@@ -850,7 +872,9 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
         return strategy, 1, None
     if strategy == "extra_buffer" and arch in NO_EXTRA_BUFFER_0_5_7:
         return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
-    if arch in FIRST_LINE_RADIX_OFF or (drafts and arch in DRAFT_NO_RADIX_0_5_8 and _since(inputs, MIXIN_0_5_8)):
+    draft_no_radix = DRAFT_NO_RADIX_0_5_9 if _since(inputs, RADIX_HANDLER_0_5_9) else DRAFT_NO_RADIX_0_5_8
+    if arch in FIRST_LINE_RADIX_OFF or (drafts and strategy == "no_buffer" and arch in draft_no_radix
+                                        and _since(inputs, MIXIN_0_5_8)):
         no_radix = s.values["disable_radix_cache"] = True
     if no_radix:
         return strategy, 1, None
@@ -861,15 +885,17 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
 
 
 def _first_line_dtype_error(arch: str, s: Settings, inputs: EngineInputs) -> str | None:
-    """v0.5.2-v0.5.8's refusals of a cache dtype, as the pools are sized: model_runner.py init_memory_pool (v0.5.7-v0.5.8:
-    configure_kv_cache_dtype) takes the
-    KV dtypes of `FIRST_LINE_KV_DTYPES`, and a state model's dtype lookup the state dtypes of `FIRST_LINE_SSM_DTYPES`."""
+    """v0.5.2-v0.5.9's refusals of a cache dtype, as the pools are sized: model_runner.py init_memory_pool (v0.5.7-v0.5.9:
+    configure_kv_cache_dtype) takes the KV dtypes of `FIRST_LINE_KV_DTYPES`, and to v0.5.8 a state model's dtype lookup
+    the state dtypes of `FIRST_LINE_SSM_DTYPES` (v0.5.9's takes every one --mamba-ssm-dtype offers,
+    `CONFIG_SSM_DTYPE_FROM`)."""
     kv = s.values["kv_cache_dtype"]
     if kv not in FIRST_LINE_KV_DTYPES or not _since(inputs, FIRST_LINE_KV_DTYPES[kv]):
         return f"Unsupported kv_cache_dtype: {kv}."
     native = FIRST_LINE_NATIVE.get(arch)
     ssm = s.values["mamba_ssm_dtype"]
-    if native is not None and _since(inputs, native) and ssm not in FIRST_LINE_SSM_DTYPES:
+    if (native is not None and _since(inputs, native) and ssm not in FIRST_LINE_SSM_DTYPES
+            and not _since(inputs, CONFIG_SSM_DTYPE_FROM)):
         return repr(ssm)  # KeyError's message
     return None
 def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extra: bool, drafts: int,
@@ -972,10 +998,15 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     not counted. v0.5.7 (`MIXIN_POOL_FROM`, model_runner_kv_cache_mixin.py handle_max_mamba_cache and init_memory_pool):
     a given --max-mamba-cache-size is honoured with the radix cache too, a draft's intermediate states (D for each of
     --max-running-requests, the speculative default 48 included) come off the rest before the share (v0.5.8,
-    `MIXIN_0_5_8`: before any branch), a slot holds one state, and the draft adds no tokens to the pool."""
+    `MIXIN_0_5_8`: before any branch), a slot holds one state, and the draft adds no tokens to the pool. v0.5.9
+    (`RADIX_HANDLER_0_5_9`): without the radix cache and without --max-running-requests the share too (no
+    `FIRST_LINE_SLOTS`)."""
     mixin = _since(inputs, MIXIN_POOL_FROM)
     states = 1 + (setup.drafts if _since(inputs, "0.5.4") and not mixin else 0)
-    fixed = setup.ratio == 1 or (mixin and setup.fixed_slots is not None)
+    if _since(inputs, RADIX_HANDLER_0_5_9):
+        fixed = setup.fixed_slots is not None or (setup.ratio == 1 and setup.user_requests is not None)
+    else:
+        fixed = setup.ratio == 1 or (mixin and setup.fixed_slots is not None)
     if mixin and setup.drafts and (not fixed or _since(inputs, MIXIN_0_5_8)):  # v0.5.8: in every branch
         rest -= per * setup.user_requests * setup.drafts
     if not per:

@@ -4,8 +4,8 @@ Each engine module lists the releases its rules were checked at (`VERSIONS`, old
 between them tests the run's version with `at_least` and cites the engine's source at the versions on each side.
 A version between two modelled ones takes the older one (its rules held until the newer one changed them) and says
 so; a version past the newest takes the newest with a note; one before the oldest is refused (its rules are not
-modelled), and so is one at or after an unmodelled change point (`UNMODELLED` of the engine module: a release whose
-rules changed, not modelled) that no modelled release follows before it. A development branch (`main@<commit>`)
+modelled), and so is one at or after an unmodelled change point (`resolve`'s `unmodelled`: a release whose rules
+changed, not modelled; no engine module names one now) that no modelled release follows before it. A development branch (`main@<commit>`)
 comes after every release and is asked for as `main`."""
 
 from __future__ import annotations

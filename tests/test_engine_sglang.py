@@ -14,6 +14,7 @@ from mcache.core.engines.sglang import (
     VERSIONS,
     _chunked_prefill,
     _decode_graph_max_bs,
+    _incompatible,
     _mem_fraction,
     _mem_fraction_0_5_2,
     _prefill_graph_mb,
@@ -575,7 +576,7 @@ def test_a_release_before_the_oldest_modelled_is_refused_in_one_line(capsys):
     assert f"SGLang {VERSIONS[0]} or later" in err and "got 0.5.1" in err
 
 
-# --- SGLang 0.5.2 to 0.5.8: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
+# --- SGLang 0.5.2 to 0.5.9: the first hybrid releases (model_executor/model_runner.py, managers/tp_worker.py) -------
 
 QWEN3_NEXT = "qwen3-next-80b-a3b"
 NEXT_SLOT = 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 36 GDN layers at TP 1: bf16 conv + float32 state, 77,266,944 B
@@ -586,6 +587,13 @@ def first_line(version: str, rest_gib: float = 100, **settings):
     """Qwen3-Next at TP 1 on an H200 at `version`, with `rest_gib` GiB left for the pools (mem_fraction_static 0.9)."""
     inputs = EngineInputs(config_spec(QWEN3_NEXT), ParallelLayout(), "H200", lookup("h200")[1],
                           given={**memory(rest_gib, 0.9, 130), **settings})
+    return stage(run_engine("sglang", inputs, version))
+
+
+def run_at(config: str, version: str, **given):
+    """`config` at TP 1 on an H200 at `version`, its weights 30 GiB."""
+    inputs = EngineInputs(config_spec(config), ParallelLayout(), "H200", lookup("h200")[1],
+                          given={"weights_bytes": 30 * GIB, **given})
     return stage(run_engine("sglang", inputs, version))
 
 
@@ -946,10 +954,6 @@ def test_0_5_7_mamba2_hybrids_keep_the_radix_cache_and_refuse_an_extra_buffer():
     # model_runner.py initialize at v0.5.7 no longer turns the Mamba2 hybrids' radix cache off: Nemotron-H holds 3 + 2
     # slots a request (1 at v0.5.6); server_args.py _handle_model_specific_adjustments asserts against an extra buffer
     # for NemotronH and FalconH1 (and JetNemotron / JetVLM), and still turns Kimi-Linear's radix cache off
-    def run_at(config, version, **given):
-        inputs = EngineInputs(config_spec(config), ParallelLayout(), "H200", lookup("h200")[1],
-                              given={"weights_bytes": 30 * GIB, **given})
-        return stage(run_engine("sglang", inputs, version))
 
     assert [run_at("nemotron-h-8b-base-8k", v).fields["state_slots_per_request"] for v in ("0.5.6", "0.5.7")] == [1, 5]
     for config, arch in (("nemotron-h-8b-base-8k", "NemotronHForCausalLM"), ("falcon-h1-0.5b", "FalconH1ForCausalLM")):
@@ -977,3 +981,36 @@ def test_0_5_8_draft_states_come_off_in_every_branch_and_no_buffer_holds_3_slots
     inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(), "H200", lookup("h200")[1],
                           given={"weights_bytes": 30 * GIB, "speculative_num_steps": 3})
     assert [stage(run_engine("sglang", inputs, v)).fields["state_slots_per_request"] for v in ("0.5.7", "0.5.8")] == [5, 1]
+
+
+def test_0_5_9_the_share_without_the_radix_cache_and_the_radix_cache_off_with_a_draft():
+    # model_runner_kv_cache_mixin.py at v0.5.9: handle_max_mamba_cache gives the state pool the share r / (1 + r) of the
+    # rest without the radix cache too, unless --max-running-requests is given (v0.5.8: 512 slots): 100 GiB x 0.9 / 1.9
+    # // 77,266,944 B = 658 slots, (100 GiB - 658 x 77,266,944 B) // 24,576 = 2,300,314 tokens, one slot a request:
+    # min(clamp(2,300,314 / 262,144 x 512, 2048, 4096), 658 // 1) = 658 requests (v0.5.8: 512 of 512)
+    assert [(st.fields["max_mamba_cache_size"], st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"])
+            for st in (first_line(v, disable_radix_cache=True) for v in ("0.5.8", "0.5.9"))] == [
+        (512, 2_759_338, 512), (658, 2_300_314, 658)]
+    # server_args.py _handle_mamba_radix_cache: no_buffer with the radix cache and a draft turns the radix cache off for
+    # Qwen3-Next (v0.5.8: Nemotron-H only): one slot a request, the speculative default's 48 slots, (100 GiB - 48 x 5 x
+    # 77,266,944 B) // 24,576 = 3,614,506 tokens; v0.5.8 keeps it: 3 slots a request
+    st8, st9 = (first_line(v, speculative_num_steps=3) for v in ("0.5.8", "0.5.9"))
+    assert (st8.fields["state_slots_per_request"], st9.fields["state_slots_per_request"]) == (3, 1)
+    assert (st9.fields["max_mamba_cache_size"], st9.fields["max_total_num_tokens"]) == (48, 3_614_506)
+    # an extra buffer keeps it with a draft: 3 + 1 slots a request
+    assert first_line("0.5.9", speculative_num_steps=3, mamba_radix_cache_strategy="extra_buffer").fields[
+        "state_slots_per_request"] == 4
+
+
+def test_0_5_9_registers_lfm2_granite_and_qwen3_5_as_state_models():
+    # models/granitemoehybrid.py is new at v0.5.9 (v0.5.8: the Transformers class the backend cannot serve), and its
+    # branch of _handle_model_specific_adjustments refuses an extra buffer; models/lfm2.py replaces v0.5.8's
+    # Transformers fallback (no state pool): its state pool is sized
+    assert run_at("granite-4.0-h-tiny", "0.5.8").startup_error == _incompatible("GraniteMoeHybridForCausalLM")
+    assert run_at("granite-4.0-h-tiny", "0.5.9", mamba_radix_cache_strategy="extra_buffer").startup_error == (
+        "mamba extra_buffer is not supported for GraniteMoeHybridForCausalLM model")
+    assert run_at("lfm2-1.2b", "0.5.8").fields["max_mamba_cache_size"] is None
+    lfm2 = run_at("lfm2-1.2b", "0.5.9")
+    assert lfm2.startup_error is None and lfm2.fields["max_mamba_cache_size"] > 0
+    assert lfm2.fields["state_slots_per_request"] == 3
+    assert run_at("qwen3.5-27b", "0.5.9").startup_error is None

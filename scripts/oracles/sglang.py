@@ -3,7 +3,7 @@ wheel, `sglang` without its dependencies and only the pure-Python packages its s
 memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
 tests/data/engine_golden/sglang-VERSION.json.gz (strict JSON, sorted keys, compressed: golden.py). CI never runs this:
 it reads the tables.
-Releases: 0.5.2 to 0.5.8 and 0.5.10 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
+Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
 
     python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
     python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config

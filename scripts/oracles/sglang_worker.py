@@ -7,9 +7,9 @@ Releases driven: 0.5.2 to 0.5.8 and 0.5.10 to 0.5.23 (0.5.10-0.5.18 resolve thei
 `ServerArgs.__post_init__`, and 0.5.14-0.5.18 read every parallel width from live process groups: `_resolve`,
 `_hand_set_widths`; 0.5.10-0.5.16 keep their settings on ServerArgs rather than in config bags: `_bags`; 0.5.10-0.5.15
 size the pools in the model runner's kv-cache mixin: `_size_runner`; 0.5.10-0.5.13 name the radix-cache strategy
-otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.8 size the pools in
-ModelRunner.init_memory_pool itself (0.5.7-0.5.8: its kv-cache mixin's, which builds them too), with the scheduler's
-request count in TpModelWorker.__init__ (0.5.7-0.5.8: ModelRunner.initialize): `_size_model_runner`; the releases between are not
+otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.9 size the pools in
+ModelRunner.init_memory_pool itself (0.5.7-0.5.9: its kv-cache mixin's, which builds them too), with the scheduler's
+request count in TpModelWorker.__init__ (0.5.7-0.5.9: ModelRunner.initialize): `_size_model_runner` (every release 0.5.2-0.5.23 is
 driven: see sglang_versions.md). A case with `pp_size` > 1 (0.5.14 on) is run once per stage, each in its own
 child, as that rank (`STAGE`, `_answer`). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU
 the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
@@ -720,7 +720,7 @@ def _size_runner(sa, cfg, inputs, result):
 
 
 def _size_model_runner(sa, cfg, inputs, result):
-    """0.5.2-0.5.8: ModelRunner.init_memory_pool (0.5.7-0.5.8: its kv-cache mixin's) sizes and builds the pools itself,
+    """0.5.2-0.5.9: ModelRunner.init_memory_pool (0.5.7-0.5.9: its kv-cache mixin's) sizes and builds the pools itself,
     and TpModelWorker.__init__ (0.5.7-0.5.8: ModelRunner.initialize) derives the scheduler's max_running_requests from them. Both
     run as SGLang runs them, on a ModelRunner whose __init__ (weights, NCCL) does not run: its attributes set as
     __init__ and load_model set them, the statements of `initialize` that concern the hybrid state, the layer range,

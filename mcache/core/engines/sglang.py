@@ -13,8 +13,8 @@ size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot
 Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
 `inputs.version` through `_since` and cites the files on each side (before 0.5.16 the pools are sized in
 `python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`, before 0.5.19 the memory settings and the
-radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.8, size the pools in
-`python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.8: its kv-cache mixin) and give the scheduler
+radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.9, size the pools in
+`python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). What changed where, and what did not change, is in
 scripts/oracles/sglang_versions.md.
@@ -340,8 +340,8 @@ DRAFT_NO_RADIX_0_5_9 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
-# model_loader/utils.py resolve_transformers_arch at v0.5.2-v0.5.8, with each release's transformers (4.56.1, 4.57.0,
-# 4.57.1 at v0.5.4 to v0.5.8): for the hybrids without an SGLang class, a transformers class the backend cannot serve
+# model_loader/utils.py resolve_transformers_arch at v0.5.2-v0.5.9, with each release's transformers (4.56.1, 4.57.0,
+# 4.57.1 at v0.5.4 to v0.5.9): for the hybrids without an SGLang class, a transformers class the backend cannot serve
 # (is_backend_compatible is False: "has no SGlang implementation and the Transformers implementation is not compatible") ...
 FIRST_LINE_INCOMPATIBLE = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM") + UNSUPPORTED_ARCHS
 # ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer; to v0.5.8, models/lfm2.py comes
@@ -405,7 +405,7 @@ class Setup(Struct, frozen=True):
 
 class StatePool(Struct, frozen=True):
     """One stage's state pool and token pool: why it fails (None: it fits), its slots, the tokens its memory holds
-    (None without a GPU) and, at v0.5.2-v0.5.8, the requests the request pool holds (`_first_line_pool`)."""
+    (None without a GPU) and, at v0.5.2-v0.5.9, the requests the request pool holds (`_first_line_pool`)."""
 
     error: str | None = None
     slots: int = 0
@@ -574,7 +574,7 @@ def _no_class(arch: str) -> str:
 
 
 def _first_line_arch_error(spec, version: str) -> str | None:
-    """v0.5.2-v0.5.8: a hybrid without an SGLang class at `version` (`FIRST_LINE_NATIVE`) is refused by
+    """v0.5.2-v0.5.9: a hybrid without an SGLang class at `version` (`FIRST_LINE_NATIVE`) is refused by
     model_loader/utils.py resolve_transformers_arch with that release's transformers (`FIRST_LINE_INCOMPATIBLE`,
     `FIRST_LINE_NO_CLASS`, `REMOTE_ONLY_ARCHS`) unless the Transformers backend serves it (`FIRST_LINE_TRANSFORMERS`,
     `TRANSFORMERS_ARCHS`); mcache refuses any other hybrid there, whose class came later (models/ of v0.5.6 on)."""
@@ -672,7 +672,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                    "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
     first_line = _first_line(inputs)
-    # v0.5.2-v0.5.8's init_memory_pool refuses a token pool of no tokens before it builds the state pool
+    # v0.5.2-v0.5.9's init_memory_pool refuses a token pool of no tokens before it builds the state pool
     if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
         # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3 size it to the request pool and name no size
         sized_by_requests = first_line and not _since(inputs, "0.5.4")
@@ -989,7 +989,7 @@ def _state_pool(rest: float, per: int, setup: Setup, inputs: EngineInputs) -> tu
 
 
 def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, setup: Setup) -> StatePool:
-    """v0.5.2-v0.5.8, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.4:
+    """v0.5.2-v0.5.9, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.4:
     handle_max_mamba_cache) and gives the token pool what remains; init_memory_pool then sizes the request pool from the
     profiled tokens, gives a draft the tokens its steps and verification take per request and 100 more, and caps and
     pages the tokens. The state pool: without the radix cache (ratio 1) --max-mamba-cache-size, else
@@ -1028,7 +1028,7 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
 
 
 def _first_line_requests(tokens: int, pool: StatePool, per: int, setup: Setup) -> tuple[int, str, str | None]:
-    """v0.5.2-v0.5.8, managers/tp_worker.py TpModelWorker.__init__ (v0.5.7-v0.5.8: model_runner.py initialize, the asserts
+    """v0.5.2-v0.5.9, managers/tp_worker.py TpModelWorker.__init__ (v0.5.7-v0.5.9: model_runner.py initialize, the asserts
     still the worker's): the scheduler runs --max-running-requests or
     half the tokens, at most what the request pool holds (`_first_line_pool`: the estimate or the state slots), and
     asserts that it runs one and that a request fits (max_req_len = min(context, tokens) - 1 above 5)."""
@@ -1104,7 +1104,7 @@ def _kv_bytes(ctx, setup: Setup) -> tuple[int, int]:
 
 def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> str:
     """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer (the dtype
-    named in v0.5.14's, not in v0.5.2-v0.5.8's line)."""
+    named in v0.5.14's, not in v0.5.2-v0.5.9's line)."""
     dtypes, page = setup.dtypes, setup.page
     cell, layers = _kv_bytes(ctx, setup)
     size = cell // 2 * (tokens + page) / GIB if layers else 0

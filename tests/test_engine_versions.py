@@ -84,14 +84,3 @@ def test_bad_versions_are_one_line(argv, message, capsys):
     err = one_line(["size", "nemotron-h-8b", *argv], capsys)
     assert message in err
 
-
-def test_a_release_in_the_span_of_an_unmodelled_change_point_is_refused():
-    # rules changed at 0.5.5 and are modelled again from 0.5.10: 0.5.4 and 0.5.10 answer, 0.5.5 to 0.5.9 do not
-    modelled, gaps = ("0.5.2", "0.5.4", "0.5.10"), ("0.5.5",)
-    assert resolve("SGLang", modelled, "0.5.4.post1", gaps).modelled == "0.5.4"
-    assert resolve("SGLang", modelled, "0.5.11", gaps).modelled == "0.5.10"
-    for asked in ("0.5.5", "0.5.9.post2"):
-        with pytest.raises(LayoutError) as err:
-            resolve("SGLang", modelled, asked, gaps)
-        assert err.value.field == "engine_version"
-        assert "SGLang 0.5.5 changed rules that are modelled neither there nor until 0.5.10" in str(err.value)

@@ -4,9 +4,7 @@ Each engine module lists the releases its rules were checked at (`VERSIONS`, old
 between them tests the run's version with `at_least` and cites the engine's source at the versions on each side.
 A version between two modelled ones takes the older one (its rules held until the newer one changed them) and says
 so; a version past the newest takes the newest with a note; one before the oldest is refused (its rules are not
-modelled), and so is one at or after an unmodelled change point (`resolve`'s `unmodelled`: a release whose rules
-changed, not modelled; no engine module names one now) that no modelled release follows before it. A development branch (`main@<commit>`)
-comes after every release and is asked for as `main`."""
+modelled). A development branch (`main@<commit>`) comes after every release and is asked for as `main`."""
 
 from __future__ import annotations
 
@@ -48,10 +46,8 @@ def at_least(version: str, floor: str) -> bool:
     return key(version) >= key(floor)
 
 
-def resolve(title: str, versions: tuple[str, ...], requested: str | None,
-            unmodelled: tuple[str, ...] = ()) -> EngineVersion:
-    """The modelled release of engine `title` (`versions`: oldest first) for the `requested` version; a release in
-    the span of an `unmodelled` change point (up to the next modelled release) is refused."""
+def resolve(title: str, versions: tuple[str, ...], requested: str | None) -> EngineVersion:
+    """The modelled release of engine `title` (`versions`: oldest first) for the `requested` version."""
     newest = versions[-1]
     if requested is None:
         return EngineVersion(newest)
@@ -66,10 +62,5 @@ def resolve(title: str, versions: tuple[str, ...], requested: str | None,
         return EngineVersion(newest, requested, f"{title} {requested} is newer than the newest release mcache models; "
                                                 f"sized as {newest}")
     older = max((v for v in versions if key(v) < asked), key=key)
-    gap = max((u for u in unmodelled if key(older) < key(u) <= asked), key=key, default=None)
-    if gap is not None:
-        later = min((v for v in versions if key(v) > asked), key=key)
-        raise LayoutError("engine_version", f"a release mcache models ({', '.join(versions)}): {title} {gap} changed "
-                                            f"rules that are modelled neither there nor until {later}, got {requested}")
     return EngineVersion(older, requested, f"{title} {requested} is sized by the rules of {older}, the newest modelled "
                                            "release before it")

@@ -75,10 +75,9 @@ def loaders(spec) -> list[str]:
 
     found = []
     for name in NAMES:
-        module = import_module(f"{__name__}.{name}")
         runs: list[list[str]] = []
         previous = False
-        for version in module.VERSIONS:
+        for version in import_module(f"{__name__}.{name}").VERSIONS:
             try:
                 loads = architecture_error(name, spec, version) is None
             except LayoutError:  # a spec that names no architecture, of layer kinds the engine has no pool for

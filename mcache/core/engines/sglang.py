@@ -93,7 +93,7 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
 STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 LAZY_FROM = "0.5.13"  # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES: v0.5.12's lack extra_buffer_lazy
 # server_args.py: v0.5.14 names the radix-cache strategy mamba_radix_cache_strategy (--mamba-radix-cache-strategy);
-# v0.5.13 names the same setting mamba_scheduler_strategy (--mamba-scheduler-strategy), resolves `auto` to no_buffer for
+# v0.5.7-v0.5.13 name the same setting mamba_scheduler_strategy (--mamba-scheduler-strategy), resolves `auto` to no_buffer for
 # every model (_handle_missing_default_values) and validates it otherwise (_handle_mamba_radix_cache: `_scheduler_strategy`)
 STRATEGY_RENAMED = "0.5.14"
 # SGLang settings an older release names otherwise -> the setting of this module (SETTINGS) they are: what a boot log of
@@ -1199,7 +1199,7 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
     if not at_least(version, FIRST_LINE_UNTIL):
         # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs; v0.5.6-v0.5.8's
         # piecewise_cuda_graph_max_tokens / 4 MiB (v0.5.7: / 8; v0.5.8: 8 MiB a captured size) only with
-        # --enable-piecewise-cuda-graph (off by default; not a setting)
+        # --enable-piecewise-cuda-graph (off by default, as at v0.5.9: its table; not a setting)
         return 0
     if _prefill_graphs_off(spec, version, inputs.layout.pp if inputs is not None else 1):
         return 0

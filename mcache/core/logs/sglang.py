@@ -3,7 +3,7 @@
 - Version: `sglang version X` / `SGLang vX` where a launcher prints it; most logs do not, and then `--engine-version`
   says it.
 - Settings: `server_args=ServerArgs(…)` (server_args.py: every setting, defaults filled, the radix-cache strategy as
-  0.5.13 names it too, `mamba_scheduler_strategy`; `quantization=None` unless
+  0.5.7-0.5.13 name it too, `mamba_scheduler_strategy`; `quantization=None` unless
   `--quantization` was given), `max_running_requests is
   capped to N by the mamba state cache (max_mamba_cache_size=S, R state slots per request)`.
 - Measured (model_runner.py): `Load weight begin. avail mem=X GB` (the free memory before the weights load),
@@ -66,7 +66,7 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens",
-            "mamba_scheduler_strategy")  # 0.5.13's name of mamba_radix_cache_strategy (engines/sglang.py RENAMED)
+            "mamba_scheduler_strategy")  # 0.5.7-0.5.13's name of mamba_radix_cache_strategy (engines/sglang.py RENAMED)
 LAYOUT = {"tp_size": "tp", "pp_size": "pp"}
 # The quantization methods that name the one format the weights are stored in (srt/layers/quantization/__init__.py,
 # the 0.5 line): fp8, w8a8_fp8 and modelopt_fp8 (FP8), modelopt_fp4 (NVFP4), mxfp4, w8a8_int8. Not here, as they name a

@@ -198,25 +198,56 @@ def test_ranges_change_the_key(plans):
 
 def test_index_vectors_are_checked_on_every_call():
     """A one-shot call's index vectors: a contiguous int32/int64 vector on the plan's device of the first one's length
-    passes as it is; a strided one is made contiguous; anything else is refused, naming the vector."""
+    (or the length asked) passes as it is; a strided one is made contiguous; anything else is refused, naming the
+    vector, also right after vectors that passed the fast path (one C++ check of the last ones' dtypes, device and
+    contiguity)."""
     from mcache.kernels._common import KernelArgError, indices_on
 
     cpu = torch.device("cpu")
     a, b = torch.arange(4), torch.arange(4, 8, dtype=torch.int32)
-    got = indices_on(cpu, ("src", a), ("dst", b))
-    assert got[0] is a and got[1] is b
+    names = ("src", "dst")
+    for _ in range(2):  # the second call takes the fast path
+        got = indices_on(cpu, names, a, b)
+        assert got[0] is a and got[1] is b
     strided = torch.arange(8)[::2]
-    fixed = indices_on(cpu, ("src", a), ("dst", strided))[1]
+    fixed = indices_on(cpu, names, a, strided)[1]
     assert fixed.is_contiguous() and torch.equal(fixed, strided)
+    expanded = torch.tensor([5]).expand(4)  # stride 0: never read as a contiguous vector
+    assert indices_on(cpu, names, a, expanded)[1].stride() == (1,)
     bad = {
         "a list": ([0, 1, 2, 3], "dst: expected an int32/int64 tensor, got <class 'list'>"),
         "floats": (torch.zeros(4), "dst: expected an int32/int64 tensor, got torch.float32"),
+        "int16": (torch.zeros(4, dtype=torch.int16), "dst: expected an int32/int64 tensor, got torch.int16"),
         "a matrix": (torch.zeros(2, 2, dtype=torch.int64), "dst: expected shape [4], got (2, 2)"),
         "another length": (torch.arange(3), "dst: expected shape [4], got (3,)"),
     }
     for case, (dst, message) in bad.items():
+        indices_on(cpu, names, a, b)  # the last vectors that passed as they were: the fast path's guard
         with pytest.raises(KernelArgError) as err:
-            indices_on(cpu, ("src", a), ("dst", dst))
+            indices_on(cpu, names, a, dst)
         assert str(err.value) == message, case
     with pytest.raises(KernelArgError, match=r"src: expected shape \[B\], got \(\)"):
-        indices_on(cpu, ("src", torch.tensor(3)))
+        indices_on(cpu, ("src",), torch.tensor(3))
+    indices_on(cpu, ("slots",), a, length=4)
+    with pytest.raises(KernelArgError, match=r"slots: expected shape \[3\], got \(4,\)"):
+        indices_on(cpu, ("slots",), a, length=3)
+
+
+def test_without_torchs_tensor_guards_the_checks_run_in_python(plans, checks, monkeypatch):
+    """`TensorGuards` is a private torch class: without it every one-shot call still finds its plan by key and checks
+    its index vectors one by one, with the same results."""
+    from mcache.kernels import _common
+
+    monkeypatch.setattr(_common, "TensorGuards", None)
+    monkeypatch.setattr(_common, "_INDEX_GUARDS", {})
+    gen = torch.Generator().manual_seed(8)
+    pool = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
+    for _ in range(3):
+        _copy(pool, pool, gen)
+    assert (plans.builds, len(checks), _common._INDEX_GUARDS) == (1, 2, {})
+    other = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
+    other.data = other.data.view(torch.int32)
+    from mcache.kernels._common import KernelArgError
+
+    with pytest.raises(KernelArgError, match="does not convert"):
+        _copy(pool, other, gen)

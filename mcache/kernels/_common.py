@@ -13,6 +13,11 @@ from functools import lru_cache
 
 import torch
 
+try:  # private: its absence only makes the one-shot calls check their tensors in Python (`layout_guard`)
+    from torch._C._dynamo.guards import TensorGuards
+except ImportError:  # pragma: no cover - torch 2.10 to 2.13 have it
+    TensorGuards = None
+
 FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 INDEX_DTYPES = (torch.int32, torch.int64)
 
@@ -57,6 +62,21 @@ def same_dtype(op: str, **pair: torch.Tensor) -> None:
 _NUMBERS: dict[torch.device, int] = {}
 
 
+# (device number, length, count) -> the guard of index vectors that passed as they were, at most MAX_INDEX_GUARDS
+_INDEX_GUARDS: dict[tuple[int, int | None, int], object] = {}
+MAX_INDEX_GUARDS = 1024
+
+
+def layout_guard(tensors: Sequence[torch.Tensor]):
+    """A check, `guard.check(*others) -> bool`, that `others` have the type, dtype, device, requires_grad, sizes and
+    strides `tensors` have now, made by one C++ call: torch's own `TensorGuards` (what torch.compile's guards run).
+    None where this torch has no such class (a private API): the callers then take their Python checks."""
+    if TensorGuards is None:
+        return None
+    return TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                        dynamic_dims_strides=[list(t.stride()) for t in tensors])
+
+
 def _device_number(device: torch.device) -> int:
     """`Tensor.get_device()` of a tensor on `device` (-1 for the CPU): an int compares faster than devices do. Kept
     per device (`device.type` costs the host more than a dict lookup), except a CUDA device without an index."""
@@ -71,13 +91,9 @@ def _device_number(device: torch.device) -> int:
     return number
 
 
-def as_index(name: str, t: torch.Tensor, n: int | None, device: torch.device) -> torch.Tensor:
-    """Check an index vector (int32/int64 `[n]`) and move it to `device` if it lives on the CPU."""
-    return _as_index(name, t, n, _device_number(device), device)
-
-
-def _as_index(name: str, t: torch.Tensor, n: int | None, number: int, device: torch.device) -> torch.Tensor:
-    """`as_index` with the device's `_device_number` given."""
+def as_index(name: str, t: torch.Tensor, n: int | None, number: int, device: torch.device) -> torch.Tensor:
+    """Check an index vector (int32/int64 `[n]`; `n` None: any length) and move it to `device` (whose
+    `_device_number` is `number`) if it lives on the CPU."""
     dtype = getattr(t, "dtype", None)
     if (dtype is not torch.int64 and dtype is not torch.int32) or not isinstance(t, torch.Tensor):
         fail(f"{name}: expected an int32/int64 tensor, got {dtype or type(t)}")
@@ -103,25 +119,31 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
             fail(f"{name}: values must lie in [{lo}, {hi}), got min {mn}, max {mx}")
 
 
-def indices_on(device: torch.device, *named: tuple[str, torch.Tensor]) -> list[torch.Tensor]:
-    """Index vectors `(name, t)`, each checked by `as_index` to have the first one's length, on `device`. The hot
-    path of every one-shot call: a contiguous int32/int64 vector already on `device` (of the first one's length)
-    passes on four attribute reads; anything else goes through `as_index`'s checks."""
+def indices_on(device: torch.device, names: tuple[str, ...], *tensors: torch.Tensor,
+               length: int | None = None) -> tuple[torch.Tensor, ...]:
+    """The index vectors `tensors` (named by `names`), each checked by `as_index` to have one length (`length` if
+    given, else the first one's), on `device`. The hot path of every one-shot call: vectors of a length, dtypes and
+    device that passed as they were before pass on one C++ check (`layout_guard`); anything else goes through
+    `as_index`'s checks."""
     number = _device_number(device)
-    out, n = [], None
-    for name, t in named:
-        try:
-            dtype = t.dtype
-            ready = ((dtype is torch.int64 or dtype is torch.int32) and t.stride() == (1,) and t.get_device() == number
-                     and (n is None or t.shape[0] == n))
-        except (AttributeError, TypeError):  # not a tensor: as_index says what was expected
-            ready = False
-        if not ready:
-            t = _as_index(name, t, n, number, device)
-        if n is None:
-            n = t.shape[0]
-        out.append(t)
-    return out
+    try:
+        n = tensors[0].shape[0] if length is None else length
+    except (AttributeError, IndexError):  # not a vector: as_index says what was expected
+        n = None
+    guard = _INDEX_GUARDS.get((number, n, len(tensors)))
+    if guard is not None and guard.check(*tensors):
+        return tensors
+    out, n, moved = [], length, False
+    for name, t in zip(names, tensors, strict=True):
+        checked = as_index(name, t, n, number, device)
+        moved |= checked is not t
+        n = checked.shape[0]
+        out.append(checked)
+    if not moved and (guard := layout_guard(out)) is not None:
+        if len(_INDEX_GUARDS) >= MAX_INDEX_GUARDS:
+            _INDEX_GUARDS.clear()
+        _INDEX_GUARDS[number, n, len(out)] = guard
+    return tuple(out)
 
 
 def lead_strides(t: torch.Tensor, n: int) -> tuple[int, ...]:

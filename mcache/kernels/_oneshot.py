@@ -8,8 +8,11 @@ keeps the plans of the last `PLAN_CACHE_SIZE` distinct calls, keyed by the op, i
 tensor's identity (`id`), address (which tells the device too), shape, strides and dtype: a tensor replaced, moved, reshaped,
 restrided (`t.data = ...`, `as_strided_`, `resize_`) or of another dtype is another key, so its plan is built and
 its arguments checked again. A key's tensors are alive while its plan is cached (the plan holds them), so an `id`
-in the cache is never one of a dead tensor's. The per-call index vectors are not part of the key: they are checked
-(dtype, shape, device) on every call, and their ranges when `check=True`.
+in the cache is never one of a dead tensor's. An op's last call is checked without building its key: the same
+objects at the same addresses, and torch's C++ `TensorGuards` (`_common.layout_guard`) for their shapes, strides,
+dtypes and devices, in one call instead of a Python read of each. The per-call index vectors are not part of the
+key: they are checked (dtype, length, device, contiguity) on every call, by one such guard when they look like
+vectors that passed before, and their ranges when `check=True`.
 
 The cache holds references to the pools of its plans: `clear_plan_cache()` lets them go (a script that frees a
 large pool and allocates another calls it first); at most `PLAN_CACHE_SIZE` plans are held.
@@ -19,10 +22,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from operator import is_
 
 import torch
 
+from ._common import layout_guard
+
 PLAN_CACHE_SIZE = 16
+_DATA_PTR = torch.Tensor.data_ptr
 
 
 class PlanCache:
@@ -31,27 +38,29 @@ class PlanCache:
     (cache misses).
 
     Each tag's last call is kept beside the keys: a call with the same options and the same tensor objects, each
-    with the address, shape, strides and dtype it had, takes that plan without hashing a key."""
+    with the address it had and passing `layout_guard`'s one C++ check of the rest (shape, strides, dtype, device),
+    takes that plan without building a key."""
 
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
         self._plans: OrderedDict[tuple, object] = OrderedDict()
-        self._last: dict[str, tuple[list, object]] = {}  # tag -> (its last call's signature, plan)
+        # tag -> its last call: (options, tensors, their guard, their addresses, plan)
+        self._last: dict[str, tuple[Hashable, tuple, object, list[int], object]] = {}
         self.builds = 0
 
     def __len__(self) -> int:
         return len(self._plans)
 
     def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
-        # The signature: the options, then each tensor's id, address, shape, strides and dtype. Equal ids are the
-        # same objects: a cached plan keeps its tensors alive. A list compares without being hashed.
-        sig = [options]
-        for t in tensors:
-            sig += (id(t), t.data_ptr(), t.shape, t.stride(), t.dtype)
         last = self._last.get(tag)
-        if last is not None and last[0] == sig:
-            return last[1]
-        key = (tag, *sig)
+        if last is not None:
+            held_options, held, guard, addresses, plan = last
+            if (held_options == options and len(tensors) == len(held) and all(map(is_, tensors, held))
+                    and guard.check(*tensors) and list(map(_DATA_PTR, tensors)) == addresses):
+                return plan
+        # The key: the options, then each tensor's id, address, shape, strides and dtype. Equal ids are the same
+        # objects: a cached plan keeps its tensors alive.
+        key = (tag, options, *[(id(t), t.data_ptr(), t.shape, t.stride(), t.dtype) for t in tensors])
         plans = self._plans
         plan = plans.get(key)
         if plan is None:
@@ -60,8 +69,12 @@ class PlanCache:
             plans[key] = plan
             if len(plans) > self.size:
                 _, dropped = plans.popitem(last=False)
-                self._last = {k: v for k, v in self._last.items() if v[1] is not dropped}
-        self._last[tag] = (sig, plan)
+                self._last = {k: v for k, v in self._last.items() if v[4] is not dropped}
+        guard = layout_guard(tensors)
+        if guard is None:
+            self._last.pop(tag, None)
+        else:
+            self._last[tag] = (options, tuple(tensors), guard, [t.data_ptr() for t in tensors], plan)
         return plan
 
     def clear(self) -> None:

@@ -56,7 +56,7 @@ def commit_index_triton(
 ) -> None:
     """See `reference.commit_index_reference`. Slots must be distinct within one call."""
     plan = PLANS.get("commit_index", (version_idx,), num_versions, lambda: CommitIndexPlan(version_idx, num_versions))
-    slots, accepted = indices_on(plan.device, ("slots", slots), ("accepted", accepted))
+    slots, accepted = indices_on(plan.device, ("slots", "accepted"), slots, accepted)
     if check:
         plan.check(slots, accepted)
     plan(slots, accepted)

@@ -124,7 +124,7 @@ def commit_intermediate_triton(
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
     plan = PLANS.get("commit_intermediate", (pool, inter), config,
                      lambda: CommitIntermediatePlan([(pool, inter)], config=config))
-    slots, rows, accepted = indices_on(plan.device, ("slots", slots), ("rows", rows), ("accepted", accepted))
+    slots, rows, accepted = indices_on(plan.device, ("slots", "rows", "accepted"), slots, rows, accepted)
     if check:
         plan.check(slots, rows, accepted)
     plan(slots, rows, accepted)

@@ -129,7 +129,7 @@ def copy_slots_triton(
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
     plan = PLANS.get("copy_slots", (src, dst), config, lambda: CopySlotsPlan([(src, dst)], config=config))
-    src_slots, dst_slots = indices_on(plan.device, ("src_slots", src_slots), ("dst_slots", dst_slots))
+    src_slots, dst_slots = indices_on(plan.device, ("src_slots", "dst_slots"), src_slots, dst_slots)
     if check:
         plan.check(src_slots, dst_slots)
     plan(src_slots, dst_slots)

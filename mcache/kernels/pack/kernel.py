@@ -19,10 +19,10 @@ import triton.language as tl
 
 from .._blocks import chunk_unit, move_block
 from .._common import (
-    as_index,
     check_ranges,
     copy_config,
     fail,
+    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -153,7 +153,7 @@ class PackPlan(Plan):
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
     options = (tuple(tuple(r) for r in ranges), to_pool, config)
     plan = PLANS.get("pack", (pool, packed), options, lambda: PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config))
-    slots = as_index("slots", slots, plan.batch, plan.device)
+    (slots,) = indices_on(plan.device, ("slots",), slots, length=plan.batch)
     if check:
         plan.check(slots)
     plan(slots)

@@ -98,7 +98,7 @@ class FoldPlan(Plan):
 
 def run_fold(plan: FoldPlan, slots, buf, count, check: bool) -> None:
     """Move the index vectors to the plan's device, check them when `check`, and run the plan once."""
-    slots, buf, count = indices_on(plan.device, ("slots", slots), ("buf", buf), ("count", count))
+    slots, buf, count = indices_on(plan.device, ("slots", "buf", "count"), slots, buf, count)
     if check:
         plan.check(slots, buf, count)
     plan(slots, buf, count)

@@ -13,9 +13,9 @@ import triton.language as tl
 
 from .._blocks import chunk_unit
 from .._common import (
-    as_index,
     check_ranges,
     group_config,
+    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -119,7 +119,7 @@ def reset_slots_triton(
     plan = PLANS.get("reset_slots", pools, config, lambda: ResetSlotsPlan(pools, config=config))
     if plan.device is None:
         return
-    slots = as_index("slots", slots, None, plan.device)
+    (slots,) = indices_on(plan.device, ("slots",), slots)
     if check:
         plan.check(slots)
     plan(slots)

@@ -65,6 +65,26 @@ def test_a_repeated_call_reuses_its_plan_without_checking_again(plans, checks):
     assert plans.builds == 1
 
 
+def test_a_repeated_call_takes_the_fast_path(plans, monkeypatch):
+    """The same pools again (one pool copied within itself too: one object given twice), with new index vectors of the
+    same length and dtypes: no key is built, no guard made and no index vector checked one by one."""
+    from mcache.kernels import _common, _oneshot
+
+    gen = torch.Generator().manual_seed(9)
+    pool = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
+    other = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
+    for src, dst in ((pool, pool), (pool, other)):
+        _copy(src, dst, gen)
+        calls = []
+        for module, name in ((_oneshot, "layout_guard"), (_common, "layout_guard"), (_common, "as_index")):
+            real = getattr(module, name)
+            monkeypatch.setattr(module, name, lambda *a, real=real, name=name, seen=calls, **k: seen.append(name) or real(*a, **k))
+        for _ in range(3):
+            _copy(src, dst, gen)
+        assert calls == []
+        monkeypatch.undo()
+
+
 def test_a_changed_tensor_shape_stride_or_dtype_builds_and_checks_again(plans, checks):
     gen = torch.Generator().manual_seed(4)
     pool = make_pool(2, 12, (4, 6), torch.float32, "layer_major", DEVICE, gen)

@@ -44,8 +44,8 @@ class PlanCache:
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
         self._plans: OrderedDict[tuple, object] = OrderedDict()
-        # tag -> its last call: (options, tensors, their guard, their addresses, plan)
-        self._last: dict[str, tuple[Hashable, tuple, object, list[int], object]] = {}
+        # tag -> its last call: (options, tensors, each object once, their guard, their addresses, plan)
+        self._last: dict[str, tuple[Hashable, tuple, tuple, object, list[int], object]] = {}
         self.builds = 0
 
     def __len__(self) -> int:
@@ -54,9 +54,9 @@ class PlanCache:
     def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
         last = self._last.get(tag)
         if last is not None:
-            held_options, held, guard, addresses, plan = last
+            held_options, held, distinct, guard, addresses, plan = last
             if (held_options == options and len(tensors) == len(held) and all(map(is_, tensors, held))
-                    and guard.check(*tensors) and list(map(_DATA_PTR, tensors)) == addresses):
+                    and guard.check(*distinct) and list(map(_DATA_PTR, distinct)) == addresses):
                 return plan
         # The key: the options, then each tensor's id, address, shape, strides and dtype. Equal ids are the same
         # objects: a cached plan keeps its tensors alive.
@@ -69,12 +69,15 @@ class PlanCache:
             plans[key] = plan
             if len(plans) > self.size:
                 _, dropped = plans.popitem(last=False)
-                self._last = {k: v for k, v in self._last.items() if v[4] is not dropped}
-        guard = layout_guard(tensors)
+                self._last = {k: v for k, v in self._last.items() if v[5] is not dropped}
+        # The guard takes each object once (TensorGuards fails a check given one object twice: a pool copied within
+        # itself); the objects are the held ones once `is` has matched them.
+        distinct = tuple({id(t): t for t in tensors}.values())
+        guard = layout_guard(distinct)
         if guard is None:
             self._last.pop(tag, None)
         else:
-            self._last[tag] = (options, tuple(tensors), guard, [t.data_ptr() for t in tensors], plan)
+            self._last[tag] = (options, tuple(tensors), distinct, guard, [t.data_ptr() for t in distinct], plan)
         return plan
 
     def clear(self) -> None:

@@ -479,7 +479,8 @@ def serve_command(args: ServeArgs) -> str:
         mtp = "mtp" if _since(args.version or VERSIONS[-1], "mtp_method") else "qwen3_next_mtp"
         method = {"method": mtp if args.mtp else "ngram", "num_speculative_tokens": args.draft}
         line += ["--speculative-config", json_text(method, indent=None)]
-    line += [REPLICA_FLAG, args.tp * args.replicas] if args.attention_dp or args.replicas > 1 else []
+    engine_cores = (args.tp if args.attention_dp else 1) * args.replicas
+    line += [REPLICA_FLAG, engine_cores] if engine_cores > 1 else []
     return shlex.join(str(a) for a in line)
 
 

@@ -4,6 +4,7 @@ The figures are computed by hand below."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
 import pytest
@@ -53,8 +54,6 @@ def tiny(tmp_path):
 def size(capsys, *args: str) -> tuple[dict, str]:
     """`mcache size ARGS` as JSON and as the table's last lines."""
     assert main(["size", *args, "--format", "json"]) == 0
-    import json
-
     report = json.loads(capsys.readouterr().out)
     assert main(["size", *args]) == 0
     return report, capsys.readouterr().out
@@ -183,3 +182,19 @@ def test_plan_attention_dp_needs_a_tp_above_1(capsys):
                                                       capsys)
     assert "--attention-dp: off, on or off,on, got 'yes'" in one_line(["plan", "nemotron-h-8b", "--attention-dp",
                                                                       "yes"], capsys)
+
+
+def test_explain_reads_a_vllm_engine_core_as_one_attention_dp_rank(capsys):
+    """A data-parallel vLLM engine core is a TP-1 core: the TP-1 boot's figures agree as one rank's of a TP-2
+    attention-DP replica, which runs 2 x its requests."""
+    log = str(HF_CONFIGS.parent / "engine_logs" / "vllm" / "qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log")
+    args = ["explain", log, "--model", str(HF_CONFIGS / "qwen3.6-35b-a3b.json"), "--engine-version", "0.24.0",
+            "--tp", "2", "--attention-dp"]
+    assert main([*args, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(c["figure"], c["verdict"]) for c in report["comparisons"]] == [("kv_cache_tokens", "agree"),
+                                                                           ("max_concurrency", "agree")]
+    engine = report["engine"]
+    assert (engine["attention_dp_ranks"], engine["max_running_requests"]) == (2, 2 * engine["max_running_requests_per_rank"])
+    assert main(args) == 0
+    assert "per replica (TP × PP = 2 GPUs, attention DP: 2 × 1; 1 per GPU)" in capsys.readouterr().out

@@ -12,7 +12,9 @@ from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
 from mcache.core.spec.model import ModelSpec
 
-SCHEMA_VERSION = 3  # 2: replicas, solved settings and the decode roofline; 3: why a setting was solved for
+# 2: replicas, solved settings and the decode roofline; 3: why a setting was solved for; candidates' attention_dp added
+# since (optional to a reader of 3: without --attention-dp on, every candidate's is false and its figures are as before)
+SCHEMA_VERSION = 3
 HEAD = ("#", "gpu", "replicas", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs",
         "seqs/replica", "seqs/GPU", "tok/s/GPU<=", "TPOT ms>=", "state bytes", "binds", "start-up", "solved")
 NUMERIC = ("#", "replicas", "tp", "pp", "gpus", "context", "seqs", "seqs/replica", "seqs/GPU", "tok/s/GPU<=",

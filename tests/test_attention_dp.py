@@ -10,6 +10,7 @@ import shlex
 import pytest
 from cli_util import one_line, plan_json
 from paths import HF_CONFIGS
+from test_capacity import TINY
 
 from mcache.cli.main import main
 from mcache.core.engines import run_engine
@@ -25,21 +26,12 @@ from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import resolve_dtypes
 
-TINY = """
-name: tiny
-source: hand-made
-hidden_size: 64
-vocab_size: 100
-num_layers: 2
-layers: {types: [mamba2, attention]}
-mamba2: {num_heads: 4, head_dim: 8, state_size: 16, n_groups: 1, conv_kernel: 4}
-attention: {num_heads: 4, num_kv_heads: 2, head_dim: 16}
-"""
-# Under attention DP at TP 2 a rank keeps whole heads and state: KV 2 x 2 x 16 x 2 B = 128 B a token, 100 tokens in
-# 7 blocks of 16 = 14,336 B a sequence; conv [64, 3] + SSM [4, 8, 16] in bf16 = 1,408 B a slot, 8 B of seed: 1,416 B.
-# Weights: the mixers whole (mamba2 8,876 and attention 12,352 params), embedding and head split (3,200 each), final
-# norm 64: 27,692 params, 55,384 B. Budget: int(2^30 x 0.9) - 55,384 = 966,312,257 B; two reserved slots (a padding
-# slot and the attention-DP dummy) 2,832 B; (966,312,257 - 2,832) // (14,336 + 1,416) = 61,345 sequences a rank.
+# test_capacity's tiny hybrid. Under attention DP at TP 2 a rank keeps whole heads and state: KV 2 x 2 x 16 x 2 B =
+# 128 B a token, 100 tokens in 7 blocks of 16 = 14,336 B a sequence; conv [64, 3] + SSM [4, 8, 16] in bf16 = 1,408 B
+# a slot, 8 B of seed: 1,416 B. Weights: the mixers whole (mamba2 8,876 and attention 12,352 params), embedding and
+# head split (3,200 each), final norm 64: 27,692 params, 55,384 B. Budget: int(2^30 x 0.9) - 55,384 = 966,312,257 B;
+# two reserved slots (a padding slot and the attention-DP dummy) 2,832 B; (966,312,257 - 2,832) // (14,336 + 1,416)
+# = 61,345 sequences a rank.
 PER_RANK = 61_345
 QWEN3_NEXT = str(HF_CONFIGS / "qwen3-next-80b-a3b.json")
 

@@ -19,8 +19,9 @@ DEFAULT_GPUS = "h100-80gb,h200,b200"
 PROGRESS_AFTER_S = 0.5  # a sweep that takes longer than this shows a progress bar on stderr
 MAX_GPU_MEMORIES = 100  # --gpu-memory given more often than this is refused before any is parsed
 # Fields of plan's own options (the core names them) -> the flag; "weights" without --weights is the spec's
-NAMED = {"weights": "SPEC", "max_gpus": "--max-gpus", "attention_dp": "--attention-dp", "max_tpot": "--max-tpot", "rank_by": "--rank-by",
-         "weight_format": "--weight-format", "gpu_memory": "--gpu-memory", "bandwidth_from": "--bandwidth-from",
+NAMED = {"weights": "SPEC", "max_gpus": "--max-gpus", "attention_dp": "--attention-dp", "max_tpot": "--max-tpot",
+         "rank_by": "--rank-by", "weight_format": "--weight-format", "gpu_memory": "--gpu-memory",
+         "bandwidth_from": "--bandwidth-from",
          "engine_version": "--engine-version (default: the --from-log log's)"}
 
 

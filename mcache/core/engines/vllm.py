@@ -449,16 +449,19 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 # Attention data parallelism. vLLM has no attention-DP flag: `--data-parallel-size N` (vllm/config/parallel.py
-# ParallelConfig.data_parallel_size) starts N engine cores (v1/engine/core.py DPEngineCoreProc), each with its own
-# TP x PP workers, scheduler (max_num_seqs) and KV cache, which it sizes and logs itself ("GPU KV cache size",
-# "Maximum concurrency"), for dense and MoE models alike (docs/serving/data_parallel_deployment.md); a MoE's experts
-# form one group over DP x TP ranks (model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make:
-# flatten_tp_across_dp shards each expert over them, or with --enable-expert-parallel gives each rank 1/(DP x TP) of
-# the experts: the same bytes), while attention, dense MLPs, shared experts, embeddings and the head are the engine
-# core's, TP-sharded only. So mcache's `--tp T --attention-dp` (T ranks a stage, each with whole KV heads and state
-# and a batch of its own) is vLLM's `--data-parallel-size T --tensor-parallel-size 1`: each rank an engine core of
-# TP 1 with the routed experts split T ways. Read on vLLM main as the search index stores it (the same shape at every
-# release mcache models, 0.10.2 to 0.33.0: V1's DP engine cores and FusedMoEParallelConfig predate 0.10).
+# ParallelConfig.data_parallel_size, v0.33.0 line 147, v0.10.2 line 69) starts N engine cores, each an EngineCore with
+# its own TP x PP workers, scheduler (max_num_seqs) and KV cache, which it sizes and logs itself
+# (`_initialize_kv_caches`: "GPU KV cache size", "Maximum concurrency"). v1/engine/core.py run_engine_core: at v0.10.2
+# (line 699) every DP rank is a DPEngineCoreProc; at v0.33.0 (lines 1546-1555) a MoE model's are, and a dense model's
+# are plain EngineCoreProcs ("Non-MoE DP ranks are completely independent, so treat like DP=1"). A MoE's routed
+# experts form one group over the DP x TP ranks (model_executor/layers/fused_moe/config.py
+# FusedMoEParallelConfig.make: v0.10.2 lines 267-280 `flatten_tp_across_dp`, v0.33.0 lines 1106-1112 and 1198-1209
+# `flatten_tp_across_dp_and_pcp`: each expert sharded over them, or with --enable-expert-parallel 1/(DP x TP) of the
+# experts on each: the same bytes); attention, dense MLPs, shared experts, embeddings and the head are the engine
+# core's, TP-sharded only. (vllm-project/vllm#36240, which would keep DP ranks' experts whole without expert
+# parallelism, was closed.) So mcache's `--tp T --attention-dp` (T ranks a stage, each with whole KV heads and state
+# and a batch of its own) is vLLM's `--data-parallel-size T --tensor-parallel-size 1`: each rank an engine core of TP
+# 1 with the routed experts split T ways, at every release mcache models (read in the 0.10.2 and 0.33.0 wheels).
 def engine_core_layout(layout: ParallelLayout) -> ParallelLayout:
     """The layout one vLLM engine core runs: `layout` itself, or TP 1 under attention DP (its PP stages kept)."""
     return replace(layout, tp=1, attention_dp=False) if layout.attention_dp else layout

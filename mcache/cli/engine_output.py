@@ -19,12 +19,14 @@ def engine_misfit(report: dict, where: str) -> tuple[str, str]:
     return f"{where} under {TITLES[eng['name']]}", stage["startup_error"] or f"no sequence of {eng['context']} tokens fits"
 
 
-def per_replica(layout: dict, sequences: int) -> str:
-    """"per replica (TP × PP = N GPUs)", with the per-GPU figure where a replica spans more than one GPU."""
+def per_replica(layout: dict, sequences: int, ranks: int, per_rank: int) -> str:
+    """"per replica (TP × PP = N GPUs)" for a replica that runs `sequences`, with the per-GPU figure where it spans
+    more than one GPU, and under attention DP its `ranks` that each run `per_rank` (the report's figures)."""
     gpus = layout["tp"] * layout["pp"]
     if gpus == 1:
         return "per replica (TP × PP = 1 GPU)"
-    return f"per replica (TP × PP = {gpus} GPUs; {round(sequences / gpus, 1):,g} per GPU)"
+    split = f", attention DP: {ranks} × {per_rank}" if ranks > 1 else ""
+    return f"per replica (TP × PP = {gpus} GPUs{split}; {round(sequences / gpus, 1):,g} per GPU)"
 
 
 def engine_headline(report: dict) -> str:
@@ -39,8 +41,10 @@ def engine_headline(report: dict) -> str:
     gpu = f"on {cap['gpu']}" if cap else "in the given KV cache memory"
     if stage["startup_error"]:
         return f"{title} would not start {gpu}{where}: {stage['startup_error']}"
-    return (f"{title} runs {stage['max_running_requests']} sequences of {eng['context']} tokens{_length_source(report)} "
-            f"{per_replica(report['layout'], stage['max_running_requests'])}{where} {gpu} "
+    replica = per_replica(report["layout"], eng["max_running_requests"], eng["attention_dp_ranks"],
+                          eng["max_running_requests_per_rank"])
+    return (f"{title} runs {eng['max_running_requests']} sequences of {eng['context']} tokens{_length_source(report)} "
+            f"{replica}{where} {gpu} "
             f"({_engine_binding(eng['name'], stage)})")
 
 

@@ -19,8 +19,9 @@ DEFAULT_GPUS = "h100-80gb,h200,b200"
 PROGRESS_AFTER_S = 0.5  # a sweep that takes longer than this shows a progress bar on stderr
 MAX_GPU_MEMORIES = 100  # --gpu-memory given more often than this is refused before any is parsed
 # Fields of plan's own options (the core names them) -> the flag; "weights" without --weights is the spec's
-NAMED = {"weights": "SPEC", "max_gpus": "--max-gpus", "max_tpot": "--max-tpot", "rank_by": "--rank-by",
-         "weight_format": "--weight-format", "gpu_memory": "--gpu-memory", "bandwidth_from": "--bandwidth-from",
+NAMED = {"weights": "SPEC", "max_gpus": "--max-gpus", "attention_dp": "--attention-dp", "max_tpot": "--max-tpot",
+         "rank_by": "--rank-by", "weight_format": "--weight-format", "gpu_memory": "--gpu-memory",
+         "bandwidth_from": "--bandwidth-from",
          "engine_version": "--engine-version (default: the --from-log log's)"}
 
 
@@ -37,6 +38,8 @@ def plan(
         "Size as this engine does (none, the default: mcache's neutral model; with --from-log, the log's)."))] = None,
     tp: Annotated[str, typer.Option(help="Tensor-parallel sizes of a replica.")] = "1,2,4,8",
     pp: Annotated[str, typer.Option(help="Pipeline-parallel stages of a replica.")] = "1,2",
+    attention_dp: Annotated[str, typer.Option(help=(
+        "Attention data-parallel replicas: off, on (each TP rank runs a batch of its own; at TP above 1), or off,on."))] = "off",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtypes (default: the model's or the engine's).")] = "default,fp8",
     ssm_dtype: Annotated[str, typer.Option(help="Recurrent-state dtypes (default: the spec's or the engine's).")] = "default",
     draft: Annotated[str, typer.Option(help="Speculative draft tokens.")] = "0",
@@ -112,6 +115,7 @@ def plan(
             contexts=comma_ints(context, "context"),
             tps=comma_ints(tp, "tp"),
             pps=comma_ints(pp, "pp"),
+            attention_dp=_switches(attention_dp, "attention_dp"),
             kv_dtypes=_names(kv_dtype),
             ssm_dtypes=_names(ssm_dtype),
             drafts=comma_ints(draft, "draft"),
@@ -210,6 +214,14 @@ def _measured(axes, parsed, source: str, model, origin: str, log_gpu: str | None
                              axes.base.weights)
     memory = LogMemory(source, gpu.name, gpu.memory, tp, pp, carried)
     return replace(axes, from_log=memory, engine_version=version)
+
+
+def _switches(text: str, field: str) -> tuple[bool, ...]:
+    """Comma-separated `off` / `on` as booleans; a `LayoutError` naming `field` for anything else."""
+    values = tuple(v.strip() for v in text.split(","))
+    if any(v not in ("off", "on") for v in values):
+        raise LayoutError(field, f"off, on or off,on, got {text!r}")
+    return tuple(v == "on" for v in values)
 
 
 def _names(text: str) -> tuple[str | None, ...]:

@@ -12,7 +12,9 @@ from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan
 from mcache.core.spec.model import ModelSpec
 
-SCHEMA_VERSION = 3  # 2: replicas, solved settings and the decode roofline; 3: why a setting was solved for
+# 2: replicas, solved settings and the decode roofline; 3: why a setting was solved for; candidates' attention_dp added
+# since (optional to a reader of 3: without --attention-dp on, every candidate's is false and its figures are as before)
+SCHEMA_VERSION = 3
 HEAD = ("#", "gpu", "replicas", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs",
         "seqs/replica", "seqs/GPU", "tok/s/GPU<=", "TPOT ms>=", "state bytes", "binds", "start-up", "solved")
 NUMERIC = ("#", "replicas", "tp", "pp", "gpus", "context", "seqs", "seqs/replica", "seqs/GPU", "tok/s/GPU<=",
@@ -57,14 +59,21 @@ def measured_line(result: Plan) -> list[str]:
 
 
 def head(result: Plan) -> tuple[str, ...]:
-    return HEAD + (("memory",) if result.from_log else ())
+    """The table's columns: `attention DP` where a candidate has it, `memory` with `--from-log`."""
+    dp = ("attention DP",) if _any_dp(result) else ()
+    return HEAD[:HEAD.index("gpus")] + dp + HEAD[HEAD.index("gpus"):] + (("memory",) if result.from_log else ())
 
 
-def _cells(i: int, c: Candidate, measured: bool = False) -> list[str]:
+def _any_dp(result: Plan) -> bool:
+    return any(c.attention_dp for c in result.candidates)
+
+
+def _cells(i: int, c: Candidate, measured: bool = False, dp: bool = False) -> list[str]:
     draft = f"{c.draft} {c.spec_scheme}" if c.draft else "0"
     r = c.roofline
     bound = [f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.tpot_ms:.2f}", f"{100 * r.state_share:.1f}%"] if r else ["-"] * 3
-    return [str(i), c.gpu, str(c.replicas), str(c.tp), str(c.pp), str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype,
+    return [str(i), c.gpu, str(c.replicas), str(c.tp), str(c.pp), *(["yes" if c.attention_dp else "no"] if dp else []),
+            str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype,
             draft, c.prefix_caching, "yes" if c.fits else "no", str(c.sequences), str(c.sequences_per_replica),
             f"{c.sequences_per_gpu:g}", *bound, c.binding, c.startup, c.solved or "-",
             *(["measured" if c.measured else "assumed"] if measured else [])]
@@ -111,7 +120,8 @@ GOALS = {"gpus": "the fewest GPUs", "seqs-per-gpu": "the most sequences per GPU"
 
 def _describe(c: Candidate, target: int | None = None) -> str:
     fleet = f"{c.replicas} replicas x " if c.replicas > 1 else ""
-    text = (f"{c.gpus} x {c.gpu} ({fleet}tp {c.tp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} "
+    dp = " attention DP" if c.attention_dp else ""
+    text = (f"{c.gpus} x {c.gpu} ({fleet}tp {c.tp}{dp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} "
             f"tokens: {c.sequences} sequences ({c.sequences_per_replica} per replica, {c.sequences_per_gpu:g} per GPU, "
             f"bound by {c.binding})")
     if c.solved_for == "start-up":
@@ -134,7 +144,7 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
     if fmt == "json":
         emit_json(plan_json(result, model, notes), output)
         return
-    rows = [_cells(i, c, result.from_log is not None) for i, c in enumerate(result.candidates, 1)]
+    rows = [_cells(i, c, result.from_log is not None, _any_dp(result)) for i, c in enumerate(result.candidates, 1)]
     columns, measured = head(result), [*measured_line(result), *notes]
     shown = len(rows) if fmt == "csv" else min(top, len(rows))
     more = [f"({len(rows) - shown} more candidates: --top, or --format json/csv for all)"] if shown < len(rows) else []

@@ -59,9 +59,9 @@ def _write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
 
 
 def _label(config: tuple) -> str:
-    gpu, tp, pp, kv, ssm, draft, scheme, prefix = config
+    gpu, tp, pp, dp, kv, ssm, draft, scheme, prefix = config
     extra = (f", {draft} {scheme}" if draft else "") + ("" if prefix == "default" else f", prefix {prefix}")
-    return f"{gpu} tp{tp} pp{pp}, KV {kv}, state {ssm}{extra}"
+    return f"{gpu} tp{tp}{' attention-DP' if dp else ''} pp{pp}, KV {kv}, state {ssm}{extra}"
 
 
 def _context_plot(ax, result: Plan) -> None:

@@ -30,7 +30,9 @@ def size(
     tp: TpOption = 1,
     pp: PpOption = 1,
     pp_partition: Annotated[str | None, typer.Option(help="Layers per stage, e.g. 20,32 (default: even split).")] = None,
-    attention_dp: Annotated[bool, typer.Option("--attention-dp", help="Attention data-parallel (state, KV heads unsharded).")] = False,
+    attention_dp: Annotated[bool, typer.Option("--attention-dp", help=(
+        "Attention data-parallel: each TP rank keeps whole KV heads and state for a batch of its own (a replica "
+        "runs tp x a rank's sequences)."))] = False,
     max_batch: Annotated[int | None, typer.Option("--max-batch", help=(
         "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
         "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "

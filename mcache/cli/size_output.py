@@ -101,7 +101,8 @@ def no_capacity_hint(report: dict) -> str:
 
 
 def capacity_headline(report: dict) -> str | None:
-    """The one line a script greps: how many sequences of the context fit per rank, and what binds."""
+    """The one line a script greps: how many sequences of the context fit per replica (a rank's under attention DP
+    too), and what binds."""
     cap = report["capacity"]
     if not cap:
         return None
@@ -120,8 +121,9 @@ def capacity_headline(report: dict) -> str | None:
         resized = c["sequences_if_resized"]
         why = f"bound by --max-batch: {pool} slots; memory would hold {'any number' if resized is None else resized}"
     stages = f" (stage {c['stage']} of {len(cap['ranks'])})" if len(cap["ranks"]) > 1 else ""
-    return (f"mcache's neutral model fits {c['max_sequences']} sequences of {cap['context']} tokens "
-            f"{per_replica(report['layout'], c['max_sequences'])}{stages} on {cap['gpu']} ({why})")
+    replica = per_replica(report["layout"], cap["max_sequences"], cap["attention_dp_ranks"], c["max_sequences"])
+    return (f"mcache's neutral model fits {cap['max_sequences']} sequences of {cap['context']} tokens "
+            f"{replica}{stages} on {cap['gpu']} ({why})")
 
 
 def engines_line(report: dict) -> str | None:
@@ -131,10 +133,16 @@ def engines_line(report: dict) -> str | None:
         return None
     context = report["capacity"]["context"]
     parts = [f"{TITLES[e['name']]} {e['version']}: " + (f"does not start: {e['startup_error']}" if e["startup_error"] else
-                                                        f"{e['max_running_requests']} ({e['binding']})")
+                                                        f"{e['max_running_requests']} ({_split(e)}{e['binding']})")
              + (f" at its max model length of {e['context']} tokens" if e.get("context", context) != context else "")
              for e in engines]
     return "engines (their defaults): " + " · ".join(parts)
+
+
+def _split(engine: dict) -> str:
+    """`4 × 101, ` where the engine's replica runs its attention-DP ranks' own batches, else nothing."""
+    ranks = engine["attention_dp_ranks"]
+    return f"{ranks} × {engine['max_running_requests_per_rank']}, " if ranks > 1 else ""
 
 
 def _misfit_reason(report: dict, c: dict) -> str:

@@ -2,9 +2,10 @@
 context, each replica sized by `size_deployment` (the path `mcache size` takes), then a fleet of replicas of it
 derived arithmetically, bounded by the decode roofline, and ranked.
 
-A candidate is `replicas` x (TP x PP) GPUs of one kind. Sizing is done once per replica layout: `sequences_per_
-replica` is what one replica runs at once (the neutral model's memory-sized pool at the tightest stage, or the
-engine's running requests), at most what keeps the roofline's time per output token within `--max-tpot`; with a
+A candidate is `replicas` x (TP x PP) GPUs of one kind, with attention data-parallel or not. Sizing is done once per
+replica layout: `sequences_per_replica` is what one replica runs at once (the neutral model's memory-sized pool at the
+tightest stage, or the engine's running requests; under attention DP, TP times a rank's:
+`ParallelLayout.replica_sequences`), at most what keeps the roofline's time per output token within `--max-tpot`; with a
 target, `replicas` is how many of them run it, else 1. A candidate `fits` when its replica starts (engines: with
 its defaults, or with the settings `solved` names) and runs a sequence of the context. An engine's settings are
 solved for (`_solve`) when its defaults do not start a replica, and, with a target more than a replica runs, when
@@ -111,16 +112,18 @@ class LogMemory(Struct, frozen=True):
 
 class Axes(Struct, frozen=True):
     """What to sweep: GPUs, contexts, TP and PP sizes (a replica of up to `MAX_REPLICA_GPUS`, a candidate of up to
-    `max_gpus`), KV and state dtypes (None: the default, the model's or the engine's), draft tokens, the neutral
-    model's speculative schemes, and prefix caching (`default`: the engine's default; `on`/`off` for vLLM and
-    SGLang). `base` holds the options every candidate takes (utilization, reserve, weights); `from_log` the memory
-    a real start measured, for the candidates on its GPU kind (in place of mcache's assumption, and of `base`'s
-    reserve); `engine_version` the engine release sized (None: the newest modelled)."""
+    `max_gpus`), attention data-parallel or not (`attention_dp`; at TP above 1), KV and state dtypes (None: the default,
+    the model's or the engine's), draft tokens, the neutral model's speculative schemes, and prefix caching (`default`:
+    the engine's default; `on`/`off` for vLLM and SGLang). `base` holds the options every candidate takes (utilization,
+    reserve, weights); `from_log` the memory a real start measured, for the candidates on its GPU kind (in place of
+    mcache's assumption, and of `base`'s reserve); `engine_version` the engine release sized (None: the newest
+    modelled)."""
 
     gpus: tuple[GpuChoice, ...]
     contexts: tuple[int, ...] = CONTEXTS
     tps: tuple[int, ...] = TPS
     pps: tuple[int, ...] = PPS
+    attention_dp: tuple[bool, ...] = (False,)
     kv_dtypes: tuple[str | None, ...] = (None, "fp8")
     ssm_dtypes: tuple[str | None, ...] = (None,)
     drafts: tuple[int, ...] = (0,)
@@ -173,12 +176,13 @@ class Candidate(Struct, frozen=True):
     measured: bool = False
     solved_for: str = ""
     default_sequences: int = 0
+    attention_dp: bool = False
 
     @property
     def config(self) -> tuple:
         """Everything but the context: one line of the sequences-against-context plot."""
-        return (self.gpu, self.tp, self.pp, self.kv_dtype, self.ssm_dtype, self.draft, self.spec_scheme,
-                self.prefix_caching)
+        return (self.gpu, self.tp, self.pp, self.attention_dp, self.kv_dtype, self.ssm_dtype, self.draft,
+                self.spec_scheme, self.prefix_caching)
 
 
 class Plan(Struct, frozen=True):
@@ -230,15 +234,18 @@ def check_axes(spec: ModelSpec, engine: str | None, axes: Axes, goal: Goal) -> N
 
 def distinct(axes: Axes) -> Axes:
     """`axes` with each list's repeated values dropped (a value given twice is one candidate, not two)."""
-    fields = ("gpus", "contexts", "tps", "pps", "kv_dtypes", "ssm_dtypes", "drafts", "schemes", "prefix_caching")
+    fields = ("gpus", "contexts", "tps", "pps", "attention_dp", "kv_dtypes", "ssm_dtypes", "drafts", "schemes",
+              "prefix_caching")
     axes = replace(axes, **{f: tuple(dict.fromkeys(getattr(axes, f))) for f in fields})
     return replace(axes, gpus=tuple({g.label: g for g in axes.gpus}.values()))
 
 
-def layouts_of(axes: Axes) -> list[tuple[int, int]]:
-    """The (TP, PP) of one replica: up to `MAX_REPLICA_GPUS` and `max_gpus` GPUs."""
+def layouts_of(axes: Axes) -> list[tuple[int, int, bool]]:
+    """The (TP, PP, attention DP) of one replica: up to `MAX_REPLICA_GPUS` and `max_gpus` GPUs; attention DP at TP
+    above 1 (at TP 1 a rank's batch is the replica's)."""
     most = min(axes.max_gpus, MAX_REPLICA_GPUS)
-    return [(tp, pp) for tp in axes.tps for pp in axes.pps if tp * pp <= most]
+    return [(tp, pp, dp) for tp in axes.tps for pp in axes.pps for dp in axes.attention_dp
+            if tp * pp <= most and not (dp and tp == 1)]
 
 
 def check_size(axes: Axes, engine: str | None) -> None:
@@ -246,15 +253,18 @@ def check_size(axes: Axes, engine: str | None) -> None:
     TP/PP list with no layout within the GPUs a replica may use)."""
     most = min(axes.max_gpus, MAX_REPLICA_GPUS)
     pps = sorted(p for p in axes.pps if p <= most)
-    layouts = sum(bisect_right(pps, most // tp) for tp in axes.tps if tp <= most)
+    layouts = sum(bisect_right(pps, most // tp) for tp in axes.tps for dp in axes.attention_dp
+                  if tp <= most and not (dp and tp == 1))
     if not layouts:
+        if True in axes.attention_dp and max(axes.tps) == 1:
+            raise LayoutError("attention_dp", "a TP above 1 to split attention over (--tp), got TP 1 only")
         raise LayoutError("tp/pp", f"a TP x PP of at most {most} GPUs (--max-gpus, and {MAX_REPLICA_GPUS} per replica), "
                                    f"got TP {min(axes.tps)} x PP {min(axes.pps)} at the least")
     schemes = len(axes.schemes) if engine is None else 1
     drafts = sum(schemes if d else 1 for d in axes.drafts)
     lists = {"gpu": len(axes.gpus), "context": len(axes.contexts), "tp": len(axes.tps), "pp": len(axes.pps),
-             "kv_dtype": len(axes.kv_dtypes), "ssm_dtype": len(axes.ssm_dtypes), "draft": len(axes.drafts),
-             "spec_scheme": schemes, "prefix_caching": len(axes.prefix_caching)}
+             "attention_dp": len(axes.attention_dp), "kv_dtype": len(axes.kv_dtypes), "ssm_dtype": len(axes.ssm_dtypes),
+             "draft": len(axes.drafts), "spec_scheme": schemes, "prefix_caching": len(axes.prefix_caching)}
     total = prod((lists["gpu"], lists["context"], layouts, lists["kv_dtype"], lists["ssm_dtype"], drafts,
                   lists["prefix_caching"]))
     if total > MAX_CANDIDATES:
@@ -278,11 +288,12 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
     combos = list(itertools.product(axes.gpus, axes.contexts, layouts, axes.kv_dtypes, axes.ssm_dtypes, drafts,
                                     axes.prefix_caching))
     candidates, skipped, impossible = [], [], {}
-    for i, (gpu, context, (tp, pp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
+    for i, (gpu, context, (tp, pp, dp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
         if (tp, pp) not in impossible:
             try:
-                candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context, tp, pp, kv, ssm, draft,
-                                             scheme, prefix))
+                candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context,
+                                             ParallelLayout(tp=tp, pp=pp, attention_dp=dp), kv, ssm, draft, scheme,
+                                             prefix))
             except EngineSettingError:
                 raise
             except LayoutError as err:
@@ -300,12 +311,14 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
 
 
 class Replica(Struct, frozen=True):
-    """One replica as sized: its deployment's figures, the engine settings it starts with (empty: the defaults) and
+    """One replica as sized: its deployment's figures, what it runs (`sequences`) and one rank of its tightest stage
+    runs (`per_rank`: the same but under attention DP), the engine settings it starts with (empty: the defaults) and
     why they were solved for (`start-up`: the defaults do not start it; `target`: they run fewer than the target)."""
 
     sized: Sized
     fits: bool
     sequences: int
+    per_rank: int
     binding: str
     startup: str
     solved: dict[str, int]
@@ -333,34 +346,34 @@ def _sized_replica(spec: ModelSpec, engine: str | None, d: Deployment, solved: d
     sized = size_deployment(spec, d)
     erun, run = sized.engine, sized.neutral
     if erun:
-        sequences = erun.max_running_requests or 0
+        per_rank = erun.max_running_requests_per_rank or 0
         tight = min(erun.stages, key=lambda st: st.max_running_requests or 0)
         error = next((st.startup_error for st in erun.stages if st.startup_error), None)
         binding = tight.binding or "start-up"
         startup = error.split(". ")[0] if error else "starts"
     else:
         cap = run.caps[run.tightest]
-        sequences, binding, startup = cap.max_sequences, cap.binding, "-"
-    return Replica(sized, bool(sized.fits), sequences, binding, startup, solved)
+        per_rank, binding, startup = cap.max_sequences, cap.binding, "-"
+    return Replica(sized, bool(sized.fits), d.layout.replica_sequences(per_rank), per_rank, binding, startup, solved)
 
 
 def _solve(spec: ModelSpec, engine: str, hooks: PlanHooks, d: Deployment, first: Replica) -> Replica | None:
     """The engine's settings at which the replica runs the most sequences of the context, the smallest such (None:
     none starts it).
 
-    `hooks.solve_settings(n)` lets a replica run up to n (vLLM max_num_seqs, TensorRT-LLM max_batch_size per stage,
-    SGLang max_running_requests with the state slots of n requests). "It runs n, bound by that setting" holds up to
-    some n* and not above: a larger n leaves the memory as it is (vLLM) or gives some of the KV's to state slots
-    (TensorRT-LLM, SGLang), so once the setting stops binding what runs never grows again. n* is found from the
-    engine's own figure (`solve_hint`). Where that figure is the engine's answer (vLLM's concurrency, TensorRT-LLM's
-    best_max_batch_size), it is taken when it starts the replica (one sizing), and without one there is none (no
-    value starts it, or the defaults already run the most: no sizing). Else the figure is a first guess
-    (SGLang's: where the setting does not bind there, n* is below it and, on one PP stage, at least what runs
-    there; without one, what the defaults run, or 1): steps double away from it, then bisection, 2 sizings when the
-    guess is right, 2 log2 of its miss more otherwise, about 35 at most (`SOLVE_MAX`). n* + 1 is sized too and kept
-    when it runs more (TensorRT-LLM runs max_batch_size on each PP stage: a value that no longer binds can still run
-    more). Nothing larger runs more, and nothing larger is wanted: every engine's batch setting costs memory (state
-    slots; vLLM warms its sampler up over max_num_seqs requests)."""
+    `hooks.solve_settings(n)` lets each rank run up to n (vLLM max_num_seqs, TensorRT-LLM max_batch_size per stage,
+    SGLang max_running_requests with the state slots of n requests; under attention DP the replica runs TP times it).
+    "It runs n, bound by that setting" holds up to some n* and not above: a larger n leaves the memory as it is (vLLM)
+    or gives some of the KV's to state slots (TensorRT-LLM, SGLang), so once the setting stops binding what runs never
+    grows again. n* is found from the engine's own figure (`solve_hint`). Where that figure is the engine's answer
+    (vLLM's concurrency, TensorRT-LLM's best_max_batch_size), it is taken when it starts the replica (one sizing), and
+    without one there is none (no value starts it, or the defaults already run the most: no sizing). Else the figure is
+    a first guess (SGLang's: where the setting does not bind there, n* is below it and, on one PP stage, at least what
+    runs there; without one, what the defaults run, or 1): steps double away from it, then bisection, 2 sizings when the
+    guess is right, 2 log2 of its miss more otherwise, about 35 at most (`SOLVE_MAX`). n* + 1 is sized too and kept when
+    it runs more (TensorRT-LLM runs max_batch_size on each PP stage: a value that no longer binds can still run more).
+    Nothing larger runs more, and nothing larger is wanted: every engine's batch setting costs memory (state slots; vLLM
+    warms its sampler up over max_num_seqs requests)."""
     run, label, tried = first.sized.engine, setting_of(engine, hooks.solved), {}
 
     def at(n: int) -> Replica:
@@ -370,13 +383,13 @@ def _solve(spec: ModelSpec, engine: str, hooks: PlanHooks, d: Deployment, first:
 
     def binds(n: int) -> bool:
         r = at(n)
-        return r.fits and r.binding == label and r.sequences >= n
+        return r.fits and r.binding == label and r.per_rank >= n
 
     hint = hooks.solve_hint(run)
     if hooks.hint_exact:
         return at(hint) if hint and at(hint).fits and at(hint).sequences else None
-    guess = hint if hint and binds(hint) else (hint and min(hint - 1, at(hint).sequences)) or (
-        first.sequences if first.fits else 1)
+    guess = hint if hint and binds(hint) else (hint and min(hint - 1, at(hint).per_rank)) or (
+        first.per_rank if first.fits else 1)
     n = _gallop(binds, guess, SOLVE_MAX)
     found = [at(m) for m in (n, n + 1) if 1 <= m <= SOLVE_MAX]
     best = max(found, key=lambda r: r.sequences if r.fits else -1)  # of equals the first: the smaller value
@@ -397,7 +410,7 @@ def _gallop(holds: Callable[[int], bool], guess: int, most: int) -> int:
 
 
 def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: Goal, gpu: GpuChoice,
-               context: int, tp: int, pp: int, kv: str | None, ssm: str | None, draft: int, scheme: str,
+               context: int, layout: ParallelLayout, kv: str | None, ssm: str | None, draft: int, scheme: str,
                prefix: str) -> Candidate:
     kv = FP8.get(engine, kv) if kv == "fp8" else kv
     prefix_caching = prefix == "on" if prefix != "default" and engine == "vllm" else None
@@ -408,8 +421,8 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
     measured = axes.from_log is not None and axes.from_log.applies(gpu)
     if measured:
         options = replace(options, **{axes.from_log.carried.field: axes.from_log.carried.value})
-    deployment = Deployment(ParallelLayout(tp=tp, pp=pp), (gpu.name, gpu.memory), engine, options, context,
-                            engine_version=axes.engine_version)
+    tp, pp = layout.tp, layout.pp
+    deployment = Deployment(layout, (gpu.name, gpu.memory), engine, options, context, engine_version=axes.engine_version)
     default, rep = _replica(spec, engine, deployment, goal.target)
     dtypes = rep.sized.engine.dtypes if rep.sized.engine else rep.sized.neutral.estimate.dtypes
     scheme_used = rep.sized.neutral.estimate.runtime.spec_scheme if not engine else ("engine" if draft else "none")
@@ -435,12 +448,12 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
     running = min(per, ceil(goal.target / replicas)) if goal.target else per
     solved = {setting_of(engine, f): v for f, v in rep.solved.items()} if engine else {}
     version = rep.sized.engine.version.modelled if rep.sized.engine and rep.sized.engine.version else None
-    paste = settings_line(spec, spec_arg, engine, gpu, tp, pp, context, kv, ssm, draft, scheme_used, prefix,
+    paste = settings_line(spec, spec_arg, engine, gpu, layout, context, kv, ssm, draft, scheme_used, prefix,
                           axes.base, rep.solved, replicas, version)
     return Candidate(gpu.label, tp, pp, replicas, replicas * per_gpu, context, dtypes.kv, dtypes.ssm, draft,
                      scheme_used, prefix, rep.fits, replicas * per, per, round(per / per_gpu, 2), binding, rep.startup,
                      ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None,
-                     measured, rep.solved_for, at_defaults)
+                     measured, rep.solved_for, at_defaults, layout.attention_dp)
 
 
 def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpot: float) -> int:
@@ -451,18 +464,19 @@ def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpo
     return last_true(lambda n: bound(n).tpot_ms <= max_tpot, 0, capacity + 1)
 
 
-def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuChoice, tp: int, pp: int, context: int,
-                  kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str,
+def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuChoice, layout: ParallelLayout,
+                  context: int, kv: str | None, ssm: str | None, draft: int, scheme: str, prefix: str,
                   base: SizeOptions, solved: dict[str, int] | None = None, replicas: int = 1,
                   version: str | None = None) -> str:
     """What reproduces a candidate: `vllm serve` or SGLang's `launch_server` flags (with the replicas), TensorRT-LLM's
     LLM-API options (JSON, one replica's), or the `mcache size` command of one replica for the neutral model. The
     engine settings given (`base`) or solved for are added where the engine has them as settings."""
+    tp, pp = layout.tp, layout.pp
     if engine:
         from importlib import import_module
 
         serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix,
-                          version)
+                          version, layout.attention_dp, replicas)
         line = serve_command(engine, serve)
         given = {f: getattr(base, f) for f in ("utilization",) if getattr(base, f) is not None} | (solved or {})
         module = import_module(f"mcache.core.engines.{engine}")
@@ -476,9 +490,11 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
                 options["kv_cache_config"] = options.get("kv_cache_config", {}) | cache
             return json_text(options, indent=None)
         args = [x for k, v in extra.items() for x in (f"--{k.replace('_', '-')}", str(v))]
-        args += [plan_hooks(engine).replica_flag, str(replicas)] if replicas > 1 else []
+        flag = plan_hooks(engine).replica_flag
+        args += [flag, str(replicas)] if replicas > 1 and flag not in shlex.split(line) else []
         return " ".join([line, *(shlex.quote(a) for a in args)])
     args = ["mcache", "size", spec_arg, *gpu.given, "--tp", tp, "--pp", pp, "--max-seq-len", context]
+    args += ["--attention-dp"] if layout.attention_dp else []
     args += ["--kv-dtype", kv] if kv else []
     args += ["--ssm-dtype", ssm] if ssm else []
     args += ["--draft", draft, "--spec-scheme", scheme] if draft else []

@@ -21,7 +21,9 @@ from mcache.core.spec.model import ModelSpec
 # model.weight_format and weights_unknown; model.param_bytes is the stored size (null: unknown); capacity per
 # stage weight_bytes and weights_given; model.param_count and param_bytes leave the MTP layers out (model.mtp_param_count
 # holds them), as engines do unless they draft with them; model.stored_bytes_index(_source) and capacity.weights_source
-# added since (optional to a reader of 2)
+# added since (optional to a reader of 2); capacity.attention_dp_ranks and max_sequences_per_rank (a rank's figure,
+# which capacity.max_sequences, the replica's, is attention_dp_ranks times) and engine.max_running_requests_per_rank
+# and attention_dp_ranks likewise: without attention DP every figure is what it was
 SCHEMA_VERSION = 2
 
 
@@ -86,15 +88,17 @@ def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: Parall
 
 def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:
     """Each engine's run with its defaults on the spec, layout and GPU of `d` at `context` (through the one
-    `size_deployment`), for the line beside the neutral figure: what it runs at once and what binds, or why it would not
-    start (the first sentence of its error). The weights are weighed as `d`'s (its `weight_format`)."""
+    `size_deployment`), for the line beside the neutral figure: what its replica and one rank run at once and what
+    binds, or why it would not start (the first sentence of its error). The weights are weighed as `d`'s (its
+    `weight_format`)."""
     from mcache.core.engines import NAMES, newest_version
 
     model = SizeOptions(weight_format=d.options.weight_format)
     lines = []
     for name in NAMES:
-        entry = {"name": name, "version": newest_version(name), "max_running_requests": None, "binding": None,
-                 "startup_error": None, "context": context}
+        entry = {"name": name, "version": newest_version(name), "max_running_requests": None,
+                 "max_running_requests_per_rank": None, "attention_dp_ranks": d.layout.attention_dp_ranks,
+                 "binding": None, "startup_error": None, "context": context}
         try:
             try:
                 run = size_deployment(spec, Deployment(d.layout, d.gpu, name, model, context=context)).engine
@@ -112,7 +116,8 @@ def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:
                 entry["startup_error"] = _first_sentence(failed[0])
             else:
                 bound = min(run.stages, key=lambda st: st.max_running_requests or 0)
-                entry |= {"max_running_requests": run.max_running_requests, "binding": bound.binding}
+                entry |= {"max_running_requests": run.max_running_requests,
+                          "max_running_requests_per_rank": run.max_running_requests_per_rank, "binding": bound.binding}
         lines.append(entry)
     return lines
 
@@ -172,7 +177,8 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
     budget = run.budget
     if budget is not None:
         gpus = layout.tp * layout.pp
-        replica = run.caps[run.tightest].max_sequences
+        per_rank = run.caps[run.tightest].max_sequences
+        replica = layout.replica_sequences(per_rank)
         report["capacity"] = {
             "gpu": budget.gpu_name,
             "gpu_bytes": budget.gpu_bytes,
@@ -187,8 +193,11 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "slots_from_memory": run.slots_from_memory,
             "fits": run.fits,
             "tightest_stage": run.tightest,
-            # one replica is TP x PP GPUs; the tightest stage's figure is what the whole replica runs at once
+            # one replica is TP x PP GPUs; each rank runs the tightest stage's figure (ranks[*].max_sequences), and the
+            # replica that times the ranks that each run a batch of their own (tp under attention DP, else 1)
             "gpus_per_replica": gpus,
+            "attention_dp_ranks": layout.attention_dp_ranks,
+            "max_sequences_per_rank": per_rank,
             "max_sequences": replica,
             "max_sequences_per_gpu": round(replica / gpus, 2),
             "ranks": [asdict(c) | _per_sequence(r, run.context) for c, r in zip(run.caps, est.ranks, strict=True)],

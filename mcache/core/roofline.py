@@ -65,11 +65,13 @@ def routed_expert_bytes(rank: RankEstimate) -> int:
 
 
 def _stage_bytes(rank: RankEstimate, weights: int | None, m: int, context: int, draft: int) -> tuple[int, ...]:
-    """(weights, KV, state, draft) bytes one rank moves for a micro-batch of `m` sequences."""
+    """(weights, KV, state, draft) bytes one rank moves for a micro-batch of `m` sequences of its own (under attention
+    DP its MoE layers route the tokens of every rank of the stage)."""
     spec = rank.ctx.spec
     if weights is None:
         experts = routed_expert_bytes(rank)
-        weights = rank.weight_bytes - experts + int(experts * expert_share(spec, m * (1 + draft)))
+        tokens = m * rank.ctx.layout.attention_dp_ranks * (1 + draft)
+        weights = rank.weight_bytes - experts + int(experts * expert_share(spec, tokens))
     tokens = [c.decl for c in rank.components if c.decl.per == "token"]
     kv = sum(d.bytes_per_unit * min(context, d.window or context) for d in tokens)
     state = 2 * rank.state_bytes_per_slot
@@ -81,13 +83,15 @@ def _stage_bytes(rank: RankEstimate, weights: int | None, m: int, context: int, 
 
 def roofline(ranks: list[RankEstimate], weights: int | None, sequences: int, context: int, draft: int,
              bandwidth: int) -> Roofline | None:
-    """The bound at `sequences` per replica of `context` tokens over `ranks` (one per PP stage, each on TP GPUs) at
-    `bandwidth` bytes/s per GPU; `weights`: the bytes each rank loads when given (else the estimate's). None when
-    nothing runs, or the weights are unknown."""
+    """The bound at `sequences` per replica of `context` tokens over `ranks` (one per PP stage, each on TP GPUs; under
+    attention DP each of them a batch of its own, an even share of the sequences) at `bandwidth` bytes/s per GPU;
+    `weights`: the bytes each rank loads when given (else the estimate's). None when nothing runs, or the weights are
+    unknown."""
     if sequences < 1 or not ranks or (weights is None and any(r.weight_bytes is None for r in ranks)):
         return None
-    pp, tp = len(ranks), ranks[0].ctx.layout.tp
-    m = ceil(sequences / pp)
+    layout = ranks[0].ctx.layout
+    pp, tp = len(ranks), layout.tp
+    m = ceil(sequences / (pp * layout.attention_dp_ranks))
     per_stage = [tuple(pp * b for b in _stage_bytes(r, weights, m, context, draft)) for r in ranks]
     busiest = max(per_stage, key=sum)
     total = sum(busiest)

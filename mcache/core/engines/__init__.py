@@ -19,7 +19,8 @@ TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 def run_engine(name: str, inputs, version: str | None = None):
     """Run the profile `name` (one of `NAMES`) on `inputs` (an `EngineInputs`) by the rules of the modelled release
-    that answers for `version` (None: the newest); the run carries which release that was."""
+    that answers for `version` (None: the newest); the run carries which release that was, and the layout asked (its
+    stages' figures are a rank's; the replica's follow from the layout)."""
     from msgspec.structs import replace
 
     from mcache.core.engines.versions import resolve
@@ -27,7 +28,7 @@ def run_engine(name: str, inputs, version: str | None = None):
     module = import_module(f"{__name__}.{name}")
     resolved = resolve(TITLES[name], module.VERSIONS, version)
     run = module.run(replace(inputs, version=resolved.modelled))
-    run.version = resolved
+    run.version, run.layout = resolved, inputs.layout
     return run
 
 

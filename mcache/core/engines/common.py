@@ -45,8 +45,9 @@ class EngineInputs(Struct, frozen=True):
 
 
 class EngineStage(Struct):
-    """One PP stage as the engine sizes it: what it runs at once at the context, why it would refuse to start
-    (None: it starts), the lines it logs, and the engine's own figures (`fields`)."""
+    """One PP stage as the engine sizes it: what one of its ranks runs at once at the context (under attention DP, one
+    attention-DP rank's own batch), why it would refuse to start (None: it starts), the lines it logs, and the engine's
+    own figures (`fields`, a rank's too)."""
 
     stage: int
     max_running_requests: int | None
@@ -69,12 +70,26 @@ class EngineRun(Struct):
     stages: list[EngineStage]
     caveats: list[str] = []  # what this profile does not model for this model
     version: EngineVersion | None = None  # the modelled release that sized it (`run_engine` sets it)
+    layout: ParallelLayout | None = None  # the replica's layout as asked (`run_engine` sets it; None: one batch)
+
+    @property
+    def max_running_requests_per_rank(self) -> int | None:
+        """What one rank runs at once: the tightest stage's figure (None without memory)."""
+        figures = [s.max_running_requests for s in self.stages]
+        return None if any(f is None for f in figures) else min(figures)
+
+    @property
+    def attention_dp_ranks(self) -> int:
+        """Ranks of a stage that each run a batch of their own (`ParallelLayout.attention_dp_ranks`)."""
+        return self.layout.attention_dp_ranks if self.layout else 1
 
     @property
     def max_running_requests(self) -> int | None:
-        """What the whole deployment runs at once: the tightest stage's figure (None without memory)."""
-        figures = [s.max_running_requests for s in self.stages]
-        return None if any(f is None for f in figures) else min(figures)
+        """What the whole replica runs at once: a rank's figure times the attention-DP ranks (None without memory)."""
+        per_rank = self.max_running_requests_per_rank
+        if per_rank is None or self.layout is None:
+            return per_rank
+        return self.layout.replica_sequences(per_rank)
 
     @property
     def starts(self) -> bool:
@@ -94,6 +109,8 @@ class EngineRun(Struct):
             "sources": self.sources,
             "dtypes": {"model": self.dtypes.model, "kv": self.dtypes.kv, "conv": self.dtypes.conv, "ssm": self.dtypes.ssm},
             "max_running_requests": self.max_running_requests,
+            "max_running_requests_per_rank": self.max_running_requests_per_rank,
+            "attention_dp_ranks": self.attention_dp_ranks,
             "caveats": self.caveats,
             "stages": [
                 {"stage": s.stage, "max_running_requests": s.max_running_requests, "startup_error": s.startup_error,
@@ -105,9 +122,12 @@ class EngineRun(Struct):
 
 class ServeArgs(Struct, frozen=True):
     """A deployment as `mcache plan` varies it, for an engine's `serve_command`: what the engine loads (`model`: a
-    Hugging Face repository or a folder), the layout, the max model length, the cache dtypes by the engine's names
-    (None: its default), draft tokens (drafted by the model's MTP head when it has one, `mtp`) and prefix caching
-    (`default`: the engine's; `on` or `off`), and the release whose rules sized it (`version`, None: the newest)."""
+    Hugging Face repository or a folder), the layout (`attention_dp`: each of a stage's `tp` ranks runs a batch of its
+    own), the max model length, the cache dtypes by the engine's names (None: its default), draft tokens (drafted by
+    the model's MTP head when it has one, `mtp`) and prefix caching (`default`: the engine's; `on` or `off`), the
+    release whose rules sized it (`version`, None: the newest), and the fleet's `replicas`: a serve command that
+    starts them itself names the engine's `REPLICA_FLAG` with its own count; `mcache plan` adds it to one that does
+    not."""
 
     model: str
     tp: int
@@ -119,6 +139,8 @@ class ServeArgs(Struct, frozen=True):
     mtp: bool = False
     prefix: str = "default"
     version: str | None = None
+    attention_dp: bool = False
+    replicas: int = 1
 
 
 class Settings:
@@ -154,11 +176,12 @@ class Settings:
         self.values[name], self.sources[name] = value, source
         return value
 
-    def weights(self, contexts: list[RankContext]) -> list[int]:
-        """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded), the MTP
-        layers counted only when a draft setting is given."""
+    def weights(self, contexts: list[RankContext], expert_shards: int = 1) -> list[int]:
+        """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded; the routed
+        experts split `expert_shards` ways beyond the contexts' TP), the MTP layers counted only when a draft setting
+        is given."""
         drafts = max((self.given.get(name) or 0 for name in DRAFT_SETTINGS), default=0)
-        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts)) for ctx in contexts]
+        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts), expert_shards) for ctx in contexts]
         if None in estimates and self.given.get("weights_bytes") is None:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
             raise LayoutError("weights_bytes", f"a size: the spec leaves {unknown} null, so mcache cannot estimate the "
@@ -269,10 +292,10 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
     return spec.mtp.num_layers if set(spec.mtp.layer.split("+")) & set(ATTENTION_KINDS) else 0
 
 
-def weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:
-    """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp` (the engines
-    measure theirs)."""
-    return rank_weight_bytes(ctx, mtp)
+def weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1) -> int | None:
+    """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp`, the routed experts
+    split `expert_shards` ways beyond the stage's TP (the engines measure theirs)."""
+    return rank_weight_bytes(ctx, mtp, expert_shards)
 
 
 def recurrent_kinds(spec) -> list[str]:

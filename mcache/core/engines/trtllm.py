@@ -33,6 +33,14 @@ Sources (NVIDIA/TensorRT-LLM):
   same `KvCacheCreator` lines and C++ KVCacheManager as the 1.2 line's `_util.py` above (the log prints its
   "kv size is ... tmp kv_mem" peak line, the float fraction and the block-rounded max_tokens), sized by the 1.2
   line's rules; its hybrid architectures are the 1.2 line's less Qwen3-Next, which the 1.2 release notes add.
+- attention DP (`enable_attention_dp`, the layout's `attention_dp`): each rank of a stage is an executor of its own,
+  with whole KV heads and state, and its own `max_batch_size`: `_torch/pyexecutor/executor_request_queue.py`
+  (stored version of the 1.2 line) `_fetch_new_requests_attention_dp` admits up to `tp_size x
+  max_num_active_requests` across the ranks and at most `max_num_active_requests` (the model engine's
+  `get_max_num_sequences`, `max_batch_size` per micro-batch) on each, and each rank's cache manager allocates that
+  rank's slots and pool (V2 adds one dummy slot for the attention-DP padding request, `Setup.dummies`). So every
+  figure here, `max_batch_size` and the solved value included, is one rank's; the replica runs `tp` times the stage's
+  running requests (`EngineRun.max_running_requests`).
 - a model without recurrent layers (pure attention): `get_kv_cache_manager_cls` returns `KVCacheManager` (1.2 line:
   neither `is_nemotron_hybrid` nor `is_qwen3_next`; main: `_non_hybrid_kv_cache_manager_cls`, KVCacheManagerV2 only
   for `use_kv_cache_manager_v2` True or per-layer head sizes), no state slots, the same creator budget.
@@ -193,11 +201,12 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def serve_command(args: ServeArgs) -> str:
-    """The LLM-API options of a deployment, as JSON (tensorrt_llm/llmapi/llm_args.py: `LLM(...)` keyword arguments
-    and `KvCacheConfig` fields)."""
+    """The LLM-API options of a deployment, as JSON (tensorrt_llm/llmapi/llm_args.py: `LLM(...)` keyword arguments,
+    `enable_attention_dp` among them, and `KvCacheConfig` fields)."""
     cache = {"dtype": args.kv_dtype} if args.kv_dtype else {}
     cache |= {"mamba_ssm_cache_dtype": args.ssm_dtype} if args.ssm_dtype else {}
     options = {"tensor_parallel_size": args.tp, "pipeline_parallel_size": args.pp, "max_seq_len": args.context}
+    options |= {"enable_attention_dp": True} if args.attention_dp else {}
     options |= {"kv_cache_config": cache} if cache else {}
     options |= {"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": args.draft}} if args.draft else {}
     return json_text(options, indent=None)

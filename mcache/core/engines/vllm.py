@@ -18,6 +18,7 @@ import shlex
 from math import ceil, lcm
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -47,6 +48,7 @@ from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing.gpus import capability
+from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.model import layer_kinds
@@ -420,13 +422,15 @@ class StagePool(Struct, frozen=True):
 
 
 def run(inputs: EngineInputs) -> EngineRun:
-    """vLLM's sizing of every PP stage (its workers agree on the smallest block count)."""
+    """vLLM's sizing of every PP stage (its workers agree on the smallest block count); under attention DP, of one
+    data-parallel engine core (`engine_core_layout`)."""
     s = Settings(inputs.given, SETTINGS, "vLLM")
+    inputs, expert_shards = replace(inputs, layout=engine_core_layout(inputs.layout)), inputs.layout.attention_dp_ranks
     setup = _setup(inputs, s)
     # distributed/utils.py get_pp_indices (v0.10.2 to v0.33.0): the remainder to the stages before the last, the last but
     # one first
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=1), setup.dtypes)
-    weights = s.weights(contexts)
+    weights = s.weights(contexts, expert_shards)
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
         return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
@@ -444,9 +448,31 @@ def run(inputs: EngineInputs) -> EngineRun:
     return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
 
 
+# Attention data parallelism. vLLM has no attention-DP flag: `--data-parallel-size N` (vllm/config/parallel.py
+# ParallelConfig.data_parallel_size, v0.33.0 line 147, v0.10.2 line 69) starts N engine cores, each an EngineCore with
+# its own TP x PP workers, scheduler (max_num_seqs) and KV cache, which it sizes and logs itself
+# (`_initialize_kv_caches`: "GPU KV cache size", "Maximum concurrency"). v1/engine/core.py run_engine_core: at v0.10.2
+# (line 699) every DP rank is a DPEngineCoreProc; at v0.33.0 (lines 1546-1555) a MoE model's are, and a dense model's
+# are plain EngineCoreProcs ("Non-MoE DP ranks are completely independent, so treat like DP=1"). A MoE's routed
+# experts form one group over the DP x TP ranks (model_executor/layers/fused_moe/config.py
+# FusedMoEParallelConfig.make: v0.10.2 lines 267-280 `flatten_tp_across_dp`, v0.33.0 lines 1106-1112 and 1198-1209
+# `flatten_tp_across_dp_and_pcp`: each expert sharded over them, or with --enable-expert-parallel 1/(DP x TP) of the
+# experts on each: the same bytes); attention, dense MLPs, shared experts, embeddings and the head are the engine
+# core's, TP-sharded only. (vllm-project/vllm#36240, which would keep DP ranks' experts whole without expert
+# parallelism, was closed.) So mcache's `--tp T --attention-dp` (T ranks a stage, each with whole KV heads and state
+# and a batch of its own) is vLLM's `--data-parallel-size T --tensor-parallel-size 1`: each rank an engine core of TP
+# 1 with the routed experts split T ways, at every release mcache models (read in the 0.10.2 and 0.33.0 wheels).
+def engine_core_layout(layout: ParallelLayout) -> ParallelLayout:
+    """The layout one vLLM engine core runs: `layout` itself, or TP 1 under attention DP (its PP stages kept)."""
+    return replace(layout, tp=1, attention_dp=False) if layout.attention_dp else layout
+
+
 def serve_command(args: ServeArgs) -> str:
-    """The `vllm serve` line of a deployment (vllm/engine/arg_utils.py flag names)."""
-    line = ["vllm", "serve", args.model, "--tensor-parallel-size", args.tp, "--pipeline-parallel-size", args.pp,
+    """The `vllm serve` line of a deployment (vllm/engine/arg_utils.py flag names); under attention DP its TP ranks
+    are data-parallel engine cores of TP 1 (`engine_core_layout`), one replica's: `--data-parallel-size` times the
+    replicas is the fleet's."""
+    tp = 1 if args.attention_dp else args.tp
+    line = ["vllm", "serve", args.model, "--tensor-parallel-size", tp, "--pipeline-parallel-size", args.pp,
             "--max-model-len", args.context]
     line += ["--kv-cache-dtype", args.kv_dtype] if args.kv_dtype else []
     line += ["--mamba-ssm-cache-dtype", args.ssm_dtype] if args.ssm_dtype else []
@@ -456,6 +482,8 @@ def serve_command(args: ServeArgs) -> str:
         mtp = "mtp" if _since(args.version or VERSIONS[-1], "mtp_method") else "qwen3_next_mtp"
         method = {"method": mtp if args.mtp else "ngram", "num_speculative_tokens": args.draft}
         line += ["--speculative-config", json_text(method, indent=None)]
+    engine_cores = (args.tp if args.attention_dp else 1) * args.replicas
+    line += [REPLICA_FLAG, engine_cores] if engine_cores > 1 else []
     return shlex.join(str(a) for a in line)
 
 

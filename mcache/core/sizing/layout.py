@@ -17,7 +17,12 @@ def blocks_per_seq(tokens: int, window: int | None, block: int) -> int:
 
 
 class ParallelLayout(Struct, frozen=True):
-    """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel."""
+    """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel.
+
+    Under attention DP each of a stage's `tp` ranks keeps whole KV heads and recurrent state for a batch of its own
+    requests (the FFN and MoE weights stay sharded over the `tp` ranks): a rank's figures (its pools, the sequences
+    it runs) stay per rank, and the replica runs `attention_dp_ranks` times a rank's sequences (`replica_sequences`).
+    """
 
     tp: int = 1
     pp: int = 1
@@ -32,6 +37,16 @@ class ParallelLayout(Struct, frozen=True):
     def state_tp(self) -> int:
         """TP that shards the state and the KV heads: 1 under attention-DP (each rank holds them whole)."""
         return 1 if self.attention_dp else self.tp
+
+    @property
+    def attention_dp_ranks(self) -> int:
+        """Ranks of a stage that each run a batch of their own: `tp` under attention DP, else 1 (TP ranks share one)."""
+        return self.tp if self.attention_dp else 1
+
+    def replica_sequences(self, per_rank: int) -> int:
+        """What the replica runs at once when each rank runs `per_rank` (the tightest stage's figure): the one place a
+        rank's sequences become the replica's."""
+        return per_rank * self.attention_dp_ranks
 
     def stages(self, num_layers: int) -> list[range]:
         """Layer indices of each PP stage: `pp_partition` if given, else an even split

@@ -178,17 +178,20 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
     return int(total)
 
 
-def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
+def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds: its stage's layers sharded by TP
-    (mixers kept whole under attention-DP), embeddings on the first stage, the final norm (whole on every TP rank),
-    the head and (with `mtp`) the MTP layers on the last; the vision tower on every stage (`rank_tower_params`)."""
+    (mixers kept whole under attention-DP), a MoE's routed experts split `expert_shards` ways more, embeddings on the
+    first stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP layers on the last; the
+    vision tower on every stage (`rank_tower_params`)."""
     spec, tp, store = ctx.spec, ctx.layout.tp, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
-    def shard(kind: str) -> int:
-        return tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1
+    def shard(kind: str, part: str) -> int:
+        ways = tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1
+        return ways * expert_shards if part == "experts" else ways
 
-    units = [(n // shard(k), store.per_param(k, part, i)) for i in ctx.layers for k, part, n in layer_units(spec, kinds[i])]
+    units = [(n // shard(k, part), store.per_param(k, part, i)) for i in ctx.layers
+             for k, part, n in layer_units(spec, kinds[i])]
     units.append((rank_tower_params(spec.vision, tp), store.plain))
     units += [(n // tp, store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
     emb, head = embedding_params(spec)
@@ -202,23 +205,26 @@ def _rank_units(ctx: RankContext, mtp: bool) -> list[tuple[int, Fraction]]:
     return units
 
 
-def rank_weights(ctx: RankContext, mtp: bool = False) -> tuple[int | None, int | None]:
-    """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`;
-    when `unknown_fields`, no parameter count and the checkpoint index's share (`index_share`), or both None."""
+def rank_weights(ctx: RankContext, mtp: bool = False, expert_shards: int = 1) -> tuple[int | None, int | None]:
+    """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`, the
+    routed experts split `expert_shards` ways beyond the layout's TP (an engine that shards them over its
+    data-parallel ranks too); when `unknown_fields`, no parameter count and the checkpoint index's share
+    (`index_share`), or both None."""
     if unknown_fields(ctx.spec):
         return None, index_share(ctx.spec, ctx.layout.tp * ctx.layout.pp)
     layout, layers = ctx.layout, ctx.layers  # all that `_rank_units` reads besides the spec
 
     def count() -> tuple[int, int]:
-        units = _rank_units(ctx, mtp)
+        units = _rank_units(ctx, mtp, expert_shards)
         return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
-    return remembered(ctx.spec, ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp), count)
+    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards)
+    return remembered(ctx.spec, key, count)
 
 
-def rank_weight_bytes(ctx: RankContext, mtp: bool = False) -> int | None:
+def rank_weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1) -> int | None:
     """Bytes of the weights one rank loads, as the checkpoint stores them (None when `weights_known` is false)."""
-    return rank_weights(ctx, mtp)[1]
+    return rank_weights(ctx, mtp, expert_shards)[1]
 
 
 def index_share(spec: ModelSpec, ranks: int) -> int | None:

@@ -1,0 +1,192 @@
+"""Attention data parallelism: each TP rank of a stage runs a batch of its own, so a replica runs TP x a rank's sequences
+(`ParallelLayout.replica_sequences`), in the neutral report, the engines' runs, their serve commands and the plan.
+The figures are computed by hand below."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from cli_util import one_line, plan_json
+from paths import HF_CONFIGS
+from test_capacity import TINY
+
+from mcache.cli.main import main
+from mcache.core.engines import run_engine
+from mcache.core.engines.common import EngineInputs, EngineRun, EngineStage, ServeArgs
+from mcache.core.engines.trtllm import serve_command as trtllm_serve
+from mcache.core.engines.vllm import serve_command as vllm_serve
+from mcache.core.hf import import_hf
+from mcache.core.kinds.base import CacheDtypes
+from mcache.core.load import parse_spec
+from mcache.core.roofline import roofline
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.gpus import lookup
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
+
+# test_capacity's tiny hybrid. Under attention DP at TP 2 a rank keeps whole heads and state: KV 2 x 2 x 16 x 2 B =
+# 128 B a token, 100 tokens in 7 blocks of 16 = 14,336 B a sequence; conv [64, 3] + SSM [4, 8, 16] in bf16 = 1,408 B
+# a slot, 8 B of seed: 1,416 B. Weights: the mixers whole (mamba2 8,876 and attention 12,352 params), embedding and
+# head split (3,200 each), final norm 64: 27,692 params, 55,384 B. Budget: int(2^30 x 0.9) - 55,384 = 966,312,257 B;
+# two reserved slots (a padding slot and the attention-DP dummy) 2,832 B; (966,312,257 - 2,832) // (14,336 + 1,416)
+# = 61,345 sequences a rank.
+PER_RANK = 61_345
+QWEN3_NEXT = str(HF_CONFIGS / "qwen3-next-80b-a3b.json")
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    return str(path)
+
+
+def size(capsys, *args: str) -> tuple[dict, str]:
+    """`mcache size ARGS` as JSON and as the table's last lines."""
+    assert main(["size", *args, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert main(["size", *args]) == 0
+    return report, capsys.readouterr().out
+
+
+def test_a_replica_runs_tp_times_a_ranks_sequences_under_attention_dp(tiny, capsys):
+    args = (tiny, "--gpu-memory", "1GiB", "--reserve", "0", "--max-seq-len", "100", "--block-size", "16")
+    report, out = size(capsys, *args, "--tp", "2", "--attention-dp")
+    cap = report["capacity"]
+    rank = cap["ranks"][0]
+    assert (rank["cache_budget_bytes"], rank["weight_bytes"]) == (966_312_257, 55_384)
+    assert (rank["kv_bytes_per_sequence"], rank["state_bytes_per_sequence"]) == (14_336, 1_416)
+    assert rank["max_sequences"] == cap["max_sequences_per_rank"] == PER_RANK
+    assert (cap["attention_dp_ranks"], cap["max_sequences"], cap["max_sequences_per_gpu"]) == (2, 122_690, 61_345.0)
+    assert ("mcache's neutral model fits 122690 sequences of 100 tokens per replica (TP × PP = 2 GPUs, attention DP: "
+            "2 × 61345; 61,345 per GPU) on 1GiB GPU") in out
+    # a pool --max-batch fixes is a rank's: 4 each, 8 a replica
+    report, out = size(capsys, *args, "--tp", "2", "--attention-dp", "--max-batch", "4")
+    assert (report["capacity"]["max_sequences_per_rank"], report["capacity"]["max_sequences"]) == (4, 8)
+    assert "fits 8 sequences of 100 tokens per replica (TP × PP = 2 GPUs, attention DP: 2 × 4; 4 per GPU)" in out
+
+
+def test_without_attention_dp_the_replica_runs_a_ranks_sequences(tiny, capsys):
+    report, out = size(capsys, tiny, "--gpu-memory", "1GiB", "--reserve", "0", "--max-batch", "4", "--tp", "2")
+    cap = report["capacity"]
+    assert (cap["attention_dp_ranks"], cap["max_sequences_per_rank"], cap["max_sequences"]) == (1, 4, 4)
+    assert "fits 4 sequences of 8192 tokens per replica (TP × PP = 2 GPUs; 2 per GPU)" in out
+
+
+def test_an_engine_run_counts_its_stages_per_rank_and_its_replica_from_the_layout():
+    def stage(n: int) -> EngineStage:
+        return EngineStage(0, n, None, [])
+
+    dtypes = CacheDtypes("bfloat16", "bfloat16", "bfloat16", "bfloat16")
+    run = EngineRun("vllm", 8192, 8192, {}, {}, dtypes, [stage(101), EngineStage(1, 99, None, [])],
+                    layout=ParallelLayout(tp=4, pp=2, attention_dp=True))
+    assert (run.max_running_requests_per_rank, run.attention_dp_ranks, run.max_running_requests) == (99, 4, 396)
+    assert {k: run.as_json()[k] for k in ("max_running_requests", "max_running_requests_per_rank",
+                                          "attention_dp_ranks")} == {"max_running_requests": 396,
+                                                                     "max_running_requests_per_rank": 99,
+                                                                     "attention_dp_ranks": 4}
+    run.layout = ParallelLayout(tp=4, pp=2)
+    assert (run.max_running_requests, run.attention_dp_ranks) == (99, 1)
+
+
+def test_vllm_sizes_one_tp1_engine_core_with_the_experts_split_over_the_dp_ranks():
+    """Qwen3-Next's routed experts: 512 x 3 x 2048 x 512 = 1,610,612,736 parameters a layer; over 4 data-parallel
+    ranks each holds a quarter, so its weights are a TP-1 core's less 3/4 of them: 48 x 1,207,959,552 x 2 B =
+    115,964,116,992 B. With those weights given, its pools are a TP-1 core's, figure for figure."""
+    spec = import_hf(HF_CONFIGS / "qwen3-next-80b-a3b.json")
+    name, memory = lookup("h200")
+
+    def vllm(layout: ParallelLayout, **given) -> EngineRun:
+        return run_engine("vllm", EngineInputs(spec, layout, name, memory, 32768, given))
+
+    dp = vllm(ParallelLayout(tp=4, attention_dp=True))
+    core = vllm(ParallelLayout(tp=1))
+    assert core.settings["weights_bytes"] - dp.settings["weights_bytes"] == 115_964_116_992
+    given = vllm(ParallelLayout(tp=1), weights_bytes=dp.settings["weights_bytes"])
+    assert dp.stages[0].fields == given.stages[0].fields and dp.stages[0].log == given.stages[0].log
+    assert (dp.max_running_requests_per_rank, dp.max_running_requests) == (given.max_running_requests,
+                                                                          4 * given.max_running_requests)
+
+
+def test_serve_commands_start_the_attention_dp_ranks():
+    serve = ServeArgs("Qwen/Qwen3-Next-80B-A3B-Instruct", 4, 1, 32768, attention_dp=True, replicas=3)
+    argv = shlex.split(vllm_serve(serve))
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "1"
+    assert argv[-2:] == ["--data-parallel-size", "12"]  # 3 replicas of 4 engine cores
+    plain = shlex.split(vllm_serve(ServeArgs("org/model", 4, 1, 32768, replicas=3)))
+    assert plain[plain.index("--tensor-parallel-size") + 1] == "4" and plain[-2:] == ["--data-parallel-size", "3"]
+    assert "--data-parallel-size" not in vllm_serve(ServeArgs("org/model", 4, 1, 32768))
+    assert '"enable_attention_dp": true' in trtllm_serve(ServeArgs("org/model", 4, 1, 32768, attention_dp=True))
+    assert "enable_attention_dp" not in trtllm_serve(ServeArgs("org/model", 4, 1, 32768))
+
+
+def test_trtllm_max_batch_size_is_a_ranks(capsys):
+    report, out = size(capsys, QWEN3_NEXT, "--tp", "4", "--attention-dp", "--gpu", "h200", "--context", "32768",
+                       "--engine", "trtllm", "--max-batch-size", "64")
+    eng = report["engine"]
+    stage = eng["stages"][0]
+    assert stage["max_batch_size"] == 64 and stage["max_running_requests"] == 64  # each rank runs its own 64
+    assert (eng["max_running_requests_per_rank"], eng["max_running_requests"]) == (64, 256)
+    assert "runs 256 sequences of 32768 tokens per replica (TP × PP = 4 GPUs, attention DP: 4 × 64; 64 per GPU)" in out
+
+
+def test_the_engines_line_gives_each_replica_and_its_ranks(capsys):
+    report, out = size(capsys, QWEN3_NEXT, "--tp", "4", "--attention-dp", "--gpu", "h200", "--context", "32768",
+                       "--max-seq-len", "32768")
+    line = out.splitlines()[-1]
+    for engine, title in zip(report["capacity"]["engines"], ("vLLM", "SGLang", "TensorRT-LLM"), strict=True):
+        per_rank = engine["max_running_requests_per_rank"]
+        assert engine["max_running_requests"] == 4 * per_rank
+        assert f"{title} {engine['version']}: {4 * per_rank} (4 × {per_rank}, {engine['binding']})" in line
+
+
+def test_the_roofline_gives_each_attention_dp_rank_its_share():
+    """8 sequences of 100 tokens over 2 attention-DP ranks: 4 on each, with whole heads (12,800 B of KV and 2 x 1,408 B
+    of state read and written each)."""
+    spec = parse_spec(TINY, "tiny.yaml")
+    layout = ParallelLayout(tp=2, attention_dp=True)
+    ranks = estimate(spec, layout, RuntimeConfig(max_batch=4, max_seq_len=100, tokens_per_block=16),
+                     resolve_dtypes(spec)).ranks
+    bound = roofline(ranks, None, 8, 100, 0, 10**12)
+    assert (bound.kv_bytes, bound.state_bytes) == (4 * 12_800, 4 * 2 * 1_408)
+
+
+def test_plan_counts_attention_dp_replicas_and_pastes_their_settings():
+    """Qwen3-Next on H200s at 32K: a rank runs 108 (the neutral model), a TP-4 attention-DP replica 4 x 108 = 432, so
+    1,000 sequences take ceil(1000 / 432) = 3 replicas, 12 GPUs."""
+    args = (QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1", "--kv-dtype", "default", "--context", "32768",
+            "--target-concurrency", "1000")
+    best = plan_json(*args, "--attention-dp", "off,on")["best"]
+    assert (best["attention_dp"], best["sequences_per_replica"], best["replicas"], best["gpus"]) == (True, 432, 3, 12)
+    assert (best["sequences"], best["sequences_per_gpu"]) == (1296, 108)
+    assert shlex.split(best["settings"])[-1] == "--attention-dp"
+    vllm = plan_json(*args, "--attention-dp", "on", "--engine", "vllm")["best"]
+    argv = shlex.split(vllm["settings"])
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "1"
+    assert argv[-2:] == ["--data-parallel-size", str(4 * vllm["replicas"])]
+    assert vllm["sequences_per_replica"] % 4 == 0
+
+
+def test_plan_attention_dp_needs_a_tp_above_1(capsys):
+    assert "--attention-dp: a TP above 1" in one_line(["plan", "nemotron-h-8b", "--tp", "1", "--attention-dp", "on"],
+                                                      capsys)
+    assert "--attention-dp: off, on or off,on, got 'yes'" in one_line(["plan", "nemotron-h-8b", "--attention-dp",
+                                                                      "yes"], capsys)
+
+
+def test_explain_reads_a_vllm_engine_core_as_one_attention_dp_rank(capsys):
+    """A data-parallel vLLM engine core is a TP-1 core: the TP-1 boot's figures agree as one rank's of a TP-2
+    attention-DP replica, which runs 2 x its requests."""
+    log = str(HF_CONFIGS.parent / "engine_logs" / "vllm" / "qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log")
+    args = ["explain", log, "--model", str(HF_CONFIGS / "qwen3.6-35b-a3b.json"), "--engine-version", "0.24.0",
+            "--tp", "2", "--attention-dp"]
+    assert main([*args, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(c["figure"], c["verdict"]) for c in report["comparisons"]] == [("kv_cache_tokens", "agree"),
+                                                                           ("max_concurrency", "agree")]
+    engine = report["engine"]
+    assert (engine["attention_dp_ranks"], engine["max_running_requests"]) == (2, 2 * engine["max_running_requests_per_rank"])
+    assert main(args) == 0
+    assert "per replica (TP × PP = 2 GPUs, attention DP: 2 × 1; 1 per GPU)" in capsys.readouterr().out

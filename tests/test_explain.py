@@ -263,6 +263,19 @@ def test_a_whatif_of_a_longer_length_fails_as_the_boot_that_tried_it():
     assert "the estimated maximum model length is 123872" in error
 
 
+def test_the_pool_a_log_fixes_prints_its_token_count_by_the_formula_of_its_release(capsys):
+    # vllm#40691: Qwen3.5-27B, vLLM 0.19.0, 32,768 tokens, no memory in the excerpt. Its two figures admit one pool,
+    # 1,487 blocks of 784 tokens (71.2 GiB): before 0.20.1 the token count is num_blocks // 4 groups x 784 = 290,864;
+    # from 0.20.1 it is int(concurrency x length), 1,487 / 45 blocks a request x 32,768 (vllm#40694's "After")
+    log = str(LOGS / "vllm/qwen35-27b-h20-0.19.0-kv-size-log.log")
+    given = ["--model", QWEN35_27B, "--gpu", "h20", "--max-num-seqs", "16", "--kv-cache-memory", "71.2GiB"]
+    code, data = explain([log, *given, "--engine-version", "0.19.0"], capsys)
+    assert (code, verdicts(data)) == (0, {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}})
+    code, data = explain([log, *given, "--engine-version", "0.20.1"], capsys)
+    assert code == 1 and {c["figure"]: (c["mcache"], c["verdict"]) for c in data["comparisons"]} == {
+        "kv_cache_tokens": ("1,082,800", "differ"), "max_concurrency": ("33.04x", "agree")}
+
+
 def test_a_whatif_of_a_longer_context_keeps_the_measured_memory(capsys):
     code = main(["explain", str(LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log"), "--model", QWEN36_35B,
                  "--gdn-prefill-backend", "triton", "--max-model-len", "262144", *V033])

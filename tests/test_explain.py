@@ -250,6 +250,20 @@ def test_a_whatif_of_the_kv_dtype_answers_the_boot_that_ran_it():
         assert p.shown in lines
 
 
+def test_the_same_memory_in_fp8_kv_prints_the_fp8_boot():
+    # club-3090 #585 and #594: the dual-max compose (Qwen3.6-27B-FP8, TP 2, MTP 3, prefix caching, 2 sequences) measured
+    # 5.33 GiB with int8_per_token_head KV (295,455 tokens) and 5.33 GiB with fp8 KV (300,220): the int8 boot with fp8
+    # KV and its own memory prints the fp8 boot's lines (the int8 page carries 8 bytes of scales a KV head)
+    fp8 = read_log((LOGS / "vllm/qwen36-27b-fp8-2x3090-dual-max-fp8kv.log").read_text())
+    int8 = _completed("vllm/qwen36-27b-fp8-2x3090-dual-max-int8kv-0.22.log", kv_cache_dtype="int8_per_token_head",
+                      enable_prefix_caching=True, num_speculative_tokens=3, max_num_seqs=2)
+    result = _whatif(int8, 2, 24, "0.22.0", kv_dtype="fp8")
+    assert {c.verdict for c in result.comparisons} == {"agree"}
+    lines = "\n".join(result.whatif["engine"]["stages"][0]["log"])
+    for p in fp8.figures:
+        assert p.shown in lines
+
+
 def test_a_whatif_of_a_longer_length_fails_as_the_boot_that_tried_it():
     # vllm#49064: 2x RX 7900 XT, vLLM 0.23.1, TP 2, utilization 0.85. The boot at --max-model-len 122633 measured 3.86
     # GiB and stopped at 161 Mamba blocks (the fixture); the same box at 132000 had stopped first on KV capacity with

@@ -2,7 +2,9 @@
 words do not, except where said).
 
 - Version: `vLLM API server version X` (api_server.py), `Initializing a V1 LLM engine (vX) with config: model='…'`
-  (v1/engine/core.py).
+  (v1/engine/core.py), and the API server's start-up logo (`log_version_and_model`, vllm#32796; 0.15.1's logs print it
+  from entrypoints/utils.py, 0.24 - 0.26's from api_utils.py), whose lines end `version X` and `model   M`, or in its
+  place `vLLM server version X, serving model M` where the logger has no formatter or VLLM_DISABLE_LOG_LOGO is set.
 - Settings: `non-default args: {…}` (entrypoints/utils.py, later api_utils.py: the flags given), the config line's
   `quantization=M` (`None` unquantized; the method of `--quantization`, else the one the checkpoint's config names),
   `Using max model len N` (config/model.py), `Resolved architecture: X`, `Setting kv cache block size to N for X backend` (an MLA
@@ -59,8 +61,10 @@ PATTERNS = [
      lambda m: [("block_size", int(m[1]), m[1])]),
 ]
 VERSION = [re.compile(r"vLLM API server version (\S+)"), re.compile(r"Initializing a V1 LLM engine \(v?([^)\s]+)\)"),
-           re.compile(r"^vLLM version:? v?(\S+)")]
+           re.compile(r"^vLLM version:? v?(\S+)"), re.compile(r"▀▄▀ █\s+version (\S+)"),
+           re.compile(r"vLLM server version (\S+), serving model ")]
 ENGINE_MODEL = re.compile(r"Initializing a V1 LLM engine \([^)]*\) with config: model='([^']*)'")
+LOGO_MODEL = re.compile(r"(?:█\s+model\s+|vLLM server version \S+, serving model )(\S+)")
 MODEL_LOADING = re.compile(r"Model loading took (\d+(?:\.\d+)?) GiB")
 MAX_LEN = re.compile(r"Using max model len (\d+)")
 MAX_LEN_IN_CONCURRENCY = re.compile(r"Maximum concurrency for " + NUMBER + " tokens per request")
@@ -97,6 +101,7 @@ def figures(lines: list[LogLine]) -> list[Printed]:
 
 def read(lines: list[LogLine]) -> EngineLog:
     log = EngineLog(NAME, settings={}, setting_lines={}, other_settings={}, measured=[], figures=[])
+    logo_model = None  # the logo's model: the args and engine lines say more, and win
     for line in lines:
         text = line.text
         if log.version is None:
@@ -105,6 +110,8 @@ def read(lines: list[LogLine]) -> EngineLog:
                 if m:
                     log.version, log.version_line = m[1], line.number
                     break
+        if (m := LOGO_MODEL.search(text)) and logo_model is None:
+            logo_model = m[1]
         if (m := ENGINE_MODEL.search(text)) and log.model is None:
             log.model = m[1]
             for key, value in CONFIG_KEYS.findall(text):
@@ -131,6 +138,7 @@ def read(lines: list[LogLine]) -> EngineLog:
                                          "kv_cache_memory_bytes", p.shown, p.line, p.process))
         else:
             log.figures.append(p)
+    log.model = log.model or logo_model
     log.tp = log.tp or tp_from_processes(lines)
     log.pp = log.pp or pp_from_processes(lines)
     return log

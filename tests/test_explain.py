@@ -290,6 +290,15 @@ def test_the_pool_a_log_fixes_prints_its_token_count_by_the_formula_of_its_relea
         "kv_cache_tokens": ("1,082,800", "differ"), "max_concurrency": ("33.04x", "agree")}
 
 
+def test_a_boot_without_the_drafts_its_thread_names_is_one_without_mtp(capsys):
+    # club-3090#104: 9.84 GiB printed 619,202 tokens / 2.36x. The thread's later args (MTP 3) give 555,042 / 2.12x
+    # from that memory (the SOURCES finding); without the drafts the same settings give the log's figures
+    log = str(LOGS / "vllm/qwen36-27b-int4-autoround-2x3090-x8-util088.log")
+    code, data = explain([log, "--model", QWEN35_27B, "--tp", "2", "--kv-cache-dtype", "fp8_e5m2", "--enable-prefix-caching",
+                          "--max-num-seqs", "2", "--gpu-memory", "24576MiB", "--engine-version", "0.20.2rc1"], capsys)
+    assert (code, verdicts(data)) == (0, {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}})
+
+
 def test_a_whatif_of_a_longer_context_keeps_the_measured_memory(capsys):
     code = main(["explain", str(LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log"), "--model", QWEN36_35B,
                  "--gdn-prefill-backend", "triton", "--max-model-len", "262144", *V033])

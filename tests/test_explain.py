@@ -369,6 +369,12 @@ def test_the_start_up_banner_names_the_release_and_the_model(banner, line, tmp_p
     assert (code, data["engine_version"], data["log"]["version_line"]) == (0, "0.24.0", line)
 
 
+def test_the_logo_of_a_public_boot_names_its_release():
+    # vllm#44022: a 0.22.0 boot whose excerpt ends before the cache is sized (SOURCES: not sized); its logo says 0.22.0
+    log = read_log((LOGS / "vllm/nemotron3-nano-30b-nvfp4-rtx5090-wsl-0.22.0-banner.log").read_text())
+    assert (log.version, log.version_line, log.model) == ("0.22.0", 4, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4")
+
+
 @pytest.mark.parametrize("variant", sorted(VLLM_VARIANTS))
 def test_a_vllm_log_reads_the_same_in_every_format(variant, tmp_path, capsys):
     path = tmp_path / "boot.log"

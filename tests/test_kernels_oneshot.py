@@ -67,8 +67,9 @@ def test_a_repeated_call_reuses_its_plan_without_checking_again(plans, checks):
 
 def test_a_repeated_call_takes_the_fast_path(plans, monkeypatch):
     """The same pools again (one pool copied within itself too: one object given twice), with new index vectors of the
-    same length and dtypes: no key is built, no guard made and no index vector checked one by one."""
-    from mcache.kernels import _common, _oneshot
+    same length and dtypes: no key is built, no guard made and no index vector checked one by one. A new batch size
+    takes the slow path once."""
+    from mcache.kernels import _oneshot
 
     gen = torch.Generator().manual_seed(9)
     pool = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
@@ -76,12 +77,17 @@ def test_a_repeated_call_takes_the_fast_path(plans, monkeypatch):
     for src, dst in ((pool, pool), (pool, other)):
         _copy(src, dst, gen)
         calls = []
-        for module, name in ((_oneshot, "layout_guard"), (_common, "layout_guard"), (_common, "as_index")):
-            real = getattr(module, name)
-            monkeypatch.setattr(module, name, lambda *a, real=real, name=name, seen=calls, **k: seen.append(name) or real(*a, **k))
+        for name in ("layout_guard", "indices_on"):
+            real = getattr(_oneshot, name)
+            monkeypatch.setattr(_oneshot, name, lambda *a, real=real, name=name, seen=calls, **k: seen.append(name) or real(*a, **k))
+        real_plan = plans._plan
+        monkeypatch.setattr(plans, "_plan", lambda *a, seen=calls, real=real_plan: seen.append("key") or real(*a))
         for _ in range(3):
             _copy(src, dst, gen)
         assert calls == []
+        for _ in range(3):
+            _copy(src, dst, gen, nb=2)
+        assert calls == ["key", "indices_on", "layout_guard"]
         monkeypatch.undo()
 
 
@@ -216,35 +222,41 @@ def test_ranges_change_the_key(plans):
     assert plans.builds == 3
 
 
-def test_index_vectors_are_checked_on_every_call():
+def test_index_vectors_are_checked_on_every_call(plans):
     """A one-shot call's index vectors: a contiguous int32/int64 vector on the plan's device of the first one's length
-    (or the length asked) passes as it is; a strided one is made contiguous; anything else is refused, naming the
-    vector, also right after vectors that passed the fast path (one C++ check of the last ones' dtypes, device and
-    contiguity)."""
+    (or the length the plan asks) passes as it is; a strided one is made contiguous; anything else is refused, naming
+    the vector, also right after vectors that took the fast path (one C++ check of the last ones' length, dtypes,
+    device and contiguity)."""
     from mcache.kernels._common import KernelArgError, indices_on
+    from mcache.kernels.copy_slots.kernel import copy_slots_triton
 
     cpu = torch.device("cpu")
     a, b = torch.arange(4), torch.arange(4, 8, dtype=torch.int32)
     names = ("src", "dst")
-    for _ in range(2):  # the second call takes the fast path
-        got = indices_on(cpu, names, a, b)
-        assert got[0] is a and got[1] is b
+    got = indices_on(cpu, names, a, b)
+    assert got[0] is a and got[1] is b
     strided = torch.arange(8)[::2]
     fixed = indices_on(cpu, names, a, strided)[1]
     assert fixed.is_contiguous() and torch.equal(fixed, strided)
     expanded = torch.tensor([5]).expand(4)  # stride 0: never read as a contiguous vector
     assert indices_on(cpu, names, a, expanded)[1].stride() == (1,)
     bad = {
-        "a list": ([0, 1, 2, 3], "dst: expected an int32/int64 tensor, got <class 'list'>"),
-        "floats": (torch.zeros(4), "dst: expected an int32/int64 tensor, got torch.float32"),
-        "int16": (torch.zeros(4, dtype=torch.int16), "dst: expected an int32/int64 tensor, got torch.int16"),
-        "a matrix": (torch.zeros(2, 2, dtype=torch.int64), "dst: expected shape [4], got (2, 2)"),
-        "another length": (torch.arange(3), "dst: expected shape [4], got (3,)"),
+        "a list": ([0, 1, 2, 3], "dst_slots: expected an int32/int64 tensor, got <class 'list'>"),
+        "floats": (torch.zeros(4), "dst_slots: expected an int32/int64 tensor, got torch.float32"),
+        "int16": (torch.zeros(4, dtype=torch.int16), "dst_slots: expected an int32/int64 tensor, got torch.int16"),
+        "a matrix": (torch.zeros(2, 2, dtype=torch.int64), "dst_slots: expected shape [4], got (2, 2)"),
+        "another length": (torch.arange(3), "dst_slots: expected shape [4], got (3,)"),
     }
+    gen = torch.Generator().manual_seed(10)
+    pool = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
+    good_src, good_dst = torch.arange(4).to(DEVICE), torch.arange(4, 8, dtype=torch.int32).to(DEVICE)
     for case, (dst, message) in bad.items():
-        indices_on(cpu, names, a, b)  # the last vectors that passed as they were: the fast path's guard
+        for _ in range(2):  # the second call takes the fast path
+            copy_slots_triton(pool, good_src, pool, good_dst, check=False)
+        if isinstance(dst, torch.Tensor):
+            dst = dst.to(DEVICE)
         with pytest.raises(KernelArgError) as err:
-            indices_on(cpu, names, a, dst)
+            copy_slots_triton(pool, good_src, pool, dst, check=False)
         assert str(err.value) == message, case
     with pytest.raises(KernelArgError, match=r"src: expected shape \[B\], got \(\)"):
         indices_on(cpu, ("src",), torch.tensor(3))
@@ -259,12 +271,11 @@ def test_without_torchs_tensor_guards_the_checks_run_in_python(plans, checks, mo
     from mcache.kernels import _common
 
     monkeypatch.setattr(_common, "TensorGuards", None)
-    monkeypatch.setattr(_common, "_INDEX_GUARDS", {})
     gen = torch.Generator().manual_seed(8)
     pool = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
     for _ in range(3):
         _copy(pool, pool, gen)
-    assert (plans.builds, len(checks), _common._INDEX_GUARDS) == (1, 2, {})
+    assert (plans.builds, len(checks), plans._last["copy_slots"][5]) == (1, 2, {})
     other = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
     other.data = other.data.view(torch.int32)
     from mcache.kernels._common import KernelArgError

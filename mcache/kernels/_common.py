@@ -62,9 +62,6 @@ def same_dtype(op: str, **pair: torch.Tensor) -> None:
 _NUMBERS: dict[torch.device, int] = {}
 
 
-# (device number, length, count) -> the guard of index vectors that passed as they were, at most MAX_INDEX_GUARDS
-_INDEX_GUARDS: dict[tuple[int, int | None, int], object] = {}
-MAX_INDEX_GUARDS = 1024
 
 
 def layout_guard(tensors: Sequence[torch.Tensor]):
@@ -122,28 +119,13 @@ def check_ranges(items: Sequence[tuple[str, torch.Tensor, int, int]]) -> None:
 def indices_on(device: torch.device, names: tuple[str, ...], *tensors: torch.Tensor,
                length: int | None = None) -> tuple[torch.Tensor, ...]:
     """The index vectors `tensors` (named by `names`), each checked by `as_index` to have one length (`length` if
-    given, else the first one's), on `device`. The hot path of every one-shot call: vectors of a length, dtypes and
-    device that passed as they were before pass on one C++ check (`layout_guard`); anything else goes through
-    `as_index`'s checks."""
+    given, else the first one's), on `device`."""
     number = _device_number(device)
-    try:
-        n = tensors[0].shape[0] if length is None else length
-    except (AttributeError, IndexError):  # not a vector: as_index says what was expected
-        n = None
-    guard = _INDEX_GUARDS.get((number, n, len(tensors)))
-    if guard is not None and guard.check(*tensors):
-        return tensors
-    out, n, moved = [], length, False
+    out, n = [], length
     for name, t in zip(names, tensors, strict=True):
-        checked = as_index(name, t, n, number, device)
-        moved |= checked is not t
-        n = checked.shape[0]
-        out.append(checked)
-    # one object given twice is left to the Python checks: TensorGuards fails a check given an object twice
-    if not moved and len({id(t) for t in out}) == len(out) and (guard := layout_guard(out)) is not None:
-        if len(_INDEX_GUARDS) >= MAX_INDEX_GUARDS:
-            _INDEX_GUARDS.clear()
-        _INDEX_GUARDS[number, n, len(out)] = guard
+        t = as_index(name, t, n, number, device)
+        n = t.shape[0]
+        out.append(t)
     return tuple(out)
 
 

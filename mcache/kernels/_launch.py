@@ -33,6 +33,8 @@ class Plan:
     (and, for some, their alignment), so the launches are built by `build(nb)` on the first call with a new key
     and kept. `build` defaults to one launch per pool group (`self.groups`, by `group_launch`)."""
 
+    index_length: int | None = None  # the length a call's index vectors must have (None: any, one for all)
+
     def __init__(self) -> None:
         self._launches: dict[tuple, tuple[Launch, ...]] = {}
 

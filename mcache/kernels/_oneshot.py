@@ -26,38 +26,66 @@ from operator import is_
 
 import torch
 
-from ._common import layout_guard
+from ._common import indices_on, layout_guard
 
 PLAN_CACHE_SIZE = 16
+MAX_INDEX_LENGTHS = 256  # index lengths (batch sizes) whose guards an op's last call keeps
 _DATA_PTR = torch.Tensor.data_ptr
 
 
 class PlanCache:
-    """A bounded cache of plans (the oldest built dropped first): `get(tag, tensors, options, build)` returns the plan
-    cached under that key, or `build()`'s (which checks the tensors) after caching it. `builds` counts the plans built
-    (cache misses).
+    """A bounded cache of plans (the oldest built dropped first). `get(tag, tensors, options, build, names, indices)`
+    returns the plan cached under its key, or `build()`'s (which checks the tensors) after caching it, with the
+    call's index vectors checked for it (`indices_on`). `builds` counts the plans built (cache misses).
 
-    Each tag's last call is kept beside the keys: a call with the same options and the same tensor objects, each
-    with the address it had and passing `layout_guard`'s one C++ check of the rest (shape, strides, dtype, device),
-    takes that plan without building a key."""
+    Each tag's last call is kept beside the keys: a call with the same options and the same tensor objects, each at
+    the address it had, whose tensors and index vectors pass one C++ check (`layout_guard`: shapes, strides, dtypes,
+    devices; one guard per index length seen) takes that plan and its vectors as they are, building no key."""
 
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
         self._plans: OrderedDict[tuple, object] = OrderedDict()
-        # tag -> its last call: (options, tensors, each object once, their guard, their addresses, plan)
-        self._last: dict[str, tuple[Hashable, tuple, tuple, object, list[int], object]] = {}
+        # tag -> its last call: (options, tensors, each object once, their addresses, plan, guards by index length)
+        self._last: dict[str, tuple[Hashable, tuple, tuple, list[int], object, dict]] = {}
         self.builds = 0
 
     def __len__(self) -> int:
         return len(self._plans)
 
-    def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
+    def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object],
+            names: tuple[str, ...], indices: tuple) -> tuple[object, tuple[torch.Tensor, ...]]:
         last = self._last.get(tag)
         if last is not None:
-            held_options, held, distinct, guard, addresses, plan = last
+            held_options, held, distinct, addresses, plan, guards = last
             if (held_options == options and len(tensors) == len(held) and all(map(is_, tensors, held))
-                    and guard.check(*distinct) and list(map(_DATA_PTR, distinct)) == addresses):
-                return plan
+                    and list(map(_DATA_PTR, distinct)) == addresses):
+                try:  # a vector's length as its element count (cheaper than shape[0]); the guard checks the shape
+                    guard = guards.get(indices[0].numel())
+                except AttributeError:  # not a tensor: indices_on says what was expected
+                    guard = None
+                if guard is not None and guard.check(*distinct, *indices):
+                    return plan, indices
+        # The key decides (a bound tensor's shape, strides or dtype may have changed in place). The last call's plan
+        # found again is of the same objects with the metadata its guards were made for: they stay.
+        plan = self._plan(tag, tensors, options, build)
+        if last is None or last[4] is not plan:
+            distinct = tuple({id(t): t for t in tensors}.values())
+            guards = {}
+            self._last[tag] = (options, tuple(tensors), distinct, [t.data_ptr() for t in distinct], plan, guards)
+        if plan.device is None:  # no pools: nothing launches
+            return plan, indices
+        checked = indices_on(plan.device, names, *indices, length=plan.index_length)
+        # A guard for vectors taken as they were; TensorGuards fails a check given one object twice (a pool copied
+        # within itself: `distinct`), so vectors that repeat an object keep to indices_on.
+        if (all(map(is_, checked, indices)) and len({id(t) for t in (*distinct, *checked)}) == len(distinct) + len(checked)
+                and (guard := layout_guard((*distinct, *checked))) is not None):
+            if len(guards) >= MAX_INDEX_LENGTHS:
+                guards.clear()
+            guards[checked[0].shape[0]] = guard
+        return plan, checked
+
+    def _plan(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
+        """The plan cached under the key of `tensors` and `options`, else `build()`'s, cached (the oldest dropped)."""
         # The key: the options, then each tensor's id, address, shape, strides and dtype. Equal ids are the same
         # objects: a cached plan keeps its tensors alive.
         key = (tag, options, *[(id(t), t.data_ptr(), t.shape, t.stride(), t.dtype) for t in tensors])
@@ -69,15 +97,7 @@ class PlanCache:
             plans[key] = plan
             if len(plans) > self.size:
                 _, dropped = plans.popitem(last=False)
-                self._last = {k: v for k, v in self._last.items() if v[5] is not dropped}
-        # The guard takes each object once (TensorGuards fails a check given one object twice: a pool copied within
-        # itself); the objects are the held ones once `is` has matched them.
-        distinct = tuple({id(t): t for t in tensors}.values())
-        guard = layout_guard(distinct)
-        if guard is None:
-            self._last.pop(tag, None)
-        else:
-            self._last[tag] = (options, tuple(tensors), distinct, guard, [t.data_ptr() for t in distinct], plan)
+                self._last = {k: v for k, v in self._last.items() if v[4] is not dropped}
         return plan
 
     def clear(self) -> None:

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._common import check_ranges, fail, indices_on, same_device
+from .._common import check_ranges, fail, same_device
 from .._launch import Launch, Plan
 from .._oneshot import PLANS
 
@@ -55,8 +55,9 @@ def commit_index_triton(
     version_idx: torch.Tensor, slots: torch.Tensor, accepted: torch.Tensor, num_versions: int, *, check: bool = True
 ) -> None:
     """See `reference.commit_index_reference`. Slots must be distinct within one call."""
-    plan = PLANS.get("commit_index", (version_idx,), num_versions, lambda: CommitIndexPlan(version_idx, num_versions))
-    slots, accepted = indices_on(plan.device, ("slots", "accepted"), slots, accepted)
+    plan, (slots, accepted) = PLANS.get("commit_index", (version_idx,), num_versions,
+                                        lambda: CommitIndexPlan(version_idx, num_versions),
+                                        ("slots", "accepted"), (slots, accepted))
     if check:
         plan.check(slots, accepted)
     plan(slots, accepted)

@@ -16,7 +16,6 @@ from .._common import (
     check_ranges,
     fail,
     group_config,
-    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -122,9 +121,9 @@ def commit_intermediate_triton(
     config: tuple[int, int] | None = None,
 ) -> None:
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
-    plan = PLANS.get("commit_intermediate", (pool, inter), config,
-                     lambda: CommitIntermediatePlan([(pool, inter)], config=config))
-    slots, rows, accepted = indices_on(plan.device, ("slots", "rows", "accepted"), slots, rows, accepted)
+    plan, (slots, rows, accepted) = PLANS.get("commit_intermediate", (pool, inter), config,
+                                              lambda: CommitIntermediatePlan([(pool, inter)], config=config),
+                                              ("slots", "rows", "accepted"), (slots, rows, accepted))
     if check:
         plan.check(slots, rows, accepted)
     plan(slots, rows, accepted)

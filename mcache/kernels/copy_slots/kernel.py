@@ -17,7 +17,6 @@ from .._common import (
     check_ranges,
     fail,
     group_config,
-    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -128,8 +127,9 @@ def copy_slots_triton(
     A pure bit copy: `src` and `dst` must have one dtype. Within one pool the read and written slot sets must
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
-    plan = PLANS.get("copy_slots", (src, dst), config, lambda: CopySlotsPlan([(src, dst)], config=config))
-    src_slots, dst_slots = indices_on(plan.device, ("src_slots", "dst_slots"), src_slots, dst_slots)
+    plan, (src_slots, dst_slots) = PLANS.get("copy_slots", (src, dst), config,
+                                             lambda: CopySlotsPlan([(src, dst)], config=config),
+                                             ("src_slots", "dst_slots"), (src_slots, dst_slots))
     if check:
         plan.check(src_slots, dst_slots)
     plan(src_slots, dst_slots)

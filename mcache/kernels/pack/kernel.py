@@ -22,7 +22,6 @@ from .._common import (
     check_ranges,
     copy_config,
     fail,
-    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -105,6 +104,7 @@ class PackPlan(Plan):
         self.name = name = "unpack" if to_pool else "pack"
         self.device = same_device(**{f"items[{i}].{n}": t for i, (p, _, q) in enumerate(items) for n, t in (("pool", p), ("buffer", q))})
         self.pools, self.batch = [p for p, _, _ in items], items[0][2].shape[0]
+        self.index_length = self.batch  # a request's slot per buffer row
         self.to_pool, self.config = to_pool, config
         views = []
         for pool, ranges, packed in items:
@@ -152,8 +152,9 @@ class PackPlan(Plan):
 
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
     options = (tuple(tuple(r) for r in ranges), to_pool, config)
-    plan = PLANS.get("pack", (pool, packed), options, lambda: PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config))
-    (slots,) = indices_on(plan.device, ("slots",), slots, length=plan.batch)
+    plan, (slots,) = PLANS.get("pack", (pool, packed), options,
+                               lambda: PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config), ("slots",),
+                               (slots,))
     if check:
         plan.check(slots)
     plan(slots)

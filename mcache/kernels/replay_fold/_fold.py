@@ -12,8 +12,9 @@ import triton
 import triton.language as tl
 
 from .._blocks import unit_of
-from .._common import FLOAT_DTYPES, check_ranges, fail, indices_on, lead_strides, same_device, state_numel
+from .._common import FLOAT_DTYPES, check_ranges, fail, lead_strides, same_device, state_numel
 from .._launch import Plan
+from .._oneshot import PLANS
 
 
 @triton.jit
@@ -96,12 +97,16 @@ class FoldPlan(Plan):
         check_ranges([("slots", slots, 0, self.S), ("buf", buf, 0, self.nbuf), ("count", count, 0, self.hist + 1)])
 
 
-def run_fold(plan: FoldPlan, slots, buf, count, check: bool) -> None:
-    """Move the index vectors to the plan's device, check them when `check`, and run the plan once."""
-    slots, buf, count = indices_on(plan.device, ("slots", "buf", "count"), slots, buf, count)
+FOLD_INDICES = ("slots", "buf", "count")  # the index vectors of every fold call, by name
+
+
+def run_fold(tag: str, tensors: tuple, options, build, indices: tuple, check: bool) -> None:
+    """The fold's plan (cached by `PLANS`, else `build()`'s) with its index vectors moved to the plan's device and
+    checked (their ranges too when `check`), run once."""
+    plan, indices = PLANS.get(tag, tensors, options, build, FOLD_INDICES, indices)
     if check:
-        plan.check(slots, buf, count)
-    plan(slots, buf, count)
+        plan.check(*indices)
+    plan(*indices)
 
 
 def rings_with_strides(*rings: torch.Tensor) -> tuple:

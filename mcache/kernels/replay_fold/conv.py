@@ -15,7 +15,6 @@ import triton.language as tl
 from .._blocks import unit_of
 from .._common import fail, lead_strides, next_pow2, same_device
 from .._launch import Launch
-from .._oneshot import PLANS
 from ._fold import FoldPlan, check_rings, check_state, ring_base, run_fold
 
 # `(channels per program, num_warps)` of the conv-window fold: 512 channels on two warps was the fastest of 256..2048
@@ -135,5 +134,5 @@ class ConvFoldPlan(FoldPlan):
 
 def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_conv_reference` and `ConvFoldPlan`."""
-    plan = PLANS.get("fold_conv", (conv, conv_in), config, lambda: ConvFoldPlan(conv, conv_in, config=config))
-    run_fold(plan, slots, buf, count, check)
+    run_fold("fold_conv", (conv, conv_in), config, lambda: ConvFoldPlan(conv, conv_in, config=config),
+             (slots, buf, count), check)

@@ -22,7 +22,6 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._common import fail, lead_strides, next_pow2, sm_count
 from .._launch import Launch
-from .._oneshot import PLANS
 from ._fold import FoldPlan, delta_args, head_of, head_unit, ring_base, rings_with_strides, run_fold
 from .conv import conv_fold, state_window, with_window
 from .step import Stepper
@@ -330,6 +329,5 @@ def replay_fold_gdn_triton(
     ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
 ) -> None:
     """See `reference.replay_fold_gdn_reference` and `GdnFoldPlan`."""
-    plan = PLANS.get("fold_gdn", (ssm, k, v, g, beta), (config, form),
-                     lambda: GdnFoldPlan(ssm, k, v, g, beta, config=config, form=form))
-    run_fold(plan, slots, buf, count, check)
+    run_fold("fold_gdn", (ssm, k, v, g, beta), (config, form),
+             lambda: GdnFoldPlan(ssm, k, v, g, beta, config=config, form=form), (slots, buf, count), check)

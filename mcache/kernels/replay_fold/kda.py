@@ -7,7 +7,6 @@ gates.)
 from __future__ import annotations
 
 from .._launch import Launch
-from .._oneshot import PLANS
 from ._fold import FoldPlan, delta_args, run_fold
 from .conv import state_window
 from .step import Stepper
@@ -36,5 +35,5 @@ class KdaFoldPlan(FoldPlan):
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_kda_reference` and `KdaFoldPlan`."""
-    plan = PLANS.get("fold_kda", (ssm, k, v, g, beta), config, lambda: KdaFoldPlan(ssm, k, v, g, beta, config=config))
-    run_fold(plan, slots, buf, count, check)
+    run_fold("fold_kda", (ssm, k, v, g, beta), config, lambda: KdaFoldPlan(ssm, k, v, g, beta, config=config),
+             (slots, buf, count), check)

@@ -12,7 +12,6 @@ import triton.language as tl
 
 from .._common import fail, lead_strides, next_pow2, same_device
 from .._launch import Launch
-from .._oneshot import PLANS
 from ._fold import FoldPlan, check_rings, check_state, head_unit, ring_base, ring_groups, rings_with_strides, run_fold
 from .conv import conv_fold, state_window, with_window
 
@@ -139,6 +138,5 @@ def replay_fold_mamba2_triton(
     ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
 ) -> None:
     """See `reference.replay_fold_mamba2_reference` and `Mamba2FoldPlan`."""
-    plan = PLANS.get("fold_mamba2", (ssm, x, B, dt, dA), (config, form),
-                     lambda: Mamba2FoldPlan(ssm, x, B, dt, dA, config=config, form=form))
-    run_fold(plan, slots, buf, count, check)
+    run_fold("fold_mamba2", (ssm, x, B, dt, dA), (config, form),
+             lambda: Mamba2FoldPlan(ssm, x, B, dt, dA, config=config, form=form), (slots, buf, count), check)

@@ -15,7 +15,6 @@ from .._blocks import chunk_unit
 from .._common import (
     check_ranges,
     group_config,
-    indices_on,
     launch_grid,
     layer_inner,
     lead_strides,
@@ -116,10 +115,10 @@ def reset_slots_triton(
 ) -> None:
     """Zero `pool[:, slots]` for every `[L, S, *state]` pool; see `reference.reset_slots_reference`."""
     pools = list(pools)
-    plan = PLANS.get("reset_slots", pools, config, lambda: ResetSlotsPlan(pools, config=config))
+    plan, (slots,) = PLANS.get("reset_slots", pools, config, lambda: ResetSlotsPlan(pools, config=config), ("slots",),
+                               (slots,))
     if plan.device is None:
         return
-    (slots,) = indices_on(plan.device, ("slots",), slots)
     if check:
         plan.check(slots)
     plan(slots)

@@ -8,11 +8,11 @@ keeps the plans of the last `PLAN_CACHE_SIZE` distinct calls, keyed by the op, i
 tensor's identity (`id`), address (which tells the device too), shape, strides and dtype: a tensor replaced, moved, reshaped,
 restrided (`t.data = ...`, `as_strided_`, `resize_`) or of another dtype is another key, so its plan is built and
 its arguments checked again. A key's tensors are alive while its plan is cached (the plan holds them), so an `id`
-in the cache is never one of a dead tensor's. An op's last call is checked without building its key: the same
-objects at the same addresses, and torch's C++ `TensorGuards` (`_common.layout_guard`) for their shapes, strides,
-dtypes and devices, in one call instead of a Python read of each. The per-call index vectors are not part of the
-key: they are checked (dtype, length, device, contiguity) on every call, by one such guard when they look like
-vectors that passed before, and their ranges when `check=True`.
+in the cache is never one of a dead tensor's. The per-call index vectors are not part of the key: they are
+checked (dtype, length, device, contiguity) on every call, and their ranges when `check=True`. An op's last call is
+checked without building its key: the same objects at the same addresses, then one call of torch's C++
+`TensorGuards` (`_common.layout_guard`) for the shapes, strides, dtypes and devices of its tensors and of index
+vectors like ones that passed as they were at that length, instead of a Python read of each.
 
 The cache holds references to the pools of its plans: `clear_plan_cache()` lets them go (a script that frees a
 large pool and allocates another calls it first); at most `PLAN_CACHE_SIZE` plans are held.

@@ -292,9 +292,11 @@ MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditional
 # takes nothing off
 VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
 # ---- ROCm: an AMD card (gpu_catalogue.py Gpu.vendor `AMD`), where SGLang's is_hip() holds (`_rocm`) ----
-# The default attention backend on HIP is aiter for an MHA model and, for an MLA one, where the KV heads per rank are 16
-# or 128 (else triton): server_args.py _handle_attention_backend_compatibility (v0.5.4.post1 to v0.5.18),
-# arg_groups/model_override_base.py get_default_attn_backend (v0.5.19 to v0.5.23). With aiter a model context above
+# The default attention backend on HIP is aiter for an MHA model and, for an MLA one, where the KV heads per rank
+# (ModelConfig.get_num_kv_heads(tp): the config's num_key_value_heads over TP, which Kimi-Linear's config sets to its
+# num_attention_heads, the MLA block's num_heads) are 16 or 128, else triton: server_args.py
+# _handle_attention_backend_compatibility (v0.5.4.post1 to v0.5.18), arg_groups/model_override_base.py
+# get_default_attn_backend (v0.5.19 to v0.5.23). With aiter a model context above
 # 8,192 tokens multiplies mem_fraction_static, the default or a given one, by 0.85 (server_args.py
 # _handle_attention_backend_compatibility from v0.5.5, arg_groups/attention_hook.py from v0.5.19; v0.5.4.post1's
 # 0.90 is a post release's, which mcache sizes by v0.5.4's rules: none)
@@ -1252,16 +1254,16 @@ def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) 
 
 def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs | None = None) -> int:
     """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none on an AMD card or
-    where SGLang turns them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked
-    prefill (at most `cap`, `_graph_cap`)."""
+    where SGLang turns them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up
+    to the chunked prefill (at most `cap`, `_graph_cap`)."""
     version = inputs.version if inputs is not None and inputs.version else VERSIONS[-1]
     if not at_least(version, FIRST_LINE_UNTIL):
         # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs; v0.5.6-v0.5.8's
         # piecewise_cuda_graph_max_tokens / 4 MiB (v0.5.7: / 8; v0.5.8: 8 MiB a captured size) only with
         # --enable-piecewise-cuda-graph (off by default, as at v0.5.9: its table; not a setting)
         return 0
-    if (inputs is not None and _rocm(inputs)) or _prefill_graphs_off(spec, version,
-                                                                    inputs.layout.pp if inputs is not None else 1):
+    pp = inputs.layout.pp if inputs is not None else 1
+    if (inputs is not None and _rocm(inputs)) or _prefill_graphs_off(spec, version, pp):
         return 0  # none on an AMD card (the ROCm constants)
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB

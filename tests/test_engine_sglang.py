@@ -1073,3 +1073,15 @@ def test_rocm_refuses_autos_extra_buffer_at_0_5_14_and_0_5_15():
         assert on_amd("qwen3-next-80b-a3b", version, disable_radix_cache=True).startup_error is None
     assert on_amd("qwen3-next-80b-a3b", "0.5.16").fields["state_slots_per_request"] == 5
     assert on_amd("qwen3-next-80b-a3b", "0.5.8", mamba_radix_cache_strategy="extra_buffer").startup_error is None
+
+
+def test_rocm_turns_the_radix_cache_off_for_a_draft_at_0_5_11_to_0_5_13():
+    # server_args.py _handle_mamba_radix_cache: no_buffer with the radix cache and a draft, refused on CUDA, runs
+    # without the radix cache on ROCm ("... not compatible with radix cache on ROCm devices. Automatically disabling")
+    refusal = "Speculative decoding for Qwen3NextForCausalLM is not compatible with radix cache when using"
+    for version in ("0.5.10", "0.5.14"):
+        assert on_amd("qwen3-next-80b-a3b", version, speculative_num_steps=3).startup_error.startswith(
+            refusal if version == "0.5.10" else "extra_buffer needs CUDA/MUSA/NPU (FLA).")
+    st = on_amd("qwen3-next-80b-a3b", "0.5.13", speculative_num_steps=3)
+    assert st.startup_error is None and st.fields["state_slots_per_request"] == 1
+    assert run_at("qwen3-next-80b-a3b", "0.5.13", speculative_num_steps=3).startup_error.startswith(refusal)

@@ -309,6 +309,10 @@ ROCM_EXTRA_BUFFER_REFUSED = (("0.5.7", "Mamba extra_buffer is only supported on 
                              ("0.5.12", "Mamba extra_buffer is only supported on CUDA and MUSA and NPU devices with FLA "
                                         "backend"),
                              ("0.5.14", "extra_buffer needs CUDA/MUSA/NPU (FLA)."), ("0.5.16", None))
+# A draft with no_buffer and the radix cache, which SGLang refuses on CUDA (`_scheduler_strategy`), turns the radix
+# cache off on HIP at v0.5.11-v0.5.13 ("Speculative decoding for {arch} is not compatible with radix cache on ROCm
+# devices. Automatically disabling radix cache.": server_args.py _handle_mamba_radix_cache; v0.5.10 refuses as on CUDA)
+ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
 # No prefill CUDA graphs on HIP (`_prefill_graph_mb`): v0.5.10-v0.5.13's server_args.py _handle_piecewise_cuda_graph
 # ("Non-CUDA hardware") and v0.5.14's _disable_tc_piecewise_cudagraph_if_incompatible ("non-CUDA hardware
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
@@ -964,7 +968,8 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
     branches of the radix-cache architectures, turns some of their radix caches off (`RADIX_OFF_UNTIL`), refuses an
     extra buffer the architecture lacks (`extra`), or with --disable-radix-cache, or (v0.5.13) lazy with drafts; and
     no_buffer with the radix cache turns the overlap scheduler off (no refusal) without drafts, and is refused with
-    them. The slots per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
+    them (on an AMD card at v0.5.11-v0.5.13 the radix cache is turned off instead: `ROCM_DRAFT_NO_RADIX`). The slots
+    per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
     `_unchecked_extra_buffer`; at v0.5.10 an EAGLE draft runs without the overlap scheduler (`SPEC_V2_FROM`)."""
     if drafts and not _since(inputs, SPEC_V2_FROM):
         s.values["disable_overlap_schedule"] = True
@@ -988,6 +993,9 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
             return strategy, 4, ("extra_buffer_lazy is not yet supported with speculative decoding. Use "
                                  "--mamba-scheduler-strategy extra_buffer instead.")
         return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
+    if radix and drafts and _rocm(inputs) and _since(inputs, ROCM_DRAFT_NO_RADIX[0]) and not _since(
+            inputs, ROCM_DRAFT_NO_RADIX[1]):
+        no_radix = s.values["disable_radix_cache"] = True
     if no_radix:
         return "none (no radix cache)", 1, None
     if radix and drafts:

@@ -1014,3 +1014,74 @@ def test_0_5_9_registers_lfm2_granite_and_qwen3_5_as_state_models():
     assert lfm2.startup_error is None and lfm2.fields["max_mamba_cache_size"] > 0
     assert lfm2.fields["state_slots_per_request"] == 3
     assert run_at("qwen3.5-27b", "0.5.9").startup_error is None
+
+
+# ---- ROCm: an AMD card (gpu_catalogue.py vendor AMD) ----
+MI300X_MIB = 196_592  # 206,141,652,992 B (gpu_catalogue.py): above SGLang's last GPU row (chunked 16384, 512 graphs)
+ROCM_RESERVE_MIB = 512 + 16_384 * 1.5 + 1024 / 8 + 512 * 2  # memory_hook.py at TP 1, no prefill graphs on ROCm
+
+
+def on_amd(config: str, version: str, gpu: str = "mi300x", tp: int = 1, **given):
+    """`config` at `version` on an AMD catalogue card, its weights 30 GiB."""
+    name, memory = lookup(gpu)
+    inputs = EngineInputs(config_spec(config), ParallelLayout(tp=tp), name, memory,
+                          given={"weights_bytes": 30 * GIB, **given})
+    return stage(run_engine("sglang", inputs, version))
+
+
+def test_rocm_aiter_lowers_mem_fraction_static_above_8192_tokens_from_0_5_5():
+    # the aiter backend (HIP's default for an MHA model) x 0.85 above 8,192 tokens: server_args.py
+    # _handle_attention_backend_compatibility (v0.5.5-v0.5.18), arg_groups/attention_hook.py (v0.5.19 on). The MI300X
+    # reserves 26,240 MiB (no prefill CUDA graphs on ROCm; an H200-class card of its size would capture them)
+    base = round((MI300X_MIB - ROCM_RESERVE_MIB) / MI300X_MIB, 3)
+    assert base == 0.867
+    assert on_amd("qwen3-next-80b-a3b", "0.5.23").fields["mem_fraction_static"] == pytest.approx(0.867 * 0.85)
+    assert on_amd("qwen3-next-80b-a3b", "0.5.5").fields["mem_fraction_static"] == pytest.approx(0.867 * 0.85)
+    assert on_amd("qwen3-next-80b-a3b", "0.5.23", context_length=4096).fields["mem_fraction_static"] == 0.867
+    assert on_amd("nemotron-h-8b-base-8k", "0.5.23").fields["mem_fraction_static"] == 0.867  # 8,192 tokens: not above
+    assert on_amd("qwen3-next-80b-a3b", "0.5.4").fields["mem_fraction_static"] == 0.867  # 0.5.4: no such rule
+    # a given fraction is lowered too (SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION, off by default, would keep it)
+    assert on_amd("qwen3-next-80b-a3b", "0.5.23", mem_fraction_static=0.8).fields["mem_fraction_static"] == \
+        pytest.approx(0.8 * 0.85)
+
+
+def test_rocm_mla_takes_aiter_only_at_16_or_128_kv_heads_a_rank():
+    # get_default_attn_backend (model_override_base.py; server_args.py before v0.5.19): MLA on HIP is aiter where
+    # get_num_kv_heads(tp) is 16 or 128, else triton; Kimi-Linear's config has 32 KV heads
+    assert on_amd("kimi-linear-48b-a3b-instruct", "0.5.23").fields["mem_fraction_static"] == 0.867
+    at_tp2 = round((MI300X_MIB - ROCM_RESERVE_MIB - 1024 / 8) / MI300X_MIB, 3)
+    assert on_amd("kimi-linear-48b-a3b-instruct", "0.5.23", tp=2).fields["mem_fraction_static"] == \
+        pytest.approx(at_tp2 * 0.85)
+
+
+@pytest.mark.parametrize(("version", "refusal"), [
+    ("0.5.13", "Mamba extra_buffer is only supported on CUDA and MUSA and NPU devices with FLA backend"),
+    ("0.5.11", "Mamba extra_buffer is only supported on CUDA and MUSA devices with FLA backend"),
+    ("0.5.10", "Mamba extra_buffer is only supported on CUDA devices with FLA backend"),
+    ("0.5.7", "Mamba extra_buffer is only supported on CUDA devices with FLA backend"),
+])
+def test_rocm_refuses_an_asked_extra_buffer_before_0_5_14(version, refusal):
+    assert on_amd("qwen3-next-80b-a3b", version, mamba_radix_cache_strategy="extra_buffer").startup_error == refusal
+    assert on_amd("qwen3-next-80b-a3b", version).startup_error is None  # auto is no_buffer there
+
+
+def test_rocm_refuses_autos_extra_buffer_at_0_5_14_and_0_5_15():
+    # overrides.py _mamba_radix_cache_resolution picks extra_buffer by the architecture alone, then
+    # _validate_mamba_extra_buffer asserts the platform ("CUDA/MUSA/NPU/ROCm" from v0.5.16)
+    for version in ("0.5.14", "0.5.15"):
+        assert on_amd("qwen3-next-80b-a3b", version).startup_error == "extra_buffer needs CUDA/MUSA/NPU (FLA)."
+        assert on_amd("qwen3-next-80b-a3b", version, disable_radix_cache=True).startup_error is None
+    assert on_amd("qwen3-next-80b-a3b", "0.5.16").fields["state_slots_per_request"] == 5
+    assert on_amd("qwen3-next-80b-a3b", "0.5.8", mamba_radix_cache_strategy="extra_buffer").startup_error is None
+
+
+def test_rocm_turns_the_radix_cache_off_for_a_draft_at_0_5_11_to_0_5_13():
+    # server_args.py _handle_mamba_radix_cache: no_buffer with the radix cache and a draft, refused on CUDA, runs
+    # without the radix cache on ROCm ("... not compatible with radix cache on ROCm devices. Automatically disabling")
+    refusal = "Speculative decoding for Qwen3NextForCausalLM is not compatible with radix cache when using"
+    for version in ("0.5.10", "0.5.14"):
+        assert on_amd("qwen3-next-80b-a3b", version, speculative_num_steps=3).startup_error.startswith(
+            refusal if version == "0.5.10" else "extra_buffer needs CUDA/MUSA/NPU (FLA).")
+    st = on_amd("qwen3-next-80b-a3b", "0.5.13", speculative_num_steps=3)
+    assert st.startup_error is None and st.fields["state_slots_per_request"] == 1
+    assert run_at("qwen3-next-80b-a3b", "0.5.13", speculative_num_steps=3).startup_error.startswith(refusal)

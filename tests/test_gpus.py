@@ -4,8 +4,8 @@ import pytest
 
 from mcache.cli.main import main
 from mcache.core.errors import LayoutError
-from mcache.core.sizing.gpu_catalogue import CATALOGUE, MIB
-from mcache.core.sizing.gpus import find_gpu, lookup
+from mcache.core.sizing.gpu_catalogue import AMD, CATALOGUE, MIB, NVIDIA
+from mcache.core.sizing.gpus import find_gpu, lookup, vendor
 
 KEYS = ", ".join(CATALOGUE)
 
@@ -65,3 +65,9 @@ def test_wrong_name_is_one_exact_line(capsys):
 def test_new_catalogue_gpu_sizes(capsys):
     assert main(["size", "nemotron-h-8b", "--gpu", "NVIDIA GeForce RTX 5090", "--format", "json"]) == 0
     assert "NVIDIA GeForce RTX 5090" in capsys.readouterr().out
+
+
+def test_vendor_from_the_catalogue():
+    assert [vendor(n) for n in ("mi300x", "AMD Instinct MI325X", "MI355X")] == [AMD] * 3
+    assert [vendor(n) for n in ("h200", "NVIDIA B200", "rtx-5090")] == [NVIDIA] * 3
+    assert vendor(None) is None and vendor("a GPU nobody sells") is None

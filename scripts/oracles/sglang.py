@@ -10,6 +10,7 @@ Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versio
     python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
     python scripts/oracles/sglang.py 0.5.22 --configs qwen3-next-80b-a3b.json,falcon-h1-0.5b.json  # those configs only
     python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
+    python scripts/oracles/sglang.py 0.5.21 --merge --only pp --configs lfm2-1.2b.json  # its PP cases only, merged
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -47,8 +48,11 @@ PURE_DEPS = ["numpy", "pydantic", "msgspec", "psutil", "requests", "packaging", 
              "httpx"]  # httpx: 0.5.2's is_in_ci (a context above the model's) imports sglang.test.test_utils
 
 MIB, GIB = 1 << 20, 1 << 30
-# total memory as nvidia-smi / torch report it; the 32 GB card is in the 20-35 GB row of SGLang's GPU defaults
-GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB, "RTX-5090": 32607 * MIB}
+# total memory as nvidia-smi / torch report it; the 32 GB card is in the 20-35 GB row of SGLang's GPU defaults. The AMD
+# cards (run as ROCm: the worker's AMD) as rocminfo reports them, mcache's catalogue figures
+# (mcache/core/sizing/gpu_catalogue.py)
+AMD_GPUS = {"MI300X": 206141652992, "MI325X": (256 << 30) - 16 * MIB, "MI355X": (288 << 30) - 16 * MIB}
+GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB, "RTX-5090": 32607 * MIB, **AMD_GPUS}
 CONTEXT_RESERVE = GIB // 2
 
 
@@ -162,6 +166,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid.append(({"max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
         grid.append(({"mamba_full_memory_ratio": 0.5}, 0, "default", "H200", 30 * GIB, {}))
         grid += _pp_grid(cfg)
+        grid += _amd_grid()
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -192,6 +197,19 @@ def _pp_grid(cfg: dict) -> list[tuple]:
             partition = ",".join(["1"] * (pp - 1) + [str(layers - pp + 1)])
             grid.append(({"pp_size": pp}, 0, "default", "H200", 30 * GIB, {"SGLANG_PP_LAYER_PARTITION": partition}))
     return grid
+
+
+def _amd_grid() -> list[tuple]:
+    """Cases on AMD cards, which the worker runs as ROCm (its AMD): on an MI300X by default, without the radix cache,
+    with the extra buffer, with 3 EAGLE steps, at TP 2 and 4 (an MLA model's KV heads per rank pick aiter at 16), at a
+    4096-token context (ROCm's aiter rule holds above 8,192 tokens), radix off with a fixed max_running_requests; the
+    MI325X and MI355X by default."""
+    grid = [({}, 0, radix, "MI300X", 30 * GIB, {}) for radix in ("default", "off", "extra_buffer")]
+    grid += [({}, 3, "default", "MI300X", 30 * GIB, {}), ({"tp_size": 2}, 0, "default", "MI300X", 30 * GIB, {}),
+             ({"tp_size": 4}, 0, "default", "MI300X", 30 * GIB, {}),
+             ({"context_length": 4096}, 0, "default", "MI300X", 30 * GIB, {}),
+             ({"max_running_requests": 64}, 0, "off", "MI300X", 30 * GIB, {})]
+    return grid + [({}, 0, "default", gpu, 30 * GIB, {}) for gpu in ("MI325X", "MI355X")]
 
 
 def _key(case: dict) -> str:
@@ -233,12 +251,22 @@ def answered(work: Path) -> dict[str, dict]:
 PP_CASES_FROM = (0, 5, 14)
 
 
+def _is_pp(case: dict) -> bool:
+    return case["flags"].get("pp_size", 1) > 1
+
+
+# Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
+ONLY = {"pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS}
+
+
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
-        every: int = 1, configs: set[str] | None = None, merge: bool = False) -> Path:
+        every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
     if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
-        todo = [c for c in todo if c["flags"].get("pp_size", 1) == 1]
+        todo = [c for c in todo if not _is_pp(c)]
+    if only:  # that part of the configs' cases alone (a table whose other cases stand)
+        todo = [c for c in todo if ONLY[only](c)]
     if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N
         # and the number of configs share a factor)
         by_config: dict[str, list[dict]] = {}
@@ -281,14 +309,18 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
-    if merge and configs and path.exists():  # those configs' cases replaced, every other case kept as it was
+    if merge and configs and path.exists():  # those configs' cases (--only: that part of them) replaced, every other
+        # case kept as it was
         old = golden.read(path)
-        kept = [c for c in old["cases"] if c["config"] not in configs]
+        kept = [c for c in old["cases"] if c["config"] not in configs or (only and not ONLY[only](c))]
         listed = old["configs"] if old["configs"] == "all" else sorted(set(old["configs"]) | configs)
         order = {_key(c): i for i, c in enumerate(cases())}  # the order a whole run writes
         merged = sorted(kept + new_cases, key=lambda c: order.get(_key(c), len(order)))
         table = {**old, **header, "configs": listed, "cases": merged}
-        table["merged"] = sorted(set(old.get("merged", [])) | configs)
+        if only:
+            table[f"merged_{only}"] = sorted(set(old.get(f"merged_{only}", [])) | configs)
+        else:
+            table["merged"] = sorted(set(old.get("merged", [])) | configs)
     path.parent.mkdir(parents=True, exist_ok=True)
     golden.write(path, table)
     return path
@@ -307,17 +339,21 @@ def main():
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
+    ap.add_argument("--only", choices=sorted(ONLY), help="only the pipeline-parallel cases (pp) or those on AMD cards "
+                    "(amd); with --merge those of --configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None
     if configs is not None and configs - {name for name, _ in config_files()}:
         ap.error(f"unknown configs: {', '.join(sorted(configs - {name for name, _ in config_files()}))}")
+    if args.only and not (args.merge and configs):
+        ap.error("--only goes with --merge --configs (a table of that part alone would drop the other cases)")
     if args.count:
-        print(len(cases(configs)))
+        print(sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
         return
     work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
     print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
-              args.merge))
+              args.merge, args.only))
 
 
 if __name__ == "__main__":

@@ -61,8 +61,9 @@ def excluded(case) -> str | None:
 
 
 def mcache_case(case, version: str) -> dict:
-    """mcache's answer on the case's inputs by the rules of `version`: SGLang's start-up refusal (the first failing
-    stage's), or each PP stage's figures (`stages`, by rank)."""
+    """mcache's answer on the case's inputs (the GPU by the oracle's name, which mcache's catalogue knows: an AMD card
+    is sized by SGLang's ROCm rules) by the rules of `version`: SGLang's start-up refusal (the first failing stage's),
+    or each PP stage's figures (`stages`, by rank)."""
     given = {k: v for k, v in case["flags"].items() if k in FLAGS}
     given.update(weights_bytes=case["inputs"]["weights_bytes"],
                  pre_model_load_memory_bytes=case["inputs"]["free_gpu_memory_bytes"])
@@ -71,8 +72,8 @@ def mcache_case(case, version: str) -> dict:
     try:
         layout = ParallelLayout(tp=case["flags"].get("tp_size", 1), pp=case["flags"].get("pp_size", 1),
                                 pp_partition=tuple(int(n) for n in partition.split(",")) if partition else None)
-        run = sglang.run(EngineInputs(spec=spec, layout=layout, gpu_bytes=case["inputs"]["gpu_total_bytes"],
-                                      given=given, version=version))
+        run = sglang.run(EngineInputs(spec=spec, layout=layout, gpu_name=case["inputs"]["gpu"],
+                                      gpu_bytes=case["inputs"]["gpu_total_bytes"], given=given, version=version))
     except LayoutError as e:
         return {"error": str(e)}
     errors = [stage.startup_error for stage in run.stages if stage.startup_error is not None]

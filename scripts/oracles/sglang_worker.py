@@ -164,6 +164,17 @@ MOCKS = [
     "ServerArgs.check_server_args runs once the server args resolve, as the launch runs it (entrypoints/engine.py, "
     "every driven release); tables made before issue 28's PP cases did not run it (no case of theirs that was rerun "
     "since changed: scripts/oracles/sglang_versions.md).",
+    "A case on an AMD card (inputs.gpu in AMD: MI300X, MI325X, MI355X) is run as ROCm runs it, in its forked child "
+    "before the server args resolve: torch.version.hip set (7.0.51831) and torch.version.cuda None, which SGLang's "
+    "is_hip() / is_cuda() read (utils/common.py; from 0.5.19 runtime_context.py get_platform() asks the same probes), "
+    "with every lru_cache of utils/common.py cleared so that each probe (is_hip, is_cuda, is_hopper_with_cuda_12_3, "
+    "is_sm100_supported, is_flashinfer_available, ...) answers for ROCm; the fake device reports the card's name, "
+    "gcnArchName (gfx942 for MI300X / MI325X, gfx950 for MI355X) and the capability ROCm's torch reports for it "
+    "(9.4 / 9.5); get_amdgpu_memory_capacity's `rocminfo | grep ... 'Pool 1' ... 'Size:'` reads a script on PATH that "
+    "prints the card's total in KB as rocminfo prints its first GPU pool. Module constants SGLang computed at import "
+    "(`_is_hip = is_hip()` in layers/ and mem_cache/: kernel dispatch, DSA layouts, fp8 fnuz dtypes of one byte as "
+    "e4m3fn's) keep the CUDA answer: the worker imports SGLang once for every case, and none of them sizes a "
+    "hybrid's pools.",
     "The scheduler's 'max_total_num_tokens=..., max_running_requests=...' line is the scheduler's own f-string "
     "filled from the configurator's result (the Scheduler is not started); every other log line is captured from "
     "SGLang's loggers as emitted.",
@@ -199,6 +210,38 @@ torch.cuda.get_device_name = lambda *a, **k: "NVIDIA H200"
 torch.cuda.mem_get_info = lambda *a, **k: (_GPU["free"], _GPU["total"])
 torch.cuda.empty_cache = lambda: None
 torch.cuda.synchronize = lambda *a, **k: None
+
+
+# An AMD card (see MOCKS): name, gcnArchName and the capability ROCm's torch reports for it, by the oracle's GPU name
+AMD = {"MI300X": ("AMD Instinct MI300X", "gfx942:sramecc+:xnack-", (9, 4)),
+       "MI325X": ("AMD Instinct MI325X", "gfx942:sramecc+:xnack-", (9, 4)),
+       "MI355X": ("AMD Instinct MI355X", "gfx950:sramecc+:xnack-", (9, 5))}
+
+
+def _as_amd(gpu: str) -> None:
+    """In a case's forked child: the fake device as the AMD card `gpu` under ROCm (see MOCKS)."""
+    name, arch, capability = AMD[gpu]
+    torch.version.hip, torch.version.cuda = "7.0.51831", None
+    _Props.name, _Props.gcnArchName, (_Props.major, _Props.minor), _Props.warp_size = name, arch, capability, 64
+    torch.cuda.get_device_capability = lambda *a, **k: capability
+    torch.cuda.get_device_name = lambda *a, **k: name
+    common = _first_module("sglang.srt.utils.common", "sglang.srt.utils")
+    for value in list(vars(common).values()):
+        if callable(getattr(value, "cache_clear", None)):
+            value.cache_clear()
+    os.environ["ORACLE_GPU_ARCH"] = arch.split(":")[0]  # what the fake rocminfo prints (`_fake_rocminfo`)
+
+
+def _fake_rocminfo() -> None:
+    """A script on PATH that prints the case's card and total memory (KB) as rocminfo prints its first GPU agent's
+    first pool, which get_amdgpu_memory_capacity reads under ROCm (see MOCKS)."""
+    folder = Path(tempfile.mkdtemp(prefix="oracle-rocminfo-"))
+    atexit.register(shutil.rmtree, folder, True)  # the forked cases leave by os._exit: the worker removes it
+    script = folder / "rocminfo"
+    script.write_text('#!/bin/sh\nprintf "  Name:                    %s\\n  Pool 1\\n    Size:                    '
+                      '%s(0x0) KB\\n" "$ORACLE_GPU_ARCH" "$((ORACLE_GPU_TOTAL_MIB * 1024))"\n')
+    script.chmod(0o755)
+    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ['PATH']}"
 
 
 # ---- stand-ins for GPU-only packages ----------------------------------------------------------------------------
@@ -332,6 +375,8 @@ def run_case(case):
     _GPU["total"] = inputs["gpu_total_bytes"]
     _GPU["free"] = inputs["free_gpu_memory_bytes"]
     os.environ["ORACLE_GPU_TOTAL_MIB"] = str(inputs["gpu_total_bytes"] // MIB)  # what the fake nvidia-smi prints
+    if inputs["gpu"] in AMD:
+        _as_amd(inputs["gpu"])
     env = case.get("env", {})
     old_env = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -982,6 +1027,7 @@ def main():
 
     _without_torchvision_registries()
     _fake_nvidia_smi()
+    _fake_rocminfo()
     importlib.import_module(SIZER)  # 0.5.16 on: the KV-cache configurator; before, the model runner's mixin
     import sglang.srt.model_loader.utils  # noqa: F401
     import sglang.srt.server_args  # noqa: F401

@@ -50,6 +50,8 @@ from mcache.core.engines.common import (
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.sizing.gpu_catalogue import AMD
+from mcache.core.sizing.gpus import vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
@@ -289,6 +291,33 @@ MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditional
 # which a single node does not pick: arg_groups/serving_hook.py resolves it to cpu); v0.5.17's _profile_available_bytes
 # takes nothing off
 VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
+# ---- ROCm: an AMD card (gpu_catalogue.py Gpu.vendor `AMD`), where SGLang's is_hip() holds (`_rocm`) ----
+# The default attention backend on HIP is aiter for an MHA model and, for an MLA one, where the KV heads per rank
+# (ModelConfig.get_num_kv_heads(tp): the config's num_key_value_heads over TP, which Kimi-Linear's config sets to its
+# num_attention_heads, the MLA block's num_heads) are 16 or 128, else triton: server_args.py
+# _handle_attention_backend_compatibility (v0.5.4.post1 to v0.5.18), arg_groups/model_override_base.py
+# get_default_attn_backend (v0.5.19 to v0.5.23). With aiter a model context above
+# 8,192 tokens multiplies mem_fraction_static, the default or a given one, by 0.85 (server_args.py
+# _handle_attention_backend_compatibility from v0.5.5, arg_groups/attention_hook.py from v0.5.19; v0.5.4.post1's
+# 0.90 is a post release's, which mcache sizes by v0.5.4's rules: none)
+AITER_MLA_HEADS, AITER_CONTEXT, AITER_FRACTION, AITER_FROM = (16, 128), 8192, 0.85, "0.5.5"
+# An extra buffer (the strategy asked for, or `auto`'s) is refused on HIP before v0.5.16, in each release's words
+# (server_args.py: _handle_model_specific_adjustments v0.5.7-v0.5.8, _handle_mamba_radix_cache v0.5.9-v0.5.13,
+# _validate_mamba_extra_buffer v0.5.14-v0.5.15); v0.5.16's adds ROCm ("extra_buffer needs CUDA/MUSA/NPU/ROCm (FLA).")
+ROCM_EXTRA_BUFFER_REFUSED = (("0.5.7", "Mamba extra_buffer is only supported on CUDA devices with FLA backend"),
+                             ("0.5.11", "Mamba extra_buffer is only supported on CUDA and MUSA devices with FLA backend"),
+                             ("0.5.12", "Mamba extra_buffer is only supported on CUDA and MUSA and NPU devices with FLA "
+                                        "backend"),
+                             ("0.5.14", "extra_buffer needs CUDA/MUSA/NPU (FLA)."), ("0.5.16", None))
+# A draft with no_buffer and the radix cache, which SGLang refuses on CUDA (`_scheduler_strategy`), turns the radix
+# cache off on HIP at v0.5.11-v0.5.13 ("Speculative decoding for {arch} is not compatible with radix cache on ROCm
+# devices. Automatically disabling radix cache.": server_args.py _handle_mamba_radix_cache; v0.5.10 refuses as on CUDA)
+ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
+# No prefill CUDA graphs on HIP (`_prefill_graph_mb`): v0.5.10-v0.5.13's server_args.py _handle_piecewise_cuda_graph
+# ("Non-CUDA hardware") and v0.5.14's _disable_tc_piecewise_cudagraph_if_incompatible ("non-CUDA hardware
+# (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
+# only where is_cuda(), else tc_piecewise (v0.5.15-v0.5.21, whose rules, server_args.py and from v0.5.19
+# arg_groups/cuda_graph_hook.py, turn it off there by the same "non-CUDA hardware" rule) or none (v0.5.22 on)
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -337,6 +366,11 @@ RADIX_HANDLER_0_5_9 = "0.5.9"
 DRAFT_NO_RADIX_0_5_9 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                         "NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
                         "JetVLMForConditionalGeneration", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM")
+# ... and on an AMD card those releases refuse an extra buffer (`ROCM_EXTRA_BUFFER_REFUSED`) only where their check
+# is reached: at v0.5.7 it sits in the Qwen3-Next branch of server_args.py _handle_model_specific_adjustments, at v0.5.8
+# in its Glm4Moe branch (no hybrid's), at v0.5.9 in _handle_mamba_radix_cache, which the branches of these
+# architectures call (those of NO_EXTRA_BUFFER_0_5_7 refuse the extra buffer first)
+ROCM_EXTRA_BUFFER_CHECKED = (("0.5.7", ("Qwen3NextForCausalLM",)), ("0.5.8", ()), ("0.5.9", DRAFT_NO_RADIX_0_5_9))
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -503,6 +537,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
                  else "default")
+    if mfs is not None and _aiter_lowers(spec, inputs, context_len):
+        mfs = s.values["mem_fraction_static"] = mfs * AITER_FRACTION
+        s.sources["mem_fraction_static"] += (f"; x {AITER_FRACTION}: ROCm's aiter attention backend at a context above "
+                                             f"{AITER_CONTEXT:,} tokens")
     pre = within_gpu("pre_model_load_memory_bytes", s.take(
         "pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
         "assumed: the free memory before weights load, the GPU's less 0.5 GiB of CUDA context"), inputs.gpu_bytes)
@@ -534,6 +572,26 @@ def _vlm_fraction(mfs: float, spec) -> float:
     ratio = layers * hidden**2 / (VLM_DEFAULT_LAYERS * VLM_DEFAULT_HIDDEN**2)
     dynamic = max(VLM_FACTOR_RANGE[0], min(VLM_FACTOR_RANGE[1], 1.0 - VLM_SENSITIVITY * (ratio - 1.0)))
     return mfs * (VLM_BASE_FACTOR * dynamic)
+
+
+def _rocm(inputs: EngineInputs) -> bool:
+    """Whether the run's GPU is an AMD card, which SGLang runs under ROCm (is_hip())."""
+    return vendor(inputs.gpu_name) == AMD
+
+
+def _aiter_lowers(spec, inputs: EngineInputs, context_len: int) -> bool:
+    """Whether ROCm's aiter attention backend, SGLang's default there (`AITER_MLA_HEADS` for MLA), lowers
+    mem_fraction_static (`AITER_FRACTION`): from v0.5.5, at a context above `AITER_CONTEXT` tokens."""
+    if not (_rocm(inputs) and _since(inputs, AITER_FROM) and context_len > AITER_CONTEXT):
+        return False
+    return spec.mla is None or max(1, spec.mla.num_heads // inputs.layout.tp) in AITER_MLA_HEADS
+
+
+def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
+    """SGLang's refusal of an extra buffer on an AMD card at the run's release (`ROCM_EXTRA_BUFFER_REFUSED`)."""
+    if not _rocm(inputs):
+        return None
+    return next((message for since, message in reversed(ROCM_EXTRA_BUFFER_REFUSED) if _since(inputs, since)), None)
 
 
 def architecture_error(spec, version: str) -> str | None:
@@ -827,6 +885,8 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
             no_overlap = s.values["disable_overlap_schedule"] = True  # overrides.py: auto's no_buffer turns overlap off
     if strategy.startswith("extra_buffer") and not extra:
         return strategy, 1, f"extra_buffer is not supported for {arch}; use no_buffer."
+    if strategy.startswith("extra_buffer") and _rocm_extra_buffer_error(inputs):
+        return strategy, 1, _rocm_extra_buffer_error(inputs)
     if strategy == "no_buffer":
         refusal = None if no_overlap else ("no_buffer do not support overlap schedule. Try to set "
                                            "disable_overlap_schedule=True.")
@@ -872,6 +932,9 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
         return strategy, 1, None
     if strategy == "extra_buffer" and arch in NO_EXTRA_BUFFER_0_5_7:
         return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
+    checked = next(archs for since, archs in reversed(ROCM_EXTRA_BUFFER_CHECKED) if _since(inputs, since))
+    if strategy == "extra_buffer" and arch in checked and _rocm_extra_buffer_error(inputs):
+        return strategy, 1, _rocm_extra_buffer_error(inputs)
     draft_no_radix = DRAFT_NO_RADIX_0_5_9 if _since(inputs, RADIX_HANDLER_0_5_9) else DRAFT_NO_RADIX_0_5_8
     if arch in FIRST_LINE_RADIX_OFF or (drafts and strategy == "no_buffer" and arch in draft_no_radix
                                         and _since(inputs, MIXIN_0_5_8)):
@@ -905,7 +968,8 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
     branches of the radix-cache architectures, turns some of their radix caches off (`RADIX_OFF_UNTIL`), refuses an
     extra buffer the architecture lacks (`extra`), or with --disable-radix-cache, or (v0.5.13) lazy with drafts; and
     no_buffer with the radix cache turns the overlap scheduler off (no refusal) without drafts, and is refused with
-    them. The slots per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
+    them (on an AMD card at v0.5.11-v0.5.13 the radix cache is turned off instead: `ROCM_DRAFT_NO_RADIX`). The slots
+    per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
     `_unchecked_extra_buffer`; at v0.5.10 an EAGLE draft runs without the overlap scheduler (`SPEC_V2_FROM`)."""
     if drafts and not _since(inputs, SPEC_V2_FROM):
         s.values["disable_overlap_schedule"] = True
@@ -923,10 +987,15 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
                                  f"{'.' if _since(inputs, '0.5.13') else ''} Overlap scheduling is already supported "
                                  "with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy no_buffer "
                                  "instead.")
+        if radix and _rocm_extra_buffer_error(inputs):
+            return strategy, 1, _rocm_extra_buffer_error(inputs)
         if radix and drafts and strategy == "extra_buffer_lazy":
             return strategy, 4, ("extra_buffer_lazy is not yet supported with speculative decoding. Use "
                                  "--mamba-scheduler-strategy extra_buffer instead.")
         return _unchecked_extra_buffer(strategy, no_radix, no_overlap)
+    if radix and drafts and _rocm(inputs) and _since(inputs, ROCM_DRAFT_NO_RADIX[0]) and not _since(
+            inputs, ROCM_DRAFT_NO_RADIX[1]):
+        no_radix = s.values["disable_radix_cache"] = True
     if no_radix:
         return "none (no radix cache)", 1, None
     if radix and drafts:
@@ -1192,17 +1261,18 @@ def _graph_cap(total_tokens_cap: int | None, given: dict, inputs: EngineInputs) 
 
 
 def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs | None = None) -> int:
-    """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none where SGLang turns
-    them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up to the chunked
-    prefill (at most `cap`, `_graph_cap`)."""
+    """MiB the prefill CUDA graphs reserve (arg_groups/memory_hook.py reserve_for_graph_mb): none on an AMD card or
+    where SGLang turns them off (`_prefill_graphs_off`), 1.5 GiB with an MLA backend, else 8 MiB per captured size up
+    to the chunked prefill (at most `cap`, `_graph_cap`)."""
     version = inputs.version if inputs is not None and inputs.version else VERSIONS[-1]
     if not at_least(version, FIRST_LINE_UNTIL):
         # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.5 reserves nothing for prefill graphs; v0.5.6-v0.5.8's
         # piecewise_cuda_graph_max_tokens / 4 MiB (v0.5.7: / 8; v0.5.8: 8 MiB a captured size) only with
         # --enable-piecewise-cuda-graph (off by default, as at v0.5.9: its table; not a setting)
         return 0
-    if _prefill_graphs_off(spec, version, inputs.layout.pp if inputs is not None else 1):
-        return 0
+    pp = inputs.layout.pp if inputs is not None else 1
+    if (inputs is not None and _rocm(inputs)) or _prefill_graphs_off(spec, version, pp):
+        return 0  # none on an AMD card (the ROCm constants)
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB
     return 8 * len(_prefill_graph_sizes(chunked if cap is None else min(chunked, cap)))

@@ -15,16 +15,21 @@ GB_S = 10**9  # bandwidth: datasheets quote decimal GB/s and TB/s
 TB_S = 10**12
 
 
+NVIDIA, AMD = "nvidia", "amd"  # vendors: CUDA cards, and ROCm (HIP) cards, which engines size by their HIP rules
+
+
 @dataclass(frozen=True)
 class Gpu:
     """One catalogue GPU: `name` as its driver prints it, `memory` (bytes) and `bandwidth` (bytes/s) as above,
-    `source` where both figures come from, and `aliases`: other names (other driver names among them) for it."""
+    `source` where both figures come from, `aliases`: other names (other driver names among them) for it, and
+    `vendor`: whose software stack runs it (`NVIDIA`: CUDA, `AMD`: ROCm)."""
 
     name: str
     memory: int
     bandwidth: int
     source: str
     aliases: tuple[str, ...] = ()
+    vendor: str = NVIDIA
 
 
 H100_DATASHEET = "NVIDIA H100 Tensor Core GPU datasheet"
@@ -91,15 +96,15 @@ CATALOGUE = {
                          "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition")),
     "mi300x": Gpu("AMD Instinct MI300X", 206141652992, int(5.3 * TB_S),
                   "206141652992 B (192 GiB - 16 MiB): rocm-smi --showmeminfo vram in ROCm/legacy-rocm-build#4750; "
-                  "5.3 TB/s: AMD Instinct MI300X data sheet"),
+                  "5.3 TB/s: AMD Instinct MI300X data sheet", vendor=AMD),
     # No rocm-smi total for the MI325X or MI355X was found: their totals are derived from the MI300X's, which
     # reports its whole HBM (192 GiB) less 16 MiB, so 256 GiB - 16 MiB and 288 GiB - 16 MiB. Check against a card.
     "mi325x": Gpu("AMD Instinct MI325X", (256 << 30) - 16 * MIB, 6 * TB_S,
                   "derived: 256 GiB less the 16 MiB an MI300X's rocm-smi total keeps back; "
-                  "6 TB/s: AMD Instinct MI325X data sheet"),
+                  "6 TB/s: AMD Instinct MI325X data sheet", vendor=AMD),
     "mi355x": Gpu("AMD Instinct MI355X", (288 << 30) - 16 * MIB, 8 * TB_S,
                   "derived: 288 GiB less the 16 MiB an MI300X's rocm-smi total keeps back; "
-                  "8 TB/s: AMD Instinct MI355X data sheet"),
+                  "8 TB/s: AMD Instinct MI355X data sheet", vendor=AMD),
 }
 
 # CUDA compute capability by catalogue key (NVIDIA's "CUDA GPU Compute Capability" list): what engines pick kernels by.

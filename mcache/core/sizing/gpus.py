@@ -77,6 +77,15 @@ def capability(name: str | None) -> tuple[int, int] | None | str:
         return "unknown"
 
 
+def vendor(name: str | None) -> str | None:
+    """The vendor (gpu_catalogue.py `NVIDIA`, `AMD`) of the catalogue GPU called `name`; None for a GPU the catalogue
+    does not hold (a `--gpu-memory` size, or none)."""
+    try:
+        return CATALOGUE[_names()[_plain(name)]].vendor if name else None
+    except KeyError:
+        return None
+
+
 def lookup(name: str) -> tuple[str, int]:
     """(driver name, total bytes) of the catalogue GPU called `name` (as `find_gpu` reads it)."""
     gpu = find_gpu(name)

@@ -10,6 +10,7 @@ Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versio
     python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
     python scripts/oracles/sglang.py 0.5.22 --configs qwen3-next-80b-a3b.json,falcon-h1-0.5b.json  # those configs only
     python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
+    python scripts/oracles/sglang.py 0.5.23 --merge --dp-only --configs qwen3-next-80b-a3b.json  # its attention-DP cases added
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -162,6 +163,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid.append(({"max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
         grid.append(({"mamba_full_memory_ratio": 0.5}, 0, "default", "H200", 30 * GIB, {}))
         grid += _pp_grid(cfg)
+        grid += _dp_grid() if name in DP_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -191,6 +193,31 @@ def _pp_grid(cfg: dict) -> list[tuple]:
         if layers:
             partition = ",".join(["1"] * (pp - 1) + [str(layers - pp + 1)])
             grid.append(({"pp_size": pp}, 0, "default", "H200", 30 * GIB, {"SGLANG_PP_LAYER_PARTITION": partition}))
+    return grid
+
+
+# Attention data parallelism, `--dp-size N --enable-dp-attention` with N = TP (each rank holds the KV heads and the state
+# whole: mcache's --attention-dp), for these configs (`_dp_grid`)
+DP_CONFIGS = ("qwen3-next-80b-a3b.json", "nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json",
+              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json")
+
+
+def _dp_grid() -> list[tuple]:
+    """Attention-DP cases, dp = tp (the worker's attention-DP rank 0): TP 2 and 4 with drafts 0 and 3, with and without
+    the radix cache, on the H200 with 30 GiB of weights and the 80 GB GPU with 8 GiB; then at TP 4 the 80 GB GPU with
+    60 GiB (attention DP's larger reserve leaves the weights no room), a max_running_requests (split over the DP
+    ranks) with the radix cache off, and with a draft, and a max_mamba_cache_size."""
+    grid = []
+    for tp in (2, 4):
+        dp = {"tp_size": tp, "dp_size": tp, "enable_dp_attention": True}
+        for drafts in (0, 3):
+            for radix in ("default", "off"):
+                grid.append((dp, drafts, radix, "H200", 30 * GIB, {}))
+        grid.append((dp, 0, "default", "H100-80GB", 8 * GIB, {}))
+    grid.append((dp, 0, "default", "H100-80GB", 60 * GIB, {}))
+    grid.append(({**dp, "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
+    grid.append(({**dp, "max_running_requests": 64}, 3, "default", "H200", 30 * GIB, {}))
+    grid.append(({**dp, "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
     return grid
 
 
@@ -228,15 +255,22 @@ def answered(work: Path) -> dict[str, dict]:
     return done
 
 
+# The releases whose tables hold the attention-DP cases (`_dp_grid`): those whose attention-DP rules mcache models
+# (mcache/core/engines/sglang.py DP_MODELLED); mcache refuses attention DP at the others
+DP_CASES_IN = ("0.5.23",)
+
+
 # The oldest release whose tables hold the PP cases (`_pp_grid`): mcache models SGLang's pipeline parallelism from
 # 0.5.14 (mcache/core/engines/sglang.py PP_MODELLED_FROM) and refuses PP > 1 before it, so older tables hold PP 1 only
 PP_CASES_FROM = (0, 5, 14)
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
-        every: int = 1, configs: set[str] | None = None, merge: bool = False) -> Path:
+        every: int = 1, configs: set[str] | None = None, merge: bool = False, dp_only: bool = False) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
+    if version not in DP_CASES_IN or dp_only:  # attention-DP cases where mcache models them; with dp_only those alone
+        todo = [c for c in todo if bool(c["flags"].get("enable_dp_attention")) == dp_only]
     if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
         todo = [c for c in todo if c["flags"].get("pp_size", 1) == 1]
     if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N
@@ -281,9 +315,10 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
-    if merge and configs and path.exists():  # those configs' cases replaced, every other case kept as it was
+    if merge and configs and path.exists():  # those configs' cases replaced (dp_only: their DP cases), the rest kept
         old = golden.read(path)
-        kept = [c for c in old["cases"] if c["config"] not in configs]
+        new_keys = {_key(c) for c in new_cases}
+        kept = [c for c in old["cases"] if (c["config"] not in configs or dp_only) and _key(c) not in new_keys]
         listed = old["configs"] if old["configs"] == "all" else sorted(set(old["configs"]) | configs)
         order = {_key(c): i for i, c in enumerate(cases())}  # the order a whole run writes
         merged = sorted(kept + new_cases, key=lambda c: order.get(_key(c), len(order)))
@@ -307,6 +342,8 @@ def main():
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
+    ap.add_argument("--dp-only", action="store_true", help="only the attention-DP cases (`_dp_grid`); with --merge "
+                    "they replace the table's cases of the same key and every other case is kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None
@@ -317,7 +354,7 @@ def main():
         return
     work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
     print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
-              args.merge))
+              args.merge, args.dp_only))
 
 
 if __name__ == "__main__":

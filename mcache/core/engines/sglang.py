@@ -289,6 +289,11 @@ MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditional
 # which a single node does not pick: arg_groups/serving_hook.py resolves it to cpu); v0.5.17's _profile_available_bytes
 # takes nothing off
 VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
+# ---- attention data parallelism (`--dp-size N --enable-dp-attention`, N = TP: mcache's --attention-dp) ----
+# The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
+# (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
+# of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
+DP_MODELLED = ("0.5.23",)
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -418,6 +423,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     if inputs.layout.pp > 1 and not _since(inputs, PP_MODELLED_FROM):
         raise LayoutError("pp", f"1 with SGLang {inputs.version}: mcache models SGLang's pipeline parallelism from "
                                 f"{PP_MODELLED_FROM} (scripts/oracles/sglang_versions.md), got {inputs.layout.pp}")
+    _check_attention_dp(inputs)
     for name, since in SETTING_SINCE.items():
         if inputs.given.get(name) is not None and not _since(inputs, since):
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
@@ -450,6 +456,26 @@ def run(inputs: EngineInputs) -> EngineRun:
     stages = [_stage(ctx, inputs, setup, pool, shared_tokens, per_slot) for ctx, pool in zip(contexts, pools, strict=True)]
     return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
                      setup.dtypes, stages, caveats)
+
+
+def _check_attention_dp(inputs: EngineInputs) -> None:
+    """Attention DP is sized at the releases of `DP_MODELLED` and at one PP stage (the layouts their tables check);
+    elsewhere it is refused as not modelled."""
+    layout, version = inputs.layout, inputs.version or VERSIONS[-1]
+    if not layout.attention_dp:
+        return
+    if version not in DP_MODELLED:
+        raise LayoutError("attention_dp", f"off with SGLang {version}: mcache models SGLang's attention data "
+                                          f"parallelism (--enable-dp-attention) at {', '.join(DP_MODELLED)} only "
+                                          "(scripts/oracles/sglang_versions.md)")
+    if layout.pp > 1:
+        raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
+                                          "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
+
+
+def _attention_dp(inputs: EngineInputs) -> int:
+    """The attention-DP width: TP under --attention-dp (SGLang's --dp-size = --tp-size), else 1."""
+    return inputs.layout.tp if inputs.layout.attention_dp else 1
 
 
 def _named(settings: dict, inputs: EngineInputs) -> dict:
@@ -499,6 +525,15 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         mfs = _mem_fraction_0_5_2(gpu_mb, inputs, drafts)
     else:
         mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
+    dp = _attention_dp(inputs)
+    if dp > 1:
+        # One attention-DP rank's share, once the memory settings took the replica's: arg_groups/parallel_hook.py
+        # handle_data_parallelism divides the chunked prefill, kv_cache_configurator.py resolve_max_num_reqs and
+        # _handle_max_mamba_cache the requests (max(1, n // dp)) and a given state pool (n // dp) (v0.5.23)
+        chunked = s.values["chunked_prefill_size"] = chunked // dp
+        s.sources["chunked_prefill_size"] += ": divided by the attention-DP width (parallel_hook.py)"
+        user_requests = None if user_requests is None else max(1, user_requests // dp)
+        fixed_slots = None if fixed_slots is None else fixed_slots // dp
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
@@ -1174,6 +1209,9 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
+    dp = _attention_dp(inputs)
+    if dp > 1:  # reserve_for_graph_mb (v0.5.23): attention DP's padding, 1.5 MiB more above a max_bs of 300
+        reserved += graphs * dp * (3 + (1.5 if graphs > 300 else 0))
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if drafts and not _since(inputs, DRAFT_RESERVE_UNTIL):

@@ -1058,3 +1058,12 @@ def test_attention_dp_with_pipeline_parallelism_is_refused_as_not_modelled():
                           *lookup("h200"), None, {"weights_bytes": 30 * GIB})
     with pytest.raises(LayoutError, match="at one PP stage only"):
         run_engine("sglang", inputs)
+
+
+def test_attention_dp_turns_the_prefill_cuda_graphs_off_before_0_5_17():
+    # server_args.py v0.5.14 _disable_tc_piecewise_cudagraph_if_incompatible: "DP attention" turns them off (the 0.5.14
+    # table: Nemotron-H at TP 4 on an H200 0.836, 0.833 with its 58 graphs of 8 MiB); v0.5.17's rules drop it
+    nemotron = config_spec("nemotron-h-8b-base-8k")
+    dp = ParallelLayout(tp=4, attention_dp=True)
+    assert [_prefill_graph_mb(nemotron, 8192, None, EngineInputs(nemotron, dp, version=v)) for v in ("0.5.14", "0.5.23")
+            ] == [0, 58 * 8]

@@ -10,7 +10,7 @@ Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versio
     python scripts/oracles/sglang.py 0.5.23 --assemble-only  # the table from the answers so far (resumable work dir)
     python scripts/oracles/sglang.py 0.5.22 --configs qwen3-next-80b-a3b.json,falcon-h1-0.5b.json  # those configs only
     python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
-    python scripts/oracles/sglang.py 0.5.23 --merge --dp-only --configs qwen3-next-80b-a3b.json  # its attention-DP cases added
+    python scripts/oracles/sglang.py 0.5.23 --merge --only dp --configs qwen3-next-80b-a3b.json  # its attention-DP cases only, merged
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -256,8 +256,17 @@ def answered(work: Path) -> dict[str, dict]:
 
 
 # The releases whose tables hold the attention-DP cases (`_dp_grid`): those whose attention-DP rules mcache models
-# (mcache/core/engines/sglang.py DP_MODELLED); mcache refuses attention DP at the others
-DP_CASES_IN = ("0.5.23",)
+# (mcache/core/engines/sglang.py DP_MODELLED); mcache refuses attention DP at the others (`--only dp` runs them anywhere:
+# how a release's rules are checked before it joins)
+DP_CASES_IN = ("0.5.14", "0.5.23")
+
+
+def _is_dp(case: dict) -> bool:
+    return bool(case["flags"].get("enable_dp_attention"))
+
+
+# Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
+ONLY = {"dp": _is_dp}
 
 
 # The oldest release whose tables hold the PP cases (`_pp_grid`): mcache models SGLang's pipeline parallelism from
@@ -266,11 +275,13 @@ PP_CASES_FROM = (0, 5, 14)
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
-        every: int = 1, configs: set[str] | None = None, merge: bool = False, dp_only: bool = False) -> Path:
+        every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
-    if version not in DP_CASES_IN or dp_only:  # attention-DP cases where mcache models them; with dp_only those alone
-        todo = [c for c in todo if bool(c["flags"].get("enable_dp_attention")) == dp_only]
+    if version not in DP_CASES_IN and only != "dp":  # mcache refuses attention DP there: no DP cases
+        todo = [c for c in todo if not _is_dp(c)]
+    if only:  # that part of the configs' cases alone (a table whose other cases stand)
+        todo = [c for c in todo if ONLY[only](c)]
     if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
         todo = [c for c in todo if c["flags"].get("pp_size", 1) == 1]
     if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N
@@ -315,15 +326,18 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
-    if merge and configs and path.exists():  # those configs' cases replaced (dp_only: their DP cases), the rest kept
+    if merge and configs and path.exists():  # those configs' cases (--only: that part of them) replaced, every other
+        # case kept as it was
         old = golden.read(path)
-        new_keys = {_key(c) for c in new_cases}
-        kept = [c for c in old["cases"] if (c["config"] not in configs or dp_only) and _key(c) not in new_keys]
+        kept = [c for c in old["cases"] if c["config"] not in configs or (only and not ONLY[only](c))]
         listed = old["configs"] if old["configs"] == "all" else sorted(set(old["configs"]) | configs)
         order = {_key(c): i for i, c in enumerate(cases())}  # the order a whole run writes
         merged = sorted(kept + new_cases, key=lambda c: order.get(_key(c), len(order)))
         table = {**old, **header, "configs": listed, "cases": merged}
-        table["merged"] = sorted(set(old.get("merged", [])) | configs)
+        if only:
+            table[f"merged_{only}"] = sorted(set(old.get(f"merged_{only}", [])) | configs)
+        else:
+            table["merged"] = sorted(set(old.get("merged", [])) | configs)
     path.parent.mkdir(parents=True, exist_ok=True)
     golden.write(path, table)
     return path
@@ -342,19 +356,21 @@ def main():
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
-    ap.add_argument("--dp-only", action="store_true", help="only the attention-DP cases (`_dp_grid`); with --merge "
-                    "they replace the table's cases of the same key and every other case is kept")
+    ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp); with --merge those of "
+                    "--configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None
     if configs is not None and configs - {name for name, _ in config_files()}:
         ap.error(f"unknown configs: {', '.join(sorted(configs - {name for name, _ in config_files()}))}")
+    if args.only and not (args.merge and configs):
+        ap.error("--only goes with --merge --configs (a table of that part alone would drop the other cases)")
     if args.count:
-        print(len(cases(configs)))
+        print(sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
         return
     work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
     print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
-              args.merge, args.dp_only))
+              args.merge, args.only))
 
 
 if __name__ == "__main__":

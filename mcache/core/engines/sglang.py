@@ -293,7 +293,12 @@ VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
 # The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
 # (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
-DP_MODELLED = ("0.5.23",)
+DP_MODELLED = ("0.5.14", "0.5.23")
+DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
+# server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention ("DP attention":
+# _disable_tc_piecewise_cudagraph_if_incompatible at v0.5.14, _disable_breakable_cudagraph_if_incompatible at
+# v0.5.15-v0.5.16); v0.5.17's rules name it no more, so it captures them
+DP_PREFILL_GRAPHS_FROM = "0.5.17"
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -527,12 +532,15 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
     dp = _attention_dp(inputs)
     if dp > 1:
-        # One attention-DP rank's share, once the memory settings took the replica's: arg_groups/parallel_hook.py
-        # handle_data_parallelism divides the chunked prefill, kv_cache_configurator.py resolve_max_num_reqs and
-        # _handle_max_mamba_cache the requests (max(1, n // dp)) and a given state pool (n // dp) (v0.5.23)
+        # One attention-DP rank's share, once the memory settings took the replica's: handle_data_parallelism divides
+        # the chunked prefill (arg_groups/parallel_hook.py at v0.5.23, server_args.py at v0.5.14), the state sizing and
+        # the request count the requests (n // dp; max(1, n // dp) from v0.5.23, `DP_REQUESTS_FLOOR_FROM`) and a given
+        # state pool (n // dp): kv_cache_configurator.py _handle_max_mamba_cache and resolve_max_num_reqs (v0.5.23),
+        # model_runner_kv_cache_mixin.py handle_max_mamba_cache and _resolve_max_num_reqs (v0.5.14)
         chunked = s.values["chunked_prefill_size"] = chunked // dp
-        s.sources["chunked_prefill_size"] += ": divided by the attention-DP width (parallel_hook.py)"
-        user_requests = None if user_requests is None else max(1, user_requests // dp)
+        s.sources["chunked_prefill_size"] += ": divided by the attention-DP width (handle_data_parallelism)"
+        if user_requests is not None:
+            user_requests = max(1, user_requests // dp) if _since(inputs, DP_REQUESTS_FLOOR_FROM) else user_requests // dp
         fixed_slots = None if fixed_slots is None else fixed_slots // dp
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
@@ -1210,7 +1218,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     dp = _attention_dp(inputs)
-    if dp > 1:  # reserve_for_graph_mb (v0.5.23): attention DP's padding, 1.5 MiB more above a max_bs of 300
+    if dp > 1:  # attention DP's padding, 1.5 MiB more above a max_bs of 300 (reserve_for_graph_mb; v0.5.14: server_args.py)
         reserved += graphs * dp * (3 + (1.5 if graphs > 300 else 0))
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -1239,20 +1247,24 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
         # piecewise_cuda_graph_max_tokens / 4 MiB (v0.5.7: / 8; v0.5.8: 8 MiB a captured size) only with
         # --enable-piecewise-cuda-graph (off by default, as at v0.5.9: its table; not a setting)
         return 0
-    if _prefill_graphs_off(spec, version, inputs.layout.pp if inputs is not None else 1):
+    if _prefill_graphs_off(spec, version, inputs.layout.pp if inputs is not None else 1,
+                           _attention_dp(inputs) if inputs is not None else 1):
         return 0
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB
     return 8 * len(_prefill_graph_sizes(chunked if cap is None else min(chunked, cap)))
 
 
-def _prefill_graphs_off(spec, version: str, pp: int) -> bool:
-    """Whether SGLang at `version` captures no prefill CUDA graphs for the model at `pp` stages: at PP > 1 at v0.5.14
+def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
+    """Whether SGLang at `version` captures no prefill CUDA graphs for the model at `pp` stages and attention DP `dp`:
+    under attention DP before v0.5.17 (`DP_PREFILL_GRAPHS_FROM`); at PP > 1 at v0.5.14
     and from v0.5.19 (`PP_PREFILL_GRAPHS_OFF_FROM`); from v0.5.20 KDA configs
     (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
     v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
     before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
     arch = spec.architecture
+    if dp > 1 and not at_least(version, DP_PREFILL_GRAPHS_FROM):
+        return True
     if pp > 1 and (not at_least(version, BREAKABLE_GRAPHS_FROM) or at_least(version, PP_PREFILL_GRAPHS_OFF_FROM)):
         return True
     if not at_least(version, BREAKABLE_GRAPHS_FROM):

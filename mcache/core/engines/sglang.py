@@ -293,12 +293,13 @@ VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
 # The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
 # (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
-DP_MODELLED = ("0.5.14", "0.5.23")
+DP_MODELLED = ("0.5.9", "0.5.14", "0.5.23")
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention ("DP attention":
 # _disable_tc_piecewise_cudagraph_if_incompatible at v0.5.14, _disable_breakable_cudagraph_if_incompatible at
 # v0.5.15-v0.5.16); v0.5.17's rules name it no more, so it captures them
 DP_PREFILL_GRAPHS_FROM = "0.5.17"
+DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more reserved with DP attention
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -390,7 +391,8 @@ class Setup(Struct, frozen=True):
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
     whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
     counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
-    no state pool), and whether a drafting MTP head's attention layers are charged to the token pool (`_cell`)."""
+    no state pool), whether a drafting MTP head's attention layers are charged to the token pool (`_cell`), and the
+    requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`)."""
 
     context_len: int
     context: int
@@ -411,6 +413,7 @@ class Setup(Struct, frozen=True):
     refusal: str | None = None
     transformers: bool = False
     drafter_kv: bool = False
+    replica_requests: int | None = None
 
 
 class StatePool(Struct, frozen=True):
@@ -464,8 +467,8 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def _check_attention_dp(inputs: EngineInputs) -> None:
-    """Attention DP is sized at the releases of `DP_MODELLED` and at one PP stage (the layouts their tables check);
-    elsewhere it is refused as not modelled."""
+    """Attention DP is sized at the releases of `DP_MODELLED`, at one PP stage and TP > 1 (the layouts their tables
+    check); elsewhere it is refused as not modelled."""
     layout, version = inputs.layout, inputs.version or VERSIONS[-1]
     if not layout.attention_dp:
         return
@@ -476,6 +479,10 @@ def _check_attention_dp(inputs: EngineInputs) -> None:
     if layout.pp > 1:
         raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
                                           "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
+    if layout.tp == 1:
+        raise LayoutError("attention_dp", "off at TP 1 with SGLang: attention DP of width 1 (--dp-size 1 "
+                                          "--enable-dp-attention, which releases before 0.5.23 still pad for) is not "
+                                          "modelled; mcache models --dp-size = --tp-size > 1")
 
 
 def _attention_dp(inputs: EngineInputs) -> int:
@@ -530,7 +537,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         mfs = _mem_fraction_0_5_2(gpu_mb, inputs, drafts)
     else:
         mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
-    dp = _attention_dp(inputs)
+    dp, replica_requests = _attention_dp(inputs), user_requests
     if dp > 1:
         # One attention-DP rank's share, once the memory settings took the replica's: handle_data_parallelism divides
         # the chunked prefill (arg_groups/parallel_hook.py at v0.5.23, server_args.py at v0.5.14), the state sizing and
@@ -564,7 +571,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
                                                 and not _since(inputs, FIRST_LINE_NATIVE[arch])),
-                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS)
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests)
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -1055,12 +1062,16 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     if not per:
         slots = 0
     elif fixed:
-        slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS) if n is not None)
+        slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS // _attention_dp(inputs))
+                     if n is not None)
     else:  # to v0.5.6 a given --max-mamba-cache-size is overwritten
         slots = int(rest * setup.r / (1 + setup.r) // per // states)
     tokens = int((rest - slots * per * states) // cell)
     estimate = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
-    requests = setup.user_requests or estimate
+    # init_memory_pool's max_num_reqs: the replica's --max-running-requests, not one attention-DP rank's (the scheduler
+    # divides it: `_first_line_requests`); v0.5.9's further cap at that share with a draft under DP attention moves no
+    # figure (the scheduler's is the same)
+    requests = setup.replica_requests or estimate
     if per:
         requests = min(requests, slots // setup.ratio)
     if setup.drafts and not mixin:  # EAGLE, topk 1: (num_steps + num_draft_tokens) tokens per request
@@ -1197,13 +1208,15 @@ def _decode_graph_max_bs(gpu_mb: int, inputs: EngineInputs, user_requests: int |
 
 
 def _mem_fraction_0_5_2(gpu_mb: int, inputs: EngineInputs, drafts: int) -> float:
-    """server_args.py __post_init__ at v0.5.2: the GPU row's reserve (`RESERVE_ROWS_0_5_2`) and a draft model's, as a
-    fraction of the GPU."""
+    """server_args.py __post_init__ at v0.5.2: the GPU row's reserve (`RESERVE_ROWS_0_5_2`), a draft model's and DP
+    attention's (`DP_RESERVE_MB_0_5_2`), as a fraction of the GPU."""
     parallel = inputs.layout.tp * inputs.layout.pp
     reserved = next(((base + parallel / per) * 1024 for limit, base, per in RESERVE_ROWS_0_5_2 if gpu_mb < limit),
                     RESERVE_LARGEST_0_5_2 * 1024)
     if drafts:
         reserved += FIRST_LINE_DRAFT_RESERVE_MB
+    if inputs.layout.attention_dp:
+        reserved += DP_RESERVE_MB_0_5_2
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 

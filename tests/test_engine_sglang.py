@@ -1067,3 +1067,13 @@ def test_attention_dp_turns_the_prefill_cuda_graphs_off_before_0_5_17():
     dp = ParallelLayout(tp=4, attention_dp=True)
     assert [_prefill_graph_mb(nemotron, 8192, None, EngineInputs(nemotron, dp, version=v)) for v in ("0.5.14", "0.5.23")
             ] == [0, 58 * 8]
+
+
+def test_0_5_2_attention_dp_reserves_4_gib_and_divides_the_default_512_slots():
+    # server_args.py __post_init__ at v0.5.2: 4 GiB more with DP attention, H200 at TP 4: (143,771 - (12 + 4 / 2) x 1024
+    # - 4096) / 143,771 = 0.872; model_runner.py initialize: max_mamba_cache_size (512 without a given one) // dp_size,
+    # 128 slots a DP rank, one a request (radix cache off), the 0.5.2 table's figures
+    assert _mem_fraction_0_5_2(143_771, EngineInputs(spec=None, layout=ParallelLayout(tp=4, attention_dp=True)), 0) == 0.872
+    st = stage(dp_run("0.5.2"))
+    assert (st.fields["mem_fraction_static"], st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]
+            ) == (0.872, 128, 128)

@@ -16,8 +16,9 @@ Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a r
 radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.9, size the pools in
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
-rules they replace (`FIRST_LINE_UNTIL`). What changed where, and what did not change, is in
-scripts/oracles/sglang_versions.md.
+rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
+--enable-dp-attention) is sized at the releases of `DP_MODELLED`, every figure one attention-DP rank's. What changed
+where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
 from __future__ import annotations
@@ -543,7 +544,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # the chunked prefill (arg_groups/parallel_hook.py at v0.5.23, server_args.py at v0.5.14), the state sizing and
         # the request count the requests (n // dp; max(1, n // dp) from v0.5.23, `DP_REQUESTS_FLOOR_FROM`) and a given
         # state pool (n // dp): kv_cache_configurator.py _handle_max_mamba_cache and resolve_max_num_reqs (v0.5.23),
-        # model_runner_kv_cache_mixin.py handle_max_mamba_cache and _resolve_max_num_reqs (v0.5.14)
+        # model_runner_kv_cache_mixin.py handle_max_mamba_cache and _resolve_max_num_reqs (v0.5.14; v0.5.9: the requests
+        # in model_runner.py initialize), model_runner.py initialize and managers/tp_worker.py (v0.5.2)
         chunked = s.values["chunked_prefill_size"] = chunked // dp
         s.sources["chunked_prefill_size"] += ": divided by the attention-DP width (handle_data_parallelism)"
         if user_requests is not None:
@@ -1231,7 +1233,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
     dp = _attention_dp(inputs)
-    if dp > 1:  # attention DP's padding, 1.5 MiB more above a max_bs of 300 (reserve_for_graph_mb; v0.5.14: server_args.py)
+    if dp > 1:  # attention DP's padding, 1.5 MiB more above a max_bs of 300 (reserve_for_graph_mb from v0.5.19)
         reserved += graphs * dp * (3 + (1.5 if graphs > 300 else 0))
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)

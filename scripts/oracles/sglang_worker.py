@@ -11,8 +11,10 @@ otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.
 ModelRunner.init_memory_pool itself (0.5.7-0.5.9: its kv-cache mixin's, which builds them too), with the scheduler's
 request count in TpModelWorker.__init__ (0.5.7-0.5.9: ModelRunner.initialize): `_size_model_runner` (every release 0.5.2-0.5.23 is
 driven: see sglang_versions.md). A case with `pp_size` > 1 (0.5.14 on) is run once per stage, each in its own
-child, as that rank (`STAGE`, `_answer`). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU
-the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
+child, as that rank (`STAGE`, `_answer`); one with attention DP (dp_size = tp_size, enable_dp_attention) as attention-DP
+rank 0, its attention widths from SGLang's own compute_dp_attention_world_info (`_attention_world`). Nothing here
+re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
+in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations

@@ -258,8 +258,8 @@ def answered(work: Path) -> dict[str, dict]:
 # The releases whose tables hold the attention-DP cases (`_dp_grid`): those whose attention-DP rules mcache models
 # (mcache/core/engines/sglang.py DP_MODELLED); mcache refuses attention DP at the others (`--only dp` runs them anywhere:
 # how a release's rules are checked before it joins)
-DP_CASES_IN = ("0.5.2", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16",
-               "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+DP_CASES_IN = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
+               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 
 
 def _is_dp(case: dict) -> bool:

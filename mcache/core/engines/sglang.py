@@ -294,8 +294,8 @@ VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
 # The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
 # (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
-DP_MODELLED = ("0.5.2", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16",
-               "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+DP_MODELLED = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
+               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
@@ -1062,7 +1062,8 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     else:
         fixed = setup.ratio == 1 or (mixin and setup.fixed_slots is not None)
     if mixin and setup.drafts and (not fixed or _since(inputs, MIXIN_0_5_8)):  # v0.5.8: in every branch
-        rest -= per * setup.user_requests * setup.drafts
+        # for one attention-DP rank's requests from v0.5.8; v0.5.7's for the replica's --max-running-requests
+        rest -= per * (setup.user_requests if _since(inputs, MIXIN_0_5_8) else setup.replica_requests) * setup.drafts
     if not per:
         slots = 0
     elif fixed:

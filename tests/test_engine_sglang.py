@@ -1085,3 +1085,64 @@ def test_rocm_turns_the_radix_cache_off_for_a_draft_at_0_5_11_to_0_5_13():
     st = on_amd("qwen3-next-80b-a3b", "0.5.13", speculative_num_steps=3)
     assert st.startup_error is None and st.fields["state_slots_per_request"] == 1
     assert run_at("qwen3-next-80b-a3b", "0.5.13", speculative_num_steps=3).startup_error.startswith(refusal)
+def dp_run(version: str | None, tp: int = 4, **given):
+    """Qwen3-Next at TP `tp` with attention DP (SGLang's --dp-size = --tp-size) on an H200 with 30 GiB of weights."""
+    inputs = EngineInputs(config_spec(QWEN3_NEXT), ParallelLayout(tp=tp, attention_dp=True), *lookup("h200"), None,
+                          {"weights_bytes": 30 * GIB, **given})
+    return run_engine("sglang", inputs, version)
+
+
+def test_attention_dp_reserves_its_padding_per_dp_rank_in_mem_fraction_static():
+    # arg_groups/memory_hook.py reserve_for_graph_mb (v0.5.23): max_bs x dp x 3 MiB more, and x 1.5 more above a max_bs
+    # of 300. H200 at TP 4 (decode max_bs 512): 512 + 8192 x 1.5 + 512 + 512 x 2 + 512 x 4 x 4.5 = 23,552 MiB, (143,771 -
+    # 23,552) / 143,771 = 0.836 (0.900 without); at TP 2 (max_bs 256): 13,568 + 256 x 2 x 3 = 15,104 MiB, 0.895
+    dp4, dp2 = (EngineInputs(spec=None, layout=ParallelLayout(tp=tp, attention_dp=True)) for tp in (4, 2))
+    assert _mem_fraction(143_771, 8192, dp4, None, 0) == 0.836
+    assert _mem_fraction(143_771, 8192, at(tp=4), None, 0) == 0.900
+    assert _mem_fraction(143_771, 8192, dp2, None, 0) == 0.895
+
+
+def test_attention_dp_splits_the_requests_state_pool_and_chunked_prefill_over_the_dp_ranks():
+    # v0.5.23, each attention-DP rank: arg_groups/parallel_hook.py handle_data_parallelism 8192 // 4 = 2048 chunked
+    # prefill; kv_cache_configurator.py _handle_max_mamba_cache without the radix cache max(1, 64 // 4) = 16 slots, and
+    # resolve_max_num_reqs 16 requests; the state and the KV heads whole on every rank (attention TP 1)
+    st = stage(dp_run(None, max_running_requests=64, disable_radix_cache=True))
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]) == (16, 16)
+    assert st.fields["mamba_cache_per_req_bytes"] == NEXT_SLOT and st.fields["cell_size_bytes"] == NEXT_CELL
+    assert "chunked_prefill_size=2048," in st.log[-1]
+    # a given --max-mamba-cache-size: 200 // 4 = 50 slots, 5 a request (extra buffer), min(48 // 4, 50 // 5) = 10
+    st = stage(dp_run(None, max_mamba_cache_size=200, speculative_num_steps=3))
+    assert (st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]) == (50, 10)
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v not in sglang.DP_MODELLED])
+def test_attention_dp_at_a_release_whose_rules_no_table_checks_is_refused_as_not_modelled(version):
+    with pytest.raises(LayoutError) as err:
+        dp_run(version)
+    assert err.value.field == "attention_dp" and "mcache models SGLang's attention data parallelism" in str(err.value)
+
+
+def test_attention_dp_with_pipeline_parallelism_is_refused_as_not_modelled():
+    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(tp=2, pp=2, attention_dp=True),
+                          *lookup("h200"), None, {"weights_bytes": 30 * GIB})
+    with pytest.raises(LayoutError, match="at one PP stage only"):
+        run_engine("sglang", inputs)
+
+
+def test_attention_dp_turns_the_prefill_cuda_graphs_off_before_0_5_17():
+    # server_args.py v0.5.14 _disable_tc_piecewise_cudagraph_if_incompatible: "DP attention" turns them off (the 0.5.14
+    # table: Nemotron-H at TP 4 on an H200 0.836, 0.833 with its 58 graphs of 8 MiB); v0.5.17's rules drop it
+    nemotron = config_spec("nemotron-h-8b-base-8k")
+    dp = ParallelLayout(tp=4, attention_dp=True)
+    assert [_prefill_graph_mb(nemotron, 8192, None, EngineInputs(nemotron, dp, version=v)) for v in ("0.5.14", "0.5.23")
+            ] == [0, 58 * 8]
+
+
+def test_0_5_2_attention_dp_reserves_4_gib_and_divides_the_default_512_slots():
+    # server_args.py __post_init__ at v0.5.2: 4 GiB more with DP attention, H200 at TP 4: (143,771 - (12 + 4 / 2) x 1024
+    # - 4096) / 143,771 = 0.872; model_runner.py initialize: max_mamba_cache_size (512 without a given one) // dp_size,
+    # 128 slots a DP rank, one a request (radix cache off), the 0.5.2 table's figures
+    assert _mem_fraction_0_5_2(143_771, EngineInputs(spec=None, layout=ParallelLayout(tp=4, attention_dp=True)), 0) == 0.872
+    st = stage(dp_run("0.5.2"))
+    assert (st.fields["mem_fraction_static"], st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]
+            ) == (0.872, 128, 128)

@@ -11,6 +11,7 @@ Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versio
     python scripts/oracles/sglang.py 0.5.22 --configs qwen3-next-80b-a3b.json,falcon-h1-0.5b.json  # those configs only
     python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
     python scripts/oracles/sglang.py 0.5.21 --merge --only pp --configs lfm2-1.2b.json  # its PP cases only, merged
+    python scripts/oracles/sglang.py 0.5.23 --merge --only dp --configs qwen3-next-80b-a3b.json  # its attention-DP cases only, merged
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -167,6 +168,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid.append(({"mamba_full_memory_ratio": 0.5}, 0, "default", "H200", 30 * GIB, {}))
         grid += _pp_grid(cfg)
         grid += _amd_grid()
+        grid += _dp_grid() if name in DP_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -210,6 +212,29 @@ def _amd_grid() -> list[tuple]:
              ({"context_length": 4096}, 0, "default", "MI300X", 30 * GIB, {}),
              ({"max_running_requests": 64}, 0, "off", "MI300X", 30 * GIB, {})]
     return grid + [({}, 0, "default", gpu, 30 * GIB, {}) for gpu in ("MI325X", "MI355X")]
+# Attention data parallelism, `--dp-size N --enable-dp-attention` with N = TP (each rank holds the KV heads and the state
+# whole: mcache's --attention-dp), for these configs (`_dp_grid`)
+DP_CONFIGS = ("qwen3-next-80b-a3b.json", "nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json",
+              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json")
+
+
+def _dp_grid() -> list[tuple]:
+    """Attention-DP cases, dp = tp (the worker's attention-DP rank 0): TP 2 and 4 with drafts 0 and 3, with and without
+    the radix cache, on the H200 with 30 GiB of weights and the 80 GB GPU with 8 GiB; then at TP 4 the 80 GB GPU with
+    60 GiB (attention DP's larger reserve leaves the weights no room), a max_running_requests (split over the DP
+    ranks) with the radix cache off, and with a draft, and a max_mamba_cache_size."""
+    grid = []
+    for tp in (2, 4):
+        dp = {"tp_size": tp, "dp_size": tp, "enable_dp_attention": True}
+        for drafts in (0, 3):
+            for radix in ("default", "off"):
+                grid.append((dp, drafts, radix, "H200", 30 * GIB, {}))
+        grid.append((dp, 0, "default", "H100-80GB", 8 * GIB, {}))
+    grid.append((dp, 0, "default", "H100-80GB", 60 * GIB, {}))
+    grid.append(({**dp, "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
+    grid.append(({**dp, "max_running_requests": 64}, 3, "default", "H200", 30 * GIB, {}))
+    grid.append(({**dp, "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
+    return grid
 
 
 def _key(case: dict) -> str:
@@ -246,6 +271,17 @@ def answered(work: Path) -> dict[str, dict]:
     return done
 
 
+# The releases whose tables hold the attention-DP cases (`_dp_grid`): those whose attention-DP rules mcache models
+# (mcache/core/engines/sglang.py DP_MODELLED); mcache refuses attention DP at the others (`--only dp` runs them anywhere:
+# how a release's rules are checked before it joins)
+DP_CASES_IN = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
+               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+
+
+def _is_dp(case: dict) -> bool:
+    return bool(case["flags"].get("enable_dp_attention"))
+
+
 # The oldest release whose tables hold the PP cases (`_pp_grid`): mcache models SGLang's pipeline parallelism from
 # 0.5.14 (mcache/core/engines/sglang.py PP_MODELLED_FROM) and refuses PP > 1 before it, so older tables hold PP 1 only
 PP_CASES_FROM = (0, 5, 14)
@@ -256,13 +292,15 @@ def _is_pp(case: dict) -> bool:
 
 
 # Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
-ONLY = {"pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS}
+ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS}
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
         every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
+    if version not in DP_CASES_IN and only != "dp":  # mcache refuses attention DP there: no DP cases
+        todo = [c for c in todo if not _is_dp(c)]
     if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
         todo = [c for c in todo if not _is_pp(c)]
     if only:  # that part of the configs' cases alone (a table whose other cases stand)
@@ -339,8 +377,8 @@ def main():
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
-    ap.add_argument("--only", choices=sorted(ONLY), help="only the pipeline-parallel cases (pp) or those on AMD cards "
-                    "(amd); with --merge those of --configs replaced, their other cases kept")
+    ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp), the pipeline-parallel ones "
+                    "(pp) or those on AMD cards (amd); with --merge those of --configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None

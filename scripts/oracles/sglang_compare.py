@@ -70,7 +70,9 @@ def mcache_case(case, version: str) -> dict:
     spec = load_spec(str(CONFIGS / case["config"]))
     partition = case["env"].get(PARTITION)
     try:
+        # attention DP: the oracle's DP cases run --dp-size = --tp-size (sglang.py _dp_grid), mcache's --attention-dp
         layout = ParallelLayout(tp=case["flags"].get("tp_size", 1), pp=case["flags"].get("pp_size", 1),
+                                attention_dp=bool(case["flags"].get("enable_dp_attention")),
                                 pp_partition=tuple(int(n) for n in partition.split(",")) if partition else None)
         run = sglang.run(EngineInputs(spec=spec, layout=layout, gpu_name=case["inputs"]["gpu"],
                                       gpu_bytes=case["inputs"]["gpu_total_bytes"], given=given, version=version))

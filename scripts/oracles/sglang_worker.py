@@ -11,8 +11,10 @@ otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.
 ModelRunner.init_memory_pool itself (0.5.7-0.5.9: its kv-cache mixin's, which builds them too), with the scheduler's
 request count in TpModelWorker.__init__ (0.5.7-0.5.9: ModelRunner.initialize): `_size_model_runner` (every release 0.5.2-0.5.23 is
 driven: see sglang_versions.md). A case with `pp_size` > 1 (0.5.14 on) is run once per stage, each in its own
-child, as that rank (`STAGE`, `_answer`). Nothing here re-implements SGLang's arithmetic. What is mocked stands in for the GPU
-the venv does not have, and each mock is listed in MOCKS (copied into the table) with why it cannot change a figure.
+child, as that rank (`STAGE`, `_answer`); one with attention DP (dp_size = tp_size, enable_dp_attention) as attention-DP
+rank 0, its attention widths from SGLang's own compute_dp_attention_world_info (`_attention_world`). Nothing here
+re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
+in MOCKS (copied into the table) with why it cannot change a figure.
 """
 
 from __future__ import annotations
@@ -66,24 +68,27 @@ MOCKS = [
     "transformers 5.12, SGLang 0.5.16-0.5.21's pin): a class whose register() does nothing; SGLang calls it at import "
     "time to register the image processors of multimodal configs, which size nothing.",
     "0.5.16-0.5.20's KVCacheConfigurator takes a ParallelState (later releases: attn_dp_size and pp_size): "
-    "ParallelState.trivial(tp_size=tp, attn_tp_size=tp, and the case's PP stage's pp_rank and pp_size), i.e. "
-    "attention DP 1 as in every case; the "
+    "ParallelState.trivial(tp_size=tp, the attention widths and ranks of TP rank 0 from SGLang's own "
+    "compute_dp_attention_world_info, attn_tp_size tp / dp and attn_dp_size dp with attention DP, tp and 1 without, "
+    "and the case's PP stage's pp_rank and pp_size); the "
     "configurator reads only its attn_dp_size and pp_size (KV heads per rank come from get_parallel()).",
     "0.5.19's parallel context has no derived widths (attn_tp_size, ...) until initialize_model_parallel stamps them: "
-    "stamped from SGLang's own derive_parallel_widths(tp_size=tp, no CP, DP, EP or DCP), what that call would stamp.",
+    "stamped from SGLang's own derive_parallel_widths(tp_size=tp, attn_dp_size the case's attention DP, no CP, EP or "
+    "DCP), what that call would stamp.",
     "0.5.16-0.5.18's parallel context reads every width, rank and group from the live process groups (none exist without "
     "NCCL): each set through ParallelContext.override, SGLang's own hook for forcing them, as one rank of a TP-tp run "
-    "(tp_size, world_size and moe_tp_size tp; attn_tp_size from SGLang's compute_dp_attention_world_info without DP "
-    "attention, i.e. tp; pp_size and pp_rank the case's PP stage's, world_size tp x pp, the PP group the stand-in "
-    "below; every other width 1, every other rank 0, every other group None but the world group below). These are the "
-    "values initialize_model_parallel would give the groups; the sizing reads only the widths (KV heads and state "
-    "shapes per rank), as 0.5.19's stamped ones.",
+    "(tp_size, world_size and moe_tp_size tp; the attention widths and ranks from SGLang's "
+    "compute_dp_attention_world_info with the case's attention DP, attn_tp_size tp / dp, tp without; pp_size and "
+    "pp_rank the case's PP stage's, world_size tp x pp, the PP group the stand-in below; every other width 1, every "
+    "other rank 0, every other group None but the world group below). These are the values initialize_model_parallel "
+    "would give the groups; the sizing reads only the widths (KV heads and state shapes per rank), as 0.5.19's stamped "
+    "ones.",
     "0.5.16's KVCacheConfigurator writes the state pool's size onto ServerArgs (server_args.override), where the worker "
     "reads it (later releases: the schedule config bag); nothing is stood in for.",
     "kv_cache_configurator.get_world_group (0.5.16-0.5.20 only; later releases read get_parallel().world_group, "
     "overridden the same way): a world of one rank with no CPU group; it is only passed on to the mocked "
-    "get_available_gpu_memory below and to the PP all-reduce (stood in for below), and no figure depends on it at "
-    "attention-DP 1.",
+    "get_available_gpu_memory below and to the PP all-reduce (stood in for below), and no figure depends on it (the "
+    "ranks, attention-DP ones included, size from the same memory).",
     "kv_cache_configurator.get_available_gpu_memory: returns inputs.free_after_weights_bytes, i.e. the free memory "
     "SGLang measures after the weights load (free_gpu_memory_bytes - weights_bytes); with TP>1 SGLang takes the "
     "minimum over ranks, which are identical here.",
@@ -103,10 +108,12 @@ MOCKS = [
     "0.5.10-0.5.15 size the pools in ModelRunner's kv-cache mixin: the ModelRunner is made without its __init__ "
     "(which loads weights and starts NCCL), with the attributes __init__ sets that the mixin and the pool configurator "
     "read set as it sets them for TP rank 0 of the case's PP stage (its layers, pp_rank, pp_size and the stand-in PP "
-    "group below; no DP attention, not a draft worker, no draft model "
+    "group below; dp_size the attention-DP width as __init__ sets it, dp_size under enable_dp_attention, else 1; not a "
+    "draft worker, no draft model "
     "path, so eagle_draft_num_layers None; the kv-cache dtype from its own configure_kv_cache_dtype); the mixin's "
     "get_available_gpu_memory and get_world_group stand in as above; parallel_state's TP and attention-TP groups are "
-    "stand-ins whose world_size is tp, the only field get_attention_tp_size reads (KV heads per rank). The pools are "
+    "stand-ins whose world_size is tp and attn_tp_size (compute_dp_attention_world_info's, as below), the only field "
+    "get_attention_tp_size reads (KV heads per rank). The pools are "
     "not built (no pool bytes, no allocation log lines). 0.5.10-0.5.13 have no runtime_context (no parallel context "
     "to set, and the server args are published through server_args.set_global_server_args_for_scheduler, as at "
     "0.5.14); their sizing reads the widths from those parallel_state groups alone. (0.5.10's runner sizes the token "
@@ -127,8 +134,9 @@ MOCKS = [
     "init_memory_pool are SGLang's own, "
     "taken from the release's source by ast and run on that runner; likewise the statements of TpModelWorker.__init__ "
     "from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens` to the 'Memory pool size is too small' "
-    "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP globals are set as "
-    "initialize_dp_attention sets them without DP attention (compute_dp_attention_world_info); 0.5.9's "
+    "assert (the scheduler's max_running_requests). layers/dp_attention.py's attention-TP and DP globals are set as "
+    "initialize_dp_attention sets them for TP rank 0 (compute_dp_attention_world_info(enable_dp_attention, 0, tp, dp)); "
+    "0.5.9's "
     "get_attention_tp_size reads parallel_state's attention-TP group instead, a stand-in of that width (where "
     "parallel_state has one). model_runner's "
     "get_available_gpu_memory and get_world_group stand in as above. memory_pool's torch is a proxy that puts every "
@@ -175,6 +183,11 @@ MOCKS = [
     "(`_is_hip = is_hip()` in layers/ and mem_cache/: kernel dispatch, DSA layouts, fp8 fnuz dtypes of one byte as "
     "e4m3fn's) keep the CUDA answer: the worker imports SGLang once for every case, and none of them sizes a "
     "hybrid's pools.",
+    "A case with attention DP (--dp-size N --enable-dp-attention, N == tp_size; 0.5.23 resolves it to "
+    "--attn-dp-size N) is attention-DP rank 0 (TP rank 0) of one replica: the data-parallel controller, which starts a "
+    "scheduler per attention-DP rank, is not started, and the widths and ranks above are the ones initialize_dp_attention "
+    "gives that rank; every attention-DP rank sizes the same pools from the same memory, and each figure (tokens, state "
+    "slots, max_running_requests) is that rank's, as its scheduler logs it.",
     "The scheduler's 'max_total_num_tokens=..., max_running_requests=...' line is the scheduler's own f-string "
     "filled from the configurator's result (the Scheduler is not started); every other log line is captured from "
     "SGLang's loggers as emitted.",
@@ -580,7 +593,8 @@ def _remote_config(model_dir):
 RESOLVED = ("chunked_prefill_size", "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy",
             "disable_overlap_schedule", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
             "speculative_num_draft_tokens", "page_size", "kv_cache_dtype", "mamba_ssm_dtype", "attention_backend",
-            "context_length", "max_mamba_cache_size", "mamba_full_memory_ratio", "tp_size")
+            "context_length", "max_mamba_cache_size", "mamba_full_memory_ratio", "tp_size", "dp_size",
+            "enable_dp_attention", "attn_dp_size", "schedule_conservativeness")
 
 
 def _plain(v):
@@ -638,14 +652,14 @@ def _size(sa, cfg, inputs, result):
     if hasattr(parallel, "override_permanently"):
         parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=STAGE["rank"], pp_group=_pp_group())
     elif not hasattr(parallel, "stamp_derived_widths"):
-        _hand_set_widths(parallel, cfg.tp_size, world)
+        _hand_set_widths(parallel, cfg.tp_size, _attn_dp(cfg), world)
     else:
         # 0.5.19: the widths no flag sets (attn_tp_size, ...) exist only once initialize_model_parallel stamps them;
         # stamped here by SGLang's own derive_parallel_widths from the case's TP, no CP, DP, EP or DCP
         from sglang.srt.runtime_context import derive_parallel_widths
 
         parallel.stamp_derived_widths(world_group=world, tp_rank=0, pp_rank=STAGE["rank"], **derive_parallel_widths(
-            tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
+            tp_size=cfg.tp_size, attn_cp_size=1, attn_dp_size=_attn_dp(cfg), moe_ep_size=1, moe_dp_size=1, dcp_size=1,
             dcp_enabled=False))
         held = parallel.override(pp_group=_pp_group())  # read through the live group otherwise
         held.__enter__()
@@ -662,8 +676,8 @@ def _size(sa, cfg, inputs, result):
     fields = {f.name for f in dataclasses.fields(kvc_mod.KVCacheConfigurator)}
     # 0.5.21 on: attn_dp_size and pp_size; 0.5.16-0.5.20: a ParallelState (`ps`) of which the configurator reads only
     # attn_dp_size and pp_size (KV heads per rank come from get_parallel(), as in later releases)
-    widths = ({"attn_dp_size": 1, "pp_size": STAGE["size"]} if "attn_dp_size" in fields else
-              {"ps": _parallel_state(cfg.tp_size)})
+    widths = ({"attn_dp_size": _attn_dp(cfg), "pp_size": STAGE["size"]} if "attn_dp_size" in fields else
+              {"ps": _parallel_state(cfg.tp_size, _attn_dp(cfg))})
     kvc = _call(
         kvc_mod.KVCacheConfigurator,  # 0.5.16's takes no kv_cache_dtype_str
         device="cuda", gpu_id=0, **widths, pp_group=_pp_group(), model=None, model_config=model_config,
@@ -732,9 +746,10 @@ def _size_runner(sa, cfg, inputs, result):
     except ImportError:
         get_parallel = None
     if get_parallel is not None:
-        _hand_set_widths(get_parallel(), cfg.tp_size, world)
+        _hand_set_widths(get_parallel(), cfg.tp_size, _attn_dp(cfg), world)
     _check_pp_support(model_config)  # the model loads (with the PP group set above) before the pools are sized
-    parallel_state._ATTN_TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    attn_tp_rank, attn_tp_size = _attention_world(cfg.tp_size, _attn_dp(cfg))[:2]
+    parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     mixin.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
@@ -743,7 +758,7 @@ def _size_runner(sa, cfg, inputs, result):
     start, end = _stage_layers(model_config)
     for name, value in dict(
             server_args=sa, model_config=model_config, mem_fraction_static=sa.mem_fraction_static, memory_pool_config=None,
-            device="cuda", gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, dp_size=1, pp_rank=STAGE["rank"],
+            device="cuda", gpu_id=0, tp_rank=0, tp_size=cfg.tp_size, dp_size=_attn_dp(cfg), pp_rank=STAGE["rank"],
             pp_size=STAGE["size"], pp_group=_pp_group(),
             is_draft_worker=False, spec_algorithm=SpeculativeAlgorithm.from_string(sa.speculative_algorithm),
             page_size=sa.page_size, req_to_token_pool=None, token_to_kv_pool_allocator=None,
@@ -785,10 +800,10 @@ def _size_model_runner(sa, cfg, inputs, result):
     model_config = _model_config(sa)
     out = {"context_length": model_config.context_len}
     out["resolved_architecture"] = get_model_architecture(model_config)[1]
-    attn_tp_rank, attn_tp_size, attn_dp_rank = dp_attention.compute_dp_attention_world_info(False, 0, cfg.tp_size, 1)[:3]
+    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = _attention_world(cfg.tp_size, _attn_dp(cfg))
     dp_attention._ATTN_TP_RANK, dp_attention._ATTN_TP_SIZE, dp_attention._ATTN_DP_RANK = (attn_tp_rank, attn_tp_size,
                                                                                          attn_dp_rank)
-    dp_attention._ATTN_DP_SIZE = 1
+    dp_attention._ATTN_DP_SIZE = attn_dp_size
     if hasattr(parallel_state, "_ATTN_TP"):  # 0.5.9: get_attention_tp_size reads parallel_state's attention-TP group
         parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
     parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
@@ -910,14 +925,13 @@ def _bags(sa):
     return get_model(), get_schedule(), get_spec()
 
 
-def _hand_set_widths(parallel, tp, world):
+def _hand_set_widths(parallel, tp, dp, world):
     """0.5.16-0.5.18's ParallelContext answers every width and rank from the live process groups, which do not exist here:
     each is set through its own `override` (entered for the rest of the forked case), as TP rank 0 of the case's PP
-    stage (`STAGE`) of a TP-`tp` run without attention DP, CP, DCP, EP or MoE DP; the attention widths come from SGLang's own
-    compute_dp_attention_world_info (layers/dp_attention.py), as initialize_dp_attention derives them (see MOCKS)."""
-    from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
-
-    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = compute_dp_attention_world_info(False, 0, tp, 1)
+    stage (`STAGE`) of a TP-`tp` run with attention DP `dp` (1: none) and without CP, DCP, EP or MoE DP; the attention
+    widths come from SGLang's own compute_dp_attention_world_info (`_attention_world`), as initialize_dp_attention
+    derives them (see MOCKS)."""
+    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = _attention_world(tp, dp)
     from sglang.srt import runtime_context
 
     widths = dict(
@@ -955,12 +969,36 @@ def _model_stand_in(model_config):
     return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig(), packed))
 
 
-def _parallel_state(tp):
-    """0.5.16-0.5.20's ParallelState of TP rank 0 of the case's PP stage (`STAGE`) of a TP-`tp` run without attention
-    DP."""
+def _parallel_state(tp, dp):
+    """0.5.16-0.5.20's ParallelState of TP rank 0 of the case's PP stage (`STAGE`) of a TP-`tp` run with attention DP
+    `dp` (1: none), its attention widths from `_attention_world`."""
     from sglang.srt.distributed.parallel_state_wrapper import ParallelState
 
-    return ParallelState.trivial(tp_size=tp, attn_tp_size=tp, pp_rank=STAGE["rank"], pp_size=STAGE["size"])
+    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = _attention_world(tp, dp)
+    return ParallelState.trivial(tp_size=tp, attn_tp_rank=attn_tp_rank, attn_tp_size=attn_tp_size,
+                                 attn_dp_rank=attn_dp_rank, attn_dp_size=attn_dp_size, pp_rank=STAGE["rank"],
+                                 pp_size=STAGE["size"])
+
+
+def _attn_dp(cfg) -> int:
+    """The attention-DP width of the resolved server args: 0.5.23's attn_dp_size (arg_groups/parallel_hook.py
+    handle_deprecated_dp_attention moves `--dp-size N --enable-dp-attention` there), before it dp_size under
+    enable_dp_attention, else 1."""
+    if hasattr(cfg, "attn_dp_size"):
+        return cfg.attn_dp_size
+    return cfg.dp_size if cfg.enable_dp_attention else 1
+
+
+def _attention_world(tp, dp):
+    """(attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size) of TP rank 0 with attention DP `dp` (1: none), from
+    SGLang's own layers/dp_attention.py compute_dp_attention_world_info as initialize_dp_attention calls it: 0.5.23's
+    takes the attention-DP width alone, earlier ones (enable_dp_attention, ..., dp_size); 0.5.2-0.5.8's returns no
+    attn_dp_size."""
+    from sglang.srt.layers.dp_attention import compute_dp_attention_world_info as world_info
+
+    flagged = "enable_dp_attention" in inspect.signature(world_info).parameters
+    ranks = world_info(dp > 1, 0, tp, dp) if flagged else world_info(0, tp, dp)
+    return (*ranks[:3], dp)
 
 
 def _pool_bytes(kvc, config):

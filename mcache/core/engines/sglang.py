@@ -16,8 +16,9 @@ Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a r
 radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.5.2 to 0.5.9, size the pools in
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
-rules they replace (`FIRST_LINE_UNTIL`). What changed where, and what did not change, is in
-scripts/oracles/sglang_versions.md.
+rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
+--enable-dp-attention) is sized at the releases of `DP_MODELLED`, every figure one attention-DP rank's. What changed
+where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
 from __future__ import annotations
@@ -318,6 +319,19 @@ ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
 # only where is_cuda(), else tc_piecewise (v0.5.15-v0.5.21, whose rules, server_args.py and from v0.5.19
 # arg_groups/cuda_graph_hook.py, turn it off there by the same "non-CUDA hardware" rule) or none (v0.5.22 on)
+# ---- attention data parallelism (`--dp-size N --enable-dp-attention`, N = TP: mcache's --attention-dp) ----
+# The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
+# (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
+# of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
+DP_MODELLED = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
+               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
+# server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
+# (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
+# v0.5.14 and _disable_breakable_cudagraph_if_incompatible at v0.5.15-v0.5.16); v0.5.17's rules name it no more, so it
+# captures them
+DP_PREFILL_GRAPHS_FROM = "0.5.17"
+DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more reserved with DP attention
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -414,7 +428,8 @@ class Setup(Struct, frozen=True):
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
     whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
     counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
-    no state pool), and whether a drafting MTP head's attention layers are charged to the token pool (`_cell`)."""
+    no state pool), whether a drafting MTP head's attention layers are charged to the token pool (`_cell`), and the
+    requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`)."""
 
     context_len: int
     context: int
@@ -435,6 +450,7 @@ class Setup(Struct, frozen=True):
     refusal: str | None = None
     transformers: bool = False
     drafter_kv: bool = False
+    replica_requests: int | None = None
 
 
 class StatePool(Struct, frozen=True):
@@ -452,6 +468,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     if inputs.layout.pp > 1 and not _since(inputs, PP_MODELLED_FROM):
         raise LayoutError("pp", f"1 with SGLang {inputs.version}: mcache models SGLang's pipeline parallelism from "
                                 f"{PP_MODELLED_FROM} (scripts/oracles/sglang_versions.md), got {inputs.layout.pp}")
+    _check_attention_dp(inputs)
     for name, since in SETTING_SINCE.items():
         if inputs.given.get(name) is not None and not _since(inputs, since):
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
@@ -484,6 +501,30 @@ def run(inputs: EngineInputs) -> EngineRun:
     stages = [_stage(ctx, inputs, setup, pool, shared_tokens, per_slot) for ctx, pool in zip(contexts, pools, strict=True)]
     return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
                      setup.dtypes, stages, caveats)
+
+
+def _check_attention_dp(inputs: EngineInputs) -> None:
+    """Attention DP is sized at the releases of `DP_MODELLED`, at one PP stage and TP > 1 (the layouts their tables
+    check); elsewhere it is refused as not modelled."""
+    layout, version = inputs.layout, inputs.version or VERSIONS[-1]
+    if not layout.attention_dp:
+        return
+    if version not in DP_MODELLED:
+        raise LayoutError("attention_dp", f"off with SGLang {version}: mcache models SGLang's attention data "
+                                          f"parallelism (--enable-dp-attention) at {', '.join(DP_MODELLED)} only "
+                                          "(scripts/oracles/sglang_versions.md)")
+    if layout.pp > 1:
+        raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
+                                          "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
+    if layout.tp == 1:
+        raise LayoutError("attention_dp", "off at TP 1 with SGLang: attention DP of width 1 (--dp-size 1 "
+                                          "--enable-dp-attention, which releases before 0.5.23 still pad for) is not "
+                                          "modelled; mcache models --dp-size = --tp-size > 1")
+
+
+def _attention_dp(inputs: EngineInputs) -> int:
+    """The attention-DP width: TP under --attention-dp (SGLang's --dp-size = --tp-size), else 1."""
+    return inputs.layout.tp if inputs.layout.attention_dp else 1
 
 
 def _named(settings: dict, inputs: EngineInputs) -> dict:
@@ -533,6 +574,19 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         mfs = _mem_fraction_0_5_2(gpu_mb, inputs, drafts)
     else:
         mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
+    dp, replica_requests = _attention_dp(inputs), user_requests
+    if dp > 1:
+        # One attention-DP rank's share, once the memory settings took the replica's: handle_data_parallelism divides
+        # the chunked prefill (arg_groups/parallel_hook.py at v0.5.23, server_args.py at v0.5.14), the state sizing and
+        # the request count the requests (n // dp; max(1, n // dp) from v0.5.23, `DP_REQUESTS_FLOOR_FROM`) and a given
+        # state pool (n // dp): kv_cache_configurator.py _handle_max_mamba_cache and resolve_max_num_reqs (v0.5.23),
+        # model_runner_kv_cache_mixin.py handle_max_mamba_cache and _resolve_max_num_reqs (v0.5.14; v0.5.9: the requests
+        # in model_runner.py initialize), model_runner.py initialize and managers/tp_worker.py (v0.5.2)
+        chunked = s.values["chunked_prefill_size"] = chunked // dp
+        s.sources["chunked_prefill_size"] += ": divided by the attention-DP width (handle_data_parallelism)"
+        if user_requests is not None:
+            user_requests = max(1, user_requests // dp) if _since(inputs, DP_REQUESTS_FLOOR_FROM) else user_requests // dp
+        fixed_slots = None if fixed_slots is None else fixed_slots // dp
     lowered = mfs is not None and spec.vision is not None
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
@@ -559,7 +613,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
                                                 and not _since(inputs, FIRST_LINE_NATIVE[arch])),
-                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS)
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests)
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -1077,16 +1131,21 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     else:
         fixed = setup.ratio == 1 or (mixin and setup.fixed_slots is not None)
     if mixin and setup.drafts and (not fixed or _since(inputs, MIXIN_0_5_8)):  # v0.5.8: in every branch
-        rest -= per * setup.user_requests * setup.drafts
+        # for one attention-DP rank's requests from v0.5.8; v0.5.7's for the replica's --max-running-requests
+        rest -= per * (setup.user_requests if _since(inputs, MIXIN_0_5_8) else setup.replica_requests) * setup.drafts
     if not per:
         slots = 0
     elif fixed:
-        slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS) if n is not None)
+        slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS // _attention_dp(inputs))
+                     if n is not None)
     else:  # to v0.5.6 a given --max-mamba-cache-size is overwritten
         slots = int(rest * setup.r / (1 + setup.r) // per // states)
     tokens = int((rest - slots * per * states) // cell)
     estimate = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
-    requests = setup.user_requests or estimate
+    # init_memory_pool's max_num_reqs: the replica's --max-running-requests, not one attention-DP rank's (the scheduler
+    # divides it: `_first_line_requests`); v0.5.9's further cap at that share with a draft under DP attention moves no
+    # figure (the scheduler's is the same)
+    requests = setup.replica_requests or estimate
     if per:
         requests = min(requests, slots // setup.ratio)
     if setup.drafts and not mixin:  # EAGLE, topk 1: (num_steps + num_draft_tokens) tokens per request
@@ -1223,13 +1282,15 @@ def _decode_graph_max_bs(gpu_mb: int, inputs: EngineInputs, user_requests: int |
 
 
 def _mem_fraction_0_5_2(gpu_mb: int, inputs: EngineInputs, drafts: int) -> float:
-    """server_args.py __post_init__ at v0.5.2: the GPU row's reserve (`RESERVE_ROWS_0_5_2`) and a draft model's, as a
-    fraction of the GPU."""
+    """server_args.py __post_init__ at v0.5.2: the GPU row's reserve (`RESERVE_ROWS_0_5_2`), a draft model's and DP
+    attention's (`DP_RESERVE_MB_0_5_2`), as a fraction of the GPU."""
     parallel = inputs.layout.tp * inputs.layout.pp
     reserved = next(((base + parallel / per) * 1024 for limit, base, per in RESERVE_ROWS_0_5_2 if gpu_mb < limit),
                     RESERVE_LARGEST_0_5_2 * 1024)
     if drafts:
         reserved += FIRST_LINE_DRAFT_RESERVE_MB
+    if inputs.layout.attention_dp:
+        reserved += DP_RESERVE_MB_0_5_2
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 
@@ -1243,6 +1304,9 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
+    dp = _attention_dp(inputs)
+    if dp > 1:  # attention DP's padding, 1.5 MiB more above a max_bs of 300 (reserve_for_graph_mb from v0.5.19)
+        reserved += graphs * dp * (3 + (1.5 if graphs > 300 else 0))
     if gpu_mb > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if drafts and not _since(inputs, DRAFT_RESERVE_UNTIL):
@@ -1271,20 +1335,24 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
         # --enable-piecewise-cuda-graph (off by default, as at v0.5.9: its table; not a setting)
         return 0
     pp = inputs.layout.pp if inputs is not None else 1
-    if (inputs is not None and _rocm(inputs)) or _prefill_graphs_off(spec, version, pp):
+    dp = _attention_dp(inputs) if inputs is not None else 1
+    if (inputs is not None and _rocm(inputs)) or _prefill_graphs_off(spec, version, pp, dp):
         return 0  # none on an AMD card (the ROCm constants)
     if spec.mla is not None:
         return MLA_PREFILL_GRAPH_MB
     return 8 * len(_prefill_graph_sizes(chunked if cap is None else min(chunked, cap)))
 
 
-def _prefill_graphs_off(spec, version: str, pp: int) -> bool:
-    """Whether SGLang at `version` captures no prefill CUDA graphs for the model at `pp` stages: at PP > 1 at v0.5.14
+def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
+    """Whether SGLang at `version` captures no prefill CUDA graphs for the model at `pp` stages and attention DP `dp`:
+    under attention DP before v0.5.17 (`DP_PREFILL_GRAPHS_FROM`); at PP > 1 at v0.5.14
     and from v0.5.19 (`PP_PREFILL_GRAPHS_OFF_FROM`); from v0.5.20 KDA configs
     (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
     v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
     before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
     arch = spec.architecture
+    if dp > 1 and not at_least(version, DP_PREFILL_GRAPHS_FROM):
+        return True
     if pp > 1 and (not at_least(version, BREAKABLE_GRAPHS_FROM) or at_least(version, PP_PREFILL_GRAPHS_OFF_FROM)):
         return True
     if not at_least(version, BREAKABLE_GRAPHS_FROM):

@@ -169,6 +169,34 @@ def test_plan_counts_attention_dp_replicas_and_pastes_their_settings():
     assert vllm["sequences_per_replica"] % 4 == 0
 
 
+def test_sglang_serve_command_takes_dp_size_for_the_attention_dp_width():
+    """With --enable-dp-attention SGLang's --dp-size is the attention-DP width (= TP): one command starts one replica."""
+    from mcache.core.engines.sglang import serve_command as sglang_serve
+
+    line = sglang_serve(ServeArgs("org/model", 4, 1, 32768, attention_dp=True, replicas=3))
+    command, _, note = line.partition("  # ")
+    assert shlex.split(command)[-3:] == ["--dp-size", "4", "--enable-dp-attention"]
+    assert note == "one replica: start 3 (--dp-size is the attention-DP width)"
+    assert "#" not in sglang_serve(ServeArgs("org/model", 4, 1, 32768, attention_dp=True))
+    assert "--dp-size" not in sglang_serve(ServeArgs("org/model", 4, 1, 32768, replicas=3))
+
+
+def test_plan_solves_sglangs_replica_wide_settings_per_attention_dp_rank():
+    """SGLang divides a given --max-running-requests and --max-mamba-cache-size among its DP ranks: the plan solves a
+    rank's n and pastes dp x n (before the command's closing comment); layouts SGLang's profile does not take under
+    attention DP (PP 2) are skipped, not an error."""
+    best = plan_json(QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1,2", "--kv-dtype", "bfloat16", "--context",
+                     "32768", "--target-concurrency", "1500", "--attention-dp", "on", "--engine", "sglang")
+    argv = shlex.split(best["best"]["settings"].partition("  # ")[0])
+    per_rank = best["best"]["sequences_per_replica"] // 4
+    assert argv[argv.index("--max-running-requests") + 1] == str(4 * per_rank)
+    ratio = int(argv[argv.index("--max-mamba-cache-size") + 1]) // (4 * per_rank)
+    assert ratio == 5  # extra_buffer's 5 slots a request, as SGLang 0.5.23 runs Qwen3-Next by default
+    assert argv[argv.index("--dp-size") + 1] == "4" and best["best"]["settings"].endswith(
+        f"# one replica: start {best['best']['replicas']} (--dp-size is the attention-DP width)")
+    assert any(s.startswith("tp 4 pp 2, attention DP: attention_dp: off at PP 2 with SGLang") for s in best["skipped"])
+
+
 def test_plan_attention_dp_needs_a_tp_above_1(capsys):
     assert "--attention-dp: a TP above 1" in one_line(["plan", "nemotron-h-8b", "--tp", "1", "--attention-dp", "on"],
                                                       capsys)

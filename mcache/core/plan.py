@@ -27,7 +27,7 @@ from pathlib import Path
 from msgspec import Struct
 from msgspec.structs import replace
 
-from mcache.core.deployment import Deployment, EngineSettingError, Sized, size_deployment
+from mcache.core.deployment import Deployment, Sized, size_deployment
 from mcache.core.engines import PlanHooks, plan_hooks, serve_command
 from mcache.core.engines.common import ServeArgs
 from mcache.core.engines.options import setting_of
@@ -47,7 +47,7 @@ TPS = (1, 2, 4, 8)
 PPS = (1, 2)
 FP8 = {"sglang": "fp8_e4m3"}  # each engine's spelling of an fp8 KV cache (others: fp8)
 PREFIX = ("default", "on", "off")
-LAYOUT_FIELDS = ("tp", "pp", "tp/pp")  # a layout the model cannot be split into is skipped, not an error
+LAYOUT_FIELDS = ("tp", "pp", "tp/pp", "attention_dp")  # a layout the model (or the engine) cannot take is skipped
 MAX_CANDIDATES = 100_000  # about 300 candidates a second on one core: the largest sweep takes minutes, with a progress bar
 MAX_GPUS = 64  # the default bound on a candidate's GPUs (replicas x TP x PP)
 MAX_REPLICA_GPUS = 64  # the largest TP x PP of one replica (eight 8-GPU nodes)
@@ -240,6 +240,11 @@ def distinct(axes: Axes) -> Axes:
     return replace(axes, gpus=tuple({g.label: g for g in axes.gpus}.values()))
 
 
+def _layout_name(tp: int, pp: int, attention_dp: bool) -> str:
+    """`tp 4 pp 1` (`, attention DP` with it), as the skipped layouts are named."""
+    return f"tp {tp} pp {pp}{', attention DP' if attention_dp else ''}"
+
+
 def layouts_of(axes: Axes) -> list[tuple[int, int, bool]]:
     """The (TP, PP, attention DP) of one replica: up to `MAX_REPLICA_GPUS` and `max_gpus` GPUs; attention DP at TP
     above 1 (at TP 1 a rank's batch is the replica's)."""
@@ -289,24 +294,22 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
                                     axes.prefix_caching))
     candidates, skipped, impossible = [], [], {}
     for i, (gpu, context, (tp, pp, dp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
-        if (tp, pp) not in impossible:
+        if (tp, pp, dp) not in impossible:
             try:
                 candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context,
                                              ParallelLayout(tp=tp, pp=pp, attention_dp=dp), kv, ssm, draft, scheme,
                                              prefix))
-            except EngineSettingError:
-                raise
-            except LayoutError as err:
+            except LayoutError as err:  # a layout the model cannot be split into, or the engine does not take: skipped
                 if err.field not in LAYOUT_FIELDS and "." not in err.field:
                     raise
-                impossible[(tp, pp)] = err
-                skipped.append(f"tp {tp} pp {pp}: {err}")
+                impossible[(tp, pp, dp)] = err
+                skipped.append(f"{_layout_name(tp, pp, dp)}: {err}")
         if progress:
             progress(i, len(combos))
     if not candidates and impossible:
-        (tp, pp), first = next(iter(impossible.items()))
-        raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is (tp {tp} pp {pp}: "
-                                   f"{first})")
+        (tp, pp, dp), first = next(iter(impossible.items()))
+        raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is "
+                                   f"({_layout_name(tp, pp, dp)}: {first})")
     return rank(engine, candidates, goal, skipped, axes.max_gpus, axes.from_log)
 
 
@@ -490,9 +493,10 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
                 options["kv_cache_config"] = options.get("kv_cache_config", {}) | cache
             return json_text(options, indent=None)
         args = [x for k, v in extra.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+        line, _, note = line.partition("  # ")  # a serve command's closing comment stays last
         flag = plan_hooks(engine).replica_flag
         args += [flag, str(replicas)] if replicas > 1 and flag not in shlex.split(line) else []
-        return " ".join([line, *(shlex.quote(a) for a in args)])
+        return " ".join([line, *(shlex.quote(a) for a in args)]) + (f"  # {note}" if note else "")
     args = ["mcache", "size", spec_arg, *gpu.given, "--tp", tp, "--pp", pp, "--max-seq-len", context]
     args += ["--attention-dp"] if layout.attention_dp else []
     args += ["--kv-dtype", kv] if kv else []

@@ -545,7 +545,13 @@ def serve_command(args: ServeArgs) -> str:
     line += ["--disable-radix-cache"] if args.prefix == "off" else []
     if args.draft:
         line += ["--speculative-algorithm", "NEXTN" if args.mtp else "EAGLE", "--speculative-num-steps", args.draft]
-    return shlex.join(str(a) for a in line)
+    if not args.attention_dp:
+        return shlex.join(str(a) for a in line)
+    # attention DP takes --dp-size for its width (server_args.py: dp_size = tp_size with --enable-dp-attention), so
+    # one command starts one replica
+    line += [REPLICA_FLAG, args.tp, "--enable-dp-attention"]
+    more = f"  # one replica: start {args.replicas} (--dp-size is the attention-DP width)" if args.replicas > 1 else ""
+    return shlex.join(str(a) for a in line) + more
 
 
 def _setup(inputs: EngineInputs, s: Settings) -> Setup:
@@ -1386,10 +1392,13 @@ def solve_settings(n: int, run: EngineRun) -> dict[str, int]:
     strategy's ratio). resolve_max_num_reqs then runs min(n, tokens // context), and the tokens only fall as n grows
     (each slot is memory the token pool loses; the decode graphs cut to n from 0.5.22 leave more at a smaller n). So
     "runs n" holds up to some n* and no further, and no other value of the three settings runs more than n*: m
-    requests need m x ratio slots and max_running_requests m at least, and more of either leaves fewer tokens."""
+    requests need m x ratio slots and max_running_requests m at least, and more of either leaves fewer tokens. Under
+    attention DP both settings are the replica's, which SGLang divides among its DP ranks (`_check_attention_dp`'s
+    rules): each rank runs up to n at dp times them."""
     ratio = max(st.fields["state_slots_per_request"] for st in run.stages)
     state = any(st.fields.get("mamba_cache_per_req_bytes") for st in run.stages)
-    return {SOLVED: n, **({"max_mamba_cache_size": n * ratio} if state else {})}
+    dp = run.attention_dp_ranks
+    return {SOLVED: n * dp, **({"max_mamba_cache_size": n * ratio * dp} if state else {})}
 
 
 def solve_hint(run: EngineRun) -> int | None:
@@ -1408,7 +1417,8 @@ def solve_hint(run: EngineRun) -> int | None:
         if tokens is None:
             return None
         ratio = f["state_slots_per_request"]
-        running = min(run.settings.get("max_running_requests") or slots // ratio, slots // ratio)
+        given = (run.settings.get("max_running_requests") or 0) // run.attention_dp_ranks  # a DP rank's share
+        running = min(given or slots // ratio, slots // ratio)
         static = (slots + 1) * per + tokens * cell + per * drafts * (running + 1)
         need = (ratio + drafts) * per + run.context * cell
         guesses.append((static - per * (1 + drafts)) // need if need else 0)

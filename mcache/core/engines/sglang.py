@@ -522,11 +522,6 @@ def _check_attention_dp(inputs: EngineInputs) -> None:
                                           "modelled; mcache models --dp-size = --tp-size > 1")
 
 
-def _attention_dp(inputs: EngineInputs) -> int:
-    """The attention-DP width: TP under --attention-dp (SGLang's --dp-size = --tp-size), else 1."""
-    return inputs.layout.tp if inputs.layout.attention_dp else 1
-
-
 def _named(settings: dict, inputs: EngineInputs) -> dict:
     """`settings` (the run's settings, their sources, a stage's fields) under the names of the run's release: a
     setting that release names otherwise (`RENAMED`: before `STRATEGY_RENAMED`, the strategy) under its name there."""
@@ -580,7 +575,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         mfs = _mem_fraction_0_5_2(gpu_mb, inputs, drafts)
     else:
         mfs = _mem_fraction(gpu_mb, chunked, inputs, s.given.get("max_running_requests"), graphs, drafts) if gpu_mb else None
-    dp, replica_requests = _attention_dp(inputs), user_requests
+    dp, replica_requests = inputs.layout.attention_dp_ranks, user_requests
     if dp > 1:
         # One attention-DP rank's share, once the memory settings took the replica's: handle_data_parallelism divides
         # the chunked prefill (arg_groups/parallel_hook.py at v0.5.23, server_args.py at v0.5.14), the state sizing and
@@ -1142,8 +1137,8 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     if not per:
         slots = 0
     elif fixed:
-        slots = next(n for n in (setup.fixed_slots, setup.user_requests, FIRST_LINE_SLOTS // _attention_dp(inputs))
-                     if n is not None)
+        default = FIRST_LINE_SLOTS // inputs.layout.attention_dp_ranks
+        slots = next(n for n in (setup.fixed_slots, setup.user_requests, default) if n is not None)
     else:  # to v0.5.6 a given --max-mamba-cache-size is overwritten
         slots = int(rest * setup.r / (1 + setup.r) // per // states)
     tokens = int((rest - slots * per * states) // cell)
@@ -1310,7 +1305,7 @@ def _mem_fraction(gpu_mb: int, chunked: int, inputs: EngineInputs, user_requests
     layout = inputs.layout
     graphs = _decode_graph_max_bs(gpu_mb, inputs, user_requests)
     reserved = 512 + max(chunked, 2048) * 1.5 + layout.tp * layout.pp / 8 * 1024 + graphs * 2 + prefill_graphs_mb
-    dp = _attention_dp(inputs)
+    dp = inputs.layout.attention_dp_ranks
     if dp > 1:  # attention DP's padding, 1.5 MiB more above a max_bs of 300 (reserve_for_graph_mb from v0.5.19)
         reserved += graphs * dp * (3 + (1.5 if graphs > 300 else 0))
     if gpu_mb > 60 * 1024:
@@ -1341,7 +1336,7 @@ def _prefill_graph_mb(spec, chunked: int, cap: int | None, inputs: EngineInputs 
         # --enable-piecewise-cuda-graph (off by default, as at v0.5.9: its table; not a setting)
         return 0
     pp = inputs.layout.pp if inputs is not None else 1
-    dp = _attention_dp(inputs) if inputs is not None else 1
+    dp = inputs.layout.attention_dp_ranks if inputs is not None else 1
     if (inputs is not None and _rocm(inputs)) or _prefill_graphs_off(spec, version, pp, dp):
         return 0  # none on an AMD card (the ROCm constants)
     if spec.mla is not None:

@@ -68,22 +68,24 @@ def find_gpu(name: str) -> Gpu:
     raise LayoutError("gpu", f"one of {', '.join(CATALOGUE)}, got {_shown(name)} (or give --gpu-memory){hint}")
 
 
+def _key(name: str | None) -> str | None:
+    """The catalogue key of the GPU called `name`; None for one the catalogue does not hold (a `--gpu-memory` size, or
+    none)."""
+    return _names().get(_plain(name)) if name else None
+
+
 def capability(name: str | None) -> tuple[int, int] | None | str:
     """The CUDA compute capability of the catalogue GPU called `name` (None: not a CUDA device), or `unknown` for a
     GPU the catalogue does not hold (a `--gpu-memory` size, or none)."""
-    try:
-        return CAPABILITY[_names()[_plain(name)]] if name else "unknown"
-    except KeyError:
-        return "unknown"
+    key = _key(name)
+    return CAPABILITY.get(key, "unknown") if key else "unknown"
 
 
 def vendor(name: str | None) -> str | None:
     """The vendor (gpu_catalogue.py `NVIDIA`, `AMD`) of the catalogue GPU called `name`; None for a GPU the catalogue
     does not hold (a `--gpu-memory` size, or none)."""
-    try:
-        return CATALOGUE[_names()[_plain(name)]].vendor if name else None
-    except KeyError:
-        return None
+    key = _key(name)
+    return CATALOGUE[key].vendor if key else None
 
 
 def lookup(name: str) -> tuple[str, int]:

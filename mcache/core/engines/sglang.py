@@ -940,8 +940,8 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
             no_overlap = s.values["disable_overlap_schedule"] = True  # overrides.py: auto's no_buffer turns overlap off
     if strategy.startswith("extra_buffer") and not extra:
         return strategy, 1, f"extra_buffer is not supported for {arch}; use no_buffer."
-    if strategy.startswith("extra_buffer") and _rocm_extra_buffer_error(inputs):
-        return strategy, 1, _rocm_extra_buffer_error(inputs)
+    if strategy.startswith("extra_buffer") and (rocm_error := _rocm_extra_buffer_error(inputs)):
+        return strategy, 1, rocm_error
     if strategy == "no_buffer":
         refusal = None if no_overlap else ("no_buffer do not support overlap schedule. Try to set "
                                            "disable_overlap_schedule=True.")
@@ -988,8 +988,8 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
     if strategy == "extra_buffer" and arch in NO_EXTRA_BUFFER_0_5_7:
         return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
     checked = next(archs for since, archs in reversed(ROCM_EXTRA_BUFFER_CHECKED) if _since(inputs, since))
-    if strategy == "extra_buffer" and arch in checked and _rocm_extra_buffer_error(inputs):
-        return strategy, 1, _rocm_extra_buffer_error(inputs)
+    if strategy == "extra_buffer" and arch in checked and (rocm_error := _rocm_extra_buffer_error(inputs)):
+        return strategy, 1, rocm_error
     draft_no_radix = DRAFT_NO_RADIX_0_5_9 if _since(inputs, RADIX_HANDLER_0_5_9) else DRAFT_NO_RADIX_0_5_8
     if arch in FIRST_LINE_RADIX_OFF or (drafts and strategy == "no_buffer" and arch in draft_no_radix
                                         and _since(inputs, MIXIN_0_5_8)):
@@ -1042,8 +1042,8 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
                                  f"{'.' if _since(inputs, '0.5.13') else ''} Overlap scheduling is already supported "
                                  "with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy no_buffer "
                                  "instead.")
-        if radix and _rocm_extra_buffer_error(inputs):
-            return strategy, 1, _rocm_extra_buffer_error(inputs)
+        if radix and (rocm_error := _rocm_extra_buffer_error(inputs)):
+            return strategy, 1, rocm_error
         if radix and drafts and strategy == "extra_buffer_lazy":
             return strategy, 4, ("extra_buffer_lazy is not yet supported with speculative decoding. Use "
                                  "--mamba-scheduler-strategy extra_buffer instead.")
@@ -1388,8 +1388,8 @@ def solve_settings(n: int, run: EngineRun) -> dict[str, int]:
     (each slot is memory the token pool loses; the decode graphs cut to n from 0.5.22 leave more at a smaller n). So
     "runs n" holds up to some n* and no further, and no other value of the three settings runs more than n*: m
     requests need m x ratio slots and max_running_requests m at least, and more of either leaves fewer tokens. Under
-    attention DP both settings are the replica's, which SGLang divides among its DP ranks (`_check_attention_dp`'s
-    rules): each rank runs up to n at dp times them."""
+    attention DP both settings are the replica's, which SGLang divides among its DP ranks (`_setup`): each rank runs up
+    to n at dp times them."""
     ratio = max(st.fields["state_slots_per_request"] for st in run.stages)
     state = any(st.fields.get("mamba_cache_per_req_bytes") for st in run.stages)
     dp = run.attention_dp_ranks

@@ -194,7 +194,7 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "fits": run.fits,
             "tightest_stage": run.tightest,
             # one replica is TP x PP GPUs; each rank runs the tightest stage's figure (ranks[*].max_sequences), and the
-            # replica that times the ranks that each run a batch of their own (tp under attention DP, else 1)
+            # replica runs it times the ranks that each run a batch of their own (tp under attention DP, else 1)
             "gpus_per_replica": gpus,
             "attention_dp_ranks": layout.attention_dp_ranks,
             "max_sequences_per_rank": per_rank,

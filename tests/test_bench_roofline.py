@@ -40,7 +40,9 @@ def test_fold_work_follows_each_kernels_formulation():
     assert roofline.fold_work("gdn", b16, k16, 5, 4, 4) == roofline.fold_work("gdn", b16, k16, 5, 16, 16)  # chunked
     assert roofline.fold_work("gdn", b16, k16, 5, 4, 4).mma_flops < gdn16.mma_flops  # fewer exact bf16 passes
     m = roofline.fold_work("mamba2", f32, None, 5, 3, 4)  # a ring of 4: the CUDA-core form, 3 tokens folded
-    assert m == roofline.Work(L * 5 * H * (V * K + 3 * (2 * V * K + V)), 0)
+    assert m == roofline.Work(L * 5 * H * (V * K + 3 * (2 * V * K + K)), 0)  # one program a head: B_t scaled once
+    tall = torch.empty(L, S, H, 64, K)  # 16 rows a program for a float32 state: 4 programs a head, each scales B_t
+    assert roofline.fold_work("mamba2", tall, None, 5, 3, 4).flops == L * 5 * H * (64 * K + 3 * (2 * 64 * K + 4 * K))
     m = roofline.fold_work("mamba2", f32, None, 5, 4, 9)  # a ring of 9: the tensor-core product over a 16-token tile
     assert m.mma_flops == L * 5 * H * 3 * 2 * V * 16 * K and m.flops == L * 5 * H * (V * K + V * 16)
     assert roofline.fold_work("conv", f32, None, 5, 4, 4) == roofline.Work()

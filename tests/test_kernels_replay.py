@@ -59,8 +59,9 @@ def _dims(device):
 @pytest.mark.parametrize("device,dtype", CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("even", [False, True], ids=["odd-head", "whole-blocks"])
-@pytest.mark.parametrize("form", ["dot", "fma"])
-def test_replay_fold_mamba2(device, dtype, layout, even, form):
+@pytest.mark.parametrize("form,config", [("dot", None), ("fma", None), ("fma", (8, 1, 8, 2))],
+                         ids=["dot", "fma", "fma-blocks"])  # fma-blocks: several row blocks a program (odd: a masked last one)
+def test_replay_fold_mamba2(device, dtype, layout, even, form, config):
     from mcache.kernels.replay_fold.mamba2 import replay_fold_mamba2_triton
     from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
 
@@ -82,7 +83,7 @@ def test_replay_fold_mamba2(device, dtype, layout, even, form):
             before = ssm.clone()
             expect = ssm.clone()
             replay_fold_mamba2_reference(expect, x, B, dt, dA, slots, buf, count)
-            replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, form=form)
+            replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, form=form, config=config)
             _check(f"mamba2 {form} hist={hist} batch={nb}", ssm, expect, before, slots, count, dtype)
 
 

@@ -58,7 +58,7 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
     ct = _tile(hist)
     if kind == "mamba2" and _mamba2_form(hist) == "fma":
         P, N = state.shape[3], state.shape[4]
-        per_head = Work(P * N + tokens * (2 * P * N + P), 0)
+        per_head = Work(P * N + tokens * (2 * P * N + N * _mamba2_fma_programs(state.dtype, P)), 0)
     elif kind == "mamba2":
         P, N = state.shape[3], state.shape[4]
         per_head = Work(P * N + P * ct, 3 * 2 * P * ct * N)
@@ -83,6 +83,14 @@ def _mamba2_form(hist: int) -> str:
     from mcache.kernels.replay_fold.mamba2 import mamba2_form  # imports Triton: only for a Mamba2 fold
 
     return mamba2_form(hist)
+
+
+def _mamba2_fma_programs(dtype: torch.dtype, P: int) -> int:
+    """Programs a head of the CUDA-core Mamba2 fold takes (each scales the tokens' `B_t` by `w_t` once)."""
+    from mcache.kernels.replay_fold.mamba2 import MAMBA2_FMA_CONFIG  # imports Triton: only for a Mamba2 fold
+
+    bp, _, rb, _ = MAMBA2_FMA_CONFIG[dtype.itemsize]
+    return -(-P // (bp * min(rb, -(-P // bp))))
 
 
 def _gdn_steps(dtype: torch.dtype, hist: int) -> bool:

@@ -1,7 +1,8 @@
 """The Mamba2 fold (scalar decay per head). The recurrence is linear in `h`, so all tokens fold in closed form,
 `h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`; the state is read and written once.
 The sum of rank-one terms runs in one of two forms (`mamba2_form` picks): `"fma"`, token by token on the CUDA cores
-(exact fp32 products), for short rings; `"dot"`, one `[P, CT] x [CT, N]` product per head on the tensor cores (fp32
+(exact fp32 products), for short rings, each program folding several blocks of a head's rows with what depends on the
+ring alone (`w_t B_t`) computed once; `"dot"`, one `[P, CT] x [CT, N]` product per head on the tensor cores (fp32
 operands in `tf32x3`: about fp32 accuracy), for longer ones.
 """
 
@@ -16,14 +17,17 @@ from ._fold import FoldPlan, check_rings, check_state, head_unit, ring_base, rin
 from .conv import conv_fold, state_window, with_window
 
 PRECISION = "tf32x3"
-# The CUDA-core form folds rings of up to MAMBA2_FMA_MAX tokens. On an H200 (Nemotron-H-8B's `[128, 64, 128]` state,
-# % of the memory roofline at batch 8 / 32 / 64, results/roofline/sweeps/fold-sweep-4): at 4 tokens float32 85 / 93 /
-# 93% on 16 rows a warp against the tensor-core form's 82 / 87 / 87%, bfloat16 71 / 78 / 76% on 8 rows a warp against
-# 60 / 64 / 64%; at 16 tokens the tensor-core form (float32 79 / 83 / 84%, bfloat16 60 / 64 / 64%) against at best
-# 66 / 71 / 71% and 45 / 50 / 51%.
+# The CUDA-core form folds rings of up to MAMBA2_FMA_MAX tokens; at 16 tokens the tensor-core form (float32 79 / 83 / 84%,
+# bfloat16 60 / 64 / 64% at batch 8 / 32 / 64) was ahead of any shape of the CUDA-core one (at best 66 / 71 / 71% and
+# 45 / 50 / 51%; results/roofline/sweeps/fold-sweep-4).
 MAMBA2_FMA_MAX = 4
-MAMBA2_FMA_CONFIG = {4: (16, 1), 2: (8, 1)}  # `(BP, num_warps)` by the state's element size
-
+# `(BP rows a block, num_warps, RB row blocks a program, pipeline stages of the block loop)` of the CUDA-core form by the
+# state's element size. On an H200 (Nemotron-H-8B's `[128, 64, 128]` state, 4 tokens, % of the memory roofline at batch
+# 8 / 32 / 64, results/roofline/sweeps/fold-sweep-6): bfloat16, a whole head a program (8 blocks of 8 rows, one warp,
+# 4 stages) 82 / 93 / 94% (3 stages 81 / 84-92 / 93, 4 blocks of 16 rows 76-78 / 85-87 / 85-88, a block of 8 rows a
+# program as before 72 / 79 / 77); float32, a block of 16 rows a program 85.5 / 95 / 95% (whole heads 82-84 / 91-94 /
+# 92-94, the form before 85 / 86-94 / 94).
+MAMBA2_FMA_CONFIG = {4: (16, 1, 1, 1), 2: (8, 1, 8, 4)}
 
 def mamba2_config(P: int, bn: int) -> tuple[int, int]:
     """`(BP, num_warps)` of the tensor-core form: 16 rows of P (2048 states at N = 128) on two warps, the fastest of a
@@ -48,7 +52,6 @@ def _mamba2_kernel(
     NB, H, P, N, HPG, NPB,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr,
-    FMA: tl.constexpr = False, HIST: tl.constexpr = 1,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -83,31 +86,111 @@ def _mamba2_kernel(
         w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
         xb = ring_base(x, xs0, xs1, xs2, layer, slot, r) + h * P
         bb = ring_base(Bm, bs0, bs1, bs2, layer, slot, r) + (h // HPG) * N
-        if FMA:  # rank-one updates on the CUDA cores, token by token: exact fp32 products. (`p * 0 + j < c`: the
-            # interpreter refuses a scalar condition in a vector mask.)
-            h1 = h0.to(tl.float32) * tl.exp(total)
-            for j in tl.static_range(HIST):
-                wj = tl.sum(tl.where(t == j, w, 0.0), 0)
-                xj = tl.load(xb + j * xs3 + p, mask=(p < P) & (p * 0 + j < c), other=0.0).to(tl.float32)
-                bj = tl.load(bb + j * bs3 + n, mask=(n < N) & (n * 0 + j < c), other=0.0).to(tl.float32)
-                h1 += (xj * wj)[:, None] * bj[None, :]
-        else:
-            xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
-            bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
-            xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
-            h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
+        xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
+        bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
+        xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
+        h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
         if EVEN:
             tl.store(sbase + soff, h1.to(ssm.dtype.element_ty))
         else:
             tl.store(sbase + soff, h1.to(ssm.dtype.element_ty), mask=sm)
 
 
+@triton.jit
+def _scaled_b(bb, bs3, dab, as3, dtb, ts3, j: tl.constexpr, c, after, n, N):
+    """Token `j`'s `w_j B_j` (`[BN]`, fp32), `w_j = dt_j e^{sum of dA after j}`, and that sum, given the sum after
+    token `j - 1`; a token past the count `c` is zeros (an identity step)."""
+    after = after - tl.load(dab + j * as3, mask=j < c, other=0.0).to(tl.float32)
+    wj = tl.load(dtb + j * ts3, mask=j < c, other=0.0).to(tl.float32) * tl.exp(after)
+    bj = tl.load(bb + j * bs3 + n, mask=(n < N) & (n * 0 + j < c), other=0.0).to(tl.float32)
+    return bj * wj, after
+
+
+@triton.jit
+def _add_token(h1, xb, xs3, j: tl.constexpr, c, p, P, bw):
+    """`h1 += x_j (w_j B_j)^T` for the rows `p` (`x` of a token past the count loads as zeros)."""
+    xj = tl.load(xb + j * xs3 + p, mask=(p < P) & (p * 0 + j < c), other=0.0).to(tl.float32)
+    return h1 + xj[:, None] * bw[None, :]
+
+
+@triton.jit
+def _mamba2_fma_kernel(
+    ssm, ss0, ss1,
+    x, xs0, xs1, xs2, xs3,
+    Bm, bs0, bs1, bs2, bs3,
+    dt, ts0, ts1, ts2, ts3,
+    dA, as0, as1, as2, as3,
+    slots, bufs, counts,
+    NB, H, P, N, HPG, NPB,
+    conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
+    BP: tl.constexpr, BN: tl.constexpr, RB: tl.constexpr, HIST: tl.constexpr, EVEN: tl.constexpr, STAGES: tl.constexpr,
+    CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
+):  # fmt: skip
+    # The CUDA-core form: one program folds RB blocks of BP rows of one head, token by token with fp32 FMAs (exact
+    # products). What depends on the ring only (the scalars w_t, each token's `w_t B_t`, the ring addresses) is
+    # computed once per program and kept across the row blocks.
+    if CONV:  # noqa: SIM102
+        if tl.program_id(0) >= NU:
+            conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0) - NU, NB, C, NCB,
+                       KM1, BJ, BC, BLOCK)
+            return
+    pb, h, b, layer = head_unit(NPB, H, NB)
+    c = tl.load(counts + b).to(tl.int32)
+    if c > 0:
+        slot = tl.load(slots + b).to(tl.int64)
+        r = tl.load(bufs + b).to(tl.int64)
+        n = tl.arange(0, BN)
+        xb = ring_base(x, xs0, xs1, xs2, layer, slot, r) + h * P
+        bb = ring_base(Bm, bs0, bs1, bs2, layer, slot, r) + (h // HPG) * N
+        dab = ring_base(dA, as0, as1, as2, layer, slot, r) + h
+        dtb = ring_base(dt, ts0, ts1, ts2, layer, slot, r) + h
+        total = 0.0
+        for j in tl.static_range(HIST):
+            total += tl.load(dab + j * as3, mask=j < c, other=0.0).to(tl.float32)
+        decay = tl.exp(total)
+        # The first four tokens' `w_t B_t` are held across the row blocks (later tokens, in a ring longer than
+        # MAMBA2_FMA_MAX folded in this form on request, are scaled again for each block).
+        bw0, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 0, c, total, n, N)
+        bw1, bw2, bw3 = bw0, bw0, bw0  # tokens past HIST are never added
+        if HIST > 1:
+            bw1, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 1, c, after, n, N)
+        if HIST > 2:
+            bw2, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 2, c, after, n, N)
+        if HIST > 3:
+            bw3, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 3, c, after, n, N)
+        sbase = ssm + (layer * ss0 + slot * ss1 + h * P * N)  # int32 offsets inside the head (registers)
+        for i in tl.range(0, RB, num_stages=STAGES):
+            p = (pb * RB + i) * BP + tl.arange(0, BP)
+            soff = p[:, None] * N + n[None, :]
+            sm = (p[:, None] < P) & (n[None, :] < N)
+            if EVEN:
+                h0 = tl.load(sbase + soff, eviction_policy="evict_first")
+            else:
+                h0 = tl.load(sbase + soff, mask=sm, other=0.0, eviction_policy="evict_first")
+            h1 = _add_token(h0.to(tl.float32) * decay, xb, xs3, 0, c, p, P, bw0)
+            if HIST > 1:
+                h1 = _add_token(h1, xb, xs3, 1, c, p, P, bw1)
+            if HIST > 2:
+                h1 = _add_token(h1, xb, xs3, 2, c, p, P, bw2)
+            if HIST > 3:
+                h1 = _add_token(h1, xb, xs3, 3, c, p, P, bw3)
+            rest = after
+            for j in tl.static_range(4, HIST):
+                bw, rest = _scaled_b(bb, bs3, dab, as3, dtb, ts3, j, c, rest, n, N)
+                h1 = _add_token(h1, xb, xs3, j, c, p, P, bw)
+            if EVEN:
+                tl.store(sbase + soff, h1.to(ssm.dtype.element_ty))
+            else:
+                tl.store(sbase + soff, h1.to(ssm.dtype.element_ty), mask=sm)
+
+
 class Mamba2FoldPlan(FoldPlan):
     """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings (and, with `conv`, the conv
-    window: `conv.state_window`), in one launch; `config` = `(BP rows of P per program, num_warps)`, `form` `"fma"` or
-    `"dot"` (default: `mamba2_form`)."""
+    window: `conv.state_window`), in one launch; `form` `"fma"` or `"dot"` (default: `mamba2_form`), `config` `(BP rows
+    of P a block, num_warps, RB blocks a program, pipeline stages)` for `"fma"` (`MAMBA2_FMA_CONFIG`), `(BP rows of P a
+    program, num_warps)` for `"dot"` (`mamba2_config`)."""
 
-    def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, int] | None = None, form: str | None = None):
+    def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, ...] | None = None, form: str | None = None):
         check_state("ssm", ssm, 5)
         if form not in (None, "dot", "fma"):
             fail(f"form: expected 'dot' or 'fma', got {form!r}")
@@ -117,25 +200,35 @@ class Mamba2FoldPlan(FoldPlan):
         nbuf, hist = check_rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
         bn = max(16, next_pow2(N))
         form = form or mamba2_form(hist)
-        bp, self.warps = config or (MAMBA2_FMA_CONFIG[ssm.element_size()] if form == "fma" else mamba2_config(P, bn))
+        config = config or (MAMBA2_FMA_CONFIG[ssm.element_size()] if form == "fma" else mamba2_config(P, bn))
+        if len(config) != (4 if form == "fma" else 2):
+            fail(f"config: expected {'(BP, num_warps, RB, stages)' if form == 'fma' else '(BP, num_warps)'} for "
+                 f"form {form!r}, got {config!r}")
+        bp, self.warps = config[:2]
+        rb = min(config[2], triton.cdiv(P, bp)) if form == "fma" else 1
         super().__init__(dev, S, nbuf, hist)
         self.window = state_window(self, conv, L, self.warps)
         self.empty = ssm.numel() == 0
-        self.npb = triton.cdiv(P, bp)
+        self.kernel = _mamba2_fma_kernel if form == "fma" else _mamba2_kernel
+        rows = bp * rb
+        self.npb = triton.cdiv(P, rows)
         self.units = L * H * self.npb
         self.args = (ssm, *lead_strides(ssm, 2), *rings_with_strides(x, B, dt, dA))
         self.dims = (H, P, N, H // G, self.npb)
-        self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=P % bp == 0 and bn == N,
-                               FMA=form == "fma", HIST=hist)
+        even = P % rows == 0 and bn == N
+        if form == "fma":
+            self.constexprs = dict(BP=bp, BN=bn, RB=rb, HIST=hist, EVEN=even, STAGES=config[3])
+        else:
+            self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=even)
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
         grid, args, consts = with_window(self.window, self.units * nb, nb, (*self.args, None, None, None, nb, *self.dims), self.constexprs)
-        return (Launch(_mamba2_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
+        return (Launch(self.kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
 
 
 def replay_fold_mamba2_triton(
-    ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
+    ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, ...] | None = None, form: str | None = None
 ) -> None:
     """See `reference.replay_fold_mamba2_reference` and `Mamba2FoldPlan`."""
     run_fold("fold_mamba2", (ssm, x, B, dt, dA), (config, form),

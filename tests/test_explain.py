@@ -411,6 +411,53 @@ def test_an_sglang_log_with_prefixes_colour_and_ranks(tmp_path, capsys):
     assert verdicts(data) == {k: {"agree"} for k in ("max_mamba_cache_size", "conv_state_gb", "ssm_state_gb")}
 
 
+# No public vLLM boot with --data-parallel-size > 1 that prints its memory lines was found (GitHub issues and pages
+# searched for EngineCore_DP1 / data_parallel_size with "Available KV cache memory" or "GPU KV cache size"): the two
+# real boots of one compose (club-3090 #612 and #652: one RTX 5090, 5.98 and 6.01 GiB) stand in for the two engine
+# cores of one deployment, prefixed as vLLM prefixes them, with data_parallel_size 2 in the args line
+RUN1 = (LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log").read_text().splitlines()
+DP_ARGS = ARGS.replace("{'model_tag'", "{'data_parallel_size': 2, 'model_tag'")
+
+
+def _engine_cores(*cores: list[str]) -> str:
+    return "\n".join([DP_ARGS, *(line.replace("(EngineCore pid=107)", f"(EngineCore_DP{i} pid=10{i})")
+                                 for i, lines in enumerate(cores) for line in lines if "non-default args" not in line)])
+
+
+def test_vllm_data_parallel_engine_cores_are_sized_one_core_each_from_its_own_memory(tmp_path, capsys):
+    path = tmp_path / "dp2.log"
+    path.write_text(_engine_cores(KV_LINES, RUN1))
+    code, data = explain([str(path), "--model", QWEN36_35B, "--gdn-prefill-backend", "triton", *V033], capsys)
+    # one engine core of TP 1 each, as mcache's --tp 2 --attention-dp sizes a rank: each core's figures come back
+    # from its own measured memory (6.01 GiB: 569,878 tokens; 5.98 GiB: 567,978), none from the smaller of the two
+    assert code == 0 and (data["log"]["dp"], data["log"]["tp"]) == (2, None)
+    assert {(c["process"], c["mcache"]) for c in data["comparisons"] if c["figure"] == "kv_cache_tokens"} == {
+        ("EngineCore_DP0", "569,878"), ("EngineCore_DP1", "567,978")}
+    assert verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}}
+    assert data["engine"]["attention_dp_ranks"] == 2
+    assert any("data_parallel_size=2 (line 1): 2 engine cores of TP 1" in n and "--tp 2 --attention-dp" in n
+               for n in data["notes"])
+
+
+def test_data_parallel_layouts_are_read_as_one_engine_instance():
+    from mcache.core.explain import _data_parallel_notes, log_layout
+    from mcache.core.sizing.layout import ParallelLayout
+
+    vllm = read_log("\n".join([*(f"(Worker_DP{d}_TP{t} pid=2) INFO 01-01 00:00:00 [x.py:1] Available KV cache memory: "
+                                  "1.00 GiB" for d in (0, 1) for t in (0, 1)),
+                                *(f"(EngineCore_DP{d} pid=1) INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 1,000 tokens"
+                                  for d in (0, 1))]))
+    assert (vllm.dp, vllm.tp, log_layout(vllm, None, None, False)) == (2, 2, (2, 1, False))
+    assert "2 engine cores of TP 2, each sizing its own cache: sized as one" in _data_parallel_notes(
+        vllm, ParallelLayout(tp=2))[0]
+    args = "[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=4, dp_size={}, enable_dp_attention={})"
+    kv = "[2026-01-01 00:00:01 DP0 TP0] KV Cache is allocated. #tokens: 10, K size: 0.01 GB, V size: 0.01 GB"
+    for dp, on, layout in ((4, True, (4, 1, True)), (2, True, (4, 1, False)), (2, False, (4, 1, False))):
+        log = read_log(args.format(dp, on) + "\n" + kv)
+        assert (log.dp, log.dp_line, log.attention_dp, log_layout(log, None, None, False)) == (dp, 1, on, layout)
+    assert log_layout(log, 2, None, True) == (2, 1, True)  # the options given win
+
+
 def _mcache_lines(engine: str, *args: str) -> list[str]:
     """The lines mcache's own profile says the engine logs (the reader's round trip)."""
     from mcache.core.deployment import Deployment

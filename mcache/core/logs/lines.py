@@ -77,7 +77,8 @@ def _strip(line: str) -> tuple[str, str | None, bool]:
     return line, process, found
 
 
-def _ranks(process: str | None) -> dict[str, int]:
+def ranks_of(process: str | None) -> dict[str, int]:
+    """The parallel ranks a process name states (`Worker_DP0_TP1`: {"DP": 0, "TP": 1}; `RANK 2`: TP 2)."""
     if not process:
         return {}
     if process.startswith("RANK "):
@@ -98,7 +99,7 @@ def clean_lines(text: str) -> list[LogLine]:
             prev = out[-1]
             out[-1] = LogLine((prev.text + " " + message.strip())[:MAX_LINE], prev.number, prev.process, prev.ranks)
             continue
-        out.append(LogLine(message.strip()[:MAX_LINE], number, process, _ranks(process)))
+        out.append(LogLine(message.strip()[:MAX_LINE], number, process, ranks_of(process)))
         last_prefixed = prefixed
     return out
 

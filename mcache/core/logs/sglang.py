@@ -4,7 +4,8 @@
   says it.
 - Settings: `server_args=ServerArgs(…)` (server_args.py: every setting, defaults filled, the radix-cache strategy as
   0.5.7-0.5.13 name it too, `mamba_scheduler_strategy`; `quantization=None` unless
-  `--quantization` was given), `max_running_requests is
+  `--quantization` was given; the layout: `tp_size`, `pp_size`, `dp_size` and `enable_dp_attention`, else the ranks the
+  `[… DP1 TP1]` prefixes name), `max_running_requests is
   capped to N by the mamba state cache (max_mamba_cache_size=S, R state slots per request)`.
 - Measured (model_runner.py): `Load weight begin. avail mem=X GB` (the free memory before the weights load),
   `Load weight end. … type=Arch, … avail mem=X GB, mem usage=Y GB.` (Y: the weights one rank loaded; X + Y: the
@@ -26,7 +27,9 @@ from mcache.core.logs import (
     LogLine,
     Measured,
     Printed,
+    dp_from_processes,
     half_step,
+    layout_setting,
     pp_from_processes,
     scan,
     stated_quantization,
@@ -67,7 +70,7 @@ SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", 
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens",
             "mamba_scheduler_strategy")  # 0.5.7-0.5.13's name of mamba_radix_cache_strategy (engines/sglang.py RENAMED)
-LAYOUT = {"tp_size": "tp", "pp_size": "pp"}
+LAYOUT = {"tp_size": "tp", "pp_size": "pp", "dp_size": "dp"}
 # The quantization methods that name the one format the weights are stored in (srt/layers/quantization/__init__.py,
 # the 0.5 line): fp8, w8a8_fp8 and modelopt_fp8 (FP8), modelopt_fp4 (NVFP4), mxfp4, w8a8_int8. Not here, as they name a
 # method of several formats: modelopt (its checkpoint's FP8 or NVFP4), awq, gptq, auto-round, compressed-tensors.
@@ -124,6 +127,7 @@ def read(lines: list[LogLine]) -> EngineLog:
             log.settings["kv_cache_dtype"], log.setting_lines["kv_cache_dtype"] = TORCH_KV.get(p.value, p.value), p.line
     log.tp = log.tp or tp_from_processes(lines)
     log.pp = log.pp or pp_from_processes(lines)
+    log.dp = log.dp or dp_from_processes(lines)
     return log
 
 
@@ -143,8 +147,9 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
         if name == "quantization":
             stated_quantization(log, value, line)
         elif name in LAYOUT:
-            if isinstance(value, int):
-                setattr(log, LAYOUT[name], value)
+            layout_setting(log, LAYOUT[name], value, line)
+        elif name == "enable_dp_attention" and isinstance(value, bool):
+            log.attention_dp = value
         elif name in SETTINGS and value is not None:
             log.settings[name], log.setting_lines[name] = value, line
         else:

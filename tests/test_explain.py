@@ -337,6 +337,9 @@ VLLM_VARIANTS = {
                         f"[gpu_worker.py:508] {_message(line)}" for line in [*KV_LINES, ARGS]),
     "compose-and-timestamps": "\n".join(f"vllm-1  | 2026-07-09T02:58:11.123456Z {line}" for line in [ARGS, *KV_LINES]),
     "journald": "\n".join(f"Jul 09 02:58:11 gpu-box python3[107]: {line}" for line in [ARGS, *KV_LINES]),
+    # a log viewer's timestamp column (Docker Desktop, Dozzle) and a Kubernetes node's container log (CRI)
+    "viewer-timestamps": "\n".join(f"2026-07-09 02:58:11.045 | {line}" for line in [ARGS, *KV_LINES]),
+    "kubernetes-cri": "\n".join(f"2026-07-09T02:58:11.045123456+02:00 stdout F {line}" for line in [ARGS, *KV_LINES]),
     "bare-messages": "\n".join(_message(line) for line in [ARGS, *KV_LINES]),
     # two data-parallel engines, their lines interleaved; a worker of the second measured more memory, and each
     # figure is compared once per process that printed it
@@ -384,6 +387,8 @@ def test_a_vllm_log_reads_the_same_in_every_format(variant, tmp_path, capsys):
     assert verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}}
     assert list(data["fed"]) == ["kv_cache_memory_bytes"] and abs(data["fed"]["kv_cache_memory_bytes"] - 6.01 * 2**30) < 1
     assert data["log"]["settings"]["max_num_seqs"] == 1
+    if variant != "bare-messages":  # the process prefix under the timestamps and prefixes is read as the process
+        assert any(p.startswith("EngineCore") for p in data["log"]["processes"]), data["log"]["processes"]
 
 
 def test_a_vllm_log_cut_before_the_cache_is_sized_is_one_line(tmp_path, capsys):

@@ -8,8 +8,8 @@ a `docker compose` service prefix (`vllm-1  | `); a leading ISO or container tim
 `(Worker_TP1 pid=28146) `), its level and time (`INFO 08-13 10:57:43 [interface.py:935] `, also without the time or the level), SGLang's
 `[2026-09-21 13:38:18 TP3] `, TensorRT-LLM's `[TRT-LLM] [I] ` and `[TensorRT-LLM][INFO] ` (with an optional leading
 `[10/31/2025-12:00:00] ` and `[RANK 0]`). A line that starts with white space continues the record before it (an
-author's wrapping), and so does an unprefixed line that starts in lower case after a record that does not end a
-sentence. Pure text work: nothing here knows what a message means (the engine modules do)."""
+author's wrapping), and so does an unprefixed line that starts in lower case or with `(` after a record that does
+not end a sentence. Pure text work: nothing here knows what a message means (the engine modules do)."""
 
 from __future__ import annotations
 
@@ -111,5 +111,5 @@ def _continues(raw: str, message: str, prev: LogLine, prev_prefixed: bool) -> bo
     """Whether an unprefixed physical line continues the record before it."""
     if raw[:1] in (" ", "\t"):
         return True
-    return (not prev_prefixed and message[:1].islower() and not prev.text.endswith((".", ":", "!", "}", ")"))
-            and " " in message)
+    return (not prev_prefixed and (message[:1].islower() or message[:1] == "(")
+            and not prev.text.endswith((".", ":", "!", "}", ")")) and " " in message)

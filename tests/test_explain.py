@@ -463,6 +463,24 @@ def test_data_parallel_layouts_are_read_as_one_engine_instance():
     assert log_layout(log, 2, None, True) == (2, 1, True)  # the options given win
 
 
+def test_an_sglang_server_args_dict_is_read_as_its_repr():
+    # later SGLang builds print server_args as a dict (club-3090 #1261, lmsysorg/sglang:v0.5.19:
+    # "[2026-09-12 00:22:13] server_args={'model_path': '/models/qwen3.8-27b-nvfp4', 'tokenizer_path': …"; the excerpt
+    # cuts the line, so its shape stands in here with the settings the same compose gives)
+    args = ("[2026-09-12 00:22:13] server_args={'model_path': '/models/qwen3.8-27b-nvfp4', 'tp_size': 2, 'pp_size': 1, "
+            "'dp_size': 1, 'quantization': 'modelopt_fp4', 'context_length': 262144, 'max_running_requests': 8, "
+            "'mamba_radix_cache_strategy': 'extra_buffer', 'enable_dp_attention': False, 'speculative_algorithm': 'DFLASH'}")
+    kv = "[2026-09-12 00:22:40 TP0] KV Cache is allocated. #tokens: 10, K size: 0.01 GB, V size: 0.01 GB"
+    log = read_log(args + "\n" + kv)
+    assert (log.model, log.tp, log.dp, log.attention_dp, log.quantization, log.weight_format) == (
+        "/models/qwen3.8-27b-nvfp4", 2, 1, False, "modelopt_fp4", "nvfp4")
+    assert log.settings == {"context_length": 262144, "max_running_requests": 8,
+                            "mamba_radix_cache_strategy": "extra_buffer"}
+    assert log.other_settings["speculative_algorithm"] == "DFLASH"
+    cut = read_log(args[:-40] + "\n" + kv)  # a cut line is not read
+    assert cut.model is None and cut.settings == {}
+
+
 def _mcache_lines(engine: str, *args: str) -> list[str]:
     """The lines mcache's own profile says the engine logs (the reader's round trip)."""
     from mcache.core.deployment import Deployment

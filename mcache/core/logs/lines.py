@@ -5,10 +5,10 @@ Taken off, in this order: ANSI colour and cursor codes; a journald prefix (`ав
 a `docker compose` service prefix (`vllm-1  | `); a leading ISO or container timestamp (`2026-07-25 13:42:38,525 - `,
 `2026-09-12T00:22:48.123Z `, a log viewer's `2026-05-01 19:58:05.045 | `, a Kubernetes node's container log's
 `2026-05-01T19:58:05.045+02:00 stdout F `); vLLM's process prefix (`(EngineCore_DP0 pid=10078) `,
-`(Worker_TP1 pid=28146) `), its level and time (`INFO 08-13 10:57:43 [interface.py:935] `, also without the time or the level), SGLang's
-`[2026-09-21 13:38:18 TP3] `, TensorRT-LLM's `[TRT-LLM] [I] ` and `[TensorRT-LLM][INFO] ` (with an optional leading
-`[10/31/2025-12:00:00] ` and `[RANK 0]`). A line that starts with white space continues the record before it (an
-author's wrapping), and so does an unprefixed line that starts in lower case or with `(` after a record that does
+`(Worker_TP1 pid=28146) `), its level and time (`INFO 08-13 10:57:43 [interface.py:935] `, also without the time or
+the level), SGLang's `[2026-09-21 13:38:18 TP3] `, TensorRT-LLM's `[TRT-LLM] [I] ` and `[TensorRT-LLM][INFO] ` (with an
+optional leading `[10/31/2025-12:00:00] ` and `[RANK 0]`). A line that starts with white space continues the record
+before it (an author's wrapping), and so does an unprefixed line that starts in lower case or with `(` after a record that does
 not end a sentence. Pure text work: nothing here knows what a message means (the engine modules do)."""
 
 from __future__ import annotations

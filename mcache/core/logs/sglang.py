@@ -64,7 +64,7 @@ LOAD_END = re.compile(r"Load weight end\..*?type=(\w+).*?avail mem=" + _SIZE + "
 CONTEXT = re.compile(r"context_len=(\d+)")
 SERVER_ARGS = re.compile(r"server_args=(?=ServerArgs\(|\{)")
 MARKS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2,4}\d+)*\] |Load weight (?:begin|end)\.|Memory pool end\.|"
-                   r"server_args=ServerArgs\(|Mamba Cache is allocated|KV Cache is allocated|max_mamba_cache_size")
+                   r"server_args=(?:ServerArgs\(|\{)|Mamba Cache is allocated|KV Cache is allocated|max_mamba_cache_size")
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",

@@ -337,6 +337,9 @@ VLLM_VARIANTS = {
                         f"[gpu_worker.py:508] {_message(line)}" for line in [*KV_LINES, ARGS]),
     "compose-and-timestamps": "\n".join(f"vllm-1  | 2026-07-09T02:58:11.123456Z {line}" for line in [ARGS, *KV_LINES]),
     "journald": "\n".join(f"Jul 09 02:58:11 gpu-box python3[107]: {line}" for line in [ARGS, *KV_LINES]),
+    # a log viewer's timestamp column (Docker Desktop, Dozzle) and a Kubernetes node's container log (CRI)
+    "viewer-timestamps": "\n".join(f"2026-07-09 02:58:11.045 | {line}" for line in [ARGS, *KV_LINES]),
+    "kubernetes-cri": "\n".join(f"2026-07-09T02:58:11.045123456+02:00 stdout F {line}" for line in [ARGS, *KV_LINES]),
     "bare-messages": "\n".join(_message(line) for line in [ARGS, *KV_LINES]),
     # two data-parallel engines, their lines interleaved; a worker of the second measured more memory, and each
     # figure is compared once per process that printed it
@@ -384,6 +387,8 @@ def test_a_vllm_log_reads_the_same_in_every_format(variant, tmp_path, capsys):
     assert verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}}
     assert list(data["fed"]) == ["kv_cache_memory_bytes"] and abs(data["fed"]["kv_cache_memory_bytes"] - 6.01 * 2**30) < 1
     assert data["log"]["settings"]["max_num_seqs"] == 1
+    if variant != "bare-messages":  # the process prefix under the timestamps and prefixes is read as the process
+        assert any(p.startswith("EngineCore") for p in data["log"]["processes"]), data["log"]["processes"]
 
 
 def test_a_vllm_log_cut_before_the_cache_is_sized_is_one_line(tmp_path, capsys):
@@ -409,6 +414,71 @@ def test_an_sglang_log_with_prefixes_colour_and_ranks(tmp_path, capsys):
                           "--max-running-requests", "1", "--mamba-ssm-dtype", "bfloat16"], capsys)
     assert code == 0 and data["log"]["tp"] == 1 and data["log"]["processes"] == ["DP0 TP0", "DP1 TP0"]
     assert verdicts(data) == {k: {"agree"} for k in ("max_mamba_cache_size", "conv_state_gb", "ssm_state_gb")}
+
+
+# No public vLLM boot with --data-parallel-size > 1 that prints its memory lines was found (GitHub issues and pages
+# searched for EngineCore_DP1 / data_parallel_size with "Available KV cache memory" or "GPU KV cache size"): the two
+# real boots of one compose (club-3090 #612 and #652: one RTX 5090, 5.98 and 6.01 GiB) stand in for the two engine
+# cores of one deployment, prefixed as vLLM prefixes them, with data_parallel_size 2 in the args line
+RUN1 = (LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log").read_text().splitlines()
+DP_ARGS = ARGS.replace("{'model_tag'", "{'data_parallel_size': 2, 'model_tag'")
+
+
+def _engine_cores(*cores: list[str]) -> str:
+    return "\n".join([DP_ARGS, *(line.replace("(EngineCore pid=107)", f"(EngineCore_DP{i} pid=10{i})")
+                                 for i, lines in enumerate(cores) for line in lines if "non-default args" not in line)])
+
+
+def test_vllm_data_parallel_engine_cores_are_sized_one_core_each_from_its_own_memory(tmp_path, capsys):
+    path = tmp_path / "dp2.log"
+    path.write_text(_engine_cores(KV_LINES, RUN1))
+    code, data = explain([str(path), "--model", QWEN36_35B, "--gdn-prefill-backend", "triton", *V033], capsys)
+    # one engine core of TP 1 each, as mcache's --tp 2 --attention-dp sizes a rank: each core's figures come back
+    # from its own measured memory (6.01 GiB: 569,878 tokens; 5.98 GiB: 567,978), none from the smaller of the two
+    assert code == 0 and (data["log"]["dp"], data["log"]["tp"]) == (2, None)
+    assert {(c["process"], c["mcache"]) for c in data["comparisons"] if c["figure"] == "kv_cache_tokens"} == {
+        ("EngineCore_DP0", "569,878"), ("EngineCore_DP1", "567,978")}
+    assert verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}}
+    assert data["engine"]["attention_dp_ranks"] == 2
+    assert any("data_parallel_size=2 (line 1): 2 engine cores of TP 1" in n and "--tp 2 --attention-dp" in n
+               for n in data["notes"])
+
+
+def test_data_parallel_layouts_are_read_as_one_engine_instance():
+    from mcache.core.explain import _data_parallel_notes, log_layout
+    from mcache.core.sizing.layout import ParallelLayout
+
+    vllm = read_log("\n".join([*(f"(Worker_DP{d}_TP{t} pid=2) INFO 01-01 00:00:00 [x.py:1] Available KV cache memory: "
+                                  "1.00 GiB" for d in (0, 1) for t in (0, 1)),
+                                *(f"(EngineCore_DP{d} pid=1) INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 1,000 tokens"
+                                  for d in (0, 1))]))
+    assert (vllm.dp, vllm.tp, log_layout(vllm, None, None, False)) == (2, 2, (2, 1, False))
+    assert "2 engine cores of TP 2, each sizing its own cache: sized as one" in _data_parallel_notes(
+        vllm, ParallelLayout(tp=2))[0]
+    args = "[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=4, dp_size={}, enable_dp_attention={})"
+    kv = "[2026-01-01 00:00:01 DP0 TP0] KV Cache is allocated. #tokens: 10, K size: 0.01 GB, V size: 0.01 GB"
+    for dp, on, layout in ((4, True, (4, 1, True)), (2, True, (4, 1, False)), (2, False, (4, 1, False))):
+        log = read_log(args.format(dp, on) + "\n" + kv)
+        assert (log.dp, log.dp_line, log.attention_dp, log_layout(log, None, None, False)) == (dp, 1, on, layout)
+    assert log_layout(log, 2, None, True) == (2, 1, True)  # the options given win
+
+
+def test_an_sglang_server_args_dict_is_read_as_its_repr():
+    # later SGLang builds print server_args as a dict (club-3090 #1261, lmsysorg/sglang:v0.5.19:
+    # "[2026-09-12 00:22:13] server_args={'model_path': '/models/qwen3.8-27b-nvfp4', 'tokenizer_path': …"; the excerpt
+    # cuts the line, so its shape stands in here with the settings the same compose gives)
+    args = ("[2026-09-12 00:22:13] server_args={'model_path': '/models/qwen3.8-27b-nvfp4', 'tp_size': 2, 'pp_size': 1, "
+            "'dp_size': 1, 'quantization': 'modelopt_fp4', 'context_length': 262144, 'max_running_requests': 8, "
+            "'mamba_radix_cache_strategy': 'extra_buffer', 'enable_dp_attention': False, 'speculative_algorithm': 'DFLASH'}")
+    kv = "[2026-09-12 00:22:40 TP0] KV Cache is allocated. #tokens: 10, K size: 0.01 GB, V size: 0.01 GB"
+    log = read_log(args + "\n" + kv)
+    assert (log.model, log.tp, log.dp, log.attention_dp, log.quantization, log.weight_format) == (
+        "/models/qwen3.8-27b-nvfp4", 2, 1, False, "modelopt_fp4", "nvfp4")
+    assert log.settings == {"context_length": 262144, "max_running_requests": 8,
+                            "mamba_radix_cache_strategy": "extra_buffer"}
+    assert log.other_settings["speculative_algorithm"] == "DFLASH"
+    cut = read_log(args[:-40] + "\n" + kv)  # a cut line is not read
+    assert cut.model is None and cut.settings == {}
 
 
 def _mcache_lines(engine: str, *args: str) -> list[str]:

@@ -24,7 +24,9 @@ def explain(
     model: Annotated[str | None, typer.Option(metavar="PATH", help=(
         "The model as `mcache size` takes a SPEC (default: the path or Hub id the log names, from the Hugging Face "
         "cache when not a path)."))] = None,
-    tp: Annotated[int | None, typer.Option(help="Tensor-parallel size (default: the log's).")] = None,
+    tp: Annotated[int | None, typer.Option(help=(
+        "Tensor-parallel size (default: the log's; a vLLM log's data-parallel size over engine cores of TP 1, as "
+        "--attention-dp takes it)."))] = None,
     pp: Annotated[int | None, typer.Option(help="Pipeline-parallel stages (default: the log's).")] = None,
     **options,
 ) -> int:
@@ -36,7 +38,7 @@ def explain(
     from mcache.cli.size import _gpu, _layout, _parse_sizes, size_options
     from mcache.core.errors import LayoutError, McacheError
     from mcache.core.explain import explain as explain_log
-    from mcache.core.explain import log_version
+    from mcache.core.explain import log_layout, log_version
     from mcache.core.logs import read_log
 
     fmt = output_format(options.pop("fmt"), options.get("output"))
@@ -57,7 +59,7 @@ def explain(
 
     check_ranges({**asdict(overrides), "tp": tp, "pp": pp, "context": context})
     try:
-        layout = _layout(tp or parsed.tp or 1, pp or parsed.pp or 1, attention_dp, partition)
+        layout = _layout(*log_layout(parsed, tp, pp, attention_dp), partition)
         gpu = (f"{options_gpu_memory(sizes)} GPU", sizes["gpu_memory"]) if "gpu_memory" in sizes else (
             _gpu(gpu_name) if gpu_name else (("the log's GPU", parsed.gpu_bytes) if parsed.gpu_bytes else None))
         result = explain_log(parsed, spec, origin, layout, gpu, version, overrides, context)

@@ -41,7 +41,8 @@ def explanation_json(x, source: str, origin: str) -> dict:
     return {
         "schema_version": SCHEMA_VERSION,
         "log": {"file": source, "engine": log.engine, "version": log.version, "version_line": log.version_line,
-                "model": log.model, "architecture": log.architecture, "tp": log.tp, "pp": log.pp,
+                "model": log.model, "architecture": log.architecture, "tp": log.tp, "pp": log.pp, "dp": log.dp,
+                "attention_dp": log.attention_dp,
                 "settings": log.settings, "setting_lines": log.setting_lines, "other_settings": log.other_settings,
                 "measured": [asdict(m) for m in log.measured], "figures": [asdict(p) for p in log.figures],
                 "lines": log.lines, "processes": log.processes},

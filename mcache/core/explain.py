@@ -20,7 +20,8 @@ from mcache.core.deployment import Deployment
 from mcache.core.engines import TITLES
 from mcache.core.engines.options import option_for
 from mcache.core.errors import LayoutError
-from mcache.core.logs import EngineLog, LogError, Measured, Printed, figures_of
+from mcache.core.logs import EngineLog, LogError, Measured, Printed, engine_module, figures_of
+from mcache.core.logs.lines import ranks_of
 from mcache.core.numbers import last_true
 from mcache.core.options import SizeOptions
 from mcache.core.report import size_report
@@ -202,10 +203,31 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
     if log.version is None and version is None:
         notes.append(f"the log names no {TITLES[log.engine]} version: sized by the newest release mcache models; give "
                      "--engine-version X.Y.Z for another")
+    notes += _data_parallel_notes(log, layout)
     fills, whatifs = split_options(log, options or SizeOptions())
     d = Deployment(layout, gpu, log.engine, SizeOptions(), engine_version=version)
     fmt, weights_from = weighed_by_log(log, spec, options or SizeOptions())
     filled = replace(SizeOptions(**fills), weight_format=fmt)
+    cores = engine_cores(log)
+    if len(cores) > 1:
+        notes.append(f"each of the log's {len(cores)} engine cores sized its own cache: a core's figures are compared "
+                     "with mcache's from that core's measured memory (the first core's is shown as fed)")
+    compared = [_compared(spec, core, d, origin, filled) for core in cores]
+    report, fed, sources, ignored, _ = compared[0]
+    comparisons = sorted((c for *_, cs in compared for c in cs), key=lambda c: c.line)
+    whatif, largest = None, {}
+    if whatifs or context is not None:  # on the first core's memory
+        whatif = _size(spec, cores[0], replace(d, context=context), origin, 0, replace(filled, **whatifs))[0]
+        if not _starts(whatif):
+            largest = _largest_start(spec, cores[0], replace(d, context=context), origin, filled, whatifs)
+        whatifs |= {"context": context} if context is not None else {}
+    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif, largest,
+                       fmt, weights_from)
+
+
+def _compared(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, filled: SizeOptions):
+    """`_size`'s report, what was fed and the log's figures compared with it; a figure that differs only within the
+    rounding of the measured inputs (mcache's figure at either end of it spans the engine's) agrees within it."""
     report, fed, sources, ignored = _size(spec, log, d, origin, 0, filled)
     comparisons = compare(log, report)
     if any(c.verdict == DIFFER for c in comparisons) and any(m.half_step for m in log.measured):
@@ -214,14 +236,59 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
             if c.verdict == DIFFER and _between(c, ends[0][i], ends[1][i]):
                 c.verdict = WITHIN
                 c.note = f"mcache gives {ends[0][i].mcache} to {ends[1][i].mcache} over the rounding of the measured inputs"
-    whatif, largest = None, {}
-    if whatifs or context is not None:
-        whatif = _size(spec, log, replace(d, context=context), origin, 0, replace(filled, **whatifs))[0]
-        if not _starts(whatif):
-            largest = _largest_start(spec, log, replace(d, context=context), origin, filled, whatifs)
-        whatifs |= {"context": context} if context is not None else {}
-    return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif, largest,
-                       fmt, weights_from)
+    return report, fed, sources, ignored, comparisons
+
+
+def engine_cores(log: EngineLog) -> list[EngineLog]:
+    """The log as one engine instance sizes it: itself, or, where the engine's data-parallel ranks size their caches
+    apart (the engine module's `DP_RANKS_APART`) and the log's figures come from more than one, one log a DP rank,
+    each with that rank's measured memory and figures (lines no DP rank wrote, the API server's, go to every one)."""
+    if not getattr(engine_module(log.engine), "DP_RANKS_APART", False):
+        return [log]
+    ranks = sorted({ranks_of(x.process).get("DP") for x in (*log.measured, *log.figures)} - {None})
+    if len(ranks) < 2:
+        return [log]
+
+    def mine(process: str | None, rank: int) -> bool:
+        return ranks_of(process).get("DP", rank) == rank
+
+    return [replace(log, measured=[m for m in log.measured if mine(m.process, r)],
+                    figures=[p for p in log.figures if mine(p.process, r)]) for r in ranks]
+
+
+def log_layout(log: EngineLog, tp: int | None, pp: int | None, attention_dp: bool) -> tuple[int, int, bool]:
+    """The `--tp`, `--pp` and `--attention-dp` of one engine instance of the log (those given win). vLLM's
+    `--data-parallel-size N` over engine cores of TP 1 is mcache's `--tp N --attention-dp` (engines/vllm.py
+    `engine_core_layout`), SGLang's `--dp-size` = `--tp-size` with `--enable-dp-attention` its `--attention-dp`; other
+    data parallelism is replicas of the log's TP, and one is sized (`_data_parallel_notes` says so)."""
+    dp, core_tp = log.dp or 1, log.tp or 1
+    vllm_cores = log.engine == "vllm" and dp > 1 and core_tp == 1
+    sglang_ranks = log.engine == "sglang" and dp > 1 and bool(log.attention_dp) and dp == core_tp
+    tp = tp or (dp if vllm_cores else core_tp)
+    return tp, pp or log.pp or 1, attention_dp or ((vllm_cores or sglang_ranks) and tp > 1)
+
+
+def _data_parallel_notes(log: EngineLog, layout: ParallelLayout) -> list[str]:
+    """What the log's data parallelism is and how it was sized (none without it)."""
+    dp = log.dp or 1
+    if dp < 2 or log.engine not in ("vllm", "sglang"):
+        return []
+    name = {"vllm": "data_parallel_size", "sglang": "dp_size"}[log.engine]
+    said = f"the log's {name}={dp}" + (f" (line {log.dp_line})" if log.dp_line else " (its processes' DP ranks)")
+    if layout.attention_dp:
+        unit = "engine cores of TP 1, each sizing and logging its own cache" if log.engine == "vllm" else (
+            "attention-DP ranks, each with its own batch and pools")
+        return [f"{said}: {dp} {unit}: sized as --tp {layout.tp} --attention-dp, one rank's figures; a replica runs "
+                f"{layout.tp} times its sequences"]
+    if log.engine == "sglang" and log.attention_dp is None:
+        return [f"{said}, and no server_args line to say whether they are attention DP (enable_dp_attention): sized "
+                f"as TP {layout.tp}; give --attention-dp if they are"]
+    if log.engine == "sglang" and log.attention_dp:
+        return [f"{said} with enable_dp_attention at tp_size {layout.tp}: an attention TP of {layout.tp // dp}, which "
+                "mcache does not model (its attention DP is dp_size = tp_size): sized without attention DP"]
+    unit = "engine cores" if log.engine == "vllm" else "replicas"
+    return [f"{said}: {dp} {unit} of TP {layout.tp}, each sizing its own cache: sized as one; the deployment runs "
+            f"{dp} times its sequences"]
 
 
 def _starts(report: dict) -> bool:

@@ -53,7 +53,9 @@ class EngineLog(Struct):
     where it has them (`setting_lines`: the line each came from); `other_settings` the rest the log shows; `measured`
     the memory figures it found; `figures` what it printed. `quantization` is the engine's quantization method as the
     log states it (line `quantization_line`), `weight_format` the format its weights are stored in where the method
-    names one (the engine module's `WEIGHT_FORMATS`; None: the log states no method, or one of several formats)."""
+    names one (the engine module's `WEIGHT_FORMATS`; None: the log states no method, or one of several formats).
+    `dp` is the data-parallel size the log states or its processes show (line `dp_line`; None: not said), and
+    `attention_dp` whether those ranks are attention DP (None: the log does not say)."""
 
     engine: str
     version: str | None = None
@@ -67,6 +69,9 @@ class EngineLog(Struct):
     weight_format: str | None = None
     tp: int | None = None
     pp: int | None = None
+    dp: int | None = None
+    dp_line: int | None = None
+    attention_dp: bool | None = None
     settings: dict[str, Any] = {}
     setting_lines: dict[str, int] = {}
     other_settings: dict[str, Any] = {}
@@ -153,3 +158,19 @@ def tp_from_processes(lines: list[LogLine]) -> int | None:
 def pp_from_processes(lines: list[LogLine]) -> int | None:
     ranks = [line.ranks["PP"] for line in lines if "PP" in line.ranks]
     return max(ranks) + 1 if ranks else None
+
+
+def dp_from_processes(lines: list[LogLine]) -> int | None:
+    """The data-parallel size the processes show (`EngineCore_DP1`, `[… DP1 TP1]`: largest DP rank + 1; None when
+    none is named), a lower bound as `tp_from_processes`."""
+    ranks = [line.ranks["DP"] for line in lines if "DP" in line.ranks]
+    return max(ranks) + 1 if ranks else None
+
+
+def layout_setting(log: EngineLog, field: str, value, line: int, weak: bool = False) -> None:
+    """Record the size of a parallel layout (`tp`, `pp`, `dp`) a line states (`weak`: not over one already stated)."""
+    if not isinstance(value, int) or isinstance(value, bool) or (weak and getattr(log, field) is not None):
+        return
+    setattr(log, field, value)
+    if field == "dp":
+        log.dp_line = line

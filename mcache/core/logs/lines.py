@@ -3,12 +3,13 @@ message is taken off, and what says which process wrote it is kept as the line's
 
 Taken off, in this order: ANSI colour and cursor codes; a journald prefix (`авг 18 14:14:54 host python3[28146]: `);
 a `docker compose` service prefix (`vllm-1  | `); a leading ISO or container timestamp (`2026-07-25 13:42:38,525 - `,
-`2026-09-12T00:22:48.123Z `); vLLM's process prefix (`(EngineCore_DP0 pid=10078) `, `(Worker_TP1 pid=28146) `), its
-level and time (`INFO 08-13 10:57:43 [interface.py:935] `, also without the time or the level), SGLang's
-`[2026-09-21 13:38:18 TP3] `, TensorRT-LLM's `[TRT-LLM] [I] ` and `[TensorRT-LLM][INFO] ` (with an optional leading
-`[10/31/2025-12:00:00] ` and `[RANK 0]`). A line that starts with white space continues the record before it (an
-author's wrapping), and so does an unprefixed line that starts in lower case after a record that does not end a
-sentence. Pure text work: nothing here knows what a message means (the engine modules do)."""
+`2026-09-12T00:22:48.123Z `, a log viewer's `2026-05-01 19:58:05.045 | `, a Kubernetes node's container log's
+`2026-05-01T19:58:05.045+02:00 stdout F `); vLLM's process prefix (`(EngineCore_DP0 pid=10078) `,
+`(Worker_TP1 pid=28146) `), its level and time (`INFO 08-13 10:57:43 [interface.py:935] `, also without the time or
+the level), SGLang's `[2026-09-21 13:38:18 TP3] `, TensorRT-LLM's `[TRT-LLM] [I] ` and `[TensorRT-LLM][INFO] ` (with an
+optional leading `[10/31/2025-12:00:00] ` and `[RANK 0]`). A line that starts with white space continues the record
+before it (an author's wrapping), and so does an unprefixed line that starts in lower case or with `(` after a record that does
+not end a sentence. Pure text work: nothing here knows what a message means (the engine modules do)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 JOURNALD = re.compile(r"^\S{2,12}\s+\d{1,2} \d\d:\d\d:\d\d \S+ [\w.\-/]+\[\d+\]: ")
 COMPOSE = re.compile(r"^[\w.\-]{1,64}\s*\| ")
 _STAMP = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-TIMESTAMP = re.compile(rf"^(?:\[{_STAMP}\]|{_STAMP})(?: - \w+ -)? ")
+# a timestamp's own separator: Python logging's ` - LEVEL -`, a log viewer's ` |` (Docker Desktop, Dozzle), or the
+# stream and tag of a Kubernetes node's container log (CRI: ` stdout F`)
+TIMESTAMP = re.compile(rf"^(?:\[{_STAMP}\]|{_STAMP})(?: - \w+ -| \|| (?:stdout|stderr) [FP])? ")
 VLLM_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z][\w]*?)(?: pid=(?P<pid>\d+))?\) ")
 LEVEL = re.compile(r"^(?:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) )?(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? )?"
                    r"\[[\w.\-]+\.py:\d+\] ")
@@ -77,7 +80,8 @@ def _strip(line: str) -> tuple[str, str | None, bool]:
     return line, process, found
 
 
-def _ranks(process: str | None) -> dict[str, int]:
+def ranks_of(process: str | None) -> dict[str, int]:
+    """The parallel ranks a process name states (`Worker_DP0_TP1`: {"DP": 0, "TP": 1}; `RANK 2`: TP 2)."""
     if not process:
         return {}
     if process.startswith("RANK "):
@@ -98,7 +102,7 @@ def clean_lines(text: str) -> list[LogLine]:
             prev = out[-1]
             out[-1] = LogLine((prev.text + " " + message.strip())[:MAX_LINE], prev.number, prev.process, prev.ranks)
             continue
-        out.append(LogLine(message.strip()[:MAX_LINE], number, process, _ranks(process)))
+        out.append(LogLine(message.strip()[:MAX_LINE], number, process, ranks_of(process)))
         last_prefixed = prefixed
     return out
 
@@ -107,5 +111,5 @@ def _continues(raw: str, message: str, prev: LogLine, prev_prefixed: bool) -> bo
     """Whether an unprefixed physical line continues the record before it."""
     if raw[:1] in (" ", "\t"):
         return True
-    return (not prev_prefixed and message[:1].islower() and not prev.text.endswith((".", ":", "!", "}", ")"))
-            and " " in message)
+    return (not prev_prefixed and (message[:1].islower() or message[:1] == "(")
+            and not prev.text.endswith((".", ":", "!", "}", ")")) and " " in message)

@@ -2,10 +2,11 @@
 
 - Version: `sglang version X` / `SGLang vX` where a launcher prints it; most logs do not, and then `--engine-version`
   says it.
-- Settings: `server_args=ServerArgs(…)` (server_args.py: every setting, defaults filled, the radix-cache strategy as
-  0.5.7-0.5.13 name it too, `mamba_scheduler_strategy`; `quantization=None` unless
-  `--quantization` was given), `max_running_requests is
-  capped to N by the mamba state cache (max_mamba_cache_size=S, R state slots per request)`.
+- Settings: `server_args=ServerArgs(…)`, or `server_args={…}` in later builds (server_args.py: every setting, defaults
+  filled, the radix-cache strategy as 0.5.7-0.5.13 name it too, `mamba_scheduler_strategy`; `quantization=None` unless
+  `--quantization` was given; the layout: `tp_size`, `pp_size`, `dp_size` and `enable_dp_attention`, else the ranks the
+  `[… DP1 TP1]` prefixes name), `max_running_requests is capped to N by the mamba state cache (max_mamba_cache_size=S,
+  R state slots per request)`.
 - Measured (model_runner.py): `Load weight begin. avail mem=X GB` (the free memory before the weights load),
   `Load weight end. … type=Arch, … avail mem=X GB, mem usage=Y GB.` (Y: the weights one rank loaded; X + Y: the
   free memory before they loaded).
@@ -26,13 +27,15 @@ from mcache.core.logs import (
     LogLine,
     Measured,
     Printed,
+    dp_from_processes,
     half_step,
+    layout_setting,
     pp_from_processes,
     scan,
     stated_quantization,
     tp_from_processes,
 )
-from mcache.core.logs.literals import balanced, call_keywords
+from mcache.core.logs.literals import balanced, call_keywords, literal_dict
 
 NAME = "sglang"
 _SIZE = r"(\d+(?:\.\d+)?) ?GB"
@@ -59,15 +62,15 @@ VERSION = re.compile(r"(?:sglang|SGLang)(?: version:?| v)\s*v?(\d+\.\d+(?:\.\d+)
 LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _SIZE)
 LOAD_END = re.compile(r"Load weight end\..*?type=(\w+).*?avail mem=" + _SIZE + ", mem usage=" + _SIZE)
 CONTEXT = re.compile(r"context_len=(\d+)")
-SERVER_ARGS = re.compile(r"server_args=(?=ServerArgs\()")
+SERVER_ARGS = re.compile(r"server_args=(?=ServerArgs\(|\{)")
 MARKS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2,4}\d+)*\] |Load weight (?:begin|end)\.|Memory pool end\.|"
-                   r"server_args=ServerArgs\(|Mamba Cache is allocated|KV Cache is allocated|max_mamba_cache_size")
+                   r"server_args=(?:ServerArgs\(|\{)|Mamba Cache is allocated|KV Cache is allocated|max_mamba_cache_size")
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
             "max_total_tokens",
             "mamba_scheduler_strategy")  # 0.5.7-0.5.13's name of mamba_radix_cache_strategy (engines/sglang.py RENAMED)
-LAYOUT = {"tp_size": "tp", "pp_size": "pp"}
+LAYOUT = {"tp_size": "tp", "pp_size": "pp", "dp_size": "dp"}
 # The quantization methods that name the one format the weights are stored in (srt/layers/quantization/__init__.py,
 # the 0.5 line): fp8, w8a8_fp8 and modelopt_fp8 (FP8), modelopt_fp4 (NVFP4), mxfp4, w8a8_int8. Not here, as they name a
 # method of several formats: modelopt (its checkpoint's FP8 or NVFP4), awq, gptq, auto-round, compressed-tensors.
@@ -100,8 +103,7 @@ def read(lines: list[LogLine]) -> EngineLog:
         if log.version is None and (m := VERSION.search(text)):
             log.version, log.version_line = m[1], line.number
         if m := SERVER_ARGS.search(text):
-            call = balanced(text, m.end() + len("ServerArgs"))
-            args = call_keywords("ServerArgs" + call) if call else None
+            args = _server_args(text, m.end())
             if args is not None:
                 _args(log, args, line.number)
         if m := LOAD_BEGIN.search(text):
@@ -124,7 +126,18 @@ def read(lines: list[LogLine]) -> EngineLog:
             log.settings["kv_cache_dtype"], log.setting_lines["kv_cache_dtype"] = TORCH_KV.get(p.value, p.value), p.line
     log.tp = log.tp or tp_from_processes(lines)
     log.pp = log.pp or pp_from_processes(lines)
+    log.dp = log.dp or dp_from_processes(lines)
     return log
+
+
+def _server_args(text: str, start: int) -> dict | None:
+    """The settings of a `server_args=` line: a `ServerArgs(…)` repr, or the dict later builds print in its place
+    (`server_args={'model_path': …}`, as lmsysorg/sglang:v0.5.19 logs it); None when it is cut."""
+    if text.startswith("{", start):
+        found = balanced(text, start)
+        return literal_dict(found) if found else None
+    call = balanced(text, start + len("ServerArgs"))
+    return call_keywords("ServerArgs" + call) if call else None
 
 
 def _decimals(shown: str) -> int:
@@ -143,8 +156,9 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
         if name == "quantization":
             stated_quantization(log, value, line)
         elif name in LAYOUT:
-            if isinstance(value, int):
-                setattr(log, LAYOUT[name], value)
+            layout_setting(log, LAYOUT[name], value, line)
+        elif name == "enable_dp_attention" and isinstance(value, bool):
+            log.attention_dp = value
         elif name in SETTINGS and value is not None:
             log.settings[name], log.setting_lines[name] = value, line
         else:

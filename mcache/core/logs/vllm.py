@@ -7,8 +7,10 @@ words do not, except where said).
   place `vLLM server version X, serving model M` where the logger has no formatter or VLLM_DISABLE_LOG_LOGO is set.
 - Settings: `non-default args: {…}` (entrypoints/utils.py, later api_utils.py: the flags given), the config line's
   `quantization=M` (`None` unquantized; the method of `--quantization`, else the one the checkpoint's config names),
-  `Using max model len N` (config/model.py), `Resolved architecture: X`, `Setting kv cache block size to N for X backend` (an MLA
-  backend's block, platforms), `max_num_seqs (S) exceeds …` (the S it ran with).
+  `Using max model len N` (config/model.py), the layout (`tensor_parallel_size`, `pipeline_parallel_size`,
+  `data_parallel_size` in either line, else the ranks the processes name: `Worker_PP1_TP1`, `EngineCore_DP1`; each
+  data-parallel engine core logs its own figures), `Resolved architecture: X`, `Setting kv cache block size to N for
+  X backend` (an MLA backend's block, platforms), `max_num_seqs (S) exceeds …` (the S it ran with).
 - Measured: `Model loading took X GiB` (gpu_model_runner.py; `X GiB memory and …` from 0.2x): the weights one rank
   loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling.
 - Printed: `Setting attention block size to N tokens`, `Padding mamba page size by P%` (platforms/interface.py, in
@@ -27,8 +29,10 @@ from mcache.core.logs import (
     LogLine,
     Measured,
     Printed,
+    dp_from_processes,
     gib,
     half_step,
+    layout_setting,
     number,
     pp_from_processes,
     scan,
@@ -72,7 +76,7 @@ ARCH = re.compile(r"Resolved architecture: (\w+)")
 SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks")
 ARGS = re.compile(r"non-default args: ")
 # the engine's config line names a few settings as key=value
-CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|kv_cache_dtype|"
+CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|kv_cache_dtype|"
                          r"enable_prefix_caching|quantization)=('[^']*'|[\w.\-]+)")
 # what marks a vLLM log besides its figures: its process names and source files
 MARKS = re.compile(r"\((?:EngineCore|APIServer|Worker|VllmWorker)[\w]* pid=\d+\)|\[(?:gpu_worker|kv_cache_utils|"
@@ -81,7 +85,11 @@ MARKS = re.compile(r"\((?:EngineCore|APIServer|Worker|VllmWorker)[\w]* pid=\d+\)
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "kv_cache_dtype",
             "enable_prefix_caching", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
             "mamba_ssm_cache_dtype", "mamba_cache_dtype", "mamba_cache_mode", "gdn_prefill_backend")
-LAYOUT = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp"}
+LAYOUT = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "data_parallel_size": "dp"}
+# Under `--data-parallel-size N` each of the N engine cores sizes its own KV cache from its own workers' memory, with no
+# agreement across cores (v1/engine/core.py EngineCore._initialize_kv_caches: get_kv_cache_configs over its executor's
+# workers only), and logs its own figures (`EngineCore_DP1`, `Worker_DP1_TP0`): a core's figures go with its memory.
+DP_RANKS_APART = True
 # The quantization methods that name the one format the weights are stored in (model_executor/layers/quantization/
 # __init__.py `QUANTIZATION_METHODS`, 0.10 to 0.33): fp8 (a checkpoint's per-tensor or block scales, or BF16 weights
 # quantized at load), fbgemm_fp8 and ptpc_fp8 (per-channel scales), modelopt_fp4 (NVFP4), mxfp4. Not here, as they
@@ -141,6 +149,7 @@ def read(lines: list[LogLine]) -> EngineLog:
     log.model = log.model or logo_model
     log.tp = log.tp or tp_from_processes(lines)
     log.pp = log.pp or pp_from_processes(lines)
+    log.dp = log.dp or dp_from_processes(lines)
     return log
 
 
@@ -157,8 +166,7 @@ def _setting(log: EngineLog, name: str, value, line: int, weak: bool = False) ->
         stated_quantization(log, value, line, weak)
         return
     if name in LAYOUT:
-        if not weak or getattr(log, LAYOUT[name]) is None:
-            setattr(log, LAYOUT[name], int(value))
+        layout_setting(log, LAYOUT[name], value, line, weak)
         return
     target = log.settings if name in SETTINGS else log.other_settings
     if weak and name in target:

@@ -24,7 +24,8 @@ from mcache.core.roofline import roofline
 from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
-from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.sizing.weights import rank_weight_bytes, shard_ways
 
 # test_capacity's tiny hybrid. Under attention DP at TP 2 a rank keeps whole heads and state: KV 2 x 2 x 16 x 2 B =
 # 128 B a token, 100 tokens in 7 blocks of 16 = 14,336 B a sequence; conv [64, 3] + SSM [4, 8, 16] in bf16 = 1,408 B
@@ -108,6 +109,33 @@ def test_vllm_sizes_one_tp1_engine_core_with_the_experts_split_over_the_dp_ranks
     assert dp.stages[0].fields == given.stages[0].fields and dp.stages[0].log == given.stages[0].log
     assert (dp.max_running_requests_per_rank, dp.max_running_requests) == (given.max_running_requests,
                                                                           4 * given.max_running_requests)
+
+
+def test_a_rank_keeps_every_weight_whole_but_the_routed_experts_under_attention_dp():
+    """Qwen3-Next-80B-A3B at TP 4, bf16, one rank under attention DP: the embedding and head, 151,936 x 2,048 =
+    311,164,928 parameters each (622,329,856 B, not a quarter), the 48 shared experts of 3 x 2,048 x 512 (301,989,888
+    B), the GDN and attention mixers, routers and norms are whole; the routed experts, 48 x 512 x 3 x 2,048 x 512 =
+    77,309,411,328 parameters, split 4 ways (38,654,705,664 B). So a rank holds the TP-1 model's 159,348,573,696 B less
+    3/4 of the experts, 57,982,058,496 x 2 B = 115,964,116,992 B: 43,384,456,704 B, what vLLM's TP-1 engine core with
+    the experts over its 4 data-parallel ranks loads (one rule). An engine names what it still splits."""
+    spec = import_hf(HF_CONFIGS / "qwen3-next-80b-a3b.json")
+
+    def rank(tp: int, dp: bool) -> RankContext:
+        return RankContext.build(spec, ParallelLayout(tp=tp, attention_dp=dp), RuntimeConfig(), resolve_dtypes(spec), 0)
+
+    dp, plain = rank(4, True), rank(4, False)
+    parts = [("embedding", None), ("lm_head", None), ("vision", None), ("moe", "shared_experts"), ("moe", "other"),
+             ("gdn", "proj"), ("attention", "proj"), ("mtp", "proj")]
+    assert [shard_ways(dp, kind, part) for kind, part in parts] == [1] * len(parts)
+    assert [shard_ways(plain, kind, part) for kind, part in parts] == [4] * len(parts)
+    assert shard_ways(dp, "moe", "experts") == shard_ways(plain, "moe", "experts") == 4
+    assert shard_ways(dp, "moe", "shared_experts", dp_sharded=frozenset({"moe.shared_experts"})) == 4
+    assert shard_ways(dp, "mlp", "proj", dp_sharded=frozenset({"mlp"})) == 4
+    assert rank_weight_bytes(rank(1, False)) - rank_weight_bytes(dp) == 115_964_116_992
+    assert rank_weight_bytes(dp) == 43_384_456_704
+    name, memory = lookup("h200")
+    vllm = run_engine("vllm", EngineInputs(spec, ParallelLayout(tp=4, attention_dp=True), name, memory, 32768))
+    assert vllm.settings["weights_bytes"] == 43_384_456_704
 
 
 def test_serve_commands_start_the_attention_dp_ranks():

@@ -190,14 +190,24 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
     return int(total)
 
 
+# Units every engine keeps whole on each TP rank: a latent MoE's projections into and out of its latent space
+# (NemotronHMoE's fc1_latent_proj / fc2_latent_proj: ReplicatedLinear in vLLM v0.28-v0.30 and SGLang v0.5.23
+# models/nemotron_h.py; TensorRT-LLM modeling_nemotron_h.py builds them without a TP mapping, "replicated across all
+# GPUs").
+REPLICATED = frozenset({"moe.proj"})
+
+
 def shard_ways(ctx: RankContext, kind: str, part: str | None = None, expert_shards: int = 1,
                dp_sharded: frozenset[str] = frozenset()) -> int:
     """Ways one rank's stage splits a weight unit: `kind` a layer kind (its `part`), `mtp`, `embedding`, `lm_head` or
-    `vision`. TP splits every unit; a MoE's routed experts `expert_shards` ways more. Under attention DP only the routed
-    experts, and what `dp_sharded` names (a kind, or `kind.part` such as `moe.shared_experts`), stay split."""
+    `vision`. TP splits every unit but the `REPLICATED`; a MoE's routed experts `expert_shards` ways more. Under
+    attention DP only the routed experts, and what `dp_sharded` names (a kind, or `kind.part` such as
+    `moe.shared_experts`), stay split."""
     tp = ctx.layout.tp
     if part == "experts":
         return tp * expert_shards
+    if f"{kind}.{part}" in REPLICATED:
+        return 1
     whole = ctx.layout.attention_dp and kind not in dp_sharded and f"{kind}.{part}" not in dp_sharded
     return 1 if whole else tp
 

@@ -24,15 +24,16 @@ from mcache.core.roofline import roofline
 from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
-from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.sizing.weights import rank_weight_bytes, shard_ways
 
 # test_capacity's tiny hybrid. Under attention DP at TP 2 a rank keeps whole heads and state: KV 2 x 2 x 16 x 2 B =
 # 128 B a token, 100 tokens in 7 blocks of 16 = 14,336 B a sequence; conv [64, 3] + SSM [4, 8, 16] in bf16 = 1,408 B
-# a slot, 8 B of seed: 1,416 B. Weights: the mixers whole (mamba2 8,876 and attention 12,352 params), embedding and
-# head split (3,200 each), final norm 64: 27,692 params, 55,384 B. Budget: int(2^30 x 0.9) - 55,384 = 966,312,257 B;
-# two reserved slots (a padding slot and the attention-DP dummy) 2,832 B; (966,312,257 - 2,832) // (14,336 + 1,416)
-# = 61,345 sequences a rank.
-PER_RANK = 61_345
+# a slot, 8 B of seed: 1,416 B. Weights: every one whole on each rank (no MoE, so nothing stays split), the mixers
+# (mamba2 8,876 and attention 12,352 params), embedding and head (6,400 each), final norm 64: 34,092 params, 68,184 B,
+# as at TP 1. Budget: int(2^30 x 0.9) - 68,184 = 966,299,457 B; two reserved slots (a padding slot and the
+# attention-DP dummy) 2,832 B; (966,299,457 - 2,832) // (14,336 + 1,416) = 61,344 sequences a rank.
+PER_RANK = 61_344
 QWEN3_NEXT = str(HF_CONFIGS / "qwen3-next-80b-a3b.json")
 
 
@@ -56,12 +57,12 @@ def test_a_replica_runs_tp_times_a_ranks_sequences_under_attention_dp(tiny, caps
     report, out = size(capsys, *args, "--tp", "2", "--attention-dp")
     cap = report["capacity"]
     rank = cap["ranks"][0]
-    assert (rank["cache_budget_bytes"], rank["weight_bytes"]) == (966_312_257, 55_384)
+    assert (rank["cache_budget_bytes"], rank["weight_bytes"]) == (966_299_457, 68_184)
     assert (rank["kv_bytes_per_sequence"], rank["state_bytes_per_sequence"]) == (14_336, 1_416)
     assert rank["max_sequences"] == cap["max_sequences_per_rank"] == PER_RANK
-    assert (cap["attention_dp_ranks"], cap["max_sequences"], cap["max_sequences_per_gpu"]) == (2, 122_690, 61_345.0)
-    assert ("mcache's neutral model fits 122690 sequences of 100 tokens per replica (TP × PP = 2 GPUs, attention DP: "
-            "2 × 61345; 61,345 per GPU) on 1GiB GPU") in out
+    assert (cap["attention_dp_ranks"], cap["max_sequences"], cap["max_sequences_per_gpu"]) == (2, 122_688, 61_344.0)
+    assert ("mcache's neutral model fits 122688 sequences of 100 tokens per replica (TP × PP = 2 GPUs, attention DP: "
+            "2 × 61344; 61,344 per GPU) on 1GiB GPU") in out
     # a pool --max-batch fixes is a rank's: 4 each, 8 a replica
     report, out = size(capsys, *args, "--tp", "2", "--attention-dp", "--max-batch", "4")
     assert (report["capacity"]["max_sequences_per_rank"], report["capacity"]["max_sequences"]) == (4, 8)
@@ -110,6 +111,33 @@ def test_vllm_sizes_one_tp1_engine_core_with_the_experts_split_over_the_dp_ranks
                                                                           4 * given.max_running_requests)
 
 
+def test_a_rank_keeps_every_weight_whole_but_the_routed_experts_under_attention_dp():
+    """Qwen3-Next-80B-A3B at TP 4, bf16, one rank under attention DP: the embedding and head, 151,936 x 2,048 =
+    311,164,928 parameters each (622,329,856 B, not a quarter), the 48 shared experts of 3 x 2,048 x 512 (301,989,888
+    B), the GDN and attention mixers, routers and norms are whole; the routed experts, 48 x 512 x 3 x 2,048 x 512 =
+    77,309,411,328 parameters, split 4 ways (38,654,705,664 B). So a rank holds the TP-1 model's 159,348,573,696 B less
+    3/4 of the experts, 57,982,058,496 x 2 B = 115,964,116,992 B: 43,384,456,704 B, what vLLM's TP-1 engine core with
+    the experts over its 4 data-parallel ranks loads (one rule). An engine names what it still splits."""
+    spec = import_hf(HF_CONFIGS / "qwen3-next-80b-a3b.json")
+
+    def rank(tp: int, dp: bool) -> RankContext:
+        return RankContext.build(spec, ParallelLayout(tp=tp, attention_dp=dp), RuntimeConfig(), resolve_dtypes(spec), 0)
+
+    dp, plain = rank(4, True), rank(4, False)
+    parts = [("embedding", None), ("lm_head", None), ("vision", None), ("moe", "shared_experts"), ("moe", "other"),
+             ("gdn", "proj"), ("attention", "proj"), ("mtp", "proj")]
+    assert [shard_ways(dp, kind, part) for kind, part in parts] == [1] * len(parts)
+    assert [shard_ways(plain, kind, part) for kind, part in parts] == [4] * len(parts)
+    assert shard_ways(dp, "moe", "experts") == shard_ways(plain, "moe", "experts") == 4
+    assert shard_ways(dp, "moe", "shared_experts", dp_sharded=frozenset({"moe.shared_experts"})) == 4
+    assert shard_ways(dp, "mlp", "proj", dp_sharded=frozenset({"mlp"})) == 4
+    assert rank_weight_bytes(rank(1, False)) - rank_weight_bytes(dp) == 115_964_116_992
+    assert rank_weight_bytes(dp) == 43_384_456_704
+    name, memory = lookup("h200")
+    vllm = run_engine("vllm", EngineInputs(spec, ParallelLayout(tp=4, attention_dp=True), name, memory, 32768))
+    assert vllm.settings["weights_bytes"] == 43_384_456_704
+
+
 def test_serve_commands_start_the_attention_dp_ranks():
     serve = ServeArgs("Qwen/Qwen3-Next-80B-A3B-Instruct", 4, 1, 32768, attention_dp=True, replicas=3)
     argv = shlex.split(vllm_serve(serve))
@@ -154,13 +182,13 @@ def test_the_roofline_gives_each_attention_dp_rank_its_share():
 
 
 def test_plan_counts_attention_dp_replicas_and_pastes_their_settings():
-    """Qwen3-Next on H200s at 32K: a rank runs 108 (the neutral model), a TP-4 attention-DP replica 4 x 108 = 432, so
-    1,000 sequences take ceil(1000 / 432) = 3 replicas, 12 GPUs."""
+    """Qwen3-Next on H200s at 32K: a rank runs 106 (the neutral model), a TP-4 attention-DP replica 4 x 106 = 424, so
+    1,000 sequences take ceil(1000 / 424) = 3 replicas, 12 GPUs."""
     args = (QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1", "--kv-dtype", "default", "--context", "32768",
             "--target-concurrency", "1000")
     best = plan_json(*args, "--attention-dp", "off,on")["best"]
-    assert (best["attention_dp"], best["sequences_per_replica"], best["replicas"], best["gpus"]) == (True, 432, 3, 12)
-    assert (best["sequences"], best["sequences_per_gpu"]) == (1296, 108)
+    assert (best["attention_dp"], best["sequences_per_replica"], best["replicas"], best["gpus"]) == (True, 424, 3, 12)
+    assert (best["sequences"], best["sequences_per_gpu"]) == (1272, 106)
     assert shlex.split(best["settings"])[-1] == "--attention-dp"
     vllm = plan_json(*args, "--attention-dp", "on", "--engine", "vllm")["best"]
     argv = shlex.split(vllm["settings"])

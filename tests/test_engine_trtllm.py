@@ -350,3 +350,31 @@ def test_main_gives_a_model_without_recurrent_layers_kv_cache_manager_and_no_hyb
     assert not any(line.startswith("Selected hybrid KV cache manager") for line in st.log)
     with pytest.raises(LayoutError, match="KVCacheManagerV2 is not modelled"):
         run("trtllm", GPT_OSS, "h200", engine_version="main", use_kv_cache_manager_v2="v2")
+
+
+def _adp_weights(cfg: str, version: str, attention_dp: bool = True) -> int:
+    """The weights one rank loads of `cfg` at TP 4 (with attention DP unless told), as TensorRT-LLM `version` sizes it."""
+    inputs = EngineInputs(config_spec(cfg), ParallelLayout(tp=4, attention_dp=attention_dp))
+    return run_engine("trtllm", inputs, version).settings["weights_bytes"]
+
+
+def test_attention_dp_keeps_qwen3_next_whole_but_its_routed_experts_on_main():
+    """Qwen3-Next-80B-A3B at TP 4, bf16. Main builds the embedding, head, attention, GDN mixers and the shared expert
+    (`overridden_tp_size=1`) at TP 1 under attention DP; only the routed experts split, 48 x 512 x 3 x 2,048 x 512 =
+    77,309,411,328 parameters over 4 ranks: a rank holds the TP-1 model's 159,348,573,696 B less 3/4 of them,
+    57,982,058,496 x 2 B = 115,964,116,992 B, i.e. 43,384,456,704 B (without attention DP, every part over 4:
+    39,837,146,496 B). The 1.2 line (modeling_qwen3_next.py at b93e14ca) splits the shared expert too: 48 x 3 x 2,048 x
+    512 = 150,994,944 parameters, 3/4 of them 113,246,208 x 2 B = 226,492,416 B fewer."""
+    main = _adp_weights("qwen3-next-80b-a3b", "main")
+    assert main == 159_348_573_696 - 115_964_116_992 == 43_384_456_704
+    assert _adp_weights("qwen3-next-80b-a3b", "main", attention_dp=False) == 39_837_146_496
+    assert _adp_weights("qwen3-next-80b-a3b", "1.2.0") == main - 226_492_416
+
+
+@pytest.mark.parametrize("version", ["main", "1.2.0"])
+def test_attention_dp_still_splits_nemotron_h_s_dense_mlp_layers(version):
+    """Nemotron-H-8B at TP 4, bf16: modeling_nemotron_h.py's MLPLayer takes the model's TP mapping even under attention
+    DP, so its 24 MLP layers' up/down projections, 24 x 2 x 4,096 x 21,504 = 4,227,858,432 parameters, stay split 4
+    ways; everything else is whole. A rank: the TP-1 model's 16,201,705,472 B less 3/4 of the MLPs, 3,170,893,824 x 2 B
+    = 6,341,787,648 B: 9,859,917,824 B."""
+    assert _adp_weights("nemotron-h-8b-base-8k", version) == 16_201_705_472 - 6_341_787_648 == 9_859_917_824

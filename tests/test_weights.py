@@ -191,6 +191,18 @@ def test_tp_ranks_together_hold_the_model(name, tp):
     assert weights.rank_weights(ctx)[0] * tp - weights.total_params(spec) == (tp - 1) * spec.hidden_size
 
 
+def test_a_latent_moe_keeps_its_latent_projections_whole_on_every_tp_rank():
+    """Nemotron-3-Super-120B-A12B: each of its 40 MoE layers projects 4,096 -> 1,024 and back, 2 x 4,096 x 1,024 =
+    8,388,608 parameters, which vLLM, SGLang and TensorRT-LLM build replicated (`weights.REPLICATED`): the TP ranks
+    together hold the model once, plus (TP - 1) copies of those 335,544,320 and of the final norm."""
+    from mcache.core.hf import import_hf
+
+    spec = import_hf(HF_CONFIGS / "nemotron-3-super-120b-a12b.json")
+    ctx = RankContext.build(spec, ParallelLayout(tp=4), RuntimeConfig(), resolve_dtypes(spec), 0)
+    assert weights.shard_ways(ctx, "moe", "proj") == 1
+    assert weights.rank_weights(ctx)[0] * 4 - weights.total_params(spec) == 3 * (40 * 8_388_608 + 4_096)
+
+
 def test_mtp_layers_are_weighed_only_when_the_model_drafts_with_them():
     """Issue 30: engines skip a checkpoint's `mtp.*` tensors unless a speculative MTP draft is configured. One MTP
     layer of a gated MLP (hidden 64, intermediate 96): the MLP 3 x 64 x 96 and its norm 64, the [2h, h] input

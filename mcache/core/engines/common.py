@@ -176,12 +176,13 @@ class Settings:
         self.values[name], self.sources[name] = value, source
         return value
 
-    def weights(self, contexts: list[RankContext], expert_shards: int = 1) -> list[int]:
+    def weights(self, contexts: list[RankContext], expert_shards: int = 1,
+                dp_sharded: frozenset[str] = frozenset()) -> list[int]:
         """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded; the routed
-        experts split `expert_shards` ways beyond the contexts' TP), the MTP layers counted only when a draft setting
-        is given."""
+        experts split `expert_shards` ways beyond the contexts' TP, `dp_sharded` what the engine still splits over TP
+        under attention DP: `weights.shard_ways`), the MTP layers counted only when a draft setting is given."""
         drafts = max((self.given.get(name) or 0 for name in DRAFT_SETTINGS), default=0)
-        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts), expert_shards) for ctx in contexts]
+        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts), expert_shards, dp_sharded) for ctx in contexts]
         if None in estimates and self.given.get("weights_bytes") is None:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
             raise LayoutError("weights_bytes", f"a size: the spec leaves {unknown} null, so mcache cannot estimate the "
@@ -292,10 +293,12 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
     return spec.mtp.num_layers if set(spec.mtp.layer.split("+")) & set(ATTENTION_KINDS) else 0
 
 
-def weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1) -> int | None:
+def weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
+                 dp_sharded: frozenset[str] = frozenset()) -> int | None:
     """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp`, the routed experts
-    split `expert_shards` ways beyond the stage's TP (the engines measure theirs)."""
-    return rank_weight_bytes(ctx, mtp, expert_shards)
+    split `expert_shards` ways beyond the stage's TP, `dp_sharded` still split over TP under attention DP (the engines
+    measure theirs)."""
+    return rank_weight_bytes(ctx, mtp, expert_shards, dp_sharded)
 
 
 def recurrent_kinds(spec) -> list[str]:

@@ -41,6 +41,16 @@ Sources (NVIDIA/TensorRT-LLM):
   rank's slots and pool (V2 adds one dummy slot for the attention-DP padding request, `Setup.dummies`). So every
   figure here, `max_batch_size` and the solved value included, is one rank's; the replica runs `tp` times the stage's
   running requests (`EngineRun.max_running_requests`).
+- the weights a rank loads under attention DP (`_dp_sharded`, passed to `weights.shard_ways`): attention
+  (`_torch/modules/attention.py` `Attention`: TP 1 under `enable_attention_dp`), the Mamba2 and GDN mixers
+  (`_torch/modules/mamba/mamba2_mixer.py`, `gdn_mixer.py`: a TP-1 Mapping), the embedding (the models' `embed_tokens`:
+  no TP mapping), the LM head (`_torch/models/modeling_utils.py` `DecoderModelForCausalLM`: an unsharded `LMHead` unless
+  `enable_lm_head_tp_in_adp`, False by default in `llmapi/llm_args.py`), the dense and shared-expert MLPs
+  (`overridden_tp_size=1`) and the MoE routers and latent projections are whole on every rank; the routed experts
+  split over `moe_tp_size x moe_ep_size`, which `mapping.py` makes `tp_size` (read at stored versions of main's line:
+  `modeling_qwen3_next.py` 00022b04, `modeling_nemotron_h.py` 00620eb0, `modeling_utils.py`, `mamba2_mixer.py` 02140fd4,
+  `gdn_mixer.py` 0d4bd901, `attention.py` 00547a25; `docs/source/features/parallel-strategy.md`: "All GEMM weights are
+  replicated on every GPU").
 - a model without recurrent layers (pure attention): `get_kv_cache_manager_cls` returns `KVCacheManager` (1.2 line:
   neither `is_nemotron_hybrid` nor `is_qwen3_next`; main: `_non_hybrid_kv_cache_manager_cls`, KVCacheManagerV2 only
   for `use_kv_cache_manager_v2` True or per-layer head sizes), no state slots, the same creator budget.
@@ -134,6 +144,15 @@ PY_HYBRID, CPP, MIXED, V2 = ("MambaHybridCacheManager", "CppMambaHybridCacheMana
                              "MambaHybridCacheManagerV2")
 PLAIN = "KVCacheManager"  # a model without recurrent layers: attention KV only
 OUTSIDE = (PY_HYBRID, MIXED)  # managers whose state is torch memory allocated before the KV budget is measured
+# What TensorRT-LLM still splits over the TP ranks under attention DP (the rest: the module docstring):
+# - Nemotron-H's dense MLP layers (`-`): modeling_nemotron_h.py MLPLayer builds its `MLP` on the model's mapping with no
+#   `overridden_tp_size` (every stored version, main's 00620eb0 and the 1.2 line's); the VL and Omni checkpoints'
+#   language model is that class (modeling_nemotron_nano.py: AutoModelForCausalLM of the `llm_config`).
+# - Qwen3-Next's shared expert on the 1.1-1.2 line: modeling_qwen3_next.py at b93e14ca builds it as a `GatedMLP` on the
+#   model's mapping; main gives it `overridden_tp_size=1` (00022b04; PR #10218, "Enable attention dp for qwen3-next",
+#   January 2026).
+NEMOTRON_H_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2",
+                              "NemotronH_Nano_Omni_Reasoning_V3"})
 GPU_PHYS_MEM_BASE = 2 << 20  # runtime/kv_cache_manager_v2/_storage_manager.py cache_tier_granularity: 2 MiB << n
 
 
@@ -185,7 +204,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     refusal, caveats = _architecture(spec, version)
     setup = _setup(inputs, s, version, refusal)
     contexts = stage_contexts(spec, inputs.layout, setup.dtypes)
-    weights = s.weights(contexts)
+    weights = s.weights(contexts, dp_sharded=_dp_sharded(spec, version))
     caveats += window_caveats(spec, "TensorRT-LLM", "per-window KV pools (max_attention_window)") + _caveats(setup)
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, [setup.refusal], "start-up") for ctx in contexts]
@@ -234,6 +253,15 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     if recurrent and arch not in HYBRID_ARCHS[version]:
         return f"Unknown architecture for AutoModelForCausalLM: {arch}", []
     return None, []
+
+
+def _dp_sharded(spec, version: str) -> frozenset[str]:
+    """The weights TensorRT-LLM at `version` still splits over a stage's TP ranks under attention DP
+    (`NEMOTRON_H_ARCHS`; `weights.shard_ways` names)."""
+    sharded = {"mlp.proj"} if spec.architecture in NEMOTRON_H_ARCHS else set()
+    if spec.architecture == "Qwen3NextForCausalLM" and not at_least(version, MAIN):
+        sharded.add("moe.shared_experts")
+    return frozenset(sharded)
 
 
 def _setup(inputs: EngineInputs, s: Settings, version: str, refusal: str | None) -> Setup:

@@ -11,6 +11,12 @@ MTP layers are weighed only where they are loaded: engines skip a checkpoint's `
 MTP draft is configured, which builds them as a separate draft model (vLLM v0.33.0 model_executor/models/
 qwen3_next.py and nemotron_h.py `load_weights`, against qwen3_next_mtp.py and nemotron_h_mtp.py; transformers'
 classes have no MTP modules at all). `loads_mtp` is that rule; every figure below takes its answer as `mtp`.
+
+Under attention data parallelism (each TP rank of a stage runs a batch of its own) a rank keeps every weight whole but a
+MoE's routed experts, which stay split over the TP ranks: the neutral model's rule, and what the engines commonly load
+(vLLM's DP engine cores of TP 1, their experts split over DP x TP; TensorRT-LLM's `enable_attention_dp`, whose attention,
+recurrent mixers, embedding, head, dense and shared-expert MLPs take TP 1). An engine that still shards some weights over
+the TP ranks names them (`dp_sharded`, see `shard_ways`).
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from mcache.core.spec.dtypes import canonical, itemsize
 from mcache.core.spec.model import QUANT_FORMATS, ModelSpec, Quantization, layer_kinds, parse_unit, remembered
 
 GIB = 1 << 30
-FFN_KINDS = ("mlp", "moe")
 UNQUANTIZED_PARTS = ("other",)
 # The formats the weights may be weighed as (`--weight-format`): the model dtypes by name, then `QUANT_FORMATS`
 UNQUANTIZED_FORMATS = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
@@ -120,12 +125,19 @@ def loads_mtp(spec: ModelSpec, draft_tokens: int) -> bool:
     return spec.mtp is not None and draft_tokens > 0
 
 
-def mtp_params(spec: ModelSpec) -> int:
-    """Multi-token-prediction layers: each a layer of `mtp.layer` plus its `[2h, h]` input projection."""
+def mtp_units(spec: ModelSpec) -> list[tuple[str, str, int]]:
+    """`(kind, part, parameters)` of the multi-token-prediction layers: each a layer of `mtp.layer` plus its `[2h, h]`
+    input projection and two norms (kind `mtp`)."""
     if spec.mtp is None:
-        return 0
-    per_layer = layer_params(spec, tuple(spec.mtp.layer.split("+"))) + 2 * spec.hidden_size**2 + 2 * spec.hidden_size
-    return spec.mtp.num_layers * per_layer
+        return []
+    h = spec.hidden_size
+    one = [*layer_units(spec, tuple(spec.mtp.layer.split("+"))), ("mtp", "proj", 2 * h * h), ("mtp", "other", 2 * h)]
+    return [(kind, part, spec.mtp.num_layers * n) for kind, part, n in one]
+
+
+def mtp_params(spec: ModelSpec) -> int:
+    """Parameters of the multi-token-prediction layers (`mtp_units`)."""
+    return sum(n for *_, n in mtp_units(spec))
 
 
 def total_params(spec: ModelSpec, mtp: bool = False) -> int | None:
@@ -178,53 +190,75 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
     return int(total)
 
 
-def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int) -> list[tuple[int, Fraction]]:
-    """`(parameters, bytes per parameter)` of every weight unit one rank holds: its stage's layers sharded by TP
-    (mixers kept whole under attention-DP), a MoE's routed experts split `expert_shards` ways more, embeddings on the
-    first stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP layers on the last; the
-    vision tower on every stage (`rank_tower_params`)."""
-    spec, tp, store = ctx.spec, ctx.layout.tp, Storage(ctx.spec)
+# Units every engine keeps whole on each TP rank: a latent MoE's projections into and out of its latent space
+# (NemotronHMoE's fc1_latent_proj / fc2_latent_proj: ReplicatedLinear in vLLM v0.28-v0.30 and SGLang v0.5.23
+# models/nemotron_h.py; TensorRT-LLM modeling_nemotron_h.py builds them without a TP mapping, "replicated across all
+# GPUs").
+REPLICATED = frozenset({"moe.proj"})
+
+
+def shard_ways(ctx: RankContext, kind: str, part: str | None = None, expert_shards: int = 1,
+               dp_sharded: frozenset[str] = frozenset()) -> int:
+    """Ways one rank's stage splits a weight unit: `kind` a layer kind (its `part`), `mtp`, `embedding`, `lm_head` or
+    `vision`. TP splits every unit but the `REPLICATED`; a MoE's routed experts `expert_shards` ways more. Under
+    attention DP only the routed experts, and what `dp_sharded` names (a kind, or `kind.part` such as
+    `moe.shared_experts`), stay split."""
+    tp = ctx.layout.tp
+    if part == "experts":
+        return tp * expert_shards
+    if f"{kind}.{part}" in REPLICATED:
+        return 1
+    whole = ctx.layout.attention_dp and kind not in dp_sharded and f"{kind}.{part}" not in dp_sharded
+    return 1 if whole else tp
+
+
+def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: frozenset[str]) -> list[tuple[int, Fraction]]:
+    """`(parameters, bytes per parameter)` of every weight unit one rank holds, each split `shard_ways`: its stage's
+    layers, embeddings on the first stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP
+    layers on the last; the vision tower on every stage (`rank_tower_params`)."""
+    spec, store = ctx.spec, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
-    def shard(kind: str, part: str) -> int:
-        ways = tp if kind in FFN_KINDS or not ctx.layout.attention_dp else 1
-        return ways * expert_shards if part == "experts" else ways
+    def ways(kind: str, part: str | None = None) -> int:
+        return shard_ways(ctx, kind, part, expert_shards, dp_sharded)
 
-    units = [(n // shard(k, part), store.per_param(k, part, i)) for i in ctx.layers
+    units = [(n // ways(k, part), store.per_param(k, part, i)) for i in ctx.layers
              for k, part, n in layer_units(spec, kinds[i])]
-    units.append((rank_tower_params(spec.vision, tp), store.plain))
-    units += [(n // tp, store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
+    units.append((rank_tower_params(spec.vision, ways("vision")), store.plain))
+    units += [(n // ways(k, part), store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
     emb, head = embedding_params(spec)
     if ctx.stage == 0:
-        units.append((emb // tp, store.plain))
+        units.append((emb // ways("embedding"), store.plain))
     if ctx.stage == ctx.layout.pp - 1:
         units.append((spec.hidden_size, store.plain))
-        units.append(((head or (emb if ctx.layout.pp > 1 else 0)) // tp, store.per_param("lm_head")))
+        units.append(((head or (emb if ctx.layout.pp > 1 else 0)) // ways("lm_head"), store.per_param("lm_head")))
         if mtp:
-            units.append((mtp_params(spec) // tp, store.per_param("mtp")))
+            units += [(n // ways(k, part), store.per_param("mtp")) for k, part, n in mtp_units(spec)]
     return units
 
 
-def rank_weights(ctx: RankContext, mtp: bool = False, expert_shards: int = 1) -> tuple[int | None, int | None]:
+def rank_weights(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
+                 dp_sharded: frozenset[str] = frozenset()) -> tuple[int | None, int | None]:
     """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`, the
     routed experts split `expert_shards` ways beyond the layout's TP (an engine that shards them over its
-    data-parallel ranks too); when `unknown_fields`, no parameter count and the checkpoint index's share
-    (`index_share`), or both None."""
+    data-parallel ranks too), `dp_sharded` what an engine still splits over TP under attention DP (`shard_ways`); when
+    `unknown_fields`, no parameter count and the checkpoint index's share (`index_share`), or both None."""
     if unknown_fields(ctx.spec):
         return None, index_share(ctx.spec, ctx.layout.tp * ctx.layout.pp)
     layout, layers = ctx.layout, ctx.layers  # all that `_rank_units` reads besides the spec
 
     def count() -> tuple[int, int]:
-        units = _rank_units(ctx, mtp, expert_shards)
+        units = _rank_units(ctx, mtp, expert_shards, dp_sharded)
         return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
-    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards)
+    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards, dp_sharded)
     return remembered(ctx.spec, key, count)
 
 
-def rank_weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1) -> int | None:
+def rank_weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
+                      dp_sharded: frozenset[str] = frozenset()) -> int | None:
     """Bytes of the weights one rank loads, as the checkpoint stores them (None when `weights_known` is false)."""
-    return rank_weights(ctx, mtp, expert_shards)[1]
+    return rank_weights(ctx, mtp, expert_shards, dp_sharded)[1]
 
 
 def index_share(spec: ModelSpec, ranks: int) -> int | None:

@@ -463,6 +463,39 @@ class StatePool(Struct, frozen=True):
     requests: int | None = None
 
 
+def _dp_sharded(spec, version: str) -> frozenset[str]:
+    """The weights SGLang at `version` still splits over a stage's TP ranks under --enable-dp-attention
+    (`weights.shard_ways` names; the rest but the routed experts is whole on each rank), as sglang/srt/models/*.py build
+    them (read at 0.5.2 and 0.5.7-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
+    enable_dp_lm_head)`, False by default in server_args.py / arg_groups), the dense MLPs and shared experts (Qwen2MoeMLP,
+    NemotronHMLP, FalconH1MLP, KimiMLP, Lfm2MLP, BailingMLP, GraniteMoeSharedMLP on the TP group; the routers and latent
+    projections are ReplicatedLinear, the attention, GDN, MLA and lightning mixers on the attention-TP group), and the
+    embedding where it is a plain VocabParallelEmbedding rather than `use_attn_tp_group=is_dp_attention_enabled()` or
+    `enable_tp=not is_dp_attention_enabled()`, with the mixers a model builds on the TP group."""
+    tp_group = {
+        # kimi_linear.py: KimiDeltaAttention on the TP group (shard_on_attn_tp=False from 0.5.19; 0.5.9-0.5.18 shard
+        # its unquantized fused projections by the TP size; 0.5.7-0.5.8 know no attention TP)
+        "KimiLinearForCausalLM": {"embedding", "kda"},
+        # lfm2.py, lfm2_moe.py: QKVParallelLinear, Lfm2ShortConv and its conv on the TP group
+        "Lfm2ForCausalLM": {"embedding", "attention.proj", "short_conv"},
+        "Lfm2MoeForCausalLM": {"embedding", "attention.proj", "short_conv"},
+        "GraniteMoeHybridForCausalLM": {"embedding", "attention.proj"},  # granitemoehybrid.py: the TP size
+        "Mamba2ForCausalLM": {"embedding"},  # mamba2.py
+        # falcon_mamba.py (mamba.py subclasses it): MambaMixer on the TP group (layers/attention/mamba/mamba1.py)
+        "MambaForCausalLM": {"embedding", "mamba1"},
+        "FalconMambaForCausalLM": {"embedding", "mamba1"},
+        "MiniMaxForCausalLM": {"embedding"},  # models/transformers.py: the backend's own VocabParallelEmbedding
+    }
+    sharded = {"lm_head", "mlp.proj", "moe.shared_experts"} | tp_group.get(spec.architecture, set())
+    if not at_least(version, "0.5.14"):
+        # layers/attention/mamba/mamba.py MambaMixer2 takes the attention-TP size under DP attention from 0.5.14 (the
+        # TP size before); nemotron_h.py builds its attention and embedding on the attention-TP group from 0.5.14
+        sharded.add("mamba2")
+        if spec.architecture in NEMOTRON_H_ARCHS:
+            sharded |= {"embedding", "attention.proj"}
+    return frozenset(sharded)
+
+
 def run(inputs: EngineInputs) -> EngineRun:
     """SGLang's sizing of every PP stage."""
     if inputs.layout.pp > 1 and not _since(inputs, PP_MODELLED_FROM):
@@ -478,7 +511,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     # distributed/utils.py get_pp_indices (v0.5.14 to v0.5.23, through utils/common.py make_pp_layers): the remainder
     # of the even split one layer each to the last stages; SGLANG_PP_LAYER_PARTITION is a given --pp-partition
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
-    weights = s.weights(contexts)
+    weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]))
     caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "

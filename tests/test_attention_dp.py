@@ -138,6 +138,56 @@ def test_a_rank_keeps_every_weight_whole_but_the_routed_experts_under_attention_
     assert vllm.settings["weights_bytes"] == 43_384_456_704
 
 
+def sglang_weights(config: str, version: str) -> int:
+    """The weight bytes SGLang's profile loads on one rank of a TP-4 attention-DP replica of `config` at `version`."""
+    spec = import_hf(HF_CONFIGS / f"{config}.json")
+    name, memory = lookup("h200")
+    inputs = EngineInputs(spec, ParallelLayout(tp=4, attention_dp=True), name, memory, 4096)
+    return run_engine("sglang", inputs, version).settings["weights_bytes"]
+
+
+def test_sglang_splits_the_head_and_shared_experts_over_tp_under_attention_dp():
+    """SGLang keeps Qwen3-Next's embedding, attention and GDN mixers and routers whole on each DP rank
+    (`use_attn_tp_group=is_dp_attention_enabled()`, "attn_tp") but splits the LM head (`enable_dp_lm_head` is off) and
+    the shared experts (Qwen2MoeMLP on the TP group) over the 4 ranks: the neutral rank's 43,384,456,704 B (above) less
+    3/4 of the head's 622,329,856 B (466,747,392) and of the 48 shared experts' 301,989,888 B (226,492,416):
+    42,691,216,896 B, at 0.5.2 as at 0.5.23."""
+    assert sglang_weights("qwen3-next-80b-a3b", "0.5.2") == sglang_weights("qwen3-next-80b-a3b", "0.5.23") == 42_691_216_896
+
+
+def test_sglang_keeps_nemotron_h_mixers_and_embedding_whole_from_0_5_14():
+    """Nemotron-H-8B at TP 4 (bf16; h 4,096, 24 Mamba2, 4 attention and 24 MLP layers). Every release splits the LM head
+    (131,072 x 4,096 / 4 = 134,217,728 params) and the MLPs (2 x 4,096 x 21,504 / 4 = 44,040,192 a layer, its norm
+    whole). From 0.5.14 (MambaMixer2 and nemotron_h.py on the attention-TP group) the Mamba2 mixers (109,576,192 proj +
+    59,776 conv, A, D, dt bias and gated norm + 4,096 norm a layer), attention (41,943,040 + 4,096) and embedding
+    (536,870,912) are whole: 24 x 109,640,064 + 4 x 41,947,136 + 24 x 44,044,288 + 536,870,912 + 134,217,728 + 4,096
+    final norm = 4,527,305,728 params, 9,054,611,456 B. At 0.5.13 they take the TP size: 24 x (27,394,048 + 14,944 +
+    1,024) + 4 x (10,485,760 + 4,096) + 24 x 44,044,288 + 2 x 134,217,728 + 4,096 = 2,025,302,272 params,
+    4,050,604,544 B."""
+    assert sglang_weights("nemotron-h-8b-base-8k", "0.5.13") == 4_050_604_544
+    assert sglang_weights("nemotron-h-8b-base-8k", "0.5.14") == sglang_weights("nemotron-h-8b-base-8k", "0.5.23") \
+        == 9_054_611_456
+
+
+def test_sglang_splits_what_a_model_builds_on_the_tp_group_under_attention_dp():
+    """The names `weights.shard_ways` splits over TP under SGLang's attention DP: the head, dense MLPs and shared
+    experts everywhere; the plain VocabParallelEmbedding and the mixers a model file builds on the TP group."""
+    from mcache.core.engines.sglang import _dp_sharded
+
+    def extra(config: str, version: str = "0.5.23") -> set[str]:
+        return set(_dp_sharded(import_hf(HF_CONFIGS / f"{config}.json"), version)) - {"lm_head", "mlp.proj",
+                                                                                         "moe.shared_experts"}
+
+    assert extra("qwen3-next-80b-a3b") == extra("qwen3.5-27b") == extra("falcon-h1-0.5b") == set()
+    assert extra("falcon-h1-0.5b", "0.5.13") == {"mamba2"}
+    assert extra("kimi-linear-48b-a3b-instruct") == extra("kimi-linear-48b-a3b-instruct", "0.5.14") == {"embedding",
+                                                                                                          "kda"}
+    assert extra("lfm2-1.2b") == extra("lfm2-8b-a1b") == {"embedding", "attention.proj", "short_conv"}
+    assert extra("granite-4.0-h-tiny") == {"embedding", "attention.proj"}
+    assert extra("granite-4.0-h-tiny", "0.5.9") == {"embedding", "attention.proj", "mamba2"}
+    assert extra("mamba2-2.7b") == {"embedding"} and extra("mamba-2.8b") == {"embedding", "mamba1"}
+
+
 def test_serve_commands_start_the_attention_dp_ranks():
     serve = ServeArgs("Qwen/Qwen3-Next-80B-A3B-Instruct", 4, 1, 32768, attention_dp=True, replicas=3)
     argv = shlex.split(vllm_serve(serve))

@@ -484,7 +484,8 @@ def _dp_sharded(spec, version: str) -> frozenset[str]:
         # falcon_mamba.py (mamba.py subclasses it): MambaMixer on the TP group (layers/attention/mamba/mamba1.py)
         "MambaForCausalLM": {"embedding", "mamba1"},
         "FalconMambaForCausalLM": {"embedding", "mamba1"},
-        "MiniMaxForCausalLM": {"embedding"},  # models/transformers.py: the backend's own VocabParallelEmbedding
+        # models/transformers.py: the backend swaps in a VocabParallelEmbedding (what the config's TP plan shards: not read)
+        "MiniMaxForCausalLM": {"embedding"},
     }
     sharded = {"lm_head", "mlp.proj", "moe.shared_experts"} | tp_group.get(spec.architecture, set())
     if not at_least(version, "0.5.14"):

@@ -722,3 +722,29 @@ def test_from_0_27_the_unpadded_stage_pads_and_groups_apart_in_align_mode(prefix
     assert [st.fields["group_size"] for st in stages] == shares
     assert stages[0].fields["blocks_per_request"] == per_request
     assert {st.fields["num_blocks"] for st in stages} == {(20 << 30) // (4 * 4_259_840)} == {1260}
+
+
+@pytest.mark.parametrize(("version", "sized_as"), [("0.22.0", "native"), ("0.24.0", "attention"), ("0.29.0", "attention"),
+                                                   ("0.30.0", "refused")])
+def test_minimax_on_the_transformers_backend_is_sized_as_attention_layers_before_0_30(version, sized_as):
+    # registry.py _try_resolve_transformers (v0.24.0 - v0.29.0): MiniMaxForCausalLM, removed after 0.23, goes to the
+    # Transformers backend (is_backend_compatible), whose create_attention_instances (models/transformers/base.py)
+    # makes an Attention for each of its 80 layers; the 0.29.0 golden table: one FullAttentionSpec group, 20 GiB ->
+    # 4,096 blocks of 16 tokens (80 layers x 8 KV heads x 128 x 2 x 2 B = 327,680 B a token). From 0.30.0 the backend
+    # refuses layer 0 (linear attention)
+    from mcache.core.engines.vllm import architecture_error
+
+    spec = config_spec("minimax-text-01")
+    inputs = EngineInputs(spec, ParallelLayout(), "NVIDIA H200", 143771140096, None,
+                          {"max_model_len": 4096, "kv_cache_memory_bytes": gib(20), "weights_bytes": 0})
+    st = run_engine("vllm", inputs, version).stages[0]
+    if sized_as == "refused":
+        assert st.startup_error.startswith("Layer 0 does not dispatch through the Transformers attention interface")
+        return
+    groups = {"attention": 1} if sized_as == "attention" else st.fields["groups"]
+    assert st.startup_error is None and st.fields["groups"] == groups
+    if sized_as == "attention":
+        assert (st.fields["num_blocks"], st.fields["blocks_per_request"], st.fields["state_page_bytes"]) == (4096, 256, None)
+        assert "starts it through the Transformers backend" in architecture_error(spec, version)  # not served
+    else:
+        assert st.fields["state_page_bytes"] and architecture_error(spec, version) is None

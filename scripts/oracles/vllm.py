@@ -125,6 +125,9 @@ MOCKS = [
     "torch.cuda.current_device() answers the meta device the layers are built on (0.10's Qwen3-Next GatedDeltaNet "
     "builds its gated norm's weight there; a weight, never a cache)",
     "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
+    "while the model is built, a tensor asked for on the CUDA device (device='cuda', as device_config.device says "
+    "on a GPU) is made on the meta device (cuda_to_meta): 0.24 - 0.29's Transformers backend allocates the "
+    "parameters it did not replace there (models/transformers/base.py init_parameters); weights, never a cache",
     "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP), "
     "pipeline_parallel_size (PP) or 1 (others): layers read only their size and rank to shard heads; TP rank 0's "
     "specs equal every TP rank's. With PP the model is built once per PP rank (that rank in the PP group, "
@@ -629,6 +632,26 @@ def remote_config(model_dir: str, cfg: dict) -> None:
     REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
 
 
+def cuda_to_meta():
+    """A torch function mode that makes a tensor asked for on the CUDA device (`device="cuda"`, as
+    `device_config.device` says on a GPU) on the meta device the layers are built on: 0.29's Transformers backend
+    (models/transformers/base.py `init_parameters`) allocates the parameters it did not replace with
+    `torch.empty_like(..., device=self.device_config.device)`, which the CPU torch refuses ("Torch not compiled with
+    CUDA enabled"). Only a call naming the CUDA device changes: without this mode it fails."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class CudaToMeta(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            device = kwargs.get("device")
+            if isinstance(device, (str, torch.device)) and torch.device(device).type == "cuda":
+                kwargs["device"] = torch.device("meta")
+            return func(*args, **kwargs)
+
+    return CudaToMeta()
+
+
 def run_build(key: dict, lengths: list[int | None], memories: list[int], capture: Capture) -> list[dict]:
     import shutil
     import tempfile
@@ -686,7 +709,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                                 # as BaseModelLoader.load_model: the layers are built under the model dtype
                                 # (Attention reads torch.get_default_dtype(), and the backend selector rejects
                                 # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
-                                with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
+                                with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"), \
+                                        cuda_to_meta():
                                     initialize_model(vllm_config=vc)
                                 if vc.speculative_config is not None and vc.speculative_config.use_eagle():
                                     build_drafter(vc)

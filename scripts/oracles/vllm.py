@@ -69,7 +69,12 @@ VERSION_PINS = {
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
                      ("0.15.0", "0.13.0"),
                      ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.19.0", "0.14.0.1"),
-                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
+                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"))},
+    # humming-kernels: 0.22.0's model_executor/layers/quantization/humming.py imports `humming` at module level on a
+    # CUDA platform (later releases guard it), so every quantized checkpoint needs it; a pure-Python wheel that
+    # vLLM 0.22.0 requires (humming-kernels[cu13]==0.1.2), with its own pure imports (HUMMING_DEPS)
+    "0.22.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.15.0.1",
+               "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.2"},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
     **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
@@ -88,6 +93,7 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
              # imported at module level by older releases (0.10 - 0.2x): vllm/utils, multimodal/hasher, the GGUF loader
              "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf", "numba",
              "diskcache", "mistral_common"]
+HUMMING_DEPS = ["pyelftools", "tabulate", "nvidia-ml-py", "jinja2"]  # humming-kernels' pure-Python requirements
 
 # Configs with pipeline-parallel cases (PP 2 and 3): hybrids whose stages hold the same mix of attention and Mamba
 # layers (Jamba, Nemotron-H-8B, Qwen3-Next at PP 2) or different ones (Bamba: 1 and 2 attention layers, Kimi-Linear:
@@ -173,7 +179,8 @@ def ensure_venv(version: str, root: Path) -> Path:
     pip = [str(py), "-m", "pip", "install", "-q"]
     subprocess.run(pip + ["torch==2.13.0"], check=True)  # the CPU wheel; never a CUDA one
     subprocess.run(pip + ["--no-deps", f"vllm=={version}"], check=True)
-    subprocess.run(pip + [pins["transformers"], *PURE_DEPS], check=True)
+    subprocess.run(pip + [pins["transformers"], *PURE_DEPS, *(HUMMING_DEPS if "humming-kernels" in pins else [])],
+                   check=True)
     for name, spec in pins.items():
         if name not in ("transformers", "torch"):
             subprocess.run(pip + ["--no-deps", spec], check=True)

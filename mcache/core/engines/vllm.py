@@ -1001,12 +1001,14 @@ def _fields(pool: StagePool, num_blocks: int | None, per_request: int, setup: Se
 
 
 def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
-    """The "GPU KV cache size" of v1/core/kv_cache_utils.py before 0.20.1: num_blocks // groups x the smallest
-    group block (a Mamba group's block is the max model length); in 0.10.2 a model of one spec type (no attention)
-    counts num_blocks x cache_config.block_size (_get_kv_cache_config_uniform_type)."""
+    """The "GPU KV cache size" of v1/core/kv_cache_utils.py before 0.20.1 (_report_kv_cache_config): num_blocks //
+    groups x the smallest group block, the max model length for a Mamba group without prefix caching, its state
+    block (the aligned attention block, larger than a short max model length: the 0.20.0 table's Nemotron-H-56B and
+    Nemotron-3-Super at 4,096 tokens) with it; in 0.10.2 a model of one spec type (no attention) counts num_blocks x
+    cache_config.block_size (_get_kv_cache_config_uniform_type)."""
     if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
         return num_blocks * DEFAULT_BLOCK_SIZE
-    block = min(setup.rule.block, setup.max_len)
+    block = min(setup.rule.block, setup.max_len) if setup.rule.mode == "none" else setup.rule.block
     if not setup.attn_tok and setup.rule.mode != "none":  # attention-free with prefix caching: the state block
         block = setup.rule.mamba_block
     return num_blocks // sum(pool.groups.values()) * block

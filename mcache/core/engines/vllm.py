@@ -328,6 +328,10 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
                "MiniMaxM1ForCausalLM")
 
+# Hybrids whose model class builds every attention layer before its first layer (models/zamba2.py Zamba2Model: the
+# shared transformer blocks first), so their attention group is the first KV-cache group (`_first_group`)
+ATTENTION_BUILT_FIRST = ("Zamba2ForCausalLM",)
+
 # The name tag of the states of a PP stage whose worker aligns nothing (no attention layer; SINCE "worker_padding"):
 # "mamba2:unaligned" is a KV-cache spec of its own
 UNALIGNED = "unaligned"
@@ -1300,9 +1304,14 @@ def _first_group(ctx: RankContext) -> str:
     """The cache spec (a `_buckets` name) of the model's first cache layer, whose KV-cache group comes first:
     kv_cache_utils.py _get_kv_cache_groups_uniform_page_size orders the groups by each spec's first layer in
     get_kv_cache_spec's order, the order the layers were built (the first stage's first); a parallel hybrid layer
-    builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid)."""
+    builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid), and Zamba2 builds its
+    shared attention blocks, which hold the Attention layers of every hybrid layer, before its first layer
+    (models/zamba2.py Zamba2Model.__init__, read at v0.14.0, v0.17.0 and v0.18.0: the 0.17.0 and 0.18.0 tables)."""
     cached = (*ATTENTION_KINDS, *RECURRENT_KINDS)  # within a layer, attention first
-    layer = next(kinds for kinds in layer_kinds(ctx.spec) if set(kinds) & set(cached))
+    layers = layer_kinds(ctx.spec)
+    if ctx.spec.architecture in ATTENTION_BUILT_FIRST:
+        layers = [tuple(kind for kind in kinds if kind in ATTENTION_KINDS) for kinds in layers]
+    layer = next(kinds for kinds in layers if set(kinds) & set(cached))
     kind = min((kind for kind in layer if kind in cached), key=cached.index)
     return _bucket_name(ctx, kind) if kind in ATTENTION_KINDS else kind
 

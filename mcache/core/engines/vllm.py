@@ -297,7 +297,18 @@ BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
 # ... and with pipeline parallelism: 0.11.1's models/qwen3_next.py Qwen3NextForCausalLM.set_moe_parameters raises
 # inside its loop over model.layers when the first is not a decoder layer, as on every PP rank but the first (a
 # PPMissingLayer); 0.12.0 moved the check after the loop (the 0.11.1 table's PP cases)
-BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers."}
+BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers.",
+                   # 0.10.2's models/lfm2.py Lfm2ForCausalLM.__init__ sets unpadded_vocab_size on the last PP rank
+                   # only and reads it for the LogitsProcessor on every rank (the 0.10.2 table's LFM2-1.2B PP cases)
+                   ("Lfm2ForCausalLM", "0.10.2"): "AttributeError: 'Lfm2ForCausalLM' object has no attribute "
+                                                  "'unpadded_vocab_size'"}
+# ... and for a quantized checkpoint that leaves a unit unquantized: 0.10.2's models/qwen3_next.py fuses the GDN
+# in_proj_qkvz and in_proj_ba into one in_proj, and layers/quantization/utils/quant_utils.py is_layer_skipped refuses
+# a fused layer whose shards differ (Qwen3-Next-80B-A3B-Instruct-FP8 ignores in_proj_ba, mcache's gdn.gate_proj; the
+# 0.10.2 table); 0.11.1 builds the two apart
+BROKEN_QUANT_ARCHS = {("Qwen3NextForCausalLM", "0.10.2"): (
+    "gdn.gate_proj", "ValueError: Detected some but not all shards of model.layers.0.linear_attn.in_proj are "
+                     "quantized. All shards of fused layers to have the same precision.")}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -711,6 +722,9 @@ def _build_error(spec, version: str, pp: int = 1) -> str | None:
         return BROKEN_ARCHS[spec.architecture, version]
     if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
         return BROKEN_PP_ARCHS[spec.architecture, version]
+    unit, words = BROKEN_QUANT_ARCHS.get((spec.architecture, version), (None, None))
+    if unit is not None and spec.quantization is not None and unit in spec.quantization.unquantized:
+        return words
     if not _removed(spec, version) or _removed_by_registry(spec, version) or \
             not at_least(version, TRANSFORMERS_LAYER_CHECK_SINCE):
         return None

@@ -132,7 +132,7 @@ MOCKS = [
     "builds its gated norm's weight there; a weight, never a cache)",
     "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
     "while the model is built, a tensor asked for on the CUDA device (device='cuda', as device_config.device says "
-    "on a GPU) is made on the meta device (cuda_to_meta): 0.24 - 0.29's Transformers backend allocates the "
+    "on a GPU) is made on the meta device (cuda_to_meta): 0.28 - 0.29's Transformers backend allocates the "
     "parameters it did not replace there (models/transformers/base.py init_parameters); weights, never a cache",
     "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP), "
     "pipeline_parallel_size (PP) or 1 (others): layers read only their size and rank to shard heads; TP rank 0's "
@@ -641,7 +641,7 @@ def remote_config(model_dir: str, cfg: dict) -> None:
 
 def cuda_to_meta():
     """A torch function mode that makes a tensor asked for on the CUDA device (`device="cuda"`, as
-    `device_config.device` says on a GPU) on the meta device the layers are built on: 0.29's Transformers backend
+    `device_config.device` says on a GPU) on the meta device the layers are built on: 0.28 - 0.29's Transformers backend
     (models/transformers/base.py `init_parameters`) allocates the parameters it did not replace with
     `torch.empty_like(..., device=self.device_config.device)`, which the CPU torch refuses ("Torch not compiled with
     CUDA enabled"). Only a call naming the CUDA device changes: without this mode it fails."""

@@ -722,3 +722,54 @@ def test_from_0_27_the_unpadded_stage_pads_and_groups_apart_in_align_mode(prefix
     assert [st.fields["group_size"] for st in stages] == shares
     assert stages[0].fields["blocks_per_request"] == per_request
     assert {st.fields["num_blocks"] for st in stages} == {(20 << 30) // (4 * 4_259_840)} == {1260}
+
+
+@pytest.mark.parametrize(("version", "sized_as"), [("0.22.0", "native"), ("0.24.0", "attention"), ("0.29.0", "attention"),
+                                                   ("0.30.0", "refused")])
+def test_minimax_on_the_transformers_backend_is_sized_as_attention_layers_before_0_30(version, sized_as):
+    # registry.py _try_resolve_transformers (v0.24.0 - v0.29.0): MiniMaxForCausalLM, removed after 0.23, goes to the
+    # Transformers backend (is_backend_compatible), whose create_attention_instances (models/transformers/base.py)
+    # makes an Attention for each of its 80 layers; the 0.29.0 golden table: one FullAttentionSpec group, 20 GiB ->
+    # 4,096 blocks of 16 tokens (80 layers x 8 KV heads x 128 x 2 x 2 B = 327,680 B a token). From 0.30.0 the backend
+    # refuses layer 0 (linear attention)
+    from mcache.core.engines.vllm import architecture_error
+
+    spec = config_spec("minimax-text-01")
+    inputs = EngineInputs(spec, ParallelLayout(), "NVIDIA H200", 143771140096, None,
+                          {"max_model_len": 4096, "kv_cache_memory_bytes": gib(20), "weights_bytes": 0})
+    st = run_engine("vllm", inputs, version).stages[0]
+    if sized_as == "refused":
+        assert st.startup_error.startswith("Layer 0 does not dispatch through the Transformers attention interface")
+        return
+    groups = {"attention": 1} if sized_as == "attention" else st.fields["groups"]
+    assert st.startup_error is None and st.fields["groups"] == groups
+    if sized_as == "attention":
+        assert (st.fields["num_blocks"], st.fields["blocks_per_request"], st.fields["state_page_bytes"]) == (4096, 256, None)
+        assert "starts it through the Transformers backend" in architecture_error(spec, version)  # not served
+    else:
+        assert st.fields["state_page_bytes"] and architecture_error(spec, version) is None
+
+
+@pytest.mark.parametrize(("stem", "pp", "error"), [
+    ("lfm2-1.2b", 2, "AttributeError: 'Lfm2ForCausalLM' object has no attribute 'unpadded_vocab_size'"),
+    ("lfm2-1.2b", 1, None),
+    ("qwen3-next-80b-a3b-instruct-fp8", 1, "ValueError: Detected some but not all shards of model.layers.0.linear_attn"),
+    ("qwen3-next-80b-a3b", 1, None)])
+def test_models_0_10_2_does_not_build(stem, pp, error):
+    # the 0.10.2 golden table: models/lfm2.py sets unpadded_vocab_size on the last PP rank only; models/qwen3_next.py
+    # fuses in_proj_qkvz and in_proj_ba, which the FP8 checkpoint quantizes apart (quant_utils.py is_layer_skipped);
+    # 0.11.1 builds both
+    inputs = EngineInputs(config_spec(stem), ParallelLayout(pp=pp), "NVIDIA H200", 143771140096, None,
+                          {"max_model_len": 4096, "kv_cache_memory_bytes": gib(20), "weights_bytes": 0})
+    for version, refused in (("0.10.2", error), ("0.11.1", None)):
+        got = run_engine("vllm", inputs, version).stages[0].startup_error
+        assert (got or "").startswith(refused or "") and (got is None) is (refused is None), (version, got)
+
+
+def test_zamba2_attention_group_is_first_in_the_first_group_check():
+    # models/zamba2.py builds the shared attention blocks first; the 0.18.0 table: Zamba2-2.7B, TP 1, 4,096 tokens,
+    # 64 MiB: 0.71 GiB needed (the attention group), estimated maximum model length 336
+    inputs = EngineInputs(config_spec("zamba2-2.7b"), ParallelLayout(), "NVIDIA H200", 143771140096, None,
+                          {"max_model_len": 4096, "kv_cache_memory_bytes": 64 << 20, "weights_bytes": 0})
+    error = run_engine("vllm", inputs, "0.18.0").stages[0].startup_error
+    assert "(0.71 GiB KV cache is needed" in error and "estimated maximum model length is 336." in error

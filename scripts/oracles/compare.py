@@ -49,7 +49,8 @@ STALE_REMOTE_CODE = ("table made before the oracle passed trust_remote_code (vLL
 STALE_MTP = ("table made before the oracle drafted with MTP (vLLM's figures lack the MTP layers mcache counts; "
              "regenerate)")
 STALE_FIXTURE = "table made from an older config fixture (it named no architectures; regenerate)"
-STALE_CUDA = "table made before the oracle's torch.cuda.current_device stand-in (a layer touched CUDA; regenerate)"
+STALE_CUDA = ("table made before the oracle's CUDA stand-ins (torch.cuda.current_device, cuda_to_meta: a layer or "
+              "the Transformers backend touched CUDA; regenerate)")
 
 
 def config_path(configs: Path, name: str) -> Path:
@@ -95,7 +96,9 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
     groups: Counter = Counter()
     for name, n in (f.get("groups") or {}).items():
         groups[SPEC_CLASS.get(name, "MambaSpec")] += n
-    return {"error": error, "mamba_cache_mode": f.get("mamba_cache_mode"),
+    # the table records a mamba cache mode only where the model has Mamba layers (a hybrid the Transformers backend
+    # sizes as attention layers has none: vllm.py `_served_spec`)
+    return {"error": error, "mamba_cache_mode": f.get("mamba_cache_mode") if f.get("state_page_bytes") else None,
             "attention_block_size": f.get("attention_block_size"), "state_page_bytes": f.get("state_page_bytes"),
             "state_page_padded_bytes": f.get("state_page_padded_bytes"), "groups": dict(sorted(groups.items())),
             "num_blocks": f.get("num_blocks"), "blocks_per_request": f.get("blocks_per_request"),

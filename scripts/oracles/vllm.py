@@ -69,7 +69,12 @@ VERSION_PINS = {
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
                      ("0.15.0", "0.13.0"),
                      ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.19.0", "0.14.0.1"),
-                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.22.0", "0.15.0.1"))},
+                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"))},
+    # humming-kernels: 0.22.0's model_executor/layers/quantization/humming.py imports `humming` at module level on a
+    # CUDA platform (later releases guard it), so every quantized checkpoint needs it; a pure-Python wheel that
+    # vLLM 0.22.0 requires (humming-kernels[cu13]==0.1.2), with its own pure imports (HUMMING_DEPS)
+    "0.22.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.15.0.1",
+               "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.2"},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
     **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
@@ -88,6 +93,7 @@ PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "
              # imported at module level by older releases (0.10 - 0.2x): vllm/utils, multimodal/hasher, the GGUF loader
              "setproctitle", "blake3", "frozendict", "gguf", "scipy", "protobuf", "numba",
              "diskcache", "mistral_common"]
+HUMMING_DEPS = ["pyelftools", "tabulate", "nvidia-ml-py", "jinja2"]  # humming-kernels' pure-Python requirements
 
 # Configs with pipeline-parallel cases (PP 2 and 3): hybrids whose stages hold the same mix of attention and Mamba
 # layers (Jamba, Nemotron-H-8B, Qwen3-Next at PP 2) or different ones (Bamba: 1 and 2 attention layers, Kimi-Linear:
@@ -125,6 +131,9 @@ MOCKS = [
     "torch.cuda.current_device() answers the meta device the layers are built on (0.10's Qwen3-Next GatedDeltaNet "
     "builds its gated norm's weight there; a weight, never a cache)",
     "registry._run_in_subprocess runs the model-class inspection in-process (so the stand-ins above apply there)",
+    "while the model is built, a tensor asked for on the CUDA device (device='cuda', as device_config.device says "
+    "on a GPU) is made on the meta device (cuda_to_meta): 0.28 - 0.29's Transformers backend allocates the "
+    "parameters it did not replace there (models/transformers/base.py init_parameters); weights, never a cache",
     "the tensor/pipeline/expert/data-parallel groups are stand-ins with world_size = tensor_parallel_size (TP), "
     "pipeline_parallel_size (PP) or 1 (others): layers read only their size and rank to shard heads; TP rank 0's "
     "specs equal every TP rank's. With PP the model is built once per PP rank (that rank in the PP group, "
@@ -170,7 +179,8 @@ def ensure_venv(version: str, root: Path) -> Path:
     pip = [str(py), "-m", "pip", "install", "-q"]
     subprocess.run(pip + ["torch==2.13.0"], check=True)  # the CPU wheel; never a CUDA one
     subprocess.run(pip + ["--no-deps", f"vllm=={version}"], check=True)
-    subprocess.run(pip + [pins["transformers"], *PURE_DEPS], check=True)
+    subprocess.run(pip + [pins["transformers"], *PURE_DEPS, *(HUMMING_DEPS if "humming-kernels" in pins else [])],
+                   check=True)
     for name, spec in pins.items():
         if name not in ("transformers", "torch"):
             subprocess.run(pip + ["--no-deps", spec], check=True)
@@ -629,6 +639,26 @@ def remote_config(model_dir: str, cfg: dict) -> None:
     REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
 
 
+def cuda_to_meta():
+    """A torch function mode that makes a tensor asked for on the CUDA device (`device="cuda"`, as
+    `device_config.device` says on a GPU) on the meta device the layers are built on: 0.28 - 0.29's Transformers backend
+    (models/transformers/base.py `init_parameters`) allocates the parameters it did not replace with
+    `torch.empty_like(..., device=self.device_config.device)`, which the CPU torch refuses ("Torch not compiled with
+    CUDA enabled"). Only a call naming the CUDA device changes: without this mode it fails."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class CudaToMeta(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            device = kwargs.get("device")
+            if isinstance(device, (str, torch.device)) and torch.device(device).type == "cuda":
+                kwargs["device"] = torch.device("meta")
+            return func(*args, **kwargs)
+
+    return CudaToMeta()
+
+
 def run_build(key: dict, lengths: list[int | None], memories: list[int], capture: Capture) -> list[dict]:
     import shutil
     import tempfile
@@ -686,7 +716,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                                 # as BaseModelLoader.load_model: the layers are built under the model dtype
                                 # (Attention reads torch.get_default_dtype(), and the backend selector rejects
                                 # FlashAttention / FlashMLA for float32, falling back to Triton's block sizes)
-                                with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"):
+                                with set_default_torch_dtype(vc.model_config.dtype), torch.device("meta"), \
+                                        cuda_to_meta():
                                     initialize_model(vllm_config=vc)
                                 if vc.speculative_config is not None and vc.speculative_config.use_eagle():
                                     build_drafter(vc)

@@ -277,10 +277,17 @@ FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
 # model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
 # by the last release that served them; the registry refuses one by name, or (below) hands it to the Transformers
 # backend, whose first recurrent layer stops start-up (models/transformers/base.py)
-# registry.py `_try_resolve_transformers`: from 0.30.0 a removed architecture whose class transformers has goes to the
-# Transformers backend (the 0.30 - 0.33 tables: Bamba, MiniMax); the others' classes are remote code only
-TRANSFORMERS_FALLBACK_SINCE = "0.30.0"
-TRANSFORMERS_CLASS_ARCHS = ("BambaForCausalLM", "MiniMaxForCausalLM")
+# registry.py `_try_resolve_transformers`: a removed architecture whose transformers class the Transformers backend
+# takes goes there instead of being refused, by the first release that takes it: MiniMax's class is
+# `is_backend_compatible()` (read at v0.24.0 - v0.29.0: the 0.24 - 0.29 tables), Bamba's only
+# `_can_set_attn_implementation()`, which the check accepts from v0.30.0 (the 0.30 - 0.33 tables); the others'
+# classes are remote code only (refused by name)
+TRANSFORMERS_BACKEND_SINCE = {"BambaForCausalLM": "0.30.0", "MiniMaxForCausalLM": "0.24.0"}
+# models/transformers/base.py: from v0.30.0 the backend refuses a layer that does not dispatch through the
+# Transformers attention interface (a recurrent one); before (v0.24.0 - v0.29.0 read), create_attention_instances
+# makes an Attention for every layer of the stage (get_pp_indices' range) with the config's attention geometry, so a
+# hybrid served there is sized as that many full-attention layers (the 0.24 - 0.29 tables: MiniMax-Text-01 at 80)
+TRANSFORMERS_LAYER_CHECK_SINCE = "0.30.0"
 REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
                  "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
 # Releases whose model class of an architecture does not build (the error vLLM raises while loading): 0.12.0's
@@ -290,7 +297,18 @@ BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
 # ... and with pipeline parallelism: 0.11.1's models/qwen3_next.py Qwen3NextForCausalLM.set_moe_parameters raises
 # inside its loop over model.layers when the first is not a decoder layer, as on every PP rank but the first (a
 # PPMissingLayer); 0.12.0 moved the check after the loop (the 0.11.1 table's PP cases)
-BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers."}
+BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers.",
+                   # 0.10.2's models/lfm2.py Lfm2ForCausalLM.__init__ sets unpadded_vocab_size on the last PP rank
+                   # only and reads it for the LogitsProcessor on every rank (the 0.10.2 table's LFM2-1.2B PP cases)
+                   ("Lfm2ForCausalLM", "0.10.2"): "AttributeError: 'Lfm2ForCausalLM' object has no attribute "
+                                                  "'unpadded_vocab_size'"}
+# ... and for a quantized checkpoint that leaves a unit unquantized: 0.10.2's models/qwen3_next.py fuses the GDN
+# in_proj_qkvz and in_proj_ba into one in_proj, and layers/quantization/utils/quant_utils.py is_layer_skipped refuses
+# a fused layer whose shards differ (Qwen3-Next-80B-A3B-Instruct-FP8 ignores in_proj_ba, mcache's gdn.gate_proj; the
+# 0.10.2 table); 0.11.1 builds the two apart
+BROKEN_QUANT_ARCHS = {("Qwen3NextForCausalLM", "0.10.2"): (
+    "gdn.gate_proj", "ValueError: Detected some but not all shards of model.layers.0.linear_attn.in_proj are "
+                     "quantized. All shards of fused layers to have the same precision.")}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -320,6 +338,10 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 # called by VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
                "MiniMaxM1ForCausalLM")
+
+# Hybrids whose model class builds every attention layer before its first layer (models/zamba2.py Zamba2Model: the
+# shared transformer blocks first), so their attention group is the first KV-cache group (`_first_group`)
+ATTENTION_BUILT_FIRST = ("Zamba2ForCausalLM",)
 
 # The name tag of the states of a PP stage whose worker aligns nothing (no attention layer; SINCE "worker_padding"):
 # "mamba2:unaligned" is a KV-cache spec of its own
@@ -425,12 +447,17 @@ def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count); under attention DP, of one
     data-parallel engine core (`engine_core_layout`)."""
     s = Settings(inputs.given, SETTINGS, "vLLM")
-    inputs, expert_shards = replace(inputs, layout=engine_core_layout(inputs.layout)), inputs.layout.attention_dp_ranks
+    checkpoint, expert_shards = inputs.spec, inputs.layout.attention_dp_ranks
+    inputs = replace(inputs, layout=engine_core_layout(inputs.layout),
+                     spec=_served_spec(inputs.spec, inputs.version or VERSIONS[-1]))
     setup = _setup(inputs, s)
     # distributed/utils.py get_pp_indices (v0.10.2 to v0.33.0): the remainder to the stages before the last, the last but
     # one first
-    contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=1), setup.dtypes)
-    weights = s.weights(contexts, expert_shards)
+    layout = pp_layout(inputs.layout, inputs.spec.num_layers, spared=1)
+    contexts = stage_contexts(inputs.spec, layout, setup.dtypes)
+    # the checkpoint's weights, whatever layers the cache is sized for (`_served_spec`)
+    weights = s.weights(contexts if checkpoint is inputs.spec else stage_contexts(checkpoint, layout, setup.dtypes),
+                        expert_shards)
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
         return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
@@ -581,7 +608,13 @@ def _max_len(s: Settings, spec, log: list[str]) -> int:
 
 def architecture_error(spec, version: str) -> str | None:
     """Why vLLM at `version` cannot load the model, in its words (None: it can): not registered yet, removed since,
-    or a class that does not build at that release."""
+    or a class that does not build at that release; or, for a removed hybrid the Transformers backend starts with
+    every layer a full-attention one (`_as_attention`: it is sized so, as the golden tables show), that its
+    recurrent layers keep no state there, so it is not served."""
+    if _as_attention(spec, version):
+        return (f"{spec.architecture} was served natively until vLLM {REMOVED_ARCHS[spec.architecture]}; vLLM {version} "
+                "starts it through the Transformers backend, which gives every layer a full-attention KV cache "
+                "(models/transformers/base.py create_attention_instances) and its recurrent layers no state.")
     return _config_error(spec, version) or _build_error(spec, version)
 
 
@@ -654,21 +687,46 @@ def _removed(spec, version: str) -> bool:
 
 
 def _removed_by_registry(spec, version: str) -> bool:
-    """registry.py `_raise_for_unsupported`: a removed architecture is refused by name before 0.30.0 (the 0.24 - 0.29
-    tables: Bamba), and from 0.30.0 whenever transformers has no class of that name for the Transformers backend
-    (`_try_resolve_transformers`: `TRANSFORMERS_CLASS_ARCHS`; the 0.33 table: Plamo2)."""
-    return not at_least(version, TRANSFORMERS_FALLBACK_SINCE) or spec.architecture not in TRANSFORMERS_CLASS_ARCHS
+    """registry.py `_raise_for_unsupported`: a removed architecture is refused by name unless the release hands its
+    transformers class to the Transformers backend (`_try_resolve_transformers`: `TRANSFORMERS_BACKEND_SINCE`; the
+    0.24 - 0.29 tables: Bamba refused, MiniMax served; the 0.33 table: Plamo2 refused)."""
+    since = TRANSFORMERS_BACKEND_SINCE.get(spec.architecture)
+    return since is None or not at_least(version, since)
+
+
+def _as_attention(spec, version: str) -> bool:
+    """Whether vLLM at `version` starts a removed hybrid through the Transformers backend before that backend checked
+    its layers (`TRANSFORMERS_LAYER_CHECK_SINCE`), each layer then a full-attention layer."""
+    return _removed(spec, version) and not _removed_by_registry(spec, version) and spec.attention is not None and \
+        not at_least(version, TRANSFORMERS_LAYER_CHECK_SINCE)
+
+
+def _served_spec(spec, version: str):
+    """The model vLLM sizes at `version`: a removed hybrid the Transformers backend starts before it checked its
+    layers (`_as_attention`) is every layer an attention layer of the config's attention geometry
+    (models/transformers/base.py create_attention_instances); any other, `spec` itself."""
+    if not _as_attention(spec, version):
+        return spec
+    recurrent = recurrent_kinds(spec)
+    types = ["+".join("attention" if kind in recurrent else kind for kind in kinds) for kinds in layer_kinds(spec)]
+    return replace(spec, layers=replace(spec.layers, pattern=None, legend=None, types=types, repeat=None),
+                   **dict.fromkeys(recurrent))
 
 
 def _build_error(spec, version: str, pp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
-    (models/transformers/base.py refuses its first layer that is not attention), or a model class that does not
-    build at `version` (BROKEN_ARCHS; with `pp` stages, BROKEN_PP_ARCHS too); None for the others."""
+    (models/transformers/base.py refuses its first layer that is not attention, from TRANSFORMERS_LAYER_CHECK_SINCE;
+    before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
+    stages, BROKEN_PP_ARCHS too); None for the others."""
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
     if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
         return BROKEN_PP_ARCHS[spec.architecture, version]
-    if not _removed(spec, version) or _removed_by_registry(spec, version):
+    unit, words = BROKEN_QUANT_ARCHS.get((spec.architecture, version), (None, None))
+    if unit is not None and spec.quantization is not None and unit in spec.quantization.unquantized:
+        return words
+    if not _removed(spec, version) or _removed_by_registry(spec, version) or \
+            not at_least(version, TRANSFORMERS_LAYER_CHECK_SINCE):
         return None
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
     return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "
@@ -961,12 +1019,14 @@ def _fields(pool: StagePool, num_blocks: int | None, per_request: int, setup: Se
 
 
 def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
-    """The "GPU KV cache size" of v1/core/kv_cache_utils.py before 0.20.1: num_blocks // groups x the smallest
-    group block (a Mamba group's block is the max model length); in 0.10.2 a model of one spec type (no attention)
-    counts num_blocks x cache_config.block_size (_get_kv_cache_config_uniform_type)."""
+    """The "GPU KV cache size" of v1/core/kv_cache_utils.py before 0.20.1 (_report_kv_cache_config): num_blocks //
+    groups x the smallest group block, the max model length for a Mamba group without prefix caching, its state
+    block (the aligned attention block, larger than a short max model length: the 0.20.0 table's Nemotron-H-56B and
+    Nemotron-3-Super at 4,096 tokens) with it; in 0.10.2 a model of one spec type (no attention) counts num_blocks x
+    cache_config.block_size (_get_kv_cache_config_uniform_type)."""
     if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
         return num_blocks * DEFAULT_BLOCK_SIZE
-    block = min(setup.rule.block, setup.max_len)
+    block = min(setup.rule.block, setup.max_len) if setup.rule.mode == "none" else setup.rule.block
     if not setup.attn_tok and setup.rule.mode != "none":  # attention-free with prefix caching: the state block
         block = setup.rule.mamba_block
     return num_blocks // sum(pool.groups.values()) * block
@@ -1041,7 +1101,10 @@ def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], k: int, ve
     s.values["mamba_cache_mode"] = mode
     refusal = None
     if mode == "align" and k and not _since(version, "align_with_drafts"):
-        refusal = "AssertionError: Mamba cache mode 'align' is currently not compatible with speculative decoding."
+        # the assert runs in VllmConfig.__post_init__ (try_verify_and_update_config), which pydantic reports as a
+        # ValidationError (the 0.15.0 table: Qwen3-Next-80B-A3B-Instruct-FP8, align with 7 drafts)
+        refusal = ("ValidationError: 1 validation error for VllmConfig\n  Assertion failed, Mamba cache mode 'align' is "
+                   "currently not compatible with speculative decoding.")
     return mode, refusal
 
 
@@ -1258,9 +1321,14 @@ def _first_group(ctx: RankContext) -> str:
     """The cache spec (a `_buckets` name) of the model's first cache layer, whose KV-cache group comes first:
     kv_cache_utils.py _get_kv_cache_groups_uniform_page_size orders the groups by each spec's first layer in
     get_kv_cache_spec's order, the order the layers were built (the first stage's first); a parallel hybrid layer
-    builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid)."""
+    builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid), and Zamba2 builds its
+    shared attention blocks, which hold the Attention layers of every hybrid layer, before its first layer
+    (models/zamba2.py Zamba2Model.__init__, read at v0.14.0, v0.17.0 and v0.18.0: the 0.17.0 and 0.18.0 tables)."""
     cached = (*ATTENTION_KINDS, *RECURRENT_KINDS)  # within a layer, attention first
-    layer = next(kinds for kinds in layer_kinds(ctx.spec) if set(kinds) & set(cached))
+    layers = layer_kinds(ctx.spec)
+    if ctx.spec.architecture in ATTENTION_BUILT_FIRST:
+        layers = [tuple(kind for kind in kinds if kind in ATTENTION_KINDS) for kinds in layers]
+    layer = next(kinds for kinds in layers if set(kinds) & set(cached))
     kind = min((kind for kind in layer if kind in cached), key=cached.index)
     return _bucket_name(ctx, kind) if kind in ATTENTION_KINDS else kind
 

@@ -6,6 +6,7 @@ import pytest
 from cli_util import one_line
 from engines_util import config_spec, gib, run
 from msgspec.structs import replace
+from paths import HF_CONFIGS
 
 from mcache.core.engines import run_engine, sglang
 from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, pp_layout, whole_model
@@ -22,6 +23,7 @@ from mcache.core.engines.sglang import (
 )
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
+from mcache.core.hf import import_hf
 from mcache.core.logs import read_log
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
@@ -1073,6 +1075,34 @@ def test_rocm_refuses_autos_extra_buffer_at_0_5_14_and_0_5_15():
         assert on_amd("qwen3-next-80b-a3b", version, disable_radix_cache=True).startup_error is None
     assert on_amd("qwen3-next-80b-a3b", "0.5.16").fields["state_slots_per_request"] == 5
     assert on_amd("qwen3-next-80b-a3b", "0.5.8", mamba_radix_cache_strategy="extra_buffer").startup_error is None
+
+
+def test_rocm_refuses_a_modelopt_checkpoint_from_0_5_10():
+    # configs/model_config.py ModelConfig._verify_quantization: no ModelOpt method in rocm_supported_quantization; from
+    # v0.5.10 _parse_quant_hf_config names a config.json ModelOpt NVFP4 checkpoint modelopt_fp4 (SGLang 0.5.22's own
+    # refusal in its golden table)
+    nvfp4 = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
+    name, memory = lookup("mi300x")
+    for version, refusal in (("0.5.22", "modelopt_fp4 quantization is currently not supported in ROCm."), ("0.5.9", None)):
+        inputs = EngineInputs(nvfp4, ParallelLayout(), name, memory, given={"weights_bytes": 30 * GIB})
+        assert stage(run_engine("sglang", inputs, version)).startup_error == refusal
+    cuda = EngineInputs(nvfp4, ParallelLayout(), *lookup("h200"), given={"weights_bytes": 30 * GIB})
+    assert stage(run_engine("sglang", cuda, "0.5.22")).startup_error is None
+
+
+def test_pp_drafts_are_refused_before_the_architecture_and_after_modelconfig():
+    # arg_groups/validation_hook.py check_pipeline_parallel_compat runs at launch, before model_loader/utils.py refuses
+    # Bamba's class; ModelConfig's failure on a Mamba config (before v0.5.20) comes first (SGLang 0.5.22's and 0.5.19's
+    # golden tables)
+    for config, version, refusal in (
+            ("bamba-9b", "0.5.22", "PP + speculative decoding (MTP) is only supported on prefill nodes"),
+            ("bamba-9b", "0.5.19", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),
+            ("mamba-2.8b", "0.5.19", "'MambaConfig' object has no attribute 'num_attention_heads'")):
+        inputs = EngineInputs(config_spec(config), ParallelLayout(pp=2), *lookup("h200"),
+                              given={"weights_bytes": 30 * GIB, "speculative_num_steps": 3})
+        assert stage(run_engine("sglang", inputs, version)).startup_error.startswith(refusal)
+    inputs = EngineInputs(config_spec("bamba-9b"), ParallelLayout(pp=2), *lookup("h200"), given={"weights_bytes": 30 * GIB})
+    assert stage(run_engine("sglang", inputs, "0.5.22")).startup_error == _incompatible("BambaForCausalLM")
 
 
 def test_rocm_turns_the_radix_cache_off_for_a_draft_at_0_5_11_to_0_5_13():

@@ -314,6 +314,12 @@ ROCM_EXTRA_BUFFER_REFUSED = (("0.5.7", "Mamba extra_buffer is only supported on 
 # cache off on HIP at v0.5.11-v0.5.13 ("Speculative decoding for {arch} is not compatible with radix cache on ROCm
 # devices. Automatically disabling radix cache.": server_args.py _handle_mamba_radix_cache; v0.5.10 refuses as on CUDA)
 ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
+# A ModelOpt checkpoint is refused on HIP ("{method} quantization is currently not supported in ROCm.":
+# configs/model_config.py ModelConfig._verify_quantization, whose rocm_supported_quantization lists no ModelOpt method at
+# any release), by the method name `_parse_quant_hf_config` gives it from its quant_algo (`_parse_modelopt_quant_config`:
+# one with FP4 in it modelopt_fp4, FP8 modelopt_fp8); from v0.5.10, where a config.json `quantization_config` with
+# quant_method modelopt is named so (before, only a hf_quant_config.json is: not modelled)
+ROCM_MODELOPT_REFUSED_FROM = "0.5.10"
 # No prefill CUDA graphs on HIP (`_prefill_graph_mb`): v0.5.10-v0.5.13's server_args.py _handle_piecewise_cuda_graph
 # ("Non-CUDA hardware") and v0.5.14's _disable_tc_piecewise_cudagraph_if_incompatible ("non-CUDA hardware
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
@@ -642,8 +648,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        refusal = (refusal or architecture_error(inputs.spec, inputs.version or VERSIONS[-1])
-                   or _pp_error(arch, inputs, drafts) or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
+        # in SGLang's order: the server args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check
+        # of drafts (`_pp_drafts_error`), then what fails as the model loads
+        version = inputs.version or VERSIONS[-1]
+        refusal = (refusal or _config_error(spec, version) or _rocm_quantization_error(spec, inputs)
+                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version) or _pp_error(arch, inputs)
+                   or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
@@ -683,20 +693,37 @@ def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
     return next((message for since, message in reversed(ROCM_EXTRA_BUFFER_REFUSED) if _since(inputs, since)), None)
 
 
+def _config_error(spec, version: str) -> str | None:
+    """Why SGLang's ModelConfig fails on the config (None: it does not): before 0.5.20 on pure Mamba configs
+    (`NATIVE_FROM_0_5_20`)."""
+    if spec.architecture in NATIVE_FROM_0_5_20 and not at_least(version, "0.5.20"):
+        return f"'{NATIVE_FROM_0_5_20[spec.architecture]}' object has no attribute 'num_attention_heads'"
+    return None
+
+
+def _rocm_quantization_error(spec, inputs: EngineInputs) -> str | None:
+    """ModelConfig's refusal of a ModelOpt checkpoint on an AMD card (`ROCM_MODELOPT_REFUSED_FROM`; None: none)."""
+    quant = spec.quantization
+    if quant is None or quant.method != "modelopt" or not (_rocm(inputs) and _since(inputs, ROCM_MODELOPT_REFUSED_FROM)):
+        return None
+    algo = quant.algo.upper()
+    method = "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if algo == "FP8" else None
+    return None if method is None else f"{method} quantization is currently not supported in ROCm."
+
+
 def architecture_error(spec, version: str) -> str | None:
-    """Why SGLang at `version` cannot load the model, in its words (None: it can): before 0.5.19 it has no class for
-    BailingMoeV3, before 0.5.17 none for Kimi-K3 (`NATIVE_SINCE`), before 0.5.20 ModelConfig fails on pure Mamba
-    configs (`NATIVE_FROM_0_5_20`), from 0.5.20 on Mamba2 configs without intermediate_size
-    (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no SGLang class and no Transformers class
-    (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
+    """Why SGLang at `version` cannot load the model, in its words (None: it can): ModelConfig's failures
+    (`_config_error`); before 0.5.19 it has no class for BailingMoeV3, before 0.5.17 none for Kimi-K3 (`NATIVE_SINCE`),
+    from 0.5.20 Mamba2 configs without intermediate_size fail (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no
+    SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
     arch = spec.architecture
+    if (config := _config_error(spec, version)) is not None:
+        return config
     if arch in NATIVE_SINCE and not at_least(version, NATIVE_SINCE[arch][0]):
         return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library, and SGLang "
                 f"{version} has no class of its own for it ({NATIVE_SINCE[arch][1]} comes with {NATIVE_SINCE[arch][0]}): "
                 "it would load the checkpoint's remote code (auto_map.AutoModel) and refuse it or serve it through the "
                 "Transformers backend, as that code declares, which mcache does not size.")
-    if arch in NATIVE_FROM_0_5_20 and not at_least(version, "0.5.20"):
-        return f"'{NATIVE_FROM_0_5_20[arch]}' object has no attribute 'num_attention_heads'"
     if arch == MAMBA2_NEEDS_INTERMEDIATE and spec.mamba2 is not None and spec.mamba2.intermediate_size is None:
         return "'Mamba2Config' object has no attribute 'intermediate_size'"
     if not at_least(version, FIRST_LINE_UNTIL):
@@ -740,16 +767,22 @@ def _first_line_arch_error(spec, version: str) -> str | None:
             "mcache does not size what its Transformers fallback (model_loader/utils.py) would do with this checkpoint.")
 
 
-def _pp_error(arch: str, inputs: EngineInputs, drafts: int) -> str | None:
-    """What SGLang asserts at more than one stage, in its order (None: nothing): drafts (the server args' check,
-    `PP_DRAFTS_PREFILL_ONLY_FROM`), then, as the model loads, a class that asserts one stage in its __init__ (`NO_PP_ARCHS`, the
-    assertion as its traceback shows it) or whose forward takes no pp_proxy_tensors (`NO_PP_PROXY_ARCHS`)."""
+def _pp_drafts_error(inputs: EngineInputs, drafts: int) -> str | None:
+    """The launch's check of drafts at more than one stage (`PP_DRAFTS_PREFILL_ONLY_FROM`), run before the model loads,
+    so before a refusal of its class (None: no such refusal)."""
+    if inputs.layout.pp == 1 or not drafts:
+        return None
+    if _since(inputs, PP_DRAFTS_PREFILL_ONLY_FROM):
+        return "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"
+    return "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
+
+
+def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
+    """What SGLang asserts at more than one stage as the model loads (None: nothing): a class that asserts one stage in
+    its __init__ (`NO_PP_ARCHS`, the assertion as its traceback shows it) or whose forward takes no pp_proxy_tensors
+    (`NO_PP_PROXY_ARCHS`)."""
     if inputs.layout.pp == 1:
         return None
-    if drafts and _since(inputs, PP_DRAFTS_PREFILL_ONLY_FROM):
-        return "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)"
-    if drafts:
-        return "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
     if arch in NO_PP_ARCHS:
         return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {arch}.__init__: SGLang does "
                 "not run this model with pipeline parallelism (--pp-size 1).")
@@ -927,7 +960,7 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
 def _cell(ctx, spec, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
     scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers (from v0.5.20:
-    `Setup.drafter_kv`); drafts run at PP 1 only (`_pp_error`)."""
+    `Setup.drafter_kv`); drafts run at PP 1 only (`_pp_drafts_error`)."""
     cell, layers = _kv_bytes(ctx, setup)
     charged = setup.drafts and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0

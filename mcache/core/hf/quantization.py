@@ -152,6 +152,7 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
         block, note = _simple(spec, qc, where, method, cfg)
     else:
         return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
+    block["method"], block["algo"] = method, qc.quant_algo if method.startswith("modelopt") else ""
     kv = kv_cache_format(qc, method)
     if kv is not None:
         block["kv_cache"] = kv

@@ -181,6 +181,8 @@ class Quantization(Block):
     `kv_cache`: the KV cache format the checkpoint declares (`fp8`: a compressed-tensors or ModelOpt
     `kv_cache_scheme` of 8-bit floats, or ModelOpt `kv_cache_quant_algo` FP8); None when it declares none. Engine
     profiles resolve `--kv-cache-dtype auto` from it as each engine does; the neutral model keeps the model dtype.
+    `method` and `algo`: the checkpoint's `quant_method` (`modelopt` for a `hf_quant_config.json`) and ModelOpt's
+    `quant_algo`, which engines name their quantization method by (and may refuse on a GPU).
     """
 
     format: Literal["nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8"]
@@ -189,6 +191,8 @@ class Quantization(Block):
     unquantized: list[str] = []
     other_formats: dict[str, list[str]] = {}
     kv_cache: Literal["fp8"] | None = None
+    method: str = ""
+    algo: str = ""
     source: str = ""
 
 

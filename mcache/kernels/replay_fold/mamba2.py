@@ -42,58 +42,49 @@ def mamba2_form(hist: int) -> str:
 
 
 @triton.jit
-def _mamba2_kernel(
-    ssm, ss0, ss1,
-    x, xs0, xs1, xs2, xs3,
-    Bm, bs0, bs1, bs2, bs3,
-    dt, ts0, ts1, ts2, ts3,
-    dA, as0, as1, as2, as3,
-    slots, bufs, counts,
-    NB, H, P, N, HPG, NPB,
-    conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
-    BP: tl.constexpr, BN: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr,
-    CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
-):  # fmt: skip
-    # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
-    # a window compiles no branch for it.
-    if CONV:  # noqa: SIM102
-        if tl.program_id(0) >= NU:
-            conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0) - NU, NB, C, NCB,
-                       KM1, BJ, BC, BLOCK)
-            return
-    pb, h, b, layer = head_unit(NPB, H, NB)
-    c = tl.load(counts + b).to(tl.int32)
-    if c > 0:
-        slot = tl.load(slots + b).to(tl.int64)
-        r = tl.load(bufs + b).to(tl.int64)
-        p = pb * BP + tl.arange(0, BP)
-        n = tl.arange(0, BN)
-        sm = (p[:, None] < P) & (n[None, :] < N)
-        # One int64 base per head and int32 offsets inside it: a tile of 64-bit pointers kept live from the
-        # load to the store costs registers, and registers bound how many programs keep loads in flight.
-        sbase = ssm + (layer * ss0 + slot * ss1 + h * P * N)
-        soff = p[:, None] * N + n[None, :]
-        # The state load goes first so that its latency overlaps the ring loads and the product.
-        if EVEN:
-            h0 = tl.load(sbase + soff, eviction_policy="evict_first")
-        else:
-            h0 = tl.load(sbase + soff, mask=sm, other=0.0, eviction_policy="evict_first")
-        t = tl.arange(0, CP)
-        tm = t < c
-        dav = tl.load(ring_base(dA, as0, as1, as2, layer, slot, r) + t * as3 + h, mask=tm, other=0.0).to(tl.float32)
-        dtv = tl.load(ring_base(dt, ts0, ts1, ts2, layer, slot, r) + t * ts3 + h, mask=tm, other=0.0).to(tl.float32)
-        total = tl.sum(dav, 0)
-        w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
-        xb = ring_base(x, xs0, xs1, xs2, layer, slot, r) + h * P
-        bb = ring_base(Bm, bs0, bs1, bs2, layer, slot, r) + (h // HPG) * N
-        xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
-        bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
-        xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
-        h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
-        if EVEN:
-            tl.store(sbase + soff, h1.to(ssm.dtype.element_ty))
-        else:
-            tl.store(sbase + soff, h1.to(ssm.dtype.element_ty), mask=sm)
+def _load_rows(sbase, soff, sm, EVEN: tl.constexpr):
+    """A block of a head's state rows (`soff` offsets from the head's base, `sm` its mask unless EVEN)."""
+    if EVEN:
+        h0 = tl.load(sbase + soff, eviction_policy="evict_first")
+    else:
+        h0 = tl.load(sbase + soff, mask=sm, other=0.0, eviction_policy="evict_first")
+    return h0
+
+
+@triton.jit
+def _store_rows(sbase, soff, sm, h1, EVEN: tl.constexpr):
+    """Store a block of rows (fp32) in the state's dtype."""
+    if EVEN:
+        tl.store(sbase + soff, h1.to(sbase.dtype.element_ty))
+    else:
+        tl.store(sbase + soff, h1.to(sbase.dtype.element_ty), mask=sm)
+
+
+@triton.jit
+def _block(pb, n, P, N, BP: tl.constexpr):
+    """Rows `p` of row block `pb`, their offsets inside the head and their mask."""
+    p = pb * BP + tl.arange(0, BP)
+    return p, p[:, None] * N + n[None, :], (p[:, None] < P) & (n[None, :] < N)
+
+
+@triton.jit
+def _fold_dot(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N,
+              BP: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr):
+    """The tensor-core form: one block of BP rows, `h_c = e^{total} h_0 + (x w) B` as one `[BP, CP] x [CP, BN]`
+    product."""
+    p, soff, sm = _block(pb, n, P, N, BP)
+    h0 = _load_rows(sbase, soff, sm, EVEN)  # first, so that its latency overlaps the ring loads and the product
+    t = tl.arange(0, CP)
+    tm = t < c
+    dav = tl.load(dab + t * as3, mask=tm, other=0.0).to(tl.float32)
+    dtv = tl.load(dtb + t * ts3, mask=tm, other=0.0).to(tl.float32)
+    total = tl.sum(dav, 0)
+    w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
+    xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
+    bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
+    xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
+    h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
+    _store_rows(sbase, soff, sm, h1, EVEN)
 
 
 @triton.jit
@@ -114,7 +105,43 @@ def _add_token(h1, xb, xs3, j: tl.constexpr, c, p, P, bw):
 
 
 @triton.jit
-def _mamba2_fma_kernel(
+def _fold_fma(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N,
+              BP: tl.constexpr, RB: tl.constexpr, HIST: tl.constexpr, STAGES: tl.constexpr, EVEN: tl.constexpr):
+    """The CUDA-core form: RB blocks of BP rows, token by token with fp32 FMAs (exact products). What depends on the
+    ring only (the scalars w_t, each token's `w_t B_t`) is computed once and kept across the blocks: the first four
+    tokens' in variables of their own (later ones, in a ring longer than MAMBA2_FMA_MAX folded in this form on
+    request, are scaled again for each block). (`p * 0 + j < c`: the interpreter refuses a scalar condition in a
+    vector mask.)"""
+    total = 0.0
+    for j in tl.static_range(HIST):
+        total += tl.load(dab + j * as3, mask=j < c, other=0.0).to(tl.float32)
+    decay = tl.exp(total)
+    bw0, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 0, c, total, n, N)
+    bw1, bw2, bw3 = bw0, bw0, bw0  # tokens past HIST are never added
+    if HIST > 1:
+        bw1, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 1, c, after, n, N)
+    if HIST > 2:
+        bw2, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 2, c, after, n, N)
+    if HIST > 3:
+        bw3, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 3, c, after, n, N)
+    for i in tl.range(0, RB, num_stages=STAGES):
+        p, soff, sm = _block(pb * RB + i, n, P, N, BP)
+        h1 = _add_token(_load_rows(sbase, soff, sm, EVEN).to(tl.float32) * decay, xb, xs3, 0, c, p, P, bw0)
+        if HIST > 1:
+            h1 = _add_token(h1, xb, xs3, 1, c, p, P, bw1)
+        if HIST > 2:
+            h1 = _add_token(h1, xb, xs3, 2, c, p, P, bw2)
+        if HIST > 3:
+            h1 = _add_token(h1, xb, xs3, 3, c, p, P, bw3)
+        rest = after
+        for j in tl.static_range(4, HIST):
+            bw, rest = _scaled_b(bb, bs3, dab, as3, dtb, ts3, j, c, rest, n, N)
+            h1 = _add_token(h1, xb, xs3, j, c, p, P, bw)
+        _store_rows(sbase, soff, sm, h1, EVEN)
+
+
+@triton.jit
+def _mamba2_kernel(
     ssm, ss0, ss1,
     x, xs0, xs1, xs2, xs3,
     Bm, bs0, bs1, bs2, bs3,
@@ -123,12 +150,13 @@ def _mamba2_fma_kernel(
     slots, bufs, counts,
     NB, H, P, N, HPG, NPB,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
-    BP: tl.constexpr, BN: tl.constexpr, RB: tl.constexpr, HIST: tl.constexpr, EVEN: tl.constexpr, STAGES: tl.constexpr,
+    BP: tl.constexpr, BN: tl.constexpr, EVEN: tl.constexpr, FMA: tl.constexpr,
+    CP: tl.constexpr = 16, PREC: tl.constexpr = "tf32x3", RB: tl.constexpr = 1, HIST: tl.constexpr = 1,
+    STAGES: tl.constexpr = 1,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
-    # The CUDA-core form: one program folds RB blocks of BP rows of one head, token by token with fp32 FMAs (exact
-    # products). What depends on the ring only (the scalars w_t, each token's `w_t B_t`, the ring addresses) is
-    # computed once per program and kept across the row blocks.
+    # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
+    # a window compiles no branch for it.
     if CONV:  # noqa: SIM102
         if tl.program_id(0) >= NU:
             conv_fold(conv, cs0, cs1, cin, is0, is1, is2, is3, slots, bufs, counts, tl.program_id(0) - NU, NB, C, NCB,
@@ -144,44 +172,13 @@ def _mamba2_fma_kernel(
         bb = ring_base(Bm, bs0, bs1, bs2, layer, slot, r) + (h // HPG) * N
         dab = ring_base(dA, as0, as1, as2, layer, slot, r) + h
         dtb = ring_base(dt, ts0, ts1, ts2, layer, slot, r) + h
-        total = 0.0
-        for j in tl.static_range(HIST):
-            total += tl.load(dab + j * as3, mask=j < c, other=0.0).to(tl.float32)
-        decay = tl.exp(total)
-        # The first four tokens' `w_t B_t` are held across the row blocks (later tokens, in a ring longer than
-        # MAMBA2_FMA_MAX folded in this form on request, are scaled again for each block).
-        bw0, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 0, c, total, n, N)
-        bw1, bw2, bw3 = bw0, bw0, bw0  # tokens past HIST are never added
-        if HIST > 1:
-            bw1, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 1, c, after, n, N)
-        if HIST > 2:
-            bw2, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 2, c, after, n, N)
-        if HIST > 3:
-            bw3, after = _scaled_b(bb, bs3, dab, as3, dtb, ts3, 3, c, after, n, N)
-        sbase = ssm + (layer * ss0 + slot * ss1 + h * P * N)  # int32 offsets inside the head (registers)
-        for i in tl.range(0, RB, num_stages=STAGES):
-            p = (pb * RB + i) * BP + tl.arange(0, BP)
-            soff = p[:, None] * N + n[None, :]
-            sm = (p[:, None] < P) & (n[None, :] < N)
-            if EVEN:
-                h0 = tl.load(sbase + soff, eviction_policy="evict_first")
-            else:
-                h0 = tl.load(sbase + soff, mask=sm, other=0.0, eviction_policy="evict_first")
-            h1 = _add_token(h0.to(tl.float32) * decay, xb, xs3, 0, c, p, P, bw0)
-            if HIST > 1:
-                h1 = _add_token(h1, xb, xs3, 1, c, p, P, bw1)
-            if HIST > 2:
-                h1 = _add_token(h1, xb, xs3, 2, c, p, P, bw2)
-            if HIST > 3:
-                h1 = _add_token(h1, xb, xs3, 3, c, p, P, bw3)
-            rest = after
-            for j in tl.static_range(4, HIST):
-                bw, rest = _scaled_b(bb, bs3, dab, as3, dtb, ts3, j, c, rest, n, N)
-                h1 = _add_token(h1, xb, xs3, j, c, p, P, bw)
-            if EVEN:
-                tl.store(sbase + soff, h1.to(ssm.dtype.element_ty))
-            else:
-                tl.store(sbase + soff, h1.to(ssm.dtype.element_ty), mask=sm)
+        # One int64 base per head and int32 offsets inside it: a tile of 64-bit pointers kept live from the
+        # load to the store costs registers, and registers bound how many programs keep loads in flight.
+        sbase = ssm + (layer * ss0 + slot * ss1 + h * P * N)
+        if FMA:
+            _fold_fma(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N, BP, RB, HIST, STAGES, EVEN)
+        else:
+            _fold_dot(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N, BP, CP, PREC, EVEN)
 
 
 class Mamba2FoldPlan(FoldPlan):
@@ -209,22 +206,22 @@ class Mamba2FoldPlan(FoldPlan):
         super().__init__(dev, S, nbuf, hist)
         self.window = state_window(self, conv, L, self.warps)
         self.empty = ssm.numel() == 0
-        self.kernel = _mamba2_fma_kernel if form == "fma" else _mamba2_kernel
         rows = bp * rb
         self.npb = triton.cdiv(P, rows)
         self.units = L * H * self.npb
         self.args = (ssm, *lead_strides(ssm, 2), *rings_with_strides(x, B, dt, dA))
         self.dims = (H, P, N, H // G, self.npb)
         even = P % rows == 0 and bn == N
+        self.constexprs = dict(BP=bp, BN=bn, EVEN=even, FMA=form == "fma")
         if form == "fma":
-            self.constexprs = dict(BP=bp, BN=bn, RB=rb, HIST=hist, EVEN=even, STAGES=config[3])
+            self.constexprs.update(RB=rb, HIST=hist, STAGES=config[3])
         else:
-            self.constexprs = dict(BP=bp, BN=bn, CP=max(16, next_pow2(hist)), PREC=PRECISION, EVEN=even)
+            self.constexprs.update(CP=max(16, next_pow2(hist)), PREC=PRECISION)
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)
         grid, args, consts = with_window(self.window, self.units * nb, nb, (*self.args, None, None, None, nb, *self.dims), self.constexprs)
-        return (Launch(self.kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
+        return (Launch(_mamba2_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=self.warps),)
 
 
 def replay_fold_mamba2_triton(

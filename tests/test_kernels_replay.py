@@ -65,6 +65,8 @@ def test_replay_fold_mamba2(device, dtype, layout, even, form, config):
     from mcache.kernels.replay_fold.mamba2 import replay_fold_mamba2_triton
     from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
 
+    if config is not None and layout != "layer_major":
+        pytest.skip("several row blocks a program: the pool layout is covered by the fma case")
     d = _dims(device)
     if even:  # heads that split into whole blocks: the kernel's unmasked path
         d = {**d, "P": 32, "N": 16} if device == "cpu" else d

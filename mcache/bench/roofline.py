@@ -87,10 +87,10 @@ def _mamba2_form(hist: int) -> str:
 
 def _mamba2_fma_programs(dtype: torch.dtype, P: int) -> int:
     """Programs a head of the CUDA-core Mamba2 fold takes (each scales the tokens' `B_t` by `w_t` once)."""
-    from mcache.kernels.replay_fold.mamba2 import MAMBA2_FMA_CONFIG  # imports Triton: only for a Mamba2 fold
+    from mcache.kernels.replay_fold.mamba2 import MAMBA2_FMA_CONFIG, fma_blocks  # imports Triton: only for a Mamba2 fold
 
     bp, _, rb, _ = MAMBA2_FMA_CONFIG[dtype.itemsize]
-    return -(-P // (bp * min(rb, -(-P // bp))))
+    return fma_blocks(P, bp, rb)[1]
 
 
 def _gdn_steps(dtype: torch.dtype, hist: int) -> bool:

@@ -469,6 +469,24 @@ class StatePool(Struct, frozen=True):
     requests: int | None = None
 
 
+# What an architecture's SGLang model builds on the TP group under --enable-dp-attention (`_dp_sharded`)
+DP_TP_GROUP = {
+    # kimi_linear.py: KimiDeltaAttention on the TP group (shard_on_attn_tp=False from 0.5.19; 0.5.9-0.5.18 shard
+    # its unquantized fused projections by the TP size; 0.5.7-0.5.8 know no attention TP)
+    "KimiLinearForCausalLM": {"embedding", "kda"},
+    # lfm2.py, lfm2_moe.py: QKVParallelLinear, Lfm2ShortConv and its conv on the TP group
+    "Lfm2ForCausalLM": {"embedding", "attention.proj", "short_conv"},
+    "Lfm2MoeForCausalLM": {"embedding", "attention.proj", "short_conv"},
+    "GraniteMoeHybridForCausalLM": {"embedding", "attention.proj"},  # granitemoehybrid.py: the TP size
+    "Mamba2ForCausalLM": {"embedding"},  # mamba2.py
+    # falcon_mamba.py (mamba.py subclasses it): MambaMixer on the TP group (layers/attention/mamba/mamba1.py)
+    "MambaForCausalLM": {"embedding", "mamba1"},
+    "FalconMambaForCausalLM": {"embedding", "mamba1"},
+    # models/transformers.py: the backend swaps in a VocabParallelEmbedding (what the config's TP plan shards: not read)
+    "MiniMaxForCausalLM": {"embedding"},
+}
+
+
 def _dp_sharded(spec, version: str) -> frozenset[str]:
     """The weights SGLang at `version` still splits over a stage's TP ranks under --enable-dp-attention
     (`weights.shard_ways` names; the rest but the routed experts is whole on each rank), as sglang/srt/models/*.py build
@@ -477,23 +495,8 @@ def _dp_sharded(spec, version: str) -> frozenset[str]:
     NemotronHMLP, FalconH1MLP, KimiMLP, Lfm2MLP, BailingMLP, GraniteMoeSharedMLP on the TP group; the routers and latent
     projections are ReplicatedLinear, the attention, GDN, MLA and lightning mixers on the attention-TP group), and the
     embedding where it is a plain VocabParallelEmbedding rather than `use_attn_tp_group=is_dp_attention_enabled()` or
-    `enable_tp=not is_dp_attention_enabled()`, with the mixers a model builds on the TP group."""
-    tp_group = {
-        # kimi_linear.py: KimiDeltaAttention on the TP group (shard_on_attn_tp=False from 0.5.19; 0.5.9-0.5.18 shard
-        # its unquantized fused projections by the TP size; 0.5.7-0.5.8 know no attention TP)
-        "KimiLinearForCausalLM": {"embedding", "kda"},
-        # lfm2.py, lfm2_moe.py: QKVParallelLinear, Lfm2ShortConv and its conv on the TP group
-        "Lfm2ForCausalLM": {"embedding", "attention.proj", "short_conv"},
-        "Lfm2MoeForCausalLM": {"embedding", "attention.proj", "short_conv"},
-        "GraniteMoeHybridForCausalLM": {"embedding", "attention.proj"},  # granitemoehybrid.py: the TP size
-        "Mamba2ForCausalLM": {"embedding"},  # mamba2.py
-        # falcon_mamba.py (mamba.py subclasses it): MambaMixer on the TP group (layers/attention/mamba/mamba1.py)
-        "MambaForCausalLM": {"embedding", "mamba1"},
-        "FalconMambaForCausalLM": {"embedding", "mamba1"},
-        # models/transformers.py: the backend swaps in a VocabParallelEmbedding (what the config's TP plan shards: not read)
-        "MiniMaxForCausalLM": {"embedding"},
-    }
-    sharded = {"lm_head", "mlp.proj", "moe.shared_experts"} | tp_group.get(spec.architecture, set())
+    `enable_tp=not is_dp_attention_enabled()`, with the mixers a model builds on the TP group (`DP_TP_GROUP`)."""
+    sharded = {"lm_head", "mlp.proj", "moe.shared_experts"} | DP_TP_GROUP.get(spec.architecture, set())
     if not at_least(version, "0.5.14"):
         # layers/attention/mamba/mamba.py MambaMixer2 takes the attention-TP size under DP attention from 0.5.14 (the
         # TP size before); nemotron_h.py builds its attention and embedding on the attention-TP group from 0.5.14

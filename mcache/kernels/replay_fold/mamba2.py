@@ -36,6 +36,13 @@ def mamba2_config(P: int, bn: int) -> tuple[int, int]:
     return max(16, min(next_pow2(P), 2048 // bn)), 2
 
 
+def fma_blocks(P: int, bp: int, rb: int) -> tuple[int, int]:
+    """`(row blocks a program, programs a head)` of the CUDA-core form for heads of `P` rows, blocks of `bp` rows and
+    at most `rb` blocks a program."""
+    rb = min(rb, triton.cdiv(P, bp))
+    return rb, triton.cdiv(P, bp * rb)
+
+
 def mamba2_form(hist: int) -> str:
     """The default form of a Mamba2 fold from rings of `hist` tokens: `"fma"` up to `MAMBA2_FMA_MAX`, else `"dot"`."""
     return "fma" if hist <= MAMBA2_FMA_MAX else "dot"
@@ -202,7 +209,7 @@ class Mamba2FoldPlan(FoldPlan):
             fail(f"config: expected {'(BP, num_warps, RB, stages)' if form == 'fma' else '(BP, num_warps)'} for "
                  f"form {form!r}, got {config!r}")
         bp, self.warps = config[:2]
-        rb = min(config[2], triton.cdiv(P, bp)) if form == "fma" else 1
+        rb = fma_blocks(P, bp, config[2])[0] if form == "fma" else 1
         super().__init__(dev, S, nbuf, hist)
         self.window = state_window(self, conv, L, self.warps)
         self.empty = ssm.numel() == 0

@@ -46,7 +46,7 @@ def make(kind: str, dtype: torch.dtype, ring: int, slots: int, gen: torch.Genera
 
 def plan_of(kind: str, variant: str, tensors):
     """`step:BVxW[:sN]` (stepping; `:sN` the token loop's pipeline stages), `chunk[:BVxW]` (GatedDeltaNet's
-    chunked default form), `tma`, `pointer`; Mamba2: `dot[:BPxW]` (tensor-core product), `fma[:BPxW]` (CUDA cores)."""
+    chunked default form), `tma`, `pointer`; Mamba2: `dot[:BPxWxRBxSTAGES]` (tensor-core product), `fma[:BPxWxRBxSTAGES]` (CUDA cores)."""
     name, *rest = variant.split(":")
     config = tuple(int(x) for x in rest[0].split("x")) if rest and "x" in rest[0] else None
     if kind == "mamba2":

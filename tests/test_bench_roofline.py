@@ -45,6 +45,9 @@ def test_fold_work_follows_each_kernels_formulation():
     assert roofline.fold_work("mamba2", tall, None, 5, 3, 4).flops == L * 5 * H * (64 * K + 3 * (2 * 64 * K + 4 * K))
     m = roofline.fold_work("mamba2", f32, None, 5, 4, 9)  # a ring of 9: the tensor-core product over a 16-token tile
     assert m.mma_flops == L * 5 * H * 3 * 2 * V * 16 * K and m.flops == L * 5 * H * (V * K + V * 16)
+    B16 = k16  # a bf16 B ring: x w in exact bf16 pieces, three for a float32 state, two for a bf16 one
+    assert roofline.fold_work("mamba2", f32, B16, 5, 4, 9).mma_flops == m.mma_flops == 3 * 2 * L * 5 * H * V * 16 * K
+    assert roofline.fold_work("mamba2", b16, B16, 5, 4, 9).mma_flops == L * 5 * H * 2 * 2 * V * 16 * K
     assert roofline.fold_work("conv", f32, None, 5, 4, 4) == roofline.Work()
 
 

@@ -19,7 +19,15 @@ CASES = [
     pytest.param("cuda", torch.bfloat16, id="cuda-bf16", marks=pytest.mark.gpu),
     pytest.param("cuda", torch.float16, id="cuda-f16", marks=pytest.mark.gpu),
 ]
+# Folds also with a float32 state and bf16 rings (the engines' float32 SSM state beside bf16 activations): the 16-bit
+# tensor-core products in three pieces, held to the float32 tolerance.
+FOLD_CASES = [*CASES, pytest.param("cuda", (torch.float32, torch.bfloat16), id="cuda-f32-bf16rings", marks=pytest.mark.gpu)]
 TOL = {torch.float32: 2e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+def _state_and_ring(dtype):
+    """`(state dtype, ring dtype)` of a fold case."""
+    return dtype if isinstance(dtype, tuple) else (dtype, dtype)
 
 
 def _ring(L, S, hist, tail, layout, device, gen, fn=torch.randn):
@@ -56,17 +64,18 @@ def _dims(device):
     return dict(L=3, S=40, H=8, P=64, N=128, G=2, V=128, K=128, Hk=4, C=1000, batches=(1, 7, 40), hists=(16, 6))
 
 
-@pytest.mark.parametrize("device,dtype", CASES)
+@pytest.mark.parametrize("device,dtype", FOLD_CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("even", [False, True], ids=["odd-head", "whole-blocks"])
-@pytest.mark.parametrize("form,config", [("dot", None), ("fma", None), ("fma", (8, 1, 8, 2))],
-                         ids=["dot", "fma", "fma-blocks"])  # fma-blocks: several row blocks a program (odd: a masked last one)
+@pytest.mark.parametrize("form,config", [("dot", None), ("dot", (16, 1, 4, 2)), ("fma", None), ("fma", (8, 1, 8, 2))],
+                         ids=["dot", "dot-blocks", "fma", "fma-blocks"])  # -blocks: several row blocks a program (odd: a masked last one)
 def test_replay_fold_mamba2(device, dtype, layout, even, form, config):
     from mcache.kernels.replay_fold.mamba2 import replay_fold_mamba2_triton
     from mcache.kernels.replay_fold.reference import replay_fold_mamba2_reference
 
     if config is not None and layout != "layer_major":
-        pytest.skip("several row blocks a program: the pool layout is covered by the fma case")
+        pytest.skip("several row blocks a program: the pool layout is covered by the default config")
+    dtype, ring_dtype = _state_and_ring(dtype)
     d = _dims(device)
     if even:  # heads that split into whole blocks: the kernel's unmasked path
         d = {**d, "P": 32, "N": 16} if device == "cpu" else d
@@ -77,9 +86,9 @@ def test_replay_fold_mamba2(device, dtype, layout, even, form, config):
     for hist in d["hists"]:
         for nb in d["batches"]:
             ssm = make_pool(L, S, (H, P, N), dtype, layout, device, gen)
-            x = _ring(L, S, hist, (H, P), layout, device, gen).to(dtype)
-            B = _ring(L, S, hist, (G, N), layout, device, gen).to(dtype)
-            dt = (_ring(L, S, hist, (H,), layout, device, gen, torch.rand) * 0.5).to(dtype)
+            x = _ring(L, S, hist, (H, P), layout, device, gen).to(ring_dtype)
+            B = _ring(L, S, hist, (G, N), layout, device, gen).to(ring_dtype)
+            dt = (_ring(L, S, hist, (H,), layout, device, gen, torch.rand) * 0.5).to(ring_dtype)
             dA = -dt.float() * _ring(L, S, hist, (H,), layout, device, gen, torch.rand).add(0.5) * 2
             slots, buf, count = _requests(nb, S, hist, gen, device)
             before = ssm.clone()
@@ -99,7 +108,7 @@ def _delta_inputs(d, hist, layout, device, gen, dtype, per_channel):
     return k, v, g, beta
 
 
-@pytest.mark.parametrize("device,dtype", CASES)
+@pytest.mark.parametrize("device,dtype", FOLD_CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("kind,form", [("gdn", "pointer"), ("gdn", "tma"), ("gdn", "step"), ("kda", None)],
                          ids=["gdn", "gdn-tma", "gdn-step", "kda"])
@@ -118,6 +127,7 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
     if form:
         triton_fn = functools.partial(triton_fn, form=form)
     ref_fn = getattr(reference, f"replay_fold_{kind}_reference")
+    dtype, ring_dtype = _state_and_ring(dtype)
     d = _dims(device)
     if small and kind == "gdn" and device == "cpu":
         d = {**d, "V": 32, "K": 16}  # whole 16-row blocks: the GatedDeltaNet kernel's unmasked path
@@ -125,7 +135,7 @@ def test_replay_fold_delta(device, dtype, layout, kind, form, small):
     for hist in d["hists"]:
         for nb in d["batches"]:
             ssm = make_pool(d["L"], d["S"], (d["H"], d["V"], d["K"]), dtype, layout, device, gen)
-            k, v, g, beta = _delta_inputs(d, hist, layout, device, gen, dtype, kind == "kda")
+            k, v, g, beta = _delta_inputs(d, hist, layout, device, gen, ring_dtype, kind == "kda")
             slots, buf, count = _requests(nb, d["S"], hist, gen, device)
             for s, r, c in zip(slots.tolist(), buf.tolist(), count.tolist(), strict=True):
                 for ring in (k, v, g, beta):  # tokens past the count must not be read into the state

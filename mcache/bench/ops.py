@@ -117,7 +117,8 @@ class CaseBuilder:
     def fold_work(self, batch: int) -> Work:
         """The arithmetic of folding the whole ring into `batch` requests' states (`roofline.fold_work`)."""
         rings = self.rings[Role.STATE]
-        return fold_work(self.kind, self.base[Role.STATE], rings[0], batch, self.history, rings[0].shape[3])
+        k = rings[1] if self.kind == "mamba2" else rings[0]  # Mamba2's B ring (x, B, dt, dA), the delta rules' k
+        return fold_work(self.kind, self.base[Role.STATE], k, batch, self.history, rings[0].shape[3])
 
     def reset(self, batch: int) -> OpCase:
         slots = self._slots(batch)

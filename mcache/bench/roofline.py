@@ -14,7 +14,8 @@ token tile the kernels pad the ring to, one FMA = 2 FLOPs):
 - Mamba2 (`[P, N]` state), CUDA-core form (rings of up to 4 tokens: `mamba2.mamba2_form`): `P*N` (the decay) +
   `T * (2*P*N + P)` (each token's rank-one update and x scaled by its weight); no tensor-core work.
 - Mamba2, tensor-core form: CUDA cores `P*N` (the decay) + `P*CT` (x scaled by its weights); tensor cores one
-  `[P, CT] x [CT, N]` product in `tf32x3`: `3 * 2*P*CT*N`.
+  `[P, CT] x [CT, N]` product, `passes * 2*P*CT*N`: with a 16-bit B ring `x w` in exact 16-bit pieces, 3 for
+  a float32 state and 2 for a 16-bit one (`_fold.dot16_pieces`), else 3 (`tf32x3`).
 - GatedDeltaNet stepped (float32 states, rings of up to 8 tokens: `gdn.gdn_steps`): as KDA below.
 - GatedDeltaNet (`[V, K]` state, chunked): CUDA cores `V*K` (the decay) + `6*V*CT` (the gated residual and the hi/lo
   splits) + the mix kernel's substitution `2*CT^3`; tensor cores the mix kernel's gram `2*CT^2*K` and the update's
@@ -53,7 +54,7 @@ def _tile(hist: int) -> int:
 
 def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int, tokens: int, hist: int) -> Work:
     """The arithmetic of folding `tokens` of a ring of `hist` into `batch` requests' states of a `[L, S, H, *state]`
-    pool (`k`: the delta rules' key ring, whose dtype picks the GatedDeltaNet passes)."""
+    pool (`k`: the ring whose dtype picks the tensor-core passes, the delta rules' key ring or Mamba2's B ring)."""
     L, H = state.shape[0], state.shape[2]
     ct = _tile(hist)
     if kind == "mamba2" and _mamba2_form(hist) == "fma":
@@ -61,13 +62,14 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
         per_head = Work(P * N + tokens * (2 * P * N + N * _mamba2_fma_programs(state.dtype, P)), 0)
     elif kind == "mamba2":
         P, N = state.shape[3], state.shape[4]
-        per_head = Work(P * N + P * ct, 3 * 2 * P * ct * N)
+        passes = (3 if state.dtype == torch.float32 else 2) if _dot16(k) else 3
+        per_head = Work(P * N + P * ct, passes * 2 * P * ct * N)
     elif kind == "kda" or (kind == "gdn" and _gdn_steps(state.dtype, hist)):
         V, K = state.shape[3], state.shape[4]
         per_head = Work(tokens * (5 * V * K + 3 * V), 0)
     elif kind == "gdn":
         V, K = state.shape[3], state.shape[4]
-        half_k = k is not None and k.dtype in (torch.bfloat16, torch.float16)
+        half_k = _dot16(k)
         half_state = state.dtype in (torch.bfloat16, torch.float16)
         p_passes = 1 if half_k and half_state else 3  # `_dot_nt`: one exact pass when both are the same 16-bit type
         wk_passes = (2 if half_state else 3) if half_k else 3  # W as hi + lo (+ lo2), or tf32x3
@@ -79,6 +81,11 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
     return per_head.scaled(L * batch * H)
 
 
+def _dot16(k: torch.Tensor | None) -> bool:
+    """Whether a fold's tensor-core products take its ring `k` as it is, 16-bit (as the kernels do on CUDA)."""
+    return k is not None and k.dtype in (torch.bfloat16, torch.float16)
+
+
 def _mamba2_form(hist: int) -> str:
     from mcache.kernels.replay_fold.mamba2 import mamba2_form  # imports Triton: only for a Mamba2 fold
 
@@ -87,10 +94,10 @@ def _mamba2_form(hist: int) -> str:
 
 def _mamba2_fma_programs(dtype: torch.dtype, P: int) -> int:
     """Programs a head of the CUDA-core Mamba2 fold takes (each scales the tokens' `B_t` by `w_t` once)."""
-    from mcache.kernels.replay_fold.mamba2 import MAMBA2_FMA_CONFIG, fma_blocks  # imports Triton: only for a Mamba2 fold
+    from mcache.kernels.replay_fold.mamba2 import mamba2_config, row_blocks  # imports Triton: only for a Mamba2 fold
 
-    bp, _, rb, _ = MAMBA2_FMA_CONFIG[dtype.itemsize]
-    return fma_blocks(P, bp, rb)[1]
+    bp, _, rb, _ = mamba2_config("fma", dtype.itemsize, P)
+    return row_blocks(P, bp, rb)[1]
 
 
 def _gdn_steps(dtype: torch.dtype, hist: int) -> bool:

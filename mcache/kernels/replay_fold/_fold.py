@@ -16,11 +16,27 @@ from .._common import FLOAT_DTYPES, check_ranges, fail, lead_strides, same_devic
 from .._launch import Plan
 from .._oneshot import PLANS
 
+HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
+
 
 @triton.jit
 def ring_base(ptr, s0, s1, s2, layer, slot, r):
     """The first token of ring `r` of `slot` in `layer` of a ring tensor with strides `s0, s1, s2`."""
     return ptr + (layer * s0 + slot * s1 + r * s2)
+
+
+@triton.jit
+def dot16_pieces(w, b, acc, F32: tl.constexpr):
+    """`acc + w @ b` for a 16-bit `b` and an fp32 `w` split into pieces of `b`'s type, hi + lo (+ lo2 when F32):
+    exact products on the tensor cores, about fp32 accuracy with three pieces, far below a 16-bit state's rounding with
+    two (a 16-bit `b` needs no split of its own, unlike `tf32x3`'s)."""
+    hi = w.to(b.dtype)
+    lo = w - hi.to(tl.float32)
+    acc = tl.dot(hi, b, acc=acc)
+    acc = tl.dot(lo.to(b.dtype), b, acc=acc)
+    if F32:
+        acc = tl.dot((lo - lo.to(b.dtype).to(tl.float32)).to(b.dtype), b, acc=acc)
+    return acc
 
 
 @triton.jit

@@ -22,11 +22,10 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._common import fail, lead_strides, next_pow2, sm_count
 from .._launch import Launch
-from ._fold import FoldPlan, delta_args, head_of, head_unit, ring_base, rings_with_strides, run_fold
+from ._fold import HALF, FoldPlan, delta_args, dot16_pieces, head_of, head_unit, ring_base, rings_with_strides, run_fold
 from .conv import conv_fold, state_window, with_window
 from .step import Stepper
 
-HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
 # `(BV rows of V per program, num_warps)` of the GatedDeltaNet update: 64 rows on four warps (one warpgroup
 # product) was the fastest of BV 32..128 on 1..8 warps on an H200 for `[32, 128, 128]` states, bf16 and f32.
 GDN_CONFIG = (64, 4)
@@ -149,13 +148,8 @@ def _gdn_update(s, kt, vT, gt, m, DOT16: tl.constexpr):
     else:
         w = tl.dot(x, m, input_precision="tf32x3")
     acc = s.to(tl.float32) * tl.exp(tl.sum(gt, 0))
-    if DOT16:  # W as 16-bit hi + lo (+ lo2 for float32 states): about fp32 accuracy on exact k
-        hi = w.to(kt.dtype)
-        lo = w - hi.to(tl.float32)
-        acc = tl.dot(hi, kt, acc=acc)
-        acc = tl.dot(lo.to(kt.dtype), kt, acc=acc)
-        if s.dtype == tl.float32:
-            acc = tl.dot((lo - lo.to(kt.dtype).to(tl.float32)).to(kt.dtype), kt, acc=acc)
+    if DOT16:  # noqa: SIM108  (W as 16-bit hi + lo, + lo2 for float32 states: about fp32 accuracy on exact k)
+        acc = dot16_pieces(w, kt, acc, s.dtype == tl.float32)
     else:
         acc = tl.dot(w, kt.to(tl.float32), acc=acc, input_precision="tf32x3")
     return acc

@@ -13,7 +13,7 @@ import triton.language as tl
 
 from .._common import fail, lead_strides, next_pow2, same_device
 from .._launch import Launch
-from ._fold import FoldPlan, check_rings, check_state, head_unit, ring_base, ring_groups, rings_with_strides, run_fold
+from ._fold import HALF, FoldPlan, check_rings, check_state, dot16_pieces, head_unit, ring_base, ring_groups, rings_with_strides, run_fold
 from .conv import conv_fold, state_window, with_window
 
 PRECISION = "tf32x3"
@@ -21,24 +21,30 @@ PRECISION = "tf32x3"
 # bfloat16 60 / 64 / 64% at batch 8 / 32 / 64) was ahead of any shape of the CUDA-core one (at best 66 / 71 / 71% and
 # 45 / 50 / 51%; results/roofline/sweeps/fold-sweep-4).
 MAMBA2_FMA_MAX = 4
-# `(BP rows a block, num_warps, RB row blocks a program, pipeline stages of the block loop)` of the CUDA-core form by the
-# state's element size. On an H200 (Nemotron-H-8B's `[128, 64, 128]` state, 4 tokens, % of the memory roofline at batch
-# 8 / 32 / 64, results/roofline/sweeps/fold-sweep-6): bfloat16, a whole head a program (8 blocks of 8 rows, one warp,
-# 4 stages) 82 / 93 / 94% (3 stages 81 / 84-92 / 93, 4 blocks of 16 rows 76-78 / 85-87 / 85-88, a block of 8 rows a
-# program as before 72 / 79 / 77); float32, a block of 16 rows a program 85.5 / 95 / 95% (whole heads 82-84 / 91-94 /
-# 92-94, the form before 85 / 86-94 / 94).
-MAMBA2_FMA_CONFIG = {4: (16, 1, 1, 1), 2: (8, 1, 8, 4)}
-
-def mamba2_config(P: int, bn: int) -> tuple[int, int]:
-    """`(BP, num_warps)` of the tensor-core form: 16 rows of P (2048 states at N = 128) on two warps, the fastest of a
-    sweep over BP 8..64 and 2..8 warps on an H200 for the Nemotron-H-8B state (84-88% of the size-matched copy at
-    batch 1-64, against 78-81% for 32 rows on four warps)."""
-    return max(16, min(next_pow2(P), 2048 // bn)), 2
+# `(BP rows a block, num_warps, RB row blocks a program, pipeline stages of the block loop)` of each form by the
+# state's element size, for N up to 128. On an H200 (Nemotron-H-8B's `[128, 64, 128]` state, % of the memory roofline at
+# batch 8 / 32 / 64). The CUDA-core form at 4 tokens (results/roofline/sweeps/fold-sweep-6): bfloat16, a whole head a
+# program (8 blocks of 8 rows, one warp, 4 stages) 82 / 93 / 94% (3 stages 81 / 84-92 / 93, 4 blocks of 16 rows 76-78 /
+# 85-87 / 85-88, a block of 8 rows a program as before 72 / 79 / 77); float32, a block of 16 rows a program 85.5 / 95 /
+# 95% (whole heads 82-84 / 91-94 / 92-94, the form before 85 / 86-94 / 94). The tensor-core form at 16 tokens with bf16
+# x and B (fold-sweep-7): x w in 16-bit pieces, float32 16 rows on one warp 82 / 90 / 91% (32 on two 81 / 89 / 90, 64
+# on four 82 / 88 / 88; tf32x3 on 16 rows and two warps as before 79 / 82 / 82), bfloat16 32 rows on two warps 77 / 83 /
+# 83% (16 on two 74 / 79 / 78, 64 on four 75 / 79 / 80; before 59 / 63 / 64).
+MAMBA2_CONFIG = {"fma": {4: (16, 1, 1, 1), 2: (8, 1, 8, 4)}, "dot": {4: (16, 1, 4, 3), 2: (16, 1, 4, 4)}}
 
 
-def fma_blocks(P: int, bp: int, rb: int) -> tuple[int, int]:
-    """`(row blocks a program, programs a head)` of the CUDA-core form for heads of `P` rows, blocks of `bp` rows and
-    at most `rb` blocks a program."""
+def mamba2_config(form: str, itemsize: int, bn: int) -> tuple[int, int, int, int]:
+    """The default config of `form` for a state of `itemsize`-byte elements and rows of `bn` (N padded): a tensor-core
+    block of a row wider than 128 takes twice the warps for each doubling (its fp32 accumulator per thread bounded)."""
+    bp, warps, rb, stages = MAMBA2_CONFIG[form][itemsize]
+    if form == "dot":
+        warps *= max(1, bn // 128)
+    return bp, warps, rb, stages
+
+
+def row_blocks(P: int, bp: int, rb: int) -> tuple[int, int]:
+    """`(row blocks a program, programs a head)` for heads of `P` rows, blocks of `bp` rows and at most `rb` blocks a
+    program."""
     rb = min(rb, triton.cdiv(P, bp))
     return rb, triton.cdiv(P, bp * rb)
 
@@ -75,23 +81,30 @@ def _block(pb, n, P, N, BP: tl.constexpr):
 
 
 @triton.jit
-def _fold_dot(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N,
-              BP: tl.constexpr, CP: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr):
-    """The tensor-core form: one block of BP rows, `h_c = e^{total} h_0 + (x w) B` as one `[BP, CP] x [CP, BN]`
-    product."""
-    p, soff, sm = _block(pb, n, P, N, BP)
-    h0 = _load_rows(sbase, soff, sm, EVEN)  # first, so that its latency overlaps the ring loads and the product
+def _fold_dot(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N, BP: tl.constexpr, CP: tl.constexpr,
+              RB: tl.constexpr, STAGES: tl.constexpr, PREC: tl.constexpr, EVEN: tl.constexpr, DOT16: tl.constexpr):
+    """The tensor-core form: RB blocks of BP rows, each `h_c = e^{total} h_0 + (x w) B` as one `[BP, CP] x [CP, BN]`
+    product, the weights and B loaded once a program. With a 16-bit B, `x w` goes in 16-bit pieces
+    (`dot16_pieces`: three for a float32 state, two for a 16-bit one), else in `PREC`."""
     t = tl.arange(0, CP)
     tm = t < c
     dav = tl.load(dab + t * as3, mask=tm, other=0.0).to(tl.float32)
     dtv = tl.load(dtb + t * ts3, mask=tm, other=0.0).to(tl.float32)
     total = tl.sum(dav, 0)
+    decay = tl.exp(total)
     w = dtv * tl.exp(total - tl.cumsum(dav, 0))  # dt_t * exp(sum of dA after t)
-    xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
     bt = tl.load(bb + t[:, None] * bs3 + n[None, :], mask=tm[:, None] & (n[None, :] < N), other=0.0)
-    xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
-    h1 = tl.dot(xw, bt.to(tl.float32), acc=h0.to(tl.float32) * tl.exp(total), input_precision=PREC)  # [BP, BN]
-    _store_rows(sbase, soff, sm, h1, EVEN)
+    for i in tl.range(0, RB, num_stages=STAGES):
+        p, soff, sm = _block(pb * RB + i, n, P, N, BP)
+        h0 = _load_rows(sbase, soff, sm, EVEN)
+        xt = tl.load(xb + t[None, :] * xs3 + p[:, None], mask=tm[None, :] & (p[:, None] < P), other=0.0)
+        xw = xt.to(tl.float32) * w[None, :]  # [BP, CP]
+        acc = h0.to(tl.float32) * decay
+        if DOT16:
+            h1 = dot16_pieces(xw, bt, acc, sbase.dtype.element_ty == tl.float32)  # [BP, BN]
+        else:
+            h1 = tl.dot(xw, bt.to(tl.float32), acc=acc, input_precision=PREC)
+        _store_rows(sbase, soff, sm, h1, EVEN)
 
 
 @triton.jit
@@ -159,7 +172,7 @@ def _mamba2_kernel(
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
     BP: tl.constexpr, BN: tl.constexpr, EVEN: tl.constexpr, FMA: tl.constexpr,
     CP: tl.constexpr = 16, PREC: tl.constexpr = "tf32x3", RB: tl.constexpr = 1, HIST: tl.constexpr = 1,
-    STAGES: tl.constexpr = 1,
+    STAGES: tl.constexpr = 1, DOT16: tl.constexpr = False,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -185,14 +198,14 @@ def _mamba2_kernel(
         if FMA:
             _fold_fma(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N, BP, RB, HIST, STAGES, EVEN)
         else:
-            _fold_dot(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N, BP, CP, PREC, EVEN)
+            _fold_dot(sbase, pb, n, xb, xs3, bb, bs3, dab, as3, dtb, ts3, c, P, N, BP, CP, RB, STAGES, PREC, EVEN, DOT16)
 
 
 class Mamba2FoldPlan(FoldPlan):
     """The Mamba2 fold of a bound `[L, S, H, P, N]` state and its x, B, dt, dA rings (and, with `conv`, the conv
     window: `conv.state_window`), in one launch; `form` `"fma"` or `"dot"` (default: `mamba2_form`), `config` `(BP rows
-    of P a block, num_warps, RB blocks a program, pipeline stages)` for `"fma"` (`MAMBA2_FMA_CONFIG`), `(BP rows of P a
-    program, num_warps)` for `"dot"` (`mamba2_config`)."""
+    of P a block, num_warps, RB blocks a program, pipeline stages)` (default: `mamba2_config`; BP at least 16 for
+    `"dot"`)."""
 
     def __init__(self, ssm, x, B, dt, dA, *, conv=None, config: tuple[int, ...] | None = None, form: str | None = None):
         check_state("ssm", ssm, 5)
@@ -204,12 +217,11 @@ class Mamba2FoldPlan(FoldPlan):
         nbuf, hist = check_rings(L, S, ("x", x, (H, P)), ("B", B, (G, N)), ("dt", dt, (H,)), ("dA", dA, (H,)))
         bn = max(16, next_pow2(N))
         form = form or mamba2_form(hist)
-        config = config or (MAMBA2_FMA_CONFIG[ssm.element_size()] if form == "fma" else mamba2_config(P, bn))
-        if len(config) != (4 if form == "fma" else 2):
-            fail(f"config: expected {'(BP, num_warps, RB, stages)' if form == 'fma' else '(BP, num_warps)'} for "
-                 f"form {form!r}, got {config!r}")
-        bp, self.warps = config[:2]
-        rb = fma_blocks(P, bp, config[2])[0] if form == "fma" else 1
+        config = config or mamba2_config(form, ssm.element_size(), bn)
+        if len(config) != 4:
+            fail(f"config: expected (BP, num_warps, RB, stages), got {config!r}")
+        bp, self.warps, rb, stages = config
+        rb = row_blocks(P, bp, rb)[0]
         super().__init__(dev, S, nbuf, hist)
         self.window = state_window(self, conv, L, self.warps)
         self.empty = ssm.numel() == 0
@@ -219,11 +231,11 @@ class Mamba2FoldPlan(FoldPlan):
         self.args = (ssm, *lead_strides(ssm, 2), *rings_with_strides(x, B, dt, dA))
         self.dims = (H, P, N, H // G, self.npb)
         even = P % rows == 0 and bn == N
-        self.constexprs = dict(BP=bp, BN=bn, EVEN=even, FMA=form == "fma")
+        self.constexprs = dict(BP=bp, BN=bn, EVEN=even, FMA=form == "fma", RB=rb, STAGES=stages)
         if form == "fma":
-            self.constexprs.update(RB=rb, HIST=hist, STAGES=config[3])
+            self.constexprs.update(HIST=hist)
         else:
-            self.constexprs.update(CP=max(16, next_pow2(hist)), PREC=PRECISION)
+            self.constexprs.update(CP=max(16, next_pow2(hist)), PREC=PRECISION, DOT16=ssm.is_cuda and B.dtype in HALF)
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         n = len(self.args)

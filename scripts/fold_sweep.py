@@ -78,12 +78,13 @@ def main() -> None:
     ap.add_argument("--batches", default="1,8,32,64")
     ap.add_argument("--variants", required=True)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--slots", type=int, default=None, help="slots in the pools (default: the largest batch + 16)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
     batches = [int(b) for b in a.batches.split(",")]
     gen = torch.Generator(device="cuda").manual_seed(0)
-    slots = max(batches) + 16
+    slots = a.slots or max(batches) + 16
     ssm, *rings = make(a.kind, dtype, a.ring, slots, gen)
     ceiling = copy_time(8 << 30, ssm.device, reps=a.reps).median_us / (8 << 30)  # µs per byte moved
     ref = getattr(reference, f"replay_fold_{a.kind}_reference")
@@ -111,7 +112,7 @@ def main() -> None:
             t = time_op(lambda plan=plan, s=s, b=b, c=c: plan(s, b, c), ssm.device, reps=a.reps).median_us
             nbytes = fold_bytes(ssm, rings, nb, a.ring)
             match = copy_time(nbytes, ssm.device, reps=a.reps).median_us
-            row = dict(kind=a.kind, dtype=a.dtype, ring=a.ring, variant=variant, batch=nb, us=round(t, 1),
+            row = dict(kind=a.kind, dtype=a.dtype, ring=a.ring, variant=variant, slots=slots, batch=nb, us=round(t, 1),
                        roof=round(100 * nbytes * ceiling / t, 1), match=round(100 * match / t, 1), err=err, untouched=ok)
             print(json.dumps(row), flush=True)
             if out:

@@ -1,9 +1,10 @@
 """The Mamba2 fold (scalar decay per head). The recurrence is linear in `h`, so all tokens fold in closed form,
 `h_c = exp(sum dA) h_0 + (x * w)^T B` with `w_t = dt_t exp(sum_{s>t} dA_s)`; the state is read and written once.
-The sum of rank-one terms runs in one of two forms (`mamba2_form` picks): `"fma"`, token by token on the CUDA cores
-(exact fp32 products), for short rings, each program folding several blocks of a head's rows with what depends on the
-ring alone (`w_t B_t`) computed once; `"dot"`, one `[P, CT] x [CT, N]` product per head on the tensor cores (fp32
-operands in `tf32x3`: about fp32 accuracy), for longer ones.
+The sum of rank-one terms runs in one of two forms (`mamba2_form` picks), each program folding several blocks of a
+head's rows with what depends on the ring alone computed once: `"fma"`, token by token on the CUDA cores (exact fp32
+products), for short rings; `"dot"`, one `[BP, CT] x [CT, N]` product a block on the tensor cores, for longer ones:
+with a 16-bit B on CUDA, `x w` in exact 16-bit pieces (about fp32 accuracy for a float32 state), else fp32 operands in
+`tf32x3` (the interpreter's 16-bit products are not faithful).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ MAMBA2_FMA_MAX = 4
 # program (8 blocks of 8 rows, one warp, 4 stages) 82 / 93 / 94% (3 stages 81 / 84-92 / 93, 4 blocks of 16 rows 76-78 /
 # 85-87 / 85-88, a block of 8 rows a program as before 72 / 79 / 77); float32, a block of 16 rows a program 85.5 / 95 /
 # 95% (whole heads 82-84 / 91-94 / 92-94, the form before 85 / 86-94 / 94). The tensor-core form at 16 tokens with bf16
-# x and B (fold-sweep-7): x w in 16-bit pieces, float32 16 rows on one warp 82 / 90 / 91% (32 on two 81 / 89 / 90, 64
-# on four 82 / 88 / 88; tf32x3 on 16 rows and two warps as before 79 / 82 / 82), bfloat16 32 rows on two warps 77 / 83 /
-# 83% (16 on two 74 / 79 / 78, 64 on four 75 / 79 / 80; before 59 / 63 / 64).
+# x and B (fold-sweep-7), x w in 16-bit pieces: a whole head a program (4 blocks of 16 rows, one warp), bfloat16 with 4
+# stages 81.5 / 92 / 93% (3 stages 81 / 91 / 92, one block of 32 rows on two warps a program 77 / 83 / 83, of 64 on four
+# 75 / 79 / 80; tf32x3 on one block of 16 rows and two warps as before 59 / 63 / 64), float32 with 3 stages 82 / 92 / 92%
+# (one block of 16 rows a program 82 / 90 / 91; before 79 / 82 / 82).
 MAMBA2_CONFIG = {"fma": {4: (16, 1, 1, 1), 2: (8, 1, 8, 4)}, "dot": {4: (16, 1, 4, 3), 2: (16, 1, 4, 4)}}
 
 

@@ -166,11 +166,13 @@ def test_sweep_cases_cover_every_configuration():
 
     runner = Runner(BenchConfig(spec=TINY_SPEC, device="cpu", batches=[1], max_batch=2, scheme="replay"))
     manager = runner._build_manager()
-    builder = KernelCaseBuilder(manager.pools.values(), "gdn", None, len(manager.free_slots), 4, 16, torch.Generator().manual_seed(0))
-    cases = sweep_cases(builder, 1)
-    assert [impl for impl, _ in cases] == [f"triton@{b}x{w}" for b, w in COPY_CONFIGS + FOLD_CONFIGS["gdn"] + CONV_CONFIGS]
-    assert {case.op for _, case in cases} == {"copy_slots", "replay_fold", "replay_fold_conv"}
-    json.dumps([case.nbytes for _, case in cases])
+    for kind in ("gdn", "mamba2"):  # Mamba2's folds take four-number configurations
+        builder = KernelCaseBuilder(manager.pools.values(), kind, None, len(manager.free_slots), 4, 16, torch.Generator().manual_seed(0))
+        cases = sweep_cases(builder, 1)
+        configs = COPY_CONFIGS + FOLD_CONFIGS[kind] + CONV_CONFIGS
+        assert [impl for impl, _ in cases] == [f"triton@{'x'.join(map(str, c))}" for c in configs]
+        assert {case.op for _, case in cases} == {"copy_slots", "replay_fold", "replay_fold_conv"}
+        json.dumps([case.nbytes for _, case in cases])
 
 
 def test_a_huge_batch_is_one_line_before_any_work(capsys):

@@ -25,8 +25,10 @@ KERNEL_BUFFERS = {"commit_intermediate": Needs(Role.INTERMEDIATE, Role.STATE, "i
                   "replay_fold_conv": Needs(Role.RING, Role.CONV, "ring_conv_in")}
 SWEEP_OPS = ("copy_slots", "replay_fold", "replay_fold_conv")  # the kernels `sweep_cases` times
 COPY_CONFIGS = [(8192, 8), (16384, 16), (32768, 16), (32768, 32), (65536, 32)]  # (BLOCK, num_warps)
-FOLD_CONFIGS = {"mamba2": [(16, 4), (32, 4), (32, 8), (64, 4)], "gdn": [(16, 2), (32, 2), (64, 4), (128, 8)],
-                "kda": [(16, 2), (32, 2), (64, 4)]}  # (BP or BV rows per program, num_warps)
+# Mamba2: (BP rows a block, num_warps, RB blocks a program, pipeline stages), valid in either form (BP >= 16 for the
+# tensor-core one); GatedDeltaNet and KDA: (BV rows a program, num_warps).
+FOLD_CONFIGS = {"mamba2": [(16, 1, 1, 1), (16, 1, 4, 3), (16, 1, 4, 4), (32, 2, 2, 2)],
+                "gdn": [(16, 2), (32, 2), (64, 4), (128, 8)], "kda": [(16, 2), (32, 2), (64, 4)]}
 CONV_CONFIGS = [(256, 2), (512, 2), (512, 4), (1024, 4), (2048, 8)]
 
 
@@ -159,6 +161,6 @@ def sweep_cases(builder: KernelCaseBuilder, batch: int) -> list[tuple[str, OpCas
     configs = {"copy_slots": COPY_CONFIGS}
     if builder.rings[Role.CONV]:
         configs |= {"replay_fold": FOLD_CONFIGS.get(builder.kind, []), "replay_fold_conv": CONV_CONFIGS}
-    cases = [(f"triton@{b}x{w}", getattr(builder, op)(batch, (b, w)))
-             for op, sizes in configs.items() if builder.unfit(op, batch) is None for b, w in sizes]
+    cases = [(f"triton@{'x'.join(map(str, config))}", getattr(builder, op)(batch, config))
+             for op, sizes in configs.items() if builder.unfit(op, batch) is None for config in sizes]
     return [(impl, case) for impl, case in cases if case is not None]

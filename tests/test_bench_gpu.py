@@ -63,3 +63,19 @@ def test_gpu_run_times_fla_beside_the_delta_rule_folds():
         assert rows[("gdn", impl)].status == "ok", rows[("gdn", impl)].reason
         assert rows[("gdn", impl)].median_us > 0 and rows[("gdn", impl)].pct_roofline is not None
     assert ("mamba2", "fla") not in rows  # FLA has no Mamba2 fold
+
+
+@pytest.mark.gpu
+def test_gpu_run_times_vllm_beside_the_mamba2_fold():
+    """Where vLLM's Mamba2 kernel imports (vLLM, or scripts/vllm_ssm_standin.py's package), the Mamba2 fold has its
+    row, checked against the reference and timed."""
+    from mcache.bench import vllm_ssm
+
+    if not vllm_ssm.available():
+        pytest.skip("vLLM's selective_state_update does not import here")
+    cfg = BenchConfig(spec=TINY_SPEC, device="cuda", batches=[3], max_batch=8, reps=5, scheme="replay",
+                      ops=["replay_fold"])
+    rows = {(r.kind, r.impl): r for r in Runner(cfg).run().rows if r.op == "replay_fold"}
+    assert rows[("mamba2", "vllm")].status == "ok", rows[("mamba2", "vllm")].reason
+    assert rows[("mamba2", "vllm")].median_us > 0 and rows[("mamba2", "vllm")].pct_roofline is not None
+    assert ("gdn", "vllm") not in rows  # the baseline of the Mamba2 fold only

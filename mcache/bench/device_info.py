@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 
@@ -41,9 +42,13 @@ def nvml_used_bytes(index: int) -> int | None:
     return nvml_query(lambda nv: int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(index)).used))
 
 
+BASELINE_PACKAGES = ("fla-core", "vllm")  # the baselines' packages, recorded where installed (`fla.py`, `vllm_ssm.py`)
+
+
 def versions() -> dict[str, str]:
-    """torch, CUDA, triton and Python versions."""
+    """torch, CUDA, triton and Python versions, and those of the baselines' packages that are installed."""
     import platform
+    from importlib import metadata
 
     out = {"python": platform.python_version(), "torch": str(torch.__version__), "cuda": str(torch.version.cuda)}
     try:
@@ -52,6 +57,9 @@ def versions() -> dict[str, str]:
         out["triton"] = str(triton.__version__)
     except ImportError:
         pass
+    for name in BASELINE_PACKAGES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[name] = metadata.version(name)
     return out
 
 

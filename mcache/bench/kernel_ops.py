@@ -15,6 +15,7 @@ import torch
 from mcache import kernels as K
 from mcache.bench.fla import fla_cases
 from mcache.bench.ops import FOLD_REFS, CaseBuilder, Needs, OpCase, _index_put, _nbytes
+from mcache.bench.vllm_ssm import vllm_cases
 from mcache.core.kinds.base import Role
 from mcache.kernels.replay_fold import reference as fold_ref
 
@@ -107,9 +108,12 @@ class KernelCaseBuilder(CaseBuilder):
         case = self._case("replay_fold", batch, _nbytes([ssm], batch) + self._ring_bytes(rings, batch), run, reference,
                           _fold_check(ssm, slots, run, reference), graph_baseline=False, baseline_impl="torch-loop",
                           work=self.fold_work(batch))
-        if config is None:  # FLA's kernels beside the fold (not in the sweep)
-            case.others = [(impl, fn, _final_check(ssm, slots, final, reference))
-                           for impl, fn, final in fla_cases(self.kind, ssm, rings, slots, buf, self.history, self.gen)]
+        if config is None:  # FLA's kernels and vLLM's beside the fold (not in the sweep)
+            others = [(impl, fn, final, reference)
+                      for impl, fn, final in fla_cases(self.kind, ssm, rings, slots, buf, self.history, self.gen)]
+            others += vllm_cases(self.kind, ssm, rings, slots, buf, self.history, self.gen,
+                                 lambda dA: ref(ssm, *rings[:3], dA, slots, buf, count))
+            case.others = [(impl, fn, _final_check(ssm, slots, final, check_ref)) for impl, fn, final, check_ref in others]
         return case
 
     def replay_fold_conv(self, batch: int, config=None) -> OpCase:

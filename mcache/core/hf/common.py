@@ -3,7 +3,6 @@ assembly of a converter's blocks into a validated `ModelSpec`."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -348,10 +347,10 @@ def moe_block(experts: int, top_k: int, expert_size: int, shared: int, count: in
 
 
 def check_product(cfg: Cfg, heads_key: str, heads: int, dim: int, total: int, what: str) -> None:
-    """Heads x head dim must equal the inner size the config implies elsewhere; the message names the fields that
-    came from the class's defaults (a config written for another config class often lacks them)."""
+    """Heads x head dim must equal the inner size the config implies elsewhere (`what`: its fields joined by " x ");
+    the message names the fields that came from the class's defaults (a config written for another class lacks them)."""
     if heads * dim != total:
-        keys = [heads_key, *re.findall(r"[a-z_]+", what)]
+        keys = [heads_key, *what.split(" x ")]
         defaulted = [f"{cfg.prefix}{k} {cfg.defaults[k]}" for k in keys
                      if not cfg.given(k) and cfg.defaults.get(k) is not None]
         owner = cfg.class_name.split(" ")[0]

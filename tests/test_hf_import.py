@@ -471,6 +471,17 @@ def test_broken_config_is_one_clear_error(case, tmp_path):
     assert "\n" not in message and message.startswith(str(path)) and f": {field}: " in message
 
 
+def test_a_heads_mismatch_names_the_fields_the_class_filled_in(tmp_path):
+    mamba2 = {"model_type": "mamba2", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 100, "head_dim": 64}
+    with pytest.raises(SpecError) as err:  # num_heads and expand from Mamba2Config: 128 x 64 heads, 2 x 256 wide
+        imported(tmp_path, mamba2)
+    assert err.value.expected == ("heads x head dim equal to expand x hidden_size (512), got 128 x 64 = 8192 "
+                                  "(not in the config, so Mamba2Config's defaults: num_heads 128, expand 2)")
+    with pytest.raises(SpecError) as err:  # all given: no defaults to name
+        imported(tmp_path, {**mamba2, "num_heads": 4, "expand": 2})
+    assert err.value.expected == "heads x head dim equal to expand x hidden_size (512), got 4 x 64 = 256"
+
+
 def test_unknown_model_type_names_the_closest_one_and_the_way_to_write_a_spec(tmp_path):
     with pytest.raises(SpecError) as err:
         imported(tmp_path, {**NEMOTRON, "model_type": "nemotron"})

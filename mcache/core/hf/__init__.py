@@ -40,6 +40,7 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "mamba": ssm.mamba,
     "mamba2": ssm.mamba2,
     "minimax": linear_attention.minimax,
+    "minimax_m1": linear_attention.minimax,
     "minimax_text_01": linear_attention.minimax,
     "nemotron_h": mamba2_hybrids.nemotron_h,
     "olmo_hybrid": linear_attention.olmo_hybrid,

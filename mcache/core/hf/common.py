@@ -347,9 +347,16 @@ def moe_block(experts: int, top_k: int, expert_size: int, shared: int, count: in
 
 
 def check_product(cfg: Cfg, heads_key: str, heads: int, dim: int, total: int, what: str) -> None:
-    """Heads x head dim must equal the inner size the config implies elsewhere."""
+    """Heads x head dim must equal the inner size the config implies elsewhere (`what`: its fields joined by " x ");
+    the message names the fields that came from the class's defaults (a config written for another class lacks them)."""
     if heads * dim != total:
-        raise cfg.error(heads_key, f"{heads} x {dim} = {total} ({what}), got {heads * dim}")
+        keys = [heads_key, *what.split(" x ")]
+        defaulted = [f"{cfg.prefix}{k} {cfg.defaults[k]}" for k in keys
+                     if not cfg.given(k) and cfg.defaults.get(k) is not None]
+        owner = cfg.class_name.split(" ")[0]
+        hint = f" (not in the config, so {owner}'s defaults: {', '.join(defaulted)})" if defaulted else ""
+        raise cfg.error(heads_key, f"heads x head dim equal to {what} ({total}), got {heads} x {dim} = {heads * dim}"
+                                   f"{hint}")
 
 
 def mtp_layers(cfg: Cfg) -> int:

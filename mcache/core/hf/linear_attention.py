@@ -1,5 +1,5 @@
 """Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`), `kimi_linear` (and its `kimi_k3` wrapper),
-`minimax` (and the remote-code `minimax_text_01`), `lfm2`."""
+`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2`."""
 
 from __future__ import annotations
 
@@ -250,7 +250,8 @@ def kimi_k3(cfg: Cfg) -> Draft:
 
 def minimax(cfg: Cfg) -> Draft:
     """Lightning (linear) and softmax attention from `layer_types` (transformers) or `attn_type_list`
-    (0 = lightning, 1 = softmax; the remote-code `minimax_text_01` config); MoE on every layer."""
+    (0 = lightning, 1 = softmax; the remote-code `minimax_text_01` and `minimax_m1` configs, one layout); MoE on every
+    layer."""
     n, hidden = cfg.num_layers(), cfg.int("hidden_size")
     if cfg.has("layer_types"):
         key = "layer_types"

@@ -1,0 +1,92 @@
+"""Real configs of checkpoints the shared fixtures do not cover, each for a quirk of its own (tests/data/hf_configs_extra,
+PROVENANCE.md there says where each came from). They live apart from tests/data/hf_configs so that no engine golden
+table or transformers parameter table has to be made for them: each test here is worked by hand from the config."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from paths import HERE
+
+from mcache.cli.main import main
+from mcache.core.hf import import_hf
+from mcache.core.sizing import weights
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.spec.model import layer_kinds
+
+EXTRA = HERE / "data" / "hf_configs_extra"
+BF16 = 2
+
+# stem -> (layer kinds, {tp: (conv bytes/slot, state bytes/slot, KV bytes/token)}, (published params, where))
+CASES = {
+    # MiniMax-M1 (remote code, model_type minimax_m1): attn_type_list 7 x 0 then 1, ten times: 70 lightning layers
+    # with a [64, 128, 128] state (64 heads x head_dim 128), 10 softmax layers with 8 KV heads x 128; bf16
+    "minimax-m1": ({"lightning+moe": 70, "attention+moe": 10}, {
+        1: (0, 70 * 64 * 128 * 128 * BF16, 10 * 2 * 8 * 128 * BF16),
+        8: (0, 70 * 8 * 128 * 128 * BF16, 10 * 2 * 1 * 128 * BF16),
+    }, (456e9, "MiniMaxAI/MiniMax-M1-80k model card: 456B total")),
+    # Mamba-Codestral-7B (Mamba2Config): 64 layers, 128 heads x 64, 8 groups x state 128: the conv runs over
+    # x|B|C = 8192 + 2 x 8 x 128 = 10240 channels, K-1 = 3 rows; TP 2 splits heads and groups alike
+    "mamba-codestral-7b": ({"mamba2": 64}, {
+        1: (64 * 10240 * 3 * BF16, 64 * 128 * 64 * 128 * BF16, 0),
+        2: (64 * 5120 * 3 * BF16, 64 * 64 * 64 * 128 * BF16, 0),
+    }, (7.29e9, "mistralai/Mamba-Codestral-7B-v0.1 Hub safetensors count: 7.29B")),
+    # LFM2.5-2.6B: 22 short-conv layers (hidden 2048, conv_L_cache 3 -> 2 rows), 8 attention layers with 8 KV heads x
+    # 64 (2048 / 32 heads); no block_ff_dim, block_auto_adjust_ff_dim false: the MLP is intermediate_size 10752 wide
+    "lfm2.5-2.6b": ({"short_conv+mlp": 22, "attention+mlp": 8}, {
+        1: (22 * 2048 * 2 * BF16, 0, 8 * 2 * 8 * 64 * BF16),
+        2: (22 * 1024 * 2 * BF16, 0, 8 * 2 * 4 * 64 * BF16),
+    }, None),
+}
+
+
+def _rank(stem: str, tp: int):
+    spec = import_hf(EXTRA / f"{stem}.json")
+    return estimate(spec, ParallelLayout(tp=tp), RuntimeConfig(), resolve_dtypes(spec)).ranks[0]
+
+
+@pytest.mark.parametrize("stem", sorted(CASES))
+def test_layer_layout(stem):
+    assert Counter("+".join(k) for k in layer_kinds(import_hf(EXTRA / f"{stem}.json"))) == CASES[stem][0]
+
+
+@pytest.mark.parametrize(("stem", "tp"), [(stem, tp) for stem in sorted(CASES) for tp in CASES[stem][1]])
+def test_cache_bytes_by_hand(stem, tp):
+    r = _rank(stem, tp)
+    assert (r.conv_bytes_per_slot, r.ssm_bytes_per_slot, r.kv_bytes_per_token) == CASES[stem][1][tp]
+
+
+@pytest.mark.parametrize("stem", sorted(s for s in CASES if CASES[s][2]))
+def test_parameters_within_1_percent_of_the_published_count(stem):
+    published, source = CASES[stem][2]
+    estimated = weights.total_params(import_hf(EXTRA / f"{stem}.json"))
+    assert abs(estimated / published - 1) <= 0.01, f"{stem}: {estimated:,} vs {published:,.0f} ({source})"
+
+
+def test_lfm2_parameters_are_the_checkpoint_tensors():
+    """The LFM2.5-2.6B audit that lists this config also lists every checkpoint tensor (266): per layer
+    operator_norm and ffn_norm [2048] and feed_forward w1/w3 [10752, 2048], w2 [2048, 10752]; per conv layer
+    conv.in_proj [6144, 2048], conv.conv [2048, 1, 3], conv.out_proj [2048, 2048]; per attention layer q/out
+    [2048, 2048], k/v [512, 2048], q/k layernorms [64]; embed_tokens [128000, 2048] (tied) and embedding_norm
+    [2048]. mcache counts all of them but the q/k layernorms."""
+    layer = 2 * 2048 + 3 * 10752 * 2048
+    conv = 6144 * 2048 + 2048 * 3 + 2048 * 2048
+    attention = 2 * 2048 * 2048 + 2 * 512 * 2048 + 2 * 64
+    checkpoint = 30 * layer + 22 * conv + 8 * attention + 128000 * 2048 + 2048
+    assert weights.total_params(import_hf(EXTRA / "lfm2.5-2.6b.json")) == checkpoint - 8 * 2 * 64
+
+
+def test_an_old_zyphra_zamba2_config_is_refused_naming_the_defaulted_fields(capsys):
+    """Zamba2-7B's config as Zyphra's own transformers fork wrote it (state_size, conv_dimension, expansion_factor,
+    mamba_headdim 64, no n_mamba_heads): transformers' Zamba2Config fills n_mamba_heads 8 and mamba_expand 2, so 8 x
+    64 heads cannot cover 2 x 3584 channels. One line that says which values were the class's, not a sizing."""
+    path = str(EXTRA / "zamba2-7b-zyphra-format.json")
+    assert main(["size", path, "--gpu", "h200"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.strip() == (
+        f"mcache: {path}: n_mamba_heads: heads x head dim equal to mamba_expand x hidden_size (7168), got 8 x 64 = 512 "
+        "(not in the config, so Zamba2Config's defaults: n_mamba_heads 8, mamba_expand 2)")

@@ -28,17 +28,18 @@ class EngineVersion(Struct, frozen=True):
 
 
 def key(version: str) -> tuple[int, ...]:
-    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3`, `0.11.0.post1` (a release candidate or a post
-    release counts as its release: the modelled rules hold for its line) or `main@<commit>`. A development build
-    (`0.20.1rc1.dev16+g…`, built from the branch before that release was cut) sorts just before its release.
-    A `LayoutError` naming `--engine-version` otherwise."""
+    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3`, `0.11.0.post1`, `0.20.1rc1.dev91+g…` (a release
+    candidate, a post release or a development build counts as the release it names: the modelled rules hold for its
+    line, as the public boots of vLLM `0.20.1rc1.dev91` and `0.10.2.dev756` show, each sized by its release's rules
+    in `mcache explain`, which reads a log's version the same way) or `main@<commit>`. A `LayoutError` naming
+    `--engine-version` otherwise."""
     if version == "main" or version.startswith("main@"):
         return _BRANCH
     found = _RELEASE.fullmatch(version.strip())
     if found is None:
         raise LayoutError("engine_version", f"a release such as 0.33.0 or 1.2 (or main), got {version!r}")
-    major, minor, patch, _, dev = found.groups()
-    return int(major), int(minor), int(patch or 0), 0 if dev else 1
+    major, minor, patch, _, _ = found.groups()
+    return int(major), int(minor), int(patch or 0)
 
 
 def at_least(version: str, floor: str) -> bool:

@@ -59,7 +59,7 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
     ct = _tile(hist)
     if kind == "mamba2" and _mamba2_form(hist) == "fma":
         P, N = state.shape[3], state.shape[4]
-        per_head = Work(P * N + tokens * (2 * P * N + N * _mamba2_fma_programs(state.dtype, P)), 0)
+        per_head = Work(P * N + tokens * (2 * P * N + N * _mamba2_fma_programs(state.dtype, P, N)), 0)
     elif kind == "mamba2":
         P, N = state.shape[3], state.shape[4]
         passes = (3 if state.dtype == torch.float32 else 2) if _dot16(k) else 3
@@ -92,11 +92,11 @@ def _mamba2_form(hist: int) -> str:
     return mamba2_form(hist)
 
 
-def _mamba2_fma_programs(dtype: torch.dtype, P: int) -> int:
+def _mamba2_fma_programs(dtype: torch.dtype, P: int, N: int) -> int:
     """Programs a head of the CUDA-core Mamba2 fold takes (each scales the tokens' `B_t` by `w_t` once)."""
     from mcache.kernels.replay_fold.mamba2 import mamba2_config, row_blocks  # imports Triton: only for a Mamba2 fold
 
-    bp, _, rb, _ = mamba2_config("fma", dtype.itemsize, P)
+    bp, _, rb, _ = mamba2_config("fma", dtype.itemsize, max(16, next_pow2(N)))
     return row_blocks(P, bp, rb)[1]
 
 

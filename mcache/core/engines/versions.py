@@ -14,7 +14,7 @@ from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 
-_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?((?:rc|\.?post)\d{1,4})?(\.?dev\d{1,8}(?:\+\S*)?)?")
+_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:(?:rc|\.?post)\d{1,4})?(?:\.?dev\d{1,8}(?:\+\S*)?)?")
 _BRANCH = (1 << 30,)  # a development branch sorts after every release
 
 
@@ -38,7 +38,7 @@ def key(version: str) -> tuple[int, ...]:
     found = _RELEASE.fullmatch(version.strip())
     if found is None:
         raise LayoutError("engine_version", f"a release such as 0.33.0 or 1.2 (or main), got {version!r}")
-    major, minor, patch, _, _ = found.groups()
+    major, minor, patch = found.groups()
     return int(major), int(minor), int(patch or 0)
 
 

@@ -339,6 +339,11 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
                "MiniMaxM1ForCausalLM")
 
+# Hybrids whose model class builds its attention layers without the config's sliding window, so every attention layer
+# keeps a full-length KV cache (a FullAttentionSpec): models/plamo2.py Plamo2AttentionMixer never reads
+# attention_window_size (read at v0.10.2, v0.11.1 and v0.24.0; served to v0.26.0, `REMOVED_ARCHS`)
+WINDOWLESS_ARCHS = ("Plamo2ForCausalLM",)
+
 # Hybrids whose model class builds every attention layer before its first layer (models/zamba2.py Zamba2Model: the
 # shared transformer blocks first), so their attention group is the first KV-cache group (`_first_group`)
 ATTENTION_BUILT_FIRST = ("Zamba2ForCausalLM",)
@@ -704,7 +709,14 @@ def _as_attention(spec, version: str) -> bool:
 def _served_spec(spec, version: str):
     """The model vLLM sizes at `version`: a removed hybrid the Transformers backend starts before it checked its
     layers (`_as_attention`) is every layer an attention layer of the config's attention geometry
-    (models/transformers/base.py create_attention_instances); any other, `spec` itself."""
+    (models/transformers/base.py create_attention_instances); a class that builds its attention without the window
+    (`WINDOWLESS_ARCHS`), its windowed layers at full length; any other, `spec` itself."""
+    if spec.architecture in WINDOWLESS_ARCHS and spec.sliding_attention is not None:
+        types = ["+".join("attention" if kind == "sliding_attention" else kind for kind in kinds)
+                 for kinds in layer_kinds(spec)]
+        return replace(spec, layers=replace(spec.layers, pattern=None, legend=None, types=types, repeat=None),
+                       attention=spec.attention or replace(spec.sliding_attention, sliding_window=None),
+                       sliding_attention=None)
     if not _as_attention(spec, version):
         return spec
     recurrent = recurrent_kinds(spec)

@@ -71,10 +71,12 @@ REMOTE_DEFAULTS = {
 # fixture keeps no auto_map: nemotron_h, nvidia's configuration_nemotron_h.py (the auto_map of the published
 # Nemotron-3-Super config, tests/data/hf_configs/nemotron-3-super-120b-a12b.json, and of NVIDIA-Nemotron-3-Nano-30B-A3B's;
 # the Nemotron-H checkpoints load with --trust-remote-code before transformers 5 has a NemotronHConfig); plamo2,
-# pfnet's modeling_plamo.py (PROVENANCE.md: the checkpoint's auto_map is not written). No other model type is stood in
+# pfnet's modeling_plamo.py (PROVENANCE.md: the checkpoint's auto_map is not written); kimi_linear, moonshotai's
+# configuration_kimi.py (the published Kimi-Linear-48B-A3B-Instruct config.json's auto_map, quoted in the public model
+# report gogongxt/python scripts/models; the fixture keeps it without). No other model type is stood in
 # for without an auto_map: a user of a checkpoint that ships no configuration code (Qwen3.5 / Qwen3.6, LFM2-MoE) gets
 # transformers' refusal of a model type it does not know.
-REMOTE_CODE_TYPES = ("nemotron_h", "plamo2")
+REMOTE_CODE_TYPES = ("nemotron_h", "plamo2", "kimi_linear")
 
 
 def remote_config(model_dir: str | Path, cfg: dict, engine_registry) -> None:

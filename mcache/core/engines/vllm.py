@@ -316,6 +316,17 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
                "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
 
+# transformers_utils/config.py HFConfigParser.parse (read at v0.10.2, v0.11.1 and v0.17.0): a config whose model type
+# neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that
+# ships no configuration code (no auto_map), fails in AutoConfig.from_pretrained ("... does not recognize this
+# architecture"), which ModelConfig's validation reports before anything else is checked; by architecture, its model
+# type and the first release that loads it: vLLM's Lfm2MoeConfig from v0.11.1 (v0.10.2 runs transformers 4.56, which
+# has no lfm2_moe), Qwen3_5Config and Qwen3_5MoeConfig from v0.17.0 (transformers 4.57, the pin of v0.11.1 - v0.22.0,
+# has neither). The 0.10.2 - 0.15.0 tables.
+CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"),
+                      "Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.17.0"),
+                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.17.0")}
+
 # transformers_utils/model_arch_config_convertor.py (v0.14.0 - v0.17.x; new in 0.14.0, read by ModelConfig's
 # get_model_arch_config): ModelArchConfigConvertorBase.get_total_num_kv_heads falls back to
 # `hf_text_config.num_attention_heads`, which an attention-free config whose model_type has no convertor of its own
@@ -644,12 +655,19 @@ def _since(version: str, rule: str) -> bool:
 
 
 def _config_error(spec, version: str) -> str | None:
-    """What ModelConfig refuses before the length check (config/model.py __post_init__, in its order): an
-    attention-free config the release's ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
+    """What ModelConfig refuses before the length check (config/model.py __post_init__, in its order): a config
+    whose model type the release cannot load (`CONFIG_CLASS_SINCE`), an attention-free config the release's ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
     (model_executor/models/registry.py `inspect_model_cls`): an architecture registered after `version`
     (`ADDED_ARCHS`) or by no modelled release (`UNREGISTERED_ARCHS`), or one removed since (`REMOVED_ARCHS`) that the
     release does not hand to the Transformers backend (`_removed_by_registry`); None for the others."""
     arch = spec.architecture
+    model_type, loaded = CONFIG_CLASS_SINCE.get(arch, (None, None))
+    if model_type is not None and not at_least(version, loaded):
+        return (f"ValidationError: 1 validation error for ModelConfig: Value error, The checkpoint you are trying to "
+                f"load has model type `{model_type}` but Transformers does not recognize this architecture. This could "
+                "be because of an issue with the checkpoint, or because your version of Transformers is out of date. "
+                f"(vLLM {version}: neither its transformers nor its own config classes know `{model_type}` before vLLM "
+                f"{loaded}.)")
     if at_least(version, NO_HEADS_RELEASES[0]) and not at_least(version, NO_HEADS_RELEASES[1]) and \
             arch not in OWN_CONVERTOR_ARCHS and not any(set(kinds) & set(ATTENTION_KINDS) for kinds in layer_kinds(spec)):
         return f"AttributeError: '{(arch or '').removesuffix('ForCausalLM')}Config' object has no attribute " \

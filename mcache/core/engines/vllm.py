@@ -309,6 +309,13 @@ BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Ne
 BROKEN_QUANT_ARCHS = {("Qwen3NextForCausalLM", "0.10.2"): (
     "gdn.gate_proj", "ValueError: Detected some but not all shards of model.layers.0.linear_attn.in_proj are "
                      "quantized. All shards of fused layers to have the same precision.")}
+# ... and with MoE layers: 0.10.2's models/nemotron_h.py builds only Mamba, MLP and attention layers
+# (ALL_DECODER_LAYER_TYPES "M", "-", "*"; the "E" MoE layer comes with 0.11.1), and its first layer reads
+# config.rms_norm_eps, which the MoE checkpoints' configuration does not set (the published NVIDIA-Nemotron-3-Nano-30B-A3B
+# and Nemotron-3-Super-120B-A12B config.json name layer_norm_epsilon and norm_eps only): the 0.10.2 table
+BROKEN_MOE_ARCHS = {("NemotronHForCausalLM", "0.10.2"):
+                    "AttributeError: 'NemotronHConfig' object has no attribute 'rms_norm_eps' (vLLM 0.10.2's "
+                    "models/nemotron_h.py has no MoE layer; 0.11.1 adds it)"}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -553,7 +560,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # length), CacheConfig's validation, the config hooks, then loading the model (a removed architecture through
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or refusal or _pp_error(spec, inputs.layout, version) or _build_error(spec, version, inputs.layout.pp))
+               or _draft_method_error(spec, k, version) or refusal or _pp_error(spec, inputs.layout, version)
+               or _build_error(spec, version, inputs.layout.pp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
@@ -747,11 +755,13 @@ def _build_error(spec, version: str, pp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
     (models/transformers/base.py refuses its first layer that is not attention, from TRANSFORMERS_LAYER_CHECK_SINCE;
     before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
-    stages, BROKEN_PP_ARCHS too); None for the others."""
+    stages, BROKEN_PP_ARCHS too; with MoE layers, BROKEN_MOE_ARCHS); None for the others."""
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
     if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
         return BROKEN_PP_ARCHS[spec.architecture, version]
+    if (spec.architecture, version) in BROKEN_MOE_ARCHS and any("moe" in kinds for kinds in layer_kinds(spec)):
+        return BROKEN_MOE_ARCHS[spec.architecture, version]
     unit, words = BROKEN_QUANT_ARCHS.get((spec.architecture, version), (None, None))
     if unit is not None and spec.quantization is not None and unit in spec.quantization.unquantized:
         return words
@@ -785,6 +795,17 @@ def _mamba_dtype_error(s: Settings, version: str) -> str | None:
             return (f"ValidationError: 1 validation error for CacheConfig {flag}: Input should be "
                     f"{', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r} (vLLM {version})")
     return None
+
+
+def _draft_method_error(spec, k: int, version: str) -> str | None:
+    """config/__init__.py SpeculativeConfig (v0.10.2): MTP drafts name the model's own method, and Qwen3-Next's
+    ('qwen3_next_mtp') is the only hybrid's, so drafts with another hybrid's MTP layers are refused before the model
+    is built (the 0.10.2 table: Nemotron-3-Super); 'mtp' from v0.11.1 (SINCE "mtp_method"). None otherwise."""
+    if not k or spec.mtp is None or spec.architecture == "Qwen3NextForCausalLM" or _since(version, "mtp_method"):
+        return None
+    return ("ValidationError: 1 validation error for SpeculativeConfig method: Input should be 'ngram', 'eagle', "
+            "'eagle3', 'medusa', 'mlp_speculator', 'draft_model', 'deepseek_mtp', 'ernie_mtp' or 'qwen3_next_mtp' "
+            f"(vLLM {version} has no MTP method for {spec.architecture})")
 
 
 def _next_minor(version: str) -> str:

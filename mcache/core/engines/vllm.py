@@ -664,7 +664,8 @@ def _since(version: str, rule: str) -> bool:
 
 def _config_error(spec, version: str) -> str | None:
     """What ModelConfig refuses before the length check (config/model.py __post_init__, in its order): a config
-    whose model type the release cannot load (`CONFIG_CLASS_SINCE`), an attention-free config the release's ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
+    whose model type the release cannot load (`CONFIG_CLASS_SINCE`), an attention-free config the release's
+    ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
     (model_executor/models/registry.py `inspect_model_cls`): an architecture registered after `version`
     (`ADDED_ARCHS`) or by no modelled release (`UNREGISTERED_ARCHS`), or one removed since (`REMOVED_ARCHS`) that the
     release does not hand to the Transformers backend (`_removed_by_registry`); None for the others."""

@@ -6,10 +6,10 @@ A user of a checkpoint that ships its configuration code runs the engine with `-
 the same, with a stand-in in place of that code (MOCK). It touches no arithmetic: every config.json key becomes an
 attribute, as the real remote classes leave them (they set their own fields, then call
 super().__init__(**kwargs), so a key config.json gives wins), and a composite config's `text_config` dict becomes a
-config of those keys, as every published composite class turns its sub-configs into config objects (Kimi-K3's
-KimiK3Config builds its text config from the dict); a class default matters only for a key the fixture
-lacks, and only the published class's defaults are given (REMOTE_DEFAULTS, cited there). Any other missing key fails
-in the engine as AttributeError, so it shows in the table: no default is invented.
+config of those keys, as composite configuration classes turn their sub-configs into config objects (the
+KimiK3Config classes of the engines that serve Kimi-K3 build a KimiLinearConfig from the dict); a class default
+matters only for a key the fixture lacks, and only the published class's defaults are given (REMOTE_DEFAULTS, cited
+there). Any other missing key fails in the engine as AttributeError, so it shows in the table: no default is invented.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ MOCK = (
     "launch does. The stand-in is "
     "a PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes (which "
     "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them, and a "
-    "`text_config` dict a config of its keys, as the published composite classes (Kimi-K3's) build it; a "
+    "`text_config` dict a config of its keys, as composite configuration classes (Kimi-K3's) build it; a "
     "remote class's default matters only for a key config.json lacks: those {engine} reads are REMOTE_DEFAULTS, the "
     "published class's defaults (cited there; none of them is a cache dimension except nemotron_h's chunk_size), "
     "and any other key the fixture lacks fails as AttributeError in the table (no default is invented)"
@@ -73,7 +73,7 @@ REMOTE_DEFAULTS = {
 # the Nemotron-H checkpoints load with --trust-remote-code before transformers 5 has a NemotronHConfig); plamo2,
 # pfnet's modeling_plamo.py (PROVENANCE.md: the checkpoint's auto_map is not written); kimi_linear, moonshotai's
 # configuration_kimi.py (the published Kimi-Linear-48B-A3B-Instruct config.json's auto_map, quoted in the public model
-# report gogongxt/python scripts/models; the fixture keeps it without). No other model type is stood in
+# report gogongxt/python scripts/models, which the fixture dropped). No other model type is stood in
 # for without an auto_map: a user of a checkpoint that ships no configuration code (Qwen3.5 / Qwen3.6, LFM2-MoE) gets
 # transformers' refusal of a model type it does not know.
 REMOTE_CODE_TYPES = ("nemotron_h", "plamo2", "kimi_linear")

@@ -323,7 +323,7 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
                "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
 
-# transformers_utils/config.py HFConfigParser.parse (read at v0.10.2, v0.11.1 and v0.17.0): a config whose model type
+# transformers_utils/config.py HFConfigParser.parse and _CONFIG_REGISTRY (read at v0.11.1 and v0.17.0): a config whose model type
 # neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that
 # ships no configuration code (no auto_map), fails in AutoConfig.from_pretrained ("... does not recognize this
 # architecture"), which ModelConfig's validation reports before anything else is checked; by architecture, its model

@@ -150,8 +150,9 @@ SINCE = {
     # before, num_blocks // groups * min block size
     "kv_tokens_from_concurrency": "0.20.1",
     # config/speculative.py SpeculativeMethod: "mtp" from v0.11.1; v0.10.2 (config/__init__.py) names each model's own
-    # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (other Mamba models
-    # refuse drafts before "mamba_drafts")
+    # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (another hybrid's MTP
+    # layers are refused by SpeculativeConfig, `_draft_method_error`; other Mamba models refuse drafts before
+    # "mamba_drafts")
     "mtp_method": "0.11.1",
     # kv_cache_interface.py MambaSpec.max_memory_usage_bytes: 'all' counts the draft blocks too; config.py no longer
     # defaults to 'align' for SupportsMambaPrefixCaching models with speculative decoding (0.20.0 - 0.21)

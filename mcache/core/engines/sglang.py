@@ -391,6 +391,13 @@ DRAFT_NO_RADIX_0_5_9 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration
 # in its Glm4Moe branch (no hybrid's), at v0.5.9 in _handle_mamba_radix_cache, which the branches of these
 # architectures call (those of NO_EXTRA_BUFFER_0_5_7 refuse the extra buffer first)
 ROCM_EXTRA_BUFFER_CHECKED = (("0.5.7", ("Qwen3NextForCausalLM",)), ("0.5.8", ()), ("0.5.9", DRAFT_NO_RADIX_0_5_9))
+# hf_transformers_utils.py get_config at v0.5.2-v0.5.8 (utils/hf_transformers_utils.py from v0.5.4) reads the checkpoint's
+# config with AutoConfig under transformers 4.56.1-4.57.1, which has no Qwen3.5 model type, and SGLang's config registry
+# has none before v0.5.9 (configs/qwen3_5.py); a Qwen3.5 checkpoint ships no configuration code (no auto_map), so
+# AutoConfig.from_pretrained (transformers/models/auto/configuration_auto.py) refuses it as the server args resolve,
+# before anything else is checked: the architecture's model type, and the release whose registry first has it
+UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9"),
+                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.5.9")}
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -645,7 +652,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # kv_cache_configurator.py _handle_max_mamba_cache: without radix cache the state pool holds max_running_requests,
     # the user's or the speculative hook's
     follow = s.values["disable_radix_cache"] and user_requests is not None
-    if context_len > derived:  # configs/model_config.py ModelConfig._derive_context_length
+    version = inputs.version or VERSIONS[-1]
+    if (unknown := _unknown_type_error(arch, version)) is not None:
+        refusal = unknown
+    elif context_len > derived:  # configs/model_config.py ModelConfig._derive_context_length
         refusal = (f"Warning: User-specified context_length ({context_len}) is greater than the derived context_length "
                    f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
@@ -653,7 +663,6 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     else:
         # in SGLang's order: the server args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check
         # of drafts (`_pp_drafts_error`), then what fails as the model loads
-        version = inputs.version or VERSIONS[-1]
         refusal = (refusal or _config_error(spec, version) or _rocm_quantization_error(spec, inputs)
                    or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version) or _pp_error(arch, inputs)
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
@@ -696,6 +705,18 @@ def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
     return next((message for since, message in reversed(ROCM_EXTRA_BUFFER_REFUSED) if _since(inputs, since)), None)
 
 
+def _unknown_type_error(arch: str, version: str) -> str | None:
+    """AutoConfig's refusal of a checkpoint whose model type neither the release's transformers nor its config
+    registry knows (`UNKNOWN_TYPE_UNTIL`; None: it knows it)."""
+    if arch not in UNKNOWN_TYPE_UNTIL or at_least(version, UNKNOWN_TYPE_UNTIL[arch][1]):
+        return None
+    model_type, since = UNKNOWN_TYPE_UNTIL[arch]
+    return (f"The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
+            "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+            f"Transformers is out of date (SGLang {version} pins transformers 4.56-4.57; its own config for "
+            f"`{model_type}` comes with SGLang {since}, configs/qwen3_5.py).")
+
+
 def _config_error(spec, version: str) -> str | None:
     """Why SGLang's ModelConfig fails on the config (None: it does not): before 0.5.20 on pure Mamba configs
     (`NATIVE_FROM_0_5_20`)."""
@@ -718,9 +739,10 @@ def architecture_error(spec, version: str) -> str | None:
     """Why SGLang at `version` cannot load the model, in its words (None: it can): ModelConfig's failures
     (`_config_error`); before 0.5.19 it has no class for BailingMoeV3, before 0.5.17 none for Kimi-K3 (`NATIVE_SINCE`),
     from 0.5.20 Mamba2 configs without intermediate_size fail (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no
-    SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
+    SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it;
+    before all of these, a model type AutoConfig does not know (`UNKNOWN_TYPE_UNTIL`)."""
     arch = spec.architecture
-    if (config := _config_error(spec, version)) is not None:
+    if (config := _unknown_type_error(arch, version) or _config_error(spec, version)) is not None:
         return config
     if arch in NATIVE_SINCE and not at_least(version, NATIVE_SINCE[arch][0]):
         return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library, and SGLang "

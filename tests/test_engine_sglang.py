@@ -1018,6 +1018,35 @@ def test_0_5_9_registers_lfm2_granite_and_qwen3_5_as_state_models():
     assert run_at("qwen3.5-27b", "0.5.9").startup_error is None
 
 
+def test_before_0_5_9_a_qwen3_5_checkpoint_is_refused_by_autoconfig_in_transformers_words():
+    # v0.5.2-v0.5.8 pin transformers 4.56-4.57, which knows no qwen3_5 / qwen3_5_moe, and SGLang registers its own config
+    # from v0.5.9 (configs/qwen3_5.py); the checkpoints ship no configuration code, so AutoConfig refuses them first,
+    # even before a context above the model's (the 0.5.2-0.5.8 tables)
+    for config, model_type in (("qwen3.5-27b", "qwen3_5"), ("qwen3.6-35b-a3b", "qwen3_5_moe")):
+        for given in ({}, {"context_length": 1 << 21}):
+            assert run_at(config, "0.5.8", **given).startup_error.startswith(
+                f"The checkpoint you are trying to load has model type `{model_type}` but Transformers does not "
+                "recognize this architecture. This could be because of an issue with the checkpoint")
+        assert run_at(config, "0.5.9").startup_error is None
+    assert sglang.architecture_error(config_spec("qwen3.5-27b"), "0.5.8").startswith("The checkpoint you are trying")
+
+
+def test_an_nvfp4_checkpoint_needs_a_blackwell_card_until_0_5_13():
+    # model_loader/loader.py _get_quantization_config: ModelOptFp4Config.get_min_capability is 100 to v0.5.12, 80 from
+    # v0.5.13 (layers/quantization/modelopt_quant.py); the H200 is sm90, the RTX 5090 sm120
+    nvfp4 = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
+
+    def on(gpu, version, weights):
+        name, memory = lookup(gpu)
+        inputs = EngineInputs(nvfp4, ParallelLayout(), name, memory, given={"weights_bytes": weights * GIB})
+        return stage(run_engine("sglang", inputs, version)).startup_error
+
+    assert on("h200", "0.5.12", 30) == ("The quantization method modelopt_fp4 is not supported for the current GPU. "
+                                        "Minimum capability: 100. Current capability: 90.")
+    assert on("h200", "0.5.13", 30) is None
+    assert on("rtx-5090", "0.5.12", 2) is None
+
+
 # ---- ROCm: an AMD card (gpu_catalogue.py vendor AMD) ----
 MI300X_MIB = 196_592  # 206,141,652,992 B (gpu_catalogue.py): above SGLang's last GPU row (chunked 16384, 512 graphs)
 ROCM_RESERVE_MIB = 512 + 16_384 * 1.5 + 1024 / 8 + 512 * 2  # memory_hook.py at TP 1, no prefill graphs on ROCm

@@ -56,6 +56,12 @@ MOCKS = [
     "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
+    "The quantization check of model_loader/loader.py _get_quantization_config (a method's minimum compute capability, "
+    "run by `_model_stand_in` as the loader runs it) reads the case's card's own capability (CUDA_CAPABILITY: the "
+    "RTX 5090 sm120, the H200 and H100 sm90), not the fake device's sm90, so that a ModelOpt NVFP4 checkpoint (minimum "
+    "100 to 0.5.12) is refused on the Hopper cards and passes on the RTX 5090, as on the real cards; every other read of "
+    "the capability keeps sm90 (the capability-gated defaults of every table's RTX 5090 cases were made so). No case "
+    "of the tables made before moves: their one NVFP4 checkpoint meets 0.5.13's minimum of 80 at sm90 as at sm120.",
     "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.8's is_in_ci, run on a "
     "context above the model's, imports sglang.test.test_utils and with it bench_serving, which imports datasets; "
     "before 0.5.23 also flashinfer, with "
@@ -200,7 +206,10 @@ MOCKS = [
 
 
 # ---- fake CUDA device -------------------------------------------------------------------------------------------
-_GPU = {"total": 143771 * MIB, "free": 143771 * MIB}
+_GPU = {"total": 143771 * MIB, "free": 143771 * MIB, "name": "H200"}
+# The CUDA cards' own compute capability (NVIDIA's list, as mcache's gpu_catalogue.py CAPABILITY), which the loader's
+# quantization check reads (`_model_stand_in`; MOCKS); everything else reads the fake device's sm90
+CUDA_CAPABILITY = {"H200": (9, 0), "H100-80GB": (9, 0), "RTX-5090": (12, 0)}
 
 
 class _Props:
@@ -392,6 +401,7 @@ def run_case(case):
     inputs = case["inputs"]
     _GPU["total"] = inputs["gpu_total_bytes"]
     _GPU["free"] = inputs["free_gpu_memory_bytes"]
+    _GPU["name"] = inputs["gpu"]
     os.environ["ORACLE_GPU_TOTAL_MIB"] = str(inputs["gpu_total_bytes"] // MIB)  # what the fake nvidia-smi prints
     if inputs["gpu"] in AMD:
         _as_amd(inputs["gpu"])
@@ -973,13 +983,19 @@ def _model_stand_in(model_config):
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.model_loader.loader import _get_quantization_config
 
-    if "packed_modules_mapping" not in inspect.signature(_get_quantization_config).parameters:
-        return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig()))
-    # 0.5.2-0.5.8: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
-    from sglang.srt.model_loader.utils import get_model_architecture
+    args = (model_config, LoadConfig())
+    if "packed_modules_mapping" in inspect.signature(_get_quantization_config).parameters:
+        # 0.5.2-0.5.8: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
+        from sglang.srt.model_loader.utils import get_model_architecture
 
-    packed = getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {})
-    return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig(), packed))
+        args += (getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {}),)
+    fake = torch.cuda.get_device_capability
+    if _GPU["name"] in CUDA_CAPABILITY:  # the card's own capability for the loader's check (MOCKS)
+        torch.cuda.get_device_capability = lambda *a, **k: CUDA_CAPABILITY[_GPU["name"]]
+    try:
+        return types.SimpleNamespace(quant_config=_get_quantization_config(*args))
+    finally:
+        torch.cuda.get_device_capability = fake
 
 
 def _parallel_state(tp, dp):

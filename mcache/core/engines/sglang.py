@@ -52,7 +52,7 @@ from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.gpu_catalogue import AMD
-from mcache.core.sizing.gpus import vendor
+from mcache.core.sizing.gpus import capability, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
@@ -320,6 +320,11 @@ ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
 # one with FP4 in it modelopt_fp4, FP8 modelopt_fp8); from v0.5.10, where a config.json `quantization_config` with
 # quant_method modelopt is named so (before, only a hf_quant_config.json is: not modelled)
 ROCM_MODELOPT_REFUSED_FROM = "0.5.10"
+# model_loader/loader.py _get_quantization_config, as the model loads: a quant method needing a newer GPU than the
+# card's CUDA compute capability (major x 10 + minor, torch.cuda.get_device_capability) is refused; ModelOpt NVFP4's
+# minimum (layers/quantization/modelopt_quant.py ModelOptFp4Config.get_min_capability) is 100 (Blackwell) from v0.5.2
+# to v0.5.12, 80 from v0.5.13: (release, minimum), in order
+MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # No prefill CUDA graphs on HIP (`_prefill_graph_mb`): v0.5.10-v0.5.13's server_args.py _handle_piecewise_cuda_graph
 # ("Non-CUDA hardware") and v0.5.14's _disable_tc_piecewise_cudagraph_if_incompatible ("non-CUDA hardware
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
@@ -664,8 +669,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # in SGLang's order: the server args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check
         # of drafts (`_pp_drafts_error`), then what fails as the model loads
         refusal = (refusal or _config_error(spec, version) or _rocm_quantization_error(spec, inputs)
-                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version) or _pp_error(arch, inputs)
-                   or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
+                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version) or _capability_error(spec, inputs)
+                   or _pp_error(arch, inputs) or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
@@ -725,14 +730,36 @@ def _config_error(spec, version: str) -> str | None:
     return None
 
 
-def _rocm_quantization_error(spec, inputs: EngineInputs) -> str | None:
-    """ModelConfig's refusal of a ModelOpt checkpoint on an AMD card (`ROCM_MODELOPT_REFUSED_FROM`; None: none)."""
+def _modelopt_method(spec) -> str | None:
+    """SGLang's name of a ModelOpt checkpoint's method, by its quant_algo (configs/model_config.py
+    _parse_modelopt_quant_config: FP4 in it modelopt_fp4, FP8 modelopt_fp8); None for another checkpoint."""
     quant = spec.quantization
-    if quant is None or quant.method != "modelopt" or not (_rocm(inputs) and _since(inputs, ROCM_MODELOPT_REFUSED_FROM)):
+    if quant is None or quant.method != "modelopt":
         return None
     algo = quant.algo.upper()
-    method = "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if algo == "FP8" else None
-    return None if method is None else f"{method} quantization is currently not supported in ROCm."
+    return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if algo == "FP8" else None
+
+
+def _rocm_quantization_error(spec, inputs: EngineInputs) -> str | None:
+    """ModelConfig's refusal of a ModelOpt checkpoint on an AMD card (`ROCM_MODELOPT_REFUSED_FROM`; None: none)."""
+    method = _modelopt_method(spec)
+    if method is None or not (_rocm(inputs) and _since(inputs, ROCM_MODELOPT_REFUSED_FROM)):
+        return None
+    return f"{method} quantization is currently not supported in ROCm."
+
+
+def _capability_error(spec, inputs: EngineInputs) -> str | None:
+    """The loader's refusal of an NVFP4 checkpoint on a CUDA card below the release's minimum capability
+    (`MODELOPT_FP4_MIN_CAPABILITY`; None: none, or a card whose capability the catalogue does not hold)."""
+    cap = capability(inputs.gpu_name)
+    if _modelopt_method(spec) != "modelopt_fp4" or not isinstance(cap, tuple):
+        return None
+    minimum = next(m for since, m in reversed(MODELOPT_FP4_MIN_CAPABILITY) if _since(inputs, since))
+    current = cap[0] * 10 + cap[1]
+    if current >= minimum:
+        return None
+    return (f"The quantization method modelopt_fp4 is not supported for the current GPU. Minimum capability: {minimum}. "
+            f"Current capability: {current}.")
 
 
 def architecture_error(spec, version: str) -> str | None:

@@ -1174,13 +1174,6 @@ def test_attention_dp_splits_the_requests_state_pool_and_chunked_prefill_over_th
     assert (st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]) == (50, 10)
 
 
-@pytest.mark.parametrize("version", [v for v in VERSIONS if v not in sglang.DP_MODELLED])
-def test_attention_dp_at_a_release_whose_rules_no_table_checks_is_refused_as_not_modelled(version):
-    with pytest.raises(LayoutError) as err:
-        dp_run(version)
-    assert err.value.field == "attention_dp" and "mcache models SGLang's attention data parallelism" in str(err.value)
-
-
 def test_attention_dp_with_pipeline_parallelism_is_refused_as_not_modelled():
     inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(tp=2, pp=2, attention_dp=True),
                           *lookup("h200"), None, {"weights_bytes": 30 * GIB})
@@ -1205,3 +1198,23 @@ def test_0_5_2_attention_dp_reserves_4_gib_and_divides_the_default_512_slots():
     st = stage(dp_run("0.5.2"))
     assert (st.fields["mem_fraction_static"], st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]
             ) == (0.872, 128, 128)
+
+
+def test_0_5_3_to_0_5_6_attention_dp_divides_the_state_pool_of_gdn_models_alone():
+    # model_runner.py handle_max_mamba_cache at v0.5.4-v0.5.6: the replica's state pool (without the radix cache 512
+    # slots), divided by dp for the GDN models alone (hybrid_gdn_config): Falcon-H1 at TP 2 keeps 512 slots a DP rank,
+    # Qwen3-Next's share (626 slots) is halved to 313, 313 // 3 = 104 requests; v0.5.3's initialize divides every
+    # model's (256). configs/falcon_h1.py shards Falcon-H1's state over the whole TP group at v0.5.3-v0.5.4 (1 / tp a
+    # rank), over the attention-TP group (whole) from v0.5.5: fewer tokens at 0.5.5. The DP tables' figures (H200, 30 GiB)
+    def dp(config, version):
+        inputs = EngineInputs(config_spec(config), ParallelLayout(tp=2, attention_dp=True), *lookup("h200"), None,
+                              {"weights_bytes": 30 * GIB})
+        st = stage(run_engine("sglang", inputs, version))
+        return (st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"],
+                st.fields["max_mamba_cache_size"])
+
+    assert dp("falcon-h1-0.5b", "0.5.3") == (5_346_804, 256, 256)
+    assert dp("falcon-h1-0.5b", "0.5.4") == (5_147_124, 512, 512)
+    assert dp("falcon-h1-0.5b", "0.5.5") == (4_749_300, 512, 512)
+    assert dp("qwen3-next-80b-a3b", "0.5.3") == (3_354_999, 256, 256)
+    assert dp("qwen3-next-80b-a3b", "0.5.6") == (3_175_791, 104, 313)

@@ -156,6 +156,16 @@ MOCKS = [
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
+    "A modelling module the config's auto_map names for a class other than AutoModel, in a module apart from the "
+    "AutoConfig and AutoModel ones (Nemotron-3-Super's AutoModelForCausalLM, modeling_nemotron_h.py), is a stand-in "
+    "defining that class as a bare PreTrainedModel subclass: model_loader/utils.py resolve_transformers_arch "
+    "(0.5.2-0.5.9) imports every auto_map entry of an architecture without an SGLang class "
+    "(get_class_from_dynamic_module) but uses only AutoModel's, so no outcome depends on what the stand-in holds "
+    "(without an AutoModel entry SGLang refuses, 'Cannot find model module ... AutoModel is not present'); of the "
+    "configs, it applies to Nemotron-3-Super at 0.5.2-0.5.3 alone (NemotronH is native from 0.5.4). An AutoModel "
+    "module (Kimi-K3's, edge0's) is not stood in "
+    "for: what SGLang does with it depends on the published code (its versions differ on _supports_attention_backend), "
+    "so those configs are not in the tables of the releases that would import it (0.5.2-0.5.9).",
     "No remote-code stand-in for the model types of NO_REMOTE_CODE (qwen3_5, qwen3_5_moe): their published "
     "checkpoints ship no configuration module (no auto_map), so where neither the release's transformers nor its "
     "config registry knows the type (0.5.2-0.5.8: transformers 4.56-4.57, SGLang's configs/qwen3_5.py from 0.5.9) "
@@ -611,6 +621,16 @@ def _remote_config(model_dir):
     cfg = json.loads((Path(model_dir) / "config.json").read_text())
     if cfg.get("model_type") not in NO_REMOTE_CODE:
         REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
+    # the modelling classes SGLang imports but never uses (MOCKS): by module, those apart from AutoConfig's and AutoModel's
+    refs = {entry: ref.split("--")[-1].rsplit(".", 1) for entry, ref in (cfg.get("auto_map") or {}).items()}
+    kept = {refs[entry][0] for entry in ("AutoConfig", "AutoModel") if entry in refs}
+    unused: dict[str, set[str]] = {}
+    for module, name in refs.values():
+        if module not in kept:
+            unused.setdefault(module, set()).add(name)
+    for module, names in unused.items():
+        (Path(model_dir) / f"{module}.py").write_text("from transformers import PreTrainedModel\n" + "".join(
+            f"\n\nclass {name}(PreTrainedModel):\n    pass\n" for name in sorted(names)))
 
 
 RESOLVED = ("chunked_prefill_size", "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy",

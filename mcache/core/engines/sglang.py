@@ -17,7 +17,7 @@ radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
---enable-dp-attention) is sized at the releases of `DP_MODELLED`, every figure one attention-DP rank's. What changed
+--enable-dp-attention) is sized at every modelled release, every figure one attention-DP rank's. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
@@ -27,6 +27,7 @@ import math
 import shlex
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -331,11 +332,8 @@ MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # only where is_cuda(), else tc_piecewise (v0.5.15-v0.5.21, whose rules, server_args.py and from v0.5.19
 # arg_groups/cuda_graph_hook.py, turn it off there by the same "non-CUDA hardware" rule) or none (v0.5.22 on)
 # ---- attention data parallelism (`--dp-size N --enable-dp-attention`, N = TP: mcache's --attention-dp) ----
-# The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
-# (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
+# Modelled at every release, each checked by the DP cases of its table (scripts/oracles/sglang.py _dp_grid). A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
-DP_MODELLED = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
-               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
@@ -343,6 +341,15 @@ DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_runnin
 # captures them
 DP_PREFILL_GRAPHS_FROM = "0.5.17"
 DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more reserved with DP attention
+# model_runner.py handle_max_mamba_cache at v0.5.4-v0.5.6: the state pool is the replica's (a given
+# --max-mamba-cache-size, else without the radix cache --max-running-requests, else FIRST_LINE_SLOTS; with it the share),
+# divided by the attention-DP width for the GDN models alone (hybrid_gdn_config, FIRST_LINE_RADIX_ARCHS); initialize's
+# is_hybrid_gdn block (v0.5.2-v0.5.3) and the kv-cache mixin (from v0.5.7) divide it for every model: [from, until)
+GDN_SLOTS_BY_DP = ("0.5.4", "0.5.7")
+# configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4 shards Falcon-H1's state over the whole TP group
+# (get_tensor_model_parallel_world_size), not the attention-TP group, so under attention DP each rank holds 1 / tp of it;
+# from v0.5.5 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
+STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.5")}
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -447,7 +454,8 @@ class Setup(Struct, frozen=True):
     whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
     counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
     no state pool), whether a drafting MTP head's attention layers are charged to the token pool (`_cell`), and the
-    requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`)."""
+    requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`); whether the state is
+    sharded over the whole TP group under attention DP (`STATE_OVER_TP`)."""
 
     context_len: int
     context: int
@@ -469,6 +477,7 @@ class Setup(Struct, frozen=True):
     transformers: bool = False
     drafter_kv: bool = False
     replica_requests: int | None = None
+    state_over_tp: bool = False
 
 
 class StatePool(Struct, frozen=True):
@@ -502,7 +511,7 @@ DP_TP_GROUP = {
 def _dp_sharded(spec, version: str) -> frozenset[str]:
     """The weights SGLang at `version` still splits over a stage's TP ranks under --enable-dp-attention
     (`weights.shard_ways` names; the rest but the routed experts is whole on each rank), as sglang/srt/models/*.py build
-    them (read at 0.5.2 and 0.5.7-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
+    them (read at 0.5.2-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
     enable_dp_lm_head)`, False by default in server_args.py / arg_groups), the dense MLPs and shared experts (Qwen2MoeMLP,
     NemotronHMLP, FalconH1MLP, KimiMLP, Lfm2MLP, BailingMLP, GraniteMoeSharedMLP on the TP group; the routers and latent
     projections are ReplicatedLinear, the attention, GDN, MLA and lightning mixers on the attention-TP group), and the
@@ -559,15 +568,11 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def _check_attention_dp(inputs: EngineInputs) -> None:
-    """Attention DP is sized at the releases of `DP_MODELLED`, at one PP stage and TP > 1 (the layouts their tables
-    check); elsewhere it is refused as not modelled."""
-    layout, version = inputs.layout, inputs.version or VERSIONS[-1]
+    """Attention DP is sized at one PP stage and TP > 1 (the layouts the tables check); elsewhere it is refused as not
+    modelled."""
+    layout = inputs.layout
     if not layout.attention_dp:
         return
-    if version not in DP_MODELLED:
-        raise LayoutError("attention_dp", f"off with SGLang {version}: mcache models SGLang's attention data "
-                                          f"parallelism (--enable-dp-attention) at {', '.join(DP_MODELLED)} only "
-                                          "(scripts/oracles/sglang_versions.md)")
     if layout.pp > 1:
         raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
                                           "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
@@ -675,7 +680,13 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
                                                 and not _since(inputs, FIRST_LINE_NATIVE[arch])),
-                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests)
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests,
+                 inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
+
+
+def _within(inputs: EngineInputs, releases: tuple[str, str]) -> bool:
+    """Whether the run's release is in [from, until)."""
+    return _since(inputs, releases[0]) and not _since(inputs, releases[1])
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -990,6 +1001,8 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     dtypes = setup.dtypes
     if setup.transformers:
         return 0, 0, 0
+    if setup.state_over_tp:  # the state's shards as without attention DP
+        ctx = replace(ctx, layout=replace(ctx.layout, attention_dp=False))
 
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
@@ -1255,6 +1268,11 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
         rest -= per * (setup.user_requests if _since(inputs, MIXIN_0_5_8) else setup.replica_requests) * setup.drafts
     if not per:
         slots = 0
+    elif _within(inputs, GDN_SLOTS_BY_DP):  # the replica's pool, one attention-DP rank's for a GDN model alone
+        given = (inputs.given.get("max_mamba_cache_size"), setup.replica_requests, FIRST_LINE_SLOTS)
+        slots = next(n for n in given if n is not None) if fixed else int(rest * setup.r / (1 + setup.r) // per // states)
+        if inputs.spec.architecture in FIRST_LINE_RADIX_ARCHS:
+            slots //= inputs.layout.attention_dp_ranks
     elif fixed:
         default = FIRST_LINE_SLOTS // inputs.layout.attention_dp_ranks
         slots = next(n for n in (setup.fixed_slots, setup.user_requests, default) if n is not None)

@@ -51,6 +51,7 @@ from mcache.core.engines.common import (
 )
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
+from mcache.core.hf.quantization import QUANT_FILE
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.gpu_catalogue import AMD
 from mcache.core.sizing.gpus import capability, vendor
@@ -316,11 +317,15 @@ ROCM_EXTRA_BUFFER_REFUSED = (("0.5.7", "Mamba extra_buffer is only supported on 
 # devices. Automatically disabling radix cache.": server_args.py _handle_mamba_radix_cache; v0.5.10 refuses as on CUDA)
 ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
 # A ModelOpt checkpoint is refused on HIP ("{method} quantization is currently not supported in ROCm.":
-# configs/model_config.py ModelConfig._verify_quantization, whose rocm_supported_quantization lists no ModelOpt method at
-# any release), by the method name `_parse_quant_hf_config` gives it from its quant_algo (`_parse_modelopt_quant_config`:
-# one with FP4 in it modelopt_fp4, FP8 modelopt_fp8); from v0.5.10, where a config.json `quantization_config` with
-# quant_method modelopt is named so (before, only a hf_quant_config.json is: not modelled)
-ROCM_MODELOPT_REFUSED_FROM = "0.5.10"
+# configs/model_config.py ModelConfig._verify_quantization, whose rocm_supported_quantization lists no ModelOpt method in
+# the releases read, v0.5.4 to v0.5.23), by the method name SGLang gives it (`_modelopt_method`)
+ROCM_MODELOPT_REFUSED_FROM = "0.5.4"
+# configs/model_config.py _parse_quant_hf_config names a ModelOpt checkpoint by its quant_algo (_parse_modelopt_quant_config:
+# one with FP4 in it modelopt_fp4, FP8 modelopt_fp8): a hf_quant_config.json at every release read (v0.5.4 on), a
+# config.json `quantization_config` with quant_method modelopt from v0.5.10; before, the latter keeps the method
+# `modelopt`, QUANTIZATION_METHODS' ModelOptFp8Config, whose from_config (layers/quantization/modelopt_quant.py) refuses
+# an algo without FP8 in it as the model loads
+MODELOPT_CONFIG_NAMED_FROM = "0.5.10"
 # model_loader/loader.py _get_quantization_config, as the model loads: a quant method needing a newer GPU than the
 # card's CUDA compute capability (major x 10 + minor, torch.cuda.get_device_capability) is refused; ModelOpt NVFP4's
 # minimum (layers/quantization/modelopt_quant.py ModelOptFp4Config.get_min_capability) is 100 (Blackwell) from v0.5.2
@@ -671,11 +676,14 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        # in SGLang's order: the server args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check
-        # of drafts (`_pp_drafts_error`), then what fails as the model loads
-        refusal = (refusal or _config_error(spec, version) or _rocm_quantization_error(spec, inputs)
-                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version) or _capability_error(spec, inputs)
-                   or _pp_error(arch, inputs) or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
+        # in SGLang's order: ModelConfig's quantization check on HIP (server_args.py _handle_model_specific_adjustments
+        # builds the ModelConfig before its architecture branches check the strategy: the 0.5.9 table), the server
+        # args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check of drafts (`_pp_drafts_error`),
+        # then what fails as the model loads
+        refusal = (_rocm_quantization_error(spec, inputs) or refusal or _config_error(spec, version)
+                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version)
+                   or _quantization_load_error(spec, inputs) or _pp_error(arch, inputs)
+                   or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
@@ -741,29 +749,36 @@ def _config_error(spec, version: str) -> str | None:
     return None
 
 
-def _modelopt_method(spec) -> str | None:
-    """SGLang's name of a ModelOpt checkpoint's method, by its quant_algo (configs/model_config.py
-    _parse_modelopt_quant_config: FP4 in it modelopt_fp4, FP8 modelopt_fp8); None for another checkpoint."""
+def _modelopt_method(spec, inputs: EngineInputs) -> str | None:
+    """SGLang's name of a ModelOpt checkpoint's method at the run's release (`MODELOPT_CONFIG_NAMED_FROM`); None for
+    another checkpoint."""
     quant = spec.quantization
     if quant is None or quant.method != "modelopt":
         return None
+    if not quant.source.startswith(QUANT_FILE) and not _since(inputs, MODELOPT_CONFIG_NAMED_FROM):
+        return "modelopt"
     algo = quant.algo.upper()
     return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if algo == "FP8" else None
 
 
 def _rocm_quantization_error(spec, inputs: EngineInputs) -> str | None:
     """ModelConfig's refusal of a ModelOpt checkpoint on an AMD card (`ROCM_MODELOPT_REFUSED_FROM`; None: none)."""
-    method = _modelopt_method(spec)
+    method = _modelopt_method(spec, inputs)
     if method is None or not (_rocm(inputs) and _since(inputs, ROCM_MODELOPT_REFUSED_FROM)):
         return None
     return f"{method} quantization is currently not supported in ROCm."
 
 
-def _capability_error(spec, inputs: EngineInputs) -> str | None:
-    """The loader's refusal of an NVFP4 checkpoint on a CUDA card below the release's minimum capability
-    (`MODELOPT_FP4_MIN_CAPABILITY`; None: none, or a card whose capability the catalogue does not hold)."""
+def _quantization_load_error(spec, inputs: EngineInputs) -> str | None:
+    """The loader's refusal of a ModelOpt checkpoint on a CUDA card (None: none): a non-FP8 algo under the method
+    `modelopt` (`MODELOPT_CONFIG_NAMED_FROM`), or NVFP4 on a card below the release's minimum capability
+    (`MODELOPT_FP4_MIN_CAPABILITY`; a card whose capability the catalogue does not hold is not checked)."""
+    method = _modelopt_method(spec, inputs)
+    if method == "modelopt" and "FP8" not in spec.quantization.algo.upper():
+        return ("ModelOptFp8Config only supports static FP8 quantization in SGLang. For FP4 quantization, use "
+                "ModelOptFp4Config. Check the quantization config for your model's configuration.")
     cap = capability(inputs.gpu_name)
-    if _modelopt_method(spec) != "modelopt_fp4" or not isinstance(cap, tuple):
+    if method != "modelopt_fp4" or not isinstance(cap, tuple):
         return None
     minimum = next(m for since, m in reversed(MODELOPT_FP4_MIN_CAPABILITY) if _since(inputs, since))
     current = cap[0] * 10 + cap[1]

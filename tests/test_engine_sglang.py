@@ -1031,7 +1031,7 @@ def test_before_0_5_9_a_qwen3_5_checkpoint_is_refused_by_autoconfig_in_transform
     assert sglang.architecture_error(config_spec("qwen3.5-27b"), "0.5.8").startswith("The checkpoint you are trying")
 
 
-def test_an_nvfp4_checkpoint_needs_a_blackwell_card_until_0_5_13():
+def test_an_nvfp4_checkpoint_needs_a_blackwell_card_until_0_5_13_and_its_own_name_from_0_5_10():
     # model_loader/loader.py _get_quantization_config: ModelOptFp4Config.get_min_capability is 100 to v0.5.12, 80 from
     # v0.5.13 (layers/quantization/modelopt_quant.py); the H200 is sm90, the RTX 5090 sm120
     nvfp4 = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
@@ -1045,6 +1045,10 @@ def test_an_nvfp4_checkpoint_needs_a_blackwell_card_until_0_5_13():
                                         "Minimum capability: 100. Current capability: 90.")
     assert on("h200", "0.5.13", 30) is None
     assert on("rtx-5090", "0.5.12", 2) is None
+    # before 0.5.10 configs/model_config.py names a config.json ModelOpt quantization_config `modelopt`
+    # (ModelOptFp8Config), which refuses an NVFP4 algo as the model loads, on any CUDA card
+    assert on("rtx-5090", "0.5.9", 2).startswith("ModelOptFp8Config only supports static FP8 quantization in SGLang.")
+
 
 
 # ---- ROCm: an AMD card (gpu_catalogue.py vendor AMD) ----
@@ -1106,13 +1110,14 @@ def test_rocm_refuses_autos_extra_buffer_at_0_5_14_and_0_5_15():
     assert on_amd("qwen3-next-80b-a3b", "0.5.8", mamba_radix_cache_strategy="extra_buffer").startup_error is None
 
 
-def test_rocm_refuses_a_modelopt_checkpoint_from_0_5_10():
+def test_rocm_refuses_a_modelopt_checkpoint_by_the_name_of_its_release():
     # configs/model_config.py ModelConfig._verify_quantization: no ModelOpt method in rocm_supported_quantization; from
-    # v0.5.10 _parse_quant_hf_config names a config.json ModelOpt NVFP4 checkpoint modelopt_fp4 (SGLang 0.5.22's own
-    # refusal in its golden table)
+    # v0.5.10 _parse_quant_hf_config names a config.json ModelOpt NVFP4 checkpoint modelopt_fp4, before it `modelopt`
+    # (SGLang 0.5.22's and 0.5.9's own refusals in their golden tables)
     nvfp4 = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
     name, memory = lookup("mi300x")
-    for version, refusal in (("0.5.22", "modelopt_fp4 quantization is currently not supported in ROCm."), ("0.5.9", None)):
+    for version, refusal in (("0.5.22", "modelopt_fp4 quantization is currently not supported in ROCm."),
+                             ("0.5.9", "modelopt quantization is currently not supported in ROCm.")):
         inputs = EngineInputs(nvfp4, ParallelLayout(), name, memory, given={"weights_bytes": 30 * GIB})
         assert stage(run_engine("sglang", inputs, version)).startup_error == refusal
     cuda = EngineInputs(nvfp4, ParallelLayout(), *lookup("h200"), given={"weights_bytes": 30 * GIB})

@@ -187,7 +187,8 @@ def test_every_option_field_is_spelled_as_an_option_of_mcache_size():
 
 def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
     """PLaMo-2 windows every attention layer: SGLang's SWA pool and TensorRT-LLM's per-window pools are not
-    modelled, and their runs say so; vLLM's profile sizes the window (kv_cache_interface.py SlidingWindowSpec)."""
+    modelled, and their runs say so; vLLM's needs no caveat: its models/plamo2.py builds that attention without the
+    window (full-length, `WINDOWLESS_ARCHS`) until PLaMo-2 left it after 0.26."""
     plamo = config_spec("plamo-2-1b")
     for engine in ("sglang", "trtllm"):
         caveats = run(engine, plamo, "h200").caveats  # TensorRT-LLM's also says the spec names no architecture

@@ -71,6 +71,16 @@ def test_an_engine_that_cannot_load_the_model_says_so_and_names_who_can(argv, ex
     assert "it fits at" not in err and "no layout" not in err
 
 
+def test_a_release_whose_transformers_does_not_know_the_model_refuses_in_its_words(capsys):
+    # vLLM 0.15.0 runs transformers 4.57, which has no qwen3_5, and the checkpoint ships no configuration code: a
+    # user's launch stops at AutoConfig (the 0.15.0 golden table); vLLM loads it from 0.17.0, its own Qwen3_5Config
+    err = one_line(["size", "qwen3.5-27b", "--engine", "vllm", "--engine-version", "0.15.0", "--gpu", "h200"], capsys, 3)
+    assert err.startswith("mcache: Qwen3.5-27B cannot be loaded by vLLM 0.15.0: ValidationError: 1 validation error for "
+                          "ModelConfig: Value error, The checkpoint you are trying to load has model type `qwen3_5` but "
+                          "Transformers does not recognize this architecture."), err
+    assert f"; it loads on vLLM 0.17.0 to {newest_version('vllm')}" in err
+
+
 def test_the_releases_that_load_a_model_are_listed_per_engine():
     # vLLM served MiniMax natively until 0.23 (0.24.0 is the first modelled release without it)
     assert loaders(load_spec("minimax-text-01"))[0] == "vLLM 0.10.2 to 0.22.0"

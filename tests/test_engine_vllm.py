@@ -388,6 +388,30 @@ def test_an_architecture_no_release_registers_is_refused(version):
     assert architecture_error(config_spec("qwen3-next-80b-a3b"), version) is None  # registered in every one
 
 
+@pytest.mark.parametrize(("config", "model_type", "refused", "loaded"), [
+    ("qwen3.5-27b", "qwen3_5", "0.15.0", "0.17.0"), ("qwen3.6-35b-a3b", "qwen3_5_moe", "0.10.2", "0.17.0"),
+    ("lfm2-8b-a1b", "lfm2_moe", "0.10.2", "0.11.1")])
+def test_a_model_type_the_release_cannot_load_is_transformers_refusal(config, model_type, refused, loaded):
+    # transformers_utils/config.py: neither vLLM's config registry nor its transformers knows the model type and the
+    # checkpoint ships no configuration code, so AutoConfig refuses it first (the 0.10.2 - 0.15.0 golden tables)
+    from mcache.core.engines.vllm import architecture_error
+
+    error = architecture_error(config_spec(config), refused)
+    assert error.startswith("ValidationError: 1 validation error for ModelConfig: Value error, The checkpoint you are "
+                            f"trying to load has model type `{model_type}` but Transformers does not recognize this "
+                            "architecture.")
+    assert architecture_error(config_spec(config), loaded) is None
+
+
+@pytest.mark.parametrize("version", ["0.11.1", "0.24.0"])
+def test_plamo2_attention_keeps_the_whole_length(version):
+    # models/plamo2.py never reads attention_window_size: every attention layer is a FullAttentionSpec (0.11.1 table)
+    inputs = EngineInputs(config_spec("plamo-2-1b"), ParallelLayout(), "NVIDIA H200", gib(140), None,
+                          {"max_model_len": 131072, "kv_cache_memory_bytes": gib(20)})
+    fields = run_engine("vllm", inputs, version).stages[0].fields
+    assert fields["groups"] == {"attention": 1, "mamba2": 1}
+
+
 @pytest.mark.parametrize(("version", "fails"), [("0.13.0", False), ("0.15.0", True), ("0.17.0", True),
                                                 ("0.20.0", False)])
 def test_mamba2_fails_where_the_arch_convertor_reads_attention_heads(version, fails):

@@ -5,9 +5,11 @@ sys.path, where vllm.py / sglang.py would shadow the engine).
 A user of a checkpoint that ships its configuration code runs the engine with `--trust-remote-code`; the oracles do
 the same, with a stand-in in place of that code (MOCK). It touches no arithmetic: every config.json key becomes an
 attribute, as the real remote classes leave them (they set their own fields, then call
-super().__init__(**kwargs), so a key config.json gives wins); a class default matters only for a key the fixture
-lacks, and only the published class's defaults are given (REMOTE_DEFAULTS, cited there). Any other missing key fails
-in the engine as AttributeError, so it shows in the table: no default is invented.
+super().__init__(**kwargs), so a key config.json gives wins), and a composite config's `text_config` dict becomes a
+config of those keys, as composite configuration classes turn their sub-configs into config objects (the
+KimiK3Config classes of the engines that serve Kimi-K3 build a KimiLinearConfig from the dict); a class default
+matters only for a key the fixture lacks, and only the published class's defaults are given (REMOTE_DEFAULTS, cited
+there). Any other missing key fails in the engine as AttributeError, so it shows in the table: no default is invented.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ MOCK = (
     "remote code: every case passes trust_remote_code=True, as a user of a checkpoint that ships its configuration "
     "module does (`--trust-remote-code`); that module is a stand-in (scripts/oracles/remote_code.py), written where the "
     "config's auto_map.AutoConfig names it, or registered with AutoConfig for a model_type that neither the "
-    "installed transformers nor {engine}'s own config registry knows (the fixture keeps no auto_map). The stand-in is "
+    "installed transformers nor {engine}'s own config registry knows and whose published checkpoints ship that "
+    "module though the fixture keeps no auto_map (REMOTE_CODE_TYPES). A checkpoint that ships none (Qwen3.5 / "
+    "Qwen3.6, LFM2-MoE) gets no stand-in: where neither knows its model_type, transformers refuses it, as a user's "
+    "launch does. The stand-in is "
     "a PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes (which "
-    "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them; a "
+    "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them, and a "
+    "`text_config` dict a config of its keys, as composite configuration classes (Kimi-K3's) build it; a "
     "remote class's default matters only for a key config.json lacks: those {engine} reads are REMOTE_DEFAULTS, the "
     "published class's defaults (cited there; none of them is a cache dimension except nemotron_h's chunk_size), "
     "and any other key the fixture lacks fails as AttributeError in the table (no default is invented)"
@@ -40,6 +46,8 @@ class {name}(PreTrainedConfig):
     def __init__(self, **kwargs):
         for key, value in {defaults!r}.items():
             setattr(self, key, value)
+        if isinstance(kwargs.get("text_config"), dict):  # a composite config's text part: a config, as remote classes make it
+            kwargs["text_config"] = PreTrainedConfig(**kwargs["text_config"])
         super().__init__(**kwargs)
 """
 # The defaults of a checkpoint's own configuration class (its __init__ signature) for the keys an engine's model reads
@@ -59,11 +67,23 @@ REMOTE_DEFAULTS = {
                    "norm_topk_prob": True},
 }
 
+# Model types whose published checkpoints ship their configuration module (config.json's auto_map.AutoConfig), where a
+# fixture keeps no auto_map: nemotron_h, nvidia's configuration_nemotron_h.py (the auto_map of the published
+# Nemotron-3-Super config, tests/data/hf_configs/nemotron-3-super-120b-a12b.json, and of NVIDIA-Nemotron-3-Nano-30B-A3B's;
+# the Nemotron-H checkpoints load with --trust-remote-code before transformers 5 has a NemotronHConfig); plamo2,
+# pfnet's modeling_plamo.py (PROVENANCE.md: the checkpoint's auto_map is not written); kimi_linear, moonshotai's
+# configuration_kimi.py (the published Kimi-Linear-48B-A3B-Instruct config.json's auto_map, quoted in the public model
+# report gogongxt/python scripts/models, which the fixture dropped). No other model type is stood in
+# for without an auto_map: a user of a checkpoint that ships no configuration code (Qwen3.5 / Qwen3.6, LFM2-MoE) gets
+# transformers' refusal of a model type it does not know.
+REMOTE_CODE_TYPES = ("nemotron_h", "plamo2", "kimi_linear")
+
 
 def remote_config(model_dir: str | Path, cfg: dict, engine_registry) -> None:
     """Stand in for the checkpoint's own configuration module where loading needs remote code (MOCK): the module
     auto_map.AutoConfig names, written into the model folder, or a class registered with AutoConfig for a model_type
-    that neither transformers nor the engine's config registry (`engine_registry`, a mapping by model_type) has."""
+    of `REMOTE_CODE_TYPES` that neither transformers nor the engine's config registry (`engine_registry`, a mapping
+    by model_type) has; any other model_type is left to transformers, which refuses one it does not know."""
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -74,7 +94,7 @@ def remote_config(model_dir: str | Path, cfg: dict, engine_registry) -> None:
         module, name = ref.split("--")[-1].rsplit(".", 1)
         source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type, defaults=defaults)
         (Path(model_dir) / f"{module}.py").write_text(source)
-    elif model_type and model_type not in CONFIG_MAPPING and model_type not in engine_registry:
+    elif model_type in REMOTE_CODE_TYPES and model_type not in CONFIG_MAPPING and model_type not in engine_registry:
         namespace: dict = {}
         exec(REMOTE_CONFIG_SOURCE.format(name="RemoteConfig", model_type=model_type,  # noqa: S102
                                          defaults=defaults), namespace)

@@ -150,8 +150,9 @@ SINCE = {
     # before, num_blocks // groups * min block size
     "kv_tokens_from_concurrency": "0.20.1",
     # config/speculative.py SpeculativeMethod: "mtp" from v0.11.1; v0.10.2 (config/__init__.py) names each model's own
-    # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (other Mamba models
-    # refuse drafts before "mamba_drafts")
+    # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (another hybrid's MTP
+    # layers are refused by SpeculativeConfig, `_draft_method_error`; other Mamba models refuse drafts before
+    # "mamba_drafts")
     "mtp_method": "0.11.1",
     # kv_cache_interface.py MambaSpec.max_memory_usage_bytes: 'all' counts the draft blocks too; config.py no longer
     # defaults to 'align' for SupportsMambaPrefixCaching models with speculative decoding (0.20.0 - 0.21)
@@ -309,12 +310,30 @@ BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Ne
 BROKEN_QUANT_ARCHS = {("Qwen3NextForCausalLM", "0.10.2"): (
     "gdn.gate_proj", "ValueError: Detected some but not all shards of model.layers.0.linear_attn.in_proj are "
                      "quantized. All shards of fused layers to have the same precision.")}
+# ... and with MoE layers: 0.10.2's models/nemotron_h.py builds only Mamba, MLP and attention layers
+# (ALL_DECODER_LAYER_TYPES "M", "-", "*"; the "E" MoE layer comes with 0.11.1), and its first layer reads
+# config.rms_norm_eps, which the MoE checkpoints' configuration does not set (the published NVIDIA-Nemotron-3-Nano-30B-A3B
+# and Nemotron-3-Super-120B-A12B config.json name layer_norm_epsilon and norm_eps only): the 0.10.2 table
+BROKEN_MOE_ARCHS = {("NemotronHForCausalLM", "0.10.2"):
+                    "AttributeError: 'NemotronHConfig' object has no attribute 'rms_norm_eps' (vLLM 0.10.2's "
+                    "models/nemotron_h.py has no MoE layer; 0.11.1 adds it)"}
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
                "Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
                "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
+
+# transformers_utils/config.py HFConfigParser.parse and _CONFIG_REGISTRY (read at v0.11.1 and v0.17.0): a config whose model type
+# neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that
+# ships no configuration code (no auto_map), fails in AutoConfig.from_pretrained ("... does not recognize this
+# architecture"), which ModelConfig's validation reports before anything else is checked; by architecture, its model
+# type and the first release that loads it: vLLM's Lfm2MoeConfig from v0.11.1 (v0.10.2 runs transformers 4.56, which
+# has no lfm2_moe), Qwen3_5Config and Qwen3_5MoeConfig from v0.17.0 (transformers 4.57, the pin of v0.11.1 - v0.22.0,
+# has neither). The 0.10.2 - 0.15.0 tables.
+CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"),
+                      "Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.17.0"),
+                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.17.0")}
 
 # transformers_utils/model_arch_config_convertor.py (v0.14.0 - v0.17.x; new in 0.14.0, read by ModelConfig's
 # get_model_arch_config): ModelArchConfigConvertorBase.get_total_num_kv_heads falls back to
@@ -338,6 +357,11 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 # called by VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
                "MiniMaxM1ForCausalLM")
+
+# Hybrids whose model class builds its attention layers without the config's sliding window, so every attention layer
+# keeps a full-length KV cache (a FullAttentionSpec): models/plamo2.py Plamo2AttentionMixer never reads
+# attention_window_size (read at v0.10.2, v0.11.1 and v0.24.0; served to v0.26.0, `REMOVED_ARCHS`)
+WINDOWLESS_ARCHS = ("Plamo2ForCausalLM",)
 
 # Hybrids whose model class builds every attention layer before its first layer (models/zamba2.py Zamba2Model: the
 # shared transformer blocks first), so their attention group is the first KV-cache group (`_first_group`)
@@ -537,7 +561,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # length), CacheConfig's validation, the config hooks, then loading the model (a removed architecture through
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or refusal or _pp_error(spec, inputs.layout, version) or _build_error(spec, version, inputs.layout.pp))
+               or _draft_method_error(spec, k, version) or refusal or _pp_error(spec, inputs.layout, version)
+               or _build_error(spec, version, inputs.layout.pp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
@@ -639,12 +664,20 @@ def _since(version: str, rule: str) -> bool:
 
 
 def _config_error(spec, version: str) -> str | None:
-    """What ModelConfig refuses before the length check (config/model.py __post_init__, in its order): an
-    attention-free config the release's ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
+    """What ModelConfig refuses before the length check (config/model.py __post_init__, in its order): a config
+    whose model type the release cannot load (`CONFIG_CLASS_SINCE`), an attention-free config the release's
+    ModelArchConfigConvertor cannot read (NO_HEADS_RELEASES), then the registry
     (model_executor/models/registry.py `inspect_model_cls`): an architecture registered after `version`
     (`ADDED_ARCHS`) or by no modelled release (`UNREGISTERED_ARCHS`), or one removed since (`REMOVED_ARCHS`) that the
     release does not hand to the Transformers backend (`_removed_by_registry`); None for the others."""
     arch = spec.architecture
+    model_type, loaded = CONFIG_CLASS_SINCE.get(arch, (None, None))
+    if model_type is not None and not at_least(version, loaded):
+        return (f"ValidationError: 1 validation error for ModelConfig: Value error, The checkpoint you are trying to "
+                f"load has model type `{model_type}` but Transformers does not recognize this architecture. This could "
+                "be because of an issue with the checkpoint, or because your version of Transformers is out of date. "
+                f"(vLLM {version}: neither its transformers nor its own config classes know `{model_type}` before vLLM "
+                f"{loaded}.)")
     if at_least(version, NO_HEADS_RELEASES[0]) and not at_least(version, NO_HEADS_RELEASES[1]) and \
             arch not in OWN_CONVERTOR_ARCHS and not any(set(kinds) & set(ATTENTION_KINDS) for kinds in layer_kinds(spec)):
         return f"AttributeError: '{(arch or '').removesuffix('ForCausalLM')}Config' object has no attribute " \
@@ -704,7 +737,14 @@ def _as_attention(spec, version: str) -> bool:
 def _served_spec(spec, version: str):
     """The model vLLM sizes at `version`: a removed hybrid the Transformers backend starts before it checked its
     layers (`_as_attention`) is every layer an attention layer of the config's attention geometry
-    (models/transformers/base.py create_attention_instances); any other, `spec` itself."""
+    (models/transformers/base.py create_attention_instances); a class that builds its attention without the window
+    (`WINDOWLESS_ARCHS`), its windowed layers at full length; any other, `spec` itself."""
+    if spec.architecture in WINDOWLESS_ARCHS and spec.sliding_attention is not None:
+        types = ["+".join("attention" if kind == "sliding_attention" else kind for kind in kinds)
+                 for kinds in layer_kinds(spec)]
+        return replace(spec, layers=replace(spec.layers, pattern=None, legend=None, types=types, repeat=None),
+                       attention=spec.attention or replace(spec.sliding_attention, sliding_window=None),
+                       sliding_attention=None)
     if not _as_attention(spec, version):
         return spec
     recurrent = recurrent_kinds(spec)
@@ -717,11 +757,13 @@ def _build_error(spec, version: str, pp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
     (models/transformers/base.py refuses its first layer that is not attention, from TRANSFORMERS_LAYER_CHECK_SINCE;
     before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
-    stages, BROKEN_PP_ARCHS too); None for the others."""
+    stages, BROKEN_PP_ARCHS too; with MoE layers, BROKEN_MOE_ARCHS); None for the others."""
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
     if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
         return BROKEN_PP_ARCHS[spec.architecture, version]
+    if (spec.architecture, version) in BROKEN_MOE_ARCHS and any("moe" in kinds for kinds in layer_kinds(spec)):
+        return BROKEN_MOE_ARCHS[spec.architecture, version]
     unit, words = BROKEN_QUANT_ARCHS.get((spec.architecture, version), (None, None))
     if unit is not None and spec.quantization is not None and unit in spec.quantization.unquantized:
         return words
@@ -755,6 +797,17 @@ def _mamba_dtype_error(s: Settings, version: str) -> str | None:
             return (f"ValidationError: 1 validation error for CacheConfig {flag}: Input should be "
                     f"{', '.join(repr(a) for a in allowed[:-1])} or {allowed[-1]!r} (vLLM {version})")
     return None
+
+
+def _draft_method_error(spec, k: int, version: str) -> str | None:
+    """config/__init__.py SpeculativeConfig (v0.10.2): MTP drafts name the model's own method, and Qwen3-Next's
+    ('qwen3_next_mtp') is the only hybrid's, so drafts with another hybrid's MTP layers are refused before the model
+    is built (the 0.10.2 table: Nemotron-3-Super); 'mtp' from v0.11.1 (SINCE "mtp_method"). None otherwise."""
+    if not k or spec.mtp is None or spec.architecture == "Qwen3NextForCausalLM" or _since(version, "mtp_method"):
+        return None
+    return ("ValidationError: 1 validation error for SpeculativeConfig method: Input should be 'ngram', 'eagle', "
+            "'eagle3', 'medusa', 'mlp_speculator', 'draft_model', 'deepseek_mtp', 'ernie_mtp' or 'qwen3_next_mtp' "
+            f"(vLLM {version} has no MTP method for {spec.architecture})")
 
 
 def _next_minor(version: str) -> str:

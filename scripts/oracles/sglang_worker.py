@@ -166,11 +166,6 @@ MOCKS = [
     "module (Kimi-K3's, edge0's) is not stood in "
     "for: what SGLang does with it depends on the published code (its versions differ on _supports_attention_backend), "
     "so those configs are not in the tables of the releases that would import it (0.5.2-0.5.9).",
-    "No remote-code stand-in for the model types of NO_REMOTE_CODE (qwen3_5, qwen3_5_moe): their published "
-    "checkpoints ship no configuration module (no auto_map), so where neither the release's transformers nor its "
-    "config registry knows the type (0.5.2-0.5.8: transformers 4.56-4.57, SGLang's configs/qwen3_5.py from 0.5.9) "
-    "AutoConfig refuses the checkpoint ('... but Transformers does not recognize this architecture'), as it does on "
-    "a user's launch with --trust-remote-code; tables made before this rule held no case of such a release and type.",
     "A case with pp_size > 1 runs each PP stage in its own forked child as that rank: the parallel context's pp_rank "
     "(pp_size comes from the server args), the configurator's / model runner's pp_size, pp_rank and pp_group, and the "
     "stage's layers [start_layer, end_layer) from SGLang's own distributed/utils.py get_pp_indices (what the models' "
@@ -605,22 +600,14 @@ def _first_module(*names):
     raise ImportError(f"none of {names}")
 
 
-# Model types whose published checkpoints ship no configuration code (no auto_map: Qwen/Qwen3.5-27B,
-# Qwen/Qwen3.6-35B-A3B and their quantized exports; transformers 5 defines them, models/qwen3_5 and models/qwen3_5_moe,
-# SGLang from 0.5.9, configs/qwen3_5.py): no stand-in is registered for them (MOCKS), so a release whose transformers
-# and config registry both lack them fails in AutoConfig, as a user's launch of such a checkpoint does
-NO_REMOTE_CODE = ("qwen3_5", "qwen3_5_moe")
-
-
 def _remote_config(model_dir):
     """The checkpoint's configuration module stood in for (remote_code.py; MOCKS), beside SGLang's own config
     registry (utils/hf_transformers/common.py from 0.5.11, utils/hf_transformers_utils.py at 0.5.4-0.5.8 and 0.5.10,
-    hf_transformers_utils.py before); none for `NO_REMOTE_CODE`."""
+    hf_transformers_utils.py before)."""
     _CONFIG_REGISTRY = _first_module("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils",
                                      "sglang.srt.hf_transformers_utils")._CONFIG_REGISTRY
     cfg = json.loads((Path(model_dir) / "config.json").read_text())
-    if cfg.get("model_type") not in NO_REMOTE_CODE:
-        REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
+    REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
     # the modelling classes SGLang imports but never uses (MOCKS): by module, those apart from AutoConfig's and AutoModel's
     refs = {entry: ref.split("--")[-1].rsplit(".", 1) for entry, ref in (cfg.get("auto_map") or {}).items()}
     kept = {refs[entry][0] for entry in ("AutoConfig", "AutoModel") if entry in refs}

@@ -45,6 +45,7 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    unknown_model_type,
     whole_model,
     window_caveats,
     within_gpu,
@@ -409,12 +410,14 @@ DRAFT_NO_RADIX_0_5_9 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration
 # architectures call (those of NO_EXTRA_BUFFER_0_5_7 refuse the extra buffer first)
 ROCM_EXTRA_BUFFER_CHECKED = (("0.5.7", ("Qwen3NextForCausalLM",)), ("0.5.8", ()), ("0.5.9", DRAFT_NO_RADIX_0_5_9))
 # hf_transformers_utils.py get_config at v0.5.2-v0.5.8 (utils/hf_transformers_utils.py from v0.5.4) reads the checkpoint's
-# config with AutoConfig under transformers 4.56.1-4.57.1, which has no Qwen3.5 model type, and SGLang's config registry
-# has none before v0.5.9 (configs/qwen3_5.py); a Qwen3.5 checkpoint ships no configuration code (no auto_map), so
-# AutoConfig.from_pretrained (transformers/models/auto/configuration_auto.py) refuses it as the server args resolve,
-# before anything else is checked: the architecture's model type, and the release whose registry first has it
-UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9"),
-                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.5.9")}
+# config with AutoConfig under transformers 4.56.1-4.57.1, which has no Qwen3.5 nor LFM2-MoE model type, and SGLang's
+# config registry has none before v0.5.9 (configs/qwen3_5.py, configs/lfm2_moe.py); these checkpoints ship no
+# configuration code (no auto_map), so AutoConfig.from_pretrained (transformers/models/auto/configuration_auto.py)
+# refuses them as the server args resolve, before anything else is checked: by architecture, the model type, the
+# release whose registry first has it and the file it comes in
+UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9", "configs/qwen3_5.py"),
+                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.5.9", "configs/qwen3_5.py"),
+                      "Lfm2MoeForCausalLM": ("lfm2_moe", "0.5.9", "configs/lfm2_moe.py")}
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -425,8 +428,9 @@ FIRST_LINE_INCOMPATIBLE = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM")
 # ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer; to v0.5.8, models/lfm2.py comes
 # with v0.5.9) ...
 FIRST_LINE_TRANSFORMERS = ("Lfm2ForCausalLM",)
-# ... and none at all, no auto_map.AutoModel either (REMOTE_ONLY_ARCHS' refusal)
-FIRST_LINE_NO_CLASS = ("NemotronHForCausalLM", "KimiLinearForCausalLM", "Lfm2MoeForCausalLM")
+# ... and none at all, no auto_map.AutoModel either (REMOTE_ONLY_ARCHS' refusal; LFM2-MoE's config fails before,
+# UNKNOWN_TYPE_UNTIL)
+FIRST_LINE_NO_CLASS = ("NemotronHForCausalLM", "KimiLinearForCausalLM")
 # server_args.py __post_init__ at v0.5.2 (v0.5.3 moved the defaults to _handle_gpu_memory_settings, below): the reserve
 # by GPU memory, (MiB below which the row holds, GiB reserved, and TP x PP / this many GiB more), above the last 32 GiB;
 # 2 GiB more with a draft model (EAGLE; STANDALONE 6, not an mcache draft); the chunked prefill by GPU memory
@@ -734,11 +738,9 @@ def _unknown_type_error(arch: str, version: str) -> str | None:
     registry knows (`UNKNOWN_TYPE_UNTIL`; None: it knows it)."""
     if arch not in UNKNOWN_TYPE_UNTIL or at_least(version, UNKNOWN_TYPE_UNTIL[arch][1]):
         return None
-    model_type, since = UNKNOWN_TYPE_UNTIL[arch]
-    return (f"The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
-            "this architecture. This could be because of an issue with the checkpoint, or because your version of "
-            f"Transformers is out of date (SGLang {version} pins transformers 4.56-4.57; its own config for "
-            f"`{model_type}` comes with SGLang {since}, configs/qwen3_5.py).")
+    model_type, since, file = UNKNOWN_TYPE_UNTIL[arch]
+    return (f"{unknown_model_type(model_type)} (SGLang {version} pins transformers 4.56-4.57; its own config for "
+            f"`{model_type}` comes with SGLang {since}, {file}.)")
 
 
 def _config_error(spec, version: str) -> str | None:

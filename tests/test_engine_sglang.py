@@ -1018,6 +1018,39 @@ def test_0_5_9_registers_lfm2_granite_and_qwen3_5_as_state_models():
     assert run_at("qwen3.5-27b", "0.5.9").startup_error is None
 
 
+def test_before_0_5_9_a_qwen3_5_checkpoint_is_refused_by_autoconfig_in_transformers_words():
+    # v0.5.2-v0.5.8 pin transformers 4.56-4.57, which knows no qwen3_5 / qwen3_5_moe, and SGLang registers its own config
+    # from v0.5.9 (configs/qwen3_5.py); the checkpoints ship no configuration code, so AutoConfig refuses them first,
+    # even before a context above the model's (the 0.5.2-0.5.8 tables)
+    for config, model_type in (("qwen3.5-27b", "qwen3_5"), ("qwen3.6-35b-a3b", "qwen3_5_moe")):
+        for given in ({}, {"context_length": 1 << 21}):
+            assert run_at(config, "0.5.8", **given).startup_error.startswith(
+                f"The checkpoint you are trying to load has model type `{model_type}` but Transformers does not "
+                "recognize this architecture. This could be because of an issue with the checkpoint")
+        assert run_at(config, "0.5.9").startup_error is None
+    assert sglang.architecture_error(config_spec("qwen3.5-27b"), "0.5.8").startswith("The checkpoint you are trying")
+
+
+def test_an_nvfp4_checkpoint_needs_a_blackwell_card_until_0_5_13_and_its_own_name_from_0_5_10():
+    # model_loader/loader.py _get_quantization_config: ModelOptFp4Config.get_min_capability is 100 to v0.5.12, 80 from
+    # v0.5.13 (layers/quantization/modelopt_quant.py); the H200 is sm90, the RTX 5090 sm120
+    nvfp4 = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
+
+    def on(gpu, version, weights):
+        name, memory = lookup(gpu)
+        inputs = EngineInputs(nvfp4, ParallelLayout(), name, memory, given={"weights_bytes": weights * GIB})
+        return stage(run_engine("sglang", inputs, version)).startup_error
+
+    assert on("h200", "0.5.12", 30) == ("The quantization method modelopt_fp4 is not supported for the current GPU. "
+                                        "Minimum capability: 100. Current capability: 90.")
+    assert on("h200", "0.5.13", 30) is None
+    assert on("rtx-5090", "0.5.12", 2) is None
+    # before 0.5.10 configs/model_config.py names a config.json ModelOpt quantization_config `modelopt`
+    # (ModelOptFp8Config), which refuses an NVFP4 algo as the model loads, on any CUDA card
+    assert on("rtx-5090", "0.5.9", 2).startswith("ModelOptFp8Config only supports static FP8 quantization in SGLang.")
+
+
+
 # ---- ROCm: an AMD card (gpu_catalogue.py vendor AMD) ----
 MI300X_MIB = 196_592  # 206,141,652,992 B (gpu_catalogue.py): above SGLang's last GPU row (chunked 16384, 512 graphs)
 ROCM_RESERVE_MIB = 512 + 16_384 * 1.5 + 1024 / 8 + 512 * 2  # memory_hook.py at TP 1, no prefill graphs on ROCm
@@ -1077,13 +1110,14 @@ def test_rocm_refuses_autos_extra_buffer_at_0_5_14_and_0_5_15():
     assert on_amd("qwen3-next-80b-a3b", "0.5.8", mamba_radix_cache_strategy="extra_buffer").startup_error is None
 
 
-def test_rocm_refuses_a_modelopt_checkpoint_from_0_5_10():
+def test_rocm_refuses_a_modelopt_checkpoint_by_the_name_of_its_release():
     # configs/model_config.py ModelConfig._verify_quantization: no ModelOpt method in rocm_supported_quantization; from
-    # v0.5.10 _parse_quant_hf_config names a config.json ModelOpt NVFP4 checkpoint modelopt_fp4 (SGLang 0.5.22's own
-    # refusal in its golden table)
+    # v0.5.10 _parse_quant_hf_config names a config.json ModelOpt NVFP4 checkpoint modelopt_fp4, before it `modelopt`
+    # (SGLang 0.5.22's and 0.5.9's own refusals in their golden tables)
     nvfp4 = import_hf(HF_CONFIGS / "centml-qwen3.6-27b-nvfp4")
     name, memory = lookup("mi300x")
-    for version, refusal in (("0.5.22", "modelopt_fp4 quantization is currently not supported in ROCm."), ("0.5.9", None)):
+    for version, refusal in (("0.5.22", "modelopt_fp4 quantization is currently not supported in ROCm."),
+                             ("0.5.9", "modelopt quantization is currently not supported in ROCm.")):
         inputs = EngineInputs(nvfp4, ParallelLayout(), name, memory, given={"weights_bytes": 30 * GIB})
         assert stage(run_engine("sglang", inputs, version)).startup_error == refusal
     cuda = EngineInputs(nvfp4, ParallelLayout(), *lookup("h200"), given={"weights_bytes": 30 * GIB})
@@ -1145,13 +1179,6 @@ def test_attention_dp_splits_the_requests_state_pool_and_chunked_prefill_over_th
     assert (st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]) == (50, 10)
 
 
-@pytest.mark.parametrize("version", [v for v in VERSIONS if v not in sglang.DP_MODELLED])
-def test_attention_dp_at_a_release_whose_rules_no_table_checks_is_refused_as_not_modelled(version):
-    with pytest.raises(LayoutError) as err:
-        dp_run(version)
-    assert err.value.field == "attention_dp" and "mcache models SGLang's attention data parallelism" in str(err.value)
-
-
 def test_attention_dp_with_pipeline_parallelism_is_refused_as_not_modelled():
     inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(tp=2, pp=2, attention_dp=True),
                           *lookup("h200"), None, {"weights_bytes": 30 * GIB})
@@ -1176,3 +1203,23 @@ def test_0_5_2_attention_dp_reserves_4_gib_and_divides_the_default_512_slots():
     st = stage(dp_run("0.5.2"))
     assert (st.fields["mem_fraction_static"], st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]
             ) == (0.872, 128, 128)
+
+
+def test_0_5_3_to_0_5_6_attention_dp_divides_the_state_pool_of_gdn_models_alone():
+    # model_runner.py handle_max_mamba_cache at v0.5.4-v0.5.6: the replica's state pool (without the radix cache 512
+    # slots), divided by dp for the GDN models alone (hybrid_gdn_config): Falcon-H1 at TP 2 keeps 512 slots a DP rank,
+    # Qwen3-Next's share (626 slots) is halved to 313, 313 // 3 = 104 requests; v0.5.3's initialize divides every
+    # model's (256). configs/falcon_h1.py shards Falcon-H1's state over the whole TP group at v0.5.3-v0.5.4 (1 / tp a
+    # rank), over the attention-TP group (whole) from v0.5.5: fewer tokens at 0.5.5. The DP tables' figures (H200, 30 GiB)
+    def dp(config, version):
+        inputs = EngineInputs(config_spec(config), ParallelLayout(tp=2, attention_dp=True), *lookup("h200"), None,
+                              {"weights_bytes": 30 * GIB})
+        st = stage(run_engine("sglang", inputs, version))
+        return (st.fields["max_total_num_tokens"], st.fields["max_running_requests_logged"],
+                st.fields["max_mamba_cache_size"])
+
+    assert dp("falcon-h1-0.5b", "0.5.3") == (5_346_804, 256, 256)
+    assert dp("falcon-h1-0.5b", "0.5.4") == (5_147_124, 512, 512)
+    assert dp("falcon-h1-0.5b", "0.5.5") == (4_749_300, 512, 512)
+    assert dp("qwen3-next-80b-a3b", "0.5.3") == (3_354_999, 256, 256)
+    assert dp("qwen3-next-80b-a3b", "0.5.6") == (3_175_791, 104, 313)

@@ -271,13 +271,6 @@ def answered(work: Path) -> dict[str, dict]:
     return done
 
 
-# The releases whose tables hold the attention-DP cases (`_dp_grid`): those whose attention-DP rules mcache models
-# (mcache/core/engines/sglang.py DP_MODELLED); mcache refuses attention DP at the others (`--only dp` runs them anywhere:
-# how a release's rules are checked before it joins)
-DP_CASES_IN = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
-               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-
-
 def _is_dp(case: dict) -> bool:
     return bool(case["flags"].get("enable_dp_attention"))
 
@@ -299,8 +292,6 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
         every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
-    if version not in DP_CASES_IN and only != "dp":  # mcache refuses attention DP there: no DP cases
-        todo = [c for c in todo if not _is_dp(c)]
     if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
         todo = [c for c in todo if not _is_pp(c)]
     if only:  # that part of the configs' cases alone (a table whose other cases stand)

@@ -56,6 +56,12 @@ MOCKS = [
     "the case's gpu_total_bytes and whose free memory is the case's free_gpu_memory_bytes; SGLang reads the GPU "
     "only through these calls (nvidia-smi is absent, so get_nvgpu_memory_capacity falls back to mem_get_info), so "
     "its own heuristics (chunked_prefill_size, cuda-graph max_bs, mem_fraction_static) run on the given size.",
+    "The quantization check of model_loader/loader.py _get_quantization_config (a method's minimum compute capability, "
+    "run by `_model_stand_in` as the loader runs it) reads the case's card's own capability (CUDA_CAPABILITY: the "
+    "RTX 5090 sm120, the H200 and H100 sm90), not the fake device's sm90, so that a ModelOpt NVFP4 checkpoint (minimum "
+    "100 to 0.5.12) is refused on the Hopper cards and passes on the RTX 5090, as on the real cards; every other read of "
+    "the capability keeps sm90 (the capability-gated defaults of every table's RTX 5090 cases were made so). No case "
+    "of the tables made before moves: their one NVFP4 checkpoint meets 0.5.13's minimum of 80 at sm90 as at sm120.",
     "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.8's is_in_ci, run on a "
     "context above the model's, imports sglang.test.test_utils and with it bench_serving, which imports datasets; "
     "before 0.5.23 also flashinfer, with "
@@ -150,6 +156,16 @@ MOCKS = [
     "torch device module 'meta': an empty stand-in registered so the KV pools built on the meta device can create "
     "their side CUDA stream (used only to overlap copies at run time; no size depends on it).",
     REMOTE.MOCK.format(engine="SGLang"),
+    "A modelling module the config's auto_map names for a class other than AutoModel, in a module apart from the "
+    "AutoConfig and AutoModel ones (Nemotron-3-Super's AutoModelForCausalLM, modeling_nemotron_h.py), is a stand-in "
+    "defining that class as a bare PreTrainedModel subclass: model_loader/utils.py resolve_transformers_arch "
+    "(0.5.2-0.5.9) imports every auto_map entry of an architecture without an SGLang class "
+    "(get_class_from_dynamic_module) but uses only AutoModel's, so no outcome depends on what the stand-in holds "
+    "(without an AutoModel entry SGLang refuses, 'Cannot find model module ... AutoModel is not present'); of the "
+    "configs, it applies to Nemotron-3-Super at 0.5.2-0.5.3 alone (NemotronH is native from 0.5.4). An AutoModel "
+    "module (Kimi-K3's, edge0's) is not stood in "
+    "for: what SGLang does with it depends on the published code (its versions differ on _supports_attention_backend), "
+    "so those configs are not in the tables of the releases that would import it (0.5.2-0.5.9).",
     "A case with pp_size > 1 runs each PP stage in its own forked child as that rank: the parallel context's pp_rank "
     "(pp_size comes from the server args), the configurator's / model runner's pp_size, pp_rank and pp_group, and the "
     "stage's layers [start_layer, end_layer) from SGLang's own distributed/utils.py get_pp_indices (what the models' "
@@ -195,7 +211,10 @@ MOCKS = [
 
 
 # ---- fake CUDA device -------------------------------------------------------------------------------------------
-_GPU = {"total": 143771 * MIB, "free": 143771 * MIB}
+_GPU = {"total": 143771 * MIB, "free": 143771 * MIB, "name": "H200"}
+# The CUDA cards' own compute capability (NVIDIA's list, as mcache's gpu_catalogue.py CAPABILITY), which the loader's
+# quantization check reads (`_model_stand_in`; MOCKS); everything else reads the fake device's sm90
+CUDA_CAPABILITY = {"H200": (9, 0), "H100-80GB": (9, 0), "RTX-5090": (12, 0)}
 
 
 class _Props:
@@ -387,6 +406,7 @@ def run_case(case):
     inputs = case["inputs"]
     _GPU["total"] = inputs["gpu_total_bytes"]
     _GPU["free"] = inputs["free_gpu_memory_bytes"]
+    _GPU["name"] = inputs["gpu"]
     os.environ["ORACLE_GPU_TOTAL_MIB"] = str(inputs["gpu_total_bytes"] // MIB)  # what the fake nvidia-smi prints
     if inputs["gpu"] in AMD:
         _as_amd(inputs["gpu"])
@@ -586,8 +606,18 @@ def _remote_config(model_dir):
     hf_transformers_utils.py before)."""
     _CONFIG_REGISTRY = _first_module("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils",
                                      "sglang.srt.hf_transformers_utils")._CONFIG_REGISTRY
-
-    REMOTE.remote_config(model_dir, json.loads((Path(model_dir) / "config.json").read_text()), _CONFIG_REGISTRY)
+    cfg = json.loads((Path(model_dir) / "config.json").read_text())
+    REMOTE.remote_config(model_dir, cfg, _CONFIG_REGISTRY)
+    # the modelling classes SGLang imports but never uses (MOCKS): by module, those apart from AutoConfig's and AutoModel's
+    refs = {entry: ref.split("--")[-1].rsplit(".", 1) for entry, ref in (cfg.get("auto_map") or {}).items()}
+    kept = {refs[entry][0] for entry in ("AutoConfig", "AutoModel") if entry in refs}
+    unused: dict[str, set[str]] = {}
+    for module, name in refs.values():
+        if module not in kept:
+            unused.setdefault(module, set()).add(name)
+    for module, names in unused.items():
+        (Path(model_dir) / f"{module}.py").write_text("from transformers import PreTrainedModel\n" + "".join(
+            f"\n\nclass {name}(PreTrainedModel):\n    pass\n" for name in sorted(names)))
 
 
 RESOLVED = ("chunked_prefill_size", "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy",
@@ -960,13 +990,19 @@ def _model_stand_in(model_config):
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.model_loader.loader import _get_quantization_config
 
-    if "packed_modules_mapping" not in inspect.signature(_get_quantization_config).parameters:
-        return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig()))
-    # 0.5.2-0.5.8: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
-    from sglang.srt.model_loader.utils import get_model_architecture
+    args = (model_config, LoadConfig())
+    if "packed_modules_mapping" in inspect.signature(_get_quantization_config).parameters:
+        # 0.5.2-0.5.8: the loader passes the model class's packed_modules_mapping too (loader.py _initialize_model)
+        from sglang.srt.model_loader.utils import get_model_architecture
 
-    packed = getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {})
-    return types.SimpleNamespace(quant_config=_get_quantization_config(model_config, LoadConfig(), packed))
+        args += (getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {}),)
+    fake = torch.cuda.get_device_capability
+    if _GPU["name"] in CUDA_CAPABILITY:  # the card's own capability for the loader's check (MOCKS)
+        torch.cuda.get_device_capability = lambda *a, **k: CUDA_CAPABILITY[_GPU["name"]]
+    try:
+        return types.SimpleNamespace(quant_config=_get_quantization_config(*args))
+    finally:
+        torch.cuda.get_device_capability = fake
 
 
 def _parallel_state(tp, dp):

@@ -304,3 +304,11 @@ def weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
 def recurrent_kinds(spec) -> list[str]:
     """The layer kinds with per-request state that the spec declares (in `RECURRENT_KINDS` order)."""
     return [k for k in RECURRENT_KINDS if getattr(spec, k) is not None]
+
+
+def unknown_model_type(model_type: str) -> str:
+    """transformers' AutoConfig.from_pretrained refusal of a checkpoint whose model type it does not know and which
+    ships no configuration code (models/auto/configuration_auto.py, 4.56-4.57), up to its advice to upgrade."""
+    return (f"The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
+            "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+            "Transformers is out of date")

@@ -17,7 +17,7 @@ radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
---enable-dp-attention) is sized at the releases of `DP_MODELLED`, every figure one attention-DP rank's. What changed
+--enable-dp-attention) is sized at every modelled release, every figure one attention-DP rank's. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
@@ -27,6 +27,7 @@ import math
 import shlex
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from mcache.core.engines.common import (
     ATTENTION_KINDS,
@@ -44,15 +45,17 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    unknown_model_type,
     whole_model,
     window_caveats,
     within_gpu,
 )
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
+from mcache.core.hf.quantization import QUANT_FILE
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.gpu_catalogue import AMD
-from mcache.core.sizing.gpus import vendor
+from mcache.core.sizing.gpus import capability, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 
@@ -315,22 +318,28 @@ ROCM_EXTRA_BUFFER_REFUSED = (("0.5.7", "Mamba extra_buffer is only supported on 
 # devices. Automatically disabling radix cache.": server_args.py _handle_mamba_radix_cache; v0.5.10 refuses as on CUDA)
 ROCM_DRAFT_NO_RADIX = ("0.5.11", "0.5.14")
 # A ModelOpt checkpoint is refused on HIP ("{method} quantization is currently not supported in ROCm.":
-# configs/model_config.py ModelConfig._verify_quantization, whose rocm_supported_quantization lists no ModelOpt method at
-# any release), by the method name `_parse_quant_hf_config` gives it from its quant_algo (`_parse_modelopt_quant_config`:
-# one with FP4 in it modelopt_fp4, FP8 modelopt_fp8); from v0.5.10, where a config.json `quantization_config` with
-# quant_method modelopt is named so (before, only a hf_quant_config.json is: not modelled)
-ROCM_MODELOPT_REFUSED_FROM = "0.5.10"
+# configs/model_config.py ModelConfig._verify_quantization, whose rocm_supported_quantization lists no ModelOpt method in
+# the releases read, v0.5.4 to v0.5.23), by the method name SGLang gives it (`_modelopt_method`)
+ROCM_MODELOPT_REFUSED_FROM = "0.5.4"
+# configs/model_config.py _parse_quant_hf_config names a ModelOpt checkpoint by its quant_algo (_parse_modelopt_quant_config:
+# one with FP4 in it modelopt_fp4, FP8 modelopt_fp8): a hf_quant_config.json at every release read (v0.5.4 on), a
+# config.json `quantization_config` with quant_method modelopt from v0.5.10; before, the latter keeps the method
+# `modelopt`, QUANTIZATION_METHODS' ModelOptFp8Config, whose from_config (layers/quantization/modelopt_quant.py) refuses
+# an algo without FP8 in it as the model loads
+MODELOPT_CONFIG_NAMED_FROM = "0.5.10"
+# model_loader/loader.py _get_quantization_config, as the model loads: a quant method needing a newer GPU than the
+# card's CUDA compute capability (major x 10 + minor, torch.cuda.get_device_capability) is refused; ModelOpt NVFP4's
+# minimum (layers/quantization/modelopt_quant.py ModelOptFp4Config.get_min_capability) is 100 (Blackwell) from v0.5.2
+# to v0.5.12, 80 from v0.5.13: (release, minimum), in order
+MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # No prefill CUDA graphs on HIP (`_prefill_graph_mb`): v0.5.10-v0.5.13's server_args.py _handle_piecewise_cuda_graph
 # ("Non-CUDA hardware") and v0.5.14's _disable_tc_piecewise_cudagraph_if_incompatible ("non-CUDA hardware
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
 # only where is_cuda(), else tc_piecewise (v0.5.15-v0.5.21, whose rules, server_args.py and from v0.5.19
 # arg_groups/cuda_graph_hook.py, turn it off there by the same "non-CUDA hardware" rule) or none (v0.5.22 on)
 # ---- attention data parallelism (`--dp-size N --enable-dp-attention`, N = TP: mcache's --attention-dp) ----
-# The releases whose attention-DP rules are modelled, each checked by the DP cases of its table
-# (scripts/oracles/sglang.py DP_CASES_IN); at another release a run with attention DP is refused as not modelled. A rank
+# Modelled at every release, each checked by the DP cases of its table (scripts/oracles/sglang.py _dp_grid). A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
-DP_MODELLED = ("0.5.2", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15",
-               "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
@@ -338,6 +347,15 @@ DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_runnin
 # captures them
 DP_PREFILL_GRAPHS_FROM = "0.5.17"
 DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more reserved with DP attention
+# model_runner.py handle_max_mamba_cache at v0.5.4-v0.5.6: the state pool is the replica's (a given
+# --max-mamba-cache-size, else without the radix cache --max-running-requests, else FIRST_LINE_SLOTS; with it the share),
+# divided by the attention-DP width for the GDN models alone (hybrid_gdn_config, FIRST_LINE_RADIX_ARCHS); initialize's
+# is_hybrid_gdn block (v0.5.2-v0.5.3) and the kv-cache mixin (from v0.5.7) divide it for every model: [from, until)
+GDN_SLOTS_BY_DP = ("0.5.4", "0.5.7")
+# configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4 shards Falcon-H1's state over the whole TP group
+# (get_tensor_model_parallel_world_size), not the attention-TP group, so under attention DP each rank holds 1 / tp of it;
+# from v0.5.5 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
+STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.5")}
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
@@ -391,6 +409,15 @@ DRAFT_NO_RADIX_0_5_9 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration
 # in its Glm4Moe branch (no hybrid's), at v0.5.9 in _handle_mamba_radix_cache, which the branches of these
 # architectures call (those of NO_EXTRA_BUFFER_0_5_7 refuse the extra buffer first)
 ROCM_EXTRA_BUFFER_CHECKED = (("0.5.7", ("Qwen3NextForCausalLM",)), ("0.5.8", ()), ("0.5.9", DRAFT_NO_RADIX_0_5_9))
+# hf_transformers_utils.py get_config at v0.5.2-v0.5.8 (utils/hf_transformers_utils.py from v0.5.4) reads the checkpoint's
+# config with AutoConfig under transformers 4.56.1-4.57.1, which has no Qwen3.5 nor LFM2-MoE model type, and SGLang's
+# config registry has none before v0.5.9 (configs/qwen3_5.py, configs/lfm2_moe.py); these checkpoints ship no
+# configuration code (no auto_map), so AutoConfig.from_pretrained (transformers/models/auto/configuration_auto.py)
+# refuses them as the server args resolve, before anything else is checked: by architecture, the model type, the
+# release whose registry first has it and the file it comes in
+UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9", "configs/qwen3_5.py"),
+                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.5.9", "configs/qwen3_5.py"),
+                      "Lfm2MoeForCausalLM": ("lfm2_moe", "0.5.9", "configs/lfm2_moe.py")}
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -401,8 +428,9 @@ FIRST_LINE_INCOMPATIBLE = ("FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM")
 # ... one it serves (as TRANSFORMERS_ARCHS: no state pool, K and V on every layer; to v0.5.8, models/lfm2.py comes
 # with v0.5.9) ...
 FIRST_LINE_TRANSFORMERS = ("Lfm2ForCausalLM",)
-# ... and none at all, no auto_map.AutoModel either (REMOTE_ONLY_ARCHS' refusal)
-FIRST_LINE_NO_CLASS = ("NemotronHForCausalLM", "KimiLinearForCausalLM", "Lfm2MoeForCausalLM")
+# ... and none at all, no auto_map.AutoModel either (REMOTE_ONLY_ARCHS' refusal; LFM2-MoE's config fails before,
+# UNKNOWN_TYPE_UNTIL)
+FIRST_LINE_NO_CLASS = ("NemotronHForCausalLM", "KimiLinearForCausalLM")
 # server_args.py __post_init__ at v0.5.2 (v0.5.3 moved the defaults to _handle_gpu_memory_settings, below): the reserve
 # by GPU memory, (MiB below which the row holds, GiB reserved, and TP x PP / this many GiB more), above the last 32 GiB;
 # 2 GiB more with a draft model (EAGLE; STANDALONE 6, not an mcache draft); the chunked prefill by GPU memory
@@ -435,7 +463,8 @@ class Setup(Struct, frozen=True):
     whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
     counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
     no state pool), whether a drafting MTP head's attention layers are charged to the token pool (`_cell`), and the
-    requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`)."""
+    requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`); whether the state is
+    sharded over the whole TP group under attention DP (`STATE_OVER_TP`)."""
 
     context_len: int
     context: int
@@ -457,6 +486,7 @@ class Setup(Struct, frozen=True):
     transformers: bool = False
     drafter_kv: bool = False
     replica_requests: int | None = None
+    state_over_tp: bool = False
 
 
 class StatePool(Struct, frozen=True):
@@ -490,7 +520,7 @@ DP_TP_GROUP = {
 def _dp_sharded(spec, version: str) -> frozenset[str]:
     """The weights SGLang at `version` still splits over a stage's TP ranks under --enable-dp-attention
     (`weights.shard_ways` names; the rest but the routed experts is whole on each rank), as sglang/srt/models/*.py build
-    them (read at 0.5.2 and 0.5.7-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
+    them (read at 0.5.2-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
     enable_dp_lm_head)`, False by default in server_args.py / arg_groups), the dense MLPs and shared experts (Qwen2MoeMLP,
     NemotronHMLP, FalconH1MLP, KimiMLP, Lfm2MLP, BailingMLP, GraniteMoeSharedMLP on the TP group; the routers and latent
     projections are ReplicatedLinear, the attention, GDN, MLA and lightning mixers on the attention-TP group), and the
@@ -547,15 +577,11 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def _check_attention_dp(inputs: EngineInputs) -> None:
-    """Attention DP is sized at the releases of `DP_MODELLED`, at one PP stage and TP > 1 (the layouts their tables
-    check); elsewhere it is refused as not modelled."""
-    layout, version = inputs.layout, inputs.version or VERSIONS[-1]
+    """Attention DP is sized at one PP stage and TP > 1 (the layouts the tables check); elsewhere it is refused as not
+    modelled."""
+    layout = inputs.layout
     if not layout.attention_dp:
         return
-    if version not in DP_MODELLED:
-        raise LayoutError("attention_dp", f"off with SGLang {version}: mcache models SGLang's attention data "
-                                          f"parallelism (--enable-dp-attention) at {', '.join(DP_MODELLED)} only "
-                                          "(scripts/oracles/sglang_versions.md)")
     if layout.pp > 1:
         raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
                                           "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
@@ -645,23 +671,34 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # kv_cache_configurator.py _handle_max_mamba_cache: without radix cache the state pool holds max_running_requests,
     # the user's or the speculative hook's
     follow = s.values["disable_radix_cache"] and user_requests is not None
-    if context_len > derived:  # configs/model_config.py ModelConfig._derive_context_length
+    version = inputs.version or VERSIONS[-1]
+    if (unknown := _unknown_type_error(arch, version)) is not None:
+        refusal = unknown
+    elif context_len > derived:  # configs/model_config.py ModelConfig._derive_context_length
         refusal = (f"Warning: User-specified context_length ({context_len}) is greater than the derived context_length "
                    f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        # in SGLang's order: the server args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check
-        # of drafts (`_pp_drafts_error`), then what fails as the model loads
-        version = inputs.version or VERSIONS[-1]
-        refusal = (refusal or _config_error(spec, version) or _rocm_quantization_error(spec, inputs)
-                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version) or _pp_error(arch, inputs)
+        # in SGLang's order: ModelConfig's quantization check on HIP (server_args.py _handle_model_specific_adjustments
+        # builds the ModelConfig before its architecture branches check the strategy: the 0.5.9 table), the server
+        # args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check of drafts (`_pp_drafts_error`),
+        # then what fails as the model loads
+        refusal = (_rocm_quantization_error(spec, inputs) or refusal or _config_error(spec, version)
+                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version)
+                   or _quantization_load_error(spec, inputs) or _pp_error(arch, inputs)
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
                                                 and not _since(inputs, FIRST_LINE_NATIVE[arch])),
-                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests)
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests,
+                 inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
+
+
+def _within(inputs: EngineInputs, releases: tuple[str, str]) -> bool:
+    """Whether the run's release is in [from, until)."""
+    return _since(inputs, releases[0]) and not _since(inputs, releases[1])
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -696,6 +733,16 @@ def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
     return next((message for since, message in reversed(ROCM_EXTRA_BUFFER_REFUSED) if _since(inputs, since)), None)
 
 
+def _unknown_type_error(arch: str, version: str) -> str | None:
+    """AutoConfig's refusal of a checkpoint whose model type neither the release's transformers nor its config
+    registry knows (`UNKNOWN_TYPE_UNTIL`; None: it knows it)."""
+    if arch not in UNKNOWN_TYPE_UNTIL or at_least(version, UNKNOWN_TYPE_UNTIL[arch][1]):
+        return None
+    model_type, since, file = UNKNOWN_TYPE_UNTIL[arch]
+    return (f"{unknown_model_type(model_type)} (SGLang {version} pins transformers 4.56-4.57; its own config for "
+            f"`{model_type}` comes with SGLang {since}, {file}.)")
+
+
 def _config_error(spec, version: str) -> str | None:
     """Why SGLang's ModelConfig fails on the config (None: it does not): before 0.5.20 on pure Mamba configs
     (`NATIVE_FROM_0_5_20`)."""
@@ -704,23 +751,53 @@ def _config_error(spec, version: str) -> str | None:
     return None
 
 
+def _modelopt_method(spec, inputs: EngineInputs) -> str | None:
+    """SGLang's name of a ModelOpt checkpoint's method at the run's release (`MODELOPT_CONFIG_NAMED_FROM`); None for
+    another checkpoint."""
+    quant = spec.quantization
+    if quant is None or quant.method != "modelopt":
+        return None
+    if not quant.source.startswith(QUANT_FILE) and not _since(inputs, MODELOPT_CONFIG_NAMED_FROM):
+        return "modelopt"
+    algo = quant.algo.upper()
+    return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if algo == "FP8" else None
+
+
 def _rocm_quantization_error(spec, inputs: EngineInputs) -> str | None:
     """ModelConfig's refusal of a ModelOpt checkpoint on an AMD card (`ROCM_MODELOPT_REFUSED_FROM`; None: none)."""
-    quant = spec.quantization
-    if quant is None or quant.method != "modelopt" or not (_rocm(inputs) and _since(inputs, ROCM_MODELOPT_REFUSED_FROM)):
+    method = _modelopt_method(spec, inputs)
+    if method is None or not (_rocm(inputs) and _since(inputs, ROCM_MODELOPT_REFUSED_FROM)):
         return None
-    algo = quant.algo.upper()
-    method = "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if algo == "FP8" else None
-    return None if method is None else f"{method} quantization is currently not supported in ROCm."
+    return f"{method} quantization is currently not supported in ROCm."
+
+
+def _quantization_load_error(spec, inputs: EngineInputs) -> str | None:
+    """The loader's refusal of a ModelOpt checkpoint on a CUDA card (None: none): a non-FP8 algo under the method
+    `modelopt` (`MODELOPT_CONFIG_NAMED_FROM`), or NVFP4 on a card below the release's minimum capability
+    (`MODELOPT_FP4_MIN_CAPABILITY`; a card whose capability the catalogue does not hold is not checked)."""
+    method = _modelopt_method(spec, inputs)
+    if method == "modelopt" and "FP8" not in spec.quantization.algo.upper():
+        return ("ModelOptFp8Config only supports static FP8 quantization in SGLang. For FP4 quantization, use "
+                "ModelOptFp4Config. Check the quantization config for your model's configuration.")
+    cap = capability(inputs.gpu_name)
+    if method != "modelopt_fp4" or not isinstance(cap, tuple):
+        return None
+    minimum = next(m for since, m in reversed(MODELOPT_FP4_MIN_CAPABILITY) if _since(inputs, since))
+    current = cap[0] * 10 + cap[1]
+    if current >= minimum:
+        return None
+    return (f"The quantization method modelopt_fp4 is not supported for the current GPU. Minimum capability: {minimum}. "
+            f"Current capability: {current}.")
 
 
 def architecture_error(spec, version: str) -> str | None:
     """Why SGLang at `version` cannot load the model, in its words (None: it can): ModelConfig's failures
     (`_config_error`); before 0.5.19 it has no class for BailingMoeV3, before 0.5.17 none for Kimi-K3 (`NATIVE_SINCE`),
     from 0.5.20 Mamba2 configs without intermediate_size fail (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no
-    SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it."""
+    SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it;
+    before all of these, a model type AutoConfig does not know (`UNKNOWN_TYPE_UNTIL`)."""
     arch = spec.architecture
-    if (config := _config_error(spec, version)) is not None:
+    if (config := _unknown_type_error(arch, version) or _config_error(spec, version)) is not None:
         return config
     if arch in NATIVE_SINCE and not at_least(version, NATIVE_SINCE[arch][0]):
         return (f"Cannot find model module. '{arch}' is not a registered model in the Transformers library, and SGLang "
@@ -941,6 +1018,8 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     dtypes = setup.dtypes
     if setup.transformers:
         return 0, 0, 0
+    if setup.state_over_tp:  # the state's shards as without attention DP
+        ctx = replace(ctx, layout=replace(ctx.layout, attention_dp=False))
 
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
@@ -1206,6 +1285,11 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
         rest -= per * (setup.user_requests if _since(inputs, MIXIN_0_5_8) else setup.replica_requests) * setup.drafts
     if not per:
         slots = 0
+    elif _within(inputs, GDN_SLOTS_BY_DP):  # the replica's pool, one attention-DP rank's for a GDN model alone
+        given = (inputs.given.get("max_mamba_cache_size"), setup.replica_requests, FIRST_LINE_SLOTS)
+        slots = next(n for n in given if n is not None) if fixed else int(rest * setup.r / (1 + setup.r) // per // states)
+        if inputs.spec.architecture in FIRST_LINE_RADIX_ARCHS:
+            slots //= inputs.layout.attention_dp_ranks
     elif fixed:
         default = FIRST_LINE_SLOTS // inputs.layout.attention_dp_ranks
         slots = next(n for n in (setup.fixed_slots, setup.user_requests, default) if n is not None)

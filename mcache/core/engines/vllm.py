@@ -37,6 +37,7 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    unknown_model_type,
     whole_model,
     window_of,
     within_gpu,
@@ -673,9 +674,7 @@ def _config_error(spec, version: str) -> str | None:
     arch = spec.architecture
     model_type, loaded = CONFIG_CLASS_SINCE.get(arch, (None, None))
     if model_type is not None and not at_least(version, loaded):
-        return (f"ValidationError: 1 validation error for ModelConfig: Value error, The checkpoint you are trying to "
-                f"load has model type `{model_type}` but Transformers does not recognize this architecture. This could "
-                "be because of an issue with the checkpoint, or because your version of Transformers is out of date. "
+        return (f"ValidationError: 1 validation error for ModelConfig: Value error, {unknown_model_type(model_type)}. "
                 f"(vLLM {version}: neither its transformers nor its own config classes know `{model_type}` before vLLM "
                 f"{loaded}.)")
     if at_least(version, NO_HEADS_RELEASES[0]) and not at_least(version, NO_HEADS_RELEASES[1]) and \

@@ -52,12 +52,12 @@ from mcache.core.engines.common import (
 )
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
-from mcache.core.hf.quantization import QUANT_FILE
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.gpu_catalogue import AMD
 from mcache.core.sizing.gpus import capability, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
+from mcache.core.spec.model import QUANT_FILE
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the

@@ -24,7 +24,7 @@ from mcache.core.errors import SpecError, validation_parts
 from mcache.core.hf.common import Cfg, read_config
 from mcache.core.hf.patterns import checked, quiet
 from mcache.core.sizing.weights import layer_units
-from mcache.core.spec.model import MAX_INT, ModelSpec, layer_kinds
+from mcache.core.spec.model import MAX_INT, QUANT_FILE, ModelSpec, layer_kinds
 
 PREFIXES = ("model.layers.{i}", "model.language_model.layers.{i}", "backbone.layers.{i}", "language_model.model.layers.{i}")
 # (kind, part) -> the projection names under a layer prefix that checkpoints of the supported families use
@@ -54,7 +54,6 @@ LEAVES = {
     ("moe", "proj"): ("mixer.fc1_latent_proj", "mixer.fc2_latent_proj", "mlp.fc1_latent_proj", "mlp.fc2_latent_proj"),
 }
 LEAVES[("sliding_attention", "proj")] = LEAVES[("attention", "proj")]
-QUANT_FILE = "hf_quant_config.json"  # ModelOpt's export writes its settings here
 MTP_NAMES = ("mtp.layers.0.self_attn.q_proj", "mtp.fc", "mtp.layers.0.mlp.experts.0.up_proj", "model.mtp.layers.0.self_attn.q_proj")
 MODELOPT_ALGOS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4", "FP8": "fp8",
                   "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_PB_WO": "fp8_block", "FP8_BLOCK_SCALES": "fp8_block",

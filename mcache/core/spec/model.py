@@ -168,6 +168,7 @@ class MTP(Block):
 
 
 QUANT_FORMATS = ("nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8")
+QUANT_FILE = "hf_quant_config.json"  # ModelOpt's export writes its settings here (`Quantization.source` names it)
 
 
 class Quantization(Block):

@@ -1283,18 +1283,19 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     if mixin and setup.drafts and (not fixed or _since(inputs, MIXIN_0_5_8)):  # v0.5.8: in every branch
         # for one attention-DP rank's requests from v0.5.8; v0.5.7's for the replica's --max-running-requests
         rest -= per * (setup.user_requests if _since(inputs, MIXIN_0_5_8) else setup.replica_requests) * setup.drafts
+    share = int(rest * setup.r / (1 + setup.r) // per // states) if per else 0  # the state's share of the rest
     if not per:
         slots = 0
     elif _within(inputs, GDN_SLOTS_BY_DP):  # the replica's pool, one attention-DP rank's for a GDN model alone
         given = (inputs.given.get("max_mamba_cache_size"), setup.replica_requests, FIRST_LINE_SLOTS)
-        slots = next(n for n in given if n is not None) if fixed else int(rest * setup.r / (1 + setup.r) // per // states)
+        slots = next(n for n in given if n is not None) if fixed else share
         if inputs.spec.architecture in FIRST_LINE_RADIX_ARCHS:
             slots //= inputs.layout.attention_dp_ranks
     elif fixed:
         default = FIRST_LINE_SLOTS // inputs.layout.attention_dp_ranks
         slots = next(n for n in (setup.fixed_slots, setup.user_requests, default) if n is not None)
     else:  # to v0.5.6 a given --max-mamba-cache-size is overwritten
-        slots = int(rest * setup.r / (1 + setup.r) // per // states)
+        slots = share
     tokens = int((rest - slots * per * states) // cell)
     estimate = max(min(int(tokens / setup.context_len * 512), 4096), 2048)
     # init_memory_pool's max_num_reqs: the replica's --max-running-requests, not one attention-DP rank's (the scheduler

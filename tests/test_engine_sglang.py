@@ -1064,9 +1064,9 @@ def on_amd(config: str, version: str, gpu: str = "mi300x", tp: int = 1, **given)
     return stage(run_engine("sglang", inputs, version))
 
 
-def test_rocm_aiter_lowers_mem_fraction_static_above_8192_tokens_from_0_5_5():
-    # the aiter backend (HIP's default for an MHA model) x 0.85 above 8,192 tokens: server_args.py
-    # _handle_attention_backend_compatibility (v0.5.5-v0.5.18), arg_groups/attention_hook.py (v0.5.19 on). The MI300X
+def test_rocm_aiter_lowers_mem_fraction_static_above_8192_tokens_from_0_5_4_post1():
+    # the aiter backend (HIP's default for an MHA model) x 0.85 above 8,192 tokens (x 0.90 at v0.5.4.post1): server_args.py
+    # _handle_attention_backend_compatibility (v0.5.4.post1-v0.5.18), arg_groups/attention_hook.py (v0.5.19 on). The MI300X
     # reserves 26,240 MiB (no prefill CUDA graphs on ROCm; an H200-class card of its size would capture them)
     base = round((MI300X_MIB - ROCM_RESERVE_MIB) / MI300X_MIB, 3)
     assert base == 0.867
@@ -1075,6 +1075,8 @@ def test_rocm_aiter_lowers_mem_fraction_static_above_8192_tokens_from_0_5_5():
     assert on_amd("qwen3-next-80b-a3b", "0.5.23", context_length=4096).fields["mem_fraction_static"] == 0.867
     assert on_amd("nemotron-h-8b-base-8k", "0.5.23").fields["mem_fraction_static"] == 0.867  # 8,192 tokens: not above
     assert on_amd("qwen3-next-80b-a3b", "0.5.4").fields["mem_fraction_static"] == 0.867  # 0.5.4: no such rule
+    assert on_amd("qwen3-next-80b-a3b", "0.5.4.post1").fields["mem_fraction_static"] == pytest.approx(0.867 * 0.90)
+    assert on_amd("qwen3-next-80b-a3b", "0.5.4.post2").fields["mem_fraction_static"] == pytest.approx(0.867 * 0.85)
     # a given fraction is lowered too (SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION, off by default, would keep it)
     assert on_amd("qwen3-next-80b-a3b", "0.5.23", mem_fraction_static=0.8).fields["mem_fraction_static"] == \
         pytest.approx(0.8 * 0.85)

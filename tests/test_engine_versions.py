@@ -13,10 +13,10 @@ from mcache.core.errors import LayoutError
 MODELLED = ("0.10.2", "0.20.1", "0.33.0")
 
 
-@pytest.mark.parametrize(("text", "expected"), [("0.33", (0, 33, 0)), ("0.33.0", (0, 33, 0)),
-                                                ("v0.10.2", (0, 10, 2)), ("1.2.0rc3", (1, 2, 0)),
-                                                ("0.11.0.post1", (0, 11, 0)), ("0.20.1rc1.dev16+g1a2b3c", (0, 20, 1)),
-                                                ("0.20.1.dev3", (0, 20, 1))])
+@pytest.mark.parametrize(("text", "expected"), [("0.33", (0, 33, 0, 0)), ("0.33.0", (0, 33, 0, 0)),
+                                                ("v0.10.2", (0, 10, 2, 0)), ("1.2.0rc3", (1, 2, 0, 0)),
+                                                ("0.11.0.post1", (0, 11, 0, 1)), ("0.5.4post3", (0, 5, 4, 3)),
+                                                ("0.20.1rc1.dev16+g1a2b3c", (0, 20, 1, 0)), ("0.20.1.dev3", (0, 20, 1, 0))])
 def test_release_keys(text, expected):
     assert key(text) == expected
 
@@ -27,6 +27,15 @@ def test_a_development_build_takes_the_release_it_names():
     assert key("0.20.0") < key("0.20.1rc1.dev16") == key("0.20.1rc1") == key("0.20.1")
     assert resolve("vLLM", MODELLED, "0.20.1rc1.dev91+ga749a33d8").modelled == "0.20.1"
     assert resolve("vLLM", MODELLED, "0.10.2.dev756+gfx906").modelled == "0.10.2"
+
+
+def test_a_post_release_comes_between_its_release_and_the_next():
+    # SGLang cuts post releases from its main branch: 0.5.4.post1 already runs rules of 0.5.5 (scripts/oracles/
+    # sglang_versions.md), so one is no longer taken for its release
+    assert key("0.5.4") < key("0.5.4.post1") < key("0.5.4.post3") < key("0.5.5")
+    got = resolve("SGLang", ("0.5.4", "0.5.4.post1", "0.5.5"), "0.5.4.post2")
+    assert got.modelled == "0.5.4.post1"
+    assert got.note == "SGLang 0.5.4.post2 is sized by the rules of 0.5.4.post1, the newest modelled release before it"
 
 
 def test_a_branch_comes_after_every_release():

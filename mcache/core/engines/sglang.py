@@ -68,8 +68,10 @@ NAME = "sglang"
 # the memory share without the radix cache too, the per-architecture radix rules, Lfm2 / Lfm2Moe / GraniteMoeHybrid /
 # Qwen3.5 / BailingMoeV2_5 state models, the config's state dtype), then 0.5.10 on. 0.5.1 and older have no hybrid
 # and are refused.
-VERSIONS = ("0.5.2", "0.5.3", "0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14",
-            "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+VERSIONS = ("0.5.2", "0.5.3", "0.5.3.post1", "0.5.3.post2", "0.5.3.post3", "0.5.4", "0.5.4.post1", "0.5.4.post2",
+            "0.5.4.post3", "0.5.5", "0.5.5.post1", "0.5.5.post2", "0.5.5.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2",
+            "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17",
+            "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The first release after the first hybrid line (v0.5.2-v0.5.9), whose sizing lives in model_executor/model_runner.py
 # (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache; at v0.5.7-v0.5.9 in its kv-cache mixin,
 # model_runner_kv_cache_mixin.py, which has no _resolve_memory_pool_config before v0.5.10) and managers/tp_worker.py
@@ -78,7 +80,7 @@ FIRST_LINE_UNTIL = "0.5.10"
 # server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3 have no mamba_full_memory_ratio,
 # and no release up to v0.5.6 has a radix-cache strategy (v0.5.7 adds mamba_scheduler_strategy). SGLang refuses a flag
 # its ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
-SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.4", "mamba_radix_cache_strategy": "0.5.7"}
+SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.3.post2", "mamba_radix_cache_strategy": "0.5.7"}
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -301,10 +303,10 @@ VLM_CACHE_MB, VLM_CACHE_FROM = 100, "0.5.18"
 # num_attention_heads, the MLA block's num_heads) are 16 or 128, else triton: server_args.py
 # _handle_attention_backend_compatibility (v0.5.4.post1 to v0.5.18), arg_groups/model_override_base.py
 # get_default_attn_backend (v0.5.19 to v0.5.23). With aiter a model context above
-# 8,192 tokens multiplies mem_fraction_static, the default or a given one, by 0.85 (server_args.py
-# _handle_attention_backend_compatibility from v0.5.5, arg_groups/attention_hook.py from v0.5.19; v0.5.4.post1's
-# 0.90 is a post release's, which mcache sizes by v0.5.4's rules: none)
-AITER_MLA_HEADS, AITER_CONTEXT, AITER_FRACTION, AITER_FROM = (16, 128), 8192, 0.85, "0.5.5"
+# 8,192 tokens multiplies mem_fraction_static, the default or a given one, by 0.90 at v0.5.4.post1 and by 0.85 from
+# v0.5.4.post2 (server_args.py _handle_attention_backend_compatibility, arg_groups/attention_hook.py from v0.5.19)
+AITER_MLA_HEADS, AITER_CONTEXT = (16, 128), 8192
+AITER_FRACTIONS = (("0.5.4.post1", 0.90), ("0.5.4.post2", 0.85))  # (release, factor), in order
 # An extra buffer (the strategy asked for, or `auto`'s) is refused on HIP before v0.5.16, in each release's words
 # (server_args.py: _handle_model_specific_adjustments v0.5.7-v0.5.8, _handle_mamba_radix_cache v0.5.9-v0.5.13,
 # _validate_mamba_extra_buffer v0.5.14-v0.5.15); v0.5.16's adds ROCm ("extra_buffer needs CUDA/MUSA/NPU/ROCm (FLA).")
@@ -351,30 +353,34 @@ DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more
 # --max-mamba-cache-size, else without the radix cache --max-running-requests, else FIRST_LINE_SLOTS; with it the share),
 # divided by the attention-DP width for the GDN models alone (hybrid_gdn_config, FIRST_LINE_RADIX_ARCHS); initialize's
 # is_hybrid_gdn block (v0.5.2-v0.5.3) and the kv-cache mixin (from v0.5.7) divide it for every model: [from, until)
-GDN_SLOTS_BY_DP = ("0.5.4", "0.5.7")
+GDN_SLOTS_BY_DP = ("0.5.3.post2", "0.5.7")
 # configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4 shards Falcon-H1's state over the whole TP group
 # (get_tensor_model_parallel_world_size), not the attention-TP group, so under attention DP each rank holds 1 / tp of it;
 # from v0.5.5 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
-STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.5")}
+STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.4.post3")}
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
-# models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.4's mambaish_config adds models/nemotron_h.py,
-# v0.5.5's models/kimi_linear.py, its kimi_linear_config; v0.5.6's hybrid_gdn_config adds models/jet_nemotron.py and
-# jet_vlm.py, its mamba2_config the Nemotron-H Nano VL config's llm_config, models/nano_nemotron_vl.py; v0.5.9's
-# mamba2_config adds models/lfm2.py, lfm2_moe.py and granitemoehybrid.py (a config with a mamba layer), its
-# hybrid_gdn_config models/qwen3_5.py (get_text_config()), its hybrid_lightning_config models/bailing_moe_linear.py)
-FIRST_LINE_NATIVE = {"Qwen3NextForCausalLM": "0.5.2", "FalconH1ForCausalLM": "0.5.3", "NemotronHForCausalLM": "0.5.4",
-                     "KimiLinearForCausalLM": "0.5.5", "JetNemotronForCausalLM": "0.5.6",
-                     "JetVLMForConditionalGeneration": "0.5.6", "NemotronH_Nano_VL_V2": "0.5.6",
+# models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.3.post1's mambaish_config adds
+# models/nemotron_h.py, v0.5.4.post2's models/kimi_linear.py, its kimi_linear_config; v0.5.5.post1's hybrid_gdn_config
+# models/jet_nemotron.py, v0.5.6's jet_vlm.py, its mamba2_config the Nemotron-H Nano VL config's llm_config,
+# models/nano_nemotron_vl.py; v0.5.9's mamba2_config adds models/lfm2.py, lfm2_moe.py and granitemoehybrid.py (a config
+# with a mamba layer), its hybrid_gdn_config models/qwen3_5.py (get_text_config()), its hybrid_lightning_config
+# models/bailing_moe_linear.py). SGLang cut its post releases of v0.5.3-v0.5.6 from its main branch, so a class can
+# come with one (scripts/oracles/sglang_versions.md)
+FIRST_LINE_NATIVE = {"Qwen3NextForCausalLM": "0.5.2", "FalconH1ForCausalLM": "0.5.3",
+                     "NemotronHForCausalLM": "0.5.3.post1", "KimiLinearForCausalLM": "0.5.4.post2",
+                     "JetNemotronForCausalLM": "0.5.5.post1", "JetVLMForConditionalGeneration": "0.5.6",
+                     "NemotronH_Nano_VL_V2": "0.5.6",
                      "Lfm2ForCausalLM": "0.5.9", "Lfm2MoeForCausalLM": "0.5.9", "GraniteMoeHybridForCausalLM": "0.5.9",
                      "Qwen3_5ForConditionalGeneration": "0.5.9", "Qwen3_5MoeForConditionalGeneration": "0.5.9",
                      "BailingMoeV2_5ForCausalLM": "0.5.9"}
-# model_runner.py initialize: the radix cache is turned off for every state model at v0.5.2-v0.5.3 ("Hybrid GDN model
-# detected, disable radix cache"), for the Mamba2 ones (mamba2_config: Falcon-H1, Nemotron-H, from v0.5.6 the Nemotron-H
-# VL config) from v0.5.4 and for Kimi-Linear from v0.5.5 (server_args.py _handle_model_specific_adjustments: "Disabling
-# Radix Cache"), where a GDN model (hybrid_gdn_config: Qwen3-Next, from v0.5.6 JetNemotron and JetVLM) keeps it and holds
+# model_runner.py initialize: the radix cache is turned off for every state model at v0.5.2-v0.5.3.post1 ("Hybrid GDN
+# model detected, disable radix cache"; v0.5.3.post1: "{class} model detected, ..."), for the Mamba2 ones (mamba2_config:
+# Falcon-H1, Nemotron-H, from v0.5.6 the Nemotron-H VL config) from v0.5.3.post2 and for Kimi-Linear from v0.5.4.post2
+# (server_args.py _handle_model_specific_adjustments: "Disabling Radix Cache"), where a GDN model (hybrid_gdn_config:
+# Qwen3-Next, from v0.5.5.post1 JetNemotron, from v0.5.6 JetVLM) keeps it and holds
 # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots per running request
-FIRST_LINE_RADIX_FROM, FIRST_LINE_RADIX_RATIO = "0.5.4", 3
+FIRST_LINE_RADIX_FROM, FIRST_LINE_RADIX_RATIO = "0.5.3.post2", 3
 FIRST_LINE_RADIX_ARCHS = ("Qwen3NextForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration")
 # v0.5.7 sizes the pools in model_executor/model_runner_kv_cache_mixin.py (init_memory_pool, handle_max_mamba_cache; the
 # request count in model_runner.py initialize): initialize no longer turns the Mamba2 hybrids' radix cache off, the
@@ -661,9 +667,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
                  else "default")
-    if mfs is not None and _aiter_lowers(spec, inputs, context_len):
-        mfs = s.values["mem_fraction_static"] = mfs * AITER_FRACTION
-        s.sources["mem_fraction_static"] += (f"; x {AITER_FRACTION}: ROCm's aiter attention backend at a context above "
+    if mfs is not None and (factor := _aiter_factor(spec, inputs, context_len)) is not None:
+        mfs = s.values["mem_fraction_static"] = mfs * factor
+        s.sources["mem_fraction_static"] += (f"; x {factor}: ROCm's aiter attention backend at a context above "
                                              f"{AITER_CONTEXT:,} tokens")
     pre = within_gpu("pre_model_load_memory_bytes", s.take(
         "pre_model_load_memory_bytes", inputs.gpu_bytes - CONTEXT_RESERVE if inputs.gpu_bytes else None,
@@ -718,12 +724,13 @@ def _rocm(inputs: EngineInputs) -> bool:
     return vendor(inputs.gpu_name) == AMD
 
 
-def _aiter_lowers(spec, inputs: EngineInputs, context_len: int) -> bool:
-    """Whether ROCm's aiter attention backend, SGLang's default there (`AITER_MLA_HEADS` for MLA), lowers
-    mem_fraction_static (`AITER_FRACTION`): from v0.5.5, at a context above `AITER_CONTEXT` tokens."""
-    if not (_rocm(inputs) and _since(inputs, AITER_FROM) and context_len > AITER_CONTEXT):
-        return False
-    return spec.mla is None or max(1, spec.mla.num_heads // inputs.layout.tp) in AITER_MLA_HEADS
+def _aiter_factor(spec, inputs: EngineInputs, context_len: int) -> float | None:
+    """The factor by which ROCm's aiter attention backend, SGLang's default there (`AITER_MLA_HEADS` for MLA), lowers
+    mem_fraction_static at a context above `AITER_CONTEXT` tokens (`AITER_FRACTIONS`; None: it does not)."""
+    factor = next((f for since, f in reversed(AITER_FRACTIONS) if _since(inputs, since)), None)
+    if factor is None or not _rocm(inputs) or context_len <= AITER_CONTEXT:
+        return None
+    return factor if spec.mla is None or max(1, spec.mla.num_heads // inputs.layout.tp) in AITER_MLA_HEADS else None
 
 
 def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
@@ -935,7 +942,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     # v0.5.2-v0.5.9's init_memory_pool refuses a token pool of no tokens before it builds the state pool
     if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
         # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3 size it to the request pool and name no size
-        sized_by_requests = first_line and not _since(inputs, "0.5.4")
+        sized_by_requests = first_line and not _since(inputs, FIRST_LINE_RADIX_FROM)
         pooled = pool.requests if sized_by_requests else slots
         named = "" if sized_by_requests else f"max_mamba_cache_size: {slots}, "
         log.append(f"Mamba Cache is allocated. {named}conv_state size: "
@@ -1275,7 +1282,7 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     (`RADIX_HANDLER_0_5_9`): without the radix cache and without --max-running-requests the share too (no
     `FIRST_LINE_SLOTS`)."""
     mixin = _since(inputs, MIXIN_POOL_FROM)
-    states = 1 + (setup.drafts if _since(inputs, "0.5.4") and not mixin else 0)
+    states = 1 + (setup.drafts if _since(inputs, FIRST_LINE_RADIX_FROM) and not mixin else 0)
     if _since(inputs, RADIX_HANDLER_0_5_9):
         fixed = setup.fixed_slots is not None or (setup.ratio == 1 and setup.user_requests is not None)
     else:
@@ -1411,7 +1418,7 @@ def _since(inputs: EngineInputs, floor: str) -> bool:
 def _gpu_row(gpu_mb: int, inputs: EngineInputs) -> tuple[int, int]:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: (chunked_prefill_size, decode CUDA-graph max_bs) by
     the GPU's memory and the TP size (GPU_ROWS; GPU_ROWS_0_5_19 before v0.5.20, GPU_ROWS_0_5_4 at v0.5.3-v0.5.4)."""
-    rows = GPU_ROWS if _since(inputs, "0.5.20") else GPU_ROWS_0_5_19 if _since(inputs, "0.5.5") else GPU_ROWS_0_5_4
+    rows = GPU_ROWS if _since(inputs, "0.5.20") else GPU_ROWS_0_5_19 if _since(inputs, "0.5.4.post1") else GPU_ROWS_0_5_4
     for limit, chunked, small_tp, large_tp in rows:
         if gpu_mb < limit:
             return chunked, small_tp if inputs.layout.tp < 4 else large_tp

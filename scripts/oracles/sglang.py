@@ -3,7 +3,7 @@ wheel, `sglang` without its dependencies and only the pure-Python packages its s
 memory-pool code import; run scripts/oracles/sglang_worker.py inside it over a deterministic sample of cases; write
 tests/data/engine_golden/sglang-VERSION.json.gz (strict JSON, sorted keys, compressed: golden.py). CI never runs this:
 it reads the tables.
-Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versions.md).
+Releases: 0.5.2 to 0.5.23 and the post releases of 0.5.3-0.5.6, the ones mcache models (scripts/oracles/sglang_versions.md).
 
     python scripts/oracles/sglang.py 0.5.23              # venv in /tmp/oracle-venvs/sglang-0.5.23, ~25 min on 2 cores
     python scripts/oracles/sglang.py 0.5.23 --every 10   # a tenth of the cases, still spanning every config
@@ -278,6 +278,16 @@ def _is_dp(case: dict) -> bool:
 # The oldest release whose tables hold the PP cases (`_pp_grid`): mcache models SGLang's pipeline parallelism from
 # 0.5.14 (mcache/core/engines/sglang.py PP_MODELLED_FROM) and refuses PP > 1 before it, so older tables hold PP 1 only
 PP_CASES_FROM = (0, 5, 14)
+# Before 0.5.10 model_loader/utils.py resolve_transformers_arch imports every auto_map entry of an architecture SGLang
+# has no class for (get_class_from_dynamic_module); the oracle holds configs, not modelling code (MOCKS), so a config
+# whose auto_map names an AutoModel (Kimi-K3's, edge0's) is left out of those releases' tables
+REMOTE_MODEL_IMPORTED_UNTIL = (0, 5, 10)
+
+
+def _imports_remote_model(config: str) -> bool:
+    """Whether the named config's auto_map names an AutoModel (`REMOTE_MODEL_IMPORTED_UNTIL`)."""
+    path = dict(config_files())[config]
+    return "AutoModel" in (json.loads(path.read_text()).get("auto_map") or {})
 
 
 def _is_pp(case: dict) -> bool:
@@ -292,8 +302,11 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
         every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
-    if tuple(int(n) for n in version.split(".")[:3]) < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
+    release = tuple(int(n) for n in version.split(".")[:3])
+    if release < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
         todo = [c for c in todo if not _is_pp(c)]
+    if release < REMOTE_MODEL_IMPORTED_UNTIL:
+        todo = [c for c in todo if not _imports_remote_model(c["config"])]
     if only:  # that part of the configs' cases alone (a table whose other cases stand)
         todo = [c for c in todo if ONLY[only](c)]
     if every > 1:  # every Nth case of each config (a stride over the interleaved list skips whole configs when N

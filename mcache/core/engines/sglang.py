@@ -73,11 +73,11 @@ VERSIONS = ("0.5.2", "0.5.3", "0.5.3.post1", "0.5.3.post2", "0.5.3.post3", "0.5.
             "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17",
             "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 # The first release after the first hybrid line (v0.5.2-v0.5.9), whose sizing lives in model_executor/model_runner.py
-# (profile_max_num_token, init_memory_pool; from v0.5.4 handle_max_mamba_cache; at v0.5.7-v0.5.9 in its kv-cache mixin,
+# (profile_max_num_token, init_memory_pool; from v0.5.3.post2 handle_max_mamba_cache; at v0.5.7-v0.5.9 in its kv-cache mixin,
 # model_runner_kv_cache_mixin.py, which has no _resolve_memory_pool_config before v0.5.10) and managers/tp_worker.py
 # (v0.5.7-v0.5.9: model_runner.py initialize): `_first_line`
 FIRST_LINE_UNTIL = "0.5.10"
-# server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3 have no mamba_full_memory_ratio,
+# server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3.post1 have no mamba_full_memory_ratio,
 # and no release up to v0.5.6 has a radix-cache strategy (v0.5.7 adds mamba_scheduler_strategy). SGLang refuses a flag
 # its ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
 SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.3.post2", "mamba_radix_cache_strategy": "0.5.7"}
@@ -349,14 +349,15 @@ DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_runnin
 # captures them
 DP_PREFILL_GRAPHS_FROM = "0.5.17"
 DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more reserved with DP attention
-# model_runner.py handle_max_mamba_cache at v0.5.4-v0.5.6: the state pool is the replica's (a given
+# model_runner.py handle_max_mamba_cache at v0.5.3.post2-v0.5.6: the state pool is the replica's (a given
 # --max-mamba-cache-size, else without the radix cache --max-running-requests, else FIRST_LINE_SLOTS; with it the share),
 # divided by the attention-DP width for the GDN models alone (hybrid_gdn_config, FIRST_LINE_RADIX_ARCHS); initialize's
-# is_hybrid_gdn block (v0.5.2-v0.5.3) and the kv-cache mixin (from v0.5.7) divide it for every model: [from, until)
+# is_hybrid_gdn / mambaish block (v0.5.2-v0.5.3.post1) and the kv-cache mixin (from v0.5.7) divide it for every model:
+# [from, until)
 GDN_SLOTS_BY_DP = ("0.5.3.post2", "0.5.7")
-# configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4 shards Falcon-H1's state over the whole TP group
+# configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4.post2 shards Falcon-H1's state over the whole TP group
 # (get_tensor_model_parallel_world_size), not the attention-TP group, so under attention DP each rank holds 1 / tp of it;
-# from v0.5.5 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
+# from v0.5.4.post3 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
 STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.4.post3")}
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
@@ -386,7 +387,7 @@ FIRST_LINE_RADIX_ARCHS = ("Qwen3NextForCausalLM", "JetNemotronForCausalLM", "Jet
 # request count in model_runner.py initialize): initialize no longer turns the Mamba2 hybrids' radix cache off, the
 # strategy setting is new (server_args.py mamba_scheduler_strategy), and the state pool's rules change (`_first_line_pool`)
 MIXIN_POOL_FROM = "0.5.7"
-# server_args.py _handle_model_specific_adjustments at v0.5.5-v0.5.9: "Disabling Radix Cache for KimiLinearForCausalLM"
+# server_args.py _handle_model_specific_adjustments at v0.5.4.post2-v0.5.9: "Disabling Radix Cache for KimiLinearForCausalLM"
 # (v0.5.9: _handle_mamba_radix_cache(support_mamba_cache=False), for BailingMoeV2_5 too)
 FIRST_LINE_RADIX_OFF = ("KimiLinearForCausalLM", "BailingMoeV2_5ForCausalLM")
 # ... and at v0.5.7-v0.5.9 its NemotronH and FalconH1 / JetNemotron / JetVLM branches (v0.5.9: GraniteMoeHybrid and
@@ -445,7 +446,7 @@ RESERVE_LARGEST_0_5_2 = 32
 CHUNKED_ROWS_0_5_2 = ((35840, 2048), (163840, 8192))
 CHUNKED_LARGEST_0_5_2 = 16384
 # server_args.py _handle_gpu_memory_settings at v0.5.3-v0.5.4: the rows of GPU_ROWS_0_5_19 but decode max_bs 16 at TP < 4
-# on GPUs of 20-35 GB (v0.5.5-v0.5.8: 24, GPU_ROWS_0_5_19's); to v0.5.8, past the 10 GiB floor 2 GiB more for a draft
+# on GPUs of 20-35 GB (v0.5.4.post1-v0.5.8: 24, GPU_ROWS_0_5_19's); to v0.5.8, past the 10 GiB floor 2 GiB more for a draft
 # model and no prefill CUDA graphs reserved
 GPU_ROWS_0_5_4 = ((20480, 2048, 8, 8), (35840, 2048, 16, 80), (61440, 4096, 32, 160), (163840, 8192, 256, 512))
 FIRST_LINE_DRAFT_RESERVE_MB = 2048
@@ -941,7 +942,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
     first_line = _first_line(inputs)
     # v0.5.2-v0.5.9's init_memory_pool refuses a token pool of no tokens before it builds the state pool
     if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
-        # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3 size it to the request pool and name no size
+        # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3.post1 size it to the request pool and name no size
         sized_by_requests = first_line and not _since(inputs, FIRST_LINE_RADIX_FROM)
         pooled = pool.requests if sized_by_requests else slots
         named = "" if sized_by_requests else f"max_mamba_cache_size: {slots}, "
@@ -1116,7 +1117,7 @@ def _first_line(inputs: EngineInputs) -> bool:
 def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[str | None, int, str | None]:
     """v0.5.2-v0.5.9: the radix-cache strategy (v0.5.2-v0.5.6 have none: None), the state slots per running request
     and SGLang's refusal of the strategy. To v0.5.6 model_runner.py initialize turns the radix cache off for a state
-    model (`FIRST_LINE_RADIX_FROM`), and with it each request holds one slot; from v0.5.4 a GDN model keeps it and holds
+    model (`FIRST_LINE_RADIX_FROM`), and with it each request holds one slot; from v0.5.3.post2 a GDN model keeps it and holds
     `FIRST_LINE_RADIX_RATIO` (init_memory_pool). From v0.5.7 (`MIXIN_POOL_FROM`) every state model keeps it but
     Kimi-Linear (server_args.py _handle_model_specific_adjustments; from v0.5.8 Nemotron-H with a draft too,
     `DRAFT_NO_RADIX_0_5_8`), --mamba-scheduler-strategy `auto` is no_buffer (__post_init__), an extra buffer is refused
@@ -1269,12 +1270,12 @@ def _state_pool(rest: float, per: int, setup: Setup, inputs: EngineInputs) -> tu
 
 
 def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, setup: Setup) -> StatePool:
-    """v0.5.2-v0.5.9, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.4:
+    """v0.5.2-v0.5.9, model_runner.py: profile_max_num_token takes the state pool off the rest (v0.5.3.post2:
     handle_max_mamba_cache) and gives the token pool what remains; init_memory_pool then sizes the request pool from the
     profiled tokens, gives a draft the tokens its steps and verification take per request and 100 more, and caps and
     pages the tokens. The state pool: without the radix cache (ratio 1) --max-mamba-cache-size, else
-    --max-running-requests, else `FIRST_LINE_SLOTS`; with it (from v0.5.4, GDN) the share r / (1 + r) of the rest. From
-    v0.5.4 to v0.5.6 each slot also holds a state per draft token (1 + D states), at v0.5.2-v0.5.3 the draft states are
+    --max-running-requests, else `FIRST_LINE_SLOTS`; with it (from v0.5.3.post2, GDN) the share r / (1 + r) of the rest.
+    From v0.5.3.post2 to v0.5.6 each slot also holds a state per draft token (1 + D states), before the draft states are
     not counted. v0.5.7 (`MIXIN_POOL_FROM`, model_runner_kv_cache_mixin.py handle_max_mamba_cache and init_memory_pool):
     a given --max-mamba-cache-size is honoured with the radix cache too, a draft's intermediate states (D for each of
     --max-running-requests, the speculative default 48 included) come off the rest before the share (v0.5.8,
@@ -1417,7 +1418,8 @@ def _since(inputs: EngineInputs, floor: str) -> bool:
 
 def _gpu_row(gpu_mb: int, inputs: EngineInputs) -> tuple[int, int]:
     """arg_groups/memory_hook.py handle_gpu_memory_settings: (chunked_prefill_size, decode CUDA-graph max_bs) by
-    the GPU's memory and the TP size (GPU_ROWS; GPU_ROWS_0_5_19 before v0.5.20, GPU_ROWS_0_5_4 at v0.5.3-v0.5.4)."""
+    the GPU's memory and the TP size (GPU_ROWS; GPU_ROWS_0_5_19 before v0.5.20, GPU_ROWS_0_5_4 at v0.5.3-v0.5.4, before
+    v0.5.4.post1)."""
     rows = GPU_ROWS if _since(inputs, "0.5.20") else GPU_ROWS_0_5_19 if _since(inputs, "0.5.4.post1") else GPU_ROWS_0_5_4
     for limit, chunked, small_tp, large_tp in rows:
         if gpu_mb < limit:

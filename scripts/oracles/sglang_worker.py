@@ -134,9 +134,11 @@ MOCKS = [
     "load_model set as they set them for one rank of a TP-tp run (PP 1, not a draft worker, device 'meta' so that the "
     "pools it builds are tensor sizes only; the model a stand-in holding the checkpoint's quant config, as above). "
     "The statements of ModelRunner.initialize between load_model and init_memory_pool that concern the hybrid state "
-    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size; 0.5.4-0.5.6: `if config "
-    ":= self.mamba2_config:` disables it for the Mamba2 hybrids), the layer range (0.5.7-0.5.8 also narrow the model "
-    "config's attention layer ids to it), 0.5.7-0.5.8's configure_kv_cache_dtype and request count after "
+    "(0.5.2-0.5.3: `if self.is_hybrid_gdn:` disables the radix cache and sets max_mamba_cache_size; 0.5.3.post1: `if "
+    "config := self.mambaish_config:` likewise, then `if self.hybrid_gdn_config is not None:` divides it by the DP width; "
+    "0.5.3.post2-0.5.6: `if config := self.mamba2_config:` disables it for the Mamba2 hybrids), the layer range "
+    "(0.5.7-0.5.8 also narrow the model config's attention layer ids to it), 0.5.7-0.5.8's configure_kv_cache_dtype "
+    "and request count after "
     "init_memory_pool are SGLang's own, "
     "taken from the release's source by ast and run on that runner; likewise the statements of TpModelWorker.__init__ "
     "from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens` to the 'Memory pool size is too small' "
@@ -892,7 +894,8 @@ def _swa_flag(model_config):
 
 def _initialize_kept(body):
     """ModelRunner.initialize's statements run by `_size_model_runner`: the hybrid-state branches (0.5.2-0.5.3
-    `if self.is_hybrid_gdn:`, 0.5.4-0.5.6 `if config := self.mamba2_config:`), the layer range (num_effective_layers;
+    `if self.is_hybrid_gdn:`, 0.5.3.post1 `if config := self.mambaish_config:` and `if self.hybrid_gdn_config is not
+    None:`, 0.5.3.post2-0.5.6 `if config := self.mamba2_config:`), the layer range (num_effective_layers;
     0.5.7-0.5.8 also narrow the model config's attention layer ids to it), the KV dtype (0.5.7-0.5.8's
     configure_kv_cache_dtype; before, init_memory_pool sets it), the init_memory_pool call and, from 0.5.7, the
     scheduler's request count."""
@@ -904,7 +907,7 @@ def _initialize_kept(body):
     def kept(node):
         if isinstance(node, ast.If):
             test = ast.unparse(node.test)
-            return "is_hybrid_gdn" in test or "mamba2_config" in test
+            return any(name in test for name in ("is_hybrid_gdn", "mambaish_config", "hybrid_gdn_config", "mamba2_config"))
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             return ast.unparse(node.value.func) in calls
         return any(ast.unparse(t) in targets for t in getattr(node, "targets", []))

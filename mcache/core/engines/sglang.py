@@ -50,7 +50,7 @@ from mcache.core.engines.common import (
     window_caveats,
     within_gpu,
 )
-from mcache.core.engines.versions import at_least
+from mcache.core.engines.versions import at_least, key
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing.gpu_catalogue import AMD
@@ -125,7 +125,9 @@ KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
 DEFAULT_PAGE_SIZE = 1  # server_args.py: ServerArgs.page_size (a token pool of single tokens)
-DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py: ServerArgs.mamba_full_memory_ratio
+# server_args.py: ServerArgs.mamba_full_memory_ratio's default, by the release it holds from (0.2 at v0.5.3.post2, its
+# first; 0.9 from v0.5.3.post3), in order
+DEFAULT_MAMBA_FULL_MEMORY_RATIOS = (("0.5.3.post2", 0.2), ("0.5.3.post3", 0.9))
 DEFAULT_STRATEGY = "auto"  # server_args.py: ServerArgs.mamba_radix_cache_strategy
 SPECULATIVE_MAX_RUNNING_REQUESTS = 48  # arg_groups/overrides.py: max_running_requests with speculative decoding
 MAX_PREFILL_TOKENS = 16384  # server_args.py: ServerArgs.max_prefill_tokens (logged at start-up)
@@ -212,6 +214,11 @@ NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
 TRANSFORMERS_ARCHS = ("MiniMaxForCausalLM",)
+# v0.5.6.post1 alone pins transformers==5.0.0rc0 (its wheel's Requires-Dist; 4.57.1 at v0.5.6 and v0.5.6.post2), which
+# knows the lfm2_moe model type and whose GraniteMoeHybrid and Lfm2Moe classes declare attention-backend support
+# (is_backend_compatible), so resolve_transformers_arch serves both through the Transformers backend there, as
+# TRANSFORMERS_ARCHS: the release and the architectures
+TRANSFORMERS_RC_SERVES = ("0.5.6.post1", ("GraniteMoeHybridForCausalLM", "Lfm2MoeForCausalLM"))
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
@@ -349,12 +356,12 @@ DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_runnin
 # captures them
 DP_PREFILL_GRAPHS_FROM = "0.5.17"
 DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more reserved with DP attention
-# model_runner.py handle_max_mamba_cache at v0.5.3.post2-v0.5.6: the state pool is the replica's (a given
-# --max-mamba-cache-size, else without the radix cache --max-running-requests, else FIRST_LINE_SLOTS; with it the share),
-# divided by the attention-DP width for the GDN models alone (hybrid_gdn_config, FIRST_LINE_RADIX_ARCHS); initialize's
-# is_hybrid_gdn / mambaish block (v0.5.2-v0.5.3.post1) and the kv-cache mixin (from v0.5.7) divide it for every model:
-# [from, until)
-GDN_SLOTS_BY_DP = ("0.5.3.post2", "0.5.7")
+# model_runner.py handle_max_mamba_cache at v0.5.3.post2-v0.5.6 (v0.5.3.post1: initialize's mambaish_config and
+# hybrid_gdn_config blocks): the state pool is the replica's (a given --max-mamba-cache-size, else without the radix
+# cache --max-running-requests, else FIRST_LINE_SLOTS; with it the share), divided by the attention-DP width for the GDN
+# models alone (hybrid_gdn_config, FIRST_LINE_RADIX_ARCHS); initialize's is_hybrid_gdn block (v0.5.2-v0.5.3) and the
+# kv-cache mixin (from v0.5.7) divide it for every model: [from, until)
+GDN_SLOTS_BY_DP = ("0.5.3.post1", "0.5.7")
 # configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4.post2 shards Falcon-H1's state over the whole TP group
 # (get_tensor_model_parallel_world_size), not the attention-TP group, so under attention DP each rank holds 1 / tp of it;
 # from v0.5.4.post3 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
@@ -387,6 +394,10 @@ FIRST_LINE_RADIX_ARCHS = ("Qwen3NextForCausalLM", "JetNemotronForCausalLM", "Jet
 # request count in model_runner.py initialize): initialize no longer turns the Mamba2 hybrids' radix cache off, the
 # strategy setting is new (server_args.py mamba_scheduler_strategy), and the state pool's rules change (`_first_line_pool`)
 MIXIN_POOL_FROM = "0.5.7"
+# ... but initialize stopped turning the Mamba2 hybrids' radix cache off before: at v0.5.6.post1 (model_runner.py), where
+# model_runner.py handle_max_mamba_cache still sizes the pool (the share with the radix cache, FIRST_LINE_RADIX_RATIO
+# slots a request); Kimi-Linear's stays off (server_args.py, FIRST_LINE_RADIX_OFF)
+MAMBA2_RADIX_KEPT_FROM = "0.5.6.post1"
 # server_args.py _handle_model_specific_adjustments at v0.5.4.post2-v0.5.9: "Disabling Radix Cache for KimiLinearForCausalLM"
 # (v0.5.9: _handle_mamba_radix_cache(support_mamba_cache=False), for BailingMoeV2_5 too)
 FIRST_LINE_RADIX_OFF = ("KimiLinearForCausalLM", "BailingMoeV2_5ForCausalLM")
@@ -465,7 +476,7 @@ CONFIG_SSM_DTYPE_FROM = "0.5.9"
 class Setup(Struct, frozen=True):
     """SGLang's settings for the run, as it resolved them: the context length and the context asked, the cache
     dtypes, draft tokens, the page size, the state slots per running request (`ratio`, by the radix-cache strategy
-    `strategy`), the requests asked for, the state share `r`, the fixed state pool and token cap, the chunked
+    `strategy`), the requests asked for, the state share `r` (None before v0.5.3.post2), the fixed state pool and token cap, the chunked
     prefill, `mem_fraction_static` and the free memory before the weights load (`pre`; None without a GPU), and
     whether the state pool follows the requests asked for (without radix cache), the dummy slot the state budget
     counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
@@ -481,7 +492,7 @@ class Setup(Struct, frozen=True):
     strategy: str
     ratio: int
     user_requests: int | None
-    r: float
+    r: float | None
     fixed_slots: int | None
     total_tokens_cap: int | None
     chunked: int
@@ -639,8 +650,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     first_line = _first_line(inputs)
     strategy, ratio, refusal = (_first_line_ratio if first_line else _ratio)(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
-    r = (s.take("mamba_full_memory_ratio", DEFAULT_MAMBA_FULL_MEMORY_RATIO)
-         if _since(inputs, SETTING_SINCE["mamba_full_memory_ratio"]) else DEFAULT_MAMBA_FULL_MEMORY_RATIO)
+    default_r = next((r for since, r in reversed(DEFAULT_MAMBA_FULL_MEMORY_RATIOS) if _since(inputs, since)), None)
+    r = s.take("mamba_full_memory_ratio", default_r) if default_r is not None else None
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
     gpu_mb = inputs.gpu_bytes // MB if inputs.gpu_bytes else None
@@ -697,8 +708,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
-                 arch in TRANSFORMERS_ARCHS or (first_line and arch in FIRST_LINE_TRANSFORMERS
-                                                and not _since(inputs, FIRST_LINE_NATIVE[arch])),
+                 _transformers_serves(arch, version) or (first_line and arch in FIRST_LINE_TRANSFORMERS
+                                                         and not _since(inputs, FIRST_LINE_NATIVE[arch])),
                  _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests,
                  inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
 
@@ -741,10 +752,18 @@ def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
     return next((message for since, message in reversed(ROCM_EXTRA_BUFFER_REFUSED) if _since(inputs, since)), None)
 
 
+def _transformers_serves(arch: str, version: str) -> bool:
+    """Whether SGLang at `version` serves `arch` through the Transformers backend: `TRANSFORMERS_ARCHS`, and at
+    v0.5.6.post1 those its transformers release candidate serves (`TRANSFORMERS_RC_SERVES`)."""
+    release, archs = TRANSFORMERS_RC_SERVES
+    return arch in TRANSFORMERS_ARCHS or (arch in archs and key(version) == key(release))
+
+
 def _unknown_type_error(arch: str, version: str) -> str | None:
     """AutoConfig's refusal of a checkpoint whose model type neither the release's transformers nor its config
     registry knows (`UNKNOWN_TYPE_UNTIL`; None: it knows it)."""
-    if arch not in UNKNOWN_TYPE_UNTIL or at_least(version, UNKNOWN_TYPE_UNTIL[arch][1]):
+    if (arch not in UNKNOWN_TYPE_UNTIL or at_least(version, UNKNOWN_TYPE_UNTIL[arch][1])
+            or _transformers_serves(arch, version)):
         return None
     model_type, since, file = UNKNOWN_TYPE_UNTIL[arch]
     return (f"{unknown_model_type(model_type)} (SGLang {version} pins transformers 4.56-4.57; its own config for "
@@ -842,7 +861,8 @@ def _first_line_arch_error(spec, version: str) -> str | None:
     `TRANSFORMERS_ARCHS`); mcache refuses any other hybrid there, whose class came later (models/ of v0.5.6 on)."""
     arch = spec.architecture
     native = FIRST_LINE_NATIVE.get(arch)
-    if (native is not None and at_least(version, native)) or arch in FIRST_LINE_TRANSFORMERS + TRANSFORMERS_ARCHS:
+    if (native is not None and at_least(version, native)) or arch in FIRST_LINE_TRANSFORMERS or \
+            _transformers_serves(arch, version):
         return None
     if arch in FIRST_LINE_INCOMPATIBLE:
         return _incompatible(arch)
@@ -1132,7 +1152,9 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
     if not _since(inputs, MIXIN_POOL_FROM):
         if native is None or not _since(inputs, native):
             return None, 1, None
-        if not (arch in FIRST_LINE_RADIX_ARCHS and _since(inputs, FIRST_LINE_RADIX_FROM)):
+        kept = (arch in FIRST_LINE_RADIX_ARCHS and _since(inputs, FIRST_LINE_RADIX_FROM)) or (
+            _since(inputs, MAMBA2_RADIX_KEPT_FROM) and arch not in FIRST_LINE_RADIX_OFF)
+        if not kept:
             no_radix = s.values["disable_radix_cache"] = True
         return None, 1 if no_radix else FIRST_LINE_RADIX_RATIO, None
     strategy = s.take("mamba_radix_cache_strategy", DEFAULT_STRATEGY)
@@ -1291,7 +1313,8 @@ def _first_line_pool(rest: float, per: int, cell: int, inputs: EngineInputs, set
     if mixin and setup.drafts and (not fixed or _since(inputs, MIXIN_0_5_8)):  # v0.5.8: in every branch
         # for one attention-DP rank's requests from v0.5.8; v0.5.7's for the replica's --max-running-requests
         rest -= per * (setup.user_requests if _since(inputs, MIXIN_0_5_8) else setup.replica_requests) * setup.drafts
-    share = int(rest * setup.r / (1 + setup.r) // per // states) if per else 0  # the state's share of the rest
+    # the state's share of the rest (with the radix cache, which keeps the state share, from v0.5.3.post2)
+    share = int(rest * setup.r / (1 + setup.r) // per // states) if per and setup.r is not None else 0
     if not per:
         slots = 0
     elif _within(inputs, GDN_SLOTS_BY_DP):  # the replica's pool, one attention-DP rank's for a GDN model alone

@@ -1225,3 +1225,32 @@ def test_0_5_3_to_0_5_6_attention_dp_divides_the_state_pool_of_gdn_models_alone(
     assert dp("falcon-h1-0.5b", "0.5.5") == (4_749_300, 512, 512)
     assert dp("qwen3-next-80b-a3b", "0.5.3") == (3_354_999, 256, 256)
     assert dp("qwen3-next-80b-a3b", "0.5.6") == (3_175_791, 104, 313)
+
+
+def on_h200(config: str, version: str, **given):
+    """`config` at `version` on an H200, its weights 30 GiB."""
+    name, memory = lookup("h200")
+    inputs = EngineInputs(config_spec(config), ParallelLayout(tp=1), name, memory,
+                          given={"weights_bytes": 30 * GIB, **given})
+    return stage(run_engine("sglang", inputs, version))
+
+
+def test_the_main_branch_post_releases_carry_rules_early():
+    # SGLang cut 0.5.3.post1-0.5.6.post2 from its main branch (scripts/oracles/sglang_versions.md "Post releases",
+    # each checked by its golden table): Kimi-Linear registered at 0.5.4.post2 (models/kimi_linear.py), not 0.5.5
+    assert "Cannot find model module" in on_h200("kimi-linear-48b-a3b-instruct", "0.5.4.post1").startup_error
+    assert on_h200("kimi-linear-48b-a3b-instruct", "0.5.4.post2").startup_error is None
+    # 0.5.6.post1 alone pins transformers 5.0.0rc0, whose Transformers backend serves Granite-4.0-H: no state pool
+    assert on_h200("granite-4.0-h-tiny", "0.5.6.post1").fields["max_mamba_cache_size"] is None
+    for version in ("0.5.6", "0.5.6.post2"):
+        assert on_h200("granite-4.0-h-tiny", version).startup_error == _incompatible("GraniteMoeHybridForCausalLM")
+    # from 0.5.6.post1 a Mamba2 hybrid keeps its radix cache: 3 slots a running request (model_runner.py initialize)
+    kept = on_h200("falcon-h1-0.5b", "0.5.6.post1")
+    assert kept.fields["max_mamba_cache_size"] // 3 == kept.fields["max_running_requests_logged"]  # 1,717 -> 572
+    assert kept.fields["max_mamba_cache_size"] > 512
+    assert on_h200("falcon-h1-0.5b", "0.5.6").fields["max_mamba_cache_size"] == 512  # radix off: FIRST_LINE_SLOTS
+    # mamba_full_memory_ratio's default: 0.2 at 0.5.3.post2, 0.9 from 0.5.3.post3 (server_args.py), the state's share
+    # r / (1 + r) of the same rest: 1/6 against 9/19
+    low = on_h200("qwen3-next-80b-a3b", "0.5.3.post2").fields["max_mamba_cache_size"]
+    high = on_h200("qwen3-next-80b-a3b", "0.5.3.post3").fields["max_mamba_cache_size"]
+    assert low == pytest.approx(high * (1 / 6) / (9 / 19), rel=0.01)

@@ -85,6 +85,8 @@ VERSION_PINS = {
     # Qwen3-VL model modules import transformers' image processors, which import it at module level
     "0.33.0": {"transformers": "transformers>=5.16.1,<5.21.0", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0"},
+    "0.34.0": {"transformers": "transformers>=5.16.1,<5.23.0", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
 }
 PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "tqdm", "huggingface_hub", "tokenizers",
              "safetensors", "msgspec", "pyyaml", "einops", "cloudpickle", "pybase64", "cbor2", "py-cpuinfo",
@@ -566,14 +568,17 @@ def build_drafter(vc) -> None:
         set_model_tag = None
     spec = vc.speculative_config
     draft_vc = vc
-    try:  # 0.2x+: the proposer derives a draft VllmConfig (its own attention backend selection, MoE backend)
-        from vllm.v1.spec_decode.llm_base_proposer import LLMBaseProposer
+    if v2_runner():  # 0.34+: v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model overlays the draft's overrides
+        draft_vc = spec.apply_draft_overrides(vc)
+    else:
+        try:  # 0.2x - 0.33: the proposer derives a draft VllmConfig (its own attention backend selection, MoE backend)
+            from vllm.v1.spec_decode.llm_base_proposer import LLMBaseProposer
 
-        shim = type("Proposer", (), {})()
-        shim.vllm_config, shim.speculative_config = vc, spec
-        draft_vc = LLMBaseProposer._create_draft_vllm_config(shim)
-    except (ImportError, AttributeError):
-        pass
+            shim = type("Proposer", (), {})()
+            shim.vllm_config, shim.speculative_config = vc, spec
+            draft_vc = LLMBaseProposer._create_draft_vllm_config(shim)
+        except (ImportError, AttributeError):
+            pass
     context = vc.compilation_config.static_forward_context
     before = set(context)
     tag = set_model_tag("eagle_head") if set_model_tag else contextlib.nullcontext()
@@ -612,9 +617,16 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:1200]
 
 
+def v2_runner() -> bool:
+    """0.34+: the GPU worker runs v1/worker/gpu/model_runner.py's GPUModelRunner (v1/worker/gpu_model_runner.py and
+    v1/spec_decode's proposers are gone)."""
+    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
+
+
 def fake_runner(vc):
     """The GPUModelRunner attributes its get_kv_cache_spec reads, as its __init__ sets them (0.10-0.33 differ in
-    which they read: kv_cache_dtype, attention_chunk_size and speculative_config in 0.10, vllm_config alone later)."""
+    which they read: kv_cache_dtype, attention_chunk_size and speculative_config in 0.10, vllm_config alone later;
+    0.34's v1/worker/gpu/model_runner.py also its speculator and dcp_size, for a DraftModelSpeculator under DCP)."""
     try:
         from vllm.utils.torch_utils import STR_DTYPE_TO_TORCH_DTYPE
     except ImportError:  # before 0.11.1
@@ -629,6 +641,8 @@ def fake_runner(vc):
     cache_dtype = vc.cache_config.cache_dtype
     runner.dtype = vc.model_config.dtype
     runner.kv_cache_dtype = vc.model_config.dtype if cache_dtype == "auto" else STR_DTYPE_TO_TORCH_DTYPE[cache_dtype]
+    if v2_runner():  # no DraftModelSpeculator (MTP drafts with MTPSpeculator) and no DCP: no spec is replaced
+        runner.speculator, runner.dcp_size = None, 1
     return runner
 
 
@@ -673,7 +687,10 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
         from vllm.utils.torch_utils import set_default_torch_dtype
     except ImportError:  # before 0.11.1
         from vllm.model_executor.model_loader.utils import set_default_torch_dtype
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+    if v2_runner():  # 0.34+
+        from vllm.v1.worker.gpu.model_runner import GPUModelRunner
+    else:
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     src = CONFIGS / key["config"]
     tmp = tempfile.mkdtemp(prefix="oracle-model-")

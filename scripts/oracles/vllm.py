@@ -161,6 +161,19 @@ MOCKS = [
     REMOTE.MOCK.format(engine="vLLM"),
 ]
 
+# The stand-ins of the 0.34+ GPU runner (`v2_runner`), in the tables of those releases only (an older table's run is
+# unchanged)
+MOCKS_V2_RUNNER = [
+    "0.34+: the worker's spec call (v1/worker/gpu/model_runner.py GPUModelRunner.get_kv_cache_spec, which calls "
+    "attn_utils.get_kv_cache_spec(vllm_config)) runs on a stand-in runner with speculator None and dcp_size 1: its "
+    "only branch of its own makes a DraftModelSpeculator's draft specs dcp_sharded=False under decode context "
+    "parallelism, which no case has (MTP drafts with MTPSpeculator, DCP is 1); the page and block arithmetic is the "
+    "layers' own",
+    "0.34+: the MTP drafter is built on the target's VllmConfig with SpeculativeConfig.apply_draft_overrides, as "
+    "v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model derives it (the v1 proposers of 0.2x - 0.33 are gone); "
+    "weights are never loaded",
+]
+
 # --trust-remote-code's stand-in configuration class, shared with the SGLang oracle (scripts/oracles/remote_code.py)
 
 
@@ -1008,7 +1021,8 @@ def write_table(args, cases, torch_version, transformers_version, vllm_version):
         redone = {c["config"] for c in cases}
         cases = [c for c in golden.read(out)["cases"] if c["config"] not in redone] + cases
     table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
-             "torch": torch_version, "transformers": transformers_version, "mocks": MOCKS,
+             "torch": torch_version, "transformers": transformers_version,
+             "mocks": MOCKS + (MOCKS_V2_RUNNER if v2_runner() else []),
              "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
              "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
     out.parent.mkdir(parents=True, exist_ok=True)

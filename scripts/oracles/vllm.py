@@ -169,6 +169,9 @@ MOCKS_V2_RUNNER = [
     "only branch of its own makes a DraftModelSpeculator's draft specs dcp_sharded=False under decode context "
     "parallelism, which no case has (MTP drafts with MTPSpeculator, DCP is 1); the page and block arithmetic is the "
     "layers' own",
+    "0.34+: quack-kernels (`quack...`), a CuTe-DSL kernel package vLLM 0.34 requires (quack-kernels==0.6.5, on "
+    "nvidia-cutlass-dsl), is a stand-in package like cutlass: imported at module level by the CuTe-DSL kernels (GDN "
+    "chunked prefill, MoE router GEMMs), never called while sizing",
     "0.34+: the MTP drafter is built on the target's VllmConfig with SpeculativeConfig.apply_draft_overrides, as "
     "v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model derives it (the v1 proposers of 0.2x - 0.33 are gone); "
     "weights are never loaded",
@@ -334,6 +337,8 @@ def install_mocks():
     # installed with vLLM 0.33 on a GPU host (nvidia-cutlass-dsl[cu13] is in its requirements), so find_spec finding
     # them answers as it would there.
     kernel_pkgs = re.compile(r"^(cutlass|cuda)(\..+)?$")
+    if quack_required():  # 0.34+: quack-kernels, the same kind of CuTe-DSL kernel package (MOCKS_V2_RUNNER)
+        kernel_pkgs = re.compile(r"^(cutlass|cuda|quack)(\..+)?$")
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
@@ -628,6 +633,15 @@ def error_text(exc: BaseException) -> str:
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         text = f"at {frame.filename.split('site-packages/')[-1]}:{frame.lineno} ({frame.line})"
     return f"{type(exc).__name__}: {text}"[:1200]
+
+
+def quack_required() -> bool:
+    """0.34+: vLLM requires quack-kernels (its METADATA: quack-kernels==0.6.5) and imports `quack` at module level in
+    the CuTe-DSL kernels (e.g. layers/mamba/ops/gdn_chunk_cutedsl, fused_moe/router); read from the installed
+    distribution, before anything of vLLM is imported."""
+    from importlib.metadata import version
+
+    return tuple(int(x) for x in version("vllm").split(".")[:2]) >= (0, 34)
 
 
 def v2_runner() -> bool:

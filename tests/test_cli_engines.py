@@ -207,7 +207,7 @@ def test_help_states_each_engines_defaults_as_its_module_names_them(capsys, monk
     text = " ".join(capsys.readouterr().out.replace("│", " ").split())
     for phrase in (f"max_batch_size (default {trtllm.DEFAULT_MAX_BATCH_SIZE})",
                    f"(32; vLLM {vllm.DEFAULT_BLOCK_SIZE}, SGLang page {sglang.DEFAULT_PAGE_SIZE}, TensorRT-LLM "
-                   f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})", f"(0.9; vLLM {vllm.DEFAULT_UTILIZATION})",
+                   f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})", f"(0.9; vLLM {vllm.EXTENSIBLE_UTILIZATION})",
                    f"attention backend ({vllm.DEFAULT_KERNEL_BLOCK_SIZE})",
                    f"({vllm.DEFAULT_MAX_NUM_SEQS_BIG_GPU} on {vllm.BIG_GPU_BYTES >> 30} GiB+ GPUs, else {vllm.DEFAULT_MAX_NUM_SEQS})",
                    f"({vllm.DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU} on an H100/H200)",

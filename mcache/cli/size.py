@@ -75,7 +75,7 @@ def size(
         "Prefix caching (on for hybrid models)." + also("size", "--prefix-caching=on", "--prefix-caching=off")),
         rich_help_panel=VLLM)] = None,
     mamba_cache_mode: Annotated[str | None, typer.Option(
-        help="none, align or all: deprecated, logged and ignored (vLLM 0.33).", rich_help_panel=VLLM)] = None,
+        help="none, align or all: deprecated, logged and ignored (vLLM 0.33 on).", rich_help_panel=VLLM)] = None,
     kernel_block_size: Annotated[int | None, typer.Option(help=(
         "Smallest kernel block of the attention backend (16)."),
                                                           rich_help_panel=VLLM)] = None,

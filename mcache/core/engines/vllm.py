@@ -446,6 +446,7 @@ class Setup(Struct, frozen=True):
     log: list[str]
     refusal: str | None = None
     version: str = ""  # the modelled release
+    extensible: bool = False  # the extensible KV cache sizes the memory (since 0.34, without kv_cache_memory_bytes)
 
 
 class StagePool(Struct, frozen=True):
@@ -595,8 +596,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     eager = s.take("enforce_eager", False)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     extensible = kv_memory is None and _since(version, "extensible_kv_cache")
-    util = s.take("gpu_memory_utilization", EXTENSIBLE_UTILIZATION if extensible else DEFAULT_UTILIZATION
-                  if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020)
+    util = s.take("gpu_memory_utilization", EXTENSIBLE_UTILIZATION if extensible else (
+        DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020))
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
@@ -635,7 +636,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
                      mamba_block, block_size)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version)
+                 kv_memory, non_kv, log, refusal, version, extensible)
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -1331,8 +1332,7 @@ def _memory_error(pool: StagePool, setup: Setup) -> str | None:
     in the memory left beside the block pool's null block (since 0.29; before, in the whole available memory), else
     the longest model length that fits (estimate_max_model_len), in the release's words (`_memory_words`)."""
     rule, max_len, version = setup.rule, setup.max_len, setup.version
-    extensible = setup.kv_memory is None and _since(version, "extensible_kv_cache")
-    utilization = setup.utilization if extensible else None
+    utilization = setup.utilization if setup.extensible else None
     usable = pool.check_available - (pool.block_bytes if _since(version, "null_block_check") else 0)
     if usable <= 0:
         return _memory_words(version, utilization=utilization)

@@ -20,11 +20,12 @@ def config_spec(stem: str, **changes):
 
 
 def run(engine: str, spec, gpu: str | None = None, *, gpu_bytes: int | None = None, tp: int = 1, pp: int = 1,
-        context: int | None = None, **settings):
-    """`engine`'s run of `spec` (a spec, or a bundled name) on a catalogue GPU or `gpu_bytes`, or without memory."""
+        context: int | None = None, version: str | None = None, **settings):
+    """`engine`'s run of `spec` (a spec, or a bundled name) on a catalogue GPU or `gpu_bytes`, or without memory, at
+    `version` (None: the newest the engine's module models)."""
     spec = load_spec(spec) if isinstance(spec, str) else spec
     name, memory = lookup(gpu) if gpu else ("test GPU" if gpu_bytes else None, gpu_bytes)
-    return run_engine(engine, EngineInputs(spec, ParallelLayout(tp=tp, pp=pp), name, memory, context, settings))
+    return run_engine(engine, EngineInputs(spec, ParallelLayout(tp=tp, pp=pp), name, memory, context, settings), version)
 
 
 def gib(x: float) -> int:

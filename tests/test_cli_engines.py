@@ -10,6 +10,7 @@ from engines_util import config_spec, run
 from paths import HF_CONFIGS
 
 from mcache.cli.main import main
+from mcache.core.engines import vllm
 
 
 def size_json(capsys, *args: str, code: int = 0) -> dict:
@@ -107,8 +108,8 @@ def test_sglang_and_trtllm_json_carry_their_figures(capsys):
 
 def test_engine_table_prints_the_headline_and_the_log(capsys):
     out, _ = size_text(capsys, "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200", "--max-model-len", "8192")
-    assert re.search(r"^vLLM 0\.33\.0 runs \d+ sequences of 8192 tokens per replica \(TP × PP = 1 GPU\) on NVIDIA H200 "
-                     r"\(bound by ", out, re.M)
+    assert re.search(rf"^vLLM {re.escape(vllm.VERSIONS[-1])} runs \d+ sequences of 8192 tokens per replica "
+                     r"\(TP × PP = 1 GPU\) on NVIDIA H200 \(bound by ", out, re.M)
     assert "vLLM would log:" in out and "  Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in out
 
 
@@ -207,7 +208,7 @@ def test_help_states_each_engines_defaults_as_its_module_names_them(capsys, monk
     text = " ".join(capsys.readouterr().out.replace("│", " ").split())
     for phrase in (f"max_batch_size (default {trtllm.DEFAULT_MAX_BATCH_SIZE})",
                    f"(32; vLLM {vllm.DEFAULT_BLOCK_SIZE}, SGLang page {sglang.DEFAULT_PAGE_SIZE}, TensorRT-LLM "
-                   f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})", f"(0.9; vLLM {vllm.DEFAULT_UTILIZATION})",
+                   f"{trtllm.DEFAULT_TOKENS_PER_BLOCK})", f"(0.9; vLLM {vllm.EXTENSIBLE_UTILIZATION})",
                    f"attention backend ({vllm.DEFAULT_KERNEL_BLOCK_SIZE})",
                    f"({vllm.DEFAULT_MAX_NUM_SEQS_BIG_GPU} on {vllm.BIG_GPU_BYTES >> 30} GiB+ GPUs, else {vllm.DEFAULT_MAX_NUM_SEQS})",
                    f"({vllm.DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU} on an H100/H200)",
@@ -221,7 +222,7 @@ def test_the_neutral_answer_ends_with_each_engine_at_its_defaults(capsys):
     the same GPU, layout and context), the figures the one `size_deployment` gives with `--engine`."""
     report = size_json(capsys, "nemotron-h-8b", "--gpu", "h200")
     engines = report["capacity"]["engines"]
-    assert [(e["name"], e["version"]) for e in engines] == [("vllm", "0.33.0"), ("sglang", "0.5.23"), ("trtllm", "main@151c21c")]
+    assert [(e["name"], e["version"]) for e in engines] == [("vllm", vllm.VERSIONS[-1]), ("sglang", "0.5.23"), ("trtllm", "main@151c21c")]
     for e in engines:
         alone = size_json(capsys, "nemotron-h-8b", "--gpu", "h200", "--engine", e["name"], "--context", "8192")["engine"]
         assert alone["version"] == e["version"] and e["max_running_requests"] == alone["max_running_requests"]

@@ -14,6 +14,9 @@ QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K
 # per GDN layer: conv (2*16*128 + 48*128) x 3 rows = 30,720 elements; state 48 x 128 x 128 = 786,432 elements
 CONV, STATE = 30_720, 786_432
 ATTN_TOKEN = 2 * 4 * 256 * 2  # 4,096 B per token and attention layer (bf16)
+# The last release whose block size is 16 (config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE, 64 from 0.34.0): the tests
+# that reproduce a log or the arithmetic of a release before 0.34 run at it
+V033 = "0.33.0"
 
 
 def stage(engine_run):
@@ -47,11 +50,12 @@ def test_qwen3_5_seven_drafts_block_448_padding_3_23():
 def test_qwen3_5_fifteen_drafts_and_a_float32_state():
     # github.com/syv-ai/qwen38-27b-rtx3090 issue #102 (a vLLM before 0.33: 16-token alignment): bf16 state,
     # 15 drafts -> 480 tokens and 1.27%; float32 state, 7 drafts -> 832 tokens
-    st = qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=15, gdn_prefill_backend="triton")
+    st = qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=15, gdn_prefill_backend="triton", version=V033)
     assert (st.fields["attention_block_size"], st.fields["state_page_padding_pct"]) == (480, 1.27)
-    assert qwen35(num_speculative_tokens=7, gdn_prefill_backend="triton").fields["attention_block_size"] == 832
+    assert qwen35(num_speculative_tokens=7, gdn_prefill_backend="triton", version=V033).fields["attention_block_size"] == 832
     # 0.33 aligns to 64 tokens in align mode: 64 * ceil(1,941,504 / (64 * 4,096)) = 512
-    assert qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=15).fields["attention_block_size"] == 512
+    assert qwen35(mamba_ssm_cache_dtype="bfloat16", num_speculative_tokens=15,
+                  version=V033).fields["attention_block_size"] == 512
 
 
 def test_qwen3_5_hook_reads_text_config_mamba_ssm_dtype():
@@ -68,7 +72,7 @@ def test_qwen3_next_float32_block_1056_as_qwen3_6_35b_a3b():
     # page: conv (2*16*128 + 32*128) * 3 * 2 = 49,152 + state 32*128*128*4 = 2,097,152 -> 2,146,304 B;
     # attention 2 KV heads x 256 x 2 x 2 = 2,048 B/token; no prefix caching: 16 * ceil(2,146,304 / 32,768) = 1056
     st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), mamba_ssm_cache_dtype="float32",
-                   enable_prefix_caching=False))
+                   enable_prefix_caching=False, version=V033))
     assert st.fields["state_page_bytes"] == 2_146_304
     assert st.fields["attention_block_size"] == 1056
     assert st.fields["state_page_padding_pct"] == 0.76  # a ROCm boot log (2026-03-23) reads "by 0.76%"
@@ -101,7 +105,7 @@ def test_issue_40691_concurrency_and_the_legacy_token_count():
     # github.com/vllm-project/vllm/issues/40691 (vLLM 0.19, H20): Qwen3.5-27B TP 1, float32 state, L 32768, no
     # prefix caching: "GPU KV cache size: 290,864 tokens", "Maximum concurrency for 32,768 tokens per request: 33.04x"
     per_block = 16 * 784 * ATTN_TOKEN  # group of 16 layers x a 784-token page
-    st = qwen35(max_model_len=32_768, enable_prefix_caching=False, kv_cache_memory_bytes=1487 * per_block)
+    st = qwen35(max_model_len=32_768, enable_prefix_caching=False, kv_cache_memory_bytes=1487 * per_block, version=V033)
     assert st.fields["attention_block_size"] == 784 and st.fields["num_blocks"] == 1487
     assert st.fields["groups"] == {"attention": 1, "gdn": 3}
     assert st.fields["blocks_per_request"] == 42 + 3  # ceil(32768 / 784) attention blocks + one per state group
@@ -115,7 +119,8 @@ def test_align_mode_before_0_33_reproduces_an_h200_log():
     # Maximum concurrency for 32,768 tokens per request: 42.75x". Before 0.33 GDN prefill ran on Triton (no
     # 64-token checkpoint alignment, no checkpoint block).
     per_block = 16 * 784 * ATTN_TOKEN
-    st = qwen35(max_model_len=32_768, gdn_prefill_backend="triton", kv_cache_memory_bytes=2052 * per_block)
+    st = qwen35(max_model_len=32_768, gdn_prefill_backend="triton", kv_cache_memory_bytes=2052 * per_block,
+                version=V033)
     assert st.fields["mamba_cache_mode"] == "align" and st.fields["attention_block_size"] == 784
     assert st.fields["blocks_per_request"] == 42 + 3 * 2  # align: two state blocks per group
     assert "GPU KV cache size: 1,400,832 tokens, Maximum concurrency for 32,768 tokens per request: 42.75x" in st.log
@@ -138,7 +143,7 @@ def test_club_3090_612_fp8_kv_exact_fit_has_no_padding_line():
     spec = config_spec("qwen3-next-80b-a3b", num_layers=40, architecture="Qwen3_5MoeForConditionalGeneration",
                        ssm_dtype_hints={"mamba_ssm_dtype": "float32"})
     st = stage(run("vllm", spec, max_model_len=131_072, kv_cache_dtype="fp8", gdn_prefill_backend="triton",
-                   kv_cache_memory_bytes=gib(5.98)))
+                   kv_cache_memory_bytes=gib(5.98), version=V033))
     # attention 2 x 2 x 256 x 1 = 1,024 B/token: 2,146,304 / 1,024 = 2,096 tokens exactly, so no padding
     assert st.fields["attention_block_size"] == 2096 and st.fields["state_page_padding_pct"] == 0.0
     assert not any(line.startswith("Padding mamba page size") for line in st.log)
@@ -152,7 +157,7 @@ def test_l40s_log_max_num_seqs_start_up_failure():
     # caching: "Available KV cache memory: 8.82 GiB", "GPU KV cache size: 141,036 tokens", "... 1.08x", then
     # "ValueError: max_num_seqs (256) exceeds available Mamba cache blocks (184)."
     st = stage(run("vllm", config_spec(QWEN35), "l40s", max_model_len=131_072, enable_prefix_caching=False,
-                   kv_cache_memory_bytes=gib(8.82)))
+                   kv_cache_memory_bytes=gib(8.82), version=V033))
     assert st.fields["num_blocks"] == 184
     assert "GPU KV cache size: 141,036 tokens, Maximum concurrency for 131,072 tokens per request: 1.08x" in st.log
     assert st.startup_error == (
@@ -162,10 +167,10 @@ def test_l40s_log_max_num_seqs_start_up_failure():
     assert st.max_running_requests == 0
     # with --max-num-seqs 16 it starts; eager mode skips the check
     fixed = stage(run("vllm", config_spec(QWEN35), "l40s", max_model_len=131_072, enable_prefix_caching=False,
-                      kv_cache_memory_bytes=gib(8.82), max_num_seqs=16))
+                      kv_cache_memory_bytes=gib(8.82), max_num_seqs=16, version=V033))
     assert fixed.startup_error is None and fixed.max_running_requests == 1  # 184 // 171 blocks per request
     eager = stage(run("vllm", config_spec(QWEN35), "l40s", max_model_len=131_072, enable_prefix_caching=False,
-                      kv_cache_memory_bytes=gib(8.82), enforce_eager=True))
+                      kv_cache_memory_bytes=gib(8.82), enforce_eager=True, version=V033))
     assert eager.startup_error is None
 
 
@@ -185,16 +190,20 @@ def test_group_size_takes_the_largest_bucket_under_one_and_a_half_times_the_smal
 
 
 def test_mamba_cache_mode_all_is_a_deprecated_no_op_and_mamba2_takes_a_checkpoint_block():
-    # engine/arg_utils.py (v0.33.0): --mamba-cache-mode only logs its deprecation, the mode follows prefix caching;
-    # layers/mamba/mamba_mixer2.py get_kv_cache_spec: num_prefill_checkpoint_blocks=1, so kv_cache_interface.py
-    # MambaSpec.max_memory_usage_bytes counts 2 + 0 drafts + 1 blocks per Mamba2 group in align mode.
-    # Nemotron-H-8B's Mamba2 page: conv (128*64 + 2*8*128) * (4 - 1) * 2 = 61,440 + state 128*64*128*4 = 4,194,304;
-    # attention 4,096 B/token, so the block is 16 * ceil(4,255,744 / (16 * 4,096)) = 1,040 tokens
+    # engine/arg_utils.py (v0.33.0, v0.34.0): --mamba-cache-mode only logs its deprecation, the mode follows prefix
+    # caching; layers/mamba/mamba_mixer2.py get_kv_cache_spec: num_prefill_checkpoint_blocks=1, so
+    # kv_cache_interface.py MambaSpec.max_memory_usage_bytes counts 2 + 0 drafts + 1 blocks per Mamba2 group in align
+    # mode. Nemotron-H-8B's Mamba2 page: conv (128*64 + 2*8*128) * (4 - 1) * 2 = 61,440 + state 128*64*128*4 =
+    # 4,194,304; attention 4,096 B/token, so the block is 64 * ceil(4,255,744 / (64 * 4,096)) = 1,088 tokens (0.34's
+    # 64-token block; 16 * ... = 1,040 before)
     st = stage(run("vllm", "nemotron-h-8b", mamba_cache_mode="all", max_model_len=8192))
     assert st.fields["mamba_cache_mode"] == "align"
-    assert any("--mamba-cache-mode is deprecated" in line for line in st.log)
-    assert st.fields["attention_block_size"] == 1040
-    # 1 attention group: ceil(8,192 / 1,040) = 8 blocks; 6 Mamba2 groups (24 / 4): 3 blocks each
+    assert ("--mamba-cache-mode is deprecated and will be removed in v0.34.0. It has no effect: Mamba prefix caching "
+            "follows --enable-prefix-caching.") in st.log
+    assert st.fields["attention_block_size"] == 1088
+    assert stage(run("vllm", "nemotron-h-8b", mamba_cache_mode="all", max_model_len=8192,
+                     version=V033)).fields["attention_block_size"] == 1040
+    # 1 attention group: ceil(8,192 / 1,088) = 8 blocks; 6 Mamba2 groups (24 / 4): 3 blocks each
     assert st.fields["blocks_per_request"] == 8 + 6 * 3 == 26
 
 
@@ -216,9 +225,9 @@ def test_a_config_without_a_length_key_means_2048():
 def test_num_blocks_from_memory_and_the_running_requests_at_a_context():
     # gpu_worker.py: available = ceil(total x utilization) - weights - non-KV memory
     st = qwen35(gpu_memory_utilization=0.9, weights_bytes=gib(50), non_kv_memory_bytes=gib(2), max_model_len=32_768,
-                enable_prefix_caching=False)
+                enable_prefix_caching=False, version=V033)
     r = run("vllm", config_spec(QWEN35), "h200", gpu_memory_utilization=0.9, weights_bytes=gib(50),
-            non_kv_memory_bytes=gib(2), max_model_len=32_768, enable_prefix_caching=False, context=8192)
+            non_kv_memory_bytes=gib(2), max_model_len=32_768, enable_prefix_caching=False, context=8192, version=V033)
     available = -(-(143_771 << 20) * 9 // 10) - gib(50) - gib(2)
     per_block = 16 * 784 * ATTN_TOKEN
     assert stage(r).fields["num_blocks"] == available // per_block
@@ -229,7 +238,7 @@ def test_num_blocks_from_memory_and_the_running_requests_at_a_context():
 def test_memory_too_small_for_one_request_names_the_longest_model_length():
     # kv_cache_planning.py check_enough_kv_cache_memory: one request at L needs its blocks beside the null block
     per_block = 16 * 784 * ATTN_TOKEN
-    st = qwen35(max_model_len=262_144, enable_prefix_caching=False, kv_cache_memory_bytes=100 * per_block)
+    st = qwen35(max_model_len=262_144, enable_prefix_caching=False, kv_cache_memory_bytes=100 * per_block, version=V033)
     assert st.startup_error.startswith("To serve at least one request with the model's max seq len (262144), (")
     # 99 usable blocks: 96 attention blocks (75,264 tokens) + 3 state blocks
     assert "the estimated maximum model length is 75264." in st.startup_error
@@ -251,7 +260,7 @@ def test_before_0_29_the_memory_check_counts_the_null_block_in():
 def test_qwen3_next_blocks_over_tp_with_replicated_kv_heads(tp, block):
     # bf16 state, no prefix caching: per rank the page shrinks with TP; the 2 KV heads replicate from TP 2 up
     # (max(1, 2 // tp)), so the attention token stops shrinking: TP 4 -> 16 * ceil(268,288 / (16 * 1,024)) = 272
-    st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), tp=tp, enable_prefix_caching=False))
+    st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), tp=tp, enable_prefix_caching=False, version=V033))
     assert st.fields["attention_block_size"] == block
 
 
@@ -289,18 +298,18 @@ def test_kimi_k3_kda_state_takes_the_ssm_cache_dtype():
 def test_short_conv_drafts_grow_the_layer_page_not_the_padding():
     # layers/mamba/short_conv.py get_state_shape passes num_spec, models/lfm2_moe.py's hook does not: LFM2-8B at TP 4,
     # 3 drafts -> conv 512 x (2 + 3) x 2 = 5,120 B, padded to the 16-token attention page the hook's 2,048 B gave
-    st = stage(run("vllm", config_spec("lfm2-8b-a1b"), tp=4, num_speculative_tokens=3))
+    st = stage(run("vllm", config_spec("lfm2-8b-a1b"), tp=4, num_speculative_tokens=3, version=V033))
     assert st.fields["state_page_bytes"] == 5120
     assert (st.fields["attention_block_size"], st.fields["state_page_padded_bytes"]) == (16, 8192)
     # TP 1, 7 drafts: 2,048 x 9 x 2 = 36,864 B outgrow the 32,768 B page -> the start-up assertion
-    st = stage(run("vllm", config_spec("lfm2-8b-a1b"), num_speculative_tokens=7))
+    st = stage(run("vllm", config_spec("lfm2-8b-a1b"), num_speculative_tokens=7, version=V033))
     assert st.startup_error.startswith("AssertionError") and "36864 bytes" in st.startup_error
 
 
 def test_per_token_head_scales_add_eight_bytes_per_kv_head():
     # kv_cache_interface.py: fp8_per_token_head adds a float32 scale for K and V per KV head and token
     st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), kv_cache_dtype="fp8_per_token_head",
-                   enable_prefix_caching=False))
+                   enable_prefix_caching=False, version=V033))
     token = 2 * 2 * 256 * 1 + 2 * 2 * 4  # 1,040 B
     page = 8192 * 3 * 2 + 32 * 128 * 128 * 2  # bf16 state: 1,097,728 B
     assert st.fields["attention_block_size"] == 16 * -(-page // (16 * token)) == 1056
@@ -371,10 +380,13 @@ def test_a_blackwell_gpu_with_other_key_heads_takes_triton():
 
 
 def test_triton_takes_no_prefill_checkpoint_alignment():
-    # align mode with FlashInfer makes the attention block a multiple of the checkpoints' 64 tokens (576 on an H200);
-    # with Triton only the kernel block's 16 counts: the smallest multiple of 16 whose page holds a state page, 544
-    hopper, ampere = (run("vllm", "qwen3-next-80b-a3b", gpu).stages[0].fields for gpu in ("h200", "a100-80gb"))
+    # 0.33: align mode with FlashInfer makes the attention block a multiple of the checkpoints' 64 tokens (576 on an
+    # H200); with Triton only the kernel block's 16 counts: the smallest multiple of 16 whose page holds a state page,
+    # 544. From 0.34 the 64-token block_size aligns both to 576
+    hopper, ampere = (run("vllm", "qwen3-next-80b-a3b", gpu, version=V033).stages[0].fields
+                      for gpu in ("h200", "a100-80gb"))
     assert (hopper["attention_block_size"], ampere["attention_block_size"]) == (576, 544)
+    assert run("vllm", "qwen3-next-80b-a3b", "a100-80gb").stages[0].fields["attention_block_size"] == 576
 
 
 @pytest.mark.parametrize("version", ["0.10.2", "0.22.0", "0.33.0"])
@@ -797,3 +809,38 @@ def test_zamba2_attention_group_is_first_in_the_first_group_check():
                           {"max_model_len": 4096, "kv_cache_memory_bytes": 64 << 20, "weights_bytes": 0})
     error = run_engine("vllm", inputs, "0.18.0").stages[0].startup_error
     assert "(0.71 GiB KV cache is needed" in error and "estimated maximum model length is 336." in error
+
+
+def test_0_34_utilization_defaults_to_all_memory_with_the_extensible_kv_cache():
+    # config/cache.py resolved_gpu_memory_utilization (v0.34.0): 1.0 with the extensible KV cache, which
+    # config/vllm.py _resolve_extensible_kv_cache turns on on CUDA unless kv_cache_memory_bytes is set; else 0.92
+    sized = dict(weights_bytes=gib(50), non_kv_memory_bytes=gib(2), max_model_len=32_768, enable_prefix_caching=False)
+    r = run("vllm", config_spec(QWEN35), "h200", **sized)
+    assert r.settings["gpu_memory_utilization"] == 1.0
+    per_block = 16 * 832 * ATTN_TOKEN  # 64 * ceil(3,207,168 / (64 * 4,096)) = 832 tokens
+    assert stage(r).fields["num_blocks"] == ((143_771 << 20) - gib(52)) // per_block
+    given = run("vllm", config_spec(QWEN35), "h200", kv_cache_memory_bytes=gib(20))
+    assert given.settings["gpu_memory_utilization"] == 0.92
+    assert run("vllm", config_spec(QWEN35), "h200", version=V033, **sized).settings["gpu_memory_utilization"] == 0.92
+
+
+def test_0_34_refusals_advise_by_how_the_kv_cache_was_sized():
+    # v1/core/kv_cache_planning.py _more_kv_cache_memory_hint (v0.34.0): kv_cache_memory_bytes given, the
+    # utilization advice of 0.22 - 0.33; the extensible KV cache at 1.0 or below it, its own
+    docs = " See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    assert _memory_words("0.34.0") == _memory_words(V033)
+    assert _memory_words("0.34.0", utilization=1.0) == (
+        "No available memory for the cache blocks. The extensible KV cache already takes all device memory left after "
+        "the model and its activations; decrease `max_model_len` or `max_num_seqs`, or the model needs a device with "
+        "more memory." + docs)
+    short = (4096, 1 << 30, 1 << 29, 2048)
+    assert _memory_words("0.34.0", short, 0.9) == (
+        "To serve at least one request with the model's max seq len (4096), (1.0 GiB KV cache is needed, which is "
+        "larger than the available KV cache memory (0.5 GiB). Based on the available memory, the estimated maximum "
+        "model length is 2048. The KV cache gets what is left after the model and its activations within "
+        "`gpu_memory_utilization`=0.9; increase it (with the extensible KV cache it defaults to 1.0) or decrease "
+        "`max_model_len` or `max_num_seqs`. Decreasing `max_model_len` also reduces what is needed." + docs)
+    assert _memory_words("0.34.0", short).endswith(
+        "Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory "
+        "reservation on the CPU backend, despite its name). Decreasing `max_model_len` also reduces what is needed."
+        + docs)

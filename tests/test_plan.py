@@ -115,16 +115,16 @@ def test_a_fleet_is_replicas_of_the_layout_mcache_size_sizes_and_its_settings_st
     """5,000 sequences of 128K of Qwen3-Next on H200s under vLLM: one replica is sized (TP 2, PP 2 runs 222 with an
     fp8 KV cache; its MTP layer is not loaded without drafts), the fleet is ceil(5000 / 222) = 23 replicas of 4 GPUs =
     92 GPUs, 222 / 4 = 55.5 sequences per GPU; the pasted line, its --data-parallel-size dropped, is the replica
-    `mcache size --engine vllm` sizes."""
+    `mcache size --engine vllm` sizes. At vLLM 0.33 (its 0.92 utilization: 0.34's extensible KV cache takes all)."""
     args = ["qwen3-next-80b-a3b", "--gpu", "h200", "--context", "131072", "--target-concurrency", "5000", "--engine",
-            "vllm", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8", "--max-gpus", "128"]
+            "vllm", "--engine-version", "0.33.0", "--tp", "2", "--pp", "2", "--kv-dtype", "fp8", "--max-gpus", "128"]
     best = plan_json(*args)["best"]
     assert (best["replicas"], best["gpus"], best["sequences_per_replica"], best["sequences"]) == (23, 92, 222, 23 * 222)
     assert best["sequences_per_gpu"] == 55.5
     argv = shlex.split(best["settings"])
     assert argv[-2:] == ["--data-parallel-size", "23"]
     options = parse_engine_line("vllm", shlex.join(argv[:-2]))
-    replica = size_json(["qwen3-next-80b-a3b", "--gpu", "h200", "--engine", "vllm",
+    replica = size_json(["qwen3-next-80b-a3b", "--gpu", "h200", "--engine", "vllm", "--engine-version", "0.33.0",
                          *(x for kv in options.items() for x in kv)])["engine"]
     assert replica["max_running_requests"] == 222
     capped = plan_json(*args[:-2])  # the default --max-gpus 64: no fleet reaches it, the nearest is named
@@ -333,8 +333,9 @@ def test_a_trtllm_replica_that_does_not_start_with_its_default_starts_with_the_s
 def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_the_max_num_seqs_its_blocks_run(capsys):
     """Nemotron-H-8B on an L4: vLLM's default max_num_seqs (256) exceeds its 227 Mamba blocks. A request of 8,192
     tokens holds 26 of them (8 attention blocks of 1,040 tokens, 3 state blocks in each of 6 Mamba groups), so 227 //
-    26 = 8 run ("Maximum concurrency ... 8.73x"): max_num_seqs 8 starts and runs them, and more runs no more."""
-    common = ["nemotron-h-8b", "--gpu", "l4", "--engine", "vllm"]
+    26 = 8 run ("Maximum concurrency ... 8.73x"): max_num_seqs 8 starts and runs them, and more runs no more. At vLLM
+    0.33 (16-token blocks, 0.92 utilization)."""
+    common = ["nemotron-h-8b", "--gpu", "l4", "--engine", "vllm", "--engine-version", "0.33.0"]
     assert main(["size", *common, "--max-seq-len", "8192"]) == 3
     assert "max_num_seqs (256) exceeds available Mamba cache blocks (227)" in capsys.readouterr().out
     (c,) = plan_json(*common, "--tp", "1", "--pp", "1", "--context", "8192", "--kv-dtype", "default")["candidates"]

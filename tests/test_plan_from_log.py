@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from mcache.cli.main import app
 from mcache.core.deployment import Deployment
+from mcache.core.engines.vllm import EXTENSIBLE_UTILIZATION
 from mcache.core.load import load_spec
 from mcache.core.options import SizeOptions
 from mcache.core.report import size_report
@@ -42,9 +43,9 @@ def vllm_plan(log: str, *extra: str) -> dict:
 def test_vllm_non_kv_memory_is_the_budget_less_the_weights_less_the_measured_kv(log, kv_gib):
     plan = vllm_plan(log)
     carried = plan["from_log"]["carried"]
-    # by hand: vLLM 0.33's gpu_memory_utilization 0.92 (the log names no version) of the RTX 5090, less the weights
-    # given, less the log's "Available KV cache memory"
-    assert carried["value"] == ceil(RTX5090 * 0.92) - 19 * GIB - round(kv_gib * GIB)
+    # by hand: the newest vLLM's gpu_memory_utilization (the log names no version; 1.0 from 0.34, whose extensible KV
+    # cache measures its budget) of the RTX 5090, less the weights given, less the log's "Available KV cache memory"
+    assert carried["value"] == ceil(RTX5090 * EXTENSIBLE_UTILIZATION) - 19 * GIB - round(kv_gib * GIB)
     assert carried["field"] == "reserve" and plan["engine"] == "vllm" and plan["from_log"]["tp"] == 1
     assert {(c["gpu"], c["measured"]) for c in plan["candidates"]} == {("rtx-5090", True), ("h200", False)}
 
@@ -85,7 +86,7 @@ def test_the_weights_estimate_stands_in_when_the_log_measured_none():
     report = size_report(weighed_as(spec, "nvfp4"), Deployment(ParallelLayout(), ("rtx-5090", RTX5090), "vllm"),
                          QWEN36_35B).data
     weights = report["engine"]["settings"]["weights_bytes"]
-    assert carried["value"] == ceil(RTX5090 * 0.92) - weights - round(5.98 * GIB)
+    assert carried["value"] == ceil(RTX5090 * EXTENSIBLE_UTILIZATION) - weights - round(5.98 * GIB)
     assert "mcache's estimate at tp 1 pp 1" in carried["how"]
 
 
@@ -143,7 +144,7 @@ def test_the_table_says_what_was_measured_and_which_candidates_used_it(capsys):
     assert main(["plan", QWEN36_35B, "--gpu", "rtx-5090,h200", "--context", "131072", "--tp", "1", "--pp", "1",
                  "--kv-dtype", "fp8", "--weights", "19GiB", "--from-log", RUN1, "--log-gpu", "rtx-5090"]) == 0
     out = capsys.readouterr().out
-    non_kv = (ceil(RTX5090 * 0.92) - 19 * GIB - round(5.98 * GIB)) / GIB
+    non_kv = (ceil(RTX5090 * EXTENSIBLE_UTILIZATION) - 19 * GIB - round(5.98 * GIB)) / GIB
     assert f"(vLLM at tp 1 pp 1; the log names no version: sized as the newest mcache models): non-KV memory " \
            f"{non_kv:.2f} GiB = ceil(" in out
     assert "to the 1 candidates on NVIDIA GeForce RTX 5090 (memory: measured)" in out
@@ -216,7 +217,7 @@ def test_the_plan_weighs_the_model_as_the_log_s_quantization_names_it(tmp_path):
                                                                                  "vllm"), QWEN36_35B).data
     weights = report["engine"]["settings"]["weights_bytes"]
     # by hand, as above: the non-KV memory is the budget less the NVFP4 weights less the measured KV
-    assert plan["from_log"]["carried"]["value"] == ceil(RTX5090 * 0.92) - weights - round(5.98 * GIB)
+    assert plan["from_log"]["carried"]["value"] == ceil(RTX5090 * EXTENSIBLE_UTILIZATION) - weights - round(5.98 * GIB)
     given = plan_json(QWEN36_35B, "--gpu", "rtx-5090", "--context", "131072", "--tp", "1", "--pp", "1", "--kv-dtype",
                       "fp8", "--weight-format", "fp8", "--from-log", str(log), "--log-gpu", "rtx-5090", "--weights",
                       "19GiB")

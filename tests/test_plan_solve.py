@@ -85,14 +85,16 @@ def test_a_raised_max_num_seqs_reaches_a_target_on_fewer_gpus_and_its_line_runs_
     """Nemotron-3-Nano at 8K on H200s, TP 2 x PP 2, fp8 KV, 2,500 users: vLLM's default max_num_seqs (1024 on a GPU of
     70 GiB and more) caps a replica at 1,024, 3 replicas (12 GPUs), while its 37,456 blocks hold 37,456 // 14 = 2,675
     requests of 8,192 tokens (vLLM's "Maximum concurrency", whole). max_num_seqs 2675 runs them on one replica (4
-    GPUs); one more runs no more."""
-    args = ("nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "vllm", "--tp", "2", "--pp", "2", "--context",
+    GPUs); one more runs no more. At vLLM 0.33 (16-token blocks, 0.92 utilization)."""
+    args = ("nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "vllm", "--engine-version", "0.33.0", "--tp", "2",
+            "--pp", "2", "--context",
             "8192", "--kv-dtype", "fp8", "--target-concurrency", "2500")
     best = plan_json(*args)["best"]
     assert (best["replicas"], best["gpus"], best["sequences_per_replica"], best["solved"]) == (1, 4, 2675,
                                                                                             "max_num_seqs=2675")
     assert (best["solved_for"], best["default_sequences"]) == ("target", 1024)
-    common = ["nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "vllm", "--tp", "2", "--pp", "2",
+    common = ["nemotron-3-nano-30b-a3b", "--gpu", "h200", "--engine", "vllm", "--engine-version", "0.33.0", "--tp", "2",
+              "--pp", "2",
               "--kv-dtype", "fp8", "--max-seq-len", "8192"]
     assert size_json(common)["engine"]["max_running_requests"] == 1024
     again = size_json([*common, *pasted(best["settings"], ("--max-num-seqs",))])["engine"]

@@ -41,7 +41,7 @@ def size(
         "Max tokens per sequence, sizing the KV pool (8192; engines: the config's max_model_len)."
         + also("size", "--max-seq-len")))] = None,
     block_size: Annotated[int | None, typer.Option("--block-size", help=(
-        "Tokens per KV block (32; vLLM 16, SGLang page 1, TensorRT-LLM 32)." + also("size", "--block-size")))] = None,
+        "Tokens per KV block (32; vLLM 64, SGLang page 1, TensorRT-LLM 32)." + also("size", "--block-size")))] = None,
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
     draft: Annotated[int | None, typer.Option("--draft", help="Speculative draft tokens per step (0)."
                                               + also("size", "--draft"))] = None,
@@ -61,7 +61,7 @@ def size(
         "141GiB; overrides --gpu, whose catalogue has what nvidia-smi reports (an H100 80GB: 81559MiB).")
     )] = None,
     utilization: Annotated[float | None, typer.Option("--utilization", help=(
-        "Fraction of GPU memory the engine may use (0.9; vLLM 0.92)." + also("size", "--utilization")))] = None,
+        "Fraction of GPU memory the engine may use (0.9; vLLM 1.0)." + also("size", "--utilization")))] = None,
     reserve: Annotated[str | None, typer.Option(help=(
         "Memory kept for activations and workspace, a size as for --gpu-memory, 0 allowed (2GiB; vLLM, TensorRT-LLM: "
         "what their profiling finds)."))] = None,
@@ -75,7 +75,7 @@ def size(
         "Prefix caching (on for hybrid models)." + also("size", "--prefix-caching=on", "--prefix-caching=off")),
         rich_help_panel=VLLM)] = None,
     mamba_cache_mode: Annotated[str | None, typer.Option(
-        help="none, align or all: deprecated, logged and ignored (vLLM 0.33).", rich_help_panel=VLLM)] = None,
+        help="none, align or all: deprecated, logged and ignored (vLLM 0.33 on).", rich_help_panel=VLLM)] = None,
     kernel_block_size: Annotated[int | None, typer.Option(help=(
         "Smallest kernel block of the attention backend (16)."),
                                                           rich_help_panel=VLLM)] = None,

@@ -441,6 +441,10 @@ def carried_memory(log: EngineLog, spec: ModelSpec, origin: str, layout: Paralle
     w_from = fed_from.get("weights_bytes", estimate)
     if engine == "vllm":
         util, kv = settings["gpu_memory_utilization"], measured[wanted]
+        if report["engine"]["sources"]["gpu_memory_utilization"] == "default":
+            # the default of the log's run, which measured its KV budget (fed here as kv_cache_memory_bytes): from 0.34
+            # the extensible KV cache takes 1.0 where a set budget keeps 0.92 (engines/vllm.py EXTENSIBLE_UTILIZATION)
+            util = size_report(spec, replace(d, options=given), origin).data["engine"]["settings"]["gpu_memory_utilization"]
         non_kv = ceil(gpu[1] * util) - w - kv
         how = (f"ceil({_gib(gpu[1])} of {gpu[0]} x gpu_memory_utilization {util}) less the weights {_gib(w)} ({w_from}) "
                f"less the KV budget {_gib(kv)} ({sources[wanted]})")

@@ -85,6 +85,8 @@ VERSION_PINS = {
     # Qwen3-VL model modules import transformers' image processors, which import it at module level
     "0.33.0": {"transformers": "transformers>=5.16.1,<5.21.0", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0"},
+    "0.34.0": {"transformers": "transformers>=5.16.1,<5.23.0", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
 }
 PURE_DEPS = ["pydantic", "regex", "cachetools", "psutil", "numpy", "requests", "tqdm", "huggingface_hub", "tokenizers",
              "safetensors", "msgspec", "pyyaml", "einops", "cloudpickle", "pybase64", "cbor2", "py-cpuinfo",
@@ -157,6 +159,22 @@ MOCKS = [
     "marked is_draft_layer as load_model marks them); weights are never loaded. Other configs draft with 'ngram' "
     "(no draft model); the Mamba specs take num_speculative_tokens from the VllmConfig with any method",
     REMOTE.MOCK.format(engine="vLLM"),
+]
+
+# The stand-ins of the 0.34+ GPU runner (`v2_runner`), in the tables of those releases only (an older table's run is
+# unchanged)
+MOCKS_V2_RUNNER = [
+    "0.34+: the worker's spec call (v1/worker/gpu/model_runner.py GPUModelRunner.get_kv_cache_spec, which calls "
+    "attn_utils.get_kv_cache_spec(vllm_config)) runs on a stand-in runner with speculator None and dcp_size 1: its "
+    "only branch of its own makes a DraftModelSpeculator's draft specs dcp_sharded=False under decode context "
+    "parallelism, which no case has (MTP drafts with MTPSpeculator, DCP is 1); the page and block arithmetic is the "
+    "layers' own",
+    "0.34+: quack-kernels (`quack...`), a CuTe-DSL kernel package vLLM 0.34 requires (quack-kernels==0.6.5, on "
+    "nvidia-cutlass-dsl), is a stand-in package like cutlass: imported at module level by the CuTe-DSL kernels (GDN "
+    "chunked prefill, MoE router GEMMs), never called while sizing",
+    "0.34+: the MTP drafter is built on the target's VllmConfig with SpeculativeConfig.apply_draft_overrides, as "
+    "v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model derives it (the v1 proposers of 0.2x - 0.33 are gone); "
+    "weights are never loaded",
 ]
 
 # --trust-remote-code's stand-in configuration class, shared with the SGLang oracle (scripts/oracles/remote_code.py)
@@ -319,6 +337,8 @@ def install_mocks():
     # installed with vLLM 0.33 on a GPU host (nvidia-cutlass-dsl[cu13] is in its requirements), so find_spec finding
     # them answers as it would there.
     kernel_pkgs = re.compile(r"^(cutlass|cuda)(\..+)?$")
+    if quack_required():  # 0.34+: quack-kernels, the same kind of CuTe-DSL kernel package (MOCKS_V2_RUNNER)
+        kernel_pkgs = re.compile(r"^(cutlass|cuda|quack)(\..+)?$")
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
@@ -566,14 +586,17 @@ def build_drafter(vc) -> None:
         set_model_tag = None
     spec = vc.speculative_config
     draft_vc = vc
-    try:  # 0.2x+: the proposer derives a draft VllmConfig (its own attention backend selection, MoE backend)
-        from vllm.v1.spec_decode.llm_base_proposer import LLMBaseProposer
+    if v2_runner():  # 0.34+: v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model overlays the draft's overrides
+        draft_vc = spec.apply_draft_overrides(vc)
+    else:
+        try:  # 0.2x - 0.33: the proposer derives a draft VllmConfig (its own attention backend selection, MoE backend)
+            from vllm.v1.spec_decode.llm_base_proposer import LLMBaseProposer
 
-        shim = type("Proposer", (), {})()
-        shim.vllm_config, shim.speculative_config = vc, spec
-        draft_vc = LLMBaseProposer._create_draft_vllm_config(shim)
-    except (ImportError, AttributeError):
-        pass
+            shim = type("Proposer", (), {})()
+            shim.vllm_config, shim.speculative_config = vc, spec
+            draft_vc = LLMBaseProposer._create_draft_vllm_config(shim)
+        except (ImportError, AttributeError):
+            pass
     context = vc.compilation_config.static_forward_context
     before = set(context)
     tag = set_model_tag("eagle_head") if set_model_tag else contextlib.nullcontext()
@@ -612,9 +635,25 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:1200]
 
 
+def quack_required() -> bool:
+    """0.34+: vLLM requires quack-kernels (its METADATA: quack-kernels==0.6.5) and imports `quack` at module level in
+    the CuTe-DSL kernels (e.g. layers/mamba/ops/gdn_chunk_cutedsl, fused_moe/router); read from the installed
+    distribution, before anything of vLLM is imported."""
+    from importlib.metadata import version
+
+    return tuple(int(x) for x in version("vllm").split(".")[:2]) >= (0, 34)
+
+
+def v2_runner() -> bool:
+    """0.34+: the GPU worker runs v1/worker/gpu/model_runner.py's GPUModelRunner (v1/worker/gpu_model_runner.py and
+    v1/spec_decode's proposers are gone)."""
+    return importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None
+
+
 def fake_runner(vc):
     """The GPUModelRunner attributes its get_kv_cache_spec reads, as its __init__ sets them (0.10-0.33 differ in
-    which they read: kv_cache_dtype, attention_chunk_size and speculative_config in 0.10, vllm_config alone later)."""
+    which they read: kv_cache_dtype, attention_chunk_size and speculative_config in 0.10, vllm_config alone later;
+    0.34's v1/worker/gpu/model_runner.py also its speculator and dcp_size, for a DraftModelSpeculator under DCP)."""
     try:
         from vllm.utils.torch_utils import STR_DTYPE_TO_TORCH_DTYPE
     except ImportError:  # before 0.11.1
@@ -629,6 +668,8 @@ def fake_runner(vc):
     cache_dtype = vc.cache_config.cache_dtype
     runner.dtype = vc.model_config.dtype
     runner.kv_cache_dtype = vc.model_config.dtype if cache_dtype == "auto" else STR_DTYPE_TO_TORCH_DTYPE[cache_dtype]
+    if v2_runner():  # no DraftModelSpeculator (MTP drafts with MTPSpeculator) and no DCP: no spec is replaced
+        runner.speculator, runner.dcp_size = None, 1
     return runner
 
 
@@ -673,7 +714,10 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
         from vllm.utils.torch_utils import set_default_torch_dtype
     except ImportError:  # before 0.11.1
         from vllm.model_executor.model_loader.utils import set_default_torch_dtype
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+    if v2_runner():  # 0.34+
+        from vllm.v1.worker.gpu.model_runner import GPUModelRunner
+    else:
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     src = CONFIGS / key["config"]
     tmp = tempfile.mkdtemp(prefix="oracle-model-")
@@ -991,7 +1035,8 @@ def write_table(args, cases, torch_version, transformers_version, vllm_version):
         redone = {c["config"] for c in cases}
         cases = [c for c in golden.read(out)["cases"] if c["config"] not in redone] + cases
     table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
-             "torch": torch_version, "transformers": transformers_version, "mocks": MOCKS,
+             "torch": torch_version, "transformers": transformers_version,
+             "mocks": MOCKS + (MOCKS_V2_RUNNER if v2_runner() else []),
              "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
              "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
     out.parent.mkdir(parents=True, exist_ok=True)

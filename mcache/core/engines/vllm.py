@@ -1,9 +1,9 @@
 """vLLM (V1 engine, hybrid KV-cache manager): state dtypes, pages, block alignment, KV-cache groups, blocks,
 concurrency and the start-up checks, as vLLM computes them on an NVIDIA GPU at each release in `VERSIONS` (0.10.2 to
-0.33.0; the rules that changed between them are keyed in `SINCE` and tested with `_since`); and the `vllm serve`
+0.34.0; the rules that changed between them are keyed in `SINCE` and tested with `_since`); and the `vllm serve`
 line that starts a deployment `mcache plan` found.
 
-Sources (vllm-project/vllm at tag v0.33.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and
+Sources (vllm-project/vllm at tag v0.34.0): `vllm/model_executor/layers/mamba/mamba_utils.py` (state shapes and
 dtypes), `vllm/model_executor/models/config.py` (per-model hooks, mamba cache mode), `vllm/platforms/interface.py`
 (`_align_hybrid_block_size`), `vllm/v1/kv_cache_interface.py` (page sizes, blocks per request),
 `vllm/v1/core/kv_cache_planning.py` (groups, block counts, the memory check), `vllm/v1/core/kv_cache_utils.py`
@@ -58,7 +58,7 @@ NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
 VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
-            "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0")
+            "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0", "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
@@ -179,6 +179,15 @@ SINCE = {
     # gdn/qwen_gdn_linear_attn.py + gdn_attn.py: FlashInfer GDN prefill checkpoints (block alignment, one block);
     # engine/arg_utils.py: --mamba-cache-mode a deprecated no-op
     "gdn_checkpoints": "0.33.0",
+    # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE 16 -> 64: the block of an attention model, the block a hybrid's
+    # attention block aligns to (platforms/interface.py _align_hybrid_block_size: the larger of the backend's
+    # smallest kernel block, 16 for FlashAttention, and block_size) and the state block of an attention-free model
+    "block_size_64": "0.34.0",
+    # config/cache.py gpu_memory_utilization None -> resolved_gpu_memory_utilization: 1.0 with the extensible KV cache
+    # (on by default on CUDA unless kv_cache_memory_bytes is set: config/vllm.py _resolve_extensible_kv_cache), 0.92
+    # otherwise; v1/core/kv_cache_planning.py: the one-request refusal's advice follows (_more_kv_cache_memory_hint);
+    # engine/arg_utils.py: --mamba-cache-mode's deprecation names v0.34.0 for its removal
+    "extensible_kv_cache": "0.34.0",
 }
 # The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
 # the option; an option vLLM lacks is refused with it).
@@ -196,10 +205,14 @@ SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", 
             "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
             "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
             "gdn_prefill_backend")
-DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.gpu_memory_utilization (since 0.20.0)
+DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION (since 0.20.0)
 DEFAULT_UTILIZATION_BEFORE_020 = 0.9  # vllm/config/cache.py v0.10.2 - v0.19.1
-DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE; FlashAttention's smallest kernel block
-DEFAULT_KERNEL_BLOCK_SIZE = DEFAULT_BLOCK_SIZE  # vllm/config/cache.py: the attention kernel's block follows block_size
+# vllm/config/cache.py resolved_gpu_memory_utilization (since 0.34.0): the extensible KV cache, on by default on CUDA
+# unless kv_cache_memory_bytes is set (config/vllm.py _resolve_extensible_kv_cache), takes all the memory it measures
+EXTENSIBLE_UTILIZATION = 1.0
+DEFAULT_BLOCK_SIZE = 64  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE (since 0.34.0)
+DEFAULT_BLOCK_SIZE_BEFORE_034 = 16  # vllm/config/cache.py v0.10.2 - v0.33.0
+DEFAULT_KERNEL_BLOCK_SIZE = 16  # FlashAttention's smallest kernel block (v1/attention/backends/flash_attn.py)
 DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # `auto` on Hopper (SM 9.0); other GPUs: `_gdn_backend`
 # engine/arg_utils.py --gdn-prefill-backend choices: flashinfer, triton, cutedsl, aiter_flydsl, sycl; mcache models the
 # first two (FlashInfer exports prefill checkpoints on block boundaries, Triton does not).
@@ -237,7 +250,7 @@ CHECKPOINT_KV = "fp8_e4m3"
 # engine/arg_utils.py: --mamba-cache-mode still takes these, but in 0.33 it is a deprecated no-op (the mode follows
 # prefix caching); 'all' (per-block state prefix caching, 0.31 and older) is not modelled
 MODES = ("none", "align", "all")
-MODE_DEPRECATED = ("--mamba-cache-mode is deprecated and will be removed in v0.33.0. It has no effect: Mamba prefix "
+MODE_DEPRECATED = ("--mamba-cache-mode is deprecated and will be removed in v{removal}. It has no effect: Mamba prefix "
                    "caching follows --enable-prefix-caching.")
 
 # vllm/model_executor/models/config.py: NemotronHForCausalLMConfig sets the state dtype from the config's
@@ -433,6 +446,7 @@ class Setup(Struct, frozen=True):
     log: list[str]
     refusal: str | None = None
     version: str = ""  # the modelled release
+    extensible: bool = False  # the extensible KV cache sizes the memory (since 0.34, without kv_cache_memory_bytes)
 
 
 class StagePool(Struct, frozen=True):
@@ -569,7 +583,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
     uses_mla = spec.mla is not None
     fp8_mla = uses_mla and kv_mode.startswith("fp8")
-    block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE)
+    block_size = s.take("block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_BLOCK_SIZE if _since(version, "block_size_64")
+                        else DEFAULT_BLOCK_SIZE_BEFORE_034)
     kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_KERNEL_BLOCK_SIZE)
     gdn_backend = s.take("gdn_prefill_backend", *_gdn_backend(spec, inputs.gpu_name)) if "gdn" in recurrent else None
     if s.given.get("gdn_prefill_backend", GDN_PREFILL_BACKENDS[0]) not in GDN_PREFILL_BACKENDS:
@@ -579,9 +594,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    and _since(version, "gdn_checkpoints"))
     batched, max_num_seqs = _batch_limits(s, inputs, version)
     eager = s.take("enforce_eager", False)
-    util = s.take("gpu_memory_utilization",
-                  DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
+    extensible = kv_memory is None and _since(version, "extensible_kv_cache")
+    util = s.take("gpu_memory_utilization", EXTENSIBLE_UTILIZATION if extensible else (
+        DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020))
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
@@ -620,7 +636,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
                      mamba_block, block_size)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version)
+                 kv_memory, non_kv, log, refusal, version, extensible)
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -981,7 +997,7 @@ def _planning_error(pools: list[StagePool], setup: Setup) -> str | None:
     if empty is not None and before_check:
         return _empty_stage_error(empty, version)
     memory = next((error for p in pools if p.groups and p.available is not None and
-                   (error := _memory_error(p, setup.rule, setup.max_len, version))), None)
+                   (error := _memory_error(p, setup))), None)
     if memory is not None or _since(version, "whole_model_groups"):
         return memory or (None if empty is None else _empty_stage_error(empty, version))
     first = sorted(_spec_class(name) for name, n in pools[0].groups.items() for _ in range(n))
@@ -1077,7 +1093,7 @@ def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
     Nemotron-3-Super at 4,096 tokens) with it; in 0.10.2 a model of one spec type (no attention) counts num_blocks x
     cache_config.block_size (_get_kv_cache_config_uniform_type)."""
     if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
-        return num_blocks * DEFAULT_BLOCK_SIZE
+        return num_blocks * DEFAULT_BLOCK_SIZE_BEFORE_034
     block = min(setup.rule.block, setup.max_len) if setup.rule.mode == "none" else setup.rule.block
     if not setup.attn_tok and setup.rule.mode != "none":  # attention-free with prefix caching: the state block
         block = setup.rule.mamba_block
@@ -1141,7 +1157,7 @@ def _mode(s: Settings, prefix: bool, arch: str, recurrent: list[str], k: int, ve
     if given == "all" and _since(version, "no_all_mode") and not _since(version, "gdn_checkpoints"):
         return "none", "ValidationError: mamba_cache_mode: Input should be 'align' or 'none'"
     if given is not None and _since(version, "gdn_checkpoints"):
-        log.append(MODE_DEPRECATED)
+        log.append(MODE_DEPRECATED.format(removal="0.34.0" if _since(version, "extensible_kv_cache") else "0.33.0"))
         given = None
     if not recurrent:
         s.values["mamba_cache_mode"] = "none"
@@ -1311,13 +1327,15 @@ def _group_size(buckets: dict[str, int], version: str) -> int:
     return largest if largest < (1.5 if _since(version, "group_size_max_1_5") else 1.25) * smallest else smallest
 
 
-def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) -> str | None:
+def _memory_error(pool: StagePool, setup: Setup) -> str | None:
     """kv_cache_planning.py check_enough_kv_cache_memory: one request at the max model length (`_one_request_bytes`)
     in the memory left beside the block pool's null block (since 0.29; before, in the whole available memory), else
     the longest model length that fits (estimate_max_model_len), in the release's words (`_memory_words`)."""
+    rule, max_len, version = setup.rule, setup.max_len, setup.version
+    utilization = setup.utilization if setup.extensible else None
     usable = pool.check_available - (pool.block_bytes if _since(version, "null_block_check") else 0)
     if usable <= 0:
-        return _memory_words(version)
+        return _memory_words(version, utilization=utilization)
 
     def needed(tokens: int) -> int:
         return _one_request_bytes(pool, rule, tokens, version)
@@ -1328,20 +1346,28 @@ def _memory_error(pool: StagePool, rule: BlockRule, max_len: int, version: str) 
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if needed(mid) <= usable else (lo, mid)
-    return _memory_words(version, (max_len, needed(max_len), usable, lo))
+    return _memory_words(version, (max_len, needed(max_len), usable, lo), utilization)
 
 
-def _memory_words(version: str, short: tuple[int, int, int, int] | None = None) -> str:
+def _memory_words(version: str, short: tuple[int, int, int, int] | None = None, utilization: float | None = None) -> str:
     """check_enough_kv_cache_memory's refusal as `version` words it (v1/core/kv_cache_utils.py at v0.10.2, v0.13.0,
-    v0.14.0 and v0.22.0; kv_cache_planning.py at v0.33.0): no memory at all (`short` None), or one request of
-    `short` = (max model length, bytes needed, bytes available, estimated maximum model length or 0) not fitting."""
+    v0.14.0 and v0.22.0; kv_cache_planning.py at v0.33.0 and v0.34.0): no memory at all (`short` None), or one request
+    of `short` = (max model length, bytes needed, bytes available, estimated maximum model length or 0) not fitting;
+    `utilization` is gpu_memory_utilization where the extensible KV cache sized the memory (since 0.34; None: given
+    kv_cache_memory_bytes), whose advice differs."""
     docs = (" See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
             if _since(version, "memory_docs_link") else "")
     cpu = _since(version, "memory_cpu_note")
+    note = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)" if cpu else ""
+    advice = f"Try increasing `gpu_memory_utilization` when initializing the engine{note}."
+    if utilization is not None:  # kv_cache_planning.py _more_kv_cache_memory_hint (v0.34.0)
+        advice = ("The KV cache gets what is left after the model and its activations within "
+                  f"`gpu_memory_utilization`={utilization}; increase it (with the extensible KV cache it defaults to "
+                  "1.0) or decrease `max_model_len` or `max_num_seqs`." if utilization < EXTENSIBLE_UTILIZATION else
+                  "The extensible KV cache already takes all device memory left after the model and its activations; "
+                  "decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more memory.")
     if short is None:
-        note = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)" if cpu else ""
-        return f"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing " \
-               f"the engine{note}.{docs}"
+        return f"No available memory for the cache blocks. {advice}{docs}"
     max_len, needed, available, estimate = short
     format_gib = _since(version, "memory_format_gib")
 
@@ -1350,11 +1376,15 @@ def _memory_words(version: str, short: tuple[int, int, int, int] | None = None) 
 
     sentence = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
     estimated = f"{sentence} " if sentence or not format_gib else ""  # before 0.14 a space follows even no sentence
-    note = " (which also controls CPU memory on the CPU backend)" if cpu else ""
+    if _since(version, "extensible_kv_cache"):  # the advice, then a word on the length
+        advice += " Decreasing `max_model_len` also reduces what is needed."
+    else:
+        note = " (which also controls CPU memory on the CPU backend)" if cpu else ""
+        advice = (f"Try increasing `gpu_memory_utilization`{note} or decreasing `max_model_len` when initializing the "
+                  "engine.")
     return (f"To serve at least one request with the {'model' if cpu else 'models'}'s max seq len ({max_len}), "
             f"({gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
-            f"({gib(available)} GiB). {estimated}Try increasing `gpu_memory_utilization`{note} or decreasing "
-            f"`max_model_len` when initializing the engine.{docs}")
+            f"({gib(available)} GiB). {estimated}{advice}{docs}")
 
 
 def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: str) -> int:

@@ -17,12 +17,16 @@ from pathlib import Path
 import pytest
 
 from mcache.core.engines import sglang
+from mcache.core.engines.versions import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("sglang_compare", ROOT / "scripts" / "oracles" / "sglang_compare.py")
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 TABLES = compare.golden.tables("sglang")
+# Tables of post releases that are patches of their release (scripts/oracles/sglang_versions.md "Post releases"):
+# not modelled releases, so sized by their release's rules
+PATCH_TABLES = sorted((compare.golden.DIR / "patch").glob("sglang-*.json.gz"))
 # Mismatches not modelled yet, per table version and config: (cases, cause). Each count is exact; none is left.
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {}
 
@@ -40,3 +44,13 @@ def test_every_golden_case_matches_sglang_or_is_a_known_gap(table):
                         if compare.excluded(case) is None and compare.differences(case, compare.mcache_case(case, version)))
     assert dict(differing) == {config: count for config, (count, _) in KNOWN.get(version, {}).items()}
 
+
+
+@pytest.mark.parametrize("table", PATCH_TABLES, ids=[t.name.removesuffix(".json.gz") for t in PATCH_TABLES])
+def test_a_patch_post_release_is_sized_by_its_release(table):
+    data = compare.golden.read(table)
+    version = data["version"]
+    modelled = resolve("SGLang", sglang.VERSIONS, version).modelled
+    assert version not in sglang.VERSIONS and modelled == version.split(".post")[0]
+    assert not [case for case in data["cases"]
+                if compare.excluded(case) is None and compare.differences(case, compare.mcache_case(case, modelled))]

@@ -367,7 +367,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--count", action="store_true", help="print the number of cases and stop")
     ap.add_argument("--work", type=Path, help="folder of the worker's inputs and answers (default "
-                    "/tmp/sglang-oracle-VERSION); answered cases are not asked again")
+                    "/tmp/sglang-oracle-VERSION, with --config-dir /tmp/sglang-oracle-DIRNAME-VERSION); answered cases "
+                    "are not asked again")
     ap.add_argument("--every", type=int, default=1, help="only every Nth case (interleaved by config): a quick table")
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
@@ -388,7 +389,7 @@ def main():
     if args.count:
         print(sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
         return
-    work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
+    work = args.work or Path(f"/tmp/sglang-oracle-{args.config_dir.name + '-' if args.config_dir else ''}{args.version}")
     print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
               args.merge, args.only, args.out))
 

@@ -39,6 +39,7 @@ ZYPHRA = ("mcache refuses the Zyphra-format config at import, naming the upstrea
           "not fit them")
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.20.1": {"zamba2-7b-zyphra-format.json": (115, ZYPHRA)},
                                                 "vllm-0.33.0": {"zamba2-7b-zyphra-format.json": (108, ZYPHRA)},
+                                                "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},
                                                 "sglang-0.5.23": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA)}}
 
 

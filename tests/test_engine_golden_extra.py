@@ -14,9 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from paths import HF_CONFIGS_EXTRA as CONFIGS
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "tests" / "data" / "hf_configs_extra"
 
 
 def _load(name: str):

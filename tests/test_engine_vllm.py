@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from engines_util import config_spec, gib, run
+from paths import HF_CONFIGS_EXTRA
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs, pp_layout
 from mcache.core.engines.vllm import _group_size, _memory_words, serve_command
+from mcache.core.load import load_spec
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -844,3 +846,15 @@ def test_0_34_refusals_advise_by_how_the_kv_cache_was_sized():
         "Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory "
         "reservation on the CPU backend, despite its name). Decreasing `max_model_len` also reduces what is needed."
         + docs)
+
+
+def test_mamba2_groups_tp_cannot_split_stop_vllm_as_its_mixer_asserts():
+    # layers/mamba/mamba_mixer2.py MambaMixer2.__init__ (0.10.2 - 0.33.0): `n_groups % tp_size == 0 or n_groups == 1`;
+    # Falcon-H1-34B's 2 groups at TP 4 (the extra golden tables), in 0.10.2's words "num_heads"
+    falcon = str(HF_CONFIGS_EXTRA / "falcon-h1-34b.json")
+    words = "AssertionError: If tensor parallel world size does not divide {}, then num_groups must equal 1."
+    assert stage(run("vllm", falcon, "h200", tp=4, max_model_len=4096)).startup_error == words.format("num_groups")
+    old = run_engine("vllm", EngineInputs(load_spec(falcon), ParallelLayout(tp=4), "NVIDIA H200", gib(141), None,
+                                          {"max_model_len": 4096}), "0.10.2")
+    assert stage(old).startup_error == words.format("num_heads")
+    assert stage(run("vllm", falcon, "h200", tp=2, max_model_len=4096)).startup_error is None  # 1 group a rank

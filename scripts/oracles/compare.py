@@ -61,12 +61,13 @@ _specs: dict[str, object] = {}
 
 
 def spec_of(configs: Path, name: str):
-    if name not in _specs:
+    path = str(config_path(configs, name))
+    if path not in _specs:
         try:
-            _specs[name] = load_spec(str(config_path(configs, name)))
+            _specs[path] = load_spec(path)
         except Exception as exc:  # noqa: BLE001
-            _specs[name] = exc
-    return _specs[name]
+            _specs[path] = exc
+    return _specs[path]
 
 
 def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
@@ -276,7 +277,8 @@ def flag_text(flags: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("table", type=Path)
-    parser.add_argument("--configs", type=Path, default=ROOT / "tests" / "data" / "hf_configs")
+    parser.add_argument("--configs", type=Path, default=ROOT / "tests" / "data" / "hf_configs",
+                        help="the table's HF configs (tests/data/hf_configs_extra for an extra table)")
     parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args()

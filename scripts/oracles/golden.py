@@ -10,6 +10,9 @@ import json
 from pathlib import Path
 
 DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "engine_golden"
+# The tables over tests/data/hf_configs_extra (real configs the shared fixtures lack), which the oracles write with
+# --config-dir / --out; not release tables: `tables` does not look in here unless asked
+EXTRA = DIR / "extra"
 SUFFIX = ".json.gz"
 
 
@@ -18,9 +21,9 @@ def path(engine: str, version: str) -> Path:
     return DIR / f"{engine}-{version}{SUFFIX}"
 
 
-def tables(engine: str) -> list[Path]:
-    """Every table of `engine`, in name order."""
-    return sorted(DIR.glob(f"{engine}-*{SUFFIX}"))
+def tables(engine: str, folder: Path = DIR) -> list[Path]:
+    """Every table of `engine` in `folder` (the release tables by default), in name order."""
+    return sorted(folder.glob(f"{engine}-*{SUFFIX}"))
 
 
 def read(table: Path) -> dict:

@@ -12,6 +12,8 @@ Releases: 0.5.2 to 0.5.23 and the post releases of 0.5.3-0.5.6, the ones mcache 
     python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
     python scripts/oracles/sglang.py 0.5.21 --merge --only pp --configs lfm2-1.2b.json  # its PP cases only, merged
     python scripts/oracles/sglang.py 0.5.23 --merge --only dp --configs qwen3-next-80b-a3b.json  # its attention-DP cases only, merged
+    python scripts/oracles/sglang.py 0.5.23 --config-dir tests/data/hf_configs_extra \
+        --out tests/data/engine_golden/extra/sglang-0.5.23.json.gz --work /tmp/sglang-oracle-extra-0.5.23  # other configs
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -299,7 +301,8 @@ ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
-        every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None) -> Path:
+        every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None,
+        out: Path | None = None) -> Path:
     py = venv_for(version, venv_root)
     todo = cases(configs)[:limit] if limit else cases(configs)
     release = tuple(int(n) for n in version.split(".")[:3])
@@ -347,7 +350,7 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
                 res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
     new_cases = [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
                   "result": r["result"], "error": r["error"]} for c, r in results]
-    path = golden.path("sglang", version)
+    path = out or golden.path("sglang", version)
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
@@ -369,6 +372,7 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
 
 
 def main():
+    global CONFIGS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("version")
     ap.add_argument("--venv-root", type=Path, default=Path("/tmp/oracle-venvs"))
@@ -376,7 +380,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--count", action="store_true", help="print the number of cases and stop")
     ap.add_argument("--work", type=Path, help="folder of the worker's inputs and answers (default "
-                    "/tmp/sglang-oracle-VERSION); answered cases are not asked again")
+                    "/tmp/sglang-oracle-VERSION, with --config-dir /tmp/sglang-oracle-DIRNAME-VERSION); answered cases "
+                    "are not asked again")
     ap.add_argument("--every", type=int, default=1, help="only every Nth case (interleaved by config): a quick table")
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
@@ -384,7 +389,11 @@ def main():
     ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp), the pipeline-parallel ones "
                     "(pp) or those on AMD cards (amd); with --merge those of --configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
+    ap.add_argument("--config-dir", type=Path, help=f"the HF configs to size (default {CONFIGS}, or $MCACHE_HF_CONFIGS)")
+    ap.add_argument("--out", type=Path, help="the table's path (default tests/data/engine_golden/sglang-VERSION.json.gz)")
     args = ap.parse_args()
+    if args.config_dir:
+        CONFIGS = args.config_dir.resolve()
     configs = set(args.configs.split(",")) if args.configs else None
     if configs is not None and configs - {name for name, _ in config_files()}:
         ap.error(f"unknown configs: {', '.join(sorted(configs - {name for name, _ in config_files()}))}")
@@ -393,9 +402,9 @@ def main():
     if args.count:
         print(sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
         return
-    work = args.work or Path(f"/tmp/sglang-oracle-{args.version}")
+    work = args.work or Path(f"/tmp/sglang-oracle-{args.config_dir.name + '-' if args.config_dir else ''}{args.version}")
     print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
-              args.merge, args.only))
+              args.merge, args.only, args.out))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ _golden_spec.loader.exec_module(golden)
 
 from mcache.core.engines import sglang  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
-from mcache.core.errors import LayoutError  # noqa: E402
+from mcache.core.errors import LayoutError, McacheError  # noqa: E402
 from mcache.core.load import load_spec  # noqa: E402
 from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
@@ -60,14 +60,17 @@ def excluded(case) -> str | None:
     return ENV if set(case["env"]) - {PARTITION} else None
 
 
-def mcache_case(case, version: str) -> dict:
+def mcache_case(case, version: str, configs: Path = CONFIGS) -> dict:
     """mcache's answer on the case's inputs (the GPU by the oracle's name, which mcache's catalogue knows: an AMD card
     is sized by SGLang's ROCm rules) by the rules of `version`: SGLang's start-up refusal (the first failing stage's),
     or each PP stage's figures (`stages`, by rank)."""
     given = {k: v for k, v in case["flags"].items() if k in FLAGS}
     given.update(weights_bytes=case["inputs"]["weights_bytes"],
                  pre_model_load_memory_bytes=case["inputs"]["free_gpu_memory_bytes"])
-    spec = load_spec(str(CONFIGS / case["config"]))
+    try:
+        spec = load_spec(str(configs / case["config"]))
+    except McacheError as e:  # mcache refuses the config itself
+        return {"error": str(e)}
     partition = case["env"].get(PARTITION)
     try:
         # attention DP: the oracle's DP cases run --dp-size = --tp-size (sglang.py _dp_grid), mcache's --attention-dp
@@ -113,7 +116,7 @@ def differences(case, mine: dict) -> list[tuple[str, object, object]]:
     return out
 
 
-def summary(table: dict) -> str:
+def summary(table: dict, configs: Path = CONFIGS) -> str:
     version = table["version"]
     rows, kinds, skipped = [], collections.Counter(), collections.Counter()
     per_config = collections.defaultdict(collections.Counter)
@@ -122,7 +125,7 @@ def summary(table: dict) -> str:
         if why is not None:
             skipped[why] += 1
             continue
-        mine = mcache_case(case, version)
+        mine = mcache_case(case, version, configs)
         diffs = differences(case, mine)
         for d in diffs:
             kinds[d[0]] += 1
@@ -157,8 +160,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("table", type=Path, help="a golden table, tests/data/engine_golden/sglang-VERSION.json.gz")
     ap.add_argument("--out", type=Path, help="write the summary there (default: stdout)")
+    ap.add_argument("--configs", type=Path, default=CONFIGS,
+                    help="the table's HF configs (tests/data/hf_configs_extra for an extra table)")
     args = ap.parse_args()
-    text = summary(golden.read(args.table))
+    text = summary(golden.read(args.table), args.configs)
     if args.out:
         args.out.write_text(text)
     else:

@@ -3,6 +3,8 @@ every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm
 
     python scripts/oracles/vllm.py --version 0.33.0            # makes /tmp/oracle-venvs/vllm-0.33.0, then runs
     python scripts/oracles/vllm.py --version 0.33.0 --limit 20 # a quick partial table
+    python scripts/oracles/vllm.py --version 0.33.0 --config-dir tests/data/hf_configs_extra \
+        --out tests/data/engine_golden/extra/vllm-0.33.0.json.gz    # the real configs the shared fixtures lack
 
 The outer run makes a throwaway venv (CPU torch, `vllm --no-deps`, only the pure-Python packages vLLM's config,
 model and KV-cache modules import), then re-runs this file inside it with --worker. The worker, per case:
@@ -1044,21 +1046,24 @@ def write_table(args, cases, torch_version, transformers_version, vllm_version):
 
 
 def main() -> None:
+    global CONFIGS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--version", default="0.33.0")
     parser.add_argument("--venv-root", default="/tmp/oracle-venvs")
-    parser.add_argument("--out")
+    parser.add_argument("--out", help="the table's path (default tests/data/engine_golden/vllm-VERSION.json.gz)")
+    parser.add_argument("--config-dir", type=Path, default=CONFIGS, help="the HF configs to size (default %(default)s)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N build keys")
     parser.add_argument("--configs", help="comma-separated config names")
     parser.add_argument("--merge", action="store_true",
                         help="with --configs: replace only those configs' cases in the existing table")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    CONFIGS = args.config_dir.resolve()
     if args.worker:
         worker(args)
         return
     py = ensure_venv(args.version, Path(args.venv_root))
-    cmd = [str(py), str(Path(__file__).resolve()), "--worker", "--version", args.version]
+    cmd = [str(py), str(Path(__file__).resolve()), "--worker", "--version", args.version, "--config-dir", str(CONFIGS)]
     for opt in ("out", "limit", "configs"):
         if getattr(args, opt):
             cmd += [f"--{opt}", str(getattr(args, opt))]

@@ -171,8 +171,12 @@ MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
 # models/) and none in transformers, whose config's auto_map names no AutoModel, is refused before anything is sized.
 # These checkpoints need remote code (--trust-remote-code); their configs (tests/data/hf_configs: no auto_map, or
 # AutoConfig only) name no AutoModel. (Where an auto_map names one, SGLang loads that remote class and refuses it as
-# "not compatible" unless the class declares attention-backend support; not modelled.)
-REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM")
+# "not compatible" unless the class declares attention-backend support; not modelled.) The remote-code MiniMax
+# checkpoints (MiniMax-Text-01's and MiniMax-M1's own config.json, model_type minimax_text_01 / minimax_m1: AutoConfig
+# and AutoModelForCausalLM in their auto_map) too: SGLang has no MiniMax class before M2 (models/ at 0.5.23), and
+# transformers has only MiniMaxForCausalLM (the extra table's MiniMax-M1, tests/data/hf_configs_extra)
+REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM", "MiniMaxText01ForCausalLM",
+                     "MiniMaxM1ForCausalLM")
 # models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.10 to v0.5.23): each class's __init__ asserts
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)

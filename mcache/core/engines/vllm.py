@@ -65,6 +65,9 @@ SINCE = {
     # ("... disabling prefix caching since it is not yet supported."); 0.11.1 - 0.14 keep it for the architectures
     # with SupportsMambaPrefixCaching (one state per block), turning it off for the others
     "mamba_prefix_caching": "0.11.1",
+    # layers/mamba/mamba_mixer2.py MambaMixer2.__init__: the groups assertion's words name num_groups from 0.11.1
+    # (num_heads at 0.10.2; read in every wheel 0.10.2 - 0.13.0 and at 0.17.0, 0.20.1, 0.24.0, 0.33.0)
+    "mamba2_groups_words": "0.11.1",
     # engine/arg_utils.py: 0.11.1 turns prefix caching on by default for every model but hybrids (`not is_hybrid`),
     # attention-free Mamba models included, whose state block stays the max model length (config.py); from 0.12.0
     # by `is_prefix_caching_supported` (False for hybrid and attention-free models until 0.26)
@@ -331,6 +334,12 @@ BROKEN_QUANT_ARCHS = {("Qwen3NextForCausalLM", "0.10.2"): (
 BROKEN_MOE_ARCHS = {("NemotronHForCausalLM", "0.10.2"):
                     "AttributeError: 'NemotronHConfig' object has no attribute 'rms_norm_eps' (vLLM 0.10.2's "
                     "models/nemotron_h.py has no MoE layer; 0.11.1 adds it)"}
+# ... and at a TP size that neither splits the Mamba2 groups nor meets one group, which every rank holds whole:
+# layers/mamba/mamba_mixer2.py MambaMixer2.__init__, every Mamba2 hybrid's mixer (Bamba, FalconH1, GraniteMoeHybrid,
+# Mamba2, NemotronH, Zamba2), asserts `n_groups % tp_size == 0 or n_groups == 1` (read at v0.10.2 and v0.33.0; its
+# words: SINCE "mamba2_groups_words"). mcache's neutral model also replicates G groups when tp is a
+# multiple of G (kinds/mamba2.py groups_per_rank); vLLM does not (Falcon-H1-34B's 2 groups at TP 4, the extra tables)
+MAMBA2_GROUPS_ERROR = "AssertionError: If tensor parallel world size does not divide {}, then num_groups must equal 1."
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -577,7 +586,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
                or _draft_method_error(spec, k, version) or refusal or _pp_error(spec, inputs.layout, version)
-               or _build_error(spec, version, inputs.layout.pp))
+               or _build_error(spec, version, inputs.layout.pp, inputs.layout.tp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
         refusal = refusal or "NotImplementedError: Mamba with speculative decoding is not supported yet."
@@ -768,11 +777,15 @@ def _served_spec(spec, version: str):
                    **dict.fromkeys(recurrent))
 
 
-def _build_error(spec, version: str, pp: int = 1) -> str | None:
+def _build_error(spec, version: str, pp: int = 1, tp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
     (models/transformers/base.py refuses its first layer that is not attention, from TRANSFORMERS_LAYER_CHECK_SINCE;
     before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
-    stages, BROKEN_PP_ARCHS too; with MoE layers, BROKEN_MOE_ARCHS); None for the others."""
+    stages, BROKEN_PP_ARCHS too; with MoE layers, BROKEN_MOE_ARCHS; Mamba2 groups `tp` cannot split,
+    MAMBA2_GROUPS_ERROR); None for the others."""
+    groups = spec.mamba2.n_groups if spec.mamba2 is not None else 0
+    if groups > 1 and groups % tp:
+        return MAMBA2_GROUPS_ERROR.format("num_groups" if _since(version, "mamba2_groups_words") else "num_heads")
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
     if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:

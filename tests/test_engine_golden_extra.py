@@ -1,0 +1,77 @@
+"""mcache's engine profiles against the golden tables over real configs the shared fixtures lack
+(tests/data/hf_configs_extra, PROVENANCE.md there): tests/data/engine_golden/extra/<engine>-<version>.json.gz, made by
+the oracles' own code with `--config-dir tests/data/hf_configs_extra --out ...` (scripts/oracles/vllm_versions.md,
+sglang_versions.md). Every case of every table is compared as the release tables are (tests/test_engine_golden.py,
+tests/test_engine_golden_sglang.py), so a rule that holds only for the shared fixtures fails here.
+
+KNOWN holds the mismatches whose cause mcache does not model, each named, with the exact count per table and config.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from paths import HF_CONFIGS_EXTRA as CONFIGS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "oracles" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+vllm_compare = _load("compare")
+sglang_compare = _load("sglang_compare")
+golden = vllm_compare.golden
+VLLM = golden.tables("vllm", golden.EXTRA)
+SGLANG = golden.tables("sglang", golden.EXTRA)
+# Mismatches not modelled, per engine-version and config: (cases, cause). Each count is exact.
+ZYPHRA = ("mcache refuses the Zyphra-format config at import, naming the upstream Zamba2Config defaults that leave "
+          "8 x 64 Mamba heads for 7168 channels; the engine refuses it later, in its own words (vLLM: the "
+          "max_model_len check, then the state page or the Mamba2 groups assertion; SGLang: no Zamba2 class), or, "
+          "where vLLM 0.10.2 and 0.20.1 size those 8 x 64 heads (the oracle loads no weights), the checkpoint's tensors would "
+          "not fit them")
+KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphra-format.json": (82, ZYPHRA)},
+                                                "vllm-0.20.1": {"zamba2-7b-zyphra-format.json": (115, ZYPHRA)},
+                                                "vllm-0.33.0": {"zamba2-7b-zyphra-format.json": (108, ZYPHRA)},
+                                                "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},
+                                                "sglang-0.5.23": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA)}}
+
+
+def test_the_extra_tables_cover_every_extra_config_at_the_newest_releases():
+    configs = {p.name for p in CONFIGS.glob("*.json")}
+    newest = {engine: max(tables, key=lambda t: tuple(int(n) for n in golden.read(t)["version"].split(".")))
+              for engine, tables in (("vllm", VLLM), ("sglang", SGLANG))}
+    assert {engine: sorted({c["config"] for c in golden.read(t)["cases"]}) for engine, t in newest.items()} == {
+        "vllm": sorted(configs), "sglang": sorted(configs)}
+
+
+def test_the_release_tables_are_not_the_extra_ones():
+    assert not set(golden.tables("vllm")) & set(VLLM) and not set(golden.tables("sglang")) & set(SGLANG)
+
+
+@pytest.mark.parametrize("table", VLLM, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_extra_vllm_case_matches_the_engine(table):
+    data = golden.read(table)
+    differing: Counter = Counter()
+    for case in data["cases"]:
+        if any(cause is not None for *_, cause in vllm_compare.compare_case(CONFIGS, case, data["version"])):
+            differing[case["config"]] += 1
+    known = KNOWN.get(f"vllm-{data['version']}", {})
+    assert dict(differing) == {config: count for config, (count, _) in known.items()}
+
+
+@pytest.mark.parametrize("table", SGLANG, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_extra_sglang_case_matches_the_engine(table):
+    data = golden.read(table)
+    version = data["version"]
+    differing = Counter(case["config"] for case in data["cases"] if sglang_compare.excluded(case) is None and
+                        sglang_compare.differences(case, sglang_compare.mcache_case(case, version, CONFIGS)))
+    known = KNOWN.get(f"sglang-{version}", {})
+    assert dict(differing) == {config: count for config, (count, _) in known.items()}

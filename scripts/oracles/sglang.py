@@ -169,6 +169,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid += _pp_grid(cfg)
         grid += _amd_grid()
         grid += _dp_grid() if name in DP_CONFIGS else []
+        grid += _narrow_dp_grid() if name in NARROW_DP_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -215,7 +216,11 @@ def _amd_grid() -> list[tuple]:
 # Attention data parallelism, `--dp-size N --enable-dp-attention` with N = TP (each rank holds the KV heads and the state
 # whole: mcache's --attention-dp), for these configs (`_dp_grid`)
 DP_CONFIGS = ("qwen3-next-80b-a3b.json", "nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json",
-              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json")
+              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json", "lfm2-1.2b.json", "mamba-2.8b.json")
+# Attention DP narrower than TP (N < TP, an attention-TP group of TP / N ranks: mcache's --attention-dp-size N), one
+# config a kind: GDN, KDA with MLA, the Mamba2 hybrids, short conv, Mamba-1 (`_narrow_dp_grid`)
+NARROW_DP_CONFIGS = ("qwen3-next-80b-a3b.json", "kimi-linear-48b-a3b-instruct.json", "nemotron-h-8b-base-8k.json",
+                     "falcon-h1-0.5b.json", "lfm2-1.2b.json", "mamba-2.8b.json")
 
 
 def _dp_grid() -> list[tuple]:
@@ -235,6 +240,22 @@ def _dp_grid() -> list[tuple]:
     grid.append(({**dp, "max_running_requests": 64}, 3, "default", "H200", 30 * GIB, {}))
     grid.append(({**dp, "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
     return grid
+
+
+def _narrow_dp_grid() -> list[tuple]:
+    """Attention-DP cases with dp < tp (the worker's attention-DP rank 0, its attention-TP group tp / dp wide): TP 4 DP 2
+    and TP 8 DP 2 and 4 on the H200 with 30 GiB of weights, without and with 3 EAGLE steps, with and without the radix
+    cache; TP 4 DP 2 on the 80 GB GPU with 8 GiB; at TP 8 DP 2 a max_running_requests (split over the DP ranks) with the
+    radix cache off, at TP 8 DP 4 a max_mamba_cache_size with a draft."""
+    def dp(tp: int, size: int) -> dict:
+        return {"tp_size": tp, "dp_size": size, "enable_dp_attention": True}
+
+    return [(dp(4, 2), 0, "default", "H200", 30 * GIB, {}), (dp(4, 2), 3, "off", "H200", 30 * GIB, {}),
+            (dp(8, 2), 0, "default", "H200", 30 * GIB, {}), (dp(8, 2), 3, "default", "H200", 30 * GIB, {}),
+            (dp(8, 4), 0, "off", "H200", 30 * GIB, {}), (dp(8, 4), 3, "default", "H200", 30 * GIB, {}),
+            (dp(4, 2), 0, "default", "H100-80GB", 8 * GIB, {}),
+            ({**dp(8, 2), "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}),
+            ({**dp(8, 4), "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {})]
 
 
 def _key(case: dict) -> str:
@@ -285,7 +306,8 @@ def _is_pp(case: dict) -> bool:
 
 
 # Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
-ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS}
+ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS,
+        "narrow-dp": lambda case: _is_dp(case) and case["flags"]["dp_size"] < case["flags"]["tp_size"]}
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
@@ -368,8 +390,9 @@ def main():
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
-    ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp), the pipeline-parallel ones "
-                    "(pp) or those on AMD cards (amd); with --merge those of --configs replaced, their other cases kept")
+    ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp; narrow-dp: those with dp < "
+                    "tp), the pipeline-parallel ones (pp) or those on AMD cards (amd); with --merge those of --configs "
+                    "replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None

@@ -462,7 +462,7 @@ def test_an_sglang_log_with_attention_dp_narrower_than_tp_is_reproduced(tmp_path
                           "--weights", "30GiB", "--engine-version", "0.5.23"], capsys)
     assert code == 0 and {c["verdict"] for c in data["comparisons"]} == {"agree"} and len(data["comparisons"]) == 12
     assert data["engine"]["attention_dp_ranks"] == 2
-    assert any("2 attention-DP groups of 2 ranks" in n and "--tp 4 --attention-dp-size 2" in n for n in data["notes"])
+    assert any("2 attention-DP groups of 2 ranks" in n and "--tp 4 --attn-dp-size 2" in n for n in data["notes"])
 
 
 def test_data_parallel_layouts_are_read_as_one_engine_instance():
@@ -478,7 +478,7 @@ def test_data_parallel_layouts_are_read_as_one_engine_instance():
         vllm, ParallelLayout(tp=2))[0]
     args = "[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=4, dp_size={}, enable_dp_attention={})"
     kv = "[2026-01-01 00:00:01 DP0 TP0] KV Cache is allocated. #tokens: 10, K size: 0.01 GB, V size: 0.01 GB"
-    # SGLang's --dp-size N with --enable-dp-attention is --attention-dp-size N (tp's width: None, --attention-dp's)
+    # SGLang's --dp-size N with --enable-dp-attention is --attn-dp-size N (tp's width: None, --attention-dp's)
     for dp, on, layout in ((4, True, (4, 1, True, None)), (2, True, (4, 1, True, 2)), (2, False, (4, 1, False, None))):
         log = read_log(args.format(dp, on) + "\n" + kv)
         assert (log.dp, log.dp_line, log.attention_dp, log_layout(log, None, None, False)) == (dp, 1, on, layout)
@@ -486,7 +486,7 @@ def test_data_parallel_layouts_are_read_as_one_engine_instance():
     assert log_layout(log, 8, None, False, 4) == (8, 1, True, 4)
     narrow = read_log(args.format(2, True) + "\n" + kv)
     note = _data_parallel_notes(narrow, ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2))[0]
-    assert "2 attention-DP groups of 2 ranks (an attention TP of 2)" in note and "--tp 4 --attention-dp-size 2" in note
+    assert "2 attention-DP groups of 2 ranks (an attention TP of 2)" in note and "--tp 4 --attn-dp-size 2" in note
 
 
 def test_an_sglang_server_args_dict_is_read_as_its_repr():

@@ -33,10 +33,10 @@ def size(
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help=(
         "Attention data-parallel: each TP rank keeps whole KV heads and state for a batch of its own (a replica "
         "runs tp x a rank's sequences)."))] = False,
-    attention_dp_size: Annotated[int | None, typer.Option(metavar="N", help=(
-        "Attention-DP width, a divisor of --tp (implies --attention-dp; default tp): N groups of tp / N ranks, each "
-        "splitting the KV heads and state over its ranks for a batch of its own (SGLang's --dp-size N "
-        "--enable-dp-attention; a replica runs N x a rank's sequences)."))] = None,
+    attention_dp_size: Annotated[int | None, typer.Option("--attn-dp-size", help=(
+        "Attention-DP width N, a divisor of --tp (implies --attention-dp, whose width is tp): N groups of tp / N "
+        "ranks, each splitting KV heads and state over its ranks for a batch of its own (a replica runs N x a rank's "
+        "sequences). SGLang's --dp-size N with DP attention (0.5.23: --attn-dp-size N)."))] = None,
     max_batch: Annotated[int | None, typer.Option("--max-batch", help=(
         "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
         "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "
@@ -204,8 +204,8 @@ def _parse_sizes(texts: dict[str, str | None]) -> dict[str, int]:
 
 
 def _layout(tp: int, pp: int, attention_dp: bool, pp_partition: str | None, attention_dp_size: int | None = None):
-    """The parallel layout of `--tp`, `--pp`, `--attention-dp`, `--pp-partition` and `--attention-dp-size` (which
-    implies `--attention-dp`)."""
+    """The parallel layout of `--tp`, `--pp`, `--attention-dp`, `--pp-partition` and `--attn-dp-size` (which implies
+    `--attention-dp`)."""
     from mcache.core.sizing.layout import ParallelLayout
 
     partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None

@@ -258,9 +258,9 @@ def engine_cores(log: EngineLog) -> list[EngineLog]:
 
 def log_layout(log: EngineLog, tp: int | None, pp: int | None, attention_dp: bool,
                attention_dp_size: int | None = None) -> tuple[int, int, bool, int | None]:
-    """The `--tp`, `--pp`, `--attention-dp` and `--attention-dp-size` of one engine instance of the log (those given
+    """The `--tp`, `--pp`, `--attention-dp` and `--attn-dp-size` of one engine instance of the log (those given
     win). vLLM's `--data-parallel-size N` over engine cores of TP 1 is mcache's `--tp N --attention-dp` (engines/vllm.py
-    `engine_core_layout`), SGLang's `--dp-size N` with `--enable-dp-attention` its `--attention-dp-size N`; other data
+    `engine_core_layout`), SGLang's `--dp-size N` with `--enable-dp-attention` its `--attn-dp-size N`; other data
     parallelism is replicas of the log's TP, and one is sized (`_data_parallel_notes` says so)."""
     dp, core_tp = log.dp or 1, log.tp or 1
     vllm_cores = log.engine == "vllm" and dp > 1 and core_tp == 1
@@ -284,12 +284,12 @@ def _data_parallel_notes(log: EngineLog, layout: ParallelLayout) -> list[str]:
             "attention-DP ranks, each with its own batch and pools" if ranks == layout.tp else
             f"attention-DP groups of {layout.state_tp} ranks (an attention TP of {layout.state_tp}), each with its own "
             "batch and pools")
-        asked = "--attention-dp" if ranks == layout.tp else f"--attention-dp-size {ranks}"
+        asked = "--attention-dp" if ranks == layout.tp else f"--attn-dp-size {ranks}"
         return [f"{said}: {dp} {unit}: sized as --tp {layout.tp} {asked}, one rank's figures; a replica runs "
                 f"{ranks} times its sequences"]
     if log.engine == "sglang" and log.attention_dp is None:
         return [f"{said}, and no server_args line to say whether they are attention DP (enable_dp_attention): sized "
-                f"as TP {layout.tp}; give --attention-dp-size {dp} if they are"]
+                f"as TP {layout.tp}; give --attn-dp-size {dp} if they are"]
     unit = "engine cores" if log.engine == "vllm" else "replicas"
     return [f"{said}: {dp} {unit} of TP {layout.tp}, each sizing its own cache: sized as one; the deployment runs "
             f"{dp} times its sequences"]

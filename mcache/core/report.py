@@ -24,7 +24,7 @@ from mcache.core.spec.model import ModelSpec
 # added since (optional to a reader of 2); capacity.attention_dp_ranks and max_sequences_per_rank (a rank's figure,
 # which capacity.max_sequences, the replica's, is attention_dp_ranks times) and engine.max_running_requests_per_rank
 # and attention_dp_ranks likewise: without attention DP every figure is what it was; layout.attention_dp_size (the
-# attention-DP width, --attention-dp-size, tp with --attention-dp; null without attention DP)
+# attention-DP width, --attn-dp-size, tp with --attention-dp; null without attention DP)
 SCHEMA_VERSION = 2
 
 

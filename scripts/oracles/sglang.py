@@ -12,6 +12,7 @@ Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versio
     python scripts/oracles/sglang.py 0.5.23 --merge --configs plamo-2-1b.json  # its cases replaced, the rest kept
     python scripts/oracles/sglang.py 0.5.21 --merge --only pp --configs lfm2-1.2b.json  # its PP cases only, merged
     python scripts/oracles/sglang.py 0.5.23 --merge --only dp --configs qwen3-next-80b-a3b.json  # its attention-DP cases only, merged
+    python scripts/oracles/sglang.py 0.5.23 --merge --only narrow-dp --configs qwen3-next-80b-a3b.json  # those with dp < tp
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -217,7 +218,7 @@ def _amd_grid() -> list[tuple]:
 # whole: mcache's --attention-dp), for these configs (`_dp_grid`)
 DP_CONFIGS = ("qwen3-next-80b-a3b.json", "nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json",
               "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json", "lfm2-1.2b.json", "mamba-2.8b.json")
-# Attention DP narrower than TP (N < TP, an attention-TP group of TP / N ranks: mcache's --attention-dp-size N), one
+# Attention DP narrower than TP (N < TP, an attention-TP group of TP / N ranks: mcache's --attn-dp-size N), one
 # config a kind: GDN, KDA with MLA, the Mamba2 hybrids, short conv, Mamba-1 (`_narrow_dp_grid`)
 NARROW_DP_CONFIGS = ("qwen3-next-80b-a3b.json", "kimi-linear-48b-a3b-instruct.json", "nemotron-h-8b-base-8k.json",
                      "falcon-h1-0.5b.json", "lfm2-1.2b.json", "mamba-2.8b.json")

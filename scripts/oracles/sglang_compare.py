@@ -71,7 +71,7 @@ def mcache_case(case, version: str) -> dict:
     partition = case["env"].get(PARTITION)
     try:
         # attention DP: the oracle's --dp-size N --enable-dp-attention (sglang.py _dp_grid, _narrow_dp_grid), mcache's
-        # --attention-dp-size N
+        # --attn-dp-size N
         dp = case["flags"].get("dp_size") if case["flags"].get("enable_dp_attention") else None
         layout = ParallelLayout(tp=case["flags"].get("tp_size", 1), pp=case["flags"].get("pp_size", 1),
                                 attention_dp=dp is not None, attention_dp_size=dp,

@@ -17,7 +17,8 @@ radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
---enable-dp-attention) is sized at every modelled release, every figure one attention-DP rank's. What changed
+--enable-dp-attention) is sized at every modelled release, every figure one attention-DP rank's; narrower than TP
+(`--attn-dp-size N`, --dp-size N < --tp-size) from `NARROW_DP_FROM`. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
@@ -337,13 +338,13 @@ MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
 # only where is_cuda(), else tc_piecewise (v0.5.15-v0.5.21, whose rules, server_args.py and from v0.5.19
 # arg_groups/cuda_graph_hook.py, turn it off there by the same "non-CUDA hardware" rule) or none (v0.5.22 on)
-# ---- attention data parallelism (`--dp-size N --enable-dp-attention`, N = TP: mcache's --attention-dp) ----
+# ---- attention data parallelism (`--dp-size N --enable-dp-attention`: mcache's --attn-dp-size N) ----
 # Modelled at every release, each checked by the DP cases of its table (scripts/oracles/sglang.py _dp_grid). A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
 # Attention DP narrower than TP (--dp-size N < --tp-size: an attention-TP group of tp / N ranks, mcache's
-# --attention-dp-size N): the oldest release whose table holds those cases (sglang.py _narrow_dp_grid); the same rules
+# --attn-dp-size N): the oldest release whose table holds those cases (sglang.py _narrow_dp_grid); the same rules
 # size it, with the KV heads and the state split over the attention-TP group (ParallelLayout.state_tp)
-NARROW_DP_FROM = "0.5.23"
+NARROW_DP_FROM = "0.5.21"
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at

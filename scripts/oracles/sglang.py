@@ -171,6 +171,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid += _amd_grid()
         grid += _dp_grid() if name in DP_CONFIGS else []
         grid += _narrow_dp_grid() if name in NARROW_DP_CONFIGS else []
+        grid += _pp_dp_grid() if name in PP_DP_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -259,6 +260,23 @@ def _narrow_dp_grid() -> list[tuple]:
             ({**dp(8, 4), "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {})]
 
 
+# Attention DP at PP > 1, for configs whose SGLang models take PP (`_pp_dp_grid`; the tables from PP_CASES_FROM)
+PP_DP_CONFIGS = ("nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json", "granite-4.0-h-tiny.json")
+
+
+def _pp_dp_grid() -> list[tuple]:
+    """Attention-DP cases at PP > 1, each stage sized as its rank (the worker's STAGE) and attention-DP rank 0: PP 2 at
+    TP 2 DP 2, TP 4 DP 4 and TP 4 DP 2 on the H200 with 30 GiB of weights, TP 4 DP 2 with the radix cache off and a
+    max_running_requests, and PP 3 at TP 2 DP 2."""
+    def dp(pp: int, tp: int, size: int) -> dict:
+        return {"pp_size": pp, "tp_size": tp, "dp_size": size, "enable_dp_attention": True}
+
+    return [(dp(2, 2, 2), 0, "default", "H200", 30 * GIB, {}), (dp(2, 4, 4), 0, "default", "H200", 30 * GIB, {}),
+            (dp(2, 4, 2), 0, "default", "H200", 30 * GIB, {}),
+            ({**dp(2, 4, 2), "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}),
+            (dp(3, 2, 2), 0, "default", "H200", 30 * GIB, {})]
+
+
 def _key(case: dict) -> str:
     return json.dumps({k: case[k] for k in ("config", "flags", "env", "inputs")}, sort_keys=True)
 
@@ -308,7 +326,8 @@ def _is_pp(case: dict) -> bool:
 
 # Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
 ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS,
-        "narrow-dp": lambda case: _is_dp(case) and case["flags"]["dp_size"] < case["flags"]["tp_size"]}
+        "narrow-dp": lambda case: _is_dp(case) and not _is_pp(case) and case["flags"]["dp_size"] < case["flags"]["tp_size"],
+        "pp-dp": lambda case: _is_dp(case) and _is_pp(case)}
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
@@ -392,8 +411,8 @@ def main():
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
     ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp; narrow-dp: those with dp < "
-                    "tp), the pipeline-parallel ones (pp) or those on AMD cards (amd); with --merge those of --configs "
-                    "replaced, their other cases kept")
+                    "tp at PP 1; pp-dp: those at PP > 1), the pipeline-parallel ones (pp) or those on AMD cards (amd); "
+                    "with --merge those of --configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     args = ap.parse_args()
     configs = set(args.configs.split(",")) if args.configs else None

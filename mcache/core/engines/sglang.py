@@ -344,7 +344,7 @@ MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # Attention DP narrower than TP (--dp-size N < --tp-size: an attention-TP group of tp / N ranks, mcache's
 # --attn-dp-size N): the oldest release whose table holds those cases (sglang.py _narrow_dp_grid); the same rules
 # size it, with the KV heads and the state split over the attention-TP group (ParallelLayout.state_tp)
-NARROW_DP_FROM = "0.5.18"
+NARROW_DP_FROM = "0.5.11"
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at

@@ -331,9 +331,6 @@ def test_a_narrower_attention_dp_splits_heads_and_state_over_its_attention_tp_gr
      "--attn-dp-size: equal to --tp (4) with TensorRT-LLM, whose enable_attention_dp spans every TP rank"),
     (["--tp", "4", "--attn-dp-size", "1", "--engine", "sglang"], "--attn-dp-size: of width 2 or more with "
                                                                       "SGLang"),
-    (["--tp", "4", "--attn-dp-size", "2", "--engine", "sglang", "--engine-version", "0.5.9"],
-     "--attn-dp-size: equal to --tp (4) with SGLang 0.5.9: mcache models SGLang's attention DP narrower than TP "
-     "from 0.5."),
 ])
 def test_an_attention_dp_width_a_layout_or_engine_cannot_take_is_one_line(args, said, capsys):
     assert said in one_line(["size", QWEN3_NEXT, "--gpu", "h200", *args], capsys)

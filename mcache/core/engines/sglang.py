@@ -17,8 +17,8 @@ radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
---enable-dp-attention) is sized at every modelled release, every figure one attention-DP rank's; narrower than TP
-(`--attn-dp-size N`, --dp-size N < --tp-size) from `NARROW_DP_FROM`. What changed
+--enable-dp-attention; narrower than TP, `--attn-dp-size N`: --dp-size N < --tp-size) is sized at every modelled
+release, every figure one attention-DP rank's. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
@@ -342,9 +342,8 @@ MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # Modelled at every release, each checked by the DP cases of its table (scripts/oracles/sglang.py _dp_grid). A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
 # Attention DP narrower than TP (--dp-size N < --tp-size: an attention-TP group of tp / N ranks, mcache's
-# --attn-dp-size N): the oldest release whose table holds those cases (sglang.py _narrow_dp_grid); the same rules
-# size it, with the KV heads and the state split over the attention-TP group (ParallelLayout.state_tp)
-NARROW_DP_FROM = "0.5.11"
+# --attn-dp-size N) is sized by the same rules at every release, the KV heads and the state split over the attention-TP
+# group (ParallelLayout.state_tp), each release checked by its table's cases (sglang.py _narrow_dp_grid)
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
@@ -528,8 +527,8 @@ DP_TP_GROUP = {
 # What an architecture's SGLang model keeps whole on every rank under --enable-dp-attention (`weights.shard_ways`'s
 # dp_whole; the rest not on the TP group is split over the attention-TP group, `use_attn_tp_group`): the embedding built
 # with `enable_tp=not is_dp_attention_enabled()` in models/qwen3_5.py (its text classes too, through
-# models/qwen3_5_text.py), bailing_moe_linear.py and bailing_moe_v3.py (read at v0.5.22-v0.5.23, the releases that model
-# attention DP narrower than TP; at dp = tp both are whole)
+# models/qwen3_5_text.py), bailing_moe_linear.py and bailing_moe_v3.py (read at v0.5.9-v0.5.23, from the release that
+# registers each: Qwen3.5 and BailingMoeV2_5 v0.5.9, BailingMoeV3 v0.5.19; at dp = tp both are whole)
 DP_WHOLE = {arch: frozenset({"embedding"}) for arch in (
     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
     "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM")}
@@ -596,8 +595,8 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def _check_attention_dp(inputs: EngineInputs) -> None:
-    """Attention DP is sized at one PP stage, of width 2 or more, and narrower than TP from `NARROW_DP_FROM` (the
-    layouts the tables check); elsewhere it is refused as not modelled."""
+    """Attention DP is sized at one PP stage and a width of 2 or more, up to TP (the layouts the tables check);
+    elsewhere it is refused as not modelled."""
     layout = inputs.layout
     if not layout.attention_dp:
         return
@@ -609,10 +608,6 @@ def _check_attention_dp(inputs: EngineInputs) -> None:
         raise LayoutError(field, "of width 2 or more with SGLang: attention DP of width 1 (--dp-size 1 "
                                  "--enable-dp-attention, which releases before 0.5.23 still pad for) is not modelled; "
                                  "mcache models --dp-size from 2 to --tp-size")
-    if layout.attention_dp_ranks < layout.tp and not _since(inputs, NARROW_DP_FROM):
-        raise LayoutError("attention_dp_size", f"equal to --tp ({layout.tp}) with SGLang {inputs.version}: mcache models "
-                                               f"SGLang's attention DP narrower than TP from {NARROW_DP_FROM} "
-                                               f"(scripts/oracles/sglang_versions.md), got {layout.attention_dp_ranks}")
 
 
 def _named(settings: dict, inputs: EngineInputs) -> dict:

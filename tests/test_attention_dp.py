@@ -261,8 +261,8 @@ def test_sglang_serve_command_takes_dp_size_for_the_attention_dp_width():
 
 def test_plan_solves_sglangs_replica_wide_settings_per_attention_dp_rank():
     """SGLang divides a given --max-running-requests and --max-mamba-cache-size among its DP ranks: the plan solves a
-    rank's n and pastes dp x n (before the command's closing comment); layouts SGLang's profile does not take under
-    attention DP (PP 2) are skipped, not an error."""
+    rank's n and pastes dp x n (before the command's closing comment); PP 2 under attention DP is sized too, not
+    skipped (SGLang refuses Qwen3-Next at PP 2 itself)."""
     best = plan_json(QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1,2", "--kv-dtype", "bfloat16", "--context",
                      "32768", "--target-concurrency", "1500", "--attention-dp", "on", "--engine", "sglang")
     argv = shlex.split(best["best"]["settings"].partition("  # ")[0])
@@ -272,7 +272,7 @@ def test_plan_solves_sglangs_replica_wide_settings_per_attention_dp_rank():
     assert ratio == 5  # extra_buffer's 5 slots a request, as SGLang 0.5.23 runs Qwen3-Next by default
     assert argv[argv.index("--dp-size") + 1] == "4" and best["best"]["settings"].endswith(
         f"# one replica: start {best['best']['replicas']} (--dp-size is the attention-DP width)")
-    assert any(s.startswith("tp 4 pp 2, attention DP: attention_dp: off at PP 2 with SGLang") for s in best["skipped"])
+    assert best["skipped"] == []
 
 
 def test_plan_attention_dp_needs_a_tp_above_1(capsys):
@@ -377,3 +377,14 @@ def test_an_sglang_0_5_23_server_args_line_gives_the_attention_dp_width():
                    "attn_dp_size=2, enable_dp_attention=False)\n[2026-01-01 00:00:01 DP0 TP0] KV Cache is allocated. "
                    "#tokens: 10, K size: 0.01 GB, V size: 0.01 GB")
     assert (log.tp, log.dp, log.attention_dp) == (8, 2, True)
+
+
+def test_sglang_sizes_attention_dp_at_pp_2_stage_by_stage(capsys):
+    """Nemotron-H-8B at PP 2, TP 4, attention DP 2 on an H200 with 30 GiB of weights: each stage's rank holds
+    12,562,944 tokens and runs 452 requests, SGLang 0.5.23's own figures (its table's PP x attention-DP case), and the
+    replica 2 x 452."""
+    report, out = size(capsys, str(HF_CONFIGS / "nemotron-h-8b-base-8k.json"), "--engine", "sglang", "--pp", "2",
+                       "--tp", "4", "--attn-dp-size", "2", "--weights", "30GiB", "--gpu", "h200")
+    engine = report["engine"]
+    assert [(s["max_total_num_tokens"], s["max_running_requests"]) for s in engine["stages"]] == [(12_562_944, 452)] * 2
+    assert (engine["max_running_requests_per_rank"], engine["max_running_requests"]) == (452, 904)

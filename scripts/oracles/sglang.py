@@ -13,6 +13,7 @@ Releases: 0.5.2 to 0.5.23, the ones mcache models (scripts/oracles/sglang_versio
     python scripts/oracles/sglang.py 0.5.21 --merge --only pp --configs lfm2-1.2b.json  # its PP cases only, merged
     python scripts/oracles/sglang.py 0.5.23 --merge --only dp --configs qwen3-next-80b-a3b.json  # its attention-DP cases only, merged
     python scripts/oracles/sglang.py 0.5.23 --merge --only narrow-dp --configs qwen3-next-80b-a3b.json  # those with dp < tp
+    python scripts/oracles/sglang.py 0.5.23 --merge --only pp-dp --configs nemotron-h-8b-base-8k.json  # attention DP at PP > 1
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing

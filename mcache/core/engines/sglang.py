@@ -344,6 +344,9 @@ MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # Attention DP narrower than TP (--dp-size N < --tp-size: an attention-TP group of tp / N ranks, mcache's
 # --attn-dp-size N) is sized by the same rules at every release, the KV heads and the state split over the attention-TP
 # group (ParallelLayout.state_tp), each release checked by its table's cases (sglang.py _narrow_dp_grid)
+# Attention DP at PP > 1 (SGLang's PP, from `PP_MODELLED_FROM`): each stage sized by the same rules as at PP 1 and
+# without attention DP (no rule of either names the other), each release checked by its table's cases
+# (sglang.py _pp_dp_grid)
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
@@ -536,7 +539,8 @@ DP_WHOLE = {arch: frozenset({"embedding"}) for arch in (
 
 def _dp_sharded(spec, version: str) -> frozenset[str]:
     """The weights SGLang at `version` still splits over a stage's TP ranks under --enable-dp-attention
-    (`weights.shard_ways` names; the rest but the routed experts is whole on each rank), as sglang/srt/models/*.py build
+    (`weights.shard_ways` names; the rest but the routed experts is split over the attention-TP group, whole at a width
+    of tp, or whole on each rank, `DP_WHOLE`), as sglang/srt/models/*.py build
     them (read at 0.5.2-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
     enable_dp_lm_head)`, False by default in server_args.py / arg_groups), the dense MLPs and shared experts (Qwen2MoeMLP,
     NemotronHMLP, FalconH1MLP, KimiMLP, Lfm2MLP, BailingMLP, GraniteMoeSharedMLP on the TP group; the routers and latent
@@ -595,15 +599,10 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def _check_attention_dp(inputs: EngineInputs) -> None:
-    """Attention DP is sized at one PP stage and a width of 2 or more, up to TP (the layouts the tables check);
-    elsewhere it is refused as not modelled."""
+    """Attention DP is sized at a width of 2 or more, up to TP (the layouts the tables check); of width 1 it is refused
+    as not modelled."""
     layout = inputs.layout
-    if not layout.attention_dp:
-        return
-    if layout.pp > 1:
-        raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
-                                          "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
-    if layout.attention_dp_ranks == 1:
+    if layout.attention_dp and layout.attention_dp_ranks == 1:
         field = "attention_dp" if layout.attention_dp_size is None else "attention_dp_size"
         raise LayoutError(field, "of width 2 or more with SGLang: attention DP of width 1 (--dp-size 1 "
                                  "--enable-dp-attention, which releases before 0.5.23 still pad for) is not modelled; "

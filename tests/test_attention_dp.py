@@ -261,8 +261,8 @@ def test_sglang_serve_command_takes_dp_size_for_the_attention_dp_width():
 
 def test_plan_solves_sglangs_replica_wide_settings_per_attention_dp_rank():
     """SGLang divides a given --max-running-requests and --max-mamba-cache-size among its DP ranks: the plan solves a
-    rank's n and pastes dp x n (before the command's closing comment); layouts SGLang's profile does not take under
-    attention DP (PP 2) are skipped, not an error."""
+    rank's n and pastes dp x n (before the command's closing comment); PP 2 under attention DP is sized too, not
+    skipped (SGLang refuses Qwen3-Next at PP 2 itself)."""
     best = plan_json(QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1,2", "--kv-dtype", "bfloat16", "--context",
                      "32768", "--target-concurrency", "1500", "--attention-dp", "on", "--engine", "sglang")
     argv = shlex.split(best["best"]["settings"].partition("  # ")[0])
@@ -272,7 +272,7 @@ def test_plan_solves_sglangs_replica_wide_settings_per_attention_dp_rank():
     assert ratio == 5  # extra_buffer's 5 slots a request, as SGLang 0.5.23 runs Qwen3-Next by default
     assert argv[argv.index("--dp-size") + 1] == "4" and best["best"]["settings"].endswith(
         f"# one replica: start {best['best']['replicas']} (--dp-size is the attention-DP width)")
-    assert any(s.startswith("tp 4 pp 2, attention DP: attention_dp: off at PP 2 with SGLang") for s in best["skipped"])
+    assert best["skipped"] == []
 
 
 def test_plan_attention_dp_needs_a_tp_above_1(capsys):
@@ -296,3 +296,95 @@ def test_explain_reads_a_vllm_engine_core_as_one_attention_dp_rank(capsys):
     assert (engine["attention_dp_ranks"], engine["max_running_requests"]) == (2, 2 * engine["max_running_requests_per_rank"])
     assert main(args) == 0
     assert "per replica (TP × PP = 2 GPUs, attention DP: 2 × 1; 1 per GPU)" in capsys.readouterr().out
+
+
+# ---- attention DP narrower than TP (--attn-dp-size N: N groups of tp / N ranks) ----
+
+def test_a_narrower_attention_dp_splits_heads_and_state_over_its_attention_tp_group(tiny, capsys):
+    """At TP 4 with an attention-DP width of 2 each rank holds half the KV heads and state (an attention TP of 2), as a
+    TP-2 rank without attention DP does, and the replica runs 2 x a rank's sequences."""
+    args = (tiny, "--gpu-memory", "1GiB", "--reserve", "0", "--max-seq-len", "100", "--block-size", "16")
+    narrow, out = size(capsys, *args, "--tp", "4", "--attn-dp-size", "2")
+    tp2, _ = size(capsys, *args, "--tp", "2")
+    rank, rank2 = narrow["capacity"]["ranks"][0], tp2["capacity"]["ranks"][0]
+    assert (rank["kv_bytes_per_sequence"], rank["state_bytes_per_sequence"]) == (
+        rank2["kv_bytes_per_sequence"], rank2["state_bytes_per_sequence"]) == (7_168, 808)
+    cap = narrow["capacity"]
+    assert (cap["attention_dp_ranks"], cap["max_sequences"]) == (2, 2 * cap["max_sequences_per_rank"])
+    assert narrow["layout"]["attention_dp"] is True and narrow["layout"]["attention_dp_size"] == 2
+    assert " · tp 4 · pp 1 · attention-DP 2 · " in out and "attention DP: 2 × " in out
+    # a width of tp is --attention-dp's layout; without attention DP the size is null
+    assert size(capsys, *args, "--tp", "4", "--attn-dp-size", "4")[0] == size(capsys, *args, "--tp", "4",
+                                                                                 "--attention-dp")[0]
+    assert size(capsys, *args, "--tp", "4")[0]["layout"]["attention_dp_size"] is None
+    assert ParallelLayout(tp=4, attention_dp=True, attention_dp_size=4) == ParallelLayout(tp=4, attention_dp=True)
+    assert ParallelLayout(tp=8, attention_dp=True, attention_dp_size=2).state_tp == 4
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--tp", "8", "--attn-dp-size", "3"], "--attn-dp-size: a divisor of tp 8 (1 to 8), got 3"),
+    (["--tp", "2", "--attn-dp-size", "4"], "--attn-dp-size: a divisor of tp 2 (1 to 2), got 4"),
+    (["--tp", "2", "--attn-dp-size", "0"], "--attn-dp-size: an integer from 1"),
+    (["--tp", "4", "--attn-dp-size", "2", "--engine", "vllm"],
+     "--attn-dp-size: equal to --tp (4) with vLLM, whose data parallelism is separate engine cores"),
+    (["--tp", "4", "--attn-dp-size", "2", "--engine", "trtllm"],
+     "--attn-dp-size: equal to --tp (4) with TensorRT-LLM, whose enable_attention_dp spans every TP rank"),
+    (["--tp", "4", "--attn-dp-size", "1", "--engine", "sglang"], "--attn-dp-size: of width 2 or more with "
+                                                                      "SGLang"),
+])
+def test_an_attention_dp_width_a_layout_or_engine_cannot_take_is_one_line(args, said, capsys):
+    assert said in one_line(["size", QWEN3_NEXT, "--gpu", "h200", *args], capsys)
+
+
+def test_a_narrower_attention_dp_splits_the_whole_weights_over_its_attention_tp_group():
+    """Under attention DP of 2 at TP 4 what stays whole at a width of tp is split over the attention-TP group of 2;
+    what an engine keeps on the TP group stays over 4, what it keeps whole (SGLang's `enable_tp=False` embeddings,
+    `DP_WHOLE`) over 1."""
+    from mcache.core.engines.sglang import DP_WHOLE
+
+    spec = import_hf(HF_CONFIGS / "qwen3-next-80b-a3b.json")
+    ctx = RankContext.build(spec, ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2), RuntimeConfig(),
+                            resolve_dtypes(spec), 0)
+    assert [shard_ways(ctx, kind, part) for kind, part in (("embedding", None), ("gdn", "proj"), ("moe", "experts"))] \
+        == [2, 2, 4]
+    assert shard_ways(ctx, "moe", "shared_experts", dp_sharded=frozenset({"moe.shared_experts"})) == 4
+    assert shard_ways(ctx, "embedding", dp_whole=frozenset({"embedding"})) == 1
+    assert DP_WHOLE["Qwen3_5ForConditionalGeneration"] == frozenset({"embedding"}) and "Qwen3NextForCausalLM" not in DP_WHOLE
+
+
+def test_sglang_shards_the_pure_mamba_state_over_the_whole_tp_group():
+    """configs/mamba.py (0.5.20 on) builds Mamba-1's state over get_parallel().tp_size, not the attention-TP group: under
+    attention DP a rank's slot is the TP rank's (11,468,800 B at TP 2, half at TP 4 whatever the width), where
+    Falcon-H1's follows the attention TP (the same at TP 4 with a width of 2 as at TP 2 without DP)."""
+    name, memory = lookup("h200")
+
+    def slot(config: str, layout: ParallelLayout) -> int:
+        spec = import_hf(HF_CONFIGS / f"{config}.json")
+        run = run_engine("sglang", EngineInputs(spec, layout, name, memory, 1024, {"weights_bytes": 1 << 30}))
+        return run.stages[0].fields["mamba_cache_per_req_bytes"]
+
+    narrow = ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2)
+    assert slot("mamba-2.8b", ParallelLayout(tp=2)) == slot("mamba-2.8b", ParallelLayout(tp=2, attention_dp=True)) \
+        == 2 * slot("mamba-2.8b", narrow) == 11_468_800
+    assert slot("falcon-h1-0.5b", ParallelLayout(tp=2)) == slot("falcon-h1-0.5b", narrow)
+
+
+def test_an_sglang_0_5_23_server_args_line_gives_the_attention_dp_width():
+    """0.5.23 moves --dp-size N --enable-dp-attention to attn_dp_size=N (dp_size 1, enable_dp_attention False)."""
+    from mcache.core.logs import read_log
+
+    log = read_log("[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=8, dp_size=1, "
+                   "attn_dp_size=2, enable_dp_attention=False)\n[2026-01-01 00:00:01 DP0 TP0] KV Cache is allocated. "
+                   "#tokens: 10, K size: 0.01 GB, V size: 0.01 GB")
+    assert (log.tp, log.dp, log.attention_dp) == (8, 2, True)
+
+
+def test_sglang_sizes_attention_dp_at_pp_2_stage_by_stage(capsys):
+    """Nemotron-H-8B at PP 2, TP 4, attention DP 2 on an H200 with 30 GiB of weights: each stage's rank holds
+    12,562,944 tokens and runs 452 requests, SGLang 0.5.23's own figures (its table's PP x attention-DP case), and the
+    replica 2 x 452."""
+    report, out = size(capsys, str(HF_CONFIGS / "nemotron-h-8b-base-8k.json"), "--engine", "sglang", "--pp", "2",
+                       "--tp", "4", "--attn-dp-size", "2", "--weights", "30GiB", "--gpu", "h200")
+    engine = report["engine"]
+    assert [(s["max_total_num_tokens"], s["max_running_requests"]) for s in engine["stages"]] == [(12_562_944, 452)] * 2
+    assert (engine["max_running_requests_per_rank"], engine["max_running_requests"]) == (452, 904)

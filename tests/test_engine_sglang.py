@@ -1181,13 +1181,6 @@ def test_attention_dp_splits_the_requests_state_pool_and_chunked_prefill_over_th
     assert (st.fields["max_mamba_cache_size"], st.fields["max_running_requests_logged"]) == (50, 10)
 
 
-def test_attention_dp_with_pipeline_parallelism_is_refused_as_not_modelled():
-    inputs = EngineInputs(config_spec("nemotron-h-8b-base-8k"), ParallelLayout(tp=2, pp=2, attention_dp=True),
-                          *lookup("h200"), None, {"weights_bytes": 30 * GIB})
-    with pytest.raises(LayoutError, match="at one PP stage only"):
-        run_engine("sglang", inputs)
-
-
 def test_attention_dp_turns_the_prefill_cuda_graphs_off_before_0_5_17():
     # server_args.py v0.5.14 _disable_tc_piecewise_cudagraph_if_incompatible: "DP attention" turns them off (the 0.5.14
     # table: Nemotron-H at TP 4 on an H200 0.836, 0.833 with its 58 graphs of 8 MiB); v0.5.17's rules drop it

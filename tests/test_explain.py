@@ -444,6 +444,27 @@ def test_vllm_data_parallel_engine_cores_are_sized_one_core_each_from_its_own_me
                for n in data["notes"])
 
 
+def test_an_sglang_log_with_attention_dp_narrower_than_tp_is_reproduced(tmp_path, capsys):
+    # SGLang 0.5.23's own lines for --tp-size 4 --dp-size 2 --enable-dp-attention on an H200 with 30 GiB of weights
+    # (the oracle's case in tests/data/engine_golden/sglang-0.5.23.json.gz), as attention-DP rank 0 logs them
+    lines = ["max_running_requests is capped to 239 by the mamba state cache (max_mamba_cache_size=1197, 5 state slots "
+             "per request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the "
+             "state size with --mamba-ssm-dtype bfloat16.",
+             "Mamba Cache is allocated. max_mamba_cache_size: 1197, conv_state size: 0.99GB, ssm_state size: 42.12GB ",
+             "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 4186472, K size: 23.96 GB, V size: 23.96 GB",
+             "max_total_num_tokens=4186472, chunked_prefill_size=4096, max_prefill_tokens=16384, "
+             "max_running_requests=239, context_len=262144"]
+    path = tmp_path / "dp2.log"
+    path.write_text("\n".join(["[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=4, pp_size=1, "
+                               "dp_size=2, enable_dp_attention=True)",
+                               *(f"[2026-01-01 00:00:05 DP0 TP0] {line}" for line in lines)]))
+    code, data = explain([str(path), "--model", str(HF_CONFIGS / "qwen3-next-80b-a3b.json"), "--gpu", "h200",
+                          "--weights", "30GiB", "--engine-version", "0.5.23"], capsys)
+    assert code == 0 and {c["verdict"] for c in data["comparisons"]} == {"agree"} and len(data["comparisons"]) == 12
+    assert data["engine"]["attention_dp_ranks"] == 2
+    assert any("2 attention-DP groups of 2 ranks" in n and "--tp 4 --attn-dp-size 2" in n for n in data["notes"])
+
+
 def test_data_parallel_layouts_are_read_as_one_engine_instance():
     from mcache.core.explain import _data_parallel_notes, log_layout
     from mcache.core.sizing.layout import ParallelLayout
@@ -452,15 +473,20 @@ def test_data_parallel_layouts_are_read_as_one_engine_instance():
                                   "1.00 GiB" for d in (0, 1) for t in (0, 1)),
                                 *(f"(EngineCore_DP{d} pid=1) INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 1,000 tokens"
                                   for d in (0, 1))]))
-    assert (vllm.dp, vllm.tp, log_layout(vllm, None, None, False)) == (2, 2, (2, 1, False))
+    assert (vllm.dp, vllm.tp, log_layout(vllm, None, None, False)) == (2, 2, (2, 1, False, None))
     assert "2 engine cores of TP 2, each sizing its own cache: sized as one" in _data_parallel_notes(
         vllm, ParallelLayout(tp=2))[0]
     args = "[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=4, dp_size={}, enable_dp_attention={})"
     kv = "[2026-01-01 00:00:01 DP0 TP0] KV Cache is allocated. #tokens: 10, K size: 0.01 GB, V size: 0.01 GB"
-    for dp, on, layout in ((4, True, (4, 1, True)), (2, True, (4, 1, False)), (2, False, (4, 1, False))):
+    # SGLang's --dp-size N with --enable-dp-attention is --attn-dp-size N (tp's width: None, --attention-dp's)
+    for dp, on, layout in ((4, True, (4, 1, True, None)), (2, True, (4, 1, True, 2)), (2, False, (4, 1, False, None))):
         log = read_log(args.format(dp, on) + "\n" + kv)
         assert (log.dp, log.dp_line, log.attention_dp, log_layout(log, None, None, False)) == (dp, 1, on, layout)
-    assert log_layout(log, 2, None, True) == (2, 1, True)  # the options given win
+    assert log_layout(log, 2, None, True) == (2, 1, True, None)  # the options given win
+    assert log_layout(log, 8, None, False, 4) == (8, 1, True, 4)
+    narrow = read_log(args.format(2, True) + "\n" + kv)
+    note = _data_parallel_notes(narrow, ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2))[0]
+    assert "2 attention-DP groups of 2 ranks (an attention TP of 2)" in note and "--tp 4 --attn-dp-size 2" in note
 
 
 def test_an_sglang_server_args_dict_is_read_as_its_repr():

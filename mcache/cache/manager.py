@@ -50,7 +50,7 @@ class CacheManager:
             raise ValueError(f"tp_rank {tp_rank} out of range for tp={ctx.layout.tp}")
         self.ctx, self.tp_rank, self.pool_layout = ctx, tp_rank, pool_layout
         self.device = torch.device(device)
-        self.state_rank = 0 if ctx.layout.attention_dp else tp_rank
+        self.state_rank = tp_rank % ctx.layout.state_tp  # its place in the attention-TP group that splits the state
         rt = ctx.runtime
         self.pools: dict[str, Pool] = allocate_pools(ctx, self.device, pool_layout)
         self.book, self.handlers = assign_pools(ctx, self.pools)

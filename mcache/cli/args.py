@@ -12,7 +12,8 @@ from mcache.core.spec.model import MAX_INT
 
 # Fields of the core's errors that name an option (every other field is a spec field): the layout's, the GPU's, the
 # capacity figures', the runtime's own names for options, `mcache plan`'s own, and every `SizeOptions` field.
-OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "gpu", "gpu_memory", "context", "concurrency",
+OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "attention_dp", "attention_dp_size",
+                           "gpu", "gpu_memory", "context", "concurrency",
                            "tokens_per_block", "draft_tokens", "engine", "target_concurrency", "prefix_caching",
                            *SizeOptions.__struct_fields__))
 
@@ -20,7 +21,8 @@ OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "gpu", "gpu_memo
 # 2**40, the bound of every spec number, so no count or token figure can overflow a float when it is shown.
 COUNT, ZERO_UP, FRACTION = (1, MAX_INT), (0, MAX_INT), (0.0, 1.0)
 RANGES = {
-    "tp": COUNT, "pp": COUNT, "pp_partition": COUNT, "max_batch": COUNT, "max_seq_len": COUNT, "block_size": COUNT,
+    "tp": COUNT, "pp": COUNT, "pp_partition": COUNT, "attention_dp_size": COUNT, "max_batch": COUNT,
+    "max_seq_len": COUNT, "block_size": COUNT,
     "kv_tokens": COUNT, "draft": ZERO_UP, "reserved_slots": ZERO_UP, "snapshot_slots": ZERO_UP,
     "context": COUNT, "concurrency": COUNT, "target_concurrency": COUNT, "max_gpus": COUNT, "top": COUNT,
     "kernel_block_size": COUNT, "max_num_seqs": COUNT, "max_num_batched_tokens": COUNT,

@@ -53,13 +53,15 @@ def explain(
     refuse_input_as_output(output, *spec_inputs(Path(origin)))
     sizes = _parse_sizes({k: options.pop(k) for k in ("gpu_memory", "reserve", "weights", "kv_cache_memory",
                                                        "free_memory_before_load")})
-    gpu_name, context, attention_dp, partition = (options.pop(k) for k in ("gpu", "context", "attention_dp", "pp_partition"))
+    gpu_name, context, attention_dp, dp_size, partition = (options.pop(k) for k in (
+        "gpu", "context", "attention_dp", "attention_dp_size", "pp_partition"))
     overrides = size_options(options, sizes)
     from msgspec.structs import asdict
 
-    check_ranges({**asdict(overrides), "tp": tp, "pp": pp, "context": context})
+    check_ranges({**asdict(overrides), "tp": tp, "pp": pp, "attention_dp_size": dp_size, "context": context})
     try:
-        layout = _layout(*log_layout(parsed, tp, pp, attention_dp), partition)
+        log_tp, log_pp, log_dp, log_dp_size = log_layout(parsed, tp, pp, attention_dp, dp_size)
+        layout = _layout(log_tp, log_pp, log_dp, partition, log_dp_size)
         gpu = (f"{options_gpu_memory(sizes)} GPU", sizes["gpu_memory"]) if "gpu_memory" in sizes else (
             _gpu(gpu_name) if gpu_name else (("the log's GPU", parsed.gpu_bytes) if parsed.gpu_bytes else None))
         result = explain_log(parsed, spec, origin, layout, gpu, version, overrides, context)

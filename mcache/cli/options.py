@@ -25,7 +25,7 @@ PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]
 
 # Fields the core names whose flag is not the field with dashes: the layout's pair, and the runtime's own names.
 SPELLED = {"tp/pp": "--tp/--pp", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
-           "enable_prefix_caching": "--prefix-caching"}
+           "enable_prefix_caching": "--prefix-caching", "attention_dp_size": "--attn-dp-size"}
 
 
 # The engines' names for mcache size's options: accepted as typed, shown in each option's description (so the

@@ -33,6 +33,10 @@ def size(
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help=(
         "Attention data-parallel: each TP rank keeps whole KV heads and state for a batch of its own (a replica "
         "runs tp x a rank's sequences)."))] = False,
+    attention_dp_size: Annotated[int | None, typer.Option("--attn-dp-size", help=(
+        "Attention-DP width N, a divisor of --tp (implies --attention-dp, whose width is tp): N groups of tp / N "
+        "ranks, each splitting KV heads and state over its ranks for a batch of its own (a replica runs N x a rank's "
+        "sequences). SGLang's --dp-size N with DP attention (0.5.23: --attn-dp-size N)."))] = None,
     max_batch: Annotated[int | None, typer.Option("--max-batch", help=(
         "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
         "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "
@@ -141,14 +145,15 @@ def size(
     sizes = _parse_sizes({"gpu_memory": gpu_memory, "reserve": reserve, "weights": weights,
                           "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
     options = size_options(params, sizes)
-    check_ranges({**asdict(options), "tp": tp, "pp": pp, "context": context, "concurrency": concurrency})
+    check_ranges({**asdict(options), "tp": tp, "pp": pp, "attention_dp_size": attention_dp_size, "context": context,
+                  "concurrency": concurrency})
     try:
         engine_settings(engine, options)  # an option the engine lacks is the first error, before the layout's
         if engine_version and not engine:
             raise McacheError("--engine-version: the release of the engine named by --engine; add --engine")
         if engine and verify:
             raise McacheError("--verify: checks mcache's neutral pools against the manager; drop --engine")
-        layout = _layout(tp, pp, attention_dp, pp_partition)
+        layout = _layout(tp, pp, attention_dp, pp_partition, attention_dp_size)
         target = (f"{gpu_memory} GPU", sizes["gpu_memory"]) if gpu_memory else _gpu(gpu)
         deployment = Deployment(layout, target, engine, options, context, concurrency, engine_version)
         receiver = transfer_to_tp or transfer_to_pp
@@ -198,13 +203,15 @@ def _parse_sizes(texts: dict[str, str | None]) -> dict[str, int]:
     return parsed
 
 
-def _layout(tp: int, pp: int, attention_dp: bool, pp_partition: str | None):
-    """The parallel layout of `--tp`, `--pp`, `--attention-dp` and `--pp-partition`."""
+def _layout(tp: int, pp: int, attention_dp: bool, pp_partition: str | None, attention_dp_size: int | None = None):
+    """The parallel layout of `--tp`, `--pp`, `--attention-dp`, `--pp-partition` and `--attn-dp-size` (which implies
+    `--attention-dp`)."""
     from mcache.core.sizing.layout import ParallelLayout
 
     partition = comma_ints(pp_partition, "pp_partition") if pp_partition else None
     check_ranges({"pp_partition": partition})
-    return ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp, pp_partition=partition)
+    return ParallelLayout(tp=tp, pp=pp, attention_dp=attention_dp or attention_dp_size is not None,
+                          pp_partition=partition, attention_dp_size=attention_dp_size)
 
 
 def _gpu(name: str | None) -> tuple[str, int] | None:

@@ -61,8 +61,16 @@ def _headline(report: dict) -> str:
     if m.get("stored_bytes_index"):
         weights += f"; {human_bytes(m['stored_bytes_index'])} in its safetensors index"
     return (f"{m['name']} ({weights}) · tp {lay['tp']} · "
-            f"pp {lay['pp']}{' · attention-DP' if lay['attention_dp'] else ''} · max batch {rt['max_batch']} · "
+            f"pp {lay['pp']}{_attention_dp(lay)} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")
+
+
+def _attention_dp(layout: dict) -> str:
+    """` · attention-DP` (of width tp), ` · attention-DP 2` (narrower), or nothing without it."""
+    if not layout["attention_dp"]:
+        return ""
+    size = layout.get("attention_dp_size")
+    return " · attention-DP" + (f" {size}" if size not in (None, layout["tp"]) else "")
 
 
 def _dt(report: dict, role: str) -> str:

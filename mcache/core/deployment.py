@@ -118,7 +118,10 @@ def smallest_fitting_layout(spec: ModelSpec, d: Deployment, max_gpus: int = MAX_
         if whole is not None and d.gpu and whole > gpus * d.gpu[1]:
             continue  # however they are split, the weights alone exceed these GPUs' memory
         for pp in (p for p in range(1, gpus + 1) if gpus % p == 0):
-            layout = ParallelLayout(tp=gpus // pp, pp=pp, attention_dp=d.layout.attention_dp)
+            size = d.layout.attention_dp_size  # an attention-DP width narrower than TP kept (a layout it divides)
+            if size is not None and (gpus // pp) % size:
+                continue
+            layout = ParallelLayout(tp=gpus // pp, pp=pp, attention_dp=d.layout.attention_dp, attention_dp_size=size)
             try:
                 if size_deployment(spec, replace(d, layout=layout)).fits:
                     return layout

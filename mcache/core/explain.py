@@ -256,16 +256,19 @@ def engine_cores(log: EngineLog) -> list[EngineLog]:
                     figures=[p for p in log.figures if mine(p.process, r)]) for r in ranks]
 
 
-def log_layout(log: EngineLog, tp: int | None, pp: int | None, attention_dp: bool) -> tuple[int, int, bool]:
-    """The `--tp`, `--pp` and `--attention-dp` of one engine instance of the log (those given win). vLLM's
-    `--data-parallel-size N` over engine cores of TP 1 is mcache's `--tp N --attention-dp` (engines/vllm.py
-    `engine_core_layout`), SGLang's `--dp-size` = `--tp-size` with `--enable-dp-attention` its `--attention-dp`; other
-    data parallelism is replicas of the log's TP, and one is sized (`_data_parallel_notes` says so)."""
+def log_layout(log: EngineLog, tp: int | None, pp: int | None, attention_dp: bool,
+               attention_dp_size: int | None = None) -> tuple[int, int, bool, int | None]:
+    """The `--tp`, `--pp`, `--attention-dp` and `--attn-dp-size` of one engine instance of the log (those given
+    win). vLLM's `--data-parallel-size N` over engine cores of TP 1 is mcache's `--tp N --attention-dp` (engines/vllm.py
+    `engine_core_layout`), SGLang's `--dp-size N` with `--enable-dp-attention` its `--attn-dp-size N`; other data
+    parallelism is replicas of the log's TP, and one is sized (`_data_parallel_notes` says so)."""
     dp, core_tp = log.dp or 1, log.tp or 1
     vllm_cores = log.engine == "vllm" and dp > 1 and core_tp == 1
-    sglang_ranks = log.engine == "sglang" and dp > 1 and bool(log.attention_dp) and dp == core_tp
+    sglang_ranks = log.engine == "sglang" and dp > 1 and bool(log.attention_dp)
     tp = tp or (dp if vllm_cores else core_tp)
-    return tp, pp or log.pp or 1, attention_dp or ((vllm_cores or sglang_ranks) and tp > 1)
+    if attention_dp or attention_dp_size is not None:
+        return tp, pp or log.pp or 1, True, attention_dp_size
+    return tp, pp or log.pp or 1, (vllm_cores or sglang_ranks) and tp > 1, dp if sglang_ranks and dp < tp else None
 
 
 def _data_parallel_notes(log: EngineLog, layout: ParallelLayout) -> list[str]:
@@ -276,16 +279,17 @@ def _data_parallel_notes(log: EngineLog, layout: ParallelLayout) -> list[str]:
     name = {"vllm": "data_parallel_size", "sglang": "dp_size"}[log.engine]
     said = f"the log's {name}={dp}" + (f" (line {log.dp_line})" if log.dp_line else " (its processes' DP ranks)")
     if layout.attention_dp:
+        ranks = layout.attention_dp_ranks
         unit = "engine cores of TP 1, each sizing and logging its own cache" if log.engine == "vllm" else (
-            "attention-DP ranks, each with its own batch and pools")
-        return [f"{said}: {dp} {unit}: sized as --tp {layout.tp} --attention-dp, one rank's figures; a replica runs "
-                f"{layout.tp} times its sequences"]
+            "attention-DP ranks, each with its own batch and pools" if ranks == layout.tp else
+            f"attention-DP groups of {layout.state_tp} ranks (an attention TP of {layout.state_tp}), each with its own "
+            "batch and pools")
+        asked = "--attention-dp" if ranks == layout.tp else f"--attn-dp-size {ranks}"
+        return [f"{said}: {dp} {unit}: sized as --tp {layout.tp} {asked}, one rank's figures; a replica runs "
+                f"{ranks} times its sequences"]
     if log.engine == "sglang" and log.attention_dp is None:
         return [f"{said}, and no server_args line to say whether they are attention DP (enable_dp_attention): sized "
-                f"as TP {layout.tp}; give --attention-dp if they are"]
-    if log.engine == "sglang" and log.attention_dp:
-        return [f"{said} with enable_dp_attention at tp_size {layout.tp}: an attention TP of {layout.tp // dp}, which "
-                "mcache does not model (its attention DP is dp_size = tp_size): sized without attention DP"]
+                f"as TP {layout.tp}; give --attn-dp-size {dp} if they are"]
     unit = "engine cores" if log.engine == "vllm" else "replicas"
     return [f"{said}: {dp} {unit} of TP {layout.tp}, each sizing its own cache: sized as one; the deployment runs "
             f"{dp} times its sequences"]

@@ -23,7 +23,8 @@ from mcache.core.spec.model import ModelSpec
 # holds them), as engines do unless they draft with them; model.stored_bytes_index(_source) and capacity.weights_source
 # added since (optional to a reader of 2); capacity.attention_dp_ranks and max_sequences_per_rank (a rank's figure,
 # which capacity.max_sequences, the replica's, is attention_dp_ranks times) and engine.max_running_requests_per_rank
-# and attention_dp_ranks likewise: without attention DP every figure is what it was
+# and attention_dp_ranks likewise: without attention DP every figure is what it was; layout.attention_dp_size (the
+# attention-DP width, --attn-dp-size, tp with --attention-dp; null without attention DP)
 SCHEMA_VERSION = 2
 
 
@@ -155,6 +156,7 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "tp": layout.tp,
             "pp": layout.pp,
             "attention_dp": layout.attention_dp,
+            "attention_dp_size": layout.attention_dp_ranks if layout.attention_dp else None,
             "pp_partition": [len(s) for s in layout.stages(spec.num_layers)],
         },
         "runtime": {

@@ -14,6 +14,8 @@ Releases: 0.5.2 to 0.5.23 and the post releases of 0.5.3-0.5.6, the ones mcache 
     python scripts/oracles/sglang.py 0.5.23 --merge --only dp --configs qwen3-next-80b-a3b.json  # its attention-DP cases only, merged
     python scripts/oracles/sglang.py 0.5.23 --config-dir tests/data/hf_configs_extra \
         --out tests/data/engine_golden/extra/sglang-0.5.23.json.gz --work /tmp/sglang-oracle-extra-0.5.23  # other configs
+    python scripts/oracles/sglang.py 0.5.23 --merge --only narrow-dp --configs qwen3-next-80b-a3b.json  # those with dp < tp
+    python scripts/oracles/sglang.py 0.5.23 --merge --only pp-dp --configs nemotron-h-8b-base-8k.json  # attention DP at PP > 1
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -171,6 +173,8 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid += _pp_grid(cfg)
         grid += _amd_grid()
         grid += _dp_grid() if name in DP_CONFIGS else []
+        grid += _narrow_dp_grid() if name in NARROW_DP_CONFIGS else []
+        grid += _pp_dp_grid() if name in PP_DP_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -217,7 +221,11 @@ def _amd_grid() -> list[tuple]:
 # Attention data parallelism, `--dp-size N --enable-dp-attention` with N = TP (each rank holds the KV heads and the state
 # whole: mcache's --attention-dp), for these configs (`_dp_grid`)
 DP_CONFIGS = ("qwen3-next-80b-a3b.json", "nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json",
-              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json")
+              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json", "lfm2-1.2b.json", "mamba-2.8b.json")
+# Attention DP narrower than TP (N < TP, an attention-TP group of TP / N ranks: mcache's --attn-dp-size N), one
+# config a kind: GDN, KDA with MLA, the Mamba2 hybrids, short conv, Mamba-1 (`_narrow_dp_grid`)
+NARROW_DP_CONFIGS = ("qwen3-next-80b-a3b.json", "kimi-linear-48b-a3b-instruct.json", "nemotron-h-8b-base-8k.json",
+                     "falcon-h1-0.5b.json", "lfm2-1.2b.json", "mamba-2.8b.json")
 
 
 def _dp_grid() -> list[tuple]:
@@ -237,6 +245,39 @@ def _dp_grid() -> list[tuple]:
     grid.append(({**dp, "max_running_requests": 64}, 3, "default", "H200", 30 * GIB, {}))
     grid.append(({**dp, "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
     return grid
+
+
+def _narrow_dp_grid() -> list[tuple]:
+    """Attention-DP cases with dp < tp (the worker's attention-DP rank 0, its attention-TP group tp / dp wide): TP 4 DP 2
+    and TP 8 DP 2 and 4 on the H200 with 30 GiB of weights, without and with 3 EAGLE steps, with and without the radix
+    cache; TP 4 DP 2 on the 80 GB GPU with 8 GiB; at TP 8 DP 2 a max_running_requests (split over the DP ranks) with the
+    radix cache off, at TP 8 DP 4 a max_mamba_cache_size with a draft."""
+    def dp(tp: int, size: int) -> dict:
+        return {"tp_size": tp, "dp_size": size, "enable_dp_attention": True}
+
+    return [(dp(4, 2), 0, "default", "H200", 30 * GIB, {}), (dp(4, 2), 3, "off", "H200", 30 * GIB, {}),
+            (dp(8, 2), 0, "default", "H200", 30 * GIB, {}), (dp(8, 2), 3, "default", "H200", 30 * GIB, {}),
+            (dp(8, 4), 0, "off", "H200", 30 * GIB, {}), (dp(8, 4), 3, "default", "H200", 30 * GIB, {}),
+            (dp(4, 2), 0, "default", "H100-80GB", 8 * GIB, {}),
+            ({**dp(8, 2), "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}),
+            ({**dp(8, 4), "max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {})]
+
+
+# Attention DP at PP > 1, for configs whose SGLang models take PP (`_pp_dp_grid`; the tables from PP_CASES_FROM)
+PP_DP_CONFIGS = ("nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json", "granite-4.0-h-tiny.json")
+
+
+def _pp_dp_grid() -> list[tuple]:
+    """Attention-DP cases at PP > 1, each stage sized as its rank (the worker's STAGE) and attention-DP rank 0: PP 2 at
+    TP 2 DP 2, TP 4 DP 4 and TP 4 DP 2 on the H200 with 30 GiB of weights, TP 4 DP 2 with the radix cache off and a
+    max_running_requests, and PP 3 at TP 2 DP 2."""
+    def dp(pp: int, tp: int, size: int) -> dict:
+        return {"pp_size": pp, "tp_size": tp, "dp_size": size, "enable_dp_attention": True}
+
+    return [(dp(2, 2, 2), 0, "default", "H200", 30 * GIB, {}), (dp(2, 4, 4), 0, "default", "H200", 30 * GIB, {}),
+            (dp(2, 4, 2), 0, "default", "H200", 30 * GIB, {}),
+            ({**dp(2, 4, 2), "max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}),
+            (dp(3, 2, 2), 0, "default", "H200", 30 * GIB, {})]
 
 
 def _key(case: dict) -> str:
@@ -297,7 +338,9 @@ def _is_pp(case: dict) -> bool:
 
 
 # Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
-ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS}
+ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS,
+        "narrow-dp": lambda case: _is_dp(case) and not _is_pp(case) and case["flags"]["dp_size"] < case["flags"]["tp_size"],
+        "pp-dp": lambda case: _is_dp(case) and _is_pp(case)}
 
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
@@ -386,8 +429,9 @@ def main():
     ap.add_argument("--configs", help="comma-separated config names (as the table records them): only those")
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
-    ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp), the pipeline-parallel ones "
-                    "(pp) or those on AMD cards (amd); with --merge those of --configs replaced, their other cases kept")
+    ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp; narrow-dp: those with dp < "
+                    "tp at PP 1; pp-dp: those at PP > 1), the pipeline-parallel ones (pp) or those on AMD cards (amd); "
+                    "with --merge those of --configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     ap.add_argument("--config-dir", type=Path, help=f"the HF configs to size (default {CONFIGS}, or $MCACHE_HF_CONFIGS)")
     ap.add_argument("--out", type=Path, help="the table's path (default tests/data/engine_golden/sglang-VERSION.json.gz)")

@@ -73,9 +73,11 @@ def mcache_case(case, version: str, configs: Path = CONFIGS) -> dict:
         return {"error": str(e)}
     partition = case["env"].get(PARTITION)
     try:
-        # attention DP: the oracle's DP cases run --dp-size = --tp-size (sglang.py _dp_grid), mcache's --attention-dp
+        # attention DP: the oracle's --dp-size N --enable-dp-attention (sglang.py _dp_grid, _narrow_dp_grid), mcache's
+        # --attn-dp-size N
+        dp = case["flags"].get("dp_size") if case["flags"].get("enable_dp_attention") else None
         layout = ParallelLayout(tp=case["flags"].get("tp_size", 1), pp=case["flags"].get("pp_size", 1),
-                                attention_dp=bool(case["flags"].get("enable_dp_attention")),
+                                attention_dp=dp is not None, attention_dp_size=dp,
                                 pp_partition=tuple(int(n) for n in partition.split(",")) if partition else None)
         run = sglang.run(EngineInputs(spec=spec, layout=layout, gpu_name=case["inputs"]["gpu"],
                                       gpu_bytes=case["inputs"]["gpu_total_bytes"], given=given, version=version))

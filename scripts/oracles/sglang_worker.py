@@ -11,8 +11,8 @@ otherwise: `_release_flags`, and have no runtime_context: `_publish`; 0.5.2-0.5.
 ModelRunner.init_memory_pool itself (0.5.7-0.5.9: its kv-cache mixin's, which builds them too), with the scheduler's
 request count in TpModelWorker.__init__ (0.5.7-0.5.9: ModelRunner.initialize): `_size_model_runner` (every release 0.5.2-0.5.23 is
 driven: see sglang_versions.md). A case with `pp_size` > 1 (0.5.14 on) is run once per stage, each in its own
-child, as that rank (`STAGE`, `_answer`); one with attention DP (dp_size = tp_size, enable_dp_attention) as attention-DP
-rank 0, its attention widths from SGLang's own compute_dp_attention_world_info (`_attention_world`). Nothing here
+child, as that rank (`STAGE`, `_answer`); one with attention DP (dp_size dividing tp_size, enable_dp_attention) as
+attention-DP rank 0, its attention widths from SGLang's own compute_dp_attention_world_info (`_attention_world`). Nothing here
 re-implements SGLang's arithmetic. What is mocked stands in for the GPU the venv does not have, and each mock is listed
 in MOCKS (copied into the table) with why it cannot change a figure.
 """
@@ -201,7 +201,8 @@ MOCKS = [
     "(`_is_hip = is_hip()` in layers/ and mem_cache/: kernel dispatch, DSA layouts, fp8 fnuz dtypes of one byte as "
     "e4m3fn's) keep the CUDA answer: the worker imports SGLang once for every case, and none of them sizes a "
     "hybrid's pools.",
-    "A case with attention DP (--dp-size N --enable-dp-attention, N == tp_size; 0.5.23 resolves it to "
+    "A case with attention DP (--dp-size N --enable-dp-attention, N dividing tp_size: an attention-TP group of tp / N "
+    "ranks; 0.5.23 resolves it to "
     "--attn-dp-size N) is attention-DP rank 0 (TP rank 0) of one replica: the data-parallel controller, which starts a "
     "scheduler per attention-DP rank, is not started, and the widths and ranks above are the ones initialize_dp_attention "
     "gives that rank; every attention-DP rank sizes the same pools from the same memory, and each figure (tokens, state "

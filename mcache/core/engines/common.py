@@ -176,13 +176,15 @@ class Settings:
         self.values[name], self.sources[name] = value, source
         return value
 
-    def weights(self, contexts: list[RankContext], expert_shards: int = 1,
-                dp_sharded: frozenset[str] = frozenset()) -> list[int]:
+    def weights(self, contexts: list[RankContext], expert_shards: int = 1, dp_sharded: frozenset[str] = frozenset(),
+                dp_whole: frozenset[str] = frozenset()) -> list[int]:
         """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded; the routed
         experts split `expert_shards` ways beyond the contexts' TP, `dp_sharded` what the engine still splits over TP
-        under attention DP: `weights.shard_ways`), the MTP layers counted only when a draft setting is given."""
+        and `dp_whole` what it keeps whole under attention DP: `weights.shard_ways`), the MTP layers counted only when
+        a draft setting is given."""
         drafts = max((self.given.get(name) or 0 for name in DRAFT_SETTINGS), default=0)
-        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts), expert_shards, dp_sharded) for ctx in contexts]
+        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts), expert_shards, dp_sharded, dp_whole)
+                     for ctx in contexts]
         if None in estimates and self.given.get("weights_bytes") is None:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
             raise LayoutError("weights_bytes", f"a size: the spec leaves {unknown} null, so mcache cannot estimate the "
@@ -240,8 +242,8 @@ def stage_contexts(spec: ModelSpec, layout: ParallelLayout, dtypes: CacheDtypes)
 
 def whole_model(spec: ModelSpec, layout: ParallelLayout, dtypes: CacheDtypes) -> RankContext:
     """All layers on one TP rank: what engines read model-wide (page sizes, block alignment)."""
-    return RankContext.build(spec, ParallelLayout(tp=layout.tp, attention_dp=layout.attention_dp), RuntimeConfig(),
-                             dtypes, 0)
+    return RankContext.build(spec, ParallelLayout(tp=layout.tp, attention_dp=layout.attention_dp,
+                                                  attention_dp_size=layout.attention_dp_size), RuntimeConfig(), dtypes, 0)
 
 
 def state_bytes(ctx: RankContext, kind: str, dtype_of: Callable[[str, StateShape], str], conv_rows: int = 0,
@@ -294,11 +296,11 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
 
 
 def weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
-                 dp_sharded: frozenset[str] = frozenset()) -> int | None:
+                 dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset()) -> int | None:
     """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp`, the routed experts
-    split `expert_shards` ways beyond the stage's TP, `dp_sharded` still split over TP under attention DP (the engines
-    measure theirs)."""
-    return rank_weight_bytes(ctx, mtp, expert_shards, dp_sharded)
+    split `expert_shards` ways beyond the stage's TP, `dp_sharded` still split over TP and `dp_whole` whole under
+    attention DP (the engines measure theirs)."""
+    return rank_weight_bytes(ctx, mtp, expert_shards, dp_sharded, dp_whole)
 
 
 def recurrent_kinds(spec) -> list[str]:

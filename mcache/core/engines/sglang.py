@@ -17,7 +17,8 @@ radix-cache strategy resolve in `server_args.py`). The first hybrid releases, 0.
 `python/sglang/srt/model_executor/model_runner.py` itself (0.5.7-0.5.9: its kv-cache mixin) and give the scheduler
 `python/sglang/srt/managers/tp_worker.py`'s request count: their rules are the `_first_line` branches beside the
 rules they replace (`FIRST_LINE_UNTIL`). Attention DP (`--attention-dp`: SGLang's --dp-size = --tp-size with
---enable-dp-attention) is sized at every modelled release, every figure one attention-DP rank's. What changed
+--enable-dp-attention; narrower than TP, `--attn-dp-size N`: --dp-size N < --tp-size) is sized at every modelled
+release, every figure one attention-DP rank's. What changed
 where, and what did not change, is in scripts/oracles/sglang_versions.md.
 """
 
@@ -350,9 +351,15 @@ MODELOPT_FP4_MIN_CAPABILITY = (("0.5.2", 100), ("0.5.13", 80))
 # (HIP/NPU/CPU/MPS/XPU)") turn them off; from v0.5.15 model_executor/cuda_graph_config.py picks the breakable backend
 # only where is_cuda(), else tc_piecewise (v0.5.15-v0.5.21, whose rules, server_args.py and from v0.5.19
 # arg_groups/cuda_graph_hook.py, turn it off there by the same "non-CUDA hardware" rule) or none (v0.5.22 on)
-# ---- attention data parallelism (`--dp-size N --enable-dp-attention`, N = TP: mcache's --attention-dp) ----
+# ---- attention data parallelism (`--dp-size N --enable-dp-attention`: mcache's --attn-dp-size N) ----
 # Modelled at every release, each checked by the DP cases of its table (scripts/oracles/sglang.py _dp_grid). A rank
 # of attention DP N runs its own scheduler over its own pools: every figure here is one attention-DP rank's.
+# Attention DP narrower than TP (--dp-size N < --tp-size: an attention-TP group of tp / N ranks, mcache's
+# --attn-dp-size N) is sized by the same rules at every release, the KV heads and the state split over the attention-TP
+# group (ParallelLayout.state_tp), each release checked by its table's cases (sglang.py _narrow_dp_grid)
+# Attention DP at PP > 1 (SGLang's PP, from `PP_MODELLED_FROM`): each stage sized by the same rules as at PP 1 and
+# without attention DP (no rule of either names the other), each release checked by its table's cases
+# (sglang.py _pp_dp_grid)
 DP_REQUESTS_FLOOR_FROM = "0.5.23"  # kv_cache_configurator.py: max(1, max_running_requests // attn_dp_size); before, n // dp
 # server_args.py before v0.5.17: the prefill CUDA graphs' rules turn them off under DP attention
 # (_handle_piecewise_cuda_graph at v0.5.10-v0.5.13, "DP attention" in _disable_tc_piecewise_cudagraph_if_incompatible at
@@ -368,8 +375,11 @@ DP_RESERVE_MB_0_5_2 = 4096  # server_args.py __post_init__ at v0.5.2: 4 GiB more
 GDN_SLOTS_BY_DP = ("0.5.3.post1", "0.5.7")
 # configs/falcon_h1.py mamba2_cache_params at v0.5.3-v0.5.4.post2 shards Falcon-H1's state over the whole TP group
 # (get_tensor_model_parallel_world_size), not the attention-TP group, so under attention DP each rank holds 1 / tp of it;
-# from v0.5.4.post3 over get_attention_tp_size, as every other config: the architectures and their releases, [from, until)
-STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.4.post3")}
+# from v0.5.4.post3 over get_attention_tp_size, as every other config. configs/mamba.py (MambaConfig, FalconMambaConfig) and
+# configs/mamba2.py (Mamba2Config), new in v0.5.20 (`NATIVE_FROM_0_5_20`), build the pure Mamba models' state over
+# get_parallel().tp_size (read to v0.5.23): the architectures and their releases, [from, until; None: still so)
+STATE_OVER_TP = {"FalconH1ForCausalLM": ("0.5.3", "0.5.4.post3"), "MambaForCausalLM": ("0.5.20", None),
+                 "FalconMambaForCausalLM": ("0.5.20", None), "Mamba2ForCausalLM": ("0.5.20", None)}
 # ---- v0.5.2 to v0.5.9 (`_first_line`) ----
 # The hybrids whose state the model runner sizes, from the release that registers each (model_runner.py is_hybrid_gdn:
 # models/qwen3_next.py at v0.5.2, models/falcon_h1.py from v0.5.3; v0.5.3.post1's mambaish_config adds
@@ -539,9 +549,20 @@ DP_TP_GROUP = {
 }
 
 
+# What an architecture's SGLang model keeps whole on every rank under --enable-dp-attention (`weights.shard_ways`'s
+# dp_whole; the rest not on the TP group is split over the attention-TP group, `use_attn_tp_group`): the embedding built
+# with `enable_tp=not is_dp_attention_enabled()` in models/qwen3_5.py (its text classes too, through
+# models/qwen3_5_text.py), bailing_moe_linear.py and bailing_moe_v3.py (read at v0.5.9-v0.5.23, from the release that
+# registers each: Qwen3.5 and BailingMoeV2_5 v0.5.9, BailingMoeV3 v0.5.19; at dp = tp both are whole)
+DP_WHOLE = {arch: frozenset({"embedding"}) for arch in (
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
+    "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM")}
+
+
 def _dp_sharded(spec, version: str) -> frozenset[str]:
     """The weights SGLang at `version` still splits over a stage's TP ranks under --enable-dp-attention
-    (`weights.shard_ways` names; the rest but the routed experts is whole on each rank), as sglang/srt/models/*.py build
+    (`weights.shard_ways` names; the rest but the routed experts is split over the attention-TP group, whole at a width
+    of tp, or whole on each rank, `DP_WHOLE`), as sglang/srt/models/*.py build
     them (read at 0.5.2-0.5.23): at every release the LM head (`ParallelLMHead(use_attn_tp_group=
     enable_dp_lm_head)`, False by default in server_args.py / arg_groups), the dense MLPs and shared experts (Qwen2MoeMLP,
     NemotronHMLP, FalconH1MLP, KimiMLP, Lfm2MLP, BailingMLP, GraniteMoeSharedMLP on the TP group; the routers and latent
@@ -573,7 +594,8 @@ def run(inputs: EngineInputs) -> EngineRun:
     # distributed/utils.py get_pp_indices (v0.5.14 to v0.5.23, through utils/common.py make_pp_layers): the remainder
     # of the even split one layer each to the last stages; SGLANG_PP_LAYER_PARTITION is a given --pp-partition
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
-    weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]))
+    weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
+                        dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()))
     caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
@@ -599,18 +621,14 @@ def run(inputs: EngineInputs) -> EngineRun:
 
 
 def _check_attention_dp(inputs: EngineInputs) -> None:
-    """Attention DP is sized at one PP stage and TP > 1 (the layouts the tables check); elsewhere it is refused as not
-    modelled."""
+    """Attention DP is sized at a width of 2 or more, up to TP (the layouts the tables check); of width 1 it is refused
+    as not modelled."""
     layout = inputs.layout
-    if not layout.attention_dp:
-        return
-    if layout.pp > 1:
-        raise LayoutError("attention_dp", f"off at PP {layout.pp} with SGLang: mcache models SGLang's attention data "
-                                          "parallelism at one PP stage only (scripts/oracles/sglang_versions.md)")
-    if layout.tp == 1:
-        raise LayoutError("attention_dp", "off at TP 1 with SGLang: attention DP of width 1 (--dp-size 1 "
-                                          "--enable-dp-attention, which releases before 0.5.23 still pad for) is not "
-                                          "modelled; mcache models --dp-size = --tp-size > 1")
+    if layout.attention_dp and layout.attention_dp_ranks == 1:
+        field = "attention_dp" if layout.attention_dp_size is None else "attention_dp_size"
+        raise LayoutError(field, "of width 2 or more with SGLang: attention DP of width 1 (--dp-size 1 "
+                                 "--enable-dp-attention, which releases before 0.5.23 still pad for) is not modelled; "
+                                 "mcache models --dp-size from 2 to --tp-size")
 
 
 def _named(settings: dict, inputs: EngineInputs) -> dict:
@@ -718,9 +736,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
 
 
-def _within(inputs: EngineInputs, releases: tuple[str, str]) -> bool:
-    """Whether the run's release is in [from, until)."""
-    return _since(inputs, releases[0]) and not _since(inputs, releases[1])
+def _within(inputs: EngineInputs, releases: tuple[str, str | None]) -> bool:
+    """Whether the run's release is in [from, until) (until None: from on)."""
+    return _since(inputs, releases[0]) and not (releases[1] and _since(inputs, releases[1]))
 
 
 def _vlm_fraction(mfs: float, spec) -> float:
@@ -1051,7 +1069,7 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     if setup.transformers:
         return 0, 0, 0
     if setup.state_over_tp:  # the state's shards as without attention DP
-        ctx = replace(ctx, layout=replace(ctx.layout, attention_dp=False))
+        ctx = replace(ctx, layout=replace(ctx.layout, attention_dp=False, attention_dp_size=None))
 
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm

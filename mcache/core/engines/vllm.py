@@ -494,6 +494,11 @@ class StagePool(Struct, frozen=True):
 def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count); under attention DP, of one
     data-parallel engine core (`engine_core_layout`)."""
+    layout = inputs.layout
+    if layout.attention_dp and layout.attention_dp_ranks != layout.tp:
+        raise LayoutError("attention_dp_size", f"equal to --tp ({layout.tp}) with vLLM, whose data parallelism is separate "
+                                               "engine cores, each of TP 1 under --attention-dp (engine_core_layout), "
+                                               f"with no attention-TP group; got {layout.attention_dp_ranks}")
     s = Settings(inputs.given, SETTINGS, "vLLM")
     checkpoint, expert_shards = inputs.spec, inputs.layout.attention_dp_ranks
     inputs = replace(inputs, layout=engine_core_layout(inputs.layout),
@@ -539,7 +544,7 @@ def run(inputs: EngineInputs) -> EngineRun:
 # 1 with the routed experts split T ways, at every release mcache models (read in the 0.10.2 and 0.33.0 wheels).
 def engine_core_layout(layout: ParallelLayout) -> ParallelLayout:
     """The layout one vLLM engine core runs: `layout` itself, or TP 1 under attention DP (its PP stages kept)."""
-    return replace(layout, tp=1, attention_dp=False) if layout.attention_dp else layout
+    return replace(layout, tp=1, attention_dp=False, attention_dp_size=None) if layout.attention_dp else layout
 
 
 def serve_command(args: ServeArgs) -> str:

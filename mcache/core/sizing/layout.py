@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from msgspec import Struct
+from msgspec.structs import force_setattr
 
 from mcache.core.errors import LayoutError
 from mcache.core.numbers import cdiv
@@ -19,29 +20,43 @@ def blocks_per_seq(tokens: int, window: int | None, block: int) -> int:
 class ParallelLayout(Struct, frozen=True):
     """How one model replica is split: `tp` ranks per stage, `pp` stages, attention data-parallel.
 
-    Under attention DP each of a stage's `tp` ranks keeps whole KV heads and recurrent state for a batch of its own
-    requests (the FFN and MoE weights stay sharded over the `tp` ranks): a rank's figures (its pools, the sequences
-    it runs) stay per rank, and the replica runs `attention_dp_ranks` times a rank's sequences (`replica_sequences`).
+    Under attention DP a stage's `tp` ranks form `attention_dp_ranks` groups (`attention_dp_size`, None: `tp`, one rank
+    a group), each running a batch of its own requests with the KV heads and recurrent state split over its
+    `state_tp` ranks (the FFN and MoE weights stay sharded over the `tp` ranks): a rank's figures (its pools, the
+    sequences its group runs) stay per rank, and the replica runs `attention_dp_ranks` times a rank's sequences
+    (`replica_sequences`).
     """
 
     tp: int = 1
     pp: int = 1
     attention_dp: bool = False
     pp_partition: tuple[int, ...] | None = None
+    attention_dp_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.tp < 1 or self.pp < 1:
             raise LayoutError("tp/pp", f"positive sizes, got tp={self.tp} pp={self.pp}")
+        size = self.attention_dp_size
+        if size is not None and not self.attention_dp:
+            raise LayoutError("attention_dp_size", f"given with attention_dp (attention data parallelism), got {size}")
+        if size is not None and (size < 1 or self.tp % size):
+            raise LayoutError("attention_dp_size", f"a divisor of tp {self.tp} (1 to {self.tp}), got {size}")
+        if size == self.tp:
+            force_setattr(self, "attention_dp_size", None)  # one layout, however its width of tp is written
 
     @property
     def state_tp(self) -> int:
-        """TP that shards the state and the KV heads: 1 under attention-DP (each rank holds them whole)."""
-        return 1 if self.attention_dp else self.tp
+        """TP that shards the state and the KV heads, the attention-TP group: `tp` / `attention_dp_ranks` (1 under
+        attention DP of width `tp`, each rank holding them whole)."""
+        return self.tp // self.attention_dp_ranks
 
     @property
     def attention_dp_ranks(self) -> int:
-        """Ranks of a stage that each run a batch of their own: `tp` under attention DP, else 1 (TP ranks share one)."""
-        return self.tp if self.attention_dp else 1
+        """Groups of a stage that each run a batch of their own: `attention_dp_size` (default `tp`) under attention DP,
+        else 1 (TP ranks share one)."""
+        if not self.attention_dp:
+            return 1
+        return self.tp if self.attention_dp_size is None else self.attention_dp_size
 
     def replica_sequences(self, per_rank: int) -> int:
         """What the replica runs at once when each rank runs `per_rank` (the tightest stage's figure): the one place a

@@ -198,21 +198,24 @@ REPLICATED = frozenset({"moe.proj"})
 
 
 def shard_ways(ctx: RankContext, kind: str, part: str | None = None, expert_shards: int = 1,
-               dp_sharded: frozenset[str] = frozenset()) -> int:
+               dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset()) -> int:
     """Ways one rank's stage splits a weight unit: `kind` a layer kind (its `part`), `mtp`, `embedding`, `lm_head` or
     `vision`. TP splits every unit but the `REPLICATED`; a MoE's routed experts `expert_shards` ways more. Under
-    attention DP only the routed experts, and what `dp_sharded` names (a kind, or `kind.part` such as
-    `moe.shared_experts`), stay split."""
+    attention DP the routed experts and what `dp_sharded` names (a kind, or `kind.part` such as `moe.shared_experts`)
+    stay split over TP, what `dp_whole` names is whole on every rank, and the rest is split over the attention-TP
+    group (`ParallelLayout.state_tp`: whole at attention DP of width tp)."""
     tp = ctx.layout.tp
     if part == "experts":
         return tp * expert_shards
     if f"{kind}.{part}" in REPLICATED:
         return 1
-    whole = ctx.layout.attention_dp and kind not in dp_sharded and f"{kind}.{part}" not in dp_sharded
-    return 1 if whole else tp
+    if not ctx.layout.attention_dp or kind in dp_sharded or f"{kind}.{part}" in dp_sharded:
+        return tp
+    return 1 if kind in dp_whole else ctx.layout.state_tp
 
 
-def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: frozenset[str]) -> list[tuple[int, Fraction]]:
+def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: frozenset[str],
+                dp_whole: frozenset[str]) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds, each split `shard_ways`: its stage's
     layers, embeddings on the first stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP
     layers on the last; the vision tower on every stage (`rank_tower_params`)."""
@@ -220,7 +223,7 @@ def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: fro
     kinds = layer_kinds(spec)
 
     def ways(kind: str, part: str | None = None) -> int:
-        return shard_ways(ctx, kind, part, expert_shards, dp_sharded)
+        return shard_ways(ctx, kind, part, expert_shards, dp_sharded, dp_whole)
 
     units = [(n // ways(k, part), store.per_param(k, part, i)) for i in ctx.layers
              for k, part, n in layer_units(spec, kinds[i])]
@@ -237,28 +240,29 @@ def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: fro
     return units
 
 
-def rank_weights(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
-                 dp_sharded: frozenset[str] = frozenset()) -> tuple[int | None, int | None]:
+def rank_weights(ctx: RankContext, mtp: bool = False, expert_shards: int = 1, dp_sharded: frozenset[str] = frozenset(),
+                 dp_whole: frozenset[str] = frozenset()) -> tuple[int | None, int | None]:
     """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`, the
     routed experts split `expert_shards` ways beyond the layout's TP (an engine that shards them over its
-    data-parallel ranks too), `dp_sharded` what an engine still splits over TP under attention DP (`shard_ways`); when
+    data-parallel ranks too), `dp_sharded` what an engine still splits over TP under attention DP and `dp_whole` what it
+    keeps whole (`shard_ways`); when
     `unknown_fields`, no parameter count and the checkpoint index's share (`index_share`), or both None."""
     if unknown_fields(ctx.spec):
         return None, index_share(ctx.spec, ctx.layout.tp * ctx.layout.pp)
     layout, layers = ctx.layout, ctx.layers  # all that `_rank_units` reads besides the spec
 
     def count() -> tuple[int, int]:
-        units = _rank_units(ctx, mtp, expert_shards, dp_sharded)
+        units = _rank_units(ctx, mtp, expert_shards, dp_sharded, dp_whole)
         return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
-    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards, dp_sharded)
+    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards, dp_sharded, dp_whole)
     return remembered(ctx.spec, key, count)
 
 
 def rank_weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
-                      dp_sharded: frozenset[str] = frozenset()) -> int | None:
+                      dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset()) -> int | None:
     """Bytes of the weights one rank loads, as the checkpoint stores them (None when `weights_known` is false)."""
-    return rank_weights(ctx, mtp, expert_shards, dp_sharded)[1]
+    return rank_weights(ctx, mtp, expert_shards, dp_sharded, dp_whole)[1]
 
 
 def index_share(spec: ModelSpec, ranks: int) -> int | None:

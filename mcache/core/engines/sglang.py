@@ -672,7 +672,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     first_line = _first_line(inputs)
     strategy, ratio, refusal = (_first_line_ratio if first_line else _ratio)(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
-    default_r = next((r for since, r in reversed(DEFAULT_MAMBA_FULL_MEMORY_RATIOS) if _since(inputs, since)), None)
+    default_r = _by_release(inputs, DEFAULT_MAMBA_FULL_MEMORY_RATIOS)
     r = s.take("mamba_full_memory_ratio", default_r) if default_r is not None else None
     fixed_slots = s.take("max_mamba_cache_size", None)
     total_tokens_cap = s.take("max_total_tokens", None)
@@ -736,6 +736,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
 
 
+def _by_release(inputs: EngineInputs, table: tuple[tuple[str, object], ...]):
+    """The value of `table` ((release, value), oldest first) that holds at the run's release: that of the newest release
+    at or before it (None: before the first)."""
+    return next((value for since, value in reversed(table) if _since(inputs, since)), None)
+
+
 def _within(inputs: EngineInputs, releases: tuple[str, str | None]) -> bool:
     """Whether the run's release is in [from, until) (until None: from on)."""
     return _since(inputs, releases[0]) and not (releases[1] and _since(inputs, releases[1]))
@@ -761,7 +767,7 @@ def _rocm(inputs: EngineInputs) -> bool:
 def _aiter_factor(spec, inputs: EngineInputs, context_len: int) -> float | None:
     """The factor by which ROCm's aiter attention backend, SGLang's default there (`AITER_MLA_HEADS` for MLA), lowers
     mem_fraction_static at a context above `AITER_CONTEXT` tokens (`AITER_FRACTIONS`; None: it does not)."""
-    factor = next((f for since, f in reversed(AITER_FRACTIONS) if _since(inputs, since)), None)
+    factor = _by_release(inputs, AITER_FRACTIONS)
     if factor is None or not _rocm(inputs) or context_len <= AITER_CONTEXT:
         return None
     return factor if spec.mla is None or max(1, spec.mla.num_heads // inputs.layout.tp) in AITER_MLA_HEADS else None
@@ -771,7 +777,7 @@ def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
     """SGLang's refusal of an extra buffer on an AMD card at the run's release (`ROCM_EXTRA_BUFFER_REFUSED`)."""
     if not _rocm(inputs):
         return None
-    return next((message for since, message in reversed(ROCM_EXTRA_BUFFER_REFUSED) if _since(inputs, since)), None)
+    return _by_release(inputs, ROCM_EXTRA_BUFFER_REFUSED)
 
 
 def _transformers_serves(arch: str, version: str) -> bool:
@@ -831,7 +837,7 @@ def _quantization_load_error(spec, inputs: EngineInputs) -> str | None:
     cap = capability(inputs.gpu_name)
     if method != "modelopt_fp4" or not isinstance(cap, tuple):
         return None
-    minimum = next(m for since, m in reversed(MODELOPT_FP4_MIN_CAPABILITY) if _since(inputs, since))
+    minimum = _by_release(inputs, MODELOPT_FP4_MIN_CAPABILITY)
     current = cap[0] * 10 + cap[1]
     if current >= minimum:
         return None
@@ -1188,7 +1194,7 @@ def _first_line_ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int)
         return strategy, 1, None
     if strategy == "extra_buffer" and arch in NO_EXTRA_BUFFER_0_5_7:
         return strategy, 1, f"mamba extra_buffer is not supported for {arch} model"
-    checked = next(archs for since, archs in reversed(ROCM_EXTRA_BUFFER_CHECKED) if _since(inputs, since))
+    checked = _by_release(inputs, ROCM_EXTRA_BUFFER_CHECKED)
     if strategy == "extra_buffer" and arch in checked and (rocm_error := _rocm_extra_buffer_error(inputs)):
         return strategy, 1, rocm_error
     draft_no_radix = DRAFT_NO_RADIX_0_5_9 if _since(inputs, RADIX_HANDLER_0_5_9) else DRAFT_NO_RADIX_0_5_8

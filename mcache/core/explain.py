@@ -19,6 +19,7 @@ from msgspec.structs import asdict, replace
 from mcache.core.deployment import Deployment
 from mcache.core.engines import TITLES
 from mcache.core.engines.options import option_for
+from mcache.core.engines.vllm import default_utilization
 from mcache.core.errors import LayoutError
 from mcache.core.logs import EngineLog, LogError, Measured, Printed, engine_module, figures_of
 from mcache.core.logs.lines import ranks_of
@@ -276,7 +277,7 @@ def _data_parallel_notes(log: EngineLog, layout: ParallelLayout) -> list[str]:
     dp = log.dp or 1
     if dp < 2 or log.engine not in ("vllm", "sglang"):
         return []
-    name = {"vllm": "data_parallel_size", "sglang": "dp_size"}[log.engine]
+    name = log.dp_name or {"vllm": "data_parallel_size", "sglang": "dp_size"}[log.engine]
     said = f"the log's {name}={dp}" + (f" (line {log.dp_line})" if log.dp_line else " (its processes' DP ranks)")
     if layout.attention_dp:
         ranks = layout.attention_dp_ranks
@@ -448,7 +449,7 @@ def carried_memory(log: EngineLog, spec: ModelSpec, origin: str, layout: Paralle
         if report["engine"]["sources"]["gpu_memory_utilization"] == "default":
             # the default of the log's run, which measured its KV budget (fed here as kv_cache_memory_bytes): from 0.34
             # the extensible KV cache takes 1.0 where a set budget keeps 0.92 (engines/vllm.py EXTENSIBLE_UTILIZATION)
-            util = size_report(spec, replace(d, options=given), origin).data["engine"]["settings"]["gpu_memory_utilization"]
+            util = default_utilization(report["engine"]["version"], kv_memory_set=False)
         non_kv = ceil(gpu[1] * util) - w - kv
         how = (f"ceil({_gib(gpu[1])} of {gpu[0]} x gpu_memory_utilization {util}) less the weights {_gib(w)} ({w_from}) "
                f"less the KV budget {_gib(kv)} ({sources[wanted]})")

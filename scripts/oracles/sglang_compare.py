@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import importlib.util
 import json
 import re
@@ -60,6 +61,15 @@ def excluded(case) -> str | None:
     return ENV if set(case["env"]) - {PARTITION} else None
 
 
+@functools.cache
+def _spec(config: Path):
+    """The config's spec, imported once for all the cases that name it (or mcache's refusal of it)."""
+    try:
+        return load_spec(str(config))
+    except McacheError as e:
+        return e
+
+
 def mcache_case(case, version: str, configs: Path = CONFIGS) -> dict:
     """mcache's answer on the case's inputs (the GPU by the oracle's name, which mcache's catalogue knows: an AMD card
     is sized by SGLang's ROCm rules) by the rules of `version`: SGLang's start-up refusal (the first failing stage's),
@@ -67,10 +77,9 @@ def mcache_case(case, version: str, configs: Path = CONFIGS) -> dict:
     given = {k: v for k, v in case["flags"].items() if k in FLAGS}
     given.update(weights_bytes=case["inputs"]["weights_bytes"],
                  pre_model_load_memory_bytes=case["inputs"]["free_gpu_memory_bytes"])
-    try:
-        spec = load_spec(str(configs / case["config"]))
-    except McacheError as e:  # mcache refuses the config itself
-        return {"error": str(e)}
+    spec = _spec(configs / case["config"])
+    if isinstance(spec, McacheError):  # mcache refuses the config itself
+        return {"error": str(spec)}
     partition = case["env"].get(PARTITION)
     try:
         # attention DP: the oracle's --dp-size N --enable-dp-attention (sglang.py _dp_grid, _narrow_dp_grid), mcache's

@@ -205,6 +205,14 @@ def asked_context(inputs: EngineInputs, max_len: int) -> int:
     return context
 
 
+def full_width_attention_dp(layout: ParallelLayout, engine: str, why: str) -> None:
+    """Refuse an attention-DP width other than --tp for an engine whose attention DP has no attention-TP group (`why`
+    says how its DP is laid out)."""
+    if layout.attention_dp and layout.attention_dp_ranks != layout.tp:
+        raise LayoutError("attention_dp_size", f"equal to --tp ({layout.tp}) with {engine}, {why}; got "
+                                               f"{layout.attention_dp_ranks}")
+
+
 def within_gpu(setting: str, value: int | None, gpu_bytes: int | None) -> int | None:
     """`value` (bytes of GPU memory the setting `setting` names) when no GPU is given or it is at most the GPU's
     memory; a `LayoutError` naming the setting otherwise (no engine can use more memory than its GPU has)."""

@@ -73,6 +73,7 @@ from mcache.core.engines.common import (
     ServeArgs,
     Settings,
     asked_context,
+    full_width_attention_dp,
     mtp_attention_layers,
     recurrent_kinds,
     stage_contexts,
@@ -199,10 +200,8 @@ class StageSizes(Struct, frozen=True):
 def run(inputs: EngineInputs) -> EngineRun:
     """TensorRT-LLM's sizing of every PP stage at the modelled version."""
     layout = inputs.layout
-    if layout.attention_dp and layout.attention_dp_ranks != layout.tp:
-        raise LayoutError("attention_dp_size", f"equal to --tp ({layout.tp}) with TensorRT-LLM, whose enable_attention_dp "
-                                               "spans every TP rank (each an attention-DP rank of its own); got "
-                                               f"{layout.attention_dp_ranks}")
+    full_width_attention_dp(layout, "TensorRT-LLM", "whose enable_attention_dp spans every TP rank (each an "
+                                                    "attention-DP rank of its own)")
     spec = inputs.spec
     version = inputs.version or VERSIONS[-1]
     s = Settings(inputs.given, SETTINGS, "TensorRT-LLM")

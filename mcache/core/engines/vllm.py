@@ -29,6 +29,7 @@ from mcache.core.engines.common import (
     ServeArgs,
     Settings,
     asked_context,
+    full_width_attention_dp,
     kv_heads_per_rank,
     mtp_attention_layers,
     pp_layout,
@@ -491,14 +492,20 @@ class StagePool(Struct, frozen=True):
         return self.available // self.block_bytes if self.available is not None and self.available > 0 else 0
 
 
+def default_utilization(version: str, kv_memory_set: bool) -> float:
+    """vLLM's default gpu_memory_utilization at `version` (`kv_memory_set`: kv_cache_memory_bytes given, which keeps
+    the extensible KV cache off)."""
+    if not kv_memory_set and _since(version, "extensible_kv_cache"):
+        return EXTENSIBLE_UTILIZATION
+    return DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020
+
+
 def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count); under attention DP, of one
     data-parallel engine core (`engine_core_layout`)."""
     layout = inputs.layout
-    if layout.attention_dp and layout.attention_dp_ranks != layout.tp:
-        raise LayoutError("attention_dp_size", f"equal to --tp ({layout.tp}) with vLLM, whose data parallelism is separate "
-                                               "engine cores, each of TP 1 under --attention-dp (engine_core_layout), "
-                                               f"with no attention-TP group; got {layout.attention_dp_ranks}")
+    full_width_attention_dp(layout, "vLLM", "whose data parallelism is separate engine cores, each of TP 1 under "
+                                            "--attention-dp (engine_core_layout), with no attention-TP group")
     s = Settings(inputs.given, SETTINGS, "vLLM")
     checkpoint, expert_shards = inputs.spec, inputs.layout.attention_dp_ranks
     inputs = replace(inputs, layout=engine_core_layout(inputs.layout),
@@ -610,8 +617,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     eager = s.take("enforce_eager", False)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     extensible = kv_memory is None and _since(version, "extensible_kv_cache")
-    util = s.take("gpu_memory_utilization", EXTENSIBLE_UTILIZATION if extensible else (
-        DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020))
+    util = s.take("gpu_memory_utilization", default_utilization(version, kv_memory is not None))
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")

@@ -54,8 +54,8 @@ class EngineLog(Struct):
     the memory figures it found; `figures` what it printed. `quantization` is the engine's quantization method as the
     log states it (line `quantization_line`), `weight_format` the format its weights are stored in where the method
     names one (the engine module's `WEIGHT_FORMATS`; None: the log states no method, or one of several formats).
-    `dp` is the data-parallel size the log states or its processes show (line `dp_line`; None: not said), and
-    `attention_dp` whether those ranks are attention DP (None: the log does not say)."""
+    `dp` is the data-parallel size the log states or its processes show (line `dp_line`, setting `dp_name`; None: not
+    said), and `attention_dp` whether those ranks are attention DP (None: the log does not say)."""
 
     engine: str
     version: str | None = None
@@ -71,6 +71,7 @@ class EngineLog(Struct):
     pp: int | None = None
     dp: int | None = None
     dp_line: int | None = None
+    dp_name: str | None = None
     attention_dp: bool | None = None
     settings: dict[str, Any] = {}
     setting_lines: dict[str, int] = {}

@@ -169,5 +169,5 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
     attn_dp = args.get("attn_dp_size")
     if isinstance(attn_dp, int) and not isinstance(attn_dp, bool) and attn_dp > 1:
         layout_setting(log, "dp", attn_dp, line)
-        log.attention_dp = True
+        log.dp_name, log.attention_dp = "attn_dp_size", True
 

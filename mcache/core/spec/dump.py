@@ -7,6 +7,7 @@ Any other spec loads back with the same layers in another form, hence the same e
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 import msgspec
@@ -75,8 +76,14 @@ def spec_to_yaml(spec: ModelSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
+def _struct_fields(cls) -> dict[str, msgspec.structs.FieldInfo]:
+    """`msgspec.structs.fields` of a class by name, read once (it evaluates the annotations on every call)."""
+    return {f.name: f for f in msgspec.structs.fields(cls)}
+
+
 def _default(cls, field: str):
-    info = next(f for f in msgspec.structs.fields(cls) if f.name == field)
+    info = _struct_fields(cls)[field]
     if info.default_factory is not msgspec.NODEFAULT:
         return info.default_factory()
     return info.default
@@ -86,7 +93,7 @@ def _fields(block: msgspec.Struct) -> dict:
     """The fields of `block` that differ from their defaults, in declaration order."""
     return {
         f.name: getattr(block, f.name)
-        for f in msgspec.structs.fields(block)
+        for f in _struct_fields(type(block)).values()
         if f.required or getattr(block, f.name) != _default(type(block), f.name)
     }
 

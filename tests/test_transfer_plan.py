@@ -84,6 +84,26 @@ def test_each_receiver_gets_exactly_its_rank_bytes(name, sender, receiver):
             assert sum(p.kv_bytes for p in got) == rank.kv_bytes_per_seq(1000)
 
 
+def test_under_attention_dp_a_request_moves_from_its_attention_dp_group():
+    """TP 4 with attention DP 2: a request lives in one group of 2 ranks, its state and KV split over those 2 (the
+    attention TP); the plan is of the first group's request: ranks 0 and 1 send, exactly what a TP 2 sender would."""
+    spec = load_spec("qwen3-next-80b-a3b")
+    narrow = transfer_plan(spec, resolve_dtypes(spec), ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2),
+                           ParallelLayout(tp=1), 8192, 32)
+    assert [(p.sender, p.receiver) for p in narrow.pairs] == [(0, 0), (1, 0)]
+    assert (narrow.sender_group_ranks, narrow.receiver_group_ranks) == (2, 1)
+    assert narrow.pairs == _plan("qwen3-next-80b-a3b", (2, 1), (1, 1)).pairs
+    # full-width attention DP: every rank holds a request whole, so one rank sends all of it
+    full = transfer_plan(spec, resolve_dtypes(spec), ParallelLayout(tp=4, attention_dp=True), ParallelLayout(tp=2),
+                         8192, 32)
+    assert [(p.sender, p.receiver) for p in full.pairs] == [(0, 0), (0, 1)]
+    assert (full.state_bytes, full.kv_bytes) == (39518208, 201326592)
+    result = CliRunner().invoke(app, ["size", "qwen3-next-80b-a3b", "--tp", "4", "--attn-dp-size", "2",
+                                      "--transfer-to-tp", "1"])
+    assert result.exit_code == 0, result.output
+    assert "in the first attention-DP group (sender's ranks 0-1 of each stage; other groups' alike)" in result.output
+
+
 def test_cli_prints_the_plan_and_carries_it_in_json():
     result = CliRunner().invoke(app, ["size", "nemotron-h-8b", "--transfer-to-tp", "2", "--format", "json"])
     assert result.exit_code == 0, result.output

@@ -233,8 +233,12 @@ def _spans_text(spans: list[dict]) -> str:
 
 def transfer_blocks(plan: dict) -> list:
     """The transfer plan of `mcache size --transfer-to-tp`: one row per buffer of each rank pair, then the totals."""
+    groups = [f"{side}'s ranks 0-{plan[f'{side}_group_ranks'] - 1} of each stage" for side in ("sender", "receiver")
+              if plan[f"{side}_group_ranks"] < plan[f"{side}_tp"]]
     title = (f"transfer of one request: tp {plan['sender_tp']} x pp {plan['sender_pp']} -> tp {plan['receiver_tp']} x pp "
-             f"{plan['receiver_pp']} · KV at {plan['context']} tokens in blocks of {plan['tokens_per_block']} · pieces: "
+             f"{plan['receiver_pp']}"
+             + (f" · in the first attention-DP group ({', '.join(groups)}; other groups' alike)" if groups else "")
+             + f" · KV at {plan['context']} tokens in blocks of {plan['tokens_per_block']} · pieces: "
              "contiguous runs in layer-major pools (state: per layer; KV: per layer and block, per token where heads are cut)")
     rows = [[str(pair["sender"]), str(pair["receiver"]), part["buffer"], str(len(part["layers"])), _spans_text(part["spans"]),
              human_bytes(part["bytes"]), str(part["pieces"])] for pair in plan["pairs"] for part in pair["parts"]]

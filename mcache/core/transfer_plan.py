@@ -139,12 +139,17 @@ class Pair(Struct, frozen=True):
 
 
 class TransferPlan(Struct, frozen=True):
-    """Every rank pair that moves something, with the totals of one request at `context` tokens."""
+    """Every rank pair that moves something, with the totals of one request at `context` tokens. Under attention DP a
+    request lives in one attention-DP group of each side, `*_group_ranks` ranks of each stage (the attention TP,
+    `ParallelLayout.state_tp`; the TP without it): the plan is of a request in the first group of both (ranks 0 ..
+    group_ranks - 1 of each stage); another group's is the same, its ranks shifted by a multiple of group_ranks."""
 
     sender_tp: int
     sender_pp: int
     receiver_tp: int
     receiver_pp: int
+    sender_group_ranks: int
+    receiver_group_ranks: int
     context: int
     tokens_per_block: int
     pairs: list[Pair]
@@ -214,10 +219,10 @@ def transfer_plan(spec: ModelSpec, dtypes: CacheDtypes, sender: ParallelLayout, 
         # only the sender stages that hold one of this stage's layers (stages are contiguous layer ranges)
         overlapping = [(s, held) for s, held in enumerate(sent)
                        if any(i in wanted_sets[kind] for kind in kinds for i in held[kind])]
-        for r_rank in range(receiver.tp):
+        for r_rank in range(receiver.state_tp):  # the first attention-DP group's ranks (all of TP without it)
             taken: set = set()
             for s_stage, held in overlapping:
-                for s_rank in range(sender.tp):
+                for s_rank in range(sender.state_tp):
                     parts = []
                     for kind in kinds:
                         layers = [i for i in held[kind] if i in wanted_sets[kind]]
@@ -227,7 +232,8 @@ def transfer_plan(spec: ModelSpec, dtypes: CacheDtypes, sender: ParallelLayout, 
                             parts += [part] if part else []
                     if parts:
                         pairs.append(_pair(s_stage * sender.tp + s_rank, r_stage * receiver.tp + r_rank, parts))
-    return TransferPlan(sender.tp, sender.pp, receiver.tp, receiver.pp, context, tokens_per_block, pairs,
+    return TransferPlan(sender.tp, sender.pp, receiver.tp, receiver.pp, sender.state_tp, receiver.state_tp, context,
+                        tokens_per_block, pairs,
                         sum(p.state_bytes for p in pairs), sum(p.kv_bytes for p in pairs), sum(p.pieces for p in pairs))
 
 

@@ -382,7 +382,7 @@ def _solve(spec: ModelSpec, engine: str, hooks: PlanHooks, d: Deployment, first:
     none starts it).
 
     `hooks.solve_settings(n)` lets each rank run up to n (vLLM max_num_seqs, TensorRT-LLM max_batch_size per stage,
-    SGLang max_running_requests with the state slots of n requests; under attention DP the replica runs TP times it).
+    SGLang max_running_requests with the state slots of n requests; under attention DP of width N the replica runs N times it).
     "It runs n, bound by that setting" holds up to some n* and not above: a larger n leaves the memory as it is (vLLM)
     or gives some of the KV's to state slots (TensorRT-LLM, SGLang), so once the setting stops binding what runs never
     grows again. n* is found from the engine's own figure (`solve_hint`). Where that figure is the engine's answer

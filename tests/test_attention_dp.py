@@ -8,7 +8,7 @@ import json
 import shlex
 
 import pytest
-from cli_util import one_line, plan_json
+from cli_util import one_line, plan_json, size_json
 from paths import HF_CONFIGS
 from test_capacity import TINY
 
@@ -236,10 +236,10 @@ def test_plan_counts_attention_dp_replicas_and_pastes_their_settings():
     1,000 sequences take ceil(1000 / 424) = 3 replicas, 12 GPUs."""
     args = (QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1", "--kv-dtype", "default", "--context", "32768",
             "--target-concurrency", "1000")
-    best = plan_json(*args, "--attention-dp", "off,on")["best"]
-    assert (best["attention_dp"], best["sequences_per_replica"], best["replicas"], best["gpus"]) == (True, 424, 3, 12)
-    assert (best["sequences"], best["sequences_per_gpu"]) == (1272, 106)
-    assert shlex.split(best["settings"])[-1] == "--attention-dp"
+    full = next(c for c in plan_json(*args, "--attention-dp", "off,on")["candidates"] if c["attention_dp_size"] == 4)
+    assert (full["attention_dp"], full["sequences_per_replica"], full["replicas"], full["gpus"]) == (True, 424, 3, 12)
+    assert (full["sequences"], full["sequences_per_gpu"]) == (1272, 106)
+    assert shlex.split(full["settings"])[-1] == "--attention-dp"
     vllm = plan_json(*args, "--attention-dp", "on", "--engine", "vllm")["best"]
     argv = shlex.split(vllm["settings"])
     assert argv[argv.index("--tensor-parallel-size") + 1] == "1"
@@ -247,32 +247,44 @@ def test_plan_counts_attention_dp_replicas_and_pastes_their_settings():
     assert vllm["sequences_per_replica"] % 4 == 0
 
 
-def test_sglang_serve_command_takes_dp_size_for_the_attention_dp_width():
-    """With --enable-dp-attention SGLang's --dp-size is the attention-DP width (= TP): one command starts one replica."""
+def test_sglang_serve_command_names_the_attention_dp_width_by_release():
+    """Before 0.5.22 --dp-size with --enable-dp-attention is the attention-DP width; from 0.5.22 --attn-dp-size is, and
+    --dp-size replicas beside it are refused: either way one command starts one replica. Without attention DP
+    --dp-size runs the replicas."""
     from mcache.core.engines.sglang import serve_command as sglang_serve
 
-    line = sglang_serve(ServeArgs("org/model", 4, 1, 32768, attention_dp=True, replicas=3))
-    command, _, note = line.partition("  # ")
-    assert shlex.split(command)[-3:] == ["--dp-size", "4", "--enable-dp-attention"]
-    assert note == "one replica: start 3 (--dp-size is the attention-DP width)"
-    assert "#" not in sglang_serve(ServeArgs("org/model", 4, 1, 32768, attention_dp=True))
-    assert "--dp-size" not in sglang_serve(ServeArgs("org/model", 4, 1, 32768, replicas=3))
+    def line(version: str | None, **kw) -> tuple[list[str], str]:
+        command, _, note = sglang_serve(ServeArgs("org/model", 4, 1, 32768, version=version, **kw)).partition("  # ")
+        return shlex.split(command), note
+
+    assert line("0.5.21", attention_dp=True, replicas=3) == (
+        line("0.5.21")[0] + ["--dp-size", "4", "--enable-dp-attention"],
+        "one replica: start 3 (--dp-size is the attention-DP width)")
+    assert line("0.5.21", attention_dp=True, attention_dp_size=2)[0][-3:] == ["--dp-size", "2", "--enable-dp-attention"]
+    for version in ("0.5.22", None):  # None: the newest, 0.5.23
+        assert line(version, attention_dp=True, attention_dp_size=2, replicas=3) == (
+            line(version)[0] + ["--attn-dp-size", "2"],
+            "one replica: start 3 (--dp-size replicas do not combine with --attn-dp-size)")
+        assert line(version, attention_dp=True) == (line(version)[0] + ["--attn-dp-size", "4"], "")
+        assert line(version, replicas=3) == (line(version)[0] + ["--dp-size", "3"], "")
 
 
 def test_plan_solves_sglangs_replica_wide_settings_per_attention_dp_rank():
     """SGLang divides a given --max-running-requests and --max-mamba-cache-size among its DP ranks: the plan solves a
     rank's n and pastes dp x n (before the command's closing comment); PP 2 under attention DP is sized too, not
     skipped (SGLang refuses Qwen3-Next at PP 2 itself)."""
-    best = plan_json(QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1,2", "--kv-dtype", "bfloat16", "--context",
+    plan = plan_json(QWEN3_NEXT, "--gpu", "h200", "--tp", "4", "--pp", "1,2", "--kv-dtype", "bfloat16", "--context",
                      "32768", "--target-concurrency", "1500", "--attention-dp", "on", "--engine", "sglang")
-    argv = shlex.split(best["best"]["settings"].partition("  # ")[0])
-    per_rank = best["best"]["sequences_per_replica"] // 4
-    assert argv[argv.index("--max-running-requests") + 1] == str(4 * per_rank)
-    ratio = int(argv[argv.index("--max-mamba-cache-size") + 1]) // (4 * per_rank)
-    assert ratio == 5  # extra_buffer's 5 slots a request, as SGLang 0.5.23 runs Qwen3-Next by default
-    assert argv[argv.index("--dp-size") + 1] == "4" and best["best"]["settings"].endswith(
-        f"# one replica: start {best['best']['replicas']} (--dp-size is the attention-DP width)")
-    assert best["skipped"] == []
+    assert {c["attention_dp_size"] for c in plan["candidates"]} == {2, 4}
+    for best in (plan["best"], next(c for c in plan["candidates"] if c["attention_dp_size"] == 4)):
+        argv, dp = shlex.split(best["settings"].partition("  # ")[0]), best["attention_dp_size"]
+        per_rank = best["sequences_per_replica"] // dp
+        assert argv[argv.index("--max-running-requests") + 1] == str(dp * per_rank)
+        ratio = int(argv[argv.index("--max-mamba-cache-size") + 1]) // (dp * per_rank)
+        assert ratio == 5  # extra_buffer's 5 slots a request, as SGLang 0.5.23 runs Qwen3-Next by default
+        assert argv[argv.index("--attn-dp-size") + 1] == str(dp) and best["settings"].endswith(
+            f"# one replica: start {best['replicas']} (--dp-size replicas do not combine with --attn-dp-size)")
+    assert plan["skipped"] == []
 
 
 def test_plan_attention_dp_needs_a_tp_above_1(capsys):
@@ -388,3 +400,73 @@ def test_sglang_sizes_attention_dp_at_pp_2_stage_by_stage(capsys):
     engine = report["engine"]
     assert [(s["max_total_num_tokens"], s["max_running_requests"]) for s in engine["stages"]] == [(12_562_944, 452)] * 2
     assert (engine["max_running_requests_per_rank"], engine["max_running_requests"]) == (452, 904)
+
+
+def test_plan_proposes_sglangs_narrower_attention_dp_as_mcache_size_sizes_it(capsys):
+    """Qwen3-Next at TP 8 on H200s, 1,000 sequences of 32K under SGLang with attention DP on: widths 2, 4 and 8. The width
+    of 4 pastes --attn-dp-size 4 and the settings solved for, which `mcache size --tp 8 --attn-dp-size 4` sizes at 4
+    ranks of 173, 692 a replica (the defaults 4 x 134 = 536): ceil(1000 / 692) = 2 replicas of 8 GPUs, 16 GPUs, 2 x 692
+    = 1,384 sequences, 692 / 8 = 86.5 a GPU (the defaults would take ceil(1000 / 536) x 8 = 16 GPUs too)."""
+    args = (QWEN3_NEXT, "--gpu", "h200", "--tp", "8", "--pp", "1", "--kv-dtype", "bfloat16", "--context", "32768",
+            "--target-concurrency", "1000", "--engine", "sglang", "--attention-dp", "on")
+    plan = plan_json(*args)
+    assert plan["schema_version"] == 4 and sorted(c["attention_dp_size"] for c in plan["candidates"]) == [2, 4, 8]
+    c = plan["best"]
+    assert (c["attention_dp"], c["attention_dp_size"], c["replicas"], c["gpus"], c["sequences"], c["sequences_per_gpu"]) \
+        == (True, 4, 2, 16, 1384, 86.5)
+    command, _, note = c["settings"].partition("  # ")
+    argv = shlex.split(command)
+    assert argv[argv.index("--attn-dp-size") + 1] == "4" and "--dp-size" not in argv
+    assert note == "one replica: start 2 (--dp-size replicas do not combine with --attn-dp-size)"
+    solved = [x for flag in ("--max-running-requests", "--max-mamba-cache-size") for x in (flag, argv[argv.index(flag) + 1])]
+    replica = ["size", QWEN3_NEXT, "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--attn-dp-size", "4",
+               "--max-seq-len", "32768", "--kv-dtype", "bfloat16", "--format", "json"]
+    for given, per_rank, per_replica in ((solved, 173, c["sequences_per_replica"]), ([], 134, c["default_sequences"])):
+        assert main([*replica, *given]) == 0
+        engine = json.loads(capsys.readouterr().out)["engine"]
+        assert (engine["attention_dp_ranks"], engine["max_running_requests_per_rank"], engine["max_running_requests"]) \
+            == (4, per_rank, per_replica) == (4, per_rank, 4 * per_rank)
+    assert main(["plan", *args]) == 0
+    out = capsys.readouterr().out
+    assert "16 x h200 (2 replicas x tp 8 attention DP 4, pp 1)" in out and "the engine's defaults run 536 per replica: 16 GPUs" in out
+    assert [line.split("│")[6].strip() for line in out.splitlines() if line.startswith("│")] == ["4", "8", "2"]
+    # before 0.5.22 the width is --dp-size with --enable-dp-attention
+    old = plan_json(*args, "--engine-version", "0.5.21")["best"]
+    argv = shlex.split(old["settings"].partition("  # ")[0])
+    assert argv[argv.index("--dp-size"):][:3] == ["--dp-size", str(old["attention_dp_size"]), "--enable-dp-attention"]
+
+
+def test_plan_gives_narrower_attention_dp_to_the_engines_that_take_it():
+    """vLLM and TensorRT-LLM take attention DP at a width of TP alone and are never swept at another (nothing is skipped
+    for it); SGLang and the neutral model are swept at every width of 2 to TP dividing it. The neutral model pastes
+    `mcache size --attn-dp-size N`, whose figure is the candidate's."""
+    args = (QWEN3_NEXT, "--gpu", "h200", "--tp", "1,2,4,8", "--pp", "1", "--kv-dtype", "default", "--context", "32768",
+            "--attention-dp", "off,on")
+    every = {(1, None), (2, None), (4, None), (8, None), (2, 2), (4, 2), (4, 4), (8, 2), (8, 4), (8, 8)}
+    for engine, widths in (("vllm", every - {(4, 2), (8, 2), (8, 4)}), ("trtllm", every - {(4, 2), (8, 2), (8, 4)}),
+                           ("sglang", every), ("none", every)):
+        plan = plan_json(*args, "--engine", engine)
+        assert {(c["tp"], c["attention_dp_size"]) for c in plan["candidates"]} == widths and plan["skipped"] == []
+    neutral = next(c for c in plan["candidates"] if (c["tp"], c["attention_dp_size"]) == (8, 2))
+    argv = shlex.split(neutral["settings"])
+    assert argv[-2:] == ["--attn-dp-size", "2"]
+    sized = size_json([*argv[2:]])["capacity"]
+    assert (sized["attention_dp_ranks"], sized["max_sequences"]) == (2, neutral["sequences_per_replica"])
+
+
+def test_plan_counts_every_attention_dp_width_against_its_bound():
+    """With attention DP off and on, TP 1, 2, 4, 8 and PP 1, 2 are 8 layouts without it and, with it, 1 + 2 + 3 widths
+    (2; 2, 4; 2, 4, 8) at each PP under SGLang, 12: 20 layouts x 2 KV dtypes = 40 candidates a context, so 2,500 contexts
+    are the most a sweep of 100,000 takes; vLLM's 3 widths make 14 layouts, 28 a context, 3,571 contexts."""
+    from mcache.core.errors import LayoutError
+    from mcache.core.plan import MAX_CANDIDATES, Axes, catalogue_gpu, check_size
+
+    def axes(contexts: int) -> Axes:
+        return Axes(gpus=(catalogue_gpu("h200"),), contexts=tuple(range(1, contexts + 1)), attention_dp=(False, True))
+
+    for engine, most in (("sglang", 2500), (None, 2500), ("vllm", 3571)):
+        check_size(axes(most), engine)
+        with pytest.raises(LayoutError) as err:
+            check_size(axes(most + 1), engine)
+        assert err.value.field == "context" and f"of at most {MAX_CANDIDATES:,} candidates" in str(err.value)
+        assert f"got {(most + 1) * 2 * (20 if engine != 'vllm' else 14):,}" in str(err.value)

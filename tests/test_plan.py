@@ -139,7 +139,8 @@ def test_sglang_replicas_are_its_dp_size_and_trtllm_replicas_are_one_start_each(
                        "--engine", "sglang", "--tp", "1", "--pp", "1", "--kv-dtype", "default")["best"]
     per = sglang["sequences_per_replica"]
     assert sglang["replicas"] == -(-2000 // per) > 1
-    assert shlex.split(sglang["settings"])[-2:] == ["--dp-size", str(sglang["replicas"])]
+    argv = shlex.split(sglang["settings"])
+    assert argv[argv.index("--dp-size") + 1] == str(sglang["replicas"])
     table = runner.invoke(app, ["plan", "nemotron-h-8b", "--gpu", "h200", "--context", "8192", "--target-concurrency",
                                 "2000", "--engine", "trtllm", "--tp", "1", "--pp", "1", "--kv-dtype", "default"])
     assert "TensorRT-LLM: start" in table.output and "replicas with these options" in table.output

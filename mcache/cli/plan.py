@@ -39,7 +39,8 @@ def plan(
     tp: Annotated[str, typer.Option(help="Tensor-parallel sizes of a replica.")] = "1,2,4,8",
     pp: Annotated[str, typer.Option(help="Pipeline-parallel stages of a replica.")] = "1,2",
     attention_dp: Annotated[str, typer.Option(help=(
-        "Attention data-parallel replicas: off, on (each TP rank runs a batch of its own; at TP above 1), or off,on."))] = "off",
+        "Attention data-parallel replicas: off, on, or off,on. On: at every width N dividing TP, 1 < N <= TP (N groups of "
+        "TP / N ranks, each running a batch of its own; vLLM and TensorRT-LLM: N = TP alone)."))] = "off",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtypes (default: the model's or the engine's).")] = "default,fp8",
     ssm_dtype: Annotated[str, typer.Option(help="Recurrent-state dtypes (default: the spec's or the engine's).")] = "default",
     draft: Annotated[str, typer.Option(help="Speculative draft tokens.")] = "0",

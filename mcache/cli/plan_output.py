@@ -9,15 +9,17 @@ import msgspec
 
 from mcache.cli.output import emit_json, emit_text, print_blocks, text_table
 from mcache.core.engines import TITLES
-from mcache.core.plan import Candidate, Plan
+from mcache.core.plan import Candidate, Plan, attention_dp_name
 from mcache.core.spec.model import ModelSpec
 
 # 2: replicas, solved settings and the decode roofline; 3: why a setting was solved for; candidates' attention_dp added
-# since (optional to a reader of 3: without --attention-dp on, every candidate's is false and its figures are as before)
-SCHEMA_VERSION = 3
+# since (optional to a reader of 3: without --attention-dp on, every candidate's is false and its figures are as before);
+# 4: candidates' attention_dp_size, the attention-DP width (tp at full width, null without), with --attention-dp on also
+# narrower than tp (SGLang, the neutral model), where a candidate's attention_dp alone no longer says how its replica runs
+SCHEMA_VERSION = 4
 HEAD = ("#", "gpu", "replicas", "tp", "pp", "gpus", "context", "KV", "state", "draft", "prefix", "fits", "seqs",
         "seqs/replica", "seqs/GPU", "tok/s/GPU<=", "TPOT ms>=", "state bytes", "binds", "start-up", "solved")
-NUMERIC = ("#", "replicas", "tp", "pp", "gpus", "context", "seqs", "seqs/replica", "seqs/GPU", "tok/s/GPU<=",
+NUMERIC = ("#", "replicas", "tp", "pp", "attention DP", "gpus", "context", "seqs", "seqs/replica", "seqs/GPU", "tok/s/GPU<=",
            "TPOT ms>=", "state bytes")
 ROOFLINE_NOTE = ("tok/s/GPU<= and TPOT ms>= are memory-roofline bounds (a decode step's bytes over the GPU's bandwidth, "
                  "no efficiency factor) at the sequences each replica runs; state bytes: the recurrent state's share")
@@ -59,7 +61,7 @@ def measured_line(result: Plan) -> list[str]:
 
 
 def head(result: Plan) -> tuple[str, ...]:
-    """The table's columns: `attention DP` where a candidate has it, `memory` with `--from-log`."""
+    """The table's columns: `attention DP` (its width, or `no`) where a candidate has it, `memory` with `--from-log`."""
     dp = ("attention DP",) if _any_dp(result) else ()
     return HEAD[:HEAD.index("gpus")] + dp + HEAD[HEAD.index("gpus"):] + (("memory",) if result.from_log else ())
 
@@ -72,7 +74,7 @@ def _cells(i: int, c: Candidate, measured: bool = False, dp: bool = False) -> li
     draft = f"{c.draft} {c.spec_scheme}" if c.draft else "0"
     r = c.roofline
     bound = [f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.tpot_ms:.2f}", f"{100 * r.state_share:.1f}%"] if r else ["-"] * 3
-    return [str(i), c.gpu, str(c.replicas), str(c.tp), str(c.pp), *(["yes" if c.attention_dp else "no"] if dp else []),
+    return [str(i), c.gpu, str(c.replicas), str(c.tp), str(c.pp), *([str(c.attention_dp_size or "no")] if dp else []),
             str(c.gpus), str(c.context), c.kv_dtype, c.ssm_dtype,
             draft, c.prefix_caching, "yes" if c.fits else "no", str(c.sequences), str(c.sequences_per_replica),
             f"{c.sequences_per_gpu:g}", *bound, c.binding, c.startup, c.solved or "-",
@@ -120,7 +122,7 @@ GOALS = {"gpus": "the fewest GPUs", "seqs-per-gpu": "the most sequences per GPU"
 
 def _describe(c: Candidate, target: int | None = None) -> str:
     fleet = f"{c.replicas} replicas x " if c.replicas > 1 else ""
-    dp = " attention DP" if c.attention_dp else ""
+    dp = f" {attention_dp_name(c.tp, c.attention_dp_size)}" if c.attention_dp else ""
     text = (f"{c.gpus} x {c.gpu} ({fleet}tp {c.tp}{dp}, pp {c.pp}), KV {c.kv_dtype}, state {c.ssm_dtype} at {c.context} "
             f"tokens: {c.sequences} sequences ({c.sequences_per_replica} per replica, {c.sequences_per_gpu:g} per GPU, "
             f"bound by {c.binding})")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mcache.cli.plan_output import title
 from mcache.core.errors import McacheError
-from mcache.core.plan import Candidate, Plan
+from mcache.core.plan import Candidate, Plan, attention_dp_name
 from mcache.core.spec.model import ModelSpec
 
 LINES = 6  # candidates drawn in the sequences-against-context plot
@@ -61,7 +61,7 @@ def _write_plot(result: Plan, model: ModelSpec, path: Path) -> None:
 def _label(config: tuple) -> str:
     gpu, tp, pp, dp, kv, ssm, draft, scheme, prefix = config
     extra = (f", {draft} {scheme}" if draft else "") + ("" if prefix == "default" else f", prefix {prefix}")
-    return f"{gpu} tp{tp}{' attention-DP' if dp else ''} pp{pp}, KV {kv}, state {ssm}{extra}"
+    return f"{gpu} tp{tp}{f' {attention_dp_name(tp, dp)}' if dp else ''} pp{pp}, KV {kv}, state {ssm}{extra}"
 
 
 def _context_plot(ax, result: Plan) -> None:

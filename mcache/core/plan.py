@@ -2,10 +2,10 @@
 context, each replica sized by `size_deployment` (the path `mcache size` takes), then a fleet of replicas of it
 derived arithmetically, bounded by the decode roofline, and ranked.
 
-A candidate is `replicas` x (TP x PP) GPUs of one kind, with attention data-parallel or not. Sizing is done once per
-replica layout: `sequences_per_replica` is what one replica runs at once (the neutral model's memory-sized pool at the
-tightest stage, or the engine's running requests; under attention DP, TP times a rank's:
-`ParallelLayout.replica_sequences`), at most what keeps the roofline's time per output token within `--max-tpot`; with a
+A candidate is `replicas` x (TP x PP) GPUs of one kind, with attention data-parallel of some width or not. Sizing is
+done once per replica layout: `sequences_per_replica` is what one replica runs at once (the neutral model's
+memory-sized pool at the tightest stage, or the engine's running requests; under attention DP of width N, N times a
+rank's: `ParallelLayout.replica_sequences`), at most what keeps the roofline's time per output token within `--max-tpot`; with a
 target, `replicas` is how many of them run it, else 1. A candidate `fits` when its replica starts (engines: with
 its defaults, or with the settings `solved` names) and runs a sequence of the context. An engine's settings are
 solved for (`_solve`) when its defaults do not start a replica, and, with a target more than a replica runs, when
@@ -112,7 +112,8 @@ class LogMemory(Struct, frozen=True):
 
 class Axes(Struct, frozen=True):
     """What to sweep: GPUs, contexts, TP and PP sizes (a replica of up to `MAX_REPLICA_GPUS`, a candidate of up to
-    `max_gpus`), attention data-parallel or not (`attention_dp`; at TP above 1), KV and state dtypes (None: the default,
+    `max_gpus`), attention data-parallel or not (`attention_dp`; on: at every width `attention_dp_widths` gives), KV and
+    state dtypes (None: the default,
     the model's or the engine's), draft tokens, the neutral model's speculative schemes, and prefix caching (`default`:
     the engine's default; `on`/`off` for vLLM and SGLang). `base` holds the options every candidate takes (utilization,
     reserve, weights); `from_log` the memory a real start measured, for the candidates on its GPU kind (in place of
@@ -177,11 +178,12 @@ class Candidate(Struct, frozen=True):
     solved_for: str = ""
     default_sequences: int = 0
     attention_dp: bool = False
+    attention_dp_size: int | None = None  # the attention-DP width (tp at full width; None without), as `mcache size` gives it
 
     @property
     def config(self) -> tuple:
         """Everything but the context: one line of the sequences-against-context plot."""
-        return (self.gpu, self.tp, self.pp, self.attention_dp, self.kv_dtype, self.ssm_dtype, self.draft,
+        return (self.gpu, self.tp, self.pp, self.attention_dp_size, self.kv_dtype, self.ssm_dtype, self.draft,
                 self.spec_scheme, self.prefix_caching)
 
 
@@ -240,17 +242,32 @@ def distinct(axes: Axes) -> Axes:
     return replace(axes, gpus=tuple({g.label: g for g in axes.gpus}.values()))
 
 
-def _layout_name(tp: int, pp: int, attention_dp: bool) -> str:
-    """`tp 4 pp 1` (`, attention DP` with it), as the skipped layouts are named."""
-    return f"tp {tp} pp {pp}{', attention DP' if attention_dp else ''}"
+def attention_dp_name(tp: int, width: int | None) -> str:
+    """`attention DP` at a width of `tp`, `attention DP 2` at a narrower one."""
+    return "attention DP" if width in (None, tp) else f"attention DP {width}"
 
 
-def layouts_of(axes: Axes) -> list[tuple[int, int, bool]]:
-    """The (TP, PP, attention DP) of one replica: up to `MAX_REPLICA_GPUS` and `max_gpus` GPUs; attention DP at TP
-    above 1 (at TP 1 a rank's batch is the replica's)."""
+def _layout_name(tp: int, pp: int, width: int) -> str:
+    """`tp 4 pp 1` (`, attention DP` with it, `, attention DP 2` at a width of 2), as the skipped layouts are named."""
+    return f"tp {tp} pp {pp}" + (f", {attention_dp_name(tp, width)}" if width else "")
+
+
+def attention_dp_widths(tp: int, on: bool, engine: str | None) -> tuple[int, ...]:
+    """The attention-DP widths a replica of TP `tp` is swept at: 0 (none) when `on` is false; else every N dividing
+    `tp` with 1 < N <= tp where the engine takes a width narrower than TP (the neutral model does), `tp` alone where it
+    does not (`NARROW_ATTENTION_DP`), none at TP 1 (a rank's batch is the replica's)."""
+    if not on:
+        return (0,)
+    narrow = engine is None or plan_hooks(engine).narrow_attention_dp
+    return tuple(n for n in range(2, tp + 1) if tp % n == 0 and (narrow or n == tp))
+
+
+def layouts_of(axes: Axes, engine: str | None) -> list[tuple[int, int, int]]:
+    """The (TP, PP, attention-DP width; 0: none) of one replica: up to `MAX_REPLICA_GPUS` and `max_gpus` GPUs, at the
+    widths `attention_dp_widths` gives."""
     most = min(axes.max_gpus, MAX_REPLICA_GPUS)
-    return [(tp, pp, dp) for tp in axes.tps for pp in axes.pps for dp in axes.attention_dp
-            if tp * pp <= most and not (dp and tp == 1)]
+    return [(tp, pp, width) for tp in axes.tps for pp in axes.pps for dp in axes.attention_dp
+            if tp * pp <= most for width in attention_dp_widths(tp, dp, engine)]
 
 
 def check_size(axes: Axes, engine: str | None) -> None:
@@ -258,8 +275,8 @@ def check_size(axes: Axes, engine: str | None) -> None:
     TP/PP list with no layout within the GPUs a replica may use)."""
     most = min(axes.max_gpus, MAX_REPLICA_GPUS)
     pps = sorted(p for p in axes.pps if p <= most)
-    layouts = sum(bisect_right(pps, most // tp) for tp in axes.tps for dp in axes.attention_dp
-                  if tp <= most and not (dp and tp == 1))
+    layouts = sum(bisect_right(pps, most // tp) * len(attention_dp_widths(tp, dp, engine)) for tp in axes.tps
+                  for dp in axes.attention_dp if tp <= most)
     if not layouts:
         if True in axes.attention_dp and max(axes.tps) == 1:
             raise LayoutError("attention_dp", "a TP above 1 to split attention over (--tp), got TP 1 only")
@@ -288,7 +305,7 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
     axes = distinct(axes)
     check_size(axes, engine)
     check_axes(spec, engine, axes, goal)
-    layouts = layouts_of(axes)
+    layouts = layouts_of(axes, engine)
     drafts = [(d, s) for d in axes.drafts for s in (axes.schemes if d and not engine else ("intermediate",))]
     combos = list(itertools.product(axes.gpus, axes.contexts, layouts, axes.kv_dtypes, axes.ssm_dtypes, drafts,
                                     axes.prefix_caching))
@@ -296,9 +313,9 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
     for i, (gpu, context, (tp, pp, dp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
         if (tp, pp, dp) not in impossible:
             try:
-                candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context,
-                                             ParallelLayout(tp=tp, pp=pp, attention_dp=dp), kv, ssm, draft, scheme,
-                                             prefix))
+                layout = ParallelLayout(tp=tp, pp=pp, attention_dp=dp > 0, attention_dp_size=dp or None)
+                candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context, layout, kv, ssm, draft,
+                                             scheme, prefix))
             except LayoutError as err:  # a layout the model cannot be split into, or the engine does not take: skipped
                 if err.field not in LAYOUT_FIELDS and "." not in err.field:
                     raise
@@ -365,7 +382,7 @@ def _solve(spec: ModelSpec, engine: str, hooks: PlanHooks, d: Deployment, first:
     none starts it).
 
     `hooks.solve_settings(n)` lets each rank run up to n (vLLM max_num_seqs, TensorRT-LLM max_batch_size per stage,
-    SGLang max_running_requests with the state slots of n requests; under attention DP the replica runs TP times it).
+    SGLang max_running_requests with the state slots of n requests; under attention DP of width N the replica runs N times it).
     "It runs n, bound by that setting" holds up to some n* and not above: a larger n leaves the memory as it is (vLLM)
     or gives some of the KV's to state slots (TensorRT-LLM, SGLang), so once the setting stops binding what runs never
     grows again. n* is found from the engine's own figure (`solve_hint`). Where that figure is the engine's answer
@@ -456,7 +473,7 @@ def _candidate(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, g
     return Candidate(gpu.label, tp, pp, replicas, replicas * per_gpu, context, dtypes.kv, dtypes.ssm, draft,
                      scheme_used, prefix, rep.fits, replicas * per, per, round(per / per_gpu, 2), binding, rep.startup,
                      ", ".join(f"{k}={v}" for k, v in solved.items()), paste, bound(running) if running else None,
-                     measured, rep.solved_for, at_defaults, layout.attention_dp)
+                     measured, rep.solved_for, at_defaults, layout.attention_dp, layout.attention_dp_width)
 
 
 def _most_within(bound: Callable[[int], Roofline | None], capacity: int, max_tpot: float) -> int:
@@ -479,7 +496,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
         from importlib import import_module
 
         serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix,
-                          version, layout.attention_dp, replicas)
+                          version, layout.attention_dp, replicas, layout.attention_dp_size)
         line = serve_command(engine, serve)
         given = {f: getattr(base, f) for f in ("utilization",) if getattr(base, f) is not None} | (solved or {})
         module = import_module(f"mcache.core.engines.{engine}")
@@ -494,11 +511,10 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
             return json_text(options, indent=None)
         args = [x for k, v in extra.items() for x in (f"--{k.replace('_', '-')}", str(v))]
         line, _, note = line.partition("  # ")  # a serve command's closing comment stays last
-        flag = plan_hooks(engine).replica_flag
-        args += [flag, str(replicas)] if replicas > 1 and flag not in shlex.split(line) else []
         return " ".join([line, *(shlex.quote(a) for a in args)]) + (f"  # {note}" if note else "")
     args = ["mcache", "size", spec_arg, *gpu.given, "--tp", tp, "--pp", pp, "--max-seq-len", context]
-    args += ["--attention-dp"] if layout.attention_dp else []
+    if layout.attention_dp:
+        args += ["--attention-dp"] if layout.attention_dp_size is None else ["--attn-dp-size", layout.attention_dp_size]
     args += ["--kv-dtype", kv] if kv else []
     args += ["--ssm-dtype", ssm] if ssm else []
     args += ["--draft", draft, "--spec-scheme", scheme] if draft else []

@@ -156,7 +156,7 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "tp": layout.tp,
             "pp": layout.pp,
             "attention_dp": layout.attention_dp,
-            "attention_dp_size": layout.attention_dp_ranks if layout.attention_dp else None,
+            "attention_dp_size": layout.attention_dp_width,
             "pp_partition": [len(s) for s in layout.stages(spec.num_layers)],
         },
         "runtime": {

@@ -43,25 +43,25 @@ def serve_command(name: str, args):
 
 
 class PlanHooks(NamedTuple):
-    """What `mcache plan` reads of an engine's module: the flag that runs R replicas of a layout from one command
-    (`REPLICA_FLAG`; None: one start per replica), the `SizeOptions` field of the batch setting it solves for
+    """What `mcache plan` reads of an engine's module: the `SizeOptions` field of the batch setting it solves for
     (`SOLVED`), the engine's own figure of the smallest value of it that runs the most sequences of a run's context
     (`solve_hint(run) -> int | None`) and whether that figure is the answer (None: there is none) or a first guess
-    (`SOLVE_HINT_EXACT`), and the settings at which a replica runs up to n sequences (`solve_settings(n, run) ->
-    dict`: that field at n, and what else n needs)."""
+    (`SOLVE_HINT_EXACT`), the settings at which a replica runs up to n sequences (`solve_settings(n, run) ->
+    dict`: that field at n, and what else n needs), and whether it takes attention DP narrower than TP
+    (`NARROW_ATTENTION_DP`; else at a width of TP alone)."""
 
-    replica_flag: str | None
     solved: str
     solve_hint: Callable[[Any], int | None]
     hint_exact: bool
     solve_settings: Callable[[int, Any], dict[str, int]]
+    narrow_attention_dp: bool
 
 
 def plan_hooks(name: str) -> PlanHooks:
     """The hooks `mcache plan` reads of the engine `name` (its module, loaded on first use)."""
     module = import_module(f"{__name__}.{name}")
-    return PlanHooks(module.REPLICA_FLAG, module.SOLVED, module.solve_hint, module.SOLVE_HINT_EXACT,
-                     module.solve_settings)
+    return PlanHooks(module.SOLVED, module.solve_hint, module.SOLVE_HINT_EXACT,
+                     module.solve_settings, module.NARROW_ATTENTION_DP)
 
 
 def architecture_error(name: str, spec, version: str) -> str | None:

@@ -122,12 +122,12 @@ class EngineRun(Struct):
 
 class ServeArgs(Struct, frozen=True):
     """A deployment as `mcache plan` varies it, for an engine's `serve_command`: what the engine loads (`model`: a
-    Hugging Face repository or a folder), the layout (`attention_dp`: each of a stage's `tp` ranks runs a batch of its
-    own), the max model length, the cache dtypes by the engine's names (None: its default), draft tokens (drafted by
+    Hugging Face repository or a folder), the layout (`attention_dp`: groups of a stage's `tp` ranks each run a batch of
+    their own), the max model length, the cache dtypes by the engine's names (None: its default), draft tokens (drafted by
     the model's MTP head when it has one, `mtp`) and prefix caching (`default`: the engine's; `on` or `off`), the
-    release whose rules sized it (`version`, None: the newest), and the fleet's `replicas`: a serve command that
-    starts them itself names the engine's `REPLICA_FLAG` with its own count; `mcache plan` adds it to one that does
-    not."""
+    release whose rules sized it (`version`, None: the newest), and the fleet's `replicas`, which a serve command
+    starts itself where the engine can (its `REPLICA_FLAG`), else says how many to start; `attention_dp_size` the
+    attention-DP width (None: `tp`)."""
 
     model: str
     tp: int
@@ -141,6 +141,7 @@ class ServeArgs(Struct, frozen=True):
     version: str | None = None
     attention_dp: bool = False
     replicas: int = 1
+    attention_dp_size: int | None = None
 
 
 class Settings:

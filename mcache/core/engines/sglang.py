@@ -640,8 +640,17 @@ def _named(settings: dict, inputs: EngineInputs) -> dict:
     return {old.get(name, name): value for name, value in settings.items()}
 
 
+# The attention-DP flags: `--dp-size N --enable-dp-attention` (server_args.py) before v0.5.22; from v0.5.22 `--attn-dp-size
+# N` (arg_groups/fields/parallel.py ParallelArgs.attn_dp_size; server_args.py registers --enable-dp-attention as a
+# deprecated spelling that arg_groups/parallel_hook.py handle_deprecated_dp_attention moves to it; read at 0.5.21-0.5.23).
+# Either way one command starts one replica: --dp-size is the width before, and from v0.5.22 parallel_hook.py refuses
+# --dp-size above 1 beside --attn-dp-size above 1 ("data-parallel replicas combined with attention data parallelism")
+ATTN_DP_SIZE_FLAG_FROM = "0.5.22"
+
+
 def serve_command(args: ServeArgs) -> str:
-    """The `python -m sglang.launch_server` line of a deployment (sglang/srt/server_args.py flag names)."""
+    """The `python -m sglang.launch_server` line of a deployment (sglang/srt/server_args.py flag names): the fleet's
+    replicas (`REPLICA_FLAG`), or under attention DP one replica and a closing comment saying how many to start."""
     line = ["python", "-m", "sglang.launch_server", "--model-path", args.model, "--tp-size", args.tp, "--pp-size",
             args.pp, "--context-length", args.context]
     line += ["--kv-cache-dtype", args.kv_dtype] if args.kv_dtype else []
@@ -650,11 +659,15 @@ def serve_command(args: ServeArgs) -> str:
     if args.draft:
         line += ["--speculative-algorithm", "NEXTN" if args.mtp else "EAGLE", "--speculative-num-steps", args.draft]
     if not args.attention_dp:
-        return shlex.join(str(a) for a in line)
-    # attention DP takes --dp-size for its width (server_args.py: dp_size = tp_size with --enable-dp-attention), so
-    # one command starts one replica
-    line += [REPLICA_FLAG, args.tp, "--enable-dp-attention"]
-    more = f"  # one replica: start {args.replicas} (--dp-size is the attention-DP width)" if args.replicas > 1 else ""
+        return shlex.join(str(a) for a in [*line, *([REPLICA_FLAG, args.replicas] if args.replicas > 1 else [])])
+    width = args.attention_dp_size or args.tp
+    if at_least(args.version or VERSIONS[-1], ATTN_DP_SIZE_FLAG_FROM):
+        line += ["--attn-dp-size", width]
+        why = "--dp-size replicas do not combine with --attn-dp-size"
+    else:
+        line += [REPLICA_FLAG, width, "--enable-dp-attention"]
+        why = "--dp-size is the attention-DP width"
+    more = f"  # one replica: start {args.replicas} ({why})" if args.replicas > 1 else ""
     return shlex.join(str(a) for a in line) + more
 
 
@@ -1594,6 +1607,7 @@ def _prefill_graph_sizes(max_bs: int) -> list[int]:
 REPLICA_FLAG = "--dp-size"
 SOLVED = "max_running_requests"
 SOLVE_HINT_EXACT = False  # the pools of another split of the memory: a first guess (`solve_hint`)
+NARROW_ATTENTION_DP = True  # --dp-size N < --tp-size with DP attention, sized at every release (the attention-DP section)
 
 
 def solve_settings(n: int, run: EngineRun) -> dict[str, int]:

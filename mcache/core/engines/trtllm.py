@@ -891,9 +891,9 @@ def _last_true(pred: Callable[[int], bool], lo: int, cap: int = 1 << 40) -> int:
 # 151c21c and on the 1.2 line) has no option that starts R copies of a layout (enable_attention_dp splits attention
 # across the ranks of one), so a fleet is one start per replica. The batch setting solved for: llm_args.py
 # BaseLlmArgs.max_batch_size, whose state slots are a fixed cost before the KV (`_state_slots`).
-REPLICA_FLAG = None
 SOLVED = "max_batch"
 SOLVE_HINT_EXACT = True  # `_batch_advice` searched it, the value above it included
+NARROW_ATTENTION_DP = False  # attention DP at a width of tp alone: `run` refuses another (enable_attention_dp spans every rank)
 
 
 def solve_hint(run: EngineRun) -> int | None:

@@ -1447,6 +1447,7 @@ def _first_group(ctx: RankContext) -> str:
 REPLICA_FLAG = "--data-parallel-size"
 SOLVED = "max_num_seqs"
 SOLVE_HINT_EXACT = True  # the concurrency of the blocks the workers agreed on: one more is KV-bound
+NARROW_ATTENTION_DP = False  # attention DP at a width of tp alone: `run` refuses another (an engine core has no attention-TP group)
 
 
 def solve_hint(run: EngineRun) -> int | None:

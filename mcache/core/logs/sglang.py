@@ -4,7 +4,7 @@
   says it.
 - Settings: `server_args=ServerArgs(…)`, or `server_args={…}` in later builds (server_args.py: every setting, defaults
   filled, the radix-cache strategy as 0.5.7-0.5.13 name it too, `mamba_scheduler_strategy`; `quantization=None` unless
-  `--quantization` was given; the layout: `tp_size`, `pp_size`, `dp_size` and `enable_dp_attention` (0.5.23:
+  `--quantization` was given; the layout: `tp_size`, `pp_size`, `dp_size` and `enable_dp_attention` (0.5.22 on:
   `attn_dp_size`), else the ranks the
   `[… DP1 TP1]` prefixes name), `max_running_requests is capped to N by the mamba state cache (max_mamba_cache_size=S,
   R state slots per request)`.
@@ -164,7 +164,7 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
             log.settings[name], log.setting_lines[name] = value, line
         else:
             log.other_settings[name] = value
-    # 0.5.23's arg_groups/parallel_hook.py handle_deprecated_dp_attention moves `--dp-size N --enable-dp-attention` to
+    # 0.5.22's and 0.5.23's arg_groups/parallel_hook.py handle_deprecated_dp_attention moves `--dp-size N --enable-dp-attention` to
     # attn_dp_size=N (dp_size 1, enable_dp_attention False): a server_args line showing it is attention DP of width N
     attn_dp = args.get("attn_dp_size")
     if isinstance(attn_dp, int) and not isinstance(attn_dp, bool) and attn_dp > 1:

@@ -58,6 +58,12 @@ class ParallelLayout(Struct, frozen=True):
             return 1
         return self.tp if self.attention_dp_size is None else self.attention_dp_size
 
+    @property
+    def attention_dp_width(self) -> int | None:
+        """The attention-DP width as reports give it (`attention_dp_size`): `attention_dp_ranks` under attention DP,
+        None without."""
+        return self.attention_dp_ranks if self.attention_dp else None
+
     def replica_sequences(self, per_rank: int) -> int:
         """What the replica runs at once when each rank runs `per_rank` (the tightest stage's figure): the one place a
         rank's sequences become the replica's."""

@@ -129,7 +129,7 @@ def test_the_engines_hooks_are_their_modules_and_name_options_they_have(engine):
     module = import_module(f"mcache.core.engines.{engine}")
     hooks = plan_hooks(engine)
     assert hooks.solved in module.FLAGS and hooks.solved in SizeOptions.__struct_fields__
-    assert hooks.narrow_attention_dp == module.NARROW_ATTENTION_DP == (engine == "sglang")
+    assert hooks.narrow_attention_dp == (module.FULL_WIDTH_ATTENTION_DP is None) == (engine == "sglang")
 
 
 def test_the_search_finds_the_last_value_that_holds_within_its_bound_of_probes():

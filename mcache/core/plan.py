@@ -255,7 +255,7 @@ def _layout_name(tp: int, pp: int, width: int) -> str:
 def attention_dp_widths(tp: int, on: bool, engine: str | None) -> tuple[int, ...]:
     """The attention-DP widths a replica of TP `tp` is swept at: 0 (none) when `on` is false; else every N dividing
     `tp` with 1 < N <= tp where the engine takes a width narrower than TP (the neutral model does), `tp` alone where it
-    does not (`NARROW_ATTENTION_DP`), none at TP 1 (a rank's batch is the replica's)."""
+    does not (`PlanHooks.narrow_attention_dp`), none at TP 1 (a rank's batch is the replica's)."""
     if not on:
         return (0,)
     narrow = engine is None or plan_hooks(engine).narrow_attention_dp

@@ -47,8 +47,8 @@ class PlanHooks(NamedTuple):
     (`SOLVED`), the engine's own figure of the smallest value of it that runs the most sequences of a run's context
     (`solve_hint(run) -> int | None`) and whether that figure is the answer (None: there is none) or a first guess
     (`SOLVE_HINT_EXACT`), the settings at which a replica runs up to n sequences (`solve_settings(n, run) ->
-    dict`: that field at n, and what else n needs), and whether it takes attention DP narrower than TP
-    (`NARROW_ATTENTION_DP`; else at a width of TP alone)."""
+    dict`: that field at n, and what else n needs), and whether it takes attention DP narrower than TP (else at a
+    width of TP alone: `FULL_WIDTH_ATTENTION_DP` says why, as its refusal does)."""
 
     solved: str
     solve_hint: Callable[[Any], int | None]
@@ -61,7 +61,7 @@ def plan_hooks(name: str) -> PlanHooks:
     """The hooks `mcache plan` reads of the engine `name` (its module, loaded on first use)."""
     module = import_module(f"{__name__}.{name}")
     return PlanHooks(module.SOLVED, module.solve_hint, module.SOLVE_HINT_EXACT,
-                     module.solve_settings, module.NARROW_ATTENTION_DP)
+                     module.solve_settings, module.FULL_WIDTH_ATTENTION_DP is None)
 
 
 def architecture_error(name: str, spec, version: str) -> str | None:

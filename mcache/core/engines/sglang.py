@@ -1607,7 +1607,7 @@ def _prefill_graph_sizes(max_bs: int) -> list[int]:
 REPLICA_FLAG = "--dp-size"
 SOLVED = "max_running_requests"
 SOLVE_HINT_EXACT = False  # the pools of another split of the memory: a first guess (`solve_hint`)
-NARROW_ATTENTION_DP = True  # --dp-size N < --tp-size with DP attention, sized at every release (the attention-DP section)
+FULL_WIDTH_ATTENTION_DP = None  # any width: --dp-size N < --tp-size with DP attention, sized at every release (the attention-DP section)
 
 
 def solve_settings(n: int, run: EngineRun) -> dict[str, int]:

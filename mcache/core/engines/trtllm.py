@@ -200,8 +200,7 @@ class StageSizes(Struct, frozen=True):
 def run(inputs: EngineInputs) -> EngineRun:
     """TensorRT-LLM's sizing of every PP stage at the modelled version."""
     layout = inputs.layout
-    full_width_attention_dp(layout, "TensorRT-LLM", "whose enable_attention_dp spans every TP rank (each an "
-                                                    "attention-DP rank of its own)")
+    full_width_attention_dp(layout, "TensorRT-LLM", FULL_WIDTH_ATTENTION_DP)
     spec = inputs.spec
     version = inputs.version or VERSIONS[-1]
     s = Settings(inputs.given, SETTINGS, "TensorRT-LLM")
@@ -893,7 +892,8 @@ def _last_true(pred: Callable[[int], bool], lo: int, cap: int = 1 << 40) -> int:
 # BaseLlmArgs.max_batch_size, whose state slots are a fixed cost before the KV (`_state_slots`).
 SOLVED = "max_batch"
 SOLVE_HINT_EXACT = True  # `_batch_advice` searched it, the value above it included
-NARROW_ATTENTION_DP = False  # attention DP at a width of tp alone: `run` refuses another (enable_attention_dp spans every rank)
+# Attention DP at a width of tp alone (`run` refuses another, in these words; `mcache plan` sweeps no other)
+FULL_WIDTH_ATTENTION_DP = "whose enable_attention_dp spans every TP rank (each an attention-DP rank of its own)"
 
 
 def solve_hint(run: EngineRun) -> int | None:

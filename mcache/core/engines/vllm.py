@@ -504,8 +504,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     """vLLM's sizing of every PP stage (its workers agree on the smallest block count); under attention DP, of one
     data-parallel engine core (`engine_core_layout`)."""
     layout = inputs.layout
-    full_width_attention_dp(layout, "vLLM", "whose data parallelism is separate engine cores, each of TP 1 under "
-                                            "--attention-dp (engine_core_layout), with no attention-TP group")
+    full_width_attention_dp(layout, "vLLM", FULL_WIDTH_ATTENTION_DP)
     s = Settings(inputs.given, SETTINGS, "vLLM")
     checkpoint, expert_shards = inputs.spec, inputs.layout.attention_dp_ranks
     inputs = replace(inputs, layout=engine_core_layout(inputs.layout),
@@ -1447,7 +1446,9 @@ def _first_group(ctx: RankContext) -> str:
 REPLICA_FLAG = "--data-parallel-size"
 SOLVED = "max_num_seqs"
 SOLVE_HINT_EXACT = True  # the concurrency of the blocks the workers agreed on: one more is KV-bound
-NARROW_ATTENTION_DP = False  # attention DP at a width of tp alone: `run` refuses another (an engine core has no attention-TP group)
+# Attention DP at a width of tp alone (`run` refuses another, in these words; `mcache plan` sweeps no other)
+FULL_WIDTH_ATTENTION_DP = ("whose data parallelism is separate engine cores, each of TP 1 under --attention-dp "
+                           "(engine_core_layout), with no attention-TP group")
 
 
 def solve_hint(run: EngineRun) -> int | None:

@@ -381,8 +381,8 @@ def test_sglang_shards_the_pure_mamba_state_over_the_whole_tp_group():
     assert slot("falcon-h1-0.5b", ParallelLayout(tp=2)) == slot("falcon-h1-0.5b", narrow)
 
 
-def test_an_sglang_0_5_23_server_args_line_gives_the_attention_dp_width():
-    """0.5.23 moves --dp-size N --enable-dp-attention to attn_dp_size=N (dp_size 1, enable_dp_attention False)."""
+def test_an_sglang_0_5_22_server_args_line_gives_the_attention_dp_width():
+    """0.5.22 moves --dp-size N --enable-dp-attention to attn_dp_size=N (dp_size 1, enable_dp_attention False)."""
     from mcache.core.logs import read_log
 
     log = read_log("[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=8, dp_size=1, "

@@ -488,7 +488,7 @@ def test_data_parallel_layouts_are_read_as_one_engine_instance():
     note = _data_parallel_notes(narrow, ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2))[0]
     assert "2 attention-DP groups of 2 ranks (an attention TP of 2)" in note and "--tp 4 --attn-dp-size 2" in note
     assert "the log's dp_size=2 (line 1)" in note
-    # 0.5.23 logs the width as attn_dp_size (dp_size 1): the note names the setting the log states
+    # 0.5.22 on logs the width as attn_dp_size (dp_size 1): the note names the setting the log states
     moved = read_log("[2026-01-01 00:00:00] server_args=ServerArgs(model_path='m', tp_size=4, dp_size=1, "
                      "attn_dp_size=2, enable_dp_attention=False)\n" + kv)
     note = _data_parallel_notes(moved, ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2))[0]

@@ -35,9 +35,12 @@ def test_fold_work_follows_each_kernels_formulation():
     assert roofline.fold_work("kda", f32, None, 5, 16, 16).flops == 4 * kda.flops  # stepping: linear in tokens
     assert roofline.fold_work("gdn", f32, None, 5, 4, 4) == kda  # float32 states from a short ring: stepped
     gdn16, gdn32 = (roofline.fold_work("gdn", f32, None, 5, t, t) for t in (9, 16))
-    assert gdn16 == gdn32 and gdn16.mma_flops  # chunked: the kernel pads the ring to a 16-token tile
+    assert gdn16.mma_flops == gdn32.mma_flops  # chunked: the kernel pads the ring to a 16-token tile for its products
+    # ... and its mix kernel substitutes one column a ring slot: 9 rank-one steps on the [16, 16] tile, not 16
+    assert (gdn16.flops, gdn32.flops) == tuple(L * 5 * H * (V * K + 6 * V * 16 + 2 * 16 * 16 * n) for n in (9, 16))
     b16 = f32.bfloat16()
-    assert roofline.fold_work("gdn", b16, k16, 5, 4, 4) == roofline.fold_work("gdn", b16, k16, 5, 16, 16)  # chunked
+    short, whole = roofline.fold_work("gdn", b16, k16, 5, 4, 4), roofline.fold_work("gdn", b16, k16, 5, 16, 16)
+    assert short.mma_flops == whole.mma_flops and short.flops == L * 5 * H * (V * K + 6 * V * 16 + 2 * 16 * 16 * 4)
     assert roofline.fold_work("gdn", b16, k16, 5, 4, 4).mma_flops < gdn16.mma_flops  # fewer exact bf16 passes
     m = roofline.fold_work("mamba2", f32, None, 5, 3, 4)  # a ring of 4: the CUDA-core form, 3 tokens folded
     assert m == roofline.Work(L * 5 * H * (V * K + 3 * (2 * V * K + K)), 0)  # one program a head: B_t scaled once

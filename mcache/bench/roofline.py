@@ -18,7 +18,7 @@ token tile the kernels pad the ring to, one FMA = 2 FLOPs):
   a float32 state and 2 for a 16-bit one (`_fold.dot16_pieces`), else 3 (`tf32x3`).
 - GatedDeltaNet stepped (float32 states, rings of up to 8 tokens: `gdn.gdn_steps`): as KDA below.
 - GatedDeltaNet (`[V, K]` state, chunked): CUDA cores `V*K` (the decay) + `6*V*CT` (the gated residual and the hi/lo
-  splits) + the mix kernel's substitution `2*CT^3`; tensor cores the mix kernel's gram `2*CT^2*K` and the update's
+  splits) + the mix kernel's substitution `2*CT^2*R` (a rank-one step a ring slot, R the ring's length); tensor cores the mix kernel's gram `2*CT^2*K` and the update's
   `S K^T` (`2*V*K*CT`), `X M` (`2*V*CT^2`) and `W K` (`2*V*CT*K`), each times its passes (`_gdn_update`).
 - KDA (`[V, K]` state, stepping: `step.py`): CUDA cores `5*V*K` per token folded (decay 1, `S k` 2, the rank-one
   update 2) and `3*V` per token (the residual); no tensor-core work.
@@ -75,7 +75,7 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
         wk_passes = (2 if half_state else 3) if half_k else 3  # W as hi + lo (+ lo2), or tf32x3
         gram = 2 * ct * ct * K * (1 if half_k else 3)
         mma = p_passes * 2 * V * K * ct + 3 * 2 * V * ct * ct + wk_passes * 2 * V * ct * K + gram
-        per_head = Work(V * K + 6 * V * ct + 2 * ct**3, mma)
+        per_head = Work(V * K + 6 * V * ct + 2 * ct * ct * hist, mma)
     else:
         return Work()
     return per_head.scaled(L * batch * H)

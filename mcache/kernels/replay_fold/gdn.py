@@ -70,11 +70,12 @@ def _gdn_mix_kernel(
     slots, bufs, counts, mix,
     NB, H, K, HPG,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
-    BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
+    BK: tl.constexpr, CT: tl.constexpr, STEPS: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # One program (one warp) per (layer, request, head): M = diag(beta) (I + U)^{-1} diag(e^{G_c - G}), the
-    # forward substitution X (I + U) = diag(beta) done column by column on the [CT, CT] tile.
+    # forward substitution X (I + U) = diag(beta) done column by column on the [CT, CT] tile, for the STEPS columns a
+    # ring can fill (its length): past a request's count beta, k and so U are zero and a step changes nothing.
     if PDL:
         tl.extra.cuda.gdc_launch_dependents()  # the update kernel may launch now; it waits for M before reading it
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -108,7 +109,7 @@ def _gdn_mix_kernel(
         tl.store(mb + t[:, None] * CT + t[None, :], u)
         tl.debug_barrier()  # every lane's part of u is visible to the others
         x = tl.where(t[:, None] == t[None, :], bt[:, None], 0.0)
-        for j in tl.static_range(CT):  # column j is final: take it out of the later columns
+        for j in tl.static_range(STEPS):  # column j is final: take it out of the later columns
             xj = tl.sum(tl.where(t[None, :] == j, x, 0.0), 1)
             x = x - xj[:, None] * tl.load(mb + j * CT + t[None, :] + 0 * t[:, None])
         tl.debug_barrier()  # every lane has read u before M overwrites it
@@ -252,6 +253,7 @@ class GdnFoldPlan(FoldPlan):
         self.window = state_window(self, conv, L, 1)  # in the mix kernel's launch: one warp
         self.ssm, self.L, self.H, self.V, self.K, self.hpg = ssm, L, H, V, K, hpg
         self.bk, self.ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
+        self.steps = hist  # the mix kernel's substitution steps: the ring's length (a 4-token ring: 4 of CT's 16)
         self.dot16, self.pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
         self.bv, self.warps = config or GDN_CONFIG
         self.nvb = triton.cdiv(V, self.bv)
@@ -268,7 +270,7 @@ class GdnFoldPlan(FoldPlan):
         mix = torch.empty(L * nb * H * self.ct * self.ct, device=self.device, dtype=torch.float32)
         n = len(self.mix_rings)
         mix_args = (*self.mix_rings, None, None, None, mix, nb, H, self.K, self.hpg)
-        mix_consts = dict(BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl)
+        mix_consts = dict(BK=self.bk, CT=self.ct, STEPS=self.steps, DOT16=self.dot16, PDL=self.pdl)
         grid, args, consts = with_window(self.window, L * nb * H, nb, mix_args, mix_consts)
         first = Launch(_gdn_mix_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=1)
         opts = dict(num_warps=self.warps, **({"launch_pdl": True} if self.pdl else {}))

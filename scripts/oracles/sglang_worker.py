@@ -188,18 +188,22 @@ MOCKS = [
     "the build, so the mixer's assertions run (heads and groups its TP size splits, the TP group's size, from 0.5.14 "
     "the attention-TP group's under attention DP; a quantized checkpoint's groups), and every later mixer of the model "
     "takes the same arguments. For the build torch.cuda.Stream is a stand-in object (model classes make a side stream "
-    "to overlap kernels at run time), layers/dp_attention.py is_dp_attention_enabled answers as initialize_dp_attention"
-    " sets it (the runtime context's dp flag from 0.5.16, _ENABLE_DP_ATTENTION_FLAG before: on under the case's "
-    "attention DP), and from 0.5.20 the parallel context's attn_tp_rank is set with tp_rank (override_permanently), as "
-    "compute_dp_attention_world_info gives it (0.5.16-0.5.18 set it by override, above). An assertion of a mixer "
-    "class's build is SGLang's refusal, in its words; of a class built for PP alone, the one-stage assertion "
-    "(qwen3_next.py, falcon_h1.py, lfm2.py, lfm2_moe.py, which fail before building anything) is, reported as its "
-    "source line and function, as Python's traceback shows it. Any other failure (the rest of the model needs process "
-    "groups the worker lacks: an MoE layer's expert group) is ignored where no mixer is to be reached or on a later PP "
-    "stage (its mixers take the first stage's arguments), and fails the case as an oracle error ('oracle: ... stopped "
-    "before its first MambaMixer2') where the first stage stops before its first mixer. At pp_size > 1 "
-    "model_runner.py's support_pp assertion ('Pipeline Parallel is not compatible with this model.') follows, as SGLang"
-    " reaches it next. Nothing built is sized.",
+    "to overlap kernels at run time), parallel_state's TP and attention-TP groups are the stand-ins above (world_size "
+    "and rank_in_group of TP rank 0; from 0.5.16, whose sizing reads the parallel context, for the build alone: "
+    "0.5.16-0.5.19's layers read them), layers/dp_attention.py is_dp_attention_enabled answers as "
+    "initialize_dp_attention sets it (the runtime context's dp flag from 0.5.16, _ENABLE_DP_ATTENTION_FLAG before: on "
+    "under the case's attention DP), and from 0.5.20 the parallel context's attn_tp_rank is set with tp_rank "
+    "(override_permanently), as compute_dp_attention_world_info gives it (0.5.16-0.5.18 set it by override, above). An "
+    "assertion of a mixer class's build is SGLang's refusal, in its words; of a class built for PP alone, the one-stage"
+    " assertion (qwen3_next.py, falcon_h1.py, lfm2.py, lfm2_moe.py, which fail before building anything) is, reported "
+    "as its source line and function, as Python's traceback shows it. Any other failure of a mixer class's build on the"
+    " first stage (which builds from the first layer) is the case's error as raised: SGLang's own (a config it cannot "
+    "read: mamba2-2.7b's intermediate_size) or a stand-in the worker lacks, which the table then shows; on a later PP "
+    "stage only the mixer's own assertions count (raised in layers/attention/mamba/mamba.py: its first layers may need "
+    "process groups the worker lacks, an MoE layer's expert group or the attention context-parallel group, and its "
+    "mixers take the first stage's arguments), and for a class built for PP alone any other failure is ignored (the "
+    "rest of the model needs those groups). At pp_size > 1 model_runner.py's support_pp assertion ('Pipeline Parallel "
+    "is not compatible with this model.') follows, as SGLang reaches it next. Nothing built is sized.",
     "ServerArgs.check_server_args runs once the server args resolve, as the launch runs it (entrypoints/engine.py, "
     "every driven release); tables made before issue 28's PP cases did not run it (no case of theirs that was rerun "
     "since changed: scripts/oracles/sglang_versions.md).",
@@ -506,6 +510,9 @@ def _stage_layers(model_config):
     return STAGE["layers"]
 
 
+MIXER_FILE = "layers/attention/mamba/mamba.py"  # MambaMixer2, whose __init__ asserts what its TP size splits
+
+
 class _MixerBuilt(BaseException):
     """Raised once the model's first MambaMixer2 is built (`_build_model`): its assertions held."""
 
@@ -529,6 +536,7 @@ def _build_model(model_config, cfg):
     parallel_state._PP = _pp_group()  # what get_pp_group() returns before 0.5.21 (later: get_parallel().pp_group)
     _dp_attention_flag(_attn_dp(cfg) > 1)
 
+    quant_config = _model_stand_in(model_config).quant_config  # the loader's, before it builds the model
     if mixer is not None:
         class FirstMixer(mixer):
             def __init__(self, *args, **kwargs):
@@ -536,25 +544,21 @@ def _build_model(model_config, cfg):
                 raise _MixerBuilt
 
         module.MambaMixer2 = FirstMixer
-    quant_config = _model_stand_in(model_config).quant_config  # the loader's, before it builds the model
     cuda_stream, torch.cuda.Stream = torch.cuda.Stream, _Stream
     try:
         with torch.device("meta"):
             cls(config=model_config.hf_config, quant_config=quant_config)
     except _MixerBuilt:
         pass
-    except AssertionError as e:
-        frame = traceback.extract_tb(e.__traceback__)[-1]
-        if frame.name == "__init__" and "pp_group.is_first_rank" in (frame.line or ""):
-            raise AssertionError(f"{frame.line}, in {cls.__name__}.__init__") from e
-        if mixer is not None:
-            raise  # the mixer's assertion (or one SGLang's model code makes before it), in SGLang's words
     except Exception as e:
-        # the rest of the model needs process groups (see MOCKS): where no mixer was reached on the first stage, which
-        # builds from the first layer, the oracle lacks a stand-in; a later stage's mixers take the same arguments
-        if mixer is not None and STAGE["rank"] == 0:
-            raise RuntimeError(f"oracle: {cls.__name__} stopped before its first MambaMixer2 "
-                               f"({type(e).__name__}: {e})") from e
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        if isinstance(e, AssertionError) and frame.name == "__init__" and "pp_group.is_first_rank" in (frame.line or ""):
+            raise AssertionError(f"{frame.line}, in {cls.__name__}.__init__") from e
+        # a mixer's own assertion, in SGLang's words; on the first stage, which builds from the first layer, any
+        # failure before its first mixer (SGLang's own, or a stand-in the worker lacks, which then shows); a later
+        # stage's layers need process groups the worker lacks (see MOCKS), its mixers the first stage's arguments
+        if mixer is not None and (STAGE["rank"] == 0 or frame.filename.endswith(MIXER_FILE)):
+            raise
     finally:
         torch.cuda.Stream = cuda_stream
         if mixer is not None:
@@ -765,6 +769,7 @@ def _size(sa, cfg, inputs, result):
         _HELD.append(held)
     if hasattr(kvc_mod, "get_world_group"):  # 0.5.16-0.5.20 read the world group directly (see MOCKS)
         kvc_mod.get_world_group = lambda: world
+    _tp_groups(cfg.tp_size, _attn_dp(cfg))  # 0.5.16-0.5.19's layers read them as they are built
     _build_model(model_config, cfg)  # the model loads (with the widths set above) before the pools are sized
     # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
     swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
@@ -829,7 +834,6 @@ def _size_runner(sa, cfg, inputs, result):
     and the model config that the mixin and the pool configurator read are set as __init__ sets them (see MOCKS); the
     pools themselves are not built."""
     from sglang.srt.configs.model_config import AttentionArch
-    from sglang.srt.distributed import parallel_state
     from sglang.srt.model_executor import model_runner as model_runner_module
     from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
     from sglang.srt.model_executor.model_runner import ModelRunner
@@ -846,9 +850,7 @@ def _size_runner(sa, cfg, inputs, result):
         get_parallel = None
     if get_parallel is not None:
         _hand_set_widths(get_parallel(), cfg.tp_size, _attn_dp(cfg), world)
-    attn_tp_rank, attn_tp_size = _attention_world(cfg.tp_size, _attn_dp(cfg))[:2]
-    parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
-    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    _tp_groups(cfg.tp_size, _attn_dp(cfg))
     _build_model(model_config, cfg)  # the model loads (with the groups set above) before the pools are sized
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     mixin.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
@@ -887,7 +889,6 @@ def _size_model_runner(sa, cfg, inputs, result):
     source (`_statements`, `_initialize_kept`), then TpModelWorker's statements from the token count to its pool-size
     asserts (see MOCKS)."""
     from sglang.srt.configs.model_config import AttentionArch
-    from sglang.srt.distributed import parallel_state
     from sglang.srt.layers import dp_attention
     from sglang.srt.managers import tp_worker
     from sglang.srt.mem_cache import memory_pool
@@ -903,9 +904,7 @@ def _size_model_runner(sa, cfg, inputs, result):
     dp_attention._ATTN_TP_RANK, dp_attention._ATTN_TP_SIZE, dp_attention._ATTN_DP_RANK = (attn_tp_rank, attn_tp_size,
                                                                                          attn_dp_rank)
     dp_attention._ATTN_DP_SIZE = attn_dp_size
-    if hasattr(parallel_state, "_ATTN_TP"):  # 0.5.9: get_attention_tp_size reads parallel_state's attention-TP group
-        parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
-    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    _tp_groups(cfg.tp_size, _attn_dp(cfg))  # 0.5.9: get_attention_tp_size reads parallel_state's attention-TP group
     _build_model(model_config, cfg)  # the model loads (with the groups set above) before the pools are sized
     world = types.SimpleNamespace(cpu_group=None, world_size=1, ranks=[0])
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
@@ -1074,6 +1073,17 @@ def _model_stand_in(model_config):
         return types.SimpleNamespace(quant_config=_get_quantization_config(*args))
     finally:
         torch.cuda.get_device_capability = fake
+
+
+def _tp_groups(tp, dp):
+    """parallel_state's TP and attention-TP groups (where the release has the latter) as stand-ins of TP rank 0 of a
+    TP-`tp` run with attention DP `dp` (1: none), their widths and ranks from `_attention_world` (see MOCKS)."""
+    from sglang.srt.distributed import parallel_state
+
+    attn_tp_rank, attn_tp_size = _attention_world(tp, dp)[:2]
+    if hasattr(parallel_state, "_ATTN_TP"):
+        parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
+    parallel_state._TP = types.SimpleNamespace(world_size=tp, rank_in_group=0)
 
 
 def _parallel_state(tp, dp):

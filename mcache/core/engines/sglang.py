@@ -8,7 +8,8 @@ Sources (sgl-project/sglang at tag v0.5.23): `python/sglang/srt/configs/mamba_ut
 size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot), `python/sglang/srt/arg_groups/`
 (`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults),
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
-`python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
+`python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged),
+`python/sglang/srt/layers/attention/mamba/mamba.py` (`MambaMixer2.__init__`: the Mamba2 groups its TP size splits).
 
 Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
 `inputs.version` through `_since` and cites the files on each side (before 0.5.16 the pools are sized in

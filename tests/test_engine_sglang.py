@@ -6,7 +6,7 @@ import pytest
 from cli_util import one_line
 from engines_util import config_spec, gib, run
 from msgspec.structs import replace
-from paths import HF_CONFIGS
+from paths import HF_CONFIGS, HF_CONFIGS_EXTRA
 
 from mcache.core.engines import run_engine, sglang
 from mcache.core.engines.common import GIB, EngineInputs, ServeArgs, mtp_attention_layers, pp_layout, whole_model
@@ -24,6 +24,7 @@ from mcache.core.engines.sglang import (
 from mcache.core.engines.versions import at_least
 from mcache.core.errors import LayoutError
 from mcache.core.hf import import_hf
+from mcache.core.load import load_spec
 from mcache.core.logs import read_log
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
@@ -425,6 +426,23 @@ def test_a_model_whose_forward_takes_no_pp_proxy_tensors_is_refused_at_pp():
     assert pp_error("mamba-2.8b", 2, "0.5.20").startswith("Pipeline Parallel is not compatible with this model.")
     assert pp_error("mamba-2.8b", 1, "0.5.20") is None
     assert pp_error("mamba-2.8b", 2, "0.5.19") == "'MambaConfig' object has no attribute 'num_attention_heads'"
+
+
+def test_mamba2_groups_the_mixers_tp_cannot_split_stop_sglang_as_the_model_is_built():
+    """layers/attention/mamba/mamba.py MambaMixer2.__init__ (0.5.3 - 0.5.23) asserts `n_groups % tp_size == 0 or n_groups
+    == 1`, its TP size the attention-TP group's under attention DP from 0.5.14 and the TP group's before: Falcon-H1-34B's
+    2 groups (the extra golden tables)."""
+    falcon = load_spec(str(HF_CONFIGS_EXTRA / "falcon-h1-34b.json"))
+
+    def refusal(version: str, tp: int, dp: int | None = None) -> str | None:
+        layout = ParallelLayout(tp=tp, attention_dp=dp is not None, attention_dp_size=dp)
+        return stage(run_engine("sglang", EngineInputs(falcon, layout, *lookup("h200"), None, {}), version)).startup_error
+
+    words = "If tensor parallel world size does not divide num_groups, then num_groups must equal 1."
+    assert refusal("0.5.23", 4).startswith(words)
+    assert refusal("0.5.23", 2) is None  # one group a rank
+    assert refusal("0.5.23", 4, 2) is None and refusal("0.5.23", 8, 2).startswith(words)  # 2 and 4 attention-TP ranks
+    assert refusal("0.5.9", 4, 2).startswith(words)  # the whole TP group's 4
 
 
 @pytest.mark.parametrize(("version", "refusal"), [

@@ -219,13 +219,14 @@ def _amd_grid() -> list[tuple]:
              ({"max_running_requests": 64}, 0, "off", "MI300X", 30 * GIB, {})]
     return grid + [({}, 0, "default", gpu, 30 * GIB, {}) for gpu in ("MI325X", "MI355X")]
 # Attention data parallelism, `--dp-size N --enable-dp-attention` with N = TP (each rank holds the KV heads and the state
-# whole: mcache's --attention-dp), for these configs (`_dp_grid`)
+# whole: mcache's --attention-dp), for these configs (`_dp_grid`); falcon-h1-34b.json (tests/data/hf_configs_extra: two
+# Mamba2 groups, which the mixer asserts its TP size can split, the attention-TP group's from 0.5.14) in both grids
 DP_CONFIGS = ("qwen3-next-80b-a3b.json", "nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json",
-              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json", "lfm2-1.2b.json", "mamba-2.8b.json")
+              "falcon-h1-0.5b.json", "granite-4.0-h-tiny.json", "lfm2-1.2b.json", "mamba-2.8b.json", "falcon-h1-34b.json")
 # Attention DP narrower than TP (N < TP, an attention-TP group of TP / N ranks: mcache's --attn-dp-size N), one
 # config a kind: GDN, KDA with MLA, the Mamba2 hybrids, short conv, Mamba-1 (`_narrow_dp_grid`)
 NARROW_DP_CONFIGS = ("qwen3-next-80b-a3b.json", "kimi-linear-48b-a3b-instruct.json", "nemotron-h-8b-base-8k.json",
-                     "falcon-h1-0.5b.json", "lfm2-1.2b.json", "mamba-2.8b.json")
+                     "falcon-h1-0.5b.json", "lfm2-1.2b.json", "mamba-2.8b.json", "falcon-h1-34b.json")
 
 
 def _dp_grid() -> list[tuple]:

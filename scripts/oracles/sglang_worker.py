@@ -179,14 +179,31 @@ MOCKS = [
     "all_reduce stood in for: every stage runs twice, first recording what it sends (a stage that fails before "
     "sending fails the case, as SGLang fails there), then with the all-reduce answering the smallest the stages sent; "
     "the second run is the stage's answer.",
-    "At pp_size > 1 the model is not built either (weights), so SGLang's two PP checks made while it loads are run "
-    "on the registered model class itself: model_runner.py's support_pp, whether the class's forward takes "
-    "pp_proxy_tensors (asserted at PP > 1: 'Pipeline Parallel is not compatible with this model.'), and, for a class "
-    "without it, its own __init__ run on the meta device with the stand-in PP group, where the classes that assert "
-    "one stage (qwen3_next.py, falcon_h1.py, lfm2.py, lfm2_moe.py) fail before building anything; the assertion is "
-    "reported as its source line and function, as Python's traceback shows it. Any other failure of that __init__ "
-    "(the rest of the model needs process groups the worker lacks) is ignored and the support_pp assertion, which "
-    "SGLang reaches next, is the answer.",
+    "The model is not built either (weights), so SGLang's checks while it loads are run on the registered model class "
+    "itself (`_build_model`), built on the meta device (no memory) with the quant config SGLang's loader builds (as "
+    "above) and the stand-in PP group, where they can stop a case: a class whose module builds MambaMixer2 layers "
+    "(models/falcon_h1.py, nemotron_h.py, granitemoehybrid.py, mamba2.py) at every PP size, and at pp_size > 1 a class "
+    "whose forward takes no pp_proxy_tensors. The build ends with the first MambaMixer2: for the build, the model "
+    "module's MambaMixer2 is a subclass whose __init__ runs SGLang's own with the model's own arguments and then stops "
+    "the build, so the mixer's assertions run (heads and groups its TP size splits, the TP group's size, from 0.5.14 "
+    "the attention-TP group's under attention DP; a quantized checkpoint's groups), and every later mixer of the model "
+    "takes the same arguments. For the build torch.cuda.Stream is a stand-in object (model classes make a side stream "
+    "to overlap kernels at run time), parallel_state's TP and attention-TP groups are the stand-ins above (world_size "
+    "and rank_in_group of TP rank 0; from 0.5.16, whose sizing reads the parallel context, for the build alone: "
+    "0.5.16-0.5.19's layers read them), layers/dp_attention.py is_dp_attention_enabled answers as "
+    "initialize_dp_attention sets it (the runtime context's dp flag from 0.5.16, _ENABLE_DP_ATTENTION_FLAG before: on "
+    "under the case's attention DP), and from 0.5.20 the parallel context's attn_tp_rank is set with tp_rank "
+    "(override_permanently), as compute_dp_attention_world_info gives it (0.5.16-0.5.18 set it by override, above). An "
+    "assertion of a mixer class's build is SGLang's refusal, in its words; of a class built for PP alone, the one-stage"
+    " assertion (qwen3_next.py, falcon_h1.py, lfm2.py, lfm2_moe.py, which fail before building anything) is, reported "
+    "as its source line and function, as Python's traceback shows it. Any other failure of a mixer class's build on the"
+    " first stage (which builds from the first layer) is the case's error as raised: SGLang's own (a config it cannot "
+    "read: mamba2-2.7b's intermediate_size) or a stand-in the worker lacks, which the table then shows; on a later PP "
+    "stage only the mixer's own assertions count (raised in layers/attention/mamba/mamba.py: its first layers may need "
+    "process groups the worker lacks, an MoE layer's expert group or the attention context-parallel group, and its "
+    "mixers take the first stage's arguments), and for a class built for PP alone any other failure is ignored (the "
+    "rest of the model needs those groups). At pp_size > 1 model_runner.py's support_pp assertion ('Pipeline Parallel "
+    "is not compatible with this model.') follows, as SGLang reaches it next. Nothing built is sized.",
     "ServerArgs.check_server_args runs once the server args resolve, as the launch runs it (entrypoints/engine.py, "
     "every driven release); tables made before issue 28's PP cases did not run it (no case of theirs that was rerun "
     "since changed: scripts/oracles/sglang_versions.md).",
@@ -493,29 +510,81 @@ def _stage_layers(model_config):
     return STAGE["layers"]
 
 
-def _check_pp_support(model_config):
-    """At pp_size > 1, SGLang's checks while the model loads (see MOCKS): a class that asserts one stage in its
-    __init__ fails there; one whose forward takes no pp_proxy_tensors fails model_runner.py's support_pp assert."""
-    if STAGE["size"] == 1:
-        return
+MIXER_FILE = "layers/attention/mamba/mamba.py"  # MambaMixer2, whose __init__ asserts what its TP size splits
+
+
+class _MixerBuilt(BaseException):
+    """Raised once the model's first MambaMixer2 is built (`_build_model`): its assertions held."""
+
+
+def _build_model(model_config, cfg):
+    """SGLang's checks while the model loads (see MOCKS), run on the registered model class built on the meta device
+    with the loader's quant config: a class whose module builds MambaMixer2 layers (models/falcon_h1.py, nemotron_h.py,
+    granitemoehybrid.py, mamba2.py) up to its first mixer, whose __init__ asserts the heads and groups its TP size (the
+    attention-TP size under attention DP from 0.5.14) can split; at pp_size > 1 a class that asserts one stage in its
+    __init__, and model_runner.py's support_pp assert, whether the class's forward takes pp_proxy_tensors."""
     from sglang.srt.model_loader.utils import get_model_architecture
 
     cls, _ = get_model_architecture(model_config)
-    if "pp_proxy_tensors" in inspect.signature(cls.forward).parameters:
+    module = sys.modules[cls.__module__]
+    mixer = getattr(module, "MambaMixer2", None)
+    supports_pp = "pp_proxy_tensors" in inspect.signature(cls.forward).parameters
+    if mixer is None and (STAGE["size"] == 1 or supports_pp):
         return
     from sglang.srt.distributed import parallel_state
 
     parallel_state._PP = _pp_group()  # what get_pp_group() returns before 0.5.21 (later: get_parallel().pp_group)
+    _dp_attention_flag(_attn_dp(cfg) > 1)
+
+    quant_config = _model_stand_in(model_config).quant_config  # the loader's, before it builds the model
+    if mixer is not None:
+        class FirstMixer(mixer):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)  # SGLang's own, with the model's own arguments
+                raise _MixerBuilt
+
+        module.MambaMixer2 = FirstMixer
+    cuda_stream, torch.cuda.Stream = torch.cuda.Stream, _Stream
     try:
         with torch.device("meta"):
-            cls(config=model_config.hf_config, quant_config=None)
-    except AssertionError as e:
-        frame = traceback.extract_tb(e.__traceback__)[-1]
-        if frame.name == "__init__" and "pp_group.is_first_rank" in (frame.line or ""):
-            raise AssertionError(f"{frame.line}, in {cls.__name__}.__init__") from e
-    except Exception:  # noqa: BLE001, S110 (the rest of the model needs process groups: see MOCKS)
+            cls(config=model_config.hf_config, quant_config=quant_config)
+    except _MixerBuilt:
         pass
-    raise AssertionError("Pipeline Parallel is not compatible with this model.")
+    except Exception as e:
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        if isinstance(e, AssertionError) and frame.name == "__init__" and "pp_group.is_first_rank" in (frame.line or ""):
+            raise AssertionError(f"{frame.line}, in {cls.__name__}.__init__") from e
+        # a mixer's own assertion, in SGLang's words; on the first stage, which builds from the first layer, any
+        # failure before its first mixer (SGLang's own, or a stand-in the worker lacks, which then shows); a later
+        # stage's layers need process groups the worker lacks (see MOCKS), its mixers the first stage's arguments
+        if mixer is not None and (STAGE["rank"] == 0 or frame.filename.endswith(MIXER_FILE)):
+            raise
+    finally:
+        torch.cuda.Stream = cuda_stream
+        if mixer is not None:
+            module.MambaMixer2 = mixer
+    if STAGE["size"] > 1 and not supports_pp:
+        raise AssertionError("Pipeline Parallel is not compatible with this model.")
+
+
+class _Stream:
+    """torch.cuda.Stream while the model is built (see MOCKS): the side stream a model class makes to overlap kernels."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+
+def _dp_attention_flag(enabled: bool) -> None:
+    """layers/dp_attention.py is_dp_attention_enabled's answer, as initialize_dp_attention sets it (see MOCKS): the
+    runtime context's flag from 0.5.16, the module's _ENABLE_DP_ATTENTION_FLAG before."""
+    from sglang.srt.layers import dp_attention
+
+    if hasattr(dp_attention, "_ENABLE_DP_ATTENTION_FLAG"):
+        dp_attention._ENABLE_DP_ATTENTION_FLAG = enabled
+    else:
+        from sglang.srt.runtime_context import get_flags
+
+        get_flags().dp.enabled = enabled
 
 
 def _resolve(server_args_class, case):
@@ -683,7 +752,8 @@ def _size(sa, cfg, inputs, result):
     world = types.SimpleNamespace(cpu_group=None, world_size=1)
     parallel = get_parallel()
     if hasattr(parallel, "override_permanently"):
-        parallel.override_permanently(world_group=world, tp_rank=0, pp_rank=STAGE["rank"], pp_group=_pp_group())
+        parallel.override_permanently(world_group=world, tp_rank=0, attn_tp_rank=_attention_world(cfg.tp_size, _attn_dp(cfg))[0],
+                                      pp_rank=STAGE["rank"], pp_group=_pp_group())
     elif not hasattr(parallel, "stamp_derived_widths"):
         _hand_set_widths(parallel, cfg.tp_size, _attn_dp(cfg), world)
     else:
@@ -699,7 +769,8 @@ def _size(sa, cfg, inputs, result):
         _HELD.append(held)
     if hasattr(kvc_mod, "get_world_group"):  # 0.5.16-0.5.20 read the world group directly (see MOCKS)
         kvc_mod.get_world_group = lambda: world
-    _check_pp_support(model_config)  # the model loads (with the PP group set above) before the pools are sized
+    _tp_groups(cfg.tp_size, _attn_dp(cfg))  # 0.5.16-0.5.19's layers read them as they are built
+    _build_model(model_config, cfg)  # the model loads (with the widths set above) before the pools are sized
     # 0.5.21 on: ModelLayerInfo also carries the SWA layer ids (None for a model without SWA); 0.5.20's has none
     swa_ids = getattr(model_config, "swa_attention_layer_ids", None)
     start, end = _stage_layers(model_config)
@@ -763,7 +834,6 @@ def _size_runner(sa, cfg, inputs, result):
     and the model config that the mixin and the pool configurator read are set as __init__ sets them (see MOCKS); the
     pools themselves are not built."""
     from sglang.srt.configs.model_config import AttentionArch
-    from sglang.srt.distributed import parallel_state
     from sglang.srt.model_executor import model_runner as model_runner_module
     from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
     from sglang.srt.model_executor.model_runner import ModelRunner
@@ -780,10 +850,8 @@ def _size_runner(sa, cfg, inputs, result):
         get_parallel = None
     if get_parallel is not None:
         _hand_set_widths(get_parallel(), cfg.tp_size, _attn_dp(cfg), world)
-    _check_pp_support(model_config)  # the model loads (with the PP group set above) before the pools are sized
-    attn_tp_rank, attn_tp_size = _attention_world(cfg.tp_size, _attn_dp(cfg))[:2]
-    parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
-    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    _tp_groups(cfg.tp_size, _attn_dp(cfg))
+    _build_model(model_config, cfg)  # the model loads (with the groups set above) before the pools are sized
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     mixin.get_available_gpu_memory = lambda *a, **k: free_after_weights / (1 << 30)
     mixin.get_world_group = lambda: world
@@ -821,7 +889,6 @@ def _size_model_runner(sa, cfg, inputs, result):
     source (`_statements`, `_initialize_kept`), then TpModelWorker's statements from the token count to its pool-size
     asserts (see MOCKS)."""
     from sglang.srt.configs.model_config import AttentionArch
-    from sglang.srt.distributed import parallel_state
     from sglang.srt.layers import dp_attention
     from sglang.srt.managers import tp_worker
     from sglang.srt.mem_cache import memory_pool
@@ -837,9 +904,8 @@ def _size_model_runner(sa, cfg, inputs, result):
     dp_attention._ATTN_TP_RANK, dp_attention._ATTN_TP_SIZE, dp_attention._ATTN_DP_RANK = (attn_tp_rank, attn_tp_size,
                                                                                          attn_dp_rank)
     dp_attention._ATTN_DP_SIZE = attn_dp_size
-    if hasattr(parallel_state, "_ATTN_TP"):  # 0.5.9: get_attention_tp_size reads parallel_state's attention-TP group
-        parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
-    parallel_state._TP = types.SimpleNamespace(world_size=cfg.tp_size, rank_in_group=0)
+    _tp_groups(cfg.tp_size, _attn_dp(cfg))  # 0.5.9: get_attention_tp_size reads parallel_state's attention-TP group
+    _build_model(model_config, cfg)  # the model loads (with the groups set above) before the pools are sized
     world = types.SimpleNamespace(cpu_group=None, world_size=1, ranks=[0])
     free_after_weights = inputs["free_gpu_memory_bytes"] - inputs["weights_bytes"]
     sizer_module = importlib.import_module(SIZER)  # 0.5.7-0.5.8: the mixin's profile_max_num_token, else model_runner's
@@ -1007,6 +1073,17 @@ def _model_stand_in(model_config):
         return types.SimpleNamespace(quant_config=_get_quantization_config(*args))
     finally:
         torch.cuda.get_device_capability = fake
+
+
+def _tp_groups(tp, dp):
+    """parallel_state's TP and attention-TP groups (where the release has the latter) as stand-ins of TP rank 0 of a
+    TP-`tp` run with attention DP `dp` (1: none), their widths and ranks from `_attention_world` (see MOCKS)."""
+    from sglang.srt.distributed import parallel_state
+
+    attn_tp_rank, attn_tp_size = _attention_world(tp, dp)[:2]
+    if hasattr(parallel_state, "_ATTN_TP"):
+        parallel_state._ATTN_TP = types.SimpleNamespace(world_size=attn_tp_size, rank_in_group=attn_tp_rank)
+    parallel_state._TP = types.SimpleNamespace(world_size=tp, rank_in_group=0)
 
 
 def _parallel_state(tp, dp):

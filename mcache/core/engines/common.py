@@ -317,6 +317,14 @@ def recurrent_kinds(spec) -> list[str]:
     return [k for k in RECURRENT_KINDS if getattr(spec, k) is not None]
 
 
+def mamba2_groups_unsplit(spec, tp: int) -> bool:
+    """Whether a Mamba2 mixer over `tp` ranks meets groups it neither splits nor holds as one (G > 1 that `tp` does not
+    divide), which vLLM's and SGLang's MambaMixer2.__init__ assert against (`n_groups % tp_size == 0 or n_groups == 1`);
+    mcache's layout replicates G groups at a multiple of G (kinds/mamba2.py groups_per_rank)."""
+    groups = spec.mamba2.n_groups if spec.mamba2 is not None else 0
+    return groups > 1 and groups % tp != 0
+
+
 def unknown_model_type(model_type: str) -> str:
     """transformers' AutoConfig.from_pretrained refusal of a checkpoint whose model type it does not know and which
     ships no configuration code (models/auto/configuration_auto.py, 4.56-4.57), up to its advice to upgrade."""

@@ -8,7 +8,8 @@ Sources (sgl-project/sglang at tag v0.5.23): `python/sglang/srt/configs/mamba_ut
 size), `python/sglang/srt/mem_cache/memory_pool.py` (`MambaPool`: one dummy slot), `python/sglang/srt/arg_groups/`
 (`memory_hook.py`: the mem_fraction_static default; `overrides.py`: the radix-cache strategy; field defaults),
 `python/sglang/srt/server_args.py` (flag names), `python/sglang/srt/model_loader/utils.py` (the Transformers backend),
-`python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged).
+`python/sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the draft layers charged),
+`python/sglang/srt/layers/attention/mamba/mamba.py` (`MambaMixer2.__init__`: the Mamba2 groups its TP size splits).
 
 Versions: the rules hold from 0.5.10 to 0.5.23 unless a rule says otherwise; a rule that changed in between reads
 `inputs.version` through `_since` and cites the files on each side (before 0.5.16 the pools are sized in
@@ -39,6 +40,7 @@ from mcache.core.engines.common import (
     ServeArgs,
     Settings,
     asked_context,
+    mamba2_groups_unsplit,
     mtp_attention_layers,
     pp_layout,
     recurrent_kinds,
@@ -182,6 +184,18 @@ REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM", "Mini
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
 NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
+# layers/attention/mamba/mamba.py MambaMixer2.__init__ (v0.5.3 to v0.5.23), the mixer of every Mamba2 model SGLang
+# builds (models/falcon_h1.py from v0.5.3, nemotron_h.py from v0.5.3.post1, granitemoehybrid.py from v0.5.9, mamba2.py
+# from v0.5.20; the others are refused before), asserts `n_groups % self.tp_size == 0 or n_groups == 1` after its
+# heads' check (`num_heads % self.tp_size == 0`: mcache refuses heads the state's TP cannot split, kinds/mamba2.py), so
+# groups its TP size neither splits nor meets as one stop SGLang while the model is built (engines/common.py
+# mamba2_groups_unsplit). Its TP size: from v0.5.14 the attention-TP group's under attention DP
+# (get_parallel().attn_tp_size), else the TP group's; before, get_tensor_model_parallel_world_size(), the TP group's at
+# every attention-DP width (`MIXER_ATTENTION_TP_FROM`). Not modelled: the next assertion (v0.5.3.post1 on), which
+# refuses a quantized checkpoint of nemotron_h.py, granitemoehybrid.py or mamba2.py whose groups TP does not divide,
+# one group included (no such checkpoint in the tables)
+MAMBA2_GROUPS_ERROR = "If tensor parallel world size does not divide num_groups, then num_groups must equal 1."
+MIXER_ATTENTION_TP_FROM = "0.5.14"
 # model_executor/model_runner.py (v0.5.14 to v0.5.23): once the model is built, at PP > 1 the runner asserts
 # support_pp, whether the class's forward takes pp_proxy_tensors; these classes' forward does not (models/mamba.py,
 # mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py), so they fail
@@ -739,7 +753,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # then what fails as the model loads
         refusal = (_rocm_quantization_error(spec, inputs) or refusal or _config_error(spec, version)
                    or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version)
-                   or _quantization_load_error(spec, inputs) or _pp_error(arch, inputs)
+                   or _quantization_load_error(spec, inputs) or _init_error(spec, inputs) or _pp_error(arch, inputs)
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
@@ -926,19 +940,29 @@ def _pp_drafts_error(inputs: EngineInputs, drafts: int) -> str | None:
     return "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
 
 
-def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
-    """What SGLang asserts at more than one stage as the model loads (None: nothing): a class that asserts one stage in
-    its __init__ (`NO_PP_ARCHS`, the assertion as its traceback shows it) or whose forward takes no pp_proxy_tensors
-    (`NO_PP_PROXY_ARCHS`)."""
-    if inputs.layout.pp == 1:
-        return None
-    if arch in NO_PP_ARCHS:
+def _init_error(spec, inputs: EngineInputs) -> str | None:
+    """What the model class asserts as SGLang builds it (None: nothing): at more than one stage a class that asserts one
+    (`NO_PP_ARCHS`, the assertion as its traceback shows it), then its Mamba2 mixers' groups (`MAMBA2_GROUPS_ERROR`;
+    not a model the Transformers backend serves)."""
+    arch, layout = spec.architecture, inputs.layout
+    if layout.pp > 1 and arch in NO_PP_ARCHS:
         return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {arch}.__init__: SGLang does "
                 "not run this model with pipeline parallelism (--pp-size 1).")
-    if arch in NO_PP_PROXY_ARCHS:
-        return (f"Pipeline Parallel is not compatible with this model. ({arch}.forward takes no pp_proxy_tensors: "
-                "SGLang does not run it with pipeline parallelism, --pp-size 1.)")
-    return None
+    attention_tp = layout.attention_dp and _since(inputs, MIXER_ATTENTION_TP_FROM)
+    tp = layout.state_tp if attention_tp else layout.tp
+    if not mamba2_groups_unsplit(spec, tp) or _transformers_serves(arch, inputs.version or VERSIONS[-1]):
+        return None
+    return (f"{MAMBA2_GROUPS_ERROR} (MambaMixer2 of {arch}: its {spec.mamba2.n_groups} Mamba2 groups over the "
+            f"{'attention-TP' if attention_tp else 'TP'} group's {tp} ranks; SGLang takes a size that divides them.)")
+
+
+def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
+    """What SGLang asserts at more than one stage once the model is built (None: nothing): a class whose forward takes
+    no pp_proxy_tensors (`NO_PP_PROXY_ARCHS`)."""
+    if inputs.layout.pp == 1 or arch not in NO_PP_PROXY_ARCHS:
+        return None
+    return (f"Pipeline Parallel is not compatible with this model. ({arch}.forward takes no pp_proxy_tensors: "
+            "SGLang does not run it with pipeline parallelism, --pp-size 1.)")
 
 
 def _charged_slot_bytes(contexts: list[RankContext], setup: Setup) -> int:

@@ -31,6 +31,7 @@ from mcache.core.engines.common import (
     asked_context,
     full_width_attention_dp,
     kv_heads_per_rank,
+    mamba2_groups_unsplit,
     mtp_attention_layers,
     pp_layout,
     recurrent_kinds,
@@ -338,8 +339,8 @@ BROKEN_MOE_ARCHS = {("NemotronHForCausalLM", "0.10.2"):
 # ... and at a TP size that neither splits the Mamba2 groups nor meets one group, which every rank holds whole:
 # layers/mamba/mamba_mixer2.py MambaMixer2.__init__, every Mamba2 hybrid's mixer (Bamba, FalconH1, GraniteMoeHybrid,
 # Mamba2, NemotronH, Zamba2), asserts `n_groups % tp_size == 0 or n_groups == 1` (read at v0.10.2 and v0.33.0; its
-# words: SINCE "mamba2_groups_words"). mcache's neutral model also replicates G groups when tp is a
-# multiple of G (kinds/mamba2.py groups_per_rank); vLLM does not (Falcon-H1-34B's 2 groups at TP 4, the extra tables)
+# words: SINCE "mamba2_groups_words"): engines/common.py mamba2_groups_unsplit (Falcon-H1-34B's 2 groups at TP 4, the
+# extra tables)
 MAMBA2_GROUPS_ERROR = "AssertionError: If tensor parallel world size does not divide {}, then num_groups must equal 1."
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
@@ -793,8 +794,7 @@ def _build_error(spec, version: str, pp: int = 1, tp: int = 1) -> str | None:
     before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
     stages, BROKEN_PP_ARCHS too; with MoE layers, BROKEN_MOE_ARCHS; Mamba2 groups `tp` cannot split,
     MAMBA2_GROUPS_ERROR); None for the others."""
-    groups = spec.mamba2.n_groups if spec.mamba2 is not None else 0
-    if groups > 1 and groups % tp:
+    if mamba2_groups_unsplit(spec, tp):
         return MAMBA2_GROUPS_ERROR.format("num_groups" if _since(version, "mamba2_groups_words") else "num_heads")
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]

@@ -18,8 +18,9 @@ token tile the kernels pad the ring to, one FMA = 2 FLOPs):
   a float32 state and 2 for a 16-bit one (`_fold.dot16_pieces`), else 3 (`tf32x3`).
 - GatedDeltaNet stepped (float32 states, rings of up to 8 tokens: `gdn.gdn_steps`): as KDA below.
 - GatedDeltaNet (`[V, K]` state, chunked): CUDA cores `V*K` (the decay) + `6*V*CT` (the gated residual and the hi/lo
-  splits) + the mix kernel's substitution `2*CT^2*R` (a rank-one step a ring slot, R the ring's length); tensor cores the mix kernel's gram `2*CT^2*K` and the update's
-  `S K^T` (`2*V*K*CT`), `X M` (`2*V*CT^2`) and `W K` (`2*V*CT*K`), each times its passes (`_gdn_update`).
+  splits) + the mix kernel's substitution `2*CT^2*R` (a rank-one step a ring slot, R the ring's length); tensor
+  cores the mix kernel's gram `2*CT^2*K` and the update's `S K^T` (`2*V*K*CT`), `X M` (`2*V*CT^2`) and `W K`
+  (`2*V*CT*K`), each times its passes (`_gdn_update`).
 - KDA (`[V, K]` state, stepping: `step.py`): CUDA cores `5*V*K` per token folded (decay 1, `S k` 2, the rank-one
   update 2) and `3*V` per token (the residual); no tensor-core work.
 Copy-like ops do no arithmetic: their roofline is the copy ceiling.

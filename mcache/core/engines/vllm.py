@@ -747,10 +747,10 @@ def _lays_out(ctx: RankContext) -> bool:
 
 
 def _heads_error(spec, tp: int) -> str | None:
-    """config/model.py verify_with_parallel_config (v0.34.0 line 1577; the same check and words at v0.10.2): the
-    config's attention heads (num_attention_heads: the heads of its softmax, MLA or lightning attention; 0 without
-    any) must divide by the TP size, checked in VllmConfig (a pydantic dataclass: ValidationError) before any layer
-    is built (the extra 0.34.0 table: Falcon-H1-3B's 10 heads at TP 4); None when they do."""
+    """config/model.py verify_with_parallel_config (v0.34.0 line 1577; the same check and words at v0.10.2, the extra
+    0.10.2 and 0.34.0 tables: Falcon-H1-3B's 10 heads at TP 4): the config's attention heads (num_attention_heads:
+    the heads of its softmax, MLA or lightning attention; 0 without any) must divide by the TP size, checked in
+    VllmConfig (a pydantic dataclass: ValidationError) before any layer is built; None when they do."""
     block = next((getattr(spec, kind) for kind in (*ATTENTION_KINDS, "lightning") if getattr(spec, kind) is not None),
                  None)
     heads = block.num_heads if block is not None else 0

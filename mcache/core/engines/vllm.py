@@ -594,10 +594,12 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         and _since(version, "mamba_prefix_caching")))
     mode, refusal = _mode(s, prefix, arch, recurrent, k, version, log)
     # in vLLM's order: ModelConfig (config/model.py __post_init__: the architecture config, the registry, then the
-    # length), CacheConfig's validation, the config hooks, then loading the model (a removed architecture through
-    # the Transformers backend, a class that does not build) and its layers' specs (drafts on Mamba layers)
+    # length), CacheConfig's validation, the config hooks, VllmConfig's verify_with_parallel_config (the heads, then
+    # pipeline parallelism), then loading the model (a removed architecture through the Transformers backend, a class
+    # that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or _draft_method_error(spec, k, version) or refusal or _pp_error(spec, inputs.layout, version)
+               or _draft_method_error(spec, k, version) or refusal or _heads_error(spec, inputs.layout.tp)
+               or _pp_error(spec, inputs.layout, version)
                or _build_error(spec, version, inputs.layout.pp, inputs.layout.tp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
     if recurrent and k and not _since(version, "mamba_drafts") and arch != "Qwen3NextForCausalLM":
@@ -623,6 +625,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")
 
     model = whole_model(spec, inputs.layout, dtypes)
+    if refusal is not None and not _lays_out(model):  # vLLM refused in its config, before it laid out a layer
+        rule = BlockRule(block_size, mode, k, (), batched, 0, block_size, block_size)
+        return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, 0, 0, 0, max_num_seqs, eager, util,
+                     kv_memory, non_kv, log, refusal, version, extensible)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
     if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES and \
             _since(version, "kda_ssm_dtype"):
@@ -727,6 +733,30 @@ def _config_error(spec, version: str) -> str | None:
         return (f"Model architecture {arch} was supported in vLLM until v{REMOVED_ARCHS[arch]}, and is not supported "
                 "anymore. Please use an older version of vLLM if you want to use this model architecture.")
     return None
+
+
+def _lays_out(ctx: RankContext) -> bool:
+    """Whether every kind of `ctx` splits over its TP ranks (a `LayoutError` is bad input unless the engine refused
+    the layout first)."""
+    try:
+        for kind in ctx.kinds:
+            ctx.states(kind)
+    except LayoutError:
+        return False
+    return True
+
+
+def _heads_error(spec, tp: int) -> str | None:
+    """config/model.py verify_with_parallel_config (v0.34.0 line 1577; the same check and words at v0.10.2, the extra
+    0.10.2 and 0.34.0 tables: Falcon-H1-3B's 10 heads at TP 4): the config's attention heads (num_attention_heads:
+    the heads of its softmax, MLA or lightning attention; 0 without any) must divide by the TP size, checked in
+    VllmConfig (a pydantic dataclass: ValidationError) before any layer is built; None when they do."""
+    block = next((getattr(spec, kind) for kind in (*ATTENTION_KINDS, "lightning") if getattr(spec, kind) is not None),
+                 None)
+    heads = block.num_heads if block is not None else 0
+    if heads % tp == 0:
+        return None
+    return f"ValidationError: Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."
 
 
 def _pp_error(spec, layout, version: str) -> str | None:

@@ -37,11 +37,11 @@ ZYPHRA = ("mcache refuses the Zyphra-format config at import, naming the upstrea
           "max_model_len check, then the state page or the Mamba2 groups assertion; SGLang: no Zamba2 class), or, "
           "where vLLM 0.10.2, 0.20.1 and 0.34.0 size those 8 x 64 heads (the oracle loads no weights), the checkpoint's tensors would "
           "not fit them")
-# SGLang builds the model before its pools (model_runner.py load_model), the oracle does not at PP 1 (sglang_worker.py
-# MOCKS): FalconH1HybridAttentionDecoderLayer.__init__ asserts `self.total_num_heads % self.attn_tp_size == 0` (models/falcon_h1.py,
-# line 120 at 0.5.23), so SGLang stops where the oracle's pools start; mcache refuses the layout (LayoutError)
-HEADS_TP = ("Falcon-H1-3B's 10 attention heads at TP 4: SGLang's FalconH1HybridAttentionDecoderLayer asserts they divide the TP size "
-            "while it builds the model, which the oracle does not build at PP 1; mcache refuses the layout")
+# SGLang builds the model before its pools (model_runner.py load_model), and so does the oracle up to the first mixer
+# (sglang_worker.py _build_model): FalconH1HybridAttentionDecoderLayer.__init__ asserts `self.total_num_heads %
+# self.attn_tp_size == 0` (models/falcon_h1.py, line 120 at 0.5.23) with no message; both refuse, mcache in its own words
+HEADS_TP = ("Falcon-H1-3B's 10 attention heads at TP 4: SGLang's FalconH1HybridAttentionDecoderLayer stops with a bare "
+            "'AssertionError: ' while it builds the model; mcache refuses the layout naming the heads and the TP (exit 2)")
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphra-format.json": (82, ZYPHRA)},
                                                 "vllm-0.20.1": {"zamba2-7b-zyphra-format.json": (115, ZYPHRA)},
                                                 "vllm-0.33.0": {"zamba2-7b-zyphra-format.json": (108, ZYPHRA)},

@@ -36,7 +36,7 @@ def size(
     attention_dp_size: Annotated[int | None, typer.Option("--attn-dp-size", help=(
         "Attention-DP width N, a divisor of --tp (implies --attention-dp, whose width is tp): N groups of tp / N "
         "ranks, each splitting KV heads and state over its ranks for a batch of its own (a replica runs N x a rank's "
-        "sequences). SGLang's --dp-size N with DP attention (0.5.23: --attn-dp-size N)."))] = None,
+        "sequences). SGLang's --dp-size N with DP attention (from 0.5.22: --attn-dp-size N)."))] = None,
     max_batch: Annotated[int | None, typer.Option("--max-batch", help=(
         "Requests per micro-batch on each rank; fixes the rank's state pool at max batch x pp slots (one micro-batch "
         "per stage in flight; default: what memory holds at the context; 64 without a GPU). TensorRT-LLM's "

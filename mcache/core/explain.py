@@ -19,7 +19,6 @@ from msgspec.structs import asdict, replace
 from mcache.core.deployment import Deployment
 from mcache.core.engines import TITLES
 from mcache.core.engines.options import option_for
-from mcache.core.engines.vllm import default_utilization
 from mcache.core.errors import LayoutError
 from mcache.core.logs import EngineLog, LogError, Measured, Printed, engine_module, figures_of
 from mcache.core.logs.lines import ranks_of
@@ -449,7 +448,10 @@ def carried_memory(log: EngineLog, spec: ModelSpec, origin: str, layout: Paralle
         if report["engine"]["sources"]["gpu_memory_utilization"] == "default":
             # the default of the log's run, which measured its KV budget (fed here as kv_cache_memory_bytes): from 0.34
             # the extensible KV cache takes 1.0 where a set budget keeps 0.92 (engines/vllm.py EXTENSIBLE_UTILIZATION)
-            util = default_utilization(report["engine"]["version"], kv_memory_set=False)
+            from mcache.core.engines import vllm  # an engine's rules load with its first use
+
+            sized = report["engine"]["version"]
+            util = vllm.default_utilization(sized, vllm.extensible_kv_cache(sized, kv_memory_set=False))
         non_kv = ceil(gpu[1] * util) - w - kv
         how = (f"ceil({_gib(gpu[1])} of {gpu[0]} x gpu_memory_utilization {util}) less the weights {_gib(w)} ({w_from}) "
                f"less the KV budget {_gib(kv)} ({sources[wanted]})")

@@ -493,10 +493,15 @@ class StagePool(Struct, frozen=True):
         return self.available // self.block_bytes if self.available is not None and self.available > 0 else 0
 
 
-def default_utilization(version: str, kv_memory_set: bool) -> float:
-    """vLLM's default gpu_memory_utilization at `version` (`kv_memory_set`: kv_cache_memory_bytes given, which keeps
-    the extensible KV cache off)."""
-    if not kv_memory_set and _since(version, "extensible_kv_cache"):
+def extensible_kv_cache(version: str, kv_memory_set: bool) -> bool:
+    """Whether the extensible KV cache sizes vLLM's memory at `version`: from 0.34 unless kv_cache_memory_bytes is set
+    (`kv_memory_set`)."""
+    return not kv_memory_set and _since(version, "extensible_kv_cache")
+
+
+def default_utilization(version: str, extensible: bool) -> float:
+    """vLLM's default gpu_memory_utilization at `version`, with the extensible KV cache on or not (`extensible`)."""
+    if extensible:
         return EXTENSIBLE_UTILIZATION
     return DEFAULT_UTILIZATION if _since(version, "v020") else DEFAULT_UTILIZATION_BEFORE_020
 
@@ -618,8 +623,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     batched, max_num_seqs = _batch_limits(s, inputs, version)
     eager = s.take("enforce_eager", False)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
-    extensible = kv_memory is None and _since(version, "extensible_kv_cache")
-    util = s.take("gpu_memory_utilization", default_utilization(version, kv_memory is not None))
+    extensible = extensible_kv_cache(version, kv_memory is not None)
+    util = s.take("gpu_memory_utilization", default_utilization(version, extensible))
     non_kv = s.non_kv_memory("vLLM profiles its activation peak, non-torch memory and CUDA graphs at start-up")
     if not 0 < util <= 1:
         raise LayoutError("gpu_memory_utilization", f"a fraction in (0, 1], got {util}")

@@ -445,6 +445,49 @@ def test_mamba2_groups_the_mixers_tp_cannot_split_stop_sglang_as_the_model_is_bu
     assert refusal("0.5.9", 4, 2).startswith(words)  # the whole TP group's 4
 
 
+def test_the_first_nemotron_h_class_reads_rms_norm_eps_and_builds_no_moe_layer():
+    """models/nemotron_h.py v0.5.3.post1-v0.5.5.post3: every layer reads config.rms_norm_eps (the Nano-30B config sets
+    none: the release tables), only M, - and * layers have a class (KeyError 'E'), and a Mamba2 mixer before the first
+    MoE layer checks its groups first; 0.5.6 reads layer_norm_epsilon and builds MoE layers."""
+    nano = config_spec("nvidia-nemotron-3-nano-30b-a3b")  # "MEMEM*E...": a Mamba2 layer first, MoE from layer 1
+    assert nano.norm_eps_keys == []
+
+    def refusal(spec, version: str, tp: int = 1) -> str | None:
+        return stage(run("sglang", spec, "h200", tp=tp, version=version)).startup_error
+
+    words = "'NemotronHConfig' object has no attribute 'rms_norm_eps'"
+    assert refusal(nano, "0.5.3.post1").startswith(words) and refusal(nano, "0.5.5.post3").startswith(words)
+    assert sglang.architecture_error(nano, "0.5.4").startswith(words)
+    assert refusal(nano, "0.5.6") is None and sglang.architecture_error(nano, "0.5.6") is None
+    with_eps = replace(nano, norm_eps_keys=["rms_norm_eps"])
+    assert refusal(with_eps, "0.5.4").startswith("'E' (layer 1 is an MoE layer")
+    two_groups = replace(with_eps, mamba2=replace(nano.mamba2, n_groups=2))  # unsplit at TP 4, split at TP 2
+    assert refusal(two_groups, "0.5.4", tp=4).startswith("If tensor parallel world size does not divide num_groups")
+    assert refusal(two_groups, "0.5.4", tp=2).startswith("'E'")
+    dense = config_spec("nemotron-h-8b-base-8k")  # sets rms_norm_eps
+    assert dense.norm_eps_keys == ["rms_norm_eps"] and refusal(dense, "0.5.4") is None
+    assert refusal(replace(dense, norm_eps_keys=None), "0.5.4") is None  # a hand-written spec: assumed set
+
+
+def test_a_quantized_checkpoints_mamba2_mixer_takes_a_tp_size_that_divides_its_groups():
+    """layers/attention/mamba/mamba.py MambaMixer2.__init__ (0.5.3.post1 - 0.5.23): `n_groups % tp_size == 0 or
+    tp_size == 1 or quant_config is None`, after the groups' own assertion; models/falcon_h1.py passes no quant config."""
+    fp8 = load_spec(str(HF_CONFIGS_EXTRA / "bamba-9b-fp8.json")).quantization
+    granite = config_spec("granite-4.0-h-tiny", quantization=fp8)  # one group
+
+    def refusal(spec, version: str = "0.5.23", tp: int = 2) -> str | None:
+        return stage(run("sglang", spec, "h200", tp=tp, version=version)).startup_error
+
+    words = "Tensor parallel currently supported for quantized models only if tensor parallel world size divides num groups."
+    assert refusal(granite).startswith(f"{words} (MambaMixer2 of GraniteMoeHybridForCausalLM: its 1 Mamba2 group over")
+    assert refusal(granite, tp=1) is None and refusal(config_spec("granite-4.0-h-tiny")) is None
+    assert refusal(config_spec("falcon-h1-0.5b", quantization=fp8)) is None
+    assert refusal(config_spec("nemotron-h-8b-base-8k", quantization=fp8), tp=4) is None  # 8 groups
+    nemotron_one = config_spec("nemotron-h-8b-base-8k", quantization=fp8)
+    nemotron_one = replace(nemotron_one, mamba2=replace(nemotron_one.mamba2, n_groups=1))
+    assert refusal(nemotron_one, "0.5.3.post1").startswith(words) and refusal(nemotron_one, "0.5.3") is not None
+
+
 @pytest.mark.parametrize(("version", "refusal"), [
     ("0.5.14", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),
     ("0.5.20", "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"),

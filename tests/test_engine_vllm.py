@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from engines_util import config_spec, gib, run
+from msgspec.structs import replace
 from paths import HF_CONFIGS_EXTRA
 
 from mcache.core.engines import run_engine
@@ -400,6 +401,43 @@ def test_an_architecture_no_release_registers_is_refused(version):
     error = architecture_error(config_spec("ring-mini-linear-2.0"), version)
     assert error.startswith("Model architectures ['BailingMoeLinearV2ForCausalLM'] are not supported for now")
     assert architecture_error(config_spec("qwen3-next-80b-a3b"), version) is None  # registered in every one
+
+
+def test_the_first_nemotron_h_class_reads_rms_norm_eps_and_builds_no_moe_layer():
+    # models/nemotron_h.py at 0.10.2: every layer reads config.rms_norm_eps (the MoE checkpoints and the 56B fixture set
+    # none: the 0.10.2 table), only M, - and * have a class; 0.11.1 reads layer_norm_epsilon and adds the MoE layer
+    from mcache.core.engines.vllm import architecture_error
+
+    nano, dense = config_spec("nvidia-nemotron-3-nano-30b-a3b"), config_spec("nemotron-h-56b-base-8k")
+    words = "AttributeError: 'NemotronHConfig' object has no attribute 'rms_norm_eps'"
+    assert architecture_error(nano, "0.10.2").startswith(words) and architecture_error(dense, "0.10.2").startswith(words)
+    assert architecture_error(nano, "0.11.1") is None and architecture_error(dense, "0.11.1") is None
+    assert architecture_error(config_spec("nemotron-h-8b-base-8k"), "0.10.2") is None  # sets rms_norm_eps
+    with_eps = config_spec("nvidia-nemotron-3-nano-30b-a3b", norm_eps_keys=["rms_norm_eps"])
+    assert architecture_error(with_eps, "0.10.2").startswith("KeyError: 'E' (layer 1 is an MoE layer")
+
+
+@pytest.mark.parametrize(("version", "tp", "refusal"), [
+    ("0.10.2", 2, "AssertionError: Tensor parallel currently not supported for quantized models."),
+    ("0.11.1", 2, "AssertionError: Tensor parallel currently supported for quantized models only if tensor parallel "
+                  "world size divides num groups."),
+    ("0.15.0", 4, "AssertionError: Tensor parallel currently supported for quantized models only if tensor parallel "
+                  "world size divides num groups."),
+    ("0.16.0", 2, None), ("0.10.2", 1, None)])
+def test_a_quantized_mamba2_checkpoint_at_tp_above_one(version, tp, refusal):
+    # layers/mamba/mamba_mixer2.py MambaMixer2.__init__ with the checkpoint's quant config: 0.10.2 refuses any TP > 1,
+    # 0.11.1 - 0.15.x a TP that does not divide the groups (Bamba-9B-fp8's one group), 0.16.0 neither (the extra tables)
+    fp8 = load_spec(str(HF_CONFIGS_EXTRA / "bamba-9b-fp8.json"))
+    assert fp8.mamba2.n_groups == 1 and fp8.quantization.format == "fp8"
+    assert stage(run("vllm", fp8, "h200", tp=tp, version=version)).startup_error == refusal
+    assert stage(run("vllm", replace(fp8, quantization=None), "h200", tp=tp, version=version)).startup_error is None
+
+
+def test_a_quantized_mamba2_checkpoint_whose_groups_tp_divides_starts_from_0_11_1():
+    eight = config_spec("nemotron-h-8b-base-8k", quantization=load_spec(str(HF_CONFIGS_EXTRA / "bamba-9b-fp8.json")).quantization)
+    assert stage(run("vllm", eight, "h200", tp=2, version="0.11.1")).startup_error is None
+    assert stage(run("vllm", eight, "h200", tp=2, version="0.10.2")).startup_error.endswith(
+        "not supported for quantized models.")
 
 
 @pytest.mark.parametrize(("config", "model_type", "refused", "loaded"), [

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import dataclasses
 import importlib.abc
 import importlib.machinery
@@ -181,7 +182,9 @@ MOCKS = [
     "the second run is the stage's answer.",
     "The model is not built either (weights), so SGLang's checks while it loads are run on the registered model class "
     "itself (`_build_model`), built on the meta device (no memory) with the quant config SGLang's loader builds (as "
-    "above) and the stand-in PP group, where they can stop a case: a class whose module builds MambaMixer2 layers "
+    "above), the model dtype torch's default as the loader's set_default_torch_dtype makes it (so that a rotary "
+    "embedding built in float32 does not take the path that imports vLLM's kernels), and the stand-in PP group, "
+    "where they can stop a case: a class whose module builds MambaMixer2 layers "
     "(models/falcon_h1.py, nemotron_h.py, granitemoehybrid.py, mamba2.py) at every PP size, and at pp_size > 1 a class "
     "whose forward takes no pp_proxy_tensors. The build ends with the first MambaMixer2: for the build, the model "
     "module's MambaMixer2 is a subclass whose __init__ runs SGLang's own with the model's own arguments and then stops "
@@ -545,8 +548,8 @@ def _build_model(model_config, cfg):
 
         module.MambaMixer2 = FirstMixer
     cuda_stream, torch.cuda.Stream = torch.cuda.Stream, _Stream
-    try:
-        with torch.device("meta"):
+    try:  # the model dtype the default, as model_loader/loader.py's set_default_torch_dtype makes it
+        with _default_dtype(model_config.dtype), torch.device("meta"):
             cls(config=model_config.hf_config, quant_config=quant_config)
     except _MixerBuilt:
         pass
@@ -565,6 +568,18 @@ def _build_model(model_config, cfg):
             module.MambaMixer2 = mixer
     if STAGE["size"] > 1 and not supports_pp:
         raise AssertionError("Pipeline Parallel is not compatible with this model.")
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    """torch's default dtype `dtype` for the block (the loader builds every model so: layers that take
+    torch.get_default_dtype(), rotary caches among them, see the model dtype)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
 
 
 class _Stream:

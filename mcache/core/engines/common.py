@@ -19,7 +19,7 @@ from mcache.core.sizing.rank import RankContext
 from mcache.core.sizing.weights import loads_mtp, rank_weight_bytes, unknown_fields
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.dtypes import itemsize
-from mcache.core.spec.model import ModelSpec
+from mcache.core.spec.model import ModelSpec, layer_kinds
 
 GIB = 1 << 30
 ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
@@ -323,6 +323,37 @@ def mamba2_groups_unsplit(spec, tp: int) -> bool:
     mcache's layout replicates G groups at a multiple of G (kinds/mamba2.py groups_per_rank)."""
     groups = spec.mamba2.n_groups if spec.mamba2 is not None else 0
     return groups > 1 and groups % tp != 0
+
+
+def mamba2_quantized_tp_refused(spec, tp: int, any_tp: bool = False) -> bool:
+    """Whether a Mamba2 mixer built with a quant config (a checkpoint whose weights are quantized) refuses `tp` ranks:
+    vLLM 0.11.1-0.15.x's and SGLang's MambaMixer2.__init__ assert `n_groups % tp_size == 0 or tp_size == 1 or
+    quant_config is None` (one group at TP > 1 included), vLLM 0.10.2's `tp_size == 1 or quant_config is None`
+    (`any_tp`). PLaMo-2's mixer (no groups, n_groups 0) is its own."""
+    if spec.mamba2 is None or spec.quantization is None or spec.mamba2.n_groups == 0 or tp == 1:
+        return False
+    return any_tp or spec.mamba2.n_groups % tp != 0
+
+
+def nemotron_h_layers_error(spec, mixer_error: str | None) -> tuple[str, str] | None:
+    """What the first Nemotron-H model class raises as it builds its layers in order, as (exception class, words); None:
+    nothing. vLLM's (models/nemotron_h.py, v0.10.2) and SGLang's port of it (v0.5.3.post1-v0.5.5.post3) read
+    config.rms_norm_eps in every layer, which no NemotronHConfig defines: a config that does not set it fails at layer
+    0, before its Mamba2 mixer runs its assertions (the value is one of the mixer's arguments), whose refusal
+    (`mixer_error`) comes next where a Mamba2 layer precedes the first MoE layer; ALL_DECODER_LAYER_TYPES has a class
+    for the letters M, - and * only, so an "E" layer raises KeyError (the MoE layer came with vLLM 0.11.1 and SGLang
+    0.5.6)."""
+    if spec.norm_eps_keys is not None and "rms_norm_eps" not in spec.norm_eps_keys:
+        return "AttributeError", ("'NemotronHConfig' object has no attribute 'rms_norm_eps' (this release's "
+                                  "models/nemotron_h.py reads config.rms_norm_eps, which the config does not set)")
+    kinds = layer_kinds(spec)
+    moe = next((i for i, k in enumerate(kinds) if "moe" in k), len(kinds))
+    if mixer_error is not None and any("mamba2" in k for k in kinds[:moe]):
+        return "AssertionError", mixer_error
+    if moe < len(kinds):
+        return "KeyError", (f"'E' (layer {moe} is an MoE layer, which this release's models/nemotron_h.py does not "
+                            "build: ALL_DECODER_LAYER_TYPES holds M, - and * only)")
+    return None
 
 
 def unknown_model_type(model_type: str) -> str:

@@ -41,7 +41,9 @@ from mcache.core.engines.common import (
     Settings,
     asked_context,
     mamba2_groups_unsplit,
+    mamba2_quantized_tp_refused,
     mtp_attention_layers,
+    nemotron_h_layers_error,
     pp_layout,
     recurrent_kinds,
     stage_contexts,
@@ -196,6 +198,18 @@ NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM",
 # one group included (no such checkpoint in the tables)
 MAMBA2_GROUPS_ERROR = "If tensor parallel world size does not divide num_groups, then num_groups must equal 1."
 MIXER_ATTENTION_TP_FROM = "0.5.14"
+# ... and then, from v0.5.3.post1 (read in every wheel to v0.5.23), `n_groups % self.tp_size == 0 or self.tp_size == 1
+# or quant_config is None`: a quantized checkpoint's mixer at a TP size that does not divide its groups, one group
+# included (engines/common.py mamba2_quantized_tp_refused); models/falcon_h1.py builds its mixers without a quant config
+MAMBA2_QUANT_TP_ERROR = ("Tensor parallel currently supported for quantized models only if tensor parallel world size "
+                         "divides num groups.")
+MAMBA2_QUANT_TP_FROM = "0.5.3.post1"
+UNQUANTIZED_MIXER_ARCHS = ("FalconH1ForCausalLM",)
+# ... and models/nemotron_h.py from v0.5.3.post1 (its first release) to v0.5.5.post3 builds its layers as vLLM 0.10.2's
+# does: config.rms_norm_eps read by every layer (SGLang's configs/nemotron_h.py NemotronHConfig defines
+# layer_norm_epsilon only, which v0.5.6 reads), a class for M, - and * only (the "E" MoE layer comes with v0.5.6; the
+# config's pattern check, r"^[*-M]+$", is a character range that admits "E"): engines/common.py nemotron_h_layers_error
+NEMOTRON_H_LAYERS_UNTIL = "0.5.6"
 # model_executor/model_runner.py (v0.5.14 to v0.5.23): once the model is built, at PP > 1 the runner asserts
 # support_pp, whether the class's forward takes pp_proxy_tensors; these classes' forward does not (models/mamba.py,
 # mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py), so they fail
@@ -752,7 +766,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check of drafts (`_pp_drafts_error`),
         # then what fails as the model loads
         refusal = (_rocm_quantization_error(spec, inputs) or refusal or _config_error(spec, version)
-                   or _pp_drafts_error(inputs, drafts) or architecture_error(spec, version)
+                   or _pp_drafts_error(inputs, drafts) or _load_error(spec, version)
                    or _quantization_load_error(spec, inputs) or _init_error(spec, inputs) or _pp_error(arch, inputs)
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
@@ -873,7 +887,13 @@ def _quantization_load_error(spec, inputs: EngineInputs) -> str | None:
 
 
 def architecture_error(spec, version: str) -> str | None:
-    """Why SGLang at `version` cannot load the model, in its words (None: it can): ModelConfig's failures
+    """Why SGLang at `version` cannot load the model, in its words (None: it can): what `_load_error` says, or the
+    first Nemotron-H class's layers (`_nemotron_h_error`, at a TP size that splits the Mamba2 groups)."""
+    return _load_error(spec, version) or _nemotron_h_error(spec, version, None)
+
+
+def _load_error(spec, version: str) -> str | None:
+    """Why SGLang at `version` finds no class that loads the model, in its words (None: it finds one): ModelConfig's failures
     (`_config_error`); before 0.5.19 it has no class for BailingMoeV3, before 0.5.17 none for Kimi-K3 (`NATIVE_SINCE`),
     from 0.5.20 Mamba2 configs without intermediate_size fail (`MAMBA2_NEEDS_INTERMEDIATE`); model_loader/utils.py: no
     SGLang class and no Transformers class (`REMOTE_ONLY_ARCHS`), or a Transformers fallback that cannot serve it;
@@ -941,19 +961,36 @@ def _pp_drafts_error(inputs: EngineInputs, drafts: int) -> str | None:
 
 
 def _init_error(spec, inputs: EngineInputs) -> str | None:
-    """What the model class asserts as SGLang builds it (None: nothing): at more than one stage a class that asserts one
-    (`NO_PP_ARCHS`, the assertion as its traceback shows it), then its Mamba2 mixers' groups (`MAMBA2_GROUPS_ERROR`;
-    not a model the Transformers backend serves)."""
+    """What the model class raises as SGLang builds it (None: nothing): at more than one stage a class that asserts one
+    (`NO_PP_ARCHS`, the assertion as its traceback shows it), then its Mamba2 mixers' groups (`MAMBA2_GROUPS_ERROR`)
+    and a quantized checkpoint's TP size (`MAMBA2_QUANT_TP_ERROR`; not a model the Transformers backend serves), in the
+    first Nemotron-H class in the order its layers fail (`NEMOTRON_H_LAYERS_UNTIL`)."""
     arch, layout = spec.architecture, inputs.layout
     if layout.pp > 1 and arch in NO_PP_ARCHS:
         return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {arch}.__init__: SGLang does "
                 "not run this model with pipeline parallelism (--pp-size 1).")
     attention_tp = layout.attention_dp and _since(inputs, MIXER_ATTENTION_TP_FROM)
     tp = layout.state_tp if attention_tp else layout.tp
-    if not mamba2_groups_unsplit(spec, tp) or _transformers_serves(arch, inputs.version or VERSIONS[-1]):
+    version = inputs.version or VERSIONS[-1]
+    mixer = None
+    if not _transformers_serves(arch, version):
+        words = (MAMBA2_GROUPS_ERROR if mamba2_groups_unsplit(spec, tp)
+                 else MAMBA2_QUANT_TP_ERROR if (_since(inputs, MAMBA2_QUANT_TP_FROM) and arch not in UNQUANTIZED_MIXER_ARCHS
+                                                and mamba2_quantized_tp_refused(spec, tp)) else None)
+        groups = spec.mamba2.n_groups if words else 0
+        mixer = words and (f"{words} (MambaMixer2 of {arch}: its {groups} Mamba2 group{'s' * (groups != 1)} over the "
+                           f"{'attention-TP' if attention_tp else 'TP'} group's {tp} ranks; SGLang takes a size that "
+                           "divides them.)")
+    return _nemotron_h_error(spec, version, mixer) or mixer
+
+
+def _nemotron_h_error(spec, version: str, mixer: str | None) -> str | None:
+    """What the first Nemotron-H class raises as it builds its layers (`NEMOTRON_H_LAYERS_UNTIL`), `mixer` what its
+    Mamba2 mixers assert at the run's TP size (None: nothing)."""
+    if spec.architecture != "NemotronHForCausalLM" or at_least(version, NEMOTRON_H_LAYERS_UNTIL):
         return None
-    return (f"{MAMBA2_GROUPS_ERROR} (MambaMixer2 of {arch}: its {spec.mamba2.n_groups} Mamba2 groups over the "
-            f"{'attention-TP' if attention_tp else 'TP'} group's {tp} ranks; SGLang takes a size that divides them.)")
+    found = nemotron_h_layers_error(spec, mixer)
+    return None if found is None else found[1]
 
 
 def _pp_error(arch: str, inputs: EngineInputs) -> str | None:

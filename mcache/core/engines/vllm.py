@@ -32,7 +32,9 @@ from mcache.core.engines.common import (
     full_width_attention_dp,
     kv_heads_per_rank,
     mamba2_groups_unsplit,
+    mamba2_quantized_tp_refused,
     mtp_attention_layers,
+    nemotron_h_layers_error,
     pp_layout,
     recurrent_kinds,
     stage_contexts,
@@ -59,7 +61,7 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
+VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
             "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0", "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
@@ -74,6 +76,14 @@ SINCE = {
     # attention-free Mamba models included, whose state block stays the max model length (config.py); from 0.12.0
     # by `is_prefix_caching_supported` (False for hybrid and attention-free models until 0.26)
     "attention_free_prefix_off": "0.12.0",
+    # layers/mamba/mamba_mixer2.py MambaMixer2.__init__ with a quant config (every Mamba2 model class passes the
+    # checkpoint's): 0.10.2 asserts `tp_size == 1 or quant_config is None` ("Tensor parallel currently not supported
+    # for quantized models."), 0.11.1 - 0.15.x `n_groups % tp_size == 0 or tp_size == 1 or quant_config is None`
+    # ("... supported for quantized models only if tensor parallel world size divides num groups."), 0.16.0 neither
+    # (read in the 0.10.2, 0.11.1, 0.12.0, 0.14.0, 0.15.0, 0.16.0, 0.17.0 and 0.34.0 wheels): engines/common.py
+    # mamba2_quantized_tp_refused (the extra tables' Bamba-9B-fp8, one group)
+    "mamba2_quant_tp_groups": "0.11.1",
+    "mamba2_quant_tp_free": "0.16.0",
     # v1/core/kv_cache_utils.py, the start-up check that one request at the max model length fits: before 0.14
     # check_enough_kv_cache_memory sums every layer's spec (max_memory_usage_bytes) on each worker; 0.14.0 - 0.18.x
     # _max_memory_usage_bytes_from_groups counts group size x page x the blocks of the first KV-cache group
@@ -329,19 +339,17 @@ BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Ne
 BROKEN_QUANT_ARCHS = {("Qwen3NextForCausalLM", "0.10.2"): (
     "gdn.gate_proj", "ValueError: Detected some but not all shards of model.layers.0.linear_attn.in_proj are "
                      "quantized. All shards of fused layers to have the same precision.")}
-# ... and with MoE layers: 0.10.2's models/nemotron_h.py builds only Mamba, MLP and attention layers
-# (ALL_DECODER_LAYER_TYPES "M", "-", "*"; the "E" MoE layer comes with 0.11.1), and its first layer reads
-# config.rms_norm_eps, which the MoE checkpoints' configuration does not set (the published NVIDIA-Nemotron-3-Nano-30B-A3B
-# and Nemotron-3-Super-120B-A12B config.json name layer_norm_epsilon and norm_eps only): the 0.10.2 table
-BROKEN_MOE_ARCHS = {("NemotronHForCausalLM", "0.10.2"):
-                    "AttributeError: 'NemotronHConfig' object has no attribute 'rms_norm_eps' (vLLM 0.10.2's "
-                    "models/nemotron_h.py has no MoE layer; 0.11.1 adds it)"}
+# ... and the first Nemotron-H class (models/nemotron_h.py at v0.10.2; 0.11.1 reads layer_norm_epsilon and adds the
+# "E" MoE layer): every layer reads config.rms_norm_eps, which the published NVIDIA-Nemotron-3-Nano-30B-A3B and
+# Nemotron-3-Super-120B-A12B config.json do not set (they name layer_norm_epsilon and norm_eps), and only the letters
+# M, - and * have a class: engines/common.py nemotron_h_layers_error (the 0.10.2 table)
+NEMOTRON_H_LAYERS_UNTIL = "0.11.1"
 # ... and at a TP size that neither splits the Mamba2 groups nor meets one group, which every rank holds whole:
 # layers/mamba/mamba_mixer2.py MambaMixer2.__init__, every Mamba2 hybrid's mixer (Bamba, FalconH1, GraniteMoeHybrid,
 # Mamba2, NemotronH, Zamba2), asserts `n_groups % tp_size == 0 or n_groups == 1` (read at v0.10.2 and v0.33.0; its
 # words: SINCE "mamba2_groups_words"): engines/common.py mamba2_groups_unsplit (Falcon-H1-34B's 2 groups at TP 4, the
 # extra tables)
-MAMBA2_GROUPS_ERROR = "AssertionError: If tensor parallel world size does not divide {}, then num_groups must equal 1."
+MAMBA2_GROUPS_ERROR = "If tensor parallel world size does not divide {}, then num_groups must equal 1."
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them
 ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
@@ -827,16 +835,18 @@ def _build_error(spec, version: str, pp: int = 1, tp: int = 1) -> str | None:
     """What stops vLLM while it builds the model: a removed architecture the Transformers backend takes
     (models/transformers/base.py refuses its first layer that is not attention, from TRANSFORMERS_LAYER_CHECK_SINCE;
     before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
-    stages, BROKEN_PP_ARCHS too; with MoE layers, BROKEN_MOE_ARCHS; Mamba2 groups `tp` cannot split,
-    MAMBA2_GROUPS_ERROR); None for the others."""
-    if mamba2_groups_unsplit(spec, tp):
-        return MAMBA2_GROUPS_ERROR.format("num_groups" if _since(version, "mamba2_groups_words") else "num_heads")
+    stages, BROKEN_PP_ARCHS too; the first Nemotron-H class's layers, `NEMOTRON_H_LAYERS_UNTIL`; what its Mamba2 mixers
+    assert over `tp` ranks, `_mixer_error`); None for the others."""
+    mixer = _mixer_error(spec, version, tp)
+    first_nemotron_h = spec.architecture == "NemotronHForCausalLM" and not at_least(version, NEMOTRON_H_LAYERS_UNTIL)
+    if first_nemotron_h and (found := nemotron_h_layers_error(spec, mixer)) is not None:
+        return f"{found[0]}: {found[1]}"
+    if mixer is not None:
+        return f"AssertionError: {mixer}"
     if (spec.architecture, version) in BROKEN_ARCHS:
         return BROKEN_ARCHS[spec.architecture, version]
     if pp > 1 and (spec.architecture, version) in BROKEN_PP_ARCHS:
         return BROKEN_PP_ARCHS[spec.architecture, version]
-    if (spec.architecture, version) in BROKEN_MOE_ARCHS and any("moe" in kinds for kinds in layer_kinds(spec)):
-        return BROKEN_MOE_ARCHS[spec.architecture, version]
     unit, words = BROKEN_QUANT_ARCHS.get((spec.architecture, version), (None, None))
     if unit is not None and spec.quantization is not None and unit in spec.quantization.unquantized:
         return words
@@ -846,6 +856,19 @@ def _build_error(spec, version: str, pp: int = 1, tp: int = 1) -> str | None:
     first = next(i for i, kinds in enumerate(layer_kinds(spec)) if not set(kinds) & set(ATTENTION_KINDS))
     return (f"Layer {first} does not dispatch through the Transformers attention interface and vLLM has no other way "
             f"to handle it. ({spec.architecture} was served natively until vLLM {REMOVED_ARCHS[spec.architecture]}.)")
+
+
+def _mixer_error(spec, version: str, tp: int) -> str | None:
+    """What the first Mamba2 mixer asserts over `tp` ranks, in MambaMixer2.__init__'s order (None: nothing): groups TP
+    neither splits nor meets as one (MAMBA2_GROUPS_ERROR), then a quantized checkpoint's TP (SINCE
+    "mamba2_quant_tp_groups", "mamba2_quant_tp_free")."""
+    if mamba2_groups_unsplit(spec, tp):
+        return MAMBA2_GROUPS_ERROR.format("num_groups" if _since(version, "mamba2_groups_words") else "num_heads")
+    by_groups = _since(version, "mamba2_quant_tp_groups")
+    if _since(version, "mamba2_quant_tp_free") or not mamba2_quantized_tp_refused(spec, tp, any_tp=not by_groups):
+        return None
+    return ("Tensor parallel currently supported for quantized models only if tensor parallel world size divides num "
+            "groups." if by_groups else "Tensor parallel currently not supported for quantized models.")
 
 
 def _length_error(s: Settings, spec) -> str | None:

@@ -16,7 +16,7 @@ from mcache.core.kinds.mamba1 import dt_rank_auto
 from mcache.core.numbers import JSON_HOOKS, Refused, first_refused
 from mcache.core.spec import dtypes
 from mcache.core.spec.dump import compact_layers
-from mcache.core.spec.model import MAX_INT, MAX_LAYERS, SSM_HINT_KEYS, ModelSpec, check_spec
+from mcache.core.spec.model import MAX_INT, MAX_LAYERS, NORM_EPS_KEYS, SSM_HINT_KEYS, ModelSpec, check_spec
 
 _MISSING = object()
 
@@ -208,6 +208,7 @@ class Draft:
             data["ssm_dtype_hints"] = hints
         if ssm_note:
             notes.append(ssm_note)
+        data["norm_eps_keys"] = [key for key in NORM_EPS_KEYS if where.given(key) or self.cfg.given(key)]
         data["notes"] = " ".join(notes)
         try:
             spec = msgspec.convert(data, ModelSpec)

@@ -19,7 +19,7 @@ MAX_PERIOD = 8  # a repeat unit longer than this reads better as a pattern
 MAX_LEGEND = 10  # more distinct layer types than this are written one per layer
 # Fields written first, in this order (then the rest in struct order); `dtype` is written even at its default.
 _HEAD = ("name", "source", "architecture", "max_model_len", "notes", "dtype", "kv_dtype", "conv_dtype", "ssm_dtype", "ssm_dtype_hints",
-         "hidden_size", "vocab_size", "num_layers", "tie_embeddings", "layers")
+         "norm_eps_keys", "hidden_size", "vocab_size", "num_layers", "tie_embeddings", "layers")
 _ALWAYS = ("name", "source", "dtype", "hidden_size", "vocab_size", "num_layers", "layers")
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -252,7 +252,9 @@ class ModelSpec(Block):
 
     `ssm_dtype` is the spec author's choice of recurrent-state dtype; `ssm_dtype_hints` are the state-dtype
     fields the checkpoint's config sets, as written there (`mamba_ssm_cache_dtype`, `mamba_ssm_dtype`), which
-    each engine profile reads the way its engine does. `architecture` (the config's `architectures[0]`) keys
+    each engine profile reads the way its engine does. `norm_eps_keys` are the norm-epsilon fields the config sets
+    (`NORM_EPS_KEYS`): a model class reads one by name and fails as it builds when the config lacks it (None: not from a
+    config, so assumed present). `architecture` (the config's `architectures[0]`) keys
     the engines' per-model rules; `max_model_len` is the longest context the config declares, the engines'
     default max model length. `vision` is the vision tower of a multimodal checkpoint (None: a text-only model).
     """
@@ -271,6 +273,7 @@ class ModelSpec(Block):
     conv_dtype: str | None = None
     ssm_dtype: str | None = None
     ssm_dtype_hints: dict[str, str] = {}
+    norm_eps_keys: list[str] | None = None
     tie_embeddings: bool = False
     attention: Attention | None = None
     sliding_attention: Attention | None = None
@@ -292,6 +295,8 @@ class ModelSpec(Block):
 
 # Config fields that name a recurrent-state dtype, in the order the neutral model reads them.
 SSM_HINT_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+# Config fields that name a norm epsilon, which model classes read by name.
+NORM_EPS_KEYS = ("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_eps", "norm_epsilon")
 # What a weighed vision tower (`Vision.tower`) needs besides its defaults.
 VISION_SIZES = ("intermediate_size", "patch_size", "out_hidden_size")
 NEMOTRON_LEGEND = {"M": "mamba2", "*": "attention", "-": "mlp", "E": "moe"}

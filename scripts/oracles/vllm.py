@@ -69,7 +69,7 @@ VERSION_PINS = {
     **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": f"compressed-tensors=={ct}",
            "torchvision": "torchvision==0.28.0"}
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
-                     ("0.15.0", "0.13.0"),
+                     ("0.15.0", "0.13.0"), ("0.16.0", "0.13.0"),
                      ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.19.0", "0.14.0.1"),
                      ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"))},
     # humming-kernels: 0.22.0's model_executor/layers/quantization/humming.py imports `humming` at module level on a

@@ -377,9 +377,10 @@ CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"),
 NO_HEADS_RELEASES = ("0.14.0", "0.18.0")
 OWN_CONVERTOR_ARCHS = ("MambaForCausalLM", "FalconMambaForCausalLM")
 # Model classes that assert prefix caching off while they are built, by [first, fixed) release: models/lfm2_moe.py
-# Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.0; gone in v0.17.0). Before 0.15 MambaModelConfig has already turned
+# Lfm2MoeForCausalLM.__init__ (v0.11.1 - v0.15.x; v0.16.0 refuses only --mamba-cache-mode all, which
+# MambaModelConfig has already made 'align' for it: the 0.16.0 table). Before 0.15 MambaModelConfig has already turned
 # prefix caching off for it (not SupportsMambaPrefixCaching), so it fires from 0.15.0 (the 0.11.1 / 0.15.0 tables)
-NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.17.0")}
+NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.16.0")}
 # model_executor/models/registry.py (read at v0.10.2, v0.22.0 and v0.33.0): hybrid architectures mcache imports that
 # no modelled release registers; ModelRegistry refuses them ("Model architectures [...] are not supported for now"),
 # with --trust-remote-code too (the Ring-linear checkpoints' auto_map names only their configuration class)

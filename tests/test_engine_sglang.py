@@ -1303,3 +1303,11 @@ def test_the_vl_wrappers_refuse_pipeline_parallelism_where_their_classes_do():
     assert error("lfm2-vl-1.6b").startswith("assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in "
                                             "Lfm2ForCausalLM.__init__")
     assert error("nvidia-nemotron-nano-12b-v2-vl").startswith("Pipeline Parallel is not compatible with this model.")
+
+
+def test_lfm2_vl_shards_its_language_model_under_dp_attention_as_lfm2():
+    # lfm2_vl.py builds lfm2.py's Lfm2ForCausalLM: its embedding, attention projections and short conv stay on the TP group
+    spec = vl_spec("lfm2-vl-1.6b")
+    assert sglang._dp_sharded(spec, "0.5.23") == sglang._dp_sharded(replace(spec, architecture="Lfm2ForCausalLM"),
+                                                                    "0.5.23")
+    assert "short_conv" in sglang._dp_sharded(spec, "0.5.23")

@@ -563,6 +563,8 @@ DP_TP_GROUP = {
     # lfm2.py, lfm2_moe.py: QKVParallelLinear, Lfm2ShortConv and its conv on the TP group
     "Lfm2ForCausalLM": {"embedding", "attention.proj", "short_conv"},
     "Lfm2MoeForCausalLM": {"embedding", "attention.proj", "short_conv"},
+    # lfm2_vl.py (0.5.10-0.5.23): its language model is lfm2.py's Lfm2ForCausalLM
+    "Lfm2VlForConditionalGeneration": {"embedding", "attention.proj", "short_conv"},
     "GraniteMoeHybridForCausalLM": {"embedding", "attention.proj"},  # granitemoehybrid.py: the TP size
     "Mamba2ForCausalLM": {"embedding"},  # mamba2.py
     # falcon_mamba.py (mamba.py subclasses it): MambaMixer on the TP group (layers/attention/mamba/mamba1.py)

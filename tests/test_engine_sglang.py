@@ -1276,11 +1276,14 @@ def vl_spec(stem: str):
 def test_lfm2_vl_lowers_the_fraction_by_its_siglip2_tower_and_nemotron_vl_does_not(version):
     # adjust_mem_fraction_for_vlm reads the vision config's num_hidden_layers and hidden_size: LFM2-VL-1.6B's SigLIP2
     # (transformers Siglip2VisionConfig), 27 x 1152^2 / (24 x 1024^2) = 1.423828125, so 0.95 x (1 - 0.0423828125);
-    # SGLang's NemotronH_Nano_VL_V2_Config keeps its tower as raw_vision_config (no vision_config attribute): unchanged
+    # SGLang's NemotronH_Nano_VL_V2_Config keeps its tower as raw_vision_config (no vision_config attribute): unchanged.
+    # Neither is in multimodal_breakable_cuda_graph_supported_model_archs, so neither captures prefill graphs: the
+    # rounded default is 0.907 (0.903 with them, as the same model without its tower)
     lfm2 = vl_spec("lfm2-vl-1.6b")
-    assert h200_fraction(lfm2, version) == h200_fraction(replace(lfm2, vision=None), version) * (0.95 * 0.9576171875)
+    assert h200_fraction(replace(lfm2, vision=None), version) == 0.903
+    assert h200_fraction(lfm2, version) == 0.907 * (0.95 * 0.9576171875)
     nemotron = vl_spec("nvidia-nemotron-nano-12b-v2-vl")
-    assert h200_fraction(nemotron, version) == h200_fraction(replace(nemotron, vision=None), version)
+    assert h200_fraction(nemotron, version) == 0.907
     # ... both are multimodal to SGLang (multimodal_model_archs): the 100 MiB multimodal cache comes off the budget
     for spec in (lfm2, nemotron):
         assert stage(run("sglang", spec, "h200", version=version)).log[0].startswith("Reserving 0.10 GB of the KV budget")

@@ -293,6 +293,10 @@ NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 # ... and before v0.5.16 for every multimodal model (v0.5.16 on: only one whose ModelConfig lacks breakable-CUDA-graph
 # support, which the multimodal hybrids mcache imports have)
 MULTIMODAL_GRAPHS_FROM = "0.5.16"
+# ... which is configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs (arg_groups/cuda_graph_hook.py
+# disable_breakable_cudagraph_if_incompatible, server_args.py's before v0.5.19: "multimodal model"): these multimodal
+# hybrids are in no release's list (read at v0.5.16, v0.5.17, v0.5.20 and v0.5.23), so they capture no prefill graphs
+NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2")
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
@@ -1613,7 +1617,8 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
     under attention DP before v0.5.17 (`DP_PREFILL_GRAPHS_FROM`); at PP > 1 at v0.5.14
     and from v0.5.19 (`PP_PREFILL_GRAPHS_OFF_FROM`); from v0.5.20 KDA configs
     (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
-    v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
+    v0.5.17 NemotronH, v0.5.15 a multimodal model, from v0.5.16 one SGLang does not list (`NO_BREAKABLE_MULTIMODAL`)
+    (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
     before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
     arch = spec.architecture
     if dp > 1 and not at_least(version, DP_PREFILL_GRAPHS_FROM):
@@ -1622,9 +1627,10 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
         return True
     if not at_least(version, BREAKABLE_GRAPHS_FROM):
         return arch in PIECEWISE_DISABLED_ARCHS or spec.vision is not None
+    unlisted = spec.vision is not None and arch in NO_BREAKABLE_MULTIMODAL
     if at_least(version, PREFILL_GRAPHS_FROM):
-        return arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")
-    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17"))
+        return (arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")) or unlisted
+    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17")) or unlisted
             or (spec.vision is not None and not at_least(version, MULTIMODAL_GRAPHS_FROM)))
 
 

@@ -1308,3 +1308,52 @@ def test_the_main_branch_post_releases_carry_rules_early():
     low = on_h200("qwen3-next-80b-a3b", "0.5.3.post2").fields["max_mamba_cache_size"]
     high = on_h200("qwen3-next-80b-a3b", "0.5.3.post3").fields["max_mamba_cache_size"]
     assert low == pytest.approx(high * (1 / 6) / (9 / 19), rel=0.01)
+
+
+def vl_spec(stem: str):
+    """The spec of a multimodal hybrid of tests/data/hf_configs_extra."""
+    return import_hf(HF_CONFIGS_EXTRA / f"{stem}.json")
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.23"])
+def test_lfm2_vl_lowers_the_fraction_by_its_siglip2_tower_and_nemotron_vl_does_not(version):
+    # adjust_mem_fraction_for_vlm reads the vision config's num_hidden_layers and hidden_size: LFM2-VL-1.6B's SigLIP2
+    # (transformers Siglip2VisionConfig), 27 x 1152^2 / (24 x 1024^2) = 1.423828125, so 0.95 x (1 - 0.0423828125);
+    # SGLang's NemotronH_Nano_VL_V2_Config keeps its tower as raw_vision_config (no vision_config attribute): unchanged.
+    # Neither is in multimodal_breakable_cuda_graph_supported_model_archs, so neither captures prefill graphs: the
+    # rounded default is 0.907 (0.903 with them, as the same model without its tower)
+    lfm2 = vl_spec("lfm2-vl-1.6b")
+    assert h200_fraction(replace(lfm2, vision=None), version) == 0.903
+    assert h200_fraction(lfm2, version) == 0.907 * (0.95 * 0.9576171875)
+    nemotron = vl_spec("nvidia-nemotron-nano-12b-v2-vl")
+    assert h200_fraction(nemotron, version) == 0.907
+    # ... both are multimodal to SGLang (multimodal_model_archs): the 100 MiB multimodal cache comes off the budget
+    for spec in (lfm2, nemotron):
+        assert stage(run("sglang", spec, "h200", version=version)).log[0].startswith("Reserving 0.10 GB of the KV budget")
+
+
+def test_lfm2_vl_has_an_sglang_class_from_0_5_10():
+    # models/lfm2_vl.py and configs/lfm2_vl.py come with v0.5.10 (none in v0.5.9's wheel)
+    spec = vl_spec("lfm2-vl-1.6b")
+    assert stage(run("sglang", spec, "h200", version="0.5.9")).startup_error.startswith(
+        "SGLang 0.5.9 has no model class for Lfm2VlForConditionalGeneration")
+    assert stage(run("sglang", spec, "h200", version="0.5.10")).startup_error is None
+
+
+def test_the_vl_wrappers_refuse_pipeline_parallelism_where_their_classes_do():
+    # models/lfm2_vl.py builds lfm2.py's Lfm2ForCausalLM, whose __init__ asserts one stage; models/nano_nemotron_vl.py's
+    # forward takes no pp_proxy_tensors, which model_runner.py asserts at PP > 1
+    def error(stem: str) -> str:
+        return stage(run_engine("sglang", EngineInputs(vl_spec(stem), ParallelLayout(pp=2), *lookup("h200"), None,
+                                                       {"weights_bytes": 10 * GIB}))).startup_error
+    assert error("lfm2-vl-1.6b").startswith("assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in "
+                                            "Lfm2ForCausalLM.__init__")
+    assert error("nvidia-nemotron-nano-12b-v2-vl").startswith("Pipeline Parallel is not compatible with this model.")
+
+
+def test_lfm2_vl_shards_its_language_model_under_dp_attention_as_lfm2():
+    # lfm2_vl.py builds lfm2.py's Lfm2ForCausalLM: its embedding, attention projections and short conv stay on the TP group
+    spec = vl_spec("lfm2-vl-1.6b")
+    assert sglang._dp_sharded(spec, "0.5.23") == sglang._dp_sharded(replace(spec, architecture="Lfm2ForCausalLM"),
+                                                                    "0.5.23")
+    assert "short_conv" in sglang._dp_sharded(spec, "0.5.23")

@@ -9,7 +9,8 @@ from paths import HF_CONFIGS_EXTRA
 
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs, pp_layout
-from mcache.core.engines.vllm import _group_size, _memory_words, serve_command
+from mcache.core.engines.vllm import VERSIONS, _group_size, _memory_words, serve_command
+from mcache.core.hf import import_hf
 from mcache.core.load import load_spec
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -896,3 +897,53 @@ def test_mamba2_groups_tp_cannot_split_stop_vllm_as_its_mixer_asserts():
                                           {"max_model_len": 4096}), "0.10.2")
     assert stage(old).startup_error == words.format("num_heads")
     assert stage(run("vllm", falcon, "h200", tp=2, max_model_len=4096)).startup_error is None  # 1 group a rank
+
+
+def vl_spec(stem: str):
+    """The spec of a multimodal hybrid of tests/data/hf_configs_extra."""
+    return import_hf(HF_CONFIGS_EXTRA / f"{stem}.json")
+
+
+@pytest.mark.parametrize(("stem", "first"), [("nvidia-nemotron-nano-12b-v2-vl", "0.11.1"), ("lfm2-vl-1.6b", "0.14.0")])
+def test_a_multimodal_hybrid_loads_from_the_release_that_registers_it(stem, first):
+    # model_executor/models/registry.py: NemotronH_Nano_VL_V2 from 0.11.1 (0.10.2 registers only the v1
+    # NemotronH_Nano_VL), Lfm2VlForConditionalGeneration from 0.14.0 (not in 0.13.0)
+    spec = vl_spec(stem)
+    before = VERSIONS[VERSIONS.index(first) - 1]
+    given = dict(kv_cache_memory_bytes=20 << 30, max_model_len=8192)
+    assert stage(run("vllm", spec, version=before, **given)).startup_error == (
+        f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {before}; registered from {first} "
+        "on).")
+    assert stage(run("vllm", spec, version=first, **given)).startup_error is None
+
+
+@pytest.mark.parametrize(("version", "ssm", "logged"), [("0.19.0", "bfloat16", False), ("0.20.0", "float32", True),
+                                                         ("0.34.0", "float32", True)])
+def test_nemotron_vl_takes_the_nemotron_h_state_dtype_hook_from_0_20(version, ssm, logged):
+    # models/config.py NemotronHNanoVLV2Config: from 0.20.0 update_mamba_ssm_cache_dtype on its text_config (float32
+    # unless the config says); 0.18 - 0.19's sets the video backend only, so the state takes the model dtype
+    r = run("vllm", vl_spec("nvidia-nemotron-nano-12b-v2-vl"), version=version, kv_cache_memory_bytes=20 << 30,
+            max_model_len=8192)
+    assert r.dtypes.ssm == ssm
+    assert ("Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in stage(r).log) == logged
+
+
+def test_nemotron_vl_refuses_pipeline_parallelism_and_lfm2_vl_takes_it():
+    # nano_nemotron_vl.py NemotronH_Nano_VL_V2 lacks SupportsPP (0.11.1 - 0.34.0); lfm2_vl.py's class has it
+    given = dict(kv_cache_memory_bytes=20 << 30, max_model_len=8192)
+    nemotron = run_engine("vllm", EngineInputs(vl_spec("nvidia-nemotron-nano-12b-v2-vl"), ParallelLayout(pp=2),
+                                               given=given), "0.34.0")
+    assert stage(nemotron).startup_error.startswith("NotImplementedError: Pipeline parallelism is not supported")
+    lfm2 = run_engine("vllm", EngineInputs(vl_spec("lfm2-vl-1.6b"), ParallelLayout(pp=2), given=given), "0.34.0")
+    assert all(st.startup_error is None for st in lfm2.stages)
+
+
+def test_nemotron_vl_conv_state_takes_the_draft_rows_from_0_17_as_nemotron_h():
+    # nano_nemotron_vl.py get_mamba_state_shape_from_config hands its text_config to nemotron_h.py's, which passes
+    # num_spec from 0.17.0: the padded page grows with the drafts as NemotronH's does
+    spec = vl_spec("nvidia-nemotron-nano-12b-v2-vl")
+    text = replace(spec, architecture="NemotronHForCausalLM", vision=None)
+    for version in ("0.17.0", "0.34.0"):
+        pages = [stage(run("vllm", s, version=version, kv_cache_memory_bytes=20 << 30, max_model_len=8192,
+                           num_speculative_tokens=2)).fields["state_page_bytes"] for s in (spec, text)]
+        assert pages[0] == pages[1]

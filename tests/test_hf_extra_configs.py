@@ -4,8 +4,10 @@ table or transformers parameter table has to be made for them: each test here is
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
+import msgspec
 import pytest
 from paths import HERE
 
@@ -40,6 +42,24 @@ CASES = {
         1: (22 * 2048 * 2 * BF16, 0, 8 * 2 * 8 * 64 * BF16),
         2: (22 * 1024 * 2 * BF16, 0, 8 * 2 * 4 * 64 * BF16),
     }, None),
+    # LFM2-VL-1.6B: its text_config is LFM2-1.2B's, 10 short-conv layers (hidden 2048, conv_L_cache 3 -> 2 rows) and
+    # 6 attention layers with 8 KV heads x 64 (2048 / 32 heads); the SigLIP2 tower holds no cache
+    "lfm2-vl-1.6b": ({"short_conv+mlp": 10, "attention+mlp": 6}, {
+        1: (10 * 2048 * 2 * BF16, 0, 6 * 2 * 8 * 64 * BF16),
+        2: (10 * 1024 * 2 * BF16, 0, 6 * 2 * 4 * 64 * BF16),
+    }, None),
+    # Nemotron Nano 12B v2 VL: its llm_config, 28 Mamba2 layers of 128 heads x 80 (8 groups x state 128: the conv runs
+    # over x|B|C = 10240 + 2 x 8 x 128 = 12288 channels, K-1 = 3 rows; no state dtype in the config, so the model's),
+    # 6 attention layers with 8 KV heads x 128, 28 MLP layers
+    "nvidia-nemotron-nano-12b-v2-vl": ({"mamba2": 28, "attention": 6, "mlp": 28}, {
+        1: (28 * 12288 * 3 * BF16, 28 * 128 * 80 * 128 * BF16, 6 * 2 * 8 * 128 * BF16),
+        2: (28 * 6144 * 3 * BF16, 28 * 64 * 80 * 128 * BF16, 6 * 2 * 4 * 128 * BF16),
+    }, None),
+}
+# The multimodal wrappers: (architecture, max_model_len, vision tower as recorded: layers, width, its fields)
+WRAPPERS = {
+    "lfm2-vl-1.6b": ("Lfm2VlForConditionalGeneration", 128000, (27, 1152, "num_hidden_layers", "hidden_size")),
+    "nvidia-nemotron-nano-12b-v2-vl": ("NemotronH_Nano_VL_V2", 131072, (32, 1280, "args.model", "args.model")),
 }
 
 
@@ -90,3 +110,51 @@ def test_an_old_zyphra_zamba2_config_is_refused_naming_the_defaulted_fields(caps
     assert out.err.strip() == (
         f"mcache: {path}: n_mamba_heads: heads x head dim equal to mamba_expand x hidden_size (7168), got 8 x 64 = 512 "
         "(not in the config, so Zamba2Config's defaults: n_mamba_heads 8, mamba_expand 2)")
+
+
+@pytest.mark.parametrize("stem", sorted(WRAPPERS))
+def test_a_multimodal_wrapper_keeps_its_architecture_and_records_its_tower(stem):
+    """The wrapper's architecture (the engines key their rules on it), the text model's length, and the vision tower
+    recorded without a `tower` (not weighed: the weights are the text model's)."""
+    spec = import_hf(EXTRA / f"{stem}.json")
+    arch, length, (layers, hidden, layers_key, hidden_key) = WRAPPERS[stem]
+    assert (spec.architecture, spec.max_model_len) == (arch, length)
+    assert (spec.vision.num_layers, spec.vision.hidden_size, spec.vision.layers_key, spec.vision.hidden_key,
+            spec.vision.tower) == (layers, hidden, layers_key, hidden_key, None)
+    assert weights.total_params(spec) == weights.total_params(msgspec.structs.replace(spec, vision=None))
+    assert "not counted in the weights" in spec.notes
+
+
+def test_a_nemotron_vl_state_dtype_hint_is_read_from_its_llm_config(tmp_path):
+    data = json.loads((EXTRA / "nvidia-nemotron-nano-12b-v2-vl.json").read_text())
+    data["llm_config"]["mamba_ssm_cache_dtype"] = "float32"
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert import_hf(tmp_path / "config.json").ssm_dtype_hints == {"mamba_ssm_cache_dtype": "float32"}
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d["vision_config"]["args"].update(model="vit_giant_patch14"),
+     "vision_config.args.model: one of vit_small_patch16_224, vit_base_patch16_224, vit_large_patch16_224, "
+     "vit_huge_patch16_224 (the RADIO ViTs whose sizes mcache knows), got 'vit_giant_patch14'"),
+    (lambda d: d.pop("vision_config"),
+     "vision_config: a mapping (required for model_type NemotronH_Nano_VL_V2), missing"),
+    (lambda d: d["llm_config"].pop("hybrid_override_pattern"),
+     "llm_config.hybrid_override_pattern: a value (or layers_block_type), missing"),
+])
+def test_a_broken_nemotron_vl_config_is_one_line(tmp_path, capsys, edit, message):
+    data = json.loads((EXTRA / "nvidia-nemotron-nano-12b-v2-vl.json").read_text())
+    edit(data)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    assert main(["import-hf", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == f"mcache: {path}: {message}"
+
+
+def test_an_lfm2_vl_config_without_vision_config_gets_the_class_default_tower(tmp_path):
+    # Lfm2VlConfig builds Siglip2VisionConfig() (12 layers of 768) when the config has none
+    data = json.loads((EXTRA / "lfm2-vl-1.6b.json").read_text())
+    del data["vision_config"]
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    spec = import_hf(tmp_path / "config.json")
+    assert (spec.vision.num_layers, spec.vision.hidden_size) == (12, 768)
+    assert "Siglip2VisionConfig's defaults: vision_config.hidden_size 768, vision_config.num_hidden_layers 12" in spec.notes

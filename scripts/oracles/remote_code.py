@@ -7,7 +7,8 @@ the same, with a stand-in in place of that code (MOCK). It touches no arithmetic
 attribute, as the real remote classes leave them (they set their own fields, then call
 super().__init__(**kwargs), so a key config.json gives wins), and a composite config's `text_config` dict becomes a
 config of those keys, as composite configuration classes turn their sub-configs into config objects (the
-KimiK3Config classes of the engines that serve Kimi-K3 build a KimiLinearConfig from the dict); a class default
+KimiK3Config classes of the engines that serve Kimi-K3 build a KimiLinearConfig from the dict; SUB_CONFIGS for the
+others a composite class builds); a class default
 matters only for a key the fixture lacks, and only the published class's defaults are given (REMOTE_DEFAULTS, cited
 there). Any other missing key fails in the engine as AttributeError, so it shows in the table: no default is invented.
 """
@@ -26,7 +27,9 @@ MOCK = (
     "launch does. The stand-in is "
     "a PretrainedConfig subclass: every config.json key becomes an attribute, as the real remote classes (which "
     "set their own fields, then call super().__init__(**kwargs), so a key config.json gives wins) leave them, and a "
-    "`text_config` dict a config of its keys, as composite configuration classes (Kimi-K3's) build it; a "
+    "`text_config` dict a config of its keys, as composite configuration classes (Kimi-K3's) build it (Nemotron "
+    "Nano VL v2's llm_config and vision_config likewise, the llm_config by the installed transformers' class of its "
+    "model_type where there is one: SUB_CONFIGS); a "
     "remote class's default matters only for a key config.json lacks: those {engine} reads are REMOTE_DEFAULTS, the "
     "published class's defaults (cited there; none of them is a cache dimension except nemotron_h's chunk_size), "
     "and any other key the fixture lacks fails as AttributeError in the table (no default is invented)"
@@ -40,6 +43,22 @@ except ImportError:  # transformers 4.x
 
 inf = float("inf")  # as repr() writes it in the defaults below
 
+
+def _sub_config(data, defaults):
+    # a sub-config's dict as its class builds it: the installed transformers' class of its model_type, else a config of
+    # its keys with the published class's defaults for the keys it lacks
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if data.get("model_type") in CONFIG_MAPPING:
+        return AutoConfig.for_model(**data)
+    config = PreTrainedConfig(**data)
+    for key, value in defaults.get(data.get("model_type"), {{}}).items():
+        if key not in data:
+            setattr(config, key, value)
+    return config
+
+
 class {name}(PreTrainedConfig):
     model_type = {model_type!r}
 
@@ -48,6 +67,9 @@ class {name}(PreTrainedConfig):
             setattr(self, key, value)
         if isinstance(kwargs.get("text_config"), dict):  # a composite config's text part: a config, as remote classes make it
             kwargs["text_config"] = PreTrainedConfig(**kwargs["text_config"])
+        for key in {sub_configs!r}:  # the sub-configs the published class builds as configs
+            if isinstance(kwargs.get(key), dict):
+                kwargs[key] = _sub_config(kwargs[key], {sub_defaults!r})
         super().__init__(**kwargs)
 """
 # The defaults of a checkpoint's own configuration class (its __init__ signature) for the keys an engine's model reads
@@ -65,7 +87,18 @@ REMOTE_DEFAULTS = {
                    "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
                    "num_experts_per_tok": 2, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1,
                    "norm_topk_prob": True},
+    # NemotronH_Nano_VL_V2: its configuration.py (nvidia/NVIDIA-Nemotron-Nano-12B-v2-VL-BF16 @cb5a65ff, as SGLang's
+    # configs/nano_nemotron_vl.py adapts it, v0.5.23): the __init__ defaults vLLM's nano_nemotron_vl.py reads
+    "NemotronH_Nano_VL_V2": {"force_image_size": 512, "patch_size": 16, "downsample_ratio": 0.5, "template": None,
+                             "ps_version": "v2", "image_tag_type": "internvl", "projector_hidden_size": 4096,
+                             "vit_hidden_size": 1280, "video_pruning_rate": 0.0,
+                             "norm_mean": (0.485, 0.456, 0.406), "norm_std": (0.229, 0.224, 0.225),
+                             "use_thumbnail": True},
 }
+# Composite remote classes and the sub-configs they build as config objects (the rest of a composite stays as
+# config.json gives it): NemotronH_Nano_VL_V2's configuration.py builds its llm_config as a NemotronHConfig and its
+# vision_config as a config of its keys (vLLM's nano_nemotron_vl.py reads vision_config.args)
+SUB_CONFIGS = {"NemotronH_Nano_VL_V2": ("llm_config", "vision_config")}
 
 # Model types whose published checkpoints ship their configuration module (config.json's auto_map.AutoConfig), where a
 # fixture keeps no auto_map: nemotron_h, nvidia's configuration_nemotron_h.py (the auto_map of the published
@@ -92,12 +125,13 @@ def remote_config(model_dir: str | Path, cfg: dict, engine_registry) -> None:
     ref = (cfg.get("auto_map") or {}).get("AutoConfig")
     if ref:
         module, name = ref.split("--")[-1].rsplit(".", 1)
-        source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type, defaults=defaults)
+        source = REMOTE_CONFIG_SOURCE.format(name=name, model_type=model_type, defaults=defaults,
+                                             sub_configs=SUB_CONFIGS.get(model_type, ()), sub_defaults=REMOTE_DEFAULTS)
         (Path(model_dir) / f"{module}.py").write_text(source)
     elif model_type in REMOTE_CODE_TYPES and model_type not in CONFIG_MAPPING and model_type not in engine_registry:
         namespace: dict = {}
         exec(REMOTE_CONFIG_SOURCE.format(name="RemoteConfig", model_type=model_type,  # noqa: S102
-                                         defaults=defaults), namespace)
+                                         defaults=defaults, sub_configs=(), sub_defaults={}), namespace)
         cls = namespace["RemoteConfig"]
         cls.__module__ = "oracle_remote_code"  # not transformers': AutoConfig takes it as the explicit local class
         AutoConfig.register(model_type, cls, exist_ok=True)

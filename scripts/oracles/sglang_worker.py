@@ -520,6 +520,16 @@ class _MixerBuilt(BaseException):
     """Raised once the model's first MambaMixer2 is built (`_build_model`): its assertions held."""
 
 
+def _asserting_class(error: BaseException, cls) -> str:
+    """The name of the class whose __init__ raised `error` (its last frame's `self`: a multimodal class's language model,
+    as models/lfm2_vl.py builds lfm2.py's Lfm2ForCausalLM), else `cls`'s."""
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    owner = tb.tb_frame.f_locals.get("self")
+    return type(owner).__name__ if owner is not None else cls.__name__
+
+
 def _build_model(model_config, cfg):
     """SGLang's checks while the model loads (see MOCKS), run on the registered model class built on the meta device
     with the loader's quant config: a class whose module builds MambaMixer2 layers (models/falcon_h1.py, nemotron_h.py,
@@ -556,7 +566,7 @@ def _build_model(model_config, cfg):
     except Exception as e:
         frame = traceback.extract_tb(e.__traceback__)[-1]
         if isinstance(e, AssertionError) and frame.name == "__init__" and "pp_group.is_first_rank" in (frame.line or ""):
-            raise AssertionError(f"{frame.line}, in {cls.__name__}.__init__") from e
+            raise AssertionError(f"{frame.line}, in {_asserting_class(e, cls)}.__init__") from e
         # a mixer's own assertion, in SGLang's words; on the first stage, which builds from the first layer, any
         # failure before its first mixer (SGLang's own, or a stand-in the worker lacks, which then shows); a later
         # stage's layers need process groups the worker lacks (see MOCKS), its mixers the first stage's arguments

@@ -161,6 +161,9 @@ MOCKS = [
     "marked is_draft_layer as load_model marks them); weights are never loaded. Other configs draft with 'ngram' "
     "(no draft model); the Mamba specs take num_speculative_tokens from the VllmConfig with any method",
     REMOTE.MOCK.format(engine="vLLM"),
+    "models/nano_nemotron_vl.py's cached_tokenizer_from_config answers a tokenizer that encodes nothing: "
+    "NemotronH_Nano_VL_V2.__init__ pre-tokenizes its image tokens (token ids for the forward pass, never a size), "
+    "and skip_tokenizer_init leaves it None",
 ]
 
 # The stand-ins of the 0.34+ GPU runner (`v2_runner`), in the tables of those releases only (an older table's run is
@@ -452,6 +455,16 @@ def install_mocks():
     import vllm.model_executor.models.registry as registry
 
     registry._run_in_subprocess = lambda fn: fn()
+
+    class NoTokens:  # a tokenizer that encodes nothing (see MOCKS)
+        def encode(self, text, **kw):
+            return []
+
+    with contextlib.suppress(ImportError):  # releases without the module (0.10.2 registers only the v1 class there)
+        import vllm.model_executor.models.nano_nemotron_vl as nano
+
+        if hasattr(nano, "cached_tokenizer_from_config"):
+            nano.cached_tokenizer_from_config = lambda *a, **k: NoTokens()
 
 
 class PG:

@@ -184,8 +184,12 @@ REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM", "Mini
                      "MiniMaxM1ForCausalLM")
 # models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.10 to v0.5.23): each class's __init__ asserts
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
-# (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source)
-NO_PP_ARCHS = ("Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM")
+# (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source);
+# models/lfm2_vl.py (v0.5.10 to v0.5.23) builds lfm2.py's Lfm2ForCausalLM as its language model, which asserts so too:
+# by architecture, the class whose __init__ asserts
+NO_PP_ARCHS = {"Qwen3NextForCausalLM": "Qwen3NextForCausalLM", "FalconH1ForCausalLM": "FalconH1ForCausalLM",
+               "Lfm2ForCausalLM": "Lfm2ForCausalLM", "Lfm2MoeForCausalLM": "Lfm2MoeForCausalLM",
+               "Lfm2VlForConditionalGeneration": "Lfm2ForCausalLM"}
 # layers/attention/mamba/mamba.py MambaMixer2.__init__ (v0.5.3 to v0.5.23), the mixer of every Mamba2 model SGLang
 # builds (models/falcon_h1.py from v0.5.3, nemotron_h.py from v0.5.3.post1, granitemoehybrid.py from v0.5.9, mamba2.py
 # from v0.5.20; the others are refused before), asserts `n_groups % self.tp_size == 0 or n_groups == 1` after its
@@ -212,9 +216,11 @@ UNQUANTIZED_MIXER_ARCHS = ("FalconH1ForCausalLM",)
 NEMOTRON_H_LAYERS_UNTIL = "0.5.6"
 # model_executor/model_runner.py (v0.5.14 to v0.5.23): once the model is built, at PP > 1 the runner asserts
 # support_pp, whether the class's forward takes pp_proxy_tensors; these classes' forward does not (models/mamba.py,
-# mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py), so they fail
-# there ("Pipeline Parallel is not compatible with this model.")
-NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM")
+# mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py;
+# models/nano_nemotron_vl.py, read at v0.5.10 and v0.5.23), so they fail there ("Pipeline Parallel is not compatible
+# with this model.")
+NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM",
+                     "NemotronH_Nano_VL_V2")
 # Drafts at PP > 1, refused by the launch's check_server_args at every release, in two wordings: server_args.py
 # (v0.5.14-v0.5.18) and arg_groups/validation_hook.py (v0.5.19-v0.5.20) assert no speculative decoding on CUDA; from
 # v0.5.21 validation_hook.py check_pipeline_parallel_compat runs EAGLE drafts only on a PD prefill node
@@ -301,6 +307,10 @@ NEMOTRON_H_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 # ... and before v0.5.16 for every multimodal model (v0.5.16 on: only one whose ModelConfig lacks breakable-CUDA-graph
 # support, which the multimodal hybrids mcache imports have)
 MULTIMODAL_GRAPHS_FROM = "0.5.16"
+# ... which is configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs (arg_groups/cuda_graph_hook.py
+# disable_breakable_cudagraph_if_incompatible, server_args.py's before v0.5.19: "multimodal model"): these multimodal
+# hybrids are in no release's list (read at v0.5.16, v0.5.17, v0.5.20 and v0.5.23), so they capture no prefill graphs
+NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2")
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
@@ -326,11 +336,15 @@ VLM_SENSITIVITY, VLM_FACTOR_RANGE = 0.1, (0.8, 1.05)
 # keep the config's names: Qwen3.5's `depth` (configs/qwen3_5.py Qwen3_5VisionConfig, transformers' likewise) is not
 # read, so SGLang takes 24 layers.
 VISION_ALIAS_ARCHS = ("KimiK3ForConditionalGeneration",)
+# ... and a config class of SGLang's own that keeps the tower's dict as `raw_vision_config`, with no `vision_config`
+# attribute: configs/nano_nemotron_vl.py NemotronH_Nano_VL_V2_Config (v0.5.6 to v0.5.23), so adjust_mem_fraction_for_vlm
+# returns the fraction as it was (the multimodal cache is still reserved: the architecture is in multimodal_model_archs)
+NO_VISION_CONFIG_ARCHS = ("NemotronH_Nano_VL_V2",)
 # Architectures mcache imports that SGLang serves as multimodal whatever the spec says (configs/model_config.py:
-# Qwen3.5's in multimodal_model_archs; Kimi-K3's config wraps a text_config): a spec of theirs without a `vision`
-# tower is sized without the VLM rules, with a caveat
+# Qwen3.5's, LFM2-VL's and Nemotron-H VL's in multimodal_model_archs; Kimi-K3's config wraps a text_config): a spec of
+# theirs without a `vision` tower is sized without the VLM rules, with a caveat
 MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                    "KimiK3ForConditionalGeneration")
+                    "KimiK3ForConditionalGeneration", "Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2")
 # mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (new in v0.5.18, the same to v0.5.23): a multimodal
 # model's embedding cache (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is
 # sized (feature-transport pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm,
@@ -567,6 +581,8 @@ DP_TP_GROUP = {
     # lfm2.py, lfm2_moe.py: QKVParallelLinear, Lfm2ShortConv and its conv on the TP group
     "Lfm2ForCausalLM": {"embedding", "attention.proj", "short_conv"},
     "Lfm2MoeForCausalLM": {"embedding", "attention.proj", "short_conv"},
+    # lfm2_vl.py (0.5.10-0.5.23): its language model is lfm2.py's Lfm2ForCausalLM
+    "Lfm2VlForConditionalGeneration": {"embedding", "attention.proj", "short_conv"},
     "GraniteMoeHybridForCausalLM": {"embedding", "attention.proj"},  # granitemoehybrid.py: the TP size
     "Mamba2ForCausalLM": {"embedding"},  # mamba2.py
     # falcon_mamba.py (mamba.py subclasses it): MambaMixer on the TP group (layers/attention/mamba/mamba1.py)
@@ -738,7 +754,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         if user_requests is not None:
             user_requests = max(1, user_requests // dp) if _since(inputs, DP_REQUESTS_FLOOR_FROM) else user_requests // dp
         fixed_slots = None if fixed_slots is None else fixed_slots // dp
-    lowered = mfs is not None and spec.vision is not None
+    lowered = mfs is not None and spec.vision is not None and arch not in NO_VISION_CONFIG_ARCHS
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
                  else "default")
@@ -967,8 +983,8 @@ def _init_error(spec, inputs: EngineInputs) -> str | None:
     first Nemotron-H class in the order its layers fail (`NEMOTRON_H_LAYERS_UNTIL`)."""
     arch, layout = spec.architecture, inputs.layout
     if layout.pp > 1 and arch in NO_PP_ARCHS:
-        return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {arch}.__init__: SGLang does "
-                "not run this model with pipeline parallelism (--pp-size 1).")
+        return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {NO_PP_ARCHS[arch]}.__init__: "
+                "SGLang does not run this model with pipeline parallelism (--pp-size 1).")
     attention_tp = layout.attention_dp and _since(inputs, MIXER_ATTENTION_TP_FROM)
     tp = layout.state_tp if attention_tp else layout.tp
     version = inputs.version or VERSIONS[-1]
@@ -1638,7 +1654,8 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
     under attention DP before v0.5.17 (`DP_PREFILL_GRAPHS_FROM`); at PP > 1 at v0.5.14
     and from v0.5.19 (`PP_PREFILL_GRAPHS_OFF_FROM`); from v0.5.20 KDA configs
     (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
-    v0.5.17 NemotronH, v0.5.15 a multimodal model (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
+    v0.5.17 NemotronH, v0.5.15 a multimodal model, from v0.5.16 one SGLang does not list (`NO_BREAKABLE_MULTIMODAL`)
+    (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
     before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
     arch = spec.architecture
     if dp > 1 and not at_least(version, DP_PREFILL_GRAPHS_FROM):
@@ -1647,9 +1664,10 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
         return True
     if not at_least(version, BREAKABLE_GRAPHS_FROM):
         return arch in PIECEWISE_DISABLED_ARCHS or spec.vision is not None
+    unlisted = spec.vision is not None and arch in NO_BREAKABLE_MULTIMODAL
     if at_least(version, PREFILL_GRAPHS_FROM):
-        return arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")
-    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17"))
+        return (arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")) or unlisted
+    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17")) or unlisted
             or (spec.vision is not None and not at_least(version, MULTIMODAL_GRAPHS_FROM)))
 
 

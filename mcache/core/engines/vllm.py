@@ -145,6 +145,10 @@ SINCE = {
     # mamba_ssm_cache_dtype, else float16 (0.13 - 0.19; float32 since 0.20, update_mamba_ssm_cache_dtype); before
     # 0.13 no hook, so the model dtype
     "nemotron_ssm_hook": "0.13.0",
+    # model_executor/models/config.py NemotronHNanoVLV2Config (MODELS_CONFIG_MAP's NemotronH_Nano_VL_V2): from 0.20.0 it
+    # runs the NemotronH hook on the config's text_config (update_mamba_ssm_cache_dtype); 0.18 - 0.19's sets only the
+    # video backend, and before 0.18 the architecture has no hook (read at 0.11.1 - 0.20.0 and 0.34.0)
+    "nemotron_vl_ssm_hook": "0.20.0",
     # config/cache.py mamba_cache_mode (none / align / all) and kv_cache_interface.py MambaSpec.max_memory_usage_bytes:
     # 1 + drafts state blocks (none), 2 + drafts (align); before, one block per request and no draft blocks
     "mamba_cache_mode": "0.15.0",
@@ -247,7 +251,8 @@ MLA_ALIGNMENT = 128  # platforms/interface.py: hybrid MLA models align blocks to
 MLA_ALIGNMENT_0111 = 64
 MAMBA1_CHUNK = 2048  # config/model.py get_mamba_chunk_size: the chunk of a config naming none ('all' mode alignment)
 # model_executor/models/*.py classes with SupportsMambaPrefixCaching (0.11.1 - 0.31): prefix caching keeps one state
-# per block ('all' mode) for these; FalconMamba loads as MambaForCausalLM (registry.py)
+# per block ('all' mode) for these; FalconMamba loads as MambaForCausalLM (registry.py). Not nano_nemotron_vl.py's
+# NemotronH_Nano_VL_V2 nor lfm2_vl.py's Lfm2VL class (read at 0.11.1, 0.14.0 and 0.22.1)
 MAMBA_PREFIX_ARCHS = ("BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
                       "MambaForCausalLM", "FalconMambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM",
                       "Zamba2ForCausalLM")
@@ -271,6 +276,7 @@ MODE_DEPRECATED = ("--mamba-cache-mode is deprecated and will be removed in v{re
 # vllm/model_executor/models/config.py: NemotronHForCausalLMConfig sets the state dtype from the config's
 # mamba_ssm_cache_dtype, else float32; Qwen3_5ForConditionalGenerationConfig copies text_config.mamba_ssm_dtype.
 NEMOTRON_H = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+NEMOTRON_VL = ("NemotronH_Nano_VL_V2",)  # the same hook on its text_config, from SINCE "nemotron_vl_ssm_hook"
 # The hook registry (MODELS_CONFIG_MAP) names the flat text classes too (Qwen3_5ForCausalLMConfig runs the same hook).
 QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
            "Qwen3_5MoeForCausalLM")
@@ -282,8 +288,10 @@ CONV_DRAFT_SINCE = {"gdn": "0.10.2", "mamba2": "0.17.0", "kda": "0.27.0", "short
 # The model classes' get_mamba_state_shape_from_config hooks (which size the padded page) pass num_spec for Mamba2
 # from these releases: nemotron_h.py and mamba2.py since 0.17.0, falcon_h1.py, granitemoehybrid.py and zamba2.py since
 # 0.32.0; bamba.py never (to 0.23, its last release); GDN and KDA hooks as their layers; LFM2's short-conv hooks never
-# (LAYER_ONLY_DRAFT_KINDS).
+# (LAYER_ONLY_DRAFT_KINDS). nano_nemotron_vl.py's hook hands its text_config to nemotron_h.py's (read at 0.11.1, 0.17.0
+# and 0.34.0).
 MAMBA2_HOOK_DRAFT_SINCE = {"NemotronHForCausalLM": "0.17.0", "NemotronHPuzzleForCausalLM": "0.17.0",
+                           "NemotronH_Nano_VL_V2": "0.17.0",
                            "Mamba2ForCausalLM": "0.17.0", "BambaForCausalLM": None}
 MAMBA2_HOOK_DRAFT_DEFAULT = "0.32.0"
 # KDA's recurrent state (mamba_utils.py kda_state_dtype): float32 under 'auto', else --mamba-ssm-cache-dtype. The model
@@ -351,8 +359,10 @@ NEMOTRON_H_LAYERS_UNTIL = "0.11.1"
 # extra tables)
 MAMBA2_GROUPS_ERROR = "If tensor parallel world size does not divide {}, then num_groups must equal 1."
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
-# v0.10.2 on); an older release does not load them
-ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1",
+# v0.10.2 on); an older release does not load them. NemotronH_Nano_VL_V2 from 0.11.1 (0.10.2 registers the v1
+# NemotronH_Nano_VL only), Lfm2VlForConditionalGeneration from 0.14.0 (not in 0.13.0's registry)
+ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1", "NemotronH_Nano_VL_V2": "0.11.1",
+               "Lfm2VlForConditionalGeneration": "0.14.0",
                "Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
                "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
@@ -386,11 +396,12 @@ NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.16.0")}
 # with --trust-remote-code too (the Ring-linear checkpoints' auto_map names only their configuration class)
 UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 # Hybrid architectures whose model class lacks the SupportsPP interface (models/mamba2.py, zamba2.py and
-# minimax_text_01.py, which registry.py maps the MiniMax names to; read at v0.13.0 and v0.33.0):
-# config/model.py ModelConfig.verify_with_parallel_config refuses them with pipeline parallelism (NotImplementedError),
-# called by VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
+# minimax_text_01.py, which registry.py maps the MiniMax names to; read at v0.13.0 and v0.33.0; nano_nemotron_vl.py's
+# NemotronH_Nano_VL_V2, read at v0.11.1, v0.14.0, v0.22.1 and v0.34.0): config/model.py
+# ModelConfig.verify_with_parallel_config refuses them with pipeline parallelism (NotImplementedError), called by
+# VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
-               "MiniMaxM1ForCausalLM")
+               "MiniMaxM1ForCausalLM", "NemotronH_Nano_VL_V2")
 
 # Hybrids whose model class builds its attention layers without the config's sliding window, so every attention layer
 # keeps a full-length KV cache (a FullAttentionSpec): models/plamo2.py Plamo2AttentionMixer never reads
@@ -1210,7 +1221,8 @@ def _dtypes(spec, s: Settings, arch: str, version: str, log: list[str]) -> Cache
     hints = spec.ssm_dtype_hints
     if ssm_flag != "auto":
         ssm = state_dtype(ssm_flag, "mamba_ssm_cache_dtype")
-    elif arch in NEMOTRON_H and _since(version, "nemotron_ssm_hook"):
+    elif (arch in NEMOTRON_H and _since(version, "nemotron_ssm_hook")) or \
+            (arch in NEMOTRON_VL and _since(version, "nemotron_vl_ssm_hook")):
         ssm = hints.get("mamba_ssm_cache_dtype", "float32" if _since(version, "v020") else "float16")
         log.append(f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model")
     elif arch in QWEN3_5 and "mamba_ssm_dtype" in hints:

@@ -147,6 +147,9 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "in_channels": 3, "patch_size": 16,
         "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 2304, "out_hidden_size": 3584,
     }),
+    "lfm2_vl_vision": ("Siglip2VisionConfig (transformers/models/siglip2/configuration_siglip2.py), the tower "
+                       "Lfm2VlConfig (transformers/models/lfm2_vl/configuration_lfm2_vl.py) builds without a "
+                       "vision_config", {"num_hidden_layers": 12, "hidden_size": 768}),
     "kimi_k3_vision": ("KimiK3VisionConfig (SGLang's python/sglang/srt/configs/kimi_k3.py at v0.5.23, the class SGLang "
                        "builds the checkpoint's vision_config with)", {
         "vt_num_hidden_layers": 27, "vt_hidden_size": 1024, "vt_intermediate_size": 4096, "qkv_hidden_size": 1536,
@@ -155,13 +158,26 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "patch_embed_proj_bias": False, "mm_projector_type": "patchmergerv2",
     }),
 }
-# Multimodal wrappers whose `text_config` is a config of this other model type (filled with its defaults).
-TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear"}
+# Multimodal wrappers whose text config (`text_config`, or the key TEXT_KEYS names) is a config of this other model
+# type (filled with its defaults). NemotronH_Nano_VL_V2 is remote code: the checkpoints' configuration.py builds its
+# llm_config as a NemotronHConfig (so do SGLang's configs/nano_nemotron_vl.py and vLLM, which reads it as text_config:
+# transformers_utils/config.py _CONFIG_ATTRS_MAPPING, v0.11.1 - v0.34.0).
+TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
+              "NemotronH_Nano_VL_V2": "nemotron_h"}
+TEXT_KEYS = {"NemotronH_Nano_VL_V2": "llm_config"}
 # Multimodal wrappers and their vision tower: (the defaults' model type, the `vision_config` fields of its depth and
-# width). Each wrapper class builds a default tower when the config has no `vision_config`.
+# width). Each wrapper class builds a default tower when the config has no `vision_config`, but NemotronH_Nano_VL_V2's
+# (None: its class asserts a vision_config dict), whose RADIO tower has no depth or width fields: the ViT that
+# `vision_config.args.model` names sets both (RADIO_VITS).
 VISION_TYPES = {"qwen3_5": ("qwen3_5_vision", "depth", "hidden_size"),
                 "qwen3_5_moe": ("qwen3_5_moe_vision", "depth", "hidden_size"),
-                "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size")}
+                "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size"),
+                "lfm2_vl": ("lfm2_vl_vision", "num_hidden_layers", "hidden_size"),
+                "NemotronH_Nano_VL_V2": (None, "args.model", "args.model")}
+# RADIO's ViTs by timm name -> (layers, width): SGLang's configs/radio.py VIT_TIMM_DIM_BY_NAME (v0.5.23), the table its
+# RadioConfig (and vLLM's, transformers_utils/configs/radio.py) sizes the tower from
+RADIO_VITS = {"vit_small_patch16_224": (12, 384), "vit_base_patch16_224": (12, 768),
+              "vit_large_patch16_224": (24, 1024), "vit_huge_patch16_224": (32, 1280)}
 
 
 def defaults_of(model_type: str) -> tuple[str, dict[str, Any]]:

@@ -1,10 +1,11 @@
 """Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`), `kimi_linear` (and its `kimi_k3` wrapper),
-`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2`."""
+`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2` (and its `lfm2_vl` wrapper), `lfm2_moe`,
+`olmo_hybrid`, `bailing_hybrid`, `bailing_moe_linear`."""
 
 from __future__ import annotations
 
 from mcache.core.hf.common import Cfg, Draft, attention_block, count_note, moe_block, mtp_layers
-from mcache.core.hf.defaults import TEXT_TYPES, VISION_TYPES
+from mcache.core.hf.multimodal import text_config, with_vision, wrapped
 
 QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
 
@@ -80,76 +81,12 @@ def qwen3_next(cfg: Cfg) -> Draft:
 
 def qwen3_5(cfg: Cfg) -> Draft:
     """Qwen3.5 (dense): the text model's fields are nested in `text_config`; a multimodal config's vision tower."""
-    return _with_vision(_qwen(cfg, _text(cfg), moe=False), cfg)
+    return with_vision(_qwen(cfg, text_config(cfg), moe=False), cfg)
 
 
 def qwen3_5_moe(cfg: Cfg) -> Draft:
     """Qwen3.5 MoE: like `qwen3_5`, with experts on every layer."""
-    return _with_vision(_qwen(cfg, _text(cfg), moe=True), cfg)
-
-
-def _with_vision(draft: Draft, cfg: Cfg) -> Draft:
-    """`draft` with the vision tower of a multimodal wrapper config (`VISION_TYPES`): its `vision_config`, or the
-    tower its class builds when the config has none; a bare `*_text` config has no tower. The tower is weighed."""
-    if cfg.model_type not in VISION_TYPES:
-        return draft
-    vision_type, layers_key, hidden_key = VISION_TYPES[cfg.model_type]
-    if cfg.given("vision_config"):
-        vision = cfg.sub("vision_config", defaults_type=vision_type)
-    else:
-        vision = Cfg({}, cfg.file, cfg.model_type, "vision_config.", vision_type, cfg.used)
-    layers, hidden = vision.num_layers(layers_key), vision.int(hidden_key)
-    block = {"num_layers": layers, "hidden_size": hidden, "layers_key": layers_key, "hidden_key": hidden_key}
-    block |= _kimi_tower(vision, hidden) if cfg.model_type == "kimi_k3" else _qwen_tower(vision)
-    draft.blocks["vision"] = block
-    draft.notes.append(f"Vision tower: {layers} layers of width {hidden} ({vision.prefix}{layers_key}, "
-                       f"{vision.prefix}{hidden_key}), counted in the weights (on every PP stage, in the model "
-                       "dtype).")
-    if block["out_hidden_size"] != draft.hidden_size:  # the projector feeds the text model: a real checkpoint agrees
-        key = "text_hidden_size" if cfg.model_type == "kimi_k3" else "out_hidden_size"
-        draft.notes.append(f"The tower projects to {block['out_hidden_size']} ({vision.prefix}{key}), not the text "
-                           f"model's width {draft.hidden_size}: weighed as the config says.")
-    return draft
-
-
-def _qwen_tower(vision: Cfg) -> dict:
-    """The sizes of Qwen3.5's ViT (Qwen3_5VisionModel) that its parameters take."""
-    return {"tower": "qwen3_5", "intermediate_size": vision.int("intermediate_size"),
-            "patch_size": vision.int("patch_size"), "temporal_patch_size": vision.int("temporal_patch_size"),
-            "in_channels": vision.int("in_channels"), "position_embeddings": vision.int("num_position_embeddings"),
-            "merge_size": vision.int("spatial_merge_size") ** 2, "out_hidden_size": vision.int("out_hidden_size")}
-
-
-# The Kimi-K3 tower mcache weighs (SGLang v0.5.23 kimi_k3_vl.py): these fields at these values.
-KIMI_TOWER = {"norm_type": "rmsnorm", "attn_bias": False, "linear_bias": False, "patch_embed_proj_bias": False,
-              "mm_projector_type": "patchmergerv2"}
-
-
-def _kimi_tower(vision: Cfg, hidden: int) -> dict:
-    """The sizes of Kimi-K3's MoonViT3d and projector that their parameters take; a variant of it is refused."""
-    for key, value in KIMI_TOWER.items():
-        if vision.raw(key) != value:
-            raise vision.error(key, f"{value!r} (the Kimi-K3 tower mcache weighs), got {vision.raw(key)!r}")
-    if vision.int("mm_hidden_size", hidden) != hidden:
-        raise vision.error("mm_hidden_size", f"the tower's width {hidden} (vt_hidden_size), got {vision.raw('mm_hidden_size')!r}")
-    kernel = vision.list("merge_kernel_size", int)
-    if len(kernel) != 2 or min(kernel) < 1:
-        raise vision.error("merge_kernel_size", f"two positive integers, got {kernel!r}")
-    return {"tower": "kimi_k3", "intermediate_size": vision.int("vt_intermediate_size"),
-            "attention_size": vision.int("qkv_hidden_size"), "patch_size": vision.int("patch_size"),
-            "position_embeddings": vision.int("init_pos_emb_height") * vision.int("init_pos_emb_width"),
-            "merge_size": kernel[0] * kernel[1], "out_hidden_size": vision.int("text_hidden_size")}
-
-
-def _text(cfg: Cfg) -> Cfg:
-    """`text_config` of a multimodal config, with its text class's defaults (all of them when it is absent, as
-    the wrapper class builds it); a bare `*_text` config is its own text config."""
-    if cfg.model_type.endswith("_text"):
-        return cfg
-    text_type = TEXT_TYPES[cfg.model_type]
-    if not cfg.given("text_config"):
-        return Cfg({}, cfg.file, cfg.model_type, "text_config.", text_type, cfg.used)
-    return cfg.sub("text_config", defaults_type=text_type)
+    return with_vision(_qwen(cfg, text_config(cfg), moe=True), cfg)
 
 
 def olmo_hybrid(cfg: Cfg) -> Draft:
@@ -242,10 +179,7 @@ def kimi_linear(cfg: Cfg) -> Draft:
 
 def kimi_k3(cfg: Cfg) -> Draft:
     """Kimi-K3: a multimodal wrapper whose `text_config` is a `kimi_linear` config, and its vision tower."""
-    draft = kimi_linear(_text(cfg))
-    draft.cfg, draft.dtype_cfg = cfg, draft.cfg
-    draft.notes.insert(0, "The text model is its text_config (model_type kimi_linear).")
-    return _with_vision(draft, cfg)
+    return wrapped(kimi_linear, cfg)
 
 
 def minimax(cfg: Cfg) -> Draft:
@@ -419,3 +353,9 @@ def lfm2(cfg: Cfg) -> Draft:
         draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache")}
     draft.notes.append(count_note(entries) + f" MLP size: {how}.")
     return draft
+
+
+def lfm2_vl(cfg: Cfg) -> Draft:
+    """LFM2-VL: a multimodal wrapper whose `text_config` is an `lfm2` config, and its SigLIP2 vision tower (recorded,
+    not weighed)."""
+    return wrapped(lfm2, cfg)

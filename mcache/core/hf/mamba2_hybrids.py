@@ -1,8 +1,9 @@
-"""Mamba2 hybrids: `nemotron_h`, `bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`, `plamo2`."""
+"""Mamba2 hybrids: `nemotron_h` (and its `NemotronH_Nano_VL_V2` wrapper), `bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`, `plamo2`."""
 
 from __future__ import annotations
 
 from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, count_note, mamba2_block, moe_block
+from mcache.core.hf.multimodal import wrapped
 from mcache.core.spec.model import NEMOTRON_LEGEND
 
 NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
@@ -64,6 +65,12 @@ def nemotron_h(cfg: Cfg) -> Draft:
         draft.notes.append(f"{mtp['num_layers']} MTP layer(s) of {mtp['layer']} (num_nextn_predict_layers, "
                            "mtp_layers_block_type / mtp_hybrid_override_pattern), counted in the weights.")
     return draft
+
+
+def nemotron_h_nano_vl(cfg: Cfg) -> Draft:
+    """Nemotron Nano VL v2 (remote code): a multimodal wrapper whose `llm_config` is a `nemotron_h` config, and its
+    RADIO vision tower (recorded, not weighed)."""
+    return wrapped(nemotron_h, cfg)
 
 
 def _nemotron_mtp(cfg: Cfg) -> dict | None:

@@ -116,7 +116,7 @@ def test_cli_prints_the_plan_and_carries_it_in_json():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--transfer-to-tp", "3"], "nemotron-h-8b.yaml:19: attention.num_kv_heads: 8 cannot be split over tp=3"),
+    (["--transfer-to-tp", "3"], "nemotron-h-8b.yaml:20: attention.num_kv_heads: 8 cannot be split over tp=3"),
     (["--transfer-to-tp", "0"], "Invalid value for '--transfer-to-tp'"),
     (["--transfer-to-pp", "60"], "pp: at most 52 stages"),
 ])

@@ -33,3 +33,12 @@ def test_the_engines_table_is_regenerated():
     rows = done.stdout.strip().splitlines()
     text = (HERE.parent / "README.md").read_text()
     assert len(rows) == 6 and [row for row in rows if row not in text] == []
+
+
+def test_the_users_table_is_regenerated():
+    """The README's "1,000 users of 32K" table is `scripts/users_table.py`'s output, row for row."""
+    done = subprocess.run([sys.executable, str(HERE.parent / "scripts" / "users_table.py")], capture_output=True,
+                          text=True, check=True)
+    rows = [row for row in done.stdout.splitlines() if row.startswith("| ") and not row.startswith("| model")]
+    text = (HERE.parent / "README.md").read_text()
+    assert len(rows) == 12 and [row for row in rows if row not in text] == []

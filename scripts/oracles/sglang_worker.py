@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import atexit
-import contextlib
 import dataclasses
 import importlib.abc
 import importlib.machinery
@@ -536,7 +535,7 @@ def _build_model(model_config, cfg):
     granitemoehybrid.py, mamba2.py) up to its first mixer, whose __init__ asserts the heads and groups its TP size (the
     attention-TP size under attention DP from 0.5.14) can split; at pp_size > 1 a class that asserts one stage in its
     __init__, and model_runner.py's support_pp assert, whether the class's forward takes pp_proxy_tensors."""
-    from sglang.srt.model_loader.utils import get_model_architecture
+    from sglang.srt.model_loader.utils import get_model_architecture, set_default_torch_dtype
 
     cls, _ = get_model_architecture(model_config)
     module = sys.modules[cls.__module__]
@@ -558,8 +557,8 @@ def _build_model(model_config, cfg):
 
         module.MambaMixer2 = FirstMixer
     cuda_stream, torch.cuda.Stream = torch.cuda.Stream, _Stream
-    try:  # the model dtype the default, as model_loader/loader.py's set_default_torch_dtype makes it
-        with _default_dtype(model_config.dtype), torch.device("meta"):
+    try:  # the model dtype the default, as model_loader/loader.py builds every model (SGLang's own context manager)
+        with set_default_torch_dtype(model_config.dtype), torch.device("meta"):
             cls(config=model_config.hf_config, quant_config=quant_config)
     except _MixerBuilt:
         pass
@@ -578,18 +577,6 @@ def _build_model(model_config, cfg):
             module.MambaMixer2 = mixer
     if STAGE["size"] > 1 and not supports_pp:
         raise AssertionError("Pipeline Parallel is not compatible with this model.")
-
-
-@contextlib.contextmanager
-def _default_dtype(dtype):
-    """torch's default dtype `dtype` for the block (the loader builds every model so: layers that take
-    torch.get_default_dtype(), rotary caches among them, see the model dtype)."""
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
 
 
 class _Stream:

@@ -978,26 +978,34 @@ def _pp_drafts_error(inputs: EngineInputs, drafts: int) -> str | None:
 
 def _init_error(spec, inputs: EngineInputs) -> str | None:
     """What the model class raises as SGLang builds it (None: nothing): at more than one stage a class that asserts one
-    (`NO_PP_ARCHS`, the assertion as its traceback shows it), then its Mamba2 mixers' groups (`MAMBA2_GROUPS_ERROR`)
-    and a quantized checkpoint's TP size (`MAMBA2_QUANT_TP_ERROR`; not a model the Transformers backend serves), in the
-    first Nemotron-H class in the order its layers fail (`NEMOTRON_H_LAYERS_UNTIL`)."""
+    (`NO_PP_ARCHS`, the assertion as its traceback shows it), then what its Mamba2 mixers assert (`_mixer_error`; not
+    a model the Transformers backend serves), in the first Nemotron-H class in the order its layers fail
+    (`NEMOTRON_H_LAYERS_UNTIL`)."""
     arch, layout = spec.architecture, inputs.layout
     if layout.pp > 1 and arch in NO_PP_ARCHS:
         return (f"assert self.pp_group.is_first_rank and self.pp_group.is_last_rank, in {NO_PP_ARCHS[arch]}.__init__: "
                 "SGLang does not run this model with pipeline parallelism (--pp-size 1).")
-    attention_tp = layout.attention_dp and _since(inputs, MIXER_ATTENTION_TP_FROM)
-    tp = layout.state_tp if attention_tp else layout.tp
     version = inputs.version or VERSIONS[-1]
-    mixer = None
-    if not _transformers_serves(arch, version):
-        words = (MAMBA2_GROUPS_ERROR if mamba2_groups_unsplit(spec, tp)
-                 else MAMBA2_QUANT_TP_ERROR if (_since(inputs, MAMBA2_QUANT_TP_FROM) and arch not in UNQUANTIZED_MIXER_ARCHS
-                                                and mamba2_quantized_tp_refused(spec, tp)) else None)
-        groups = spec.mamba2.n_groups if words else 0
-        mixer = words and (f"{words} (MambaMixer2 of {arch}: its {groups} Mamba2 group{'s' * (groups != 1)} over the "
-                           f"{'attention-TP' if attention_tp else 'TP'} group's {tp} ranks; SGLang takes a size that "
-                           "divides them.)")
+    mixer = None if _transformers_serves(arch, version) else _mixer_error(spec, inputs)
     return _nemotron_h_error(spec, version, mixer) or mixer
+
+
+def _mixer_error(spec, inputs: EngineInputs) -> str | None:
+    """What the first Mamba2 mixer asserts over its TP group, in MambaMixer2.__init__'s order (None: nothing): groups
+    the TP size neither splits nor meets as one (`MAMBA2_GROUPS_ERROR`), then a quantized checkpoint's TP size
+    (`MAMBA2_QUANT_TP_ERROR`). Its TP group: the attention-TP group's under attention DP from `MIXER_ATTENTION_TP_FROM`."""
+    attention_tp = inputs.layout.attention_dp and _since(inputs, MIXER_ATTENTION_TP_FROM)
+    tp = inputs.layout.state_tp if attention_tp else inputs.layout.tp
+    if mamba2_groups_unsplit(spec, tp):
+        words = MAMBA2_GROUPS_ERROR
+    elif (_since(inputs, MAMBA2_QUANT_TP_FROM) and spec.architecture not in UNQUANTIZED_MIXER_ARCHS
+          and mamba2_quantized_tp_refused(spec, tp)):
+        words = MAMBA2_QUANT_TP_ERROR
+    else:
+        return None
+    groups = spec.mamba2.n_groups
+    return (f"{words} (MambaMixer2 of {spec.architecture}: its {groups} Mamba2 group{'s' * (groups != 1)} over the "
+            f"{'attention-TP' if attention_tp else 'TP'} group's {tp} ranks; SGLang takes a size that divides them.)")
 
 
 def _nemotron_h_error(spec, version: str, mixer: str | None) -> str | None:

@@ -42,6 +42,10 @@ def test_fold_work_follows_each_kernels_formulation():
     short, whole = roofline.fold_work("gdn", b16, k16, 5, 4, 4), roofline.fold_work("gdn", b16, k16, 5, 16, 16)
     assert short.mma_flops == whole.mma_flops and short.flops == L * 5 * H * (V * K + 6 * V * 16 + 2 * 16 * 16 * 4)
     assert roofline.fold_work("gdn", b16, k16, 5, 4, 4).mma_flops < gdn16.mma_flops  # fewer exact bf16 passes
+    # a float32 state against a bf16 k ring: S K^T in two tf32 passes (S hi + lo, k exact), X M in tf32x3, W K in three
+    # exact bf16 pieces, the gram in one exact pass
+    per_head = 2 * 2 * V * K * 16 + 3 * 2 * V * 16 * 16 + 3 * 2 * V * 16 * K + 2 * 16 * 16 * K
+    assert roofline.fold_work("gdn", f32, k16, 5, 9, 9).mma_flops == L * 5 * H * per_head
     m = roofline.fold_work("mamba2", f32, None, 5, 3, 4)  # a ring of 4: the CUDA-core form, 3 tokens folded
     assert m == roofline.Work(L * 5 * H * (V * K + 3 * (2 * V * K + K)), 0)  # one program a head: B_t scaled once
     tall = torch.empty(L, S, H, 64, K)  # 16 rows a program for a float32 state: 4 programs a head, each scales B_t

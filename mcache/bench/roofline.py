@@ -16,11 +16,11 @@ token tile the kernels pad the ring to, one FMA = 2 FLOPs):
 - Mamba2, tensor-core form: CUDA cores `P*N` (the decay) + `P*CT` (x scaled by its weights); tensor cores one
   `[P, CT] x [CT, N]` product, `passes * 2*P*CT*N`: with a 16-bit B ring `x w` in exact 16-bit pieces, 3 for
   a float32 state and 2 for a 16-bit one (`_fold.dot16_pieces`), else 3 (`tf32x3`).
-- GatedDeltaNet stepped (float32 states, rings of up to 8 tokens: `gdn.gdn_steps`): as KDA below.
+- GatedDeltaNet stepped (float32 states, rings of up to 6 tokens: `gdn.gdn_steps`): as KDA below.
 - GatedDeltaNet (`[V, K]` state, chunked): CUDA cores `V*K` (the decay) + `6*V*CT` (the gated residual and the hi/lo
   splits) + the mix kernel's substitution `2*CT^2*R` (a rank-one step a ring slot, R the ring's length); tensor
   cores the mix kernel's gram `2*CT^2*K` and the update's `S K^T` (`2*V*K*CT`), `X M` (`2*V*CT^2`) and `W K`
-  (`2*V*CT*K`), each times its passes (`_gdn_update`).
+  (`2*V*CT*K`), each times its passes (`_dot_nt`, `_mixed`, `_plus_wk`).
 - KDA (`[V, K]` state, stepping: `step.py`): CUDA cores `5*V*K` per token folded (decay 1, `S k` 2, the rank-one
   update 2) and `3*V` per token (the residual); no tensor-core work.
 Copy-like ops do no arithmetic: their roofline is the copy ceiling.
@@ -72,7 +72,9 @@ def fold_work(kind: str, state: torch.Tensor, k: torch.Tensor | None, batch: int
         V, K = state.shape[3], state.shape[4]
         half_k = _dot16(k)
         half_state = state.dtype in (torch.bfloat16, torch.float16)
-        p_passes = 1 if half_k and half_state else 3  # `_dot_nt`: one exact pass when both are the same 16-bit type
+        # `_dot_nt`: one exact pass when both are the same 16-bit type; a float32 state against 16-bit k (exact in tf32)
+        # in two tf32 passes (S hi + lo); else tf32x3
+        p_passes = (1 if half_state else 2) if half_k else 3
         wk_passes = (2 if half_state else 3) if half_k else 3  # W as hi + lo (+ lo2), or tf32x3
         gram = 2 * ct * ct * K * (1 if half_k else 3)
         mma = p_passes * 2 * V * K * ct + 3 * 2 * V * ct * ct + wk_passes * 2 * V * ct * K + gram

@@ -9,8 +9,9 @@ substitution-free: `P = S K^T`, `W = (V^T - P e^G) M`, `S' = e^{G_c} S + W K`, t
 cores (16-bit k: exact products with a bf16 hi + lo split of `W`; otherwise `tf32x3`), the product with M as three
 exact bf16 passes for 16-bit states (`tf32x3` otherwise). For 16-bit states on Hopper the update is persistent and
 moves its tiles by TMA while the pipeliner loads the next units' rings; it launches with PDL, so it starts while
-the mix kernel finishes. On an H200 the Qwen3-Next replay op is 2.3-2.7x faster than with row stepping (batch
-1-64).
+the mix kernel finishes. Float32 states take the pointer form in halves of K (`S K^T` in two tf32 passes, S hi + lo
+against exact 16-bit k), each half of the tile read again for its update, so that no whole tile is held in registers
+across the products: on an H200 that took the Qwen3-Next fold at 16 tokens from 53-55% of its memory roofline to 71-72%.
 """
 
 from __future__ import annotations
@@ -36,27 +37,35 @@ GDN_CONFIG = (64, 4)
 GDN_TMA_PER_SM = 3
 GDN_TMA_STAGES = 5
 # The stepping form (`step.py`) folds float32 states from rings of up to GDN_STEP_MAX tokens, 8 rows on one warp: on an
-# H200 (Qwen3-Next `[32, 128, 128]`, % of the memory roofline at batch 8 / 32 / 64) 84 / 93 / 92% at 4 tokens and
-# 61 / 63 / 63% at 8 against the chunked form's 51 / 53 / 54% and 50 / 53 / 54%; at 16 tokens 35% against 53%. For
-# 16-bit states the chunked form was faster at 4, 8 and 16 tokens (67-77% against 46-62%).
+# H200 (Qwen3-Next `[32, 128, 128]`, % of the memory roofline at batch 8 / 32 / 64) 84 / 93 / 92% at 4 tokens, 79 / 85 /
+# 82% at 5, 73 / 76 / 74% at 6, 67 / 69 / 68% at 7 and 61 / 62 / 61% at 8, against the chunked form's (in halves of K)
+# 67 / 72 / 73% at every length; at 16 tokens 35% against 66 / 71 / 72%. For 16-bit states the chunked form was faster
+# at 4, 8 and 16 tokens (67-77% against 46-62%).
 # With the conv window in the same launch, 16 rows: the fold with the window took 342 / 2740 µs at batch 8 / 64 against
 # 388 / 2980 µs with 8 rows (the window alone 15 / 68 µs; without it 8 rows 314 / 2490, 16 rows 339 / 2643).
-GDN_STEP_MAX = 8
+GDN_STEP_MAX = 6
 GDN_STEP_CONFIG = (8, 1)
 GDN_STEP_WINDOW_CONFIG = (16, 1)
 
 
 def gdn_max_registers(dtype: torch.dtype) -> int | None:
     """Register cap of the GatedDeltaNet update in the pointer form: 96 for 16-bit states (five programs per SM
-    instead of four: 70-71% of the size-matched copy against 64-67% on an H200); none for float32 states."""
+    instead of four: 70-71% of the size-matched copy against 64-67% on an H200); none for float32 states (taken in
+    halves of K they need 126 registers, four programs per SM; a cap of 96 or 128 was no faster)."""
     return 96 if dtype in HALF else None
 
 
 @triton.jit
 def _dot_nt(a, b, DOT16: tl.constexpr):
-    """`a @ b^T` in fp32: one pass when both are the same 16-bit type (exact products), else `tf32x3`."""
+    """`a @ b^T` in fp32: one pass when both are the same 16-bit type (exact products); two tf32 passes for a float32
+    `a` against a 16-bit `b` (exact in tf32: only `a` is split, hi + lo, about fp32 accuracy); else `tf32x3`."""
     if DOT16 and a.dtype == b.dtype:
         out = tl.dot(a, tl.trans(b))
+    elif DOT16 and a.dtype == tl.float32:
+        hi = ((a.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)  # a rounded to tf32
+        bt = tl.trans(b.to(tl.float32))
+        out = tl.dot(hi, bt, input_precision="tf32")
+        out = tl.dot(a - hi, bt, acc=out, input_precision="tf32")
     else:
         out = tl.dot(a.to(tl.float32), tl.trans(b.to(tl.float32)), input_precision="tf32x3")
     return out
@@ -117,6 +126,16 @@ def _gdn_mix_kernel(
 
 
 @triton.jit
+def _gdn_vg(v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3, layer, slot, r, h, vv, t, c, V):
+    """One head's V^T `[BV, CT]` and log-gates `[CT]` (both fp32); tokens past `c` and rows past V load as zeros."""
+    tm = t < c
+    vbase = ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V
+    vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
+    gt = tl.load(ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+    return vT, gt
+
+
+@triton.jit
 def _gdn_rings(
     k, ks0, ks1, ks2, ks3, v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3,
     layer, slot, r, h, vv, t, c, V, K, HPG, BK: tl.constexpr,
@@ -124,22 +143,19 @@ def _gdn_rings(
     """One head's ring rows for the update: k `[CT, BK]`, V^T `[BV, CT]` and the log-gates `[CT]` (both fp32);
     tokens past `c`, rows past V and channels past K load as zeros."""
     kk = tl.arange(0, BK)
-    tm = t < c
     kb = ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K
-    kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=tm[:, None] & (kk[None, :] < K), other=0.0)
-    vbase = ring_base(v, vs0, vs1, vs2, layer, slot, r) + h * V
-    vT = tl.load(vbase + t[None, :] * vs3 + vv[:, None], mask=tm[None, :] & (vv[:, None] < V), other=0.0).to(tl.float32)
-    gt = tl.load(ring_base(g, gs0, gs1, gs2, layer, slot, r) + t * gs3 + h, mask=tm, other=0.0).to(tl.float32)
+    kt = tl.load(kb + t[:, None] * ks3 + kk[None, :], mask=(t < c)[:, None] & (kk[None, :] < K), other=0.0)
+    vT, gt = _gdn_vg(v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3, layer, slot, r, h, vv, t, c, V)
     return kt, vT, gt
 
 
 @triton.jit
-def _gdn_update(s, kt, vT, gt, m, DOT16: tl.constexpr):
-    """One tile's fold: `S' = e^{G_c} S + ((V^T - (S K^T) e^G) M) K` for s `[BV, BK]`, kt `[CT, BK]`,
-    vT `[BV, CT]` (fp32), gt `[CT]` log-gates (fp32) and M `[CT, CT]` (fp32); returns S' in fp32."""
-    pT = _dot_nt(s, kt, DOT16)  # [BV, CT]
+def _mixed(pT, vT, gt, m, HALF_STATE: tl.constexpr):
+    """`W = (V^T - P e^G) M` `[BV, CT]` for P = S K^T `[BV, CT]`, vT `[BV, CT]`, gt `[CT]` log-gates and M `[CT, CT]`
+    (all fp32): for 16-bit states as three exact bf16 passes (hi + lo of both, far below 16-bit rounding), else
+    `tf32x3`."""
     x = vT - pT * tl.exp(tl.cumsum(gt, 0))[None, :]
-    if DOT16 and s.dtype != tl.float32:  # bf16 hi + lo of both: 3 exact-product passes, far below 16-bit rounding
+    if HALF_STATE:
         xh = x.to(tl.bfloat16)
         xl = (x - xh.to(tl.float32)).to(tl.bfloat16)
         mh = m.to(tl.bfloat16)
@@ -148,12 +164,26 @@ def _gdn_update(s, kt, vT, gt, m, DOT16: tl.constexpr):
         w = tl.dot(xl, mh, acc=w)
     else:
         w = tl.dot(x, m, input_precision="tf32x3")
-    acc = s.to(tl.float32) * tl.exp(tl.sum(gt, 0))
-    if DOT16:  # noqa: SIM108  (W as 16-bit hi + lo, + lo2 for float32 states: about fp32 accuracy on exact k)
-        acc = dot16_pieces(w, kt, acc, s.dtype == tl.float32)
+    return w
+
+
+@triton.jit
+def _plus_wk(acc, w, kt, DOT16: tl.constexpr, F32: tl.constexpr):
+    """`acc + W K` for kt `[CT, KS]`: with 16-bit k, W in 16-bit pieces (hi + lo, + lo2 for float32 states: about fp32
+    accuracy on exact k); else `tf32x3`."""
+    if DOT16:  # noqa: SIM108
+        acc = dot16_pieces(w, kt, acc, F32)
     else:
         acc = tl.dot(w, kt.to(tl.float32), acc=acc, input_precision="tf32x3")
     return acc
+
+
+@triton.jit
+def _gdn_update(s, kt, vT, gt, m, DOT16: tl.constexpr):
+    """One tile's fold: `S' = e^{G_c} S + ((V^T - (S K^T) e^G) M) K` for s `[BV, BK]`, kt `[CT, BK]`,
+    vT `[BV, CT]` (fp32), gt `[CT]` log-gates (fp32) and M `[CT, CT]` (fp32); returns S' in fp32."""
+    w = _mixed(_dot_nt(s, kt, DOT16), vT, gt, m, DOT16 and s.dtype != tl.float32)
+    return _plus_wk(s.to(tl.float32) * tl.exp(tl.sum(gt, 0)), w, kt, DOT16, s.dtype == tl.float32)
 
 
 @triton.jit
@@ -165,31 +195,58 @@ def _gdn_kernel(
     slots, bufs, counts, mix,
     NB, H, V, K, HPG, NVB,
     BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, EVEN: tl.constexpr, PDL: tl.constexpr,
+    HALVES: tl.constexpr,
 ):  # fmt: skip
-    # One program folds BV rows of V of one head (pointer form).
+    # One program folds BV rows of V of one head (pointer form). With HALVES the tile is taken as two halves of its K
+    # columns: P = S K^T summed over them, then each half's S' = e^{G_c} S + W K from the half read again (from L2),
+    # so that no whole tile is held across the products (a float32 `[64, 128]` tile: 117 registers instead of 242,
+    # four programs per SM instead of two).
     vb, h, b, layer = head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
     if c > 0:
         slot = tl.load(slots + b).to(tl.int64)
         r = tl.load(bufs + b).to(tl.int64)
-        kk = tl.arange(0, BK)
+        KS: tl.constexpr = BK // 2 if HALVES else BK
+        kc = tl.arange(0, KS)
         vv = vb * BV + tl.arange(0, BV)
-        sbase = ssm + (layer * ss0 + slot * ss1 + h * V * K)
-        soff = vv[:, None] * K + kk[None, :]
-        sm = (vv[:, None] < V) & (kk[None, :] < K)
-        s = tl.load(sbase + soff) if EVEN else tl.load(sbase + soff, mask=sm, other=0.0)
         t = tl.arange(0, CT)
-        kt, vT, gt = _gdn_rings(
-            k, ks0, ks1, ks2, ks3, v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3, layer, slot, r, h, vv, t, c, V, K, HPG, BK
-        )
+        rows = ssm + (layer * ss0 + slot * ss1 + h * V * K) + vv[:, None] * K
+        kb = ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K + t[:, None] * ks3
+        vT, gt = _gdn_vg(v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3, layer, slot, r, h, vv, t, c, V)
+        ka = tl.load(kb + kc[None, :], mask=(t < c)[:, None] & (kc[None, :] < K), other=0.0)
+        pT = _dot_nt(_half(rows, vv, kc, V, K, EVEN, ""), ka, DOT16)
+        if HALVES:
+            kz = tl.load(kb + KS + kc[None, :], mask=(t < c)[:, None] & (KS + kc[None, :] < K), other=0.0)
+            pT += _dot_nt(_half(rows, vv, KS + kc, V, K, EVEN, ""), kz, DOT16)
         if PDL:
             tl.extra.cuda.gdc_wait()  # M comes from the mix kernel, which may still be running
         m = tl.load(mix + ((layer * NB + b) * H + h) * (CT * CT) + t[:, None] * CT + t[None, :])
-        acc = _gdn_update(s, kt, vT, gt, m, DOT16)
-        if EVEN:
-            tl.store(sbase + soff, acc.to(ssm.dtype.element_ty))
-        else:
-            tl.store(sbase + soff, acc.to(ssm.dtype.element_ty), mask=sm)
+        f32: tl.constexpr = ssm.dtype.element_ty == tl.float32
+        w = _mixed(pT, vT, gt, m, DOT16 and not f32)
+        decay = tl.exp(tl.sum(gt, 0))
+        _fold_half(rows, vv, kc, V, K, EVEN, w, ka, decay, DOT16, f32)
+        if HALVES:
+            _fold_half(rows, vv, KS + kc, V, K, EVEN, w, kz, decay, DOT16, f32)
+
+
+@triton.jit
+def _half(rows, vv, kc, V, K, EVEN: tl.constexpr, CACHE: tl.constexpr):
+    """Columns `kc` of the tile's rows `vv` (`rows` their starts); rows past V and columns past K as zeros."""
+    if EVEN:
+        s = tl.load(rows + kc[None, :], cache_modifier=CACHE)
+    else:
+        s = tl.load(rows + kc[None, :], mask=(vv[:, None] < V) & (kc[None, :] < K), other=0.0, cache_modifier=CACHE)
+    return s
+
+
+@triton.jit
+def _fold_half(rows, vv, kc, V, K, EVEN: tl.constexpr, w, kt, decay, DOT16: tl.constexpr, F32: tl.constexpr):
+    """Columns `kc` of the tile's rows `vv` folded in place: `S' = e^{G_c} S + W K` (S read again, from L2)."""
+    acc = _plus_wk(_half(rows, vv, kc, V, K, EVEN, ".cg").to(tl.float32) * decay, w, kt, DOT16, F32)
+    if EVEN:
+        tl.store(rows + kc[None, :], acc.to(rows.dtype.element_ty))
+    else:
+        tl.store(rows + kc[None, :], acc.to(rows.dtype.element_ty), mask=(vv[:, None] < V) & (kc[None, :] < K))
 
 
 @triton.jit
@@ -260,6 +317,8 @@ class GdnFoldPlan(FoldPlan):
         self.tma = self.form == "tma"
         self.mix_rings = rings_with_strides(k, g, beta)
         self.rings = rings_with_strides(k, v, g)
+        self.halves = ssm.dtype == torch.float32 and self.bk >= 32  # a product's K side of at least 16
+        self.cap = gdn_max_registers(ssm.dtype)
         if self.tma and not self.empty:
             self.desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, self.bv, self.bk])
 
@@ -283,10 +342,10 @@ class GdnFoldPlan(FoldPlan):
             consts.update(H=H, V=self.V, K=self.K, HPG=self.hpg, NVB=self.nvb, STAGES=GDN_TMA_STAGES)
             second = Launch(_gdn_tma_kernel, min(nu, programs), args, (n, n + 1, n + 2), consts, **opts)
         else:
-            cap = gdn_max_registers(self.ssm.dtype)
+            cap = self.cap
             n = 3 + len(self.rings)
             args = (self.ssm, *lead_strides(self.ssm, 2), *self.rings, None, None, None, mix, nb, H, self.V, self.K, self.hpg, self.nvb)
-            consts.update(EVEN=self.V % self.bv == 0 and self.bk == self.K)
+            consts.update(EVEN=self.V % self.bv == 0 and self.bk == self.K, HALVES=self.halves)
             second = Launch(_gdn_kernel, L * nb * H * self.nvb, args, (n, n + 1, n + 2), consts, **opts,
                             **({"maxnreg": cap} if cap else {}))
         return first, second

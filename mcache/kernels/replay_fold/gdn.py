@@ -199,7 +199,7 @@ def _gdn_kernel(
 ):  # fmt: skip
     # One program folds BV rows of V of one head (pointer form). With HALVES the tile is taken as two halves of its K
     # columns: P = S K^T summed over them, then each half's S' = e^{G_c} S + W K from the half read again (from L2),
-    # so that no whole tile is held across the products (a float32 `[64, 128]` tile: 117 registers instead of 242,
+    # so that no whole tile is held across the products (a float32 `[64, 128]` tile: 126 registers instead of 242,
     # four programs per SM instead of two).
     vb, h, b, layer = head_unit(NVB, H, NB)
     c = tl.load(counts + b).to(tl.int32)
@@ -214,23 +214,23 @@ def _gdn_kernel(
         kb = ring_base(k, ks0, ks1, ks2, layer, slot, r) + (h // HPG) * K + t[:, None] * ks3
         vT, gt = _gdn_vg(v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3, layer, slot, r, h, vv, t, c, V)
         ka = tl.load(kb + kc[None, :], mask=(t < c)[:, None] & (kc[None, :] < K), other=0.0)
-        pT = _dot_nt(_half(rows, vv, kc, V, K, EVEN, ""), ka, DOT16)
+        pT = _dot_nt(_state_cols(rows, vv, kc, V, K, EVEN, ""), ka, DOT16)
         if HALVES:
             kz = tl.load(kb + KS + kc[None, :], mask=(t < c)[:, None] & (KS + kc[None, :] < K), other=0.0)
-            pT += _dot_nt(_half(rows, vv, KS + kc, V, K, EVEN, ""), kz, DOT16)
+            pT += _dot_nt(_state_cols(rows, vv, KS + kc, V, K, EVEN, ""), kz, DOT16)
         if PDL:
             tl.extra.cuda.gdc_wait()  # M comes from the mix kernel, which may still be running
         m = tl.load(mix + ((layer * NB + b) * H + h) * (CT * CT) + t[:, None] * CT + t[None, :])
         f32: tl.constexpr = ssm.dtype.element_ty == tl.float32
         w = _mixed(pT, vT, gt, m, DOT16 and not f32)
         decay = tl.exp(tl.sum(gt, 0))
-        _fold_half(rows, vv, kc, V, K, EVEN, w, ka, decay, DOT16, f32)
+        _fold_cols(rows, vv, kc, V, K, EVEN, w, ka, decay, DOT16, f32)
         if HALVES:
-            _fold_half(rows, vv, KS + kc, V, K, EVEN, w, kz, decay, DOT16, f32)
+            _fold_cols(rows, vv, KS + kc, V, K, EVEN, w, kz, decay, DOT16, f32)
 
 
 @triton.jit
-def _half(rows, vv, kc, V, K, EVEN: tl.constexpr, CACHE: tl.constexpr):
+def _state_cols(rows, vv, kc, V, K, EVEN: tl.constexpr, CACHE: tl.constexpr):
     """Columns `kc` of the tile's rows `vv` (`rows` their starts); rows past V and columns past K as zeros."""
     if EVEN:
         s = tl.load(rows + kc[None, :], cache_modifier=CACHE)
@@ -240,9 +240,9 @@ def _half(rows, vv, kc, V, K, EVEN: tl.constexpr, CACHE: tl.constexpr):
 
 
 @triton.jit
-def _fold_half(rows, vv, kc, V, K, EVEN: tl.constexpr, w, kt, decay, DOT16: tl.constexpr, F32: tl.constexpr):
+def _fold_cols(rows, vv, kc, V, K, EVEN: tl.constexpr, w, kt, decay, DOT16: tl.constexpr, F32: tl.constexpr):
     """Columns `kc` of the tile's rows `vv` folded in place: `S' = e^{G_c} S + W K` (S read again, from L2)."""
-    acc = _plus_wk(_half(rows, vv, kc, V, K, EVEN, ".cg").to(tl.float32) * decay, w, kt, DOT16, F32)
+    acc = _plus_wk(_state_cols(rows, vv, kc, V, K, EVEN, ".cg").to(tl.float32) * decay, w, kt, DOT16, F32)
     if EVEN:
         tl.store(rows + kc[None, :], acc.to(rows.dtype.element_ty))
     else:
@@ -318,7 +318,6 @@ class GdnFoldPlan(FoldPlan):
         self.mix_rings = rings_with_strides(k, g, beta)
         self.rings = rings_with_strides(k, v, g)
         self.halves = ssm.dtype == torch.float32 and self.bk >= 32  # a product's K side of at least 16
-        self.cap = gdn_max_registers(ssm.dtype)
         if self.tma and not self.empty:
             self.desc = TensorDescriptor(ssm, list(ssm.shape), list(ssm.stride()), [1, 1, 1, self.bv, self.bk])
 
@@ -342,7 +341,7 @@ class GdnFoldPlan(FoldPlan):
             consts.update(H=H, V=self.V, K=self.K, HPG=self.hpg, NVB=self.nvb, STAGES=GDN_TMA_STAGES)
             second = Launch(_gdn_tma_kernel, min(nu, programs), args, (n, n + 1, n + 2), consts, **opts)
         else:
-            cap = self.cap
+            cap = gdn_max_registers(self.ssm.dtype)
             n = 3 + len(self.rings)
             args = (self.ssm, *lead_strides(self.ssm, 2), *self.rings, None, None, None, mix, nb, H, self.V, self.K, self.hpg, self.nvb)
             consts.update(EVEN=self.V % self.bv == 0 and self.bk == self.K, HALVES=self.halves)

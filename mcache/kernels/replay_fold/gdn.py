@@ -79,12 +79,14 @@ def _gdn_mix_kernel(
     slots, bufs, counts, mix,
     NB, H, K, HPG,
     conv, cs0, cs1, cin, is0, is1, is2, is3, C, NCB, NU,
-    BK: tl.constexpr, CT: tl.constexpr, STEPS: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
+    BK: tl.constexpr, CT: tl.constexpr, CS: tl.constexpr, STEPS: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
     CONV: tl.constexpr = False, KM1: tl.constexpr = 1, BJ: tl.constexpr = 1, BC: tl.constexpr = 1, BLOCK: tl.constexpr = 1,
 ):  # fmt: skip
     # One program (one warp) per (layer, request, head): M = diag(beta) (I + U)^{-1} diag(e^{G_c - G}), the
-    # forward substitution X (I + U) = diag(beta) done column by column on the [CT, CT] tile, for the STEPS columns a
-    # ring can fill (its length): past a request's count beta, k and so U are zero and a step changes nothing.
+    # forward substitution X (I + U) = diag(beta) done column by column, for the STEPS columns a ring can fill (its
+    # length): past a request's count beta, k and so U are zero and a step changes nothing. So only M's leading
+    # [CS, CS] block is stored (U's too, on its way through memory), CS the ring's length to a power of two (the
+    # update's [CT, CT] tile reads zeros past it): 64 bytes for a 4-token ring, not the 1 KiB of the 16-token tile.
     if PDL:
         tl.extra.cuda.gdc_launch_dependents()  # the update kernel may launch now; it waits for M before reading it
     # Programs NU.. fold the conv window (`conv_fold`). CONV is a constexpr tested on its own, so that a launch without
@@ -114,15 +116,24 @@ def _gdn_mix_kernel(
         # The substitution needs row j of u broadcast over the rows at step j. U goes through this head's output
         # slot, so that each row is a load off the dependency chain rather than a cross-lane sum: 80 shuffles per
         # head instead of 224, the mix kernel 5% faster on an H200 (results/kernel_experiments.md).
-        mb = mix + ((layer * NB + b) * H + h) * (CT * CT)
-        tl.store(mb + t[:, None] * CT + t[None, :], u)
+        mb = mix + ((layer * NB + b) * H + h) * (CS * CS)
+        lead = (t[:, None] < CS) & (t[None, :] < CS)
+        tl.store(mb + t[:, None] * CS + t[None, :], u, mask=lead)
         tl.debug_barrier()  # every lane's part of u is visible to the others
         x = tl.where(t[:, None] == t[None, :], bt[:, None], 0.0)
         for j in tl.static_range(STEPS):  # column j is final: take it out of the later columns
             xj = tl.sum(tl.where(t[None, :] == j, x, 0.0), 1)
-            x = x - xj[:, None] * tl.load(mb + j * CT + t[None, :] + 0 * t[:, None])
+            uj = tl.load(mb + j * CS + t[None, :] + 0 * t[:, None], mask=(t < CS)[None, :] & (t[:, None] >= 0), other=0.0)
+            x = x - xj[:, None] * uj
         tl.debug_barrier()  # every lane has read u before M overwrites it
-        tl.store(mb + t[:, None] * CT + t[None, :], x * tl.exp(tl.sum(gt, 0) - G)[None, :])
+        tl.store(mb + t[:, None] * CS + t[None, :], x * tl.exp(tl.sum(gt, 0) - G)[None, :], mask=lead)
+
+
+@triton.jit
+def _mix_tile(mb, t, c, CS: tl.constexpr):
+    """A head's M as the update's `[CT, CT]` tile (`t` its token indices): the mix kernel's leading `[CS, CS]` block at
+    `mb`, its rows to the count; zeros elsewhere."""
+    return tl.load(mb + t[:, None] * CS + t[None, :], mask=(t < c)[:, None] & (t < CS)[None, :], other=0.0)
 
 
 @triton.jit
@@ -194,8 +205,8 @@ def _gdn_kernel(
     g, gs0, gs1, gs2, gs3,
     slots, bufs, counts, mix,
     NB, H, V, K, HPG, NVB,
-    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, EVEN: tl.constexpr, PDL: tl.constexpr,
-    HALVES: tl.constexpr,
+    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, CS: tl.constexpr, DOT16: tl.constexpr, EVEN: tl.constexpr,
+    PDL: tl.constexpr, HALVES: tl.constexpr,
 ):  # fmt: skip
     # One program folds BV rows of V of one head (pointer form). With HALVES the tile is taken as two halves of its K
     # columns: P = S K^T summed over them, then each half's S' = e^{G_c} S + W K from the half read again (from L2),
@@ -220,7 +231,7 @@ def _gdn_kernel(
             pT += _dot_nt(_state_cols(rows, vv, KS + kc, V, K, EVEN, ""), kz, DOT16)
         if PDL:
             tl.extra.cuda.gdc_wait()  # M comes from the mix kernel, which may still be running
-        m = tl.load(mix + ((layer * NB + b) * H + h) * (CT * CT) + t[:, None] * CT + t[None, :])
+        m = _mix_tile(mix + ((layer * NB + b) * H + h) * (CS * CS), t, c, CS)
         f32: tl.constexpr = ssm.dtype.element_ty == tl.float32
         w = _mixed(pT, vT, gt, m, DOT16 and not f32)
         decay = tl.exp(tl.sum(gt, 0))
@@ -258,7 +269,8 @@ def _gdn_tma_kernel(
     slots, bufs, counts, mix,
     NB, NU, S,
     H: tl.constexpr, V: tl.constexpr, K: tl.constexpr, HPG: tl.constexpr, NVB: tl.constexpr,
-    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr, STAGES: tl.constexpr,
+    BV: tl.constexpr, BK: tl.constexpr, CT: tl.constexpr, CS: tl.constexpr, DOT16: tl.constexpr, PDL: tl.constexpr,
+    STAGES: tl.constexpr,
 ):  # fmt: skip
     # Persistent over units (layer, request, head, V block); state tiles move by TMA, and the pipeliner loads
     # the next units' rings and M while this one is folded. A request with nothing to fold gets the slot
@@ -280,7 +292,7 @@ def _gdn_tma_kernel(
             k, ks0, ks1, ks2, ks3, v, vs0, vs1, vs2, vs3, g, gs0, gs1, gs2, gs3,
             layer.to(tl.int64), slot, r, h, vb * BV + tl.arange(0, BV), t, c, V, K, HPG, BK,
         )  # fmt: skip
-        m = tl.load(mix + hr.to(tl.int64) * (CT * CT) + t[:, None] * CT + t[None, :], mask=(t < c)[:, None], other=0.0)
+        m = _mix_tile(mix + hr.to(tl.int64) * (CS * CS), t, c, CS)
         acc = _gdn_update(s, kt, vT, gt, m, DOT16)
         sd.store([layer, ts, h, vb * BV, 0], acc.to(s.dtype).reshape(1, 1, 1, BV, BK))
 
@@ -311,6 +323,7 @@ class GdnFoldPlan(FoldPlan):
         self.ssm, self.L, self.H, self.V, self.K, self.hpg = ssm, L, H, V, K, hpg
         self.bk, self.ct = max(16, next_pow2(K)), max(16, next_pow2(hist))
         self.steps = hist  # the mix kernel's substitution steps: the ring's length (a 4-token ring: 4 of CT's 16)
+        self.cs = min(self.ct, next_pow2(hist))  # the leading block of M the mix kernel computes
         self.dot16, self.pdl = ssm.is_cuda and k.dtype in HALF, _hopper(ssm)  # PDL: the update launches while M is computed
         self.bv, self.warps = config or GDN_CONFIG
         self.nvb = triton.cdiv(V, self.bv)
@@ -325,14 +338,14 @@ class GdnFoldPlan(FoldPlan):
         if self.form == "step":
             return (self.stepper.launch(nb, self.window),)
         L, H = self.L, self.H
-        mix = torch.empty(L * nb * H * self.ct * self.ct, device=self.device, dtype=torch.float32)
+        mix = torch.empty(L * nb * H * self.cs * self.cs, device=self.device, dtype=torch.float32)
         n = len(self.mix_rings)
         mix_args = (*self.mix_rings, None, None, None, mix, nb, H, self.K, self.hpg)
-        mix_consts = dict(BK=self.bk, CT=self.ct, STEPS=self.steps, DOT16=self.dot16, PDL=self.pdl)
+        mix_consts = dict(BK=self.bk, CT=self.ct, CS=self.cs, STEPS=self.steps, DOT16=self.dot16, PDL=self.pdl)
         grid, args, consts = with_window(self.window, L * nb * H, nb, mix_args, mix_consts)
         first = Launch(_gdn_mix_kernel, grid, args, (n, n + 1, n + 2), consts, num_warps=1)
         opts = dict(num_warps=self.warps, **({"launch_pdl": True} if self.pdl else {}))
-        consts = dict(BV=self.bv, BK=self.bk, CT=self.ct, DOT16=self.dot16, PDL=self.pdl)
+        consts = dict(BV=self.bv, BK=self.bk, CT=self.ct, CS=self.cs, DOT16=self.dot16, PDL=self.pdl)
         if self.tma:
             nu = L * nb * H * self.nvb
             programs = GDN_TMA_PER_SM * sm_count(self.device) if self.device.type == "cuda" else 3

@@ -358,6 +358,11 @@ NEMOTRON_H_LAYERS_UNTIL = "0.11.1"
 # words: SINCE "mamba2_groups_words"): engines/common.py mamba2_groups_unsplit (Falcon-H1-34B's 2 groups at TP 4, the
 # extra tables)
 MAMBA2_GROUPS_ERROR = "If tensor parallel world size does not divide {}, then num_groups must equal 1."
+# ... then a quantized checkpoint's TP size (SINCE "mamba2_quant_tp_groups", "mamba2_quant_tp_free"), in 0.10.2's words
+# and then 0.11.1 - 0.15.x's
+MAMBA2_QUANT_TP_ERRORS = ("Tensor parallel currently not supported for quantized models.",
+                          "Tensor parallel currently supported for quantized models only if tensor parallel world size "
+                          "divides num groups.")
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
 # v0.10.2 on); an older release does not load them. NemotronH_Nano_VL_V2 from 0.11.1 (0.10.2 registers the v1
 # NemotronH_Nano_VL only), Lfm2VlForConditionalGeneration from 0.14.0 (not in 0.13.0's registry)
@@ -872,15 +877,13 @@ def _build_error(spec, version: str, pp: int = 1, tp: int = 1) -> str | None:
 
 def _mixer_error(spec, version: str, tp: int) -> str | None:
     """What the first Mamba2 mixer asserts over `tp` ranks, in MambaMixer2.__init__'s order (None: nothing): groups TP
-    neither splits nor meets as one (MAMBA2_GROUPS_ERROR), then a quantized checkpoint's TP (SINCE
-    "mamba2_quant_tp_groups", "mamba2_quant_tp_free")."""
+    neither splits nor meets as one (MAMBA2_GROUPS_ERROR), then a quantized checkpoint's TP (MAMBA2_QUANT_TP_ERRORS)."""
     if mamba2_groups_unsplit(spec, tp):
         return MAMBA2_GROUPS_ERROR.format("num_groups" if _since(version, "mamba2_groups_words") else "num_heads")
     by_groups = _since(version, "mamba2_quant_tp_groups")
     if _since(version, "mamba2_quant_tp_free") or not mamba2_quantized_tp_refused(spec, tp, any_tp=not by_groups):
         return None
-    return ("Tensor parallel currently supported for quantized models only if tensor parallel world size divides num "
-            "groups." if by_groups else "Tensor parallel currently not supported for quantized models.")
+    return MAMBA2_QUANT_TP_ERRORS[by_groups]
 
 
 def _length_error(s: Settings, spec) -> str | None:

@@ -117,12 +117,15 @@ def test_a_rank_without_state_has_nothing_to_time(tmp_path, capsys):
     assert main(["bench", str(spec), "--device", "cpu", "--batch", "1", "--ops", "alloc", "--reps", "2"]) == 0
 
 
-def test_the_state_dtype_recorded_is_the_one_allocated(tmp_path):
-    """A KDA state is float32 whatever --ssm-dtype says: the results file says so, so that a run is never filed as a
-    bf16-state run it was not."""
+@pytest.mark.parametrize(("ssm", "want"), [(None, "float32"), ("bfloat16", "bfloat16")])
+def test_the_state_dtype_recorded_is_the_one_allocated(tmp_path, ssm, want):
+    """A model with KDA layers keeps its states in float32 unless --ssm-dtype says (the model dtype is bf16): the
+    results file records the dtype the pools were allocated in."""
     kinds = "types: [mamba2, kda, attention, mamba2, kda]"
     text = Path(TINY_SPEC).read_text().replace("types: [mamba2, gdn, attention, mamba1, mamba2]", kinds)
     spec = tmp_path / "kda.yaml"
     spec.write_text(text + "kda: {num_heads: 2, head_dim: 8, conv_kernel: 4}\n")
-    cfg = BenchConfig(spec=str(spec), device="cpu", batches=[1], ops=["reset"], reps=2, ssm_dtype="bfloat16")
-    assert Runner(cfg).run().meta.runtime["state_dtype"] == "bfloat16,float32"  # Mamba2's bf16, KDA's float32
+    cfg = BenchConfig(spec=str(spec), device="cpu", batches=[1], ops=["reset"], reps=2, ssm_dtype=ssm)
+    runner = Runner(cfg)
+    assert runner.run().meta.runtime["state_dtype"] == want
+    assert {s.dtype for kind in ("kda", "mamba2") for s in runner.ctx.states(kind) if s.component == "ssm"} == {want}

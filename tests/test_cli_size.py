@@ -156,7 +156,7 @@ def test_dtype_sources_are_reported():
     report = run_json("kimi-linear-48b-a3b", "--kv-dtype", "fp8")
     assert report["dtypes"]["kv"] == "float8_e4m3fn"
     assert report["dtype_sources"] == {"kv": "--kv-dtype", "conv": "model dtype",
-                                       "ssm": "model dtype; KDA state always float32"}
+                                       "ssm": "float32, KDA's default"}
     assert run_json("nemotron-h-8b")["dtype_sources"]["ssm"] == "model dtype"  # the config has no hint
     assert run_json("nemotron-3-nano-30b-a3b")["dtype_sources"]["ssm"] == "config mamba_ssm_cache_dtype"
     assert run_json("nemotron-3-nano-30b-a3b", "--ssm-dtype", "bf16")["dtype_sources"]["ssm"] == "--ssm-dtype"

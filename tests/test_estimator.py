@@ -192,17 +192,23 @@ def test_no_window_holds_max_seq_len_tokens():
 
 KDA_SPEC = """
     num_layers: 1
-    ssm_dtype: bfloat16
+    dtype: bfloat16
     layers: {repeat: [kda]}
     kda: {num_heads: 4, head_dim: 32}
 """
 
 
-@pytest.mark.parametrize("ssm", [None, "bfloat16", "float16", "float32"], ids=lambda d: f"ssm-{d}")
-def test_kda_state_is_always_float32(ssm):
-    rank = rank_of(make_spec(KDA_SPEC), ssm=ssm)
-    assert rank.ssm_bytes_per_slot == 4 * 32 * 32 * 4
-    assert {c.decl.dtype for c in rank.components if c.decl.component == "ssm"} == {"float32"}
+@pytest.mark.parametrize(("field", "option", "dtype", "itemsize"), [
+    (None, None, "float32", 4),  # float32 by default, not the model dtype
+    ("bfloat16", None, "bfloat16", 2),  # the spec's ssm_dtype
+    (None, "float16", "float16", 2),  # --ssm-dtype
+    ("bfloat16", "float32", "float32", 4),  # --ssm-dtype over the spec
+], ids=["default", "spec", "option", "option-over-spec"])
+def test_kda_state_is_float32_unless_asked(field, option, dtype, itemsize):
+    spec = KDA_SPEC + (f"    ssm_dtype: {field}\n" if field else "")
+    rank = rank_of(make_spec(spec), ssm=option)
+    assert rank.ssm_bytes_per_slot == 4 * 32 * 32 * itemsize  # heads x head_dim x key dim
+    assert {c.decl.dtype for c in rank.components if c.decl.component == "ssm"} == {dtype}
 
 
 def test_kda_conv_follows_conv_dtype():

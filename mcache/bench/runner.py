@@ -170,8 +170,7 @@ class Runner:
 
     @property
     def state_dtype(self) -> str:
-        """The dtype the recurrent states are held in, as allocated (KDA keeps float32 whatever --ssm-dtype says);
-        two kinds in two dtypes read `bfloat16,float32`."""
+        """The dtype the recurrent states are held in, as allocated (kinds in two dtypes would read `bfloat16,float32`)."""
         held = {s.dtype for kind in self.ctx.kinds for s in self.ctx.states(kind) if s.component == "ssm"}
         return ",".join(sorted(held)) or self.ctx.dtypes.ssm
 

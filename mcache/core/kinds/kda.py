@@ -1,11 +1,11 @@
-"""Kimi Delta Attention: conv `[(H*D + 2*Hk*Dk)/tp, K-1]`, state `[H/tp, D, Dk]`, always float32."""
+"""Kimi Delta Attention: conv `[(H*D + 2*Hk*Dk)/tp, K-1]`, state `[H/tp, D, Dk]` in the SSM dtype (float32 unless one
+is asked for: `resolve_dtypes`)."""
 
 from __future__ import annotations
 
 from mcache.core.kinds.base import CacheDtypes, ReplayInput, Role, StateShape, split
 
 NAME = "kda"
-STATE_DTYPE = "float32"  # every engine keeps the KDA recurrent state in float32
 
 
 def _dims(p, tp: int) -> tuple[int, int, int]:
@@ -15,12 +15,12 @@ def _dims(p, tp: int) -> tuple[int, int, int]:
 
 
 def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
-    """Conv window over `[q|k|v]` and the float32 delta-rule state, per slot."""
+    """Conv window over `[q|k|v]` and the delta-rule state, per slot."""
     h, hk, dk = _dims(p, tp)
     qk, v = hk * dk, h * p.head_dim
     conv = StateShape("conv", "conv", (2 * qk + v, p.conv_kernel - 1), ("C", "K"), dt.conv,
                       sections=(("q", qk), ("k", qk), ("v", v)))
-    ssm = StateShape("ssm", "ssm", (h, p.head_dim, dk), ("H", "V", "K"), STATE_DTYPE)
+    ssm = StateShape("ssm", "ssm", (h, p.head_dim, dk), ("H", "V", "K"), dt.ssm)
     return [conv, ssm]
 
 

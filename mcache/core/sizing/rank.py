@@ -14,15 +14,18 @@ from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.spec import dtypes as dt_names
 from mcache.core.spec.model import KINDS, SSM_HINT_KEYS, ModelSpec, layer_kinds
 
+KDA_DEFAULT_SSM = "float32"  # the state dtype of a model with KDA layers when none is asked for
+
 
 def resolve_dtypes(
     spec: ModelSpec, kv: str | None = None, conv: str | None = None, ssm: str | None = None
 ) -> CacheDtypes:
     """Dtype policy of the neutral model: a command-line override, else the spec's field (for the state: its
-    `ssm_dtype`, else the checkpoint's first hint), else the model dtype.
+    `ssm_dtype`, else the checkpoint's first hint), else the model dtype; a model with KDA layers keeps its state in
+    float32 unless one is asked for (SGLang and vLLM from 0.30 hold KDA's state in the SSM dtype given, float32
+    by default).
 
-    An override its role does not accept raises `LayoutError` naming the role's field. (KDA ignores the SSM
-    dtype: its state is always float32.)
+    An override its role does not accept raises `LayoutError` naming the role's field.
     """
     for field, value in (("kv_dtype", kv), ("conv_dtype", conv), ("ssm_dtype", ssm)):
         if value is not None and dt_names.for_role(value, field) is None:
@@ -32,9 +35,8 @@ def resolve_dtypes(
     def pick(override: str | None, field: str | None) -> str:
         return dt_names.canonical(override or field or model)
 
-    return CacheDtypes(
-        model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, spec_ssm_dtype(spec))
-    )
+    state = spec_ssm_dtype(spec) or (KDA_DEFAULT_SSM if spec.kda is not None else None)
+    return CacheDtypes(model=model, kv=pick(kv, spec.kv_dtype), conv=pick(conv, spec.conv_dtype), ssm=pick(ssm, state))
 
 
 def spec_ssm_dtype(spec: ModelSpec) -> str | None:
@@ -53,7 +55,8 @@ def dtype_sources(spec: ModelSpec, kv: str | None = None, conv: str | None = Non
 
     hint = next((k for k in SSM_HINT_KEYS if k in spec.ssm_dtype_hints), None)
     ssm_source = f"config {hint}" if not ssm and not spec.ssm_dtype and hint else source(ssm, "ssm_dtype")
-    ssm_source += ("; KDA state always float32" if spec.kda is not None else "")
+    if ssm_source == "model dtype" and spec.kda is not None:
+        ssm_source = f"{KDA_DEFAULT_SSM}, KDA's default"
     kv_source = source(kv, "kv_dtype")
     if kv_source == "model dtype" and checkpoint_kv_format(spec):
         kv_source += (f"; the checkpoint stores KV as {checkpoint_kv_format(spec)} (quantization.kv_cache), which engines "

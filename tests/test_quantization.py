@@ -8,6 +8,7 @@ import shutil
 from fractions import Fraction
 
 import pytest
+from msgspec.structs import replace
 from paths import HF_CONFIGS
 
 from mcache.core.errors import SpecError
@@ -139,6 +140,25 @@ BASE = {"model_type": "nemotron_h", "hidden_size": 256, "num_hidden_layers": 4, 
 def quantized(tmp_path, qc) -> Quantization | None:
     (tmp_path / "config.json").write_text(json.dumps({**BASE, "quantization_config": qc}))
     return import_hf(tmp_path / "config.json").quantization
+
+
+def test_modelopt_export_form_in_the_config_reads_as_the_flat_form(tmp_path):
+    """A config.json `quantization_config` copied from hf_quant_config.json (ModelOpt's producer and its settings under
+    `quantization`, no quant_method: vLLM sets quant_method modelopt for it) quantizes as the flat form does; a damaged
+    one names the nested field."""
+    settings = {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}
+    flat = quantized(tmp_path, {"quant_method": "modelopt", **settings})
+    nested = quantized(tmp_path, {"producer": {"name": "modelopt", "version": "0.29.0"}, "quantization": settings})
+    assert (nested.format, nested.kv_cache, nested.unquantized) == ("fp8", "fp8", ["lm_head"])
+    assert nested.source.startswith("quantization_config.quantization: modelopt FP8")
+    assert replace(nested, source=flat.source) == flat
+    # another producer, or no quant_algo, is not a ModelOpt checkpoint (vLLM leaves the method unset): not sized
+    for qc in ({"producer": {"name": "other"}, "quantization": settings}, {"producer": {"name": "modelopt"},
+                                                                         "quantization": {"kv_cache_quant_algo": "FP8"}}):
+        assert quantized(tmp_path, qc) is None
+    with pytest.raises(SpecError) as err:
+        quantized(tmp_path, {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP9"}})
+    assert err.value.field == "quantization_config.quantization.quant_algo"
 
 
 def test_compressed_tensors_groups_each_with_its_targets(tmp_path):

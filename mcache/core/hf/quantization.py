@@ -122,13 +122,30 @@ def find_quantization(cfg: Cfg, text: Cfg, folder: Path | None) -> tuple[Setting
     for c in dict.fromkeys((text, cfg)):
         if c.data.get("quantization_config") is not None:
             where = f"{c.prefix}quantization_config"
-            return read_settings(c.data["quantization_config"], where, cfg.file), where
+            qc = c.data["quantization_config"]
+            if (nested := _modelopt_export(qc)) is not None:
+                return read_settings(nested, f"{where}.quantization", cfg.file), f"{where}.quantization"
+            return read_settings(qc, where, cfg.file), where
     side = folder / QUANT_FILE if folder is not None else None
     if side is not None and side.is_file():
         q = read_config(side).get("quantization")
         if not isinstance(q, dict):
             raise SpecError(str(side), "quantization", "a mapping")
         return read_settings({"quant_method": "modelopt", **q}, "quantization", str(side)), QUANT_FILE
+    return None
+
+
+def _modelopt_export(qc: Any) -> dict | None:
+    """A config's `quantization_config` in ModelOpt's export form (no `quant_method`; `producer.name` modelopt and the
+    settings under `quantization`, as in hf_quant_config.json) as the flat settings with `quant_method` modelopt, as
+    vLLM reads it (config/model.py `_parse_quant_hf_config`, `_normalize_quantization_config` from 0.11: a
+    `quant_algo` given makes it a ModelOpt checkpoint); None for any other form."""
+    if not isinstance(qc, dict) or "quant_method" in qc:
+        return None
+    producer, nested = qc.get("producer"), qc.get("quantization")
+    if isinstance(producer, dict) and producer.get("name") == "modelopt" and isinstance(nested, dict) \
+            and nested.get("quant_algo") is not None:
+        return {"quant_method": "modelopt", **nested}
     return None
 
 

@@ -291,7 +291,7 @@ def _ssm_dtype_hints(cfg: Cfg, top: Cfg, kinds: set[str], model: str) -> tuple[d
                 hints[key] = name
                 notes.append(f"{c.prefix}{key} is {name}.")
     if "kda" in kinds:
-        notes.append("The KDA recurrent state is float32 whatever the ssm dtype.")
+        notes.append("The KDA recurrent state is float32 unless a state dtype is asked for.")
     if not hints and kinds & {"mamba1", "mamba2", "gdn", "lightning"}:
         notes.append(f"The config sets no {' or '.join(SSM_HINT_KEYS)}: the state dtype is the engine's default "
                      f"(neutral model: the model dtype, {model}).")

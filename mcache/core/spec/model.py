@@ -95,9 +95,9 @@ class GatedDeltaNet(Block):
 
 
 class KDA(Block):
-    """Kimi Delta Attention; key heads/dims default to `num_heads`/`head_dim`. State in float32 unless `ssm_dtype` says. Its forget
-    gate and output gate are low-rank (hidden -> head_dim -> width, Kimi-Linear), or with `low_rank_gates: false`
-    full-rank projections from the hidden size (Ling 3.0's `no_kda_lora`)."""
+    """Kimi Delta Attention; key heads/dims default to `num_heads`/`head_dim`. State in float32 unless `ssm_dtype`
+    says. Its forget gate and output gate are low-rank (hidden -> head_dim -> width, Kimi-Linear), or with
+    `low_rank_gates: false` full-rank projections from the hidden size (Ling 3.0's `no_kda_lora`)."""
 
     num_heads: Pos
     head_dim: Pos

@@ -161,6 +161,19 @@ def test_modelopt_export_form_in_the_config_reads_as_the_flat_form(tmp_path):
     assert err.value.field == "quantization_config.quantization.quant_algo"
 
 
+def test_modelopt_0_30_flat_export_with_a_string_kv_scheme(tmp_path):
+    """ModelOpt 0.30's config.json form (nvidia/Nemotron-H-47B-Reasoning-128K-FP8, as published): no quant_method, the
+    producer beside a flat quant_algo FP8, compressed-tensors-like groups, an `ignore` list, and `kv_cache_scheme` the
+    string "FP8". It was refused (kv_cache_scheme: expected an object); it reads as ModelOpt FP8 with an fp8 KV cache."""
+    qc = {"config_groups": {"group_0": {"input_activations": {"dynamic": False, "num_bits": 8, "type": "float"},
+                                        "weights": {"dynamic": False, "num_bits": 8, "type": "float"}}},
+          "ignore": ["model.layers.backbone.layers.0.mixer.conv1d", "lm_head"], "quant_algo": "FP8",
+          "kv_cache_scheme": "FP8", "producer": {"name": "modelopt", "version": "0.30.1.dev44+gd6269109"}}
+    q = quantized(tmp_path, qc)
+    assert (q.method, q.algo, q.format, q.kv_cache, q.unquantized) == ("modelopt", "FP8", "fp8", "fp8", ["lm_head"])
+    assert q.source.startswith("quantization_config: modelopt FP8, 2 excluded module patterns")
+
+
 def test_compressed_tensors_groups_each_with_its_targets(tmp_path):
     """Two groups: NVFP4 for the routed experts by regex, FP8 for every other Linear; the head ignored."""
     q = quantized(tmp_path, {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {

@@ -102,7 +102,7 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     q_group_size: GroupSize | None = None  # awq
     lm_head: bool = False  # gptq, awq: the output head is quantized too
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
-    kv_cache_scheme: dict[str, Any] | None = None  # compressed-tensors, modelopt's config.json form
+    kv_cache_scheme: dict[str, Any] | str | None = None  # compressed-tensors, modelopt's config.json form ("FP8" in 0.30's)
     kv_cache_quant_algo: str | None = None  # modelopt
 
 
@@ -122,9 +122,7 @@ def find_quantization(cfg: Cfg, text: Cfg, folder: Path | None) -> tuple[Setting
     for c in dict.fromkeys((text, cfg)):
         if c.data.get("quantization_config") is not None:
             where = f"{c.prefix}quantization_config"
-            qc = c.data["quantization_config"]
-            if (nested := _modelopt_export(qc)) is not None:
-                return read_settings(nested, f"{where}.quantization", cfg.file), f"{where}.quantization"
+            qc, where = _modelopt_export(c.data["quantization_config"], where)
             return read_settings(qc, where, cfg.file), where
     side = folder / QUANT_FILE if folder is not None else None
     if side is not None and side.is_file():
@@ -135,18 +133,22 @@ def find_quantization(cfg: Cfg, text: Cfg, folder: Path | None) -> tuple[Setting
     return None
 
 
-def _modelopt_export(qc: Any) -> dict | None:
-    """A config's `quantization_config` in ModelOpt's export form (no `quant_method`; `producer.name` modelopt and the
-    settings under `quantization`, as in hf_quant_config.json) as the flat settings with `quant_method` modelopt, as
-    vLLM reads it (config/model.py `_parse_quant_hf_config`, `_normalize_quantization_config` from 0.11: a
-    `quant_algo` given makes it a ModelOpt checkpoint); None for any other form."""
+def _modelopt_export(qc: Any, where: str) -> tuple[Any, str]:
+    """A config's `quantization_config` (at `where`) and where its settings are: a ModelOpt export without
+    `quant_method` (`producer.name` modelopt) reads as ModelOpt's settings, with `quant_method` modelopt: those under
+    `quantization` (hf_quant_config.json's form, which vLLM reads so: config/model.py `_parse_quant_hf_config`,
+    `_normalize_quantization_config` from 0.11), or its own when it names a `quant_algo` beside the producer
+    (ModelOpt 0.30's config.json, e.g. nvidia/Nemotron-H-47B-Reasoning-128K-FP8). Any other form as it is."""
     if not isinstance(qc, dict) or "quant_method" in qc:
-        return None
+        return qc, where
     producer, nested = qc.get("producer"), qc.get("quantization")
-    if isinstance(producer, dict) and producer.get("name") == "modelopt" and isinstance(nested, dict) \
-            and nested.get("quant_algo") is not None:
-        return {"quant_method": "modelopt", **nested}
-    return None
+    if not isinstance(producer, dict) or producer.get("name") != "modelopt":
+        return qc, where
+    if isinstance(nested, dict) and nested.get("quant_algo") is not None:
+        return {"quant_method": "modelopt", **nested}, f"{where}.quantization"
+    if nested is None and qc.get("quant_algo") is not None:
+        return {**qc, "quant_method": "modelopt"}, where
+    return qc, where
 
 
 def lone_file_note(file: Path) -> str:
@@ -178,10 +180,13 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
 
 def kv_cache_format(qc: Settings, method: str) -> str | None:
     """`fp8` when the checkpoint declares an 8-bit float KV cache: a compressed-tensors or ModelOpt
-    `kv_cache_scheme` (`num_bits` 8, `type` float) or a ModelOpt `kv_cache_quant_algo` FP8; else None.
+    `kv_cache_scheme` (`num_bits` 8, `type` float), a ModelOpt `kv_cache_quant_algo` FP8 or `kv_cache_scheme` "FP8"
+    (ModelOpt 0.30's config.json); else None.
     (Other KV formats, e.g. NVFP4 KV, are not recorded: no engine profile sizes them yet.)"""
     scheme = qc.kv_cache_scheme
     if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
+        return "fp8"
+    if isinstance(scheme, str) and scheme.upper() == "FP8" and method.startswith("modelopt"):
         return "fp8"
     if method.startswith("modelopt") and (qc.kv_cache_quant_algo or "").upper() == "FP8":
         return "fp8"

@@ -391,6 +391,43 @@ def test_a_vllm_log_reads_the_same_in_every_format(variant, tmp_path, capsys):
         assert any(p.startswith("EngineCore") for p in data["log"]["processes"]), data["log"]["processes"]
 
 
+# Two lines of a vLLM 0.27.2rc1 boot on an Intel Arc Pro B70 (https://github.com/SergiioB/intel-arc-pro-b70-inference-
+# cookbook/issues/4; the engine line cut where the excerpt wraps it): --kv-cache-memory-bytes and MTP given, no args line
+KV_GIVEN_BOOT = [
+    "(EngineCore pid=316) INFO 08-21 18:34:34 [core.py:122] Initializing a V1 LLM engine (v0.27.2rc1.dev77+gac7509e2b) with "
+    "config: model='/model', speculative_config=SpeculativeConfig(method='mtp', model='/model', num_spec_tokens=4), "
+    "tokenizer='/model', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, "
+    "trust_remote_code=False, dtype=torch.float16, max_seq_len=100000, download_dir=None, load_format=auto, "
+    "tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1, decode_context_parallel_size=1, "
+    "dcp_comm_backend=ag_rs, disable_custom_all_reduce=True, quantization=auto_gptq, quantization_config=None, "
+    "enforce_eager=False, enable_return_routed_experts=False, kv_cache_dtype=fp8, device_config=xpu",
+    "(EngineCore pid=316) INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved 4.25 GiB memory "
+    "for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling. This does not respect the "
+    "gpu_memory_utilization config.",
+    "(EngineCore pid=316) WARNING 08-21 18:37:44 [kv_cache_utils.py:1227] Add 3 padding layers, may waste at most 6.25% KV "
+    "cache memory",
+]
+
+
+def test_a_vllm_boot_with_its_kv_memory_given_and_drafts_on_the_engine_line(tmp_path, capsys):
+    """The budget --kv-cache-memory-bytes reserved (gpu_worker.py) is the KV memory fed, and the engine line's
+    SpeculativeConfig repr gives the drafts where no args line does; an args line's speculative_config still wins."""
+    log = read_log("\n".join(KV_GIVEN_BOOT))
+    assert [(m.name, m.setting, m.shown) for m in log.measured] == [
+        ("available_kv_cache_memory", "kv_cache_memory_bytes", "4.25 GiB")]
+    assert log.settings["num_speculative_tokens"] == 4 and log.other_settings["speculative_config"]["method"] == "mtp"
+    args = "(APIServer pid=1) INFO [utils.py:233] non-default args: {'speculative_config': {'method': 'mtp', " \
+           "'num_speculative_tokens': 2}}"
+    assert read_log("\n".join([args, *KV_GIVEN_BOOT])).settings["num_speculative_tokens"] == 2
+    # on the XPU GatedDeltaNet takes attention blocks in multiples of 64 (platforms/xpu.py update_block_size_for_backend)
+    path = tmp_path / "xpu.log"
+    path.write_text("\n".join(KV_GIVEN_BOOT))
+    code, data = explain([str(path), "--model", str(HF_CONFIGS / "qwen3.5-27b.json"), "--gpu-memory", "32GiB",
+                          "--kernel-block-size", "64"], capsys)
+    assert code == 0 and verdicts(data) == {"padding_layers": {"agree"}, "padding_waste_pct": {"agree"}}
+    assert list(data["fed"]) == ["kv_cache_memory_bytes"] and data["fed"]["kv_cache_memory_bytes"] == 4.25 * 2**30
+
+
 def test_a_vllm_log_cut_before_the_cache_is_sized_is_one_line(tmp_path, capsys):
     path = tmp_path / "cut.log"
     path.write_text("\n".join([ARGS, KV_LINES[0]]))

@@ -12,7 +12,10 @@ words do not, except where said).
   data-parallel engine core logs its own figures), `Resolved architecture: X`, `Setting kv cache block size to N for
   X backend` (an MLA backend's block, platforms), `max_num_seqs (S) exceeds …` (the S it ran with).
 - Measured: `Model loading took X GiB` (gpu_model_runner.py; `X GiB memory and …` from 0.2x): the weights one rank
-  loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling.
+  loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling, or with
+  `--kv-cache-memory-bytes` `reserved X GiB memory for KV Cache as specified by kv_cache_memory_bytes` (the budget
+  given). The engine line's `speculative_config=SpeculativeConfig(method=…, num_spec_tokens=N)` gives the drafts
+  where no args line does.
 - Printed: `Setting attention block size to N tokens`, `Padding mamba page size by P%` (platforms/interface.py, in
   config.py on older mains), `Add N padding layers, may waste at most P% KV cache memory`, `GPU KV cache size: N
   tokens` and `Maximum concurrency for L tokens per request: Cx` (kv_cache_utils.py: two lines up to about 0.30, one
@@ -53,6 +56,10 @@ PATTERNS = [
      lambda m: [("padding_layers", int(m[1]), m[1]), ("padding_waste_pct", float(m[2]), f"{m[2]}%")]),
     ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (\d+(?:\.\d+)?) GiB"),
      lambda m: [("available_kv_cache_memory", float(m[1]), f"{m[1]} GiB")]),
+    # gpu_worker.py determine_available_memory with --kv-cache-memory-bytes: the budget given, profiling skipped
+    ("available_kv_cache_memory", re.compile(r"reserved (\d+(?:\.\d+)?) GiB memory for KV Cache as specified by "
+                                             r"kv_cache_memory_bytes"),
+     lambda m: [("available_kv_cache_memory", float(m[1]), f"{m[1]} GiB")]),
     ("kv_cache_tokens", re.compile(r"GPU KV cache size: " + NUMBER + " tokens"),
      lambda m: [("kv_cache_tokens", number(m[1]), m[1])]),
     ("max_concurrency", re.compile(r"Maximum concurrency for " + NUMBER + r" tokens per request: (\d+(?:\.\d+)?)x"),
@@ -75,6 +82,9 @@ MAX_LEN_IN_CONCURRENCY = re.compile(r"Maximum concurrency for " + NUMBER + " tok
 ARCH = re.compile(r"Resolved architecture: (\w+)")
 SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks")
 ARGS = re.compile(r"non-default args: ")
+# the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (`method=..., model=...,
+# num_spec_tokens=N`)
+SPEC_CONFIG = re.compile(r"speculative_config=SpeculativeConfig\(method='?(\w+)'?,.*?num_spec_tokens=(\d+)\)")
 # the engine's config line names a few settings as key=value
 CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|kv_cache_dtype|"
                          r"enable_prefix_caching|quantization)=('[^']*'|[\w.\-]+)")
@@ -124,6 +134,8 @@ def read(lines: list[LogLine]) -> EngineLog:
             log.model = m[1]
             for key, value in CONFIG_KEYS.findall(text):
                 _setting(log, "max_model_len" if key == "max_seq_len" else key, _plain(value), line.number, weak=True)
+            if (m := SPEC_CONFIG.search(text)) and "num_speculative_tokens" not in log.settings:
+                _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[2])}, line.number)
         if m := ARGS.search(text):
             args = balanced(text, m.end())
             parsed = literal_dict(args) if args else None
@@ -185,9 +197,14 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
         if name in ("model", "model_tag"):
             continue
         if name == "speculative_config" and isinstance(value, dict):
-            log.other_settings[name] = value
-            if isinstance(value.get("num_speculative_tokens"), int):
-                log.settings["num_speculative_tokens"] = value["num_speculative_tokens"]
-                log.setting_lines["num_speculative_tokens"] = line
+            _drafts(log, value, line)
             continue
         _setting(log, name, value, line)
+
+
+def _drafts(log: EngineLog, config: dict, line: int) -> None:
+    """A speculative config (the args line's `speculative_config`, or the engine line's as a dict): its draft count."""
+    log.other_settings["speculative_config"] = config
+    if isinstance(config.get("num_speculative_tokens"), int):
+        log.settings["num_speculative_tokens"] = config["num_speculative_tokens"]
+        log.setting_lines["num_speculative_tokens"] = line

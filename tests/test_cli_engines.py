@@ -198,6 +198,29 @@ def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
     assert run("sglang", config_spec("qwen3.5-27b"), "h200").caveats == []
 
 
+def test_every_engine_says_it_sized_a_spec_naming_no_architecture_by_its_layer_kinds():
+    """A hand-written hybrid spec (or a mamba_ssm-format config) names no architecture: whether an engine loads it is
+    not checked, and each run says so; a spec that names one gets no such caveat."""
+    from mcache.core.load import parse_spec
+
+    spec = parse_spec("""
+name: hand-made
+source: test
+dtype: bfloat16
+hidden_size: 256
+vocab_size: 1000
+num_layers: 4
+layers: {pattern: "M*M*"}
+mamba2: {num_heads: 8, head_dim: 32, state_size: 16, n_groups: 1}
+attention: {num_heads: 4, num_kv_heads: 2, head_dim: 64}
+""", "hand.yaml")
+    for engine, title in (("vllm", "vLLM"), ("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")):
+        caveats = run(engine, spec, "h200").caveats
+        assert f"{title}: the spec names no architecture, so whether {title} loads the model is not checked" in \
+            " ".join(caveats), (engine, caveats)
+        assert not [c for c in run(engine, config_spec("nemotron-h-8b-base-8k"), "h200").caveats if "no architecture" in c]
+
+
 def test_help_states_each_engines_defaults_as_its_module_names_them(capsys, monkeypatch):
     """`mcache size --help` writes the engines' defaults as literals (it starts without loading the engine modules):
     each literal is the engine module's named constant."""

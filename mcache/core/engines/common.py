@@ -288,6 +288,15 @@ def window_of(ctx: RankContext, kind: str) -> int | None:
     return ctx.states(kind)[0].window
 
 
+def unnamed_architecture_caveats(spec: ModelSpec, title: str) -> list[str]:
+    """The caveat of a profile that sizes a hybrid spec naming no architecture (a hand-written spec, a mamba_ssm-format
+    config) by its layer kinds: whether the engine loads the model, and its rules by architecture, are not checked."""
+    if spec.architecture is not None or not recurrent_kinds(spec):
+        return []
+    return [f"{title}: the spec names no architecture, so whether {title} loads the model is not checked; it is sized "
+            "as a hybrid of its layer kinds."]
+
+
 def window_caveats(spec: ModelSpec, title: str, pool: str) -> list[str]:
     """The caveat of a profile that sizes windowed attention layers at full length (its `pool` is not modelled)."""
     windowed = [kind for kind in ATTENTION_KINDS if getattr(getattr(spec, kind, None), "sliding_window", None)]

@@ -51,6 +51,7 @@ from mcache.core.engines.common import (
     state_dtype,
     token_bytes,
     unknown_model_type,
+    unnamed_architecture_caveats,
     whole_model,
     window_caveats,
     within_gpu,
@@ -640,7 +641,8 @@ def run(inputs: EngineInputs) -> EngineRun:
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
     weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
                         dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()))
-    caveats = window_caveats(inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    caveats = unnamed_architecture_caveats(inputs.spec, "SGLang") + window_caveats(
+        inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
                        "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "

@@ -80,6 +80,7 @@ from mcache.core.engines.common import (
     state_bytes,
     state_dtype,
     token_bytes,
+    unnamed_architecture_caveats,
     window_caveats,
 )
 from mcache.core.engines.versions import at_least
@@ -250,9 +251,7 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
         if unsupported:
             raise LayoutError("engine", f"a model TensorRT-LLM's hybrid cache managers serve (Mamba2, GatedDeltaNet "
                                         f"or KDA states); this one has {', '.join(unsupported)} layers")
-        caveat = ("TensorRT-LLM: the spec names no architecture, so whether TensorRT-LLM loads the model is not "
-                  "checked; it is sized as a hybrid of its layer kinds.")
-        return None, [caveat] if recurrent else []
+        return None, unnamed_architecture_caveats(spec, "TensorRT-LLM")
     if recurrent and arch not in HYBRID_ARCHS[version]:
         return f"Unknown architecture for AutoModelForCausalLM: {arch}", []
     return None, []

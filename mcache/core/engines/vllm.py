@@ -42,6 +42,7 @@ from mcache.core.engines.common import (
     state_dtype,
     token_bytes,
     unknown_model_type,
+    unnamed_architecture_caveats,
     whole_model,
     window_of,
     within_gpu,
@@ -541,6 +542,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     inputs = replace(inputs, layout=engine_core_layout(inputs.layout),
                      spec=_served_spec(inputs.spec, inputs.version or VERSIONS[-1]))
     setup = _setup(inputs, s)
+    caveats = unnamed_architecture_caveats(checkpoint, "vLLM")
     # distributed/utils.py get_pp_indices (v0.10.2 to v0.33.0): the remainder to the stages before the last, the last but
     # one first
     layout = pp_layout(inputs.layout, inputs.spec.num_layers, spared=1)
@@ -550,19 +552,19 @@ def run(inputs: EngineInputs) -> EngineRun:
                         expert_shards)
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
-        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
+        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     pools = _pools(contexts, weights, inputs, setup)
     refusal = _planning_error(pools, setup)
     if refusal is not None:  # vLLM stops while it plans the workers' KV caches, before any is made
         stages = [EngineStage(p.ctx.stage, 0, refusal, p.log + [refusal], "start-up",
                               _fields(p, None, setup.rule.per_request(p.groups, setup.max_len, p.ctx), setup))
                   for p in pools]
-        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
+        return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     # Every worker computes its blocks; vLLM then gives all of them the smallest count (kv_cache_utils.py).
     num_blocks = min(p.num_blocks for p in pools) if all(p.available is not None for p in pools) else None
     stages = [_stage(pool, num_blocks, setup) for pool in pools]
     s.values["max_num_seqs"] = setup.max_num_seqs
-    return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages)
+    return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
 
 
 # Attention data parallelism. vLLM has no attention-DP flag: `--data-parallel-size N` (vllm/config/parallel.py

@@ -379,6 +379,17 @@ def test_mamba_ssm_defaults_and_overrides(tmp_path):
     assert kinds(custom) == ["mamba2+mlp"] * 3 + ["attention+mlp"]
     assert (custom.mamba2.num_heads, custom.mamba2.state_size, custom.mamba2.n_groups) == (48, 64, 2)
     assert custom.attention.head_dim == 64 and custom.mlp.intermediate_size == 1024  # GatedMLP rounds to 128
+    assert "attn_cfg.d_conv" not in custom.notes  # no conv over q|k|v unless attn_cfg asks for one
+
+
+def test_mamba_ssm_attention_conv_is_noted(tmp_path):
+    """state-spaces/mamba2attn-2.7b's attn_cfg (d_conv 4, 30 heads of 128, no num_heads_kv): mamba_ssm's MHA keeps a
+    conv state over q|k|v, 128 x (30 + 2 x 30) = 11520 channels x 4, which mcache does not size: the notes say so."""
+    config = {**MAMBA2_SSM, "attn_layer_idx": [9, 18, 27, 36, 45, 56],
+              "attn_cfg": {"causal": True, "d_conv": 4, "head_dim": 128, "num_heads": 30, "out_proj_bias": False,
+                           "qkv_proj_bias": False, "rotary_emb_dim": 64}}
+    spec = imported(tmp_path, config)
+    assert "attn_cfg.d_conv 4: mamba_ssm's attention layers also keep a conv state of 11520 channels x 4" in spec.notes
 
 
 def test_lfm2_full_attn_idxs_alone(tmp_path):

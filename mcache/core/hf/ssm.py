@@ -76,6 +76,12 @@ def mamba_ssm(cfg: Cfg) -> Draft:
         f"mamba_ssm defaults applied: {defaults or 'none'}. vocab_size {vocab} padded to {padded} "
         f"(pad_vocab_size_multiple {multiple})."
     )
+    if attn and (width := top.sub("attn_cfg").int("d_conv", 0, minimum=0)) > 0:  # modules/mha.py MHA's causal conv1d
+        a = draft.blocks["attention"]
+        channels = a["head_dim"] * (a["num_heads"] + 2 * a["num_kv_heads"])
+        draft.notes.append(f"attn_cfg.d_conv {width}: mamba_ssm's attention layers also keep a conv state of "
+                           f"{channels} channels x {width} per request (mha.py allocate_inference_cache), which "
+                           "mcache does not size.")
     return draft
 
 

@@ -104,7 +104,7 @@ def test_output_file_is_written(tmp_path):
         (["size", "nemotron-h-8b", "--max-batch", "0"], "--max-batch: an integer from 1 to 2**40"),
         (["size", "nemotron-h-8b", "--gpu", "h200", "--utilization", "1.5"], "--utilization: a fraction in (0, 1], got 1.5"),
         (["size", "nemotron-h-8b", "--weight-format", "fp3"],
-         "--weight-format: one of bf16, bfloat16, fp16, float16, nvfp4, mxfp4, fp8, fp8_block, int4, int8, got 'fp3'"),
+         "--weight-format: one of bf16, bfloat16, fp16, float16, nvfp4, mxfp4, fp8, fp8_block, int4, int8, nf4, got 'fp3'"),
         (["size", "nemotron-h-8b", "--engine", "vllm", "--gpu", "h200", "--weight-format", "FP8"], "--weight-format: one of"),
         (["spec", "validate", "nowhere.yaml"], "nowhere.yaml: file:"),
     ],

@@ -717,4 +717,4 @@ def test_a_config_that_declares_its_quantization_is_weighed_as_it_says():
 def test_a_bad_weight_format_is_one_line(capsys):
     line = one_line(["explain", str(LOGS / AUTOROUND), *AUTOROUND_ARGS, "--weight-format", "fp4"], capsys)
     assert line == ("mcache: --weight-format: one of bf16, bfloat16, fp16, float16, nvfp4, mxfp4, fp8, fp8_block, int4, "
-                    "int8, got 'fp4'")
+                    "int8, nf4, got 'fp4'")

@@ -46,9 +46,16 @@ def tiny(quantization: str = "") -> str:
     ("int4", 128, False, Fraction(1, 2) + Fraction(2, 128)),  # a 16-bit scale per 128
     ("int4", 32, True, Fraction(1, 2) + Fraction(2, 32) + Fraction(1, 64)),  # and a 4-bit zero point per 32
     ("int8", None, False, Fraction(1)),
+    ("nf4", None, False, Fraction(1, 2) + Fraction(4, 64)),  # bitsandbytes 4-bit codes + an fp32 absmax per 64
 ])
 def test_bytes_per_parameter_by_hand(fmt, group, zeros, expected):
     assert format_bytes(Quantization(format=fmt, group_size=group, zero_points=zeros), fmt) == expected
+
+
+def test_bitsandbytes_double_quant_by_hand():
+    """The absmax of each 64 in 8 bits, and an fp32 scale per 256 of those: 1/2 + 1/64 + 4/(64 x 256) bytes."""
+    q = Quantization(format="nf4", group_size=64, double_quant=True)
+    assert format_bytes(q, "nf4") == Fraction(1, 2) + Fraction(1, 64) + Fraction(4, 16384)
 
 
 def test_a_small_quantized_model_by_hand():
@@ -196,6 +203,22 @@ def test_gptq_quantizes_the_head_only_when_it_says_so(tmp_path):
     assert quantized(tmp_path, gptq).unquantized == ["lm_head"]
     q = quantized(tmp_path, {**gptq, "lm_head": True})
     assert (q.format, q.group_size, q.zero_points, q.unquantized) == ("int4", 64, True, [])
+
+
+def test_bitsandbytes_checkpoints(tmp_path):
+    """tiiuae/falcon-mamba-7b-instruct-4bit's quantization_config (bitsandbytes fp4, no double quant, no skip list):
+    every linear layer in 4 bits but the output head; a skip list replaces the head's default (module names that hold
+    one of its entries), double quant is recorded, and 8 bits is int8."""
+    qc = {"_load_in_4bit": True, "_load_in_8bit": False, "bnb_4bit_compute_dtype": "float32",
+          "bnb_4bit_quant_storage": "uint8", "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": False,
+          "llm_int8_enable_fp32_cpu_offload": False, "llm_int8_has_fp16_weight": False, "llm_int8_skip_modules": None,
+          "llm_int8_threshold": 6.0, "load_in_4bit": True, "load_in_8bit": False, "quant_method": "bitsandbytes"}
+    q = quantized(tmp_path, qc)
+    assert (q.format, q.group_size, q.double_quant, q.unquantized) == ("nf4", 64, False, ["lm_head"])
+    # layer 1 is the attention layer of BASE's "M*-E"; the head is quantized once a skip list leaves it out
+    q = quantized(tmp_path, {**qc, "bnb_4bit_use_double_quant": True, "llm_int8_skip_modules": ["layers.1."]})
+    assert q.double_quant and q.unquantized == ["attention.proj"]
+    assert quantized(tmp_path, {**qc, "load_in_4bit": False, "load_in_8bit": True}).format == "int8"
 
 
 def test_an_unknown_method_is_noted_and_weighed_in_the_model_dtype(tmp_path):

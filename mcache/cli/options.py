@@ -18,7 +18,7 @@ def output_format(fmt: str | None, output: Path | None) -> str:
 OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")]
 # the names are `core/sizing/weights.py` WEIGHT_FORMATS, written out so that no command loads the core to build its help
 WeightFormatOption = Annotated[str | None, typer.Option(metavar="FORMAT", help=(
-    "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4 or int8: every linear layer but the output head "
+    "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4, int8 or nf4: every linear layer but the output head "
     "(default: the spec's; explain: the format the log's quantization names, where it names one)."))]
 TpOption = Annotated[int, typer.Option(help="Tensor-parallel size.")]
 PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]

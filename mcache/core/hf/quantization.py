@@ -104,6 +104,10 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
     kv_cache_scheme: dict[str, Any] | str | None = None  # compressed-tensors, modelopt's config.json form ("FP8" in 0.30's)
     kv_cache_quant_algo: str | None = None  # modelopt
+    load_in_4bit: bool = False  # bitsandbytes
+    load_in_8bit: bool = False  # bitsandbytes
+    bnb_4bit_use_double_quant: bool = False  # bitsandbytes
+    llm_int8_skip_modules: list[str] | None = None  # bitsandbytes: the modules it leaves unquantized
 
 
 def read_settings(qc: Any, where: str, file: str) -> Settings:
@@ -168,6 +172,8 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
         block, note = _compressed_tensors(spec, qc, where, cfg)
     elif method in ("fp8", "mxfp4", "gptq", "awq"):
         block, note = _simple(spec, qc, where, method, cfg)
+    elif method == "bitsandbytes" and (qc.load_in_4bit or qc.load_in_8bit):
+        block, note = _bitsandbytes(spec, qc, where)
     else:
         return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
     block["method"], block["algo"] = method, qc.quant_algo if method.startswith("modelopt") else ""
@@ -316,6 +322,21 @@ def _simple(spec: ModelSpec, qc: Settings, where: str, method: str, cfg: Cfg) ->
         size = qc.group_size or qc.q_group_size or 128
         block.update(group_size=size if size > 0 else 128, zero_points=True)
     return block, f"{where}: {method} {bits}-bit."
+
+
+def _bitsandbytes(spec: ModelSpec, qc: Settings, where: str) -> tuple[dict, str]:
+    """bitsandbytes (a checkpoint saved quantized): every linear layer in 4 bits (`nf4`: fp4 or nf4 codes, an absmax a
+    block of 64, itself in 8 bits with `bnb_4bit_use_double_quant`) or 8 bits (LLM.int8, its fp32 row scales left out),
+    but the modules `llm_int8_skip_modules` names (a module whose name holds one: transformers
+    integrations/bitsandbytes.py replace_with_bnb_linear) or, when it names none, the output head
+    (get_keys_to_not_convert)."""
+    skip = qc.llm_int8_skip_modules if qc.llm_int8_skip_modules is not None else ["lm_head"]
+    fmt = "nf4" if qc.load_in_4bit else "int8"
+    block = _resolve(spec, lambda kind, part, names: None if any(s in n for s in skip for n in names) else fmt, fmt)
+    if fmt == "nf4":
+        block.update(group_size=64, double_quant=qc.bnb_4bit_use_double_quant)
+    bits = "4-bit" + (", absmax double-quantized" if qc.bnb_4bit_use_double_quant else "") if fmt == "nf4" else "8-bit"
+    return block, f"{where}: bitsandbytes {bits}, {len(skip)} skipped module names."
 
 
 def _modelopt_match(patterns: list[str]) -> Callable[[str], bool]:

@@ -54,6 +54,9 @@ def format_bytes(q: Quantization, fmt: str) -> Fraction:
     if fmt == "int4":
         group = q.group_size or 128
         return Fraction(1, 2) + Fraction(2, group) + (Fraction(1, 2 * group) if q.zero_points else 0)
+    if fmt == "nf4":  # bitsandbytes functional.py quantize_4bit (compress_statistics: absmax in 8 bits, blocks of 256)
+        group = q.group_size or 64
+        return Fraction(1, 2) + (Fraction(1, group) + Fraction(4, group * 256) if q.double_quant else Fraction(4, group))
     return Fraction(1)  # fp8, int8
 
 

@@ -167,7 +167,7 @@ class MTP(Block):
     layer: str
 
 
-QUANT_FORMATS = ("nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8")
+QUANT_FORMATS = ("nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8", "nf4")
 QUANT_FILE = "hf_quant_config.json"  # ModelOpt's export writes its settings here (`Quantization.source` names it)
 
 
@@ -178,7 +178,9 @@ class Quantization(Block):
     A unit is `lm_head`, `mtp` (the MTP layers), `<kind>` (all of a layer kind's projections) or `<kind>.<part>`
     (`moe.experts`, `moe.shared_experts`, `moe.proj` for latent projections, `gdn.gate_proj` for the `[b|a]`
     one), optionally `@3,7`: only those layers (0-based). `other_formats` maps a format to the units stored in it instead (mixed precision).
-    `group_size`: elements per scale (nvfp4 16, mxfp4 32, int4 the config's); `zero_points`: int4 with zeros.
+    `group_size`: elements per scale (nvfp4 16, mxfp4 32, int4 the config's, nf4 64); `zero_points`: int4 with zeros.
+    `nf4`: bitsandbytes 4-bit (nf4 or fp4 codes), an fp32 absmax per 64, or with `double_quant` an 8-bit one with an
+    fp32 scale per 256 of them.
     `kv_cache`: the KV cache format the checkpoint declares (`fp8`: a compressed-tensors or ModelOpt
     `kv_cache_scheme` of 8-bit floats, or ModelOpt `kv_cache_quant_algo` FP8); None when it declares none. Engine
     profiles resolve `--kv-cache-dtype auto` from it as each engine does; the neutral model keeps the model dtype.
@@ -186,9 +188,10 @@ class Quantization(Block):
     `quant_algo`, which engines name their quantization method by (and may refuse on a GPU).
     """
 
-    format: Literal["nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8"]
+    format: Literal["nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8", "nf4"]
     group_size: Pos | None = None
     zero_points: bool = False
+    double_quant: bool = False
     unquantized: list[str] = []
     other_formats: dict[str, list[str]] = {}
     kv_cache: Literal["fp8"] | None = None

@@ -221,6 +221,37 @@ def test_bitsandbytes_checkpoints(tmp_path):
     assert quantized(tmp_path, {**qc, "load_in_4bit": False, "load_in_8bit": True}).format == "int8"
 
 
+def _auto_round_checkpoint(tmp_path, **changes):
+    """Qwen3.5-27B with an AutoRound int4 quantization_config of the form its public exports write (auto_round:auto_gptq
+    packing, groups of 128, the linear attention's small b / a gates and the MTP norms kept in 16 bits by
+    `extra_config`, named under model.language_model)."""
+    data = json.loads((HF_CONFIGS / "qwen3.5-27b.json").read_text())
+    extra = {f"model.language_model.layers.{i}.linear_attn.in_proj_{g}": {"bits": 16, "data_type": "float"}
+             for i in range(64) for g in "ab" if i % 4 != 3}
+    extra["mtp.norm"] = {"bits": 16, "data_type": "float"}
+    data["quantization_config"] = {"autoround_version": "0.9.0", "bits": 4, "data_type": "int", "extra_config": extra,
+                                   "group_size": 128, "iters": 0, "packing_format": "auto_round:auto_gptq",
+                                   "quant_method": "auto-round", "sym": True, **changes}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    return import_hf(tmp_path / "config.json")
+
+
+def test_auto_round_int4_as_vllm_reads_it(tmp_path):
+    """Every linear layer in int4 (groups of 128, GPTQ's packed zero points) but the head and the modules extra_config
+    keeps in 16 bits; MTP quantized unless `block_name_to_quantize` leaves it out; a pattern key is searched; 8 bits
+    for some modules are int8 beside the int4."""
+    q = _auto_round_checkpoint(tmp_path).quantization
+    assert (q.method, q.format, q.group_size, q.zero_points) == ("auto-round", "int4", 128, True)
+    assert q.unquantized == ["gdn.gate_proj", "lm_head"]
+    q = _auto_round_checkpoint(tmp_path, block_name_to_quantize="model.language_model.layers").quantization
+    assert q.unquantized == ["gdn.gate_proj", "lm_head", "mtp"]
+    q = _auto_round_checkpoint(tmp_path, extra_config={r".*self_attn\..*": {"bits": 8}}).quantization
+    assert q.unquantized == ["lm_head"] and q.other_formats == {"int8": ["attention.proj", "mtp"]}  # MTP attention too
+    with pytest.raises(SpecError) as err:
+        _auto_round_checkpoint(tmp_path, bits=3)
+    assert err.value.field == "quantization_config.bits"
+
+
 def test_an_unknown_method_is_noted_and_weighed_in_the_model_dtype(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**BASE, "quantization_config": {"quant_method": "bitsandbytes"}}))
     spec = import_hf(tmp_path / "config.json")

@@ -55,6 +55,8 @@ LEAVES = {
 }
 LEAVES[("sliding_attention", "proj")] = LEAVES[("attention", "proj")]
 MTP_NAMES = ("mtp.layers.0.self_attn.q_proj", "mtp.fc", "mtp.layers.0.mlp.experts.0.up_proj", "model.mtp.layers.0.self_attn.q_proj")
+REGEX_CHARS = set("*+?^$()[]{}|\\")  # inc.py: an extra_config key with one of these is a pattern
+AUTO_ROUND_METHODS = ("auto-round", "auto_round", "autoround", "intel/auto-round")  # vLLM's names for INCConfig
 MODELOPT_ALGOS = {"NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4", "NVFP4_AWQ": "nvfp4", "FP8": "fp8",
                   "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_PB_WO": "fp8_block", "FP8_BLOCK_SCALES": "fp8_block",
                   "MXFP8": "fp8"}
@@ -104,6 +106,11 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
     kv_cache_scheme: dict[str, Any] | str | None = None  # compressed-tensors, modelopt's config.json form ("FP8" in 0.30's)
     kv_cache_quant_algo: str | None = None  # modelopt
+    sym: bool = True  # auto-round (and gptq)
+    data_type: str = "int"  # auto-round
+    block_name_to_quantize: str | list[str] | None = None  # auto-round (also `to_quant_block_names`)
+    to_quant_block_names: str | list[str] | None = None  # auto-round
+    extra_config: dict[str, dict[str, Any] | None] = {}  # auto-round: per-module bits
     load_in_4bit: bool = False  # bitsandbytes
     load_in_8bit: bool = False  # bitsandbytes
     bnb_4bit_use_double_quant: bool = False  # bitsandbytes
@@ -174,6 +181,8 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
         block, note = _simple(spec, qc, where, method, cfg)
     elif method == "bitsandbytes" and (qc.load_in_4bit or qc.load_in_8bit):
         block, note = _bitsandbytes(spec, qc, where)
+    elif method in AUTO_ROUND_METHODS and qc.data_type == "int":
+        block, note = _auto_round(spec, qc, where, cfg)
     else:
         return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
     block["method"], block["algo"] = method, qc.quant_algo if method.startswith("modelopt") else ""
@@ -322,6 +331,46 @@ def _simple(spec: ModelSpec, qc: Settings, where: str, method: str, cfg: Cfg) ->
         size = qc.group_size or qc.q_group_size or 128
         block.update(group_size=size if size > 0 else 128, zero_points=True)
     return block, f"{where}: {method} {bits}-bit."
+
+
+def _auto_round(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:
+    """AutoRound, as vLLM reads it (model_executor/layers/quantization/inc.py INCConfig.get_layer_config): `bits` (4 or
+    8) in groups of `group_size`, packed as GPTQ packs them (auto_round:auto_gptq: a 16-bit scale and a 4-bit zero point
+    a group), on every linear layer but the head, or only those under `block_name_to_quantize` when it names blocks; a
+    module `extra_config` names (exactly, or by a pattern with regex characters, searched) takes the bits given there,
+    16 or more leaving it unquantized."""
+    blocks = qc.block_name_to_quantize or qc.to_quant_block_names
+    blocks = blocks.split(",") if isinstance(blocks, str) else blocks or []
+    bits = qc.bits or 4
+    if bits not in (4, 8):
+        raise cfg.error(f"{where}.bits", f"4 or 8, got {bits!r}")
+    patterns = [p for p in qc.extra_config if any(c in p for c in REGEX_CHARS)]
+    with quiet():
+        regexes = []
+        for p in checked(patterns, cfg.file, f"{where}.extra_config"):
+            try:
+                regexes.append((re.compile(p), qc.extra_config[p]))
+            except re.error:
+                continue  # inc.py skips a pattern that does not compile
+
+    def given(name: str) -> dict | None:
+        found = qc.extra_config.get(name)
+        return found if found is not None else next((c for regex, c in regexes if regex.search(name)), None)
+
+    def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
+        # `names` spell one unit's modules under each prefix a checkpoint may use: any one extra_config names decides
+        widths = {(c or {}).get("bits", bits) for c in map(given, names) if c is not None}
+        if not widths:
+            quantized = kind != "lm_head" and (not blocks or any(n.startswith(b) for n in names for b in blocks))
+            widths = {bits if quantized else 16}
+        return None if max(widths) >= 16 else "int8" if 8 in widths else "int4"
+
+    fmt = "int4" if bits == 4 else "int8"
+    block = _resolve(spec, format_of, fmt)
+    if "int4" in (block["format"], *block.get("other_formats", {})):
+        size = qc.group_size or 128
+        block.update(group_size=size if size > 0 else 128, zero_points=True)
+    return block, f"{where}: auto-round {bits}-bit, {len(qc.extra_config)} modules in extra_config."
 
 
 def _bitsandbytes(spec: ModelSpec, qc: Settings, where: str) -> tuple[dict, str]:

@@ -93,10 +93,11 @@ def test_400_digit_count(option, capsys):
     assert line == f"mcache: {option}: {LIMIT}, got a number of 400 digits"
 
 
-@pytest.mark.parametrize("option", ["--draft", "--snapshot-slots", "--reserved-slots"])
-def test_400_digit_count_from_zero(option, capsys):
+@pytest.mark.parametrize(("option", "top"), [("--draft", "256"), ("--snapshot-slots", "2**40 (1099511627776)"),
+                                             ("--reserved-slots", "2**40 (1099511627776)")])
+def test_400_digit_count_from_zero(option, top, capsys):
     line = one_line(["size", "nemotron-h-8b", option, HUGE, "--format", "markdown"], capsys)
-    assert line == f"mcache: {option}: an integer from 0 to 2**40 (1099511627776), got a number of 400 digits"
+    assert line == f"mcache: {option}: an integer from 0 to {top}, got a number of 400 digits"
 
 
 @pytest.mark.parametrize("option", ["--gpu-memory", "--reserve", "--weights", "--kv-cache-memory"])
@@ -108,9 +109,10 @@ def test_400_digit_size(option, capsys):
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
-@pytest.mark.parametrize("option", ["--max-batch", "--draft", "--snapshot-slots", "--reserved-slots", "--max-seq-len"])
-def test_largest_allowed_value_renders_in_every_format(option, fmt, capsys):
-    code = main(["size", "qwen3-next-80b-a3b", "--gpu", "h200", option, "1099511627776", "--format", fmt])
+@pytest.mark.parametrize(("option", "largest"), [("--max-batch", 2**40), ("--draft", 256), ("--snapshot-slots", 2**40),
+                                                 ("--reserved-slots", 2**40), ("--max-seq-len", 2**40)])
+def test_largest_allowed_value_renders_in_every_format(option, largest, fmt, capsys):
+    code = main(["size", "qwen3-next-80b-a3b", "--gpu", "h200", option, str(largest), "--format", fmt])
     out, err = capsys.readouterr()
     assert code in (0, 3) and "Traceback" not in err and err.count("\n") <= 1
     if fmt == "json":
@@ -118,10 +120,10 @@ def test_largest_allowed_value_renders_in_every_format(option, fmt, capsys):
 
 
 def test_plan_bounds_its_sweep_before_building_it(capsys):
-    drafts = ",".join(map(str, range(5000)))  # 3 GPUs x 3 contexts x 8 layouts x 2 KV dtypes x 5000 drafts
-    assert one_line(["plan", "nemotron-h-8b", "--draft", drafts], capsys) == (
-        "mcache: --draft: a sweep of at most 100,000 candidates (GPUs x contexts x layouts x KV dtypes x state dtypes "
-        "x drafts x prefix settings), got 720,000: shorten this list of 5,000 values or another")
+    contexts = ",".join(map(str, range(1, 5001)))  # 3 GPUs x 5000 contexts x 8 layouts x 2 KV dtypes
+    assert one_line(["plan", "nemotron-h-8b", "--context", contexts], capsys) == (
+        "mcache: --context: a sweep of at most 100,000 candidates (GPUs x contexts x layouts x KV dtypes x state "
+        "dtypes x drafts x prefix settings), got 240,000: shorten this list of 5,000 values or another")
 
 
 def test_plan_sizes_a_repeated_value_once(capsys):

@@ -20,10 +20,14 @@ OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "attention_dp", 
 # The range of every number option, by field (both ends included; a float's lower end excluded). Integers stop at
 # 2**40, the bound of every spec number, so no count or token figure can overflow a float when it is shown.
 COUNT, ZERO_UP, FRACTION = (1, MAX_INT), (0, MAX_INT), (0.0, 1.0)
+# Draft tokens a step: every engine's speculative decoding drafts tens at most (vLLM num_speculative_tokens, SGLang
+# speculative_num_draft_tokens, TensorRT-LLM max_draft_len); a state slot grows by one conv row and one snapshot per
+# draft, so a larger count only sizes nonsense (and a `plan --draft` list of thousands sweeps for minutes).
+MAX_DRAFT = 256
 RANGES = {
     "tp": COUNT, "pp": COUNT, "pp_partition": COUNT, "attention_dp_size": COUNT, "max_batch": COUNT,
     "max_seq_len": COUNT, "block_size": COUNT,
-    "kv_tokens": COUNT, "draft": ZERO_UP, "reserved_slots": ZERO_UP, "snapshot_slots": ZERO_UP,
+    "kv_tokens": COUNT, "draft": (0, MAX_DRAFT), "reserved_slots": ZERO_UP, "snapshot_slots": ZERO_UP,
     "context": COUNT, "concurrency": COUNT, "target_concurrency": COUNT, "max_gpus": COUNT, "top": COUNT,
     "kernel_block_size": COUNT, "max_num_seqs": COUNT, "max_num_batched_tokens": COUNT,
     "max_mamba_cache_size": COUNT, "max_running_requests": COUNT, "max_total_tokens": COUNT,

@@ -146,10 +146,12 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
     if fmt == "json":
         emit_json(plan_json(result, model, notes), output)
         return
-    rows = [_cells(i, c, result.from_log is not None, _any_dp(result)) for i, c in enumerate(result.candidates, 1)]
+    total = len(result.candidates)
+    shown = total if fmt == "csv" else min(top, total)
+    dp = _any_dp(result)  # once: a sweep may hold 10^5 candidates
+    rows = [_cells(i, c, result.from_log is not None, dp) for i, c in enumerate(result.candidates[:shown], 1)]
     columns, measured = head(result), [*measured_line(result), *notes]
-    shown = len(rows) if fmt == "csv" else min(top, len(rows))
-    more = [f"({len(rows) - shown} more candidates: --top, or --format json/csv for all)"] if shown < len(rows) else []
+    more = [f"({total - shown} more candidates: --top, or --format json/csv for all)"] if shown < total else []
     skipped = [f"skipped: {s}" for s in result.skipped]
     if fmt == "csv":
         import csv
@@ -162,7 +164,7 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
         emit_text(buf.getvalue(), output)
     elif fmt == "markdown":
         table = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-        table += ["| " + " | ".join(row) + " |" for row in rows[:shown]]
+        table += ["| " + " | ".join(row) + " |" for row in rows]
         found = best(result)
         pastes = [paste for _, paste in found if paste]
         body = [f"### {title(result, model)}", "", *measured, *([""] if measured else []), *table, "", *more, *skipped,
@@ -170,7 +172,7 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
                 *(["```sh", *pastes, "```"] if pastes else [])]
         emit_text("\n".join(body) + "\n", output)
     else:
-        table = text_table(columns, rows[:shown], lambda i, head: head in NUMERIC,
+        table = text_table(columns, rows, lambda i, head: head in NUMERIC,
                            drop=("prefix", "start-up", "draft", "fits", "state", "solved", "binds", "state bytes",
                                  "TPOT ms>="))
         print_blocks([title(result, model), *measured, table, *more, *skipped, ROOFLINE_NOTE, *best_lines(result)], output)

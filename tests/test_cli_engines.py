@@ -192,7 +192,7 @@ def test_sglang_and_trtllm_say_they_size_windowed_layers_at_full_length():
     window (full-length, `WINDOWLESS_ARCHS`) until PLaMo-2 left it after 0.26."""
     plamo = config_spec("plamo-2-1b")
     for engine in ("sglang", "trtllm"):
-        caveats = run(engine, plamo, "h200").caveats  # TensorRT-LLM's also says the spec names no architecture
+        caveats = run(engine, plamo, "h200").caveats
         assert [c for c in caveats if "sliding_attention" in c and "upper bound" in c], caveats
     assert run("vllm", plamo, "h200").caveats == []
     assert run("sglang", config_spec("qwen3.5-27b"), "h200").caveats == []

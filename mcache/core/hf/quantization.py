@@ -106,7 +106,6 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     dynamic: dict[str, Any] = {}  # gptq (GPTQModel): "-:regex" keys skip modules
     kv_cache_scheme: dict[str, Any] | str | None = None  # compressed-tensors, modelopt's config.json form ("FP8" in 0.30's)
     kv_cache_quant_algo: str | None = None  # modelopt
-    sym: bool = True  # auto-round (and gptq)
     data_type: str = "int"  # auto-round
     block_name_to_quantize: str | list[str] | None = None  # auto-round (also `to_quant_block_names`)
     to_quant_block_names: str | list[str] | None = None  # auto-round

@@ -215,8 +215,9 @@ def test_bitsandbytes_checkpoints(tmp_path):
           "llm_int8_threshold": 6.0, "load_in_4bit": True, "load_in_8bit": False, "quant_method": "bitsandbytes"}
     q = quantized(tmp_path, qc)
     assert (q.format, q.group_size, q.double_quant, q.unquantized) == ("nf4", 64, False, ["lm_head"])
-    # layer 1 is the attention layer of BASE's "M*-E"; the head is quantized once a skip list leaves it out
-    q = quantized(tmp_path, {**qc, "bnb_4bit_use_double_quant": True, "llm_int8_skip_modules": ["layers.1."]})
+    # layer 1 is the attention layer of BASE's "M*-E"; the head is quantized once a skip list leaves it out; a key
+    # skips what lies under it, not a longer name it starts ("up" is not "up_proj")
+    q = quantized(tmp_path, {**qc, "bnb_4bit_use_double_quant": True, "llm_int8_skip_modules": ["model.layers.1", "up"]})
     assert q.double_quant and q.unquantized == ["attention.proj"]
     assert quantized(tmp_path, {**qc, "load_in_4bit": False, "load_in_8bit": True}).format == "int8"
 

@@ -375,12 +375,18 @@ def _auto_round(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[di
 def _bitsandbytes(spec: ModelSpec, qc: Settings, where: str) -> tuple[dict, str]:
     """bitsandbytes (a checkpoint saved quantized): every linear layer in 4 bits (`nf4`: fp4 or nf4 codes, an absmax a
     block of 64, itself in 8 bits with `bnb_4bit_use_double_quant`) or 8 bits (LLM.int8, its fp32 row scales left out),
-    but the modules `llm_int8_skip_modules` names (a module whose name holds one: transformers
-    integrations/bitsandbytes.py replace_with_bnb_linear) or, when it names none, the output head
-    (get_keys_to_not_convert)."""
+    but the modules `llm_int8_skip_modules` names or, when it names none, the output head (quantizers/base.py
+    get_keys_to_not_convert). A key skips a module that is it, ends with it, or lies under it: transformers 4.x
+    (integrations/bitsandbytes.py replace_with_bnb_linear: the module's own name, its path, or `key.` within the path)
+    and 5.x (quantizers_utils.py should_convert_module, read at 5.25: the path from its start to a module boundary, or
+    its end) save checkpoints so."""
     skip = qc.llm_int8_skip_modules if qc.llm_int8_skip_modules is not None else ["lm_head"]
+
+    def skipped(name: str) -> bool:
+        return any(name.endswith(k) or f"{k}." in name for k in skip)
+
     fmt = "nf4" if qc.load_in_4bit else "int8"
-    block = _resolve(spec, lambda kind, part, names: None if any(s in n for s in skip for n in names) else fmt, fmt)
+    block = _resolve(spec, lambda kind, part, names: None if any(map(skipped, names)) else fmt, fmt)
     if fmt == "nf4":
         block.update(group_size=64, double_quant=qc.bnb_4bit_use_double_quant)
     bits = "4-bit" + (", absmax double-quantized" if qc.bnb_4bit_use_double_quant else "") if fmt == "nf4" else "8-bit"

@@ -54,12 +54,10 @@ PATTERNS = [
      lambda m: [("state_page_padding_pct", float(m[1]), f"{m[1]}%")]),
     ("padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most (\d+(?:\.\d+)?)%"),
      lambda m: [("padding_layers", int(m[1]), m[1]), ("padding_waste_pct", float(m[2]), f"{m[2]}%")]),
-    ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (\d+(?:\.\d+)?) GiB"),
-     lambda m: [("available_kv_cache_memory", float(m[1]), f"{m[1]} GiB")]),
-    # gpu_worker.py determine_available_memory with --kv-cache-memory-bytes: the budget given, profiling skipped
-    ("available_kv_cache_memory", re.compile(r"reserved (\d+(?:\.\d+)?) GiB memory for KV Cache as specified by "
-                                             r"kv_cache_memory_bytes"),
-     lambda m: [("available_kv_cache_memory", float(m[1]), f"{m[1]} GiB")]),
+    # gpu_worker.py determine_available_memory: what profiling found, or with --kv-cache-memory-bytes the budget given
+    ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (\d+(?:\.\d+)?) GiB|reserved (\d+(?:\.\d+)?) GiB "
+                                             r"memory for KV Cache as specified by kv_cache_memory_bytes"),
+     lambda m: [("available_kv_cache_memory", float(m[1] or m[2]), f"{m[1] or m[2]} GiB")]),
     ("kv_cache_tokens", re.compile(r"GPU KV cache size: " + NUMBER + " tokens"),
      lambda m: [("kv_cache_tokens", number(m[1]), m[1])]),
     ("max_concurrency", re.compile(r"Maximum concurrency for " + NUMBER + r" tokens per request: (\d+(?:\.\d+)?)x"),

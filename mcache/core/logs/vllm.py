@@ -54,7 +54,8 @@ PATTERNS = [
      lambda m: [("state_page_padding_pct", float(m[1]), f"{m[1]}%")]),
     ("padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most (\d+(?:\.\d+)?)%"),
      lambda m: [("padding_layers", int(m[1]), m[1]), ("padding_waste_pct", float(m[2]), f"{m[2]}%")]),
-    # gpu_worker.py determine_available_memory: what profiling found, or with --kv-cache-memory-bytes the budget given
+    # gpu_worker.py determine_available_memory (read at 0.20.0): what profiling found, or with --kv-cache-memory-bytes
+    # the budget given
     ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (\d+(?:\.\d+)?) GiB|reserved (\d+(?:\.\d+)?) GiB "
                                              r"memory for KV Cache as specified by kv_cache_memory_bytes"),
      lambda m: [("available_kv_cache_memory", float(m[1] or m[2]), f"{m[1] or m[2]} GiB")]),
@@ -80,8 +81,8 @@ MAX_LEN_IN_CONCURRENCY = re.compile(r"Maximum concurrency for " + NUMBER + " tok
 ARCH = re.compile(r"Resolved architecture: (\w+)")
 SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks")
 ARGS = re.compile(r"non-default args: ")
-# the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (`method=..., model=...,
-# num_spec_tokens=N`)
+# the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (read at 0.20.0: `method=...,
+# model=..., num_spec_tokens=N`)
 SPEC_CONFIG = re.compile(r"speculative_config=SpeculativeConfig\(method='?(\w+)'?,.*?num_spec_tokens=(\d+)\)")
 # the engine's config line names a few settings as key=value
 CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|kv_cache_dtype|"

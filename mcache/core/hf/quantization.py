@@ -335,9 +335,9 @@ def _simple(spec: ModelSpec, qc: Settings, where: str, method: str, cfg: Cfg) ->
 def _auto_round(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:
     """AutoRound, as vLLM reads it (model_executor/layers/quantization/inc.py INCConfig.get_layer_config, read at
     0.20.0): `bits` (4 or 8) in groups of `group_size`, packed as GPTQ packs them (auto_round:auto_gptq: a 16-bit scale
-    and a 4-bit zero point a group), on every linear layer but the head, or only those under `block_name_to_quantize` when it names blocks; a
-    module `extra_config` names (exactly, or by a pattern with regex characters, searched) takes the bits given there,
-    16 or more leaving it unquantized."""
+    and a 4-bit zero point a group), on every linear layer but the head, or only those under `block_name_to_quantize`
+    when it names blocks; a module `extra_config` names (exactly, or by a pattern with regex characters, searched)
+    takes the bits given there, 16 or more leaving it unquantized."""
     blocks = qc.block_name_to_quantize or qc.to_quant_block_names
     blocks = blocks.split(",") if isinstance(blocks, str) else blocks or []
     bits = qc.bits or 4

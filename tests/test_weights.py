@@ -220,7 +220,7 @@ def test_mtp_layers_are_weighed_only_when_the_model_drafts_with_them():
 
     assert rank(RuntimeConfig()) == model
     assert rank(RuntimeConfig(draft_tokens=2, spec_scheme="intermediate")) == model + mtp
-    assert not weights.loads_mtp(spec, 0) and weights.loads_mtp(spec, 1)
+    assert not weights.loads_draft_head(spec, 0) and weights.loads_draft_head(spec, 1)
 
 
 @pytest.mark.parametrize("engine,setting", [("vllm", "num_speculative_tokens"), ("sglang", "speculative_num_steps"),

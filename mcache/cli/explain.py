@@ -51,6 +51,7 @@ def explain(
     version = options.pop("engine_version") or log_version(parsed)
     spec, origin = _model(model, parsed)
     refuse_input_as_output(output, *spec_inputs(Path(origin)))
+    spec = _with_drafter(spec, options.pop("draft_model"), parsed, output)
     sizes = _parse_sizes({k: options.pop(k) for k in ("gpu_memory", "reserve", "weights", "kv_cache_memory",
                                                        "free_memory_before_load")})
     gpu_name, context, attention_dp, dp_size, partition = (options.pop(k) for k in (
@@ -129,6 +130,27 @@ def _model(given: str | None, parsed):
         return load_spec(named), named
     raise McacheError(f"the model the log names, {named!r}, is not here (no such path, and not a Hugging Face repo "
                       "id): give its config.json or checkpoint folder with --model PATH")
+
+
+def _with_drafter(spec, given: str | None, parsed, output):
+    """`spec` drafting with --draft-model's drafter, else with the DFlash drafter the log's speculative config names
+    when it can be read (a path, or a Hub id as --model reads one); as it is otherwise (`explain` then notes it)."""
+    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    from mcache.core.errors import McacheError
+    from mcache.core.hub import hub_id
+    from mcache.core.load import with_drafter
+
+    if given is not None:
+        refuse_input_as_output(output, *spec_inputs(Path(given)))
+        return with_drafter(spec, given)
+    config = parsed.other_settings.get("speculative_config") or {}
+    named = config.get("model") if config.get("method") == "dflash" else None
+    if not isinstance(named, str) or not (Path(named).expanduser().exists() or hub_id(named)):
+        return spec
+    try:
+        return with_drafter(spec, str(Path(named).expanduser()) if Path(named).expanduser().exists() else named)
+    except McacheError:
+        return spec
 
 
 def _signature() -> None:

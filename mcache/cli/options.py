@@ -20,6 +20,9 @@ OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="Write
 WeightFormatOption = Annotated[str | None, typer.Option(metavar="FORMAT", help=(
     "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4, int8 or nf4: every linear layer but the output head "
     "(default: the spec's; explain: the format the log's quantization names, where it names one)."))]
+DraftModelOption = Annotated[str | None, typer.Option("--draft-model", metavar="CONFIG", help=(
+    "A DFlash drafter's config.json, folder or Hub id: it drafts in place of the model's MTP layers (with --draft), "
+    "its weights loaded and its attention layers keeping KV beside the model's."))]
 TpOption = Annotated[int, typer.Option(help="Tensor-parallel size.")]
 PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption, WeightFormatOption, output_format
+from mcache.cli.options import DraftModelOption, FormatOption, OutputOption, WeightFormatOption, output_format
 from mcache.core.errors import LayoutError, McacheError
 
 EngineName = Literal["vllm", "sglang", "trtllm", "none"]
@@ -44,6 +44,7 @@ def plan(
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtypes (default: the model's or the engine's).")] = "default,fp8",
     ssm_dtype: Annotated[str, typer.Option(help="Recurrent-state dtypes (default: the spec's or the engine's).")] = "default",
     draft: Annotated[str, typer.Option(help="Speculative draft tokens.")] = "0",
+    draft_model: DraftModelOption = None,
     spec_scheme: Annotated[str, typer.Option(help="The neutral model's speculative schemes (with --draft > 0).")] = "intermediate",
     prefix_caching: Annotated[str, typer.Option(help="default, on, off (vLLM, SGLang).")] = "default",
     utilization: Annotated[float | None, typer.Option(help=(
@@ -82,7 +83,7 @@ def plan(
     from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
     from mcache.core.explain import weighed_by_log
-    from mcache.core.load import load_spec, resolve
+    from mcache.core.load import load_spec, resolve, with_drafter
     from mcache.core.options import SizeOptions
     from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep
     from mcache.core.sizing.gpus import parse_size
@@ -90,14 +91,17 @@ def plan(
 
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")
-    model = load_spec(spec)
+    model = with_drafter(load_spec(spec), draft_model)
     origin = str(resolve(spec))
-    refuse_input_as_output(output, *spec_inputs(Path(origin)))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)), *(spec_inputs(Path(draft_model)) if draft_model else ()))
     refuse_input_as_output(plot, *spec_inputs(Path(origin)))
     if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
         raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
     parsed = _log(from_log, engine) if from_log is not None else None
     chosen = parsed.engine if parsed else None if engine in (None, "none") else engine
+    if draft_model is not None and chosen not in (None, "vllm"):
+        raise McacheError("--draft-model: a DFlash drafter is sized by vLLM's profile (--engine vllm) and mcache's "
+                          f"neutral model, not {chosen}'s")
     try:
         if len(gpu_memory or ()) > MAX_GPU_MEMORIES:
             raise LayoutError("gpu_memory", f"at most {MAX_GPU_MEMORIES} GPUs, got {len(gpu_memory)}")

@@ -7,7 +7,17 @@ from typing import Annotated, Literal
 import typer
 
 from mcache.cli.args import check_ranges, comma_ints, located
-from mcache.cli.options import FormatOption, OutputOption, PpOption, TpOption, WeightFormatOption, also, flag, output_format
+from mcache.cli.options import (
+    DraftModelOption,
+    FormatOption,
+    OutputOption,
+    PpOption,
+    TpOption,
+    WeightFormatOption,
+    also,
+    flag,
+    output_format,
+)
 from mcache.core.errors import LayoutError, McacheError
 from mcache.core.sizing.gpu_catalogue import CATALOGUE
 
@@ -49,6 +59,7 @@ def size(
     kv_tokens: Annotated[int | None, typer.Option(help="Cap on KV tokens per layer (default: all requests at max seq len).")] = None,
     draft: Annotated[int | None, typer.Option("--draft", help="Speculative draft tokens per step (0)."
                                               + also("size", "--draft"))] = None,
+    draft_model: DraftModelOption = None,
     spec_scheme: Annotated[Scheme | None, typer.Option(metavar="SCHEME", help=(
         "Speculative state scheme: none, intermediate, replay or index (default: intermediate with --draft)."))] = None,
     reserved_slots: Annotated[int | None, typer.Option(help="Reserved padding slots (default: draft+1, +1 with attention-DP).")] = None,
@@ -135,13 +146,13 @@ def size(
     from mcache.core.deployment import Deployment, longest_starting_length, smallest_fitting_layout
     from mcache.core.engines import architecture_error, loaders
     from mcache.core.engines.options import engine_settings
-    from mcache.core.load import load_spec, resolve
+    from mcache.core.load import load_spec, resolve, with_drafter
     from mcache.core.report import size_report
     from mcache.core.sizing.layout import ParallelLayout
 
-    model = load_spec(spec)
+    model = with_drafter(load_spec(spec), draft_model)
     origin = str(resolve(spec))
-    refuse_input_as_output(output, *spec_inputs(Path(origin)))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)), *(spec_inputs(Path(draft_model)) if draft_model else ()))
     sizes = _parse_sizes({"gpu_memory": gpu_memory, "reserve": reserve, "weights": weights,
                           "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
     options = size_options(params, sizes)

@@ -57,12 +57,20 @@ def _headline(report: dict) -> str:
     spec = f" · {rt['spec_scheme']} x{rt['draft_tokens']}" if rt["draft_tokens"] else ""
     weights = (f"weights unknown: {', '.join(m['weights_unknown'])}" if m["weights_unknown"] else
                f"{m['param_count'] / 1e9:.2f} billion params, {human_bytes(m['param_bytes'])} {m['weight_format']}"
-               + (f", MTP layers {m['mtp_param_count'] / 1e9:.2f} billion more when drafting" if m.get("mtp_param_count") else ""))
+               + (_drafter(m["drafter"]) if m.get("drafter") else f", MTP layers {m['mtp_param_count'] / 1e9:.2f} billion "
+                  "more when drafting" if m.get("mtp_param_count") else ""))
     if m.get("stored_bytes_index"):
         weights += f"; {human_bytes(m['stored_bytes_index'])} in its safetensors index"
     return (f"{m['name']} ({weights}) · tp {lay['tp']} · "
             f"pp {lay['pp']}{_attention_dp(lay)} · max batch {rt['max_batch']} · "
             f"max seq {rt['max_seq_len']} · KV {_dt(report, 'kv')} · conv {_dt(report, 'conv')} · state {_dt(report, 'ssm')}{spec}")
+
+
+def _drafter(d: dict) -> str:
+    """`, drafter DFlashDraftModel (5 layers, 4 windowed) 1.73 billion more when drafting`."""
+    windowed = sum(w is not None for w in d["windows"])
+    return (f", drafter {d['architecture']} ({d['num_layers']} layers{f', {windowed} windowed' if windowed else ''}) "
+            f"{d['param_count'] / 1e9:.2f} billion more when drafting")
 
 
 def _attention_dp(layout: dict) -> str:

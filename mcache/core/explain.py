@@ -204,6 +204,9 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
         notes.append(f"the log names no {TITLES[log.engine]} version: sized by the newest release mcache models; give "
                      "--engine-version X.Y.Z for another")
     notes += _data_parallel_notes(log, layout)
+    if (drafter := _dflash_drafter(log)) and spec.drafter is None:
+        notes.append(f"the log drafts with a DFlash drafter ({drafter}) whose layers keep KV beside the model's: give its "
+                     "config.json with --draft-model to size them")
     fills, whatifs = split_options(log, options or SizeOptions())
     d = Deployment(layout, gpu, log.engine, SizeOptions(), engine_version=version)
     fmt, weights_from = weighed_by_log(log, spec, options or SizeOptions())
@@ -223,6 +226,14 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
         whatifs |= {"context": context} if context is not None else {}
     return Explanation(log, version, fed, sources, report, comparisons, notes, ignored, fills, whatifs, whatif, largest,
                        fmt, weights_from)
+
+
+def _dflash_drafter(log: EngineLog) -> str | None:
+    """The DFlash drafter the log's speculative config names (`speculative_config` method `dflash`), else None."""
+    config = log.other_settings.get("speculative_config") or {}
+    if config.get("method") != "dflash":
+        return None
+    return str(config.get("model") or "its model not shown")
 
 
 def _compared(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, filled: SizeOptions):

@@ -121,6 +121,22 @@ def load_spec(ref: str) -> ModelSpec:
     return parse_spec(read_document(path), str(path))
 
 
+def with_drafter(spec: ModelSpec, ref: str | None) -> ModelSpec:
+    """`spec` drafting with the DFlash drafter whose config `ref` names (a `config.json`, a folder holding one, or a Hub
+    id), or as it is without `ref`. A drafter the spec already has is replaced."""
+    if ref is None:
+        return spec
+    from mcache.core.hf.drafter import read_drafter  # only drafter users pay for it
+
+    hub = hub_source(ref)
+    if hub is not None and hub.snapshot is None:
+        raise SpecError(ref, "draft_model", f"a drafter's config.json or folder, or a Hub id the Hub answers ({hub.note})")
+    path = hub.path if hub else Path(ref)
+    if not path.exists():
+        raise SpecError(ref, "draft_model", "an existing config.json, a folder holding one, or a Hub id ORG/NAME")
+    return msgspec.structs.replace(spec, drafter=msgspec.structs.replace(read_drafter(path), source=ref))
+
+
 def _stand_in(hub: HubSource) -> ModelSpec:
     spec = parse_spec(read_document(hub.path), str(hub.path))
     return msgspec.structs.replace(spec, notes=f"{hub.note} {spec.notes}".strip())

@@ -496,7 +496,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
         from importlib import import_module
 
         serve = ServeArgs(model_path(spec, spec_arg), tp, pp, context, kv, ssm, draft, spec.mtp is not None, prefix,
-                          version, layout.attention_dp, replicas, layout.attention_dp_size)
+                          version, layout.attention_dp, replicas, layout.attention_dp_size, drafter_path(spec))
         line = serve_command(engine, serve)
         given = {f: getattr(base, f) for f in ("utilization",) if getattr(base, f) is not None} | (solved or {})
         module = import_module(f"mcache.core.engines.{engine}")
@@ -518,6 +518,7 @@ def settings_line(spec: ModelSpec, spec_arg: str, engine: str | None, gpu: GpuCh
     args += ["--kv-dtype", kv] if kv else []
     args += ["--ssm-dtype", ssm] if ssm else []
     args += ["--draft", draft, "--spec-scheme", scheme] if draft else []
+    args += ["--draft-model", spec.drafter.source] if draft and spec.drafter else []
     args += ["--utilization", base.utilization] if base.utilization is not None else []
     args += ["--reserve", f"{base.reserve}B"] if base.reserve is not None else []
     args += ["--weights", f"{base.weights}B"] if base.weights is not None else []
@@ -534,6 +535,14 @@ def model_path(spec: ModelSpec, spec_arg: str) -> str:
     if path.suffix == ".json" and path.is_file():
         return str(path.parent)
     return str(path) if path.is_dir() else spec.name
+
+
+def drafter_path(spec: ModelSpec) -> str | None:
+    """What an engine loads as the spec's drafter: the folder of its config.json, or the Hub id or folder given."""
+    if spec.drafter is None:
+        return None
+    path = Path(spec.drafter.source)
+    return str(path.parent) if path.suffix == ".json" and path.is_file() else spec.drafter.source
 
 
 def rank(engine: str | None, candidates: list[Candidate], goal: Goal | int | None, skipped: list[str],

@@ -10,6 +10,7 @@ from mcache import __version__
 from mcache.core.deployment import Deployment, Sized, size_deployment
 from mcache.core.errors import LayoutError, McacheError
 from mcache.core.options import SizeOptions
+from mcache.core.sizing import drafter
 from mcache.core.sizing.buffers import COMPONENTS
 from mcache.core.sizing.estimate import RankEstimate
 from mcache.core.sizing.layout import ParallelLayout
@@ -128,6 +129,16 @@ def _first_sentence(text: str) -> str:
     return head[:-1] if head.endswith(".") else head
 
 
+def _drafter(spec) -> dict | None:
+    """The spec's drafter (`--draft-model`): what it is, its layers' windows as the neutral model reads them (None:
+    full attention) and its parameters; None without one. Its KV and weights are in the ranks while it drafts."""
+    d = spec.drafter
+    if d is None:
+        return None
+    return {"method": d.method, "architecture": d.architecture, "num_layers": d.num_layers,
+            "windows": drafter.windows(d), "param_count": sum(n for *_, n in drafter.units(spec)), "source": d.source}
+
+
 def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] | None = None) -> dict:
     """The neutral model's sections: model, layout, runtime, dtypes, per-rank bytes, capacity."""
     est = run.estimate
@@ -143,7 +154,7 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "notes": " ".join(n for n in (spec.notes, index_note(spec)) if n),
             "param_count": params,
             "param_bytes": stored_bytes(spec),
-            # the MTP layers, loaded only with a draft (`weights.loads_mtp`): in the per-rank figures then, never above
+            # the MTP layers, loaded only with a draft (`weights.loads_draft_head`): in the per-rank figures then, never above
             "mtp_param_count": None if params is None else mtp_params(spec),
             "weight_format": spec.quantization.format if spec.quantization else spec.dtype,
             "weights_unknown": unknown_fields(spec),
@@ -151,6 +162,7 @@ def neutral_report(run: NeutralRun, origin: str, dtype_sources: dict[str, str] |
             "stored_bytes_index": spec.stored_weights.total_size if spec.stored_weights else None,
             "stored_bytes_index_source": spec.stored_weights.source if spec.stored_weights else None,
             "max_model_len": spec.max_model_len,
+            "drafter": _drafter(spec),
         },
         "layout": {
             "tp": layout.tp,

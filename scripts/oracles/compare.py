@@ -30,7 +30,7 @@ _golden_spec.loader.exec_module(golden)
 
 from mcache.core.engines import run_engine  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
-from mcache.core.load import load_spec  # noqa: E402
+from mcache.core.load import load_spec, with_drafter  # noqa: E402
 from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
 H200 = ("NVIDIA H200", 143771140096)  # what the oracle's platform answers
@@ -39,7 +39,8 @@ FIELDS = ("error", "mamba_cache_mode", "attention_block_size", "state_page_bytes
 # mcache's group names -> vLLM's KV-cache spec classes (every recurrent kind is a MambaSpec there)
 SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "attention:window": "SlidingWindowSpec",
               "sliding_attention": "FullAttentionSpec", "sliding_attention:window": "SlidingWindowSpec",
-              "mla:window": "SlidingWindowMLASpec"}
+              "mla:window": "SlidingWindowMLASpec", "drafter": "FullAttentionSpec", "drafter:window": "SlidingWindowSpec"}
+DRAFTERS = ROOT / "tests" / "data" / "hf_configs_drafters"  # the drafters of a --drafters table's cases
 
 
 # Causes of a table written by an older oracle or from an older config fixture (regenerate those configs with
@@ -77,6 +78,8 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
     spec = spec_of(configs, case["config"])
     if isinstance(spec, Exception):
         return {"error": f"{type(spec).__name__}: {spec}"}
+    if flags.get("draft_model"):
+        spec = with_drafter(spec, str(DRAFTERS / flags["draft_model"]))
     given = {"kv_cache_memory_bytes": flags["kv_cache_memory_bytes"], "weights_bytes": 0,
              "num_speculative_tokens": flags["num_speculative_tokens"],
              "mamba_ssm_cache_dtype": flags["mamba_ssm_cache_dtype"], "kv_cache_dtype": flags["kv_cache_dtype"],

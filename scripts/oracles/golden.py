@@ -13,12 +13,14 @@ DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "engine_golden"
 # The tables over tests/data/hf_configs_extra (real configs the shared fixtures lack), which the oracles write with
 # --config-dir / --out; not release tables: `tables` does not look in here unless asked
 EXTRA = DIR / "extra"
+# The tables of DFlash drafters drafting for their targets (tests/data/hf_configs_drafters), written with --drafters
+DRAFTERS = DIR / "drafters"
 SUFFIX = ".json.gz"
 
 
-def path(engine: str, version: str) -> Path:
-    """The table of `engine` (vllm, sglang) at `version`."""
-    return DIR / f"{engine}-{version}{SUFFIX}"
+def path(engine: str, version: str, folder: Path | None = None) -> Path:
+    """The table of `engine` (vllm, sglang) at `version`, in `folder` (None: the release tables')."""
+    return (folder or DIR) / f"{engine}-{version}{SUFFIX}"
 
 
 def tables(engine: str, folder: Path = DIR) -> list[Path]:

@@ -5,6 +5,8 @@ every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm
     python scripts/oracles/vllm.py --version 0.33.0 --limit 20 # a quick partial table
     python scripts/oracles/vllm.py --version 0.33.0 --config-dir tests/data/hf_configs_extra \
         --out tests/data/engine_golden/extra/vllm-0.33.0.json.gz    # the real configs the shared fixtures lack
+    python scripts/oracles/vllm.py --version 0.33.0 --drafters  # DFlash drafters drafting for their targets
+                                                                # (DRAFTER_PAIRS): tests/data/engine_golden/drafters/
 
 The outer run makes a throwaway venv (CPU torch, `vllm --no-deps`, only the pure-Python packages vLLM's config,
 model and KV-cache modules import), then re-runs this file inside it with --worker. The worker, per case:
@@ -54,6 +56,10 @@ golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (thi
 _golden_spec.loader.exec_module(golden)
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+DRAFTERS = ROOT / "tests" / "data" / "hf_configs_drafters"  # DFlash drafters' configs (--drafters)
+# (model config, drafter config) pairs the --drafters table sizes: a DFlash drafter drafting for its target
+DRAFTER_PAIRS = (("qwen3.5-27b.json", "qwen3.5-27b-dflash.json"), ("qwen3.5-27b.json", "qwen3.6-27b-dflash.json"),
+                 ("qwen3.5-27b.json", "qwen3.8-27b-dflash2.json"))
 GIB = 1 << 30
 MIB = 1 << 20
 H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
@@ -236,6 +242,18 @@ def length_limit(cfg: dict) -> int | None:
 def load_config(name: str) -> dict:
     path = CONFIGS / name
     return json.loads((path / "config.json" if path.is_dir() else path).read_text())
+
+
+def drafter_builds() -> list[dict]:
+    """Build keys of the --drafters table: each DRAFTER_PAIRS drafter drafting 5, 7 or 15 tokens at TP 1 / 2 / 4 with
+    prefix caching off, on (align mode) or the release's default, and fp8 KV once."""
+    out = []
+    for config, drafter in DRAFTER_PAIRS:
+        for tp, prefix, drafts, kv in ((1, None, 15, "auto"), (2, True, 5, "auto"), (2, False, 7, "auto"),
+                                       (4, True, 15, "auto"), (1, True, 7, "fp8")):
+            out.append(dict(config=config, drafter=drafter, tp=tp, prefix=prefix, mamba_cache_mode=None,
+                            num_speculative_tokens=drafts, mamba_ssm_cache_dtype="auto", kv_cache_dtype=kv))
+    return out
 
 
 def builds(seed: int = 28) -> list[dict]:
@@ -550,7 +568,10 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
         kw["enable_prefix_caching"] = key["prefix"]
     if key["mamba_cache_mode"] is not None:
         kw["mamba_cache_mode"] = key["mamba_cache_mode"]
-    if key["num_speculative_tokens"] and has_mtp(cfg := load_config(key["config"])):
+    if key.get("drafter"):  # run_build copied its config into a folder of its own
+        kw["speculative_config"] = {"method": "dflash", "model": key["drafter_dir"],
+                                    "num_speculative_tokens": key["num_speculative_tokens"]}
+    elif key["num_speculative_tokens"] and has_mtp(cfg := load_config(key["config"])):
         kw["speculative_config"] = {"method": mtp_method(cfg), "num_speculative_tokens": key["num_speculative_tokens"]}
     elif key["num_speculative_tokens"]:
         kw["speculative_config"] = {"method": "ngram", "num_speculative_tokens": key["num_speculative_tokens"],
@@ -634,6 +655,8 @@ def flags_of(key: dict, max_len, memory, vc=None) -> dict:
         flags["enable_prefix_caching"] = key["prefix"]
     if key["mamba_cache_mode"] is not None:
         flags["mamba_cache_mode"] = key["mamba_cache_mode"]
+    if key.get("drafter"):
+        flags["draft_model"] = key["drafter"]
     return flags
 
 
@@ -743,6 +766,9 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
     else:
         shutil.copy(src, Path(tmp) / "config.json")
     remote_config(tmp, load_config(key["config"]))
+    if key.get("drafter"):  # the drafter's config in a folder of its own, as --speculative-config's model names it
+        key = dict(key, drafter_dir=tempfile.mkdtemp(prefix="oracle-drafter-"))
+        shutil.copy(DRAFTERS / key["drafter"], Path(key["drafter_dir"]) / "config.json")
     results = []
     layers: list[dict] = []  # each PP rank's forward context, built once for every length
     pp = key.get("pp", 1)
@@ -1015,7 +1041,7 @@ def worker(args) -> None:
 
     capture = Capture()
     # a key's lengths are chosen by its index in the whole list, so a --configs run gives the cases a full run does
-    keys = list(enumerate(builds()))
+    keys = list(enumerate(drafter_builds() if args.drafters else builds()))
     if args.configs:
         keys = [(i, k) for i, k in keys if k["config"] in args.configs.split(",")]
     if args.limit:
@@ -1045,7 +1071,7 @@ def worker(args) -> None:
 
 
 def write_table(args, cases, torch_version, transformers_version, vllm_version):
-    out = Path(args.out) if args.out else golden.path("vllm", vllm_version)
+    out = Path(args.out) if args.out else golden.path("vllm", vllm_version, golden.DRAFTERS if args.drafters else None)
     if args.merge and out.exists():  # keep the other configs' cases of the existing table
         redone = {c["config"] for c in cases}
         cases = [c for c in golden.read(out)["cases"] if c["config"] not in redone] + cases
@@ -1069,6 +1095,8 @@ def main() -> None:
     parser.add_argument("--configs", help="comma-separated config names")
     parser.add_argument("--merge", action="store_true",
                         help="with --configs: replace only those configs' cases in the existing table")
+    parser.add_argument("--drafters", action="store_true",
+                        help="size DFlash drafters drafting for their targets (DRAFTER_PAIRS): the drafters' table")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     CONFIGS = args.config_dir.resolve()
@@ -1082,6 +1110,8 @@ def main() -> None:
             cmd += [f"--{opt}", str(getattr(args, opt))]
     if args.merge:
         cmd.append("--merge")
+    if args.drafters:
+        cmd.append("--drafters")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     sys.exit(subprocess.call(cmd, env=env, cwd=str(ROOT)))
 

@@ -16,7 +16,7 @@ from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes, StateShape
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext
-from mcache.core.sizing.weights import loads_mtp, rank_weight_bytes, unknown_fields
+from mcache.core.sizing.weights import loads_draft_head, rank_weight_bytes, unknown_fields
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.dtypes import itemsize
 from mcache.core.spec.model import ModelSpec, layer_kinds
@@ -26,7 +26,7 @@ ATTENTION_KINDS = ("attention", "sliding_attention", "mla")
 COMMON_SETTINGS = ("weights_bytes", "non_kv_memory_bytes")  # what only the running engine measures
 DEFAULT_NON_KV = 2 * GIB  # assumed: a profiled activation peak, non-torch memory and CUDA graphs
 # The engines' draft settings (vLLM, SGLang, TensorRT-LLM): with one given, the model's MTP head drafts and the engine
-# loads the MTP layers' weights (`weights.loads_mtp`); without, it skips them.
+# loads the MTP layers' weights, or the spec's drafter's (`weights.loads_draft_head`); without, it skips them.
 DRAFT_SETTINGS = ("num_speculative_tokens", "speculative_num_steps", "max_draft_len")
 
 
@@ -124,7 +124,7 @@ class ServeArgs(Struct, frozen=True):
     """A deployment as `mcache plan` varies it, for an engine's `serve_command`: what the engine loads (`model`: a
     Hugging Face repository or a folder), the layout (`attention_dp`: groups of a stage's `tp` ranks each run a batch of
     their own), the max model length, the cache dtypes by the engine's names (None: its default), draft tokens (drafted by
-    the model's MTP head when it has one, `mtp`) and prefix caching (`default`: the engine's; `on` or `off`), the
+    the `drafter` given, else the model's MTP head when it has one, `mtp`) and prefix caching (`default`: the engine's; `on` or `off`), the
     release whose rules sized it (`version`, None: the newest), and the fleet's `replicas`, which a serve command
     starts itself where the engine can (its `REPLICA_FLAG`), else says how many to start; `attention_dp_size` the
     attention-DP width (None: `tp`)."""
@@ -142,6 +142,7 @@ class ServeArgs(Struct, frozen=True):
     attention_dp: bool = False
     replicas: int = 1
     attention_dp_size: int | None = None
+    drafter: str | None = None  # a DFlash drafter's folder or Hub id: it drafts in place of MTP layers
 
 
 class Settings:
@@ -184,7 +185,7 @@ class Settings:
         and `dp_whole` what it keeps whole under attention DP: `weights.shard_ways`), the MTP layers counted only when
         a draft setting is given."""
         drafts = max((self.given.get(name) or 0 for name in DRAFT_SETTINGS), default=0)
-        estimates = [weight_bytes(ctx, loads_mtp(ctx.spec, drafts), expert_shards, dp_sharded, dp_whole)
+        estimates = [weight_bytes(ctx, loads_draft_head(ctx.spec, drafts), expert_shards, dp_sharded, dp_whole)
                      for ctx in contexts]
         if None in estimates and self.given.get("weights_bytes") is None:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
@@ -288,6 +289,15 @@ def window_of(ctx: RankContext, kind: str) -> int | None:
     return ctx.states(kind)[0].window
 
 
+def drafter_caveats(spec: ModelSpec, drafts: int, title: str) -> list[str]:
+    """The caveat of a profile that does not model a DFlash drafter's cache: its weights are counted, its KV (and the
+    engine's own buffers for it) are not."""
+    if spec.drafter is None or not drafts:
+        return []
+    return [f"{title}: the DFlash drafter's KV cache (and {title}'s buffers for it) is not modelled, only its weights, "
+            "so the tokens and sequences that fit are upper bounds."]
+
+
 def unnamed_architecture_caveats(spec: ModelSpec, title: str) -> list[str]:
     """The caveat of a profile that sizes a hybrid spec naming no architecture (a hand-written spec, a mamba_ssm-format
     config) by its layer kinds: whether the engine loads the model, and its rules by architecture, are not checked."""
@@ -307,8 +317,9 @@ def window_caveats(spec: ModelSpec, title: str, pool: str) -> list[str]:
 
 
 def mtp_attention_layers(spec: ModelSpec) -> int:
-    """Attention layers the model's MTP head adds to the KV pool when it drafts (0 without MTP)."""
-    if spec.mtp is None:
+    """Attention layers the model's MTP head adds to the KV pool when it drafts (0 without MTP, or when the spec's
+    drafter drafts instead)."""
+    if spec.mtp is None or spec.drafter is not None:
         return 0
     return spec.mtp.num_layers if set(spec.mtp.layer.split("+")) & set(ATTENTION_KINDS) else 0
 

@@ -40,6 +40,7 @@ from mcache.core.engines.common import (
     ServeArgs,
     Settings,
     asked_context,
+    drafter_caveats,
     mamba2_groups_unsplit,
     mamba2_quantized_tp_refused,
     mtp_attention_layers,
@@ -641,7 +642,8 @@ def run(inputs: EngineInputs) -> EngineRun:
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
     weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
                         dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()))
-    caveats = unnamed_architecture_caveats(inputs.spec, "SGLang") + window_caveats(
+    caveats = unnamed_architecture_caveats(inputs.spec, "SGLang") + drafter_caveats(inputs.spec, setup.drafts, "SGLang")
+    caveats += window_caveats(
         inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "

@@ -73,6 +73,7 @@ from mcache.core.engines.common import (
     ServeArgs,
     Settings,
     asked_context,
+    drafter_caveats,
     full_width_attention_dp,
     mtp_attention_layers,
     recurrent_kinds,
@@ -210,6 +211,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     contexts = stage_contexts(spec, inputs.layout, setup.dtypes)
     weights = s.weights(contexts, dp_sharded=_dp_sharded(spec, version))
     caveats += window_caveats(spec, "TensorRT-LLM", "per-window KV pools (max_attention_window)") + _caveats(setup)
+    caveats += drafter_caveats(spec, setup.drafts, "TensorRT-LLM")
     if setup.refusal is not None:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, [setup.refusal], "start-up") for ctx in contexts]
         return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)

@@ -15,7 +15,7 @@ rule cites the file at that release (scripts/oracles/vllm_versions.md lists the 
 from __future__ import annotations
 
 import shlex
-from math import ceil, lcm
+from math import ceil, lcm, prod
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -53,10 +53,12 @@ from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
+from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpus import capability
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
+from mcache.core.spec.dtypes import itemsize
 from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
@@ -66,6 +68,26 @@ VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0"
             "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0", "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
+    # config/speculative.py SpeculativeConfig: the `dflash` method and its drafter (model_executor/models/
+    # qwen3_dflash.py DFlashQwen3ForCausalLM, registered as DFlashDraftModel) from 0.20.0; DFlash2DraftModel
+    # (qwen3_dflash2.py) from 0.28.0. Every drafter layer is full attention until 0.27.0, where
+    # _resolve_layer_attention windows them by `layer_types` / `dflash_config.use_swa` (a drafter mixing windowed and
+    # full layers takes the V2 model runner: config/vllm.py _dflash_needs_multi_kv_group)
+    "dflash": "0.20.0",
+    "dflash2": "0.28.0",
+    "dflash_windows": "0.27.0",
+    # models/qwen3_dflash.py passes its layers the cache config (so the KV cache dtype) from 0.22.0; before, their KV
+    # is in the model dtype
+    "dflash_cache_dtype": "0.22.0",
+    # config/speculative.py max_num_new_slots_for_drafting: a DFlash request's extra scheduler slots, k - 1 (parallel
+    # drafting) until 0.28.0, k from it, none from 0.33.0 (config/vllm.py _set_max_num_scheduled_tokens takes them)
+    "dflash_k_slots": "0.28.0",
+    "dflash_no_slots": "0.33.0",
+    # v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: a windowed layer keeps one step's
+    # max_num_batched_tokens beside its window, from 0.27.0 config/vllm.py max_in_flight_tokens (a step's for each
+    # batch in flight, max_concurrent_batches); 0.34.0 runs only the V2 model runner (v1/worker/gpu/model_runner.py)
+    "in_flight_tokens": "0.27.0",
+    "v2_runner_only": "0.34.0",
     # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
     # ("... disabling prefix caching since it is not yet supported."); 0.11.1 - 0.14 keep it for the architectures
     # with SupportsMambaPrefixCaching (one state per block), turning it off for the others
@@ -426,14 +448,14 @@ UNALIGNED = "unaligned"
 class BlockRule(Struct, frozen=True):
     """How many blocks a request holds (kv_cache_interface.py max_memory_usage_bytes): the attention block size,
     the mamba cache mode, the state blocks drafts add, the recurrent kinds whose specs take a prefill-checkpoint
-    block (`num_prefill_checkpoint_blocks`) and the tokens one step schedules (a windowed layer keeps that many
+    block (`num_prefill_checkpoint_blocks`) and the tokens in flight (`_in_flight`: a windowed layer keeps that many
     beside its window)."""
 
     block: int
     mode: str
     drafts: int
     checkpoint_kinds: tuple[str, ...]
-    batched: int
+    batched: int  # the tokens in flight a windowed layer keeps beside its window (`_in_flight`)
     state_drafts: int = 0  # the draft blocks a state holds ('none'/'align': drafts since 0.15; 'all': since 0.22)
     mamba_block: int = 0  # tokens per state block in 'all' mode (the attention block; attention-free: block_size)
     cache_block: int = 0  # the cache block before alignment: the 'all' state block of an unaligned stage's states
@@ -454,7 +476,7 @@ class BlockRule(Struct, frozen=True):
                     block = self.cache_block if tag == UNALIGNED else self.mamba_block
                     per = cdiv(tokens, block) + self.state_drafts
             elif name.endswith(":window"):
-                window = window_of(ctx, name.split(":")[0])
+                window = _window(ctx, name)
                 per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
             else:
                 per = cdiv(tokens, self.block)
@@ -597,9 +619,11 @@ def serve_command(args: ServeArgs) -> str:
     line += ["--mamba-ssm-cache-dtype", args.ssm_dtype] if args.ssm_dtype else []
     if args.prefix != "default":
         line += ["--enable-prefix-caching" if args.prefix == "on" else "--no-enable-prefix-caching"]
-    if args.draft:  # vllm/config/speculative.py: MTP heads when the model has them, else n-gram lookup
+    if args.draft:  # vllm/config/speculative.py: a DFlash drafter, MTP heads when the model has them, else n-gram lookup
         mtp = "mtp" if _since(args.version or VERSIONS[-1], "mtp_method") else "qwen3_next_mtp"
         method = {"method": mtp if args.mtp else "ngram", "num_speculative_tokens": args.draft}
+        if args.drafter:
+            method = {"method": "dflash", "model": args.drafter, "num_speculative_tokens": args.draft}
         line += ["--speculative-config", json_text(method, indent=None)]
     engine_cores = (args.tp if args.attention_dp else 1) * args.replicas
     line += [REPLICA_FLAG, engine_cores] if engine_cores > 1 else []
@@ -630,7 +654,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # pipeline parallelism), then loading the model (a removed architecture through the Transformers backend, a class
     # that does not build) and its layers' specs (drafts on Mamba layers)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or _draft_method_error(spec, k, version) or refusal or _heads_error(spec, inputs.layout.tp)
+               or _draft_method_error(spec, k, version) or _drafter_error(spec, k, version) or refusal
+               or _heads_error(spec, inputs.layout.tp)
                or _pp_error(spec, inputs.layout, version)
                or _build_error(spec, version, inputs.layout.pp, inputs.layout.tp))
     refusal = refusal or _prefix_assert(arch, s.values.get("enable_prefix_caching", prefix), version)
@@ -648,6 +673,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     checkpoints = (mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
                    and _since(version, "gdn_checkpoints"))
     batched, max_num_seqs = _batch_limits(s, inputs, version)
+    refusal = refusal or _scheduled_tokens(spec, k, batched, max_num_seqs, version, log)
     eager = s.take("enforce_eager", False)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     extensible = extensible_kv_cache(version, kv_memory is not None)
@@ -669,6 +695,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
+    refusal = refusal or _drafter_page_error(model, k, kv_mode, dtypes, attn_tok, version)
     block, padded = block_size, page
     mamba_block = block_size  # 'all' mode without attention: a state per cache block (MambaModelConfig)
     if page and attn_tok:
@@ -691,7 +718,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             # platform sets it, and the Mamba spec divides by it (the 0.15 and 0.17 tables; 0.18.0 sizes it)
             refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
-    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), batched, state_drafts,
+    in_flight = _in_flight(spec, k, batched, inputs.layout.pp, version)
+    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
                      mamba_block, block_size)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
                  kv_memory, non_kv, log, refusal, version, extensible)
@@ -923,6 +951,82 @@ def _draft_method_error(spec, k: int, version: str) -> str | None:
             f"(vLLM {version} has no MTP method for {spec.architecture})")
 
 
+def _drafter_error(spec, k: int, version: str) -> str | None:
+    """What vLLM says of the spec's DFlash drafter before it sizes anything (None: it serves it): no `dflash` method
+    before 0.20 (config/speculative.py SpeculativeConfig), no DFlash2 drafter class before 0.28 (models/registry.py),
+    and from 0.27 a windowed layer without a window (qwen3_dflash.py _resolve_layer_attention; transformers'
+    Qwen3Config drops `sliding_window` unless `use_sliding_window`)."""
+    d = spec.drafter
+    if d is None or not k:
+        return None
+    if not _since(version, "dflash"):
+        return ("ValidationError: 1 validation error for SpeculativeConfig method: Input should be one of the release's "
+                f"methods (vLLM {version} has no 'dflash' method; it has from 0.20.0)")
+    if d.architecture == "DFlash2DraftModel" and not _since(version, "dflash2"):
+        return (f"ValueError: Model architectures ['DFlash2DraftModel'] are not supported for now. (vLLM {version} "
+                "registers the DFlash2 drafter from 0.28.0)")
+    if _since(version, "dflash_windows") and d.sliding_window is None and any(drafter_sizing.windowed(d)):
+        return ("ValueError: DFlash sliding attention requires a window size configured in dflash_config.swa_window_size "
+                "or the top-level sliding_window.")
+    return None
+
+
+def _drafter_page_error(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes, attn_tok: int,
+                        version: str) -> str | None:
+    """What vLLM says of a DFlash drafter whose KV pages differ from the model's attention pages (None: they match).
+    Its layers keep KV in the cache dtype from 0.22 (qwen3_dflash.py passes them the cache config), in the model dtype
+    before, so fp8 KV gives them twice the bytes a token; unify_kv_cache_spec_page_size (v1/core/kv_cache_utils.py)
+    then scales the other specs' blocks up to that page, which a state page cannot follow (its assertion), or fails when
+    it does not divide. mcache models no drafter with smaller pages (vLLM scales the drafter's blocks): a
+    `LayoutError` naming --draft-model."""
+    if not drafter_sizing.drafts_with(model.spec, k):
+        return None
+    shapes = drafter_sizing.states(model, None)
+    dtype = dtypes.kv if _since(version, "dflash_cache_dtype") else dtypes.model
+    own = sum(prod(s.shape) for s in shapes) * itemsize(dtype)
+    if kv_mode.endswith("_per_token_head") and dtype == dtypes.kv:
+        own += 2 * shapes[0].shape[shapes[0].axes.index("Hkv")] * 4
+    if own == attn_tok:
+        return None
+    if attn_tok and own > attn_tok:
+        if own % attn_tok:
+            return ("NotImplementedError: The page size of the layer is not divisible by the maximum page size. Cannot "
+                    f"unify by adjusting block_size. (the drafter's KV takes {own} B a token, the model's {attn_tok} B)")
+        return ("AssertionError: assert new_spec.page_size_bytes == max_page_size (v1/core/kv_cache_utils.py "
+                f"unify_kv_cache_spec_page_size: the drafter's KV takes {own} B a token, the model's {attn_tok} B, and a "
+                "state page cannot grow with the blocks)")
+    raise LayoutError("draft_model", f"a drafter whose layers hold as many KV bytes a token as the model's attention "
+                                     f"layers on a rank ({attn_tok} B; this one {own} B), the only drafters mcache's vLLM "
+                                     "profile models")
+
+
+def _scheduled_tokens(spec, k: int, batched: int, max_num_seqs: int, version: str, log: list[str]) -> str | None:
+    """config/vllm.py _set_max_num_scheduled_tokens with a DFlash drafter. 0.20 - 0.27 take its parallel-drafting
+    queries, `k - 1` scheduler slots a request (SpeculativeConfig max_num_new_slots_for_drafting), off every step's
+    tokens for each of max_num_seqs requests; from 0.28 a step keeps max_num_batched_tokens, which must exceed the
+    drafter's slots a request (`k` in 0.28 - 0.32; 0.33 on, the lookahead tokens, `k + 1`). Fewer than 8,192 tokens a
+    step are logged, none refused."""
+    if not drafter_sizing.drafts_with(spec, k):
+        return None
+    if _since(version, "dflash_k_slots"):
+        left, slots, tail = batched, k + 1 if _since(version, "dflash_no_slots") else k, "."
+        if batched <= slots:
+            got = f"num_lookahead_tokens={slots}" if _since(version, "dflash_no_slots") else f"scheduled_token_delta={slots}"
+            return ("ValidationError: VllmConfig does not have enough slots to schedule a token and support the "
+                    f"speculative decoding settings. Got max_num_batched_tokens={batched} and {got}.")
+    else:
+        left, tail = batched - (k - 1) * max_num_seqs, " or max_num_seqs."
+        if left <= 0:
+            return (f"ValidationError: max_num_scheduled_tokens is set to {left} based on the speculative decoding "
+                    "settings, which does not allow any tokens to be scheduled. Increase max_num_batched_tokens to "
+                    f"accommodate the additional draft token slots, or decrease num_speculative_tokens{tail}")
+    if left < 8192:
+        log.append(f"max_num_scheduled_tokens is set to {left} based on the speculative decoding settings. This may "
+                   "lead to suboptimal performance. Consider increasing max_num_batched_tokens to accommodate the "
+                   f"additional draft token slots, or decrease num_speculative_tokens{tail}")
+    return None
+
+
 def _next_minor(version: str) -> str:
     """The first release after `version`'s minor series (0.23.0 -> 0.24.0)."""
     major, minor = version.split(".")[:2]
@@ -956,6 +1060,21 @@ def _chunk_size(spec) -> int:
     return getattr(kind, "chunk_size", None) or MAMBA1_CHUNK
 
 
+def _in_flight(spec, k: int, batched: int, pp: int, version: str) -> int:
+    """The tokens a windowed layer keeps beside its window: one step's (`batched`), and from 0.27 one for each batch in
+    flight (config/vllm.py max_concurrent_batches): 2 with async scheduling, which is on unless the drafts are n-gram
+    lookups (no EAGLE-type method: the model has no MTP layers and no drafter), or the PP stages, one more on the V2
+    model runner (0.34; earlier, a DFlash drafter mixing windowed and full layers or, from 0.28, a DFlash2 one)."""
+    if not _since(version, "in_flight_tokens"):
+        return batched
+    d = spec.drafter if k else None
+    v2 = _since(version, "v2_runner_only") or d is not None and (
+        len(set(drafter_sizing.windowed(d))) > 1 or d.architecture == "DFlash2DraftModel" and _since(version, "dflash2"))
+    if k and d is None and spec.mtp is None:  # n-gram drafts: no async scheduling
+        return pp * batched
+    return (pp + 1 if v2 else 2 if pp == 1 else pp) * batched
+
+
 def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory (the
     160 GiB tier since 0.28); max_num_seqs is at most the batched tokens."""
@@ -974,7 +1093,7 @@ def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs
     """Every stage's KV-cache groups and the memory its blocks get (`_plans`); the one-request check counts a
     stage's share and its memory (since 0.17.0), the whole model's group size and the smallest worker's memory
     (0.14.0 - 0.16)."""
-    own = [_buckets(ctx, inputs.spec, setup.drafts) for ctx in contexts]
+    own = [_buckets(ctx, inputs.spec, setup.drafts, setup.version) for ctx in contexts]
     rule = setup.rule
     if _since(setup.version, "worker_padding") and rule.mode != "none" and rule.block != rule.cache_block:
         # a stage without attention keeps its states' unaligned block: a spec of its own (SINCE "worker_padding")
@@ -1394,9 +1513,11 @@ def _align(page: int, attn_tok: int, block_size: int, align: int, log: list[str]
     return block, padded
 
 
-def _buckets(ctx, spec, k: int) -> dict[str, int]:
+def _buckets(ctx, spec, k: int, version: str) -> dict[str, int]:
     """Layers of each cache spec on the stage (kv_cache_utils.py groups equal specs): full and windowed attention
-    apart, each recurrent kind apart; the MTP drafter's attention layers join the last stage's attention."""
+    apart, each recurrent kind apart; the MTP drafter's attention layers join the last stage's attention, and a DFlash
+    drafter's layers (last stage) the bucket of the model's attention whose spec is theirs, else one of their own
+    (`drafter`, `drafter:window`: AttentionSpec's `is_draft`, 0.33 on, is left out of its equality)."""
     buckets = {}
     for kind in ctx.kinds:
         if kind in RECURRENT_KINDS:
@@ -1406,7 +1527,18 @@ def _buckets(ctx, spec, k: int) -> dict[str, int]:
     if k and ctx.stage == ctx.layout.pp - 1 and (drafter := mtp_attention_layers(spec)):
         key = next((name for name in buckets if name in ATTENTION_KINDS), "attention")
         buckets[key] = buckets.get(key, 0) + drafter
+    for window, n in drafter_sizing.layer_windows(ctx, k, _since(version, "dflash_windows")).items():
+        own = drafter_sizing.states(ctx, window)
+        same = next((kind for kind in ctx.kinds if kind in ATTENTION_KINDS and ctx.states(kind) == own), None)
+        key = _bucket_name(ctx, same) if same else drafter_sizing.NAME + ("" if window is None else ":window")
+        buckets[key] = buckets.get(key, 0) + n
     return buckets
+
+
+def _window(ctx, name: str) -> int | None:
+    """The sliding window of a bucket's layers (`_buckets`: a kind's, or the drafter's)."""
+    kind = name.partition(":")[0]
+    return ctx.spec.drafter.sliding_window if kind == drafter_sizing.NAME else window_of(ctx, kind)
 
 
 def _bucket_name(ctx, kind: str) -> str:

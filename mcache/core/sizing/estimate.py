@@ -6,7 +6,7 @@ from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
-from mcache.core.sizing import weights
+from mcache.core.sizing import drafter, weights
 from mcache.core.sizing.auxiliary import aux_declarations
 from mcache.core.sizing.buffers import BufferDecl
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
@@ -15,12 +15,18 @@ from mcache.core.spec.model import ModelSpec
 
 
 def base_declarations(ctx: RankContext) -> list[BufferDecl]:
-    """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank."""
-    return [
+    """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank, and the KV of a drafter's
+    layers while it drafts here (kind `drafter`, its windowed layers `drafter_window`)."""
+    decls = [
         BufferDecl(s.name, s.component, kind, ctx.counts[kind], s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
         for kind in ctx.kinds
         for s in ctx.states(kind)
     ]
+    for window, n in drafter.layer_windows(ctx, ctx.runtime.draft_tokens).items():
+        kind = drafter.NAME if window is None else f"{drafter.NAME}_window"
+        decls += [BufferDecl(s.name, s.component, kind, n, s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
+                  for s in drafter.states(ctx, window)]
+    return decls
 
 
 def declarations(ctx: RankContext) -> list[BufferDecl]:
@@ -143,7 +149,7 @@ class Estimate(Struct, frozen=True):
 def estimate_rank(ctx: RankContext) -> RankEstimate:
     """Estimate one rank from its context."""
     comps = [Component(d, units_of(d, ctx)) for d in declarations(ctx)]
-    params, stored = weights.rank_weights(ctx, weights.loads_mtp(ctx.spec, ctx.runtime.draft_tokens))
+    params, stored = weights.rank_weights(ctx, weights.loads_draft_head(ctx.spec, ctx.runtime.draft_tokens))
     return RankEstimate(ctx, comps, stored, params)
 
 

@@ -10,7 +10,8 @@ on every PP stage, in the model dtype). A unit is stored in the model dtype, or,
 MTP layers are weighed only where they are loaded: engines skip a checkpoint's `mtp.*` tensors unless a speculative
 MTP draft is configured, which builds them as a separate draft model (vLLM v0.33.0 model_executor/models/
 qwen3_next.py and nemotron_h.py `load_weights`, against qwen3_next_mtp.py and nemotron_h_mtp.py; transformers'
-classes have no MTP modules at all). `loads_mtp` is that rule; every figure below takes its answer as `mtp`.
+classes have no MTP modules at all); a spec's drafter (`core/sizing/drafter.py`) drafts in their place, and is weighed
+instead. `loads_draft_head` is that rule; every figure below takes its answer as `mtp`.
 
 Under attention data parallelism (each TP rank of a stage runs a batch of its own) a rank keeps every weight whole but a
 MoE's routed experts, which stay split over the TP ranks: the neutral model's rule, and what the engines commonly load
@@ -27,6 +28,7 @@ from msgspec.structs import replace
 
 from mcache.core.errors import LayoutError
 from mcache.core.kinds import KIND_MODULES
+from mcache.core.sizing import drafter
 from mcache.core.sizing.rank import RankContext
 from mcache.core.sizing.vision import rank_tower_params, tower_params
 from mcache.core.spec.dtypes import canonical, itemsize
@@ -122,10 +124,10 @@ def embedding_params(spec: ModelSpec) -> tuple[int, int]:
     return emb, 0 if spec.tie_embeddings else emb
 
 
-def loads_mtp(spec: ModelSpec, draft_tokens: int) -> bool:
-    """Whether a deployment loads the MTP layers: the model has them and drafts tokens (its MTP head is the drafter,
-    as `mcache plan`'s serve commands configure it)."""
-    return spec.mtp is not None and draft_tokens > 0
+def loads_draft_head(spec: ModelSpec, draft_tokens: int) -> bool:
+    """Whether a deployment loads a head that drafts: it drafts tokens, with the spec's drafter (a draft model of its
+    own) or else the model's MTP layers (as `mcache plan`'s serve commands configure it)."""
+    return (spec.drafter is not None or spec.mtp is not None) and draft_tokens > 0
 
 
 def mtp_units(spec: ModelSpec) -> list[tuple[str, str, int]]:
@@ -197,7 +199,7 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
 # (NemotronHMoE's fc1_latent_proj / fc2_latent_proj: ReplicatedLinear in vLLM v0.28-v0.30 and SGLang v0.5.23
 # models/nemotron_h.py; TensorRT-LLM modeling_nemotron_h.py builds them without a TP mapping, "replicated across all
 # GPUs").
-REPLICATED = frozenset({"moe.proj"})
+REPLICATED = frozenset({"moe.proj", "drafter.fc"})  # and a DFlash drafter's fc (a ReplicatedLinear in vLLM)
 
 
 def shard_ways(ctx: RankContext, kind: str, part: str | None = None, expert_shards: int = 1,
@@ -221,7 +223,8 @@ def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: fro
                 dp_whole: frozenset[str]) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds, each split `shard_ways`: its stage's
     layers, embeddings on the first stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP
-    layers on the last; the vision tower on every stage (`rank_tower_params`)."""
+    layers on the last (the spec's drafter in their place when it has one); the vision tower on every stage
+    (`rank_tower_params`)."""
     spec, store = ctx.spec, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
@@ -238,7 +241,9 @@ def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: fro
     if ctx.stage == ctx.layout.pp - 1:
         units.append((spec.hidden_size, store.plain))
         units.append(((head or (emb if ctx.layout.pp > 1 else 0)) // ways("lm_head"), store.per_param("lm_head")))
-        if mtp:
+        if mtp and spec.drafter is not None:
+            units += [(n // ways(k, part), store.plain) for k, part, n in drafter.units(spec)]
+        elif mtp:
             units += [(n // ways(k, part), store.per_param("mtp")) for k, part, n in mtp_units(spec)]
     return units
 

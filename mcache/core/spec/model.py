@@ -167,6 +167,33 @@ class MTP(Block):
     layer: str
 
 
+class Drafter(Block):
+    """A draft model of its own (`method: dflash`: a DFlash block-diffusion drafter, `architecture` its config's
+    `architectures[0]`, which reads the target's hidden states at `target_layers` layers). While it drafts, each of its
+    `num_layers` attention layers (`attention`: heads, KV heads, head dim; no window) keeps KV in the engine's pool
+    beside the model's. Which are windowed is its config's: `layer_types` (one per layer, `full_attention` or
+    `sliding_attention`; empty when it names none), `use_swa` (DFlash's `dflash_config.use_swa`: every layer windowed
+    when no type says sliding) and `sliding_window` (`dflash_config.swa_window_size`, else the config's where its
+    `use_sliding_window` keeps it; None: no window, so a windowed layer is sized as full), read as each engine release
+    reads them (`core/sizing/drafter.py`). Its weights: the layers (a gated MLP of `intermediate_size`),
+    the `fc` from `target_layers` x `target_hidden_size` (None: `hidden_size`) to `hidden_size` when `fc` is true, and
+    its norms; the embedding and head are the model's."""
+
+    num_layers: LayerCount
+    attention: Attention
+    hidden_size: Pos
+    intermediate_size: Pos
+    target_layers: Pos
+    method: Literal["dflash"] = "dflash"
+    architecture: str = "DFlashDraftModel"
+    layer_types: list[Literal["full_attention", "sliding_attention"]] = []
+    use_swa: bool = False
+    sliding_window: Pos | None = None
+    target_hidden_size: Pos | None = None
+    fc: bool = True
+    source: str = ""
+
+
 QUANT_FORMATS = ("nvfp4", "mxfp4", "fp8", "fp8_block", "int4", "int8", "nf4")
 QUANT_FILE = "hf_quant_config.json"  # ModelOpt's export writes its settings here (`Quantization.source` names it)
 
@@ -260,6 +287,7 @@ class ModelSpec(Block):
     config, so assumed present). `architecture` (the config's `architectures[0]`) keys
     the engines' per-model rules; `max_model_len` is the longest context the config declares, the engines'
     default max model length. `vision` is the vision tower of a multimodal checkpoint (None: a text-only model).
+    `drafter` is a draft model of its own that drafts in place of the MTP layers (`--draft-model`; None: none).
     """
 
     name: str
@@ -290,6 +318,7 @@ class ModelSpec(Block):
     mlp: MLP | None = None
     moe: MoE | None = None
     mtp: MTP | None = None
+    drafter: Drafter | None = None
     quantization: Quantization | None = None
     stored_weights: StoredWeights | None = None
     vision: Vision | None = None
@@ -382,6 +411,8 @@ def check_spec(spec: ModelSpec, file: str) -> None:
         for kind in spec.mtp.layer.split("+"):
             if kind not in KINDS or getattr(spec, kind) is None:
                 raise SpecError(file, "mtp.layer", f"kinds with a parameter block, got {kind!r}")
+    if spec.drafter is not None:
+        check_drafter(spec.drafter, file)
     if spec.quantization is not None:
         check_quantization(spec, file)
     if spec.vision is not None and spec.vision.tower is not None:
@@ -395,6 +426,14 @@ def check_spec(spec: ModelSpec, file: str) -> None:
             dtypes.canonical(aux.dtype)
         except KeyError:
             raise SpecError(file, f"aux_buffers[{i}].dtype", f"a dtype ({', '.join(dtypes.ITEMSIZE)})") from None
+
+
+def check_drafter(d: Drafter, file: str) -> None:
+    """A drafter's layer types name each of its layers, and its own fields (not its attention block) window them."""
+    if d.layer_types and len(d.layer_types) != d.num_layers:
+        raise SpecError(file, "drafter.layer_types", f"{d.num_layers} entries (drafter.num_layers), got {len(d.layer_types)}")
+    if d.attention.sliding_window is not None:
+        raise SpecError(file, "drafter.attention.sliding_window", "none: drafter.sliding_window and layer_types window it")
 
 
 def parse_unit(unit: str) -> tuple[str, str | None, tuple[int, ...] | None]:

@@ -1,0 +1,84 @@
+"""Read a DFlash drafter's `config.json` (`--draft-model`) as a spec's `drafter` block, as vLLM builds the drafter
+(model_executor/models/qwen3_dflash.py, v0.20.0 - v0.34.0: DFlashQwen3Model): `num_hidden_layers` Qwen3 decoder layers
+of the config's attention geometry; `layer_types` and `dflash_config.use_swa` / `swa_window_size` (else the config
+class's `sliding_window`) windowing them (`_resolve_layer_attention`, v0.27.0 on); and, unless `use_aux_hidden_state`
+is false, an `fc` that reads the target's hidden states at `target_layer_ids` (its `eagle_config` updated with its
+`dflash_config`, the latter winning). DFlash2's per-block convolutions (qwen3_dflash2.py, a few MB) are not weighed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from mcache.core.errors import SpecError
+from mcache.core.hf.common import Cfg, attention_block, read_config
+from mcache.core.spec.model import Drafter, check_drafter
+
+ARCHITECTURES = ("DFlashDraftModel", "DFlash2DraftModel")  # vLLM's registry (DFlash2: from v0.28.0)
+LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
+def read_drafter(path: str | Path) -> Drafter:
+    """The drafter of the config at `path` (a `config.json` or a folder holding one); a `SpecError` naming the file
+    and field for anything else."""
+    from mcache.core.hf import config_file
+
+    file = config_file(path)
+    cfg = Cfg(read_config(file), str(file), "DFlash drafter")
+    arch = cfg.architecture()
+    if arch not in ARCHITECTURES:
+        raise cfg.error("architectures", f"a DFlash drafter's ({' or '.join(ARCHITECTURES)}), got {arch!r}")
+    layers = cfg.num_layers()
+    hidden = cfg.int("hidden_size")
+    merged = {**_mapping(cfg, "eagle_config"), **_mapping(cfg, "dflash_config")}
+    inner = Cfg(merged, cfg.file, cfg.model_type, "dflash_config.")
+    types = cfg.list("layer_types", str, []) if cfg.given("layer_types") else []
+    if types and len(types) != layers:
+        raise cfg.error("layer_types", f"{layers} entries (num_hidden_layers), got {len(types)}")
+    for i, entry in enumerate(types):
+        if entry not in LAYER_TYPES:
+            raise cfg.error(f"layer_types[{i}]", f"one of {', '.join(LAYER_TYPES)}, got {entry!r}")
+    window = inner.int("swa_window_size") if inner.given("swa_window_size") else (
+        cfg.int("sliding_window") if cfg.given("sliding_window") and _keeps_window(cfg) else None)
+    ids = next((inner.list(k, int) for k in ("target_layer_ids", "layer_ids") if inner.given(k)), None)
+    fc = inner.bool("use_aux_hidden_state") if inner.given("use_aux_hidden_state") else (
+        cfg.bool("use_aux_hidden_state", True))
+    attention = attention_block(cfg, hidden)
+    attention.pop("sliding_window", None)  # the drafter's own fields window its layers
+    data = {
+        "architecture": arch,
+        "num_layers": layers,
+        "attention": attention,
+        "layer_types": types,
+        "use_swa": inner.bool("use_swa", False),
+        "sliding_window": window,
+        "hidden_size": hidden,
+        "intermediate_size": cfg.int("intermediate_size"),
+        "target_layers": len(ids) if ids else layers,
+        "target_hidden_size": cfg.int("target_hidden_size") if cfg.given("target_hidden_size") else None,
+        "fc": fc,
+        "source": str(file),
+    }
+    try:
+        drafter = msgspec.convert(data, Drafter)
+    except msgspec.ValidationError as exc:
+        raise SpecError(str(file), "drafter", str(exc)) from None
+    check_drafter(drafter, str(file))
+    return drafter
+
+
+def _keeps_window(cfg: Cfg) -> bool:
+    """Whether the config class keeps `sliding_window`: transformers' Qwen3Config (a `qwen3` drafter's) sets it to None
+    unless `use_sliding_window` is true; other model types keep it."""
+    return cfg.raw("model_type", None) != "qwen3" or cfg.bool("use_sliding_window", False)
+
+
+def _mapping(cfg: Cfg, key: str) -> dict:
+    """The config's nested mapping `key` (empty when absent)."""
+    value = cfg.raw(key, None)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise cfg.error(key, f"a mapping, got {type(value).__name__}")
+    return value

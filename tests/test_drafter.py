@@ -1,0 +1,282 @@
+"""DFlash drafters (`--draft-model`): their configs read as vLLM builds the drafter, their layers' KV and weights in
+the neutral model (hand-computed), vLLM's rules for them (the golden tables of tests/data/engine_golden/drafters, made
+by scripts/oracles/vllm.py --drafters), the other engines' caveat, and bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from cli_util import one_line, size_json
+from msgspec.structs import replace
+from paths import HERE, HF_CONFIGS
+
+from mcache.cli.main import main
+from mcache.core.engines import run_engine
+from mcache.core.engines.common import EngineInputs
+from mcache.core.errors import LayoutError, SpecError
+from mcache.core.hf.drafter import read_drafter
+from mcache.core.kinds.base import CacheDtypes
+from mcache.core.load import load_spec, parse_spec, with_drafter
+from mcache.core.sizing import drafter
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+
+DRAFTERS = HERE / "data" / "hf_configs_drafters"
+QWEN35_27B = str(HF_CONFIGS / "qwen3.5-27b.json")
+Q35, Q36, Q38 = (str(DRAFTERS / n) for n in ("qwen3.5-27b-dflash.json", "qwen3.6-27b-dflash.json",
+                                             "qwen3.8-27b-dflash2.json"))
+BF16 = CacheDtypes(model="bfloat16", kv="bfloat16", conv="bfloat16", ssm="float32")
+# One layer of the Qwen3.6-27B drafter: q 5120 x 32 x 128, k and v 5120 x 8 x 128 each, o 32 x 128 x 5120, a gated MLP
+# of 3 x 5120 x 17408; two RMSNorms of 5120 and q/k norms of 128; the fc reads 5 target layers of 5120
+LAYER = 5120 * 4096 + 2 * 5120 * 1024 + 4096 * 5120 + 3 * 5120 * 17408  # 319,815,680
+NORMS = 2 * 5120 + 2 * 128
+FC = 5 * 5120 * 5120
+DRAFTER_PARAMS = 5 * (LAYER + NORMS) + FC + 2 * 5120  # 1,730,213,120
+
+
+def _write(tmp_path: Path, base: str, **changes) -> str:
+    cfg = json.loads(Path(base).read_text())
+    for key, value in changes.items():
+        if value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+# --- the config ---------------------------------------------------------------------------------------------------
+
+def test_a_dflash_config_reads_as_vllm_builds_the_drafter():
+    d = read_drafter(Q36)
+    assert (d.architecture, d.num_layers, d.hidden_size, d.intermediate_size, d.target_layers, d.fc) == (
+        "DFlashDraftModel", 5, 5120, 17408, 5, True)
+    assert (d.attention.num_heads, d.attention.num_kv_heads, d.attention.head_dim) == (32, 8, 128)
+    assert drafter.windows(d) == [2048, 2048, 2048, 2048, None]
+    assert drafter.windows(d, honoured=False) == [None] * 5  # vLLM before 0.27: every layer full attention
+    assert drafter.windows(read_drafter(Q35)) == [None] * 5
+    d2 = read_drafter(Q38)
+    assert (d2.architecture, drafter.windows(d2)) == ("DFlash2DraftModel", [2048] * 5)
+
+
+def test_a_qwen3_drafter_keeps_its_window_only_with_use_sliding_window(tmp_path):
+    # transformers' Qwen3Config sets sliding_window to None unless use_sliding_window: vLLM then finds no window
+    d = read_drafter(_write(tmp_path, Q36, use_sliding_window=None))
+    assert d.sliding_window is None and drafter.windows(d) == [None] * 5 and drafter.windowed(d) == [True] * 4 + [False]
+
+
+@pytest.mark.parametrize(("layer_types", "dflash", "windowed"), [
+    (None, {"use_swa": True}, [True, True]),  # no types: use_swa windows every layer
+    (None, {}, [False, False]),
+    (["full_attention", "full_attention"], {"use_swa": True}, [True, True]),  # use_swa over an all-full list
+    (["sliding_attention", "full_attention"], {"use_swa": True}, [True, False]),  # the list when it names a window
+    (["sliding_attention", "full_attention"], {}, [True, False]),
+])
+def test_which_layers_are_windowed_follows_vllm(tmp_path, layer_types, dflash, windowed):
+    path = _write(tmp_path, Q36, num_hidden_layers=2, layer_types=layer_types,
+                  dflash_config={"target_layer_ids": [1, 2], "swa_window_size": 512, **dflash})
+    d = read_drafter(path)
+    assert drafter.windowed(d) == windowed
+    assert drafter.windows(d) == [512 if w else None for w in windowed]  # swa_window_size before sliding_window
+
+
+def test_the_fc_reads_the_target_layers_and_the_dflash_config_wins(tmp_path):
+    path = _write(tmp_path, Q36, eagle_config={"target_layer_ids": [1, 2, 3], "use_aux_hidden_state": True},
+                  dflash_config={"target_layer_ids": [4, 5], "use_aux_hidden_state": False}, target_hidden_size=4096)
+    d = read_drafter(path)
+    assert (d.target_layers, d.fc, d.target_hidden_size) == (2, False, 4096)
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"architectures": ["Qwen3ForCausalLM"]}, "architectures"),
+    ({"layer_types": ["full_attention"] * 4}, "layer_types"),
+    ({"layer_types": ["full_attention"] * 4 + ["linear_attention"]}, "layer_types[4]"),
+    ({"dflash_config": [1, 2]}, "dflash_config"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads"),
+])
+def test_a_bad_drafter_config_names_its_field(tmp_path, changes, field):
+    with pytest.raises(SpecError) as err:
+        read_drafter(_write(tmp_path, Q36, **changes))
+    assert err.value.field == field
+
+
+def test_a_spec_can_carry_a_drafter_and_a_bad_one_names_its_line():
+    text = (HERE / "specs" / "tiny-hybrid.yaml").read_text()
+    good = text + ("drafter:\n  num_layers: 2\n  attention: {num_heads: 4, num_kv_heads: 2, head_dim: 64}\n"
+                   "  hidden_size: 256\n  intermediate_size: 512\n  target_layers: 2\n")
+    assert parse_spec(good, "x.yaml").drafter.num_layers == 2
+    with pytest.raises(SpecError) as err:
+        parse_spec(good + "  layer_types: [full_attention]\n", "x.yaml")
+    assert err.value.field == "drafter.layer_types" and err.value.line is not None
+
+
+# --- the neutral model --------------------------------------------------------------------------------------------
+
+def _estimate(spec, draft: int, tp: int = 1, pp: int = 1, max_seq_len: int = 131072):
+    runtime = RuntimeConfig(max_batch=4, max_seq_len=max_seq_len, draft_tokens=draft,
+                            spec_scheme="intermediate" if draft else "none")
+    return estimate(spec, ParallelLayout(tp=tp, pp=pp), runtime, BF16)
+
+
+def test_the_drafter_keeps_kv_and_weights_only_while_it_drafts():
+    spec = with_drafter(load_spec(QWEN35_27B), Q36)
+    plain = load_spec(QWEN35_27B)
+    drafting, idle = _estimate(spec, 5).ranks[0], _estimate(spec, 0).ranks[0]
+    # five layers of 2 x 8 x 128 bf16 a token (4,096 B), four of them windowed at 2,048 tokens
+    assert drafting.kv_bytes_per_token - idle.kv_bytes_per_token == 5 * 4096
+    assert drafting.kv_bytes_per_seq(131072) - idle.kv_bytes_per_seq(131072) == 4096 * (4 * 2048 + 131072)
+    assert idle.kv_bytes_per_token == _estimate(plain, 0).ranks[0].kv_bytes_per_token
+    # its weights in the model dtype, in place of the MTP layer the model drafts with otherwise
+    assert drafting.param_count - idle.param_count == DRAFTER_PARAMS == 1_730_213_120
+    assert drafting.weight_bytes - idle.weight_bytes == 2 * DRAFTER_PARAMS
+    assert _estimate(plain, 5).ranks[0].param_count > idle.param_count  # without a drafter, the MTP layer
+
+
+def test_under_tp_its_kv_heads_and_layers_split_but_not_its_fc():
+    spec = with_drafter(load_spec(QWEN35_27B), Q36)
+    drafting, idle = _estimate(spec, 5, tp=2).ranks[0], _estimate(spec, 0, tp=2).ranks[0]
+    assert drafting.kv_bytes_per_token - idle.kv_bytes_per_token == 5 * 2 * 4 * 128 * 2
+    assert drafting.param_count - idle.param_count == 5 * (LAYER + NORMS) // 2 + FC + 2 * 5120 // 2
+
+
+def test_under_pp_the_drafter_sits_on_the_last_stage():
+    est = _estimate(with_drafter(load_spec(QWEN35_27B), Q36), 5, pp=2)
+    kinds = [{c.decl.kind for c in r.components} for r in est.ranks]
+    assert "drafter" not in kinds[0] and {"drafter", "drafter_window"} <= kinds[1]
+
+
+def test_size_reports_the_drafter():
+    data = size_json([QWEN35_27B, "--draft", "5", "--draft-model", Q36])
+    d = data["model"]["drafter"]
+    assert (d["architecture"], d["windows"], d["param_count"]) == ("DFlashDraftModel", [2048] * 4 + [None],
+                                                                  DRAFTER_PARAMS)
+    assert {c["kind"] for c in data["ranks"][0]["components"]} >= {"drafter", "drafter_window"}
+
+
+# --- vLLM -----------------------------------------------------------------------------------------------------
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, HERE.parent / "scripts" / "oracles" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+compare = _load("compare")
+TABLES = compare.golden.tables("vllm", compare.golden.DRAFTERS)
+
+
+def test_the_drafter_tables_cover_every_drafter_at_releases_on_each_side_of_its_rules():
+    versions = {compare.golden.read(t)["version"] for t in TABLES}
+    assert versions >= {"0.20.0", "0.24.0", "0.27.0", "0.28.0", "0.33.0", "0.34.0"}
+    for table in TABLES:
+        drafters = {c["flags"]["draft_model"] for c in compare.golden.read(table)["cases"]}
+        assert drafters == {p.name for p in DRAFTERS.glob("*.json")}
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_drafter_case_matches_vllm(table):
+    data = compare.golden.read(table)
+    sized = 0
+    for case in data["cases"]:
+        rows = compare.compare_case(HF_CONFIGS, case, data["version"])
+        assert [r for r in rows if r[3] is not None] == [], compare.flag_text(case["flags"])
+        sized += case["error"] is None
+    assert sized >= 10  # the tables size the drafters, not only their refusals
+
+
+def _vllm(spec, version: str, tp: int = 1, **given):
+    inputs = EngineInputs(spec, ParallelLayout(tp=tp), "NVIDIA H200", 143771140096, None,
+                          {"num_speculative_tokens": 5, "kv_cache_memory_bytes": 20 << 30, "max_model_len": 32768, **given})
+    return run_engine("vllm", inputs, version)
+
+
+def test_vllm_refuses_a_drafter_its_release_has_no_rule_for():
+    spec = with_drafter(load_spec(QWEN35_27B), Q38)
+    assert "no 'dflash' method" in _vllm(spec, "0.19.0").stages[0].startup_error
+    assert "['DFlash2DraftModel'] are not supported" in _vllm(spec, "0.27.0").stages[0].startup_error
+    assert _vllm(spec, "0.28.0").stages[0].startup_error is None
+
+
+def test_vllm_from_028_refuses_a_step_that_holds_fewer_tokens_than_the_drafts():
+    spec = with_drafter(load_spec(QWEN35_27B), Q35)
+    error = _vllm(spec, "0.28.0", max_num_batched_tokens=5, max_num_seqs=5).stages[0].startup_error
+    assert error.endswith("Got max_num_batched_tokens=5 and scheduled_token_delta=5.")
+    error = _vllm(spec, "0.33.0", max_num_batched_tokens=6, max_num_seqs=6).stages[0].startup_error
+    assert error.endswith("Got max_num_batched_tokens=6 and num_lookahead_tokens=6.")
+
+
+def test_a_drafter_with_narrower_kv_than_the_model_is_not_modelled():
+    # at TP 8 the model keeps one KV head of 256 a layer, the drafter one of 128: vLLM would rescale its blocks
+    spec = with_drafter(load_spec(QWEN35_27B), Q36)
+    with pytest.raises(LayoutError) as err:
+        _vllm(spec, "0.34.0", tp=8)
+    assert err.value.field == "draft_model"
+
+
+def test_the_drafter_joins_the_model_attention_spec_when_its_kv_is_the_same(tmp_path):
+    # a drafter of the model's own KV geometry (4 KV heads of 256): vLLM's specs are equal (is_draft is left out of
+    # the comparison), so its layers join the model's attention group
+    spec = with_drafter(load_spec(QWEN35_27B), _write(tmp_path, Q35, num_key_value_heads=4, head_dim=256))
+    groups = _vllm(spec, "0.34.0").stages[0].fields["groups"]
+    assert "drafter" not in groups and "attention" in groups
+
+
+def test_vllm_serves_the_drafter_in_its_serve_command():
+    from mcache.core.engines.common import ServeArgs
+    from mcache.core.engines.vllm import serve_command
+
+    line = serve_command(ServeArgs("Qwen/Qwen3.6-27B", 2, 1, 65536, draft=5, mtp=True, drafter="z-lab/Qwen3.6-27B-DFlash"))
+    assert '{"method": "dflash", "model": "z-lab/Qwen3.6-27B-DFlash", "num_speculative_tokens": 5}' in line
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_the_other_engines_say_the_drafter_cache_is_not_modelled(engine):
+    data = size_json([QWEN35_27B, "--engine", engine, "--draft", "5", "--draft-model", Q36, "--gpu", "h200", "--tp", "2"])
+    assert any("DFlash drafter's KV cache" in c for c in data["engine"]["caveats"])
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+
+def test_a_missing_drafter_is_one_line(capsys):
+    assert "draft_model" in one_line(["size", QWEN35_27B, "--draft", "5", "--draft-model", "no/such/file.json"], capsys)
+
+
+def test_a_config_that_is_not_a_drafter_is_one_line(capsys):
+    line = one_line(["size", QWEN35_27B, "--draft", "5", "--draft-model", QWEN35_27B], capsys)
+    assert "architectures" in line and "DFlashDraftModel" in line
+
+
+def test_plan_refuses_a_drafter_under_an_engine_that_does_not_size_it(capsys):
+    assert "--draft-model" in one_line(["plan", QWEN35_27B, "--engine", "sglang", "--draft-model", Q36], capsys)
+
+
+def test_explain_reads_the_drafter_its_log_names(tmp_path, capsys):
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(Path(Q36).read_text())
+    log = tmp_path / "boot.log"
+    args = ("{'model': 'x', 'tensor_parallel_size': 2, 'max_model_len': 180000, 'enable_prefix_caching': True, "
+            f"'max_num_seqs': 1, 'speculative_config': {{'method': 'dflash', 'model': '{folder}', "
+            "'num_speculative_tokens': 5}}")
+    source = (HERE / "data" / "engine_logs" / "vllm" / "qwen36-27b-dflash-noviz-2x4090-180k.log").read_text()
+    log.write_text(f"(APIServer pid=1) INFO 05-04 01:00:00 [utils.py:233] non-default args: {args}\n{source}")
+    argv = [str(log), "--model", QWEN35_27B, "--gpu", "rtx-4090", "--engine-version", "0.20.0", "--format", "json"]
+    assert main(["explain", *argv]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {c["verdict"] for c in data["comparisons"]} == {"agree"}
+    (folder / "config.json").unlink()  # not readable: sized without it, and a note says how to give it
+    assert main(["explain", *argv]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert any("--draft-model" in n for n in data["notes"])
+
+
+def test_a_drafter_equal_to_the_spec_is_replaced():
+    spec = with_drafter(load_spec(QWEN35_27B), Q35)
+    assert with_drafter(spec, Q36).drafter.layer_types[0] == "sliding_attention"
+    assert with_drafter(spec, None) is spec
+    assert replace(spec, drafter=None).drafter is None

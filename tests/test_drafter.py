@@ -280,3 +280,15 @@ def test_a_drafter_equal_to_the_spec_is_replaced():
     assert with_drafter(spec, Q36).drafter.layer_types[0] == "sliding_attention"
     assert with_drafter(spec, None) is spec
     assert replace(spec, drafter=None).drafter is None
+
+
+def test_vllm_from_033_admits_the_requests_whose_draft_queries_fit_a_step():
+    # 160 tokens a step, 16 draft queries a request (15 drafts and the bonus): 10 requests, not max_num_seqs' 100
+    spec = with_drafter(load_spec(QWEN35_27B), Q36)
+    given = {"num_speculative_tokens": 15, "max_num_batched_tokens": 160, "max_num_seqs": 100, "max_model_len": 4096}
+    run = _vllm(spec, "0.34.0", tp=2, **given)
+    assert (run.stages[0].max_running_requests, run.stages[0].binding) == (10, "max_num_active_seqs")
+    assert ("The dflash draft pass fits at most 10 requests within max_num_batched_tokens=160. Overriding "
+            "max_num_active_seqs from 100 to 10.") in run.stages[0].log
+    assert "needs 16 query tokens per request" in " ".join(_vllm(spec, "0.33.0", tp=2, **given).stages[0].log)
+    assert _vllm(spec, "0.28.0", tp=2, **given).stages[0].binding != "max_num_active_seqs"

@@ -80,7 +80,8 @@ SINCE = {
     # is in the model dtype
     "dflash_cache_dtype": "0.22.0",
     # config/speculative.py max_num_new_slots_for_drafting: a DFlash request's extra scheduler slots, k - 1 (parallel
-    # drafting) until 0.28.0, k from it, none from 0.33.0 (config/vllm.py _set_max_num_scheduled_tokens takes them)
+    # drafting) until 0.28.0, k from it, none from 0.33.0 (config/vllm.py _set_max_num_scheduled_tokens takes them),
+    # which from it lowers max_num_active_seqs to the requests whose k + 1 draft queries fit a step
     "dflash_k_slots": "0.28.0",
     "dflash_no_slots": "0.33.0",
     # v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: a windowed layer keeps one step's
@@ -506,6 +507,7 @@ class Setup(Struct, frozen=True):
     refusal: str | None = None
     version: str = ""  # the modelled release
     extensible: bool = False  # the extensible KV cache sizes the memory (since 0.34, without kv_cache_memory_bytes)
+    active_seqs: int = 0  # the requests the scheduler admits at once (max_num_active_seqs; 0: max_num_seqs)
 
 
 class StagePool(Struct, frozen=True):
@@ -674,6 +676,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    and _since(version, "gdn_checkpoints"))
     batched, max_num_seqs = _batch_limits(s, inputs, version)
     refusal = refusal or _scheduled_tokens(spec, k, batched, max_num_seqs, version, log)
+    active = _active_seqs(spec, k, batched, max_num_seqs, version, log)
     eager = s.take("enforce_eager", False)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
     extensible = extensible_kv_cache(version, kv_memory is not None)
@@ -722,7 +725,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
                      mamba_block, block_size)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version, extensible)
+                 kv_memory, non_kv, log, refusal, version, extensible, active)
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -1060,6 +1063,22 @@ def _chunk_size(spec) -> int:
     return getattr(kind, "chunk_size", None) or MAMBA1_CHUNK
 
 
+def _active_seqs(spec, k: int, batched: int, max_num_seqs: int, version: str, log: list[str]) -> int:
+    """The requests vLLM admits at once (max_num_active_seqs): from 0.33, a DFlash drafter's draft pass takes `k + 1`
+    queries a request within max_num_batched_tokens (num_lookahead_tokens), so config/vllm.py
+    _set_max_num_scheduled_tokens lowers it to the requests that fit and logs it; 0 (max_num_seqs) otherwise."""
+    if not drafter_sizing.drafts_with(spec, k) or not _since(version, "dflash_no_slots"):
+        return 0
+    fits = batched // (k + 1)
+    if fits >= max_num_seqs:
+        return 0
+    words = (f"fits at most {fits} requests" if _since(version, "v2_runner_only")
+             else f"needs {k + 1} query tokens per request")
+    log.append(f"The dflash draft pass {words} within max_num_batched_tokens={batched}. Overriding max_num_active_seqs "
+               f"from {max_num_seqs} to {fits}.")
+    return fits
+
+
 def _in_flight(spec, k: int, batched: int, pp: int, version: str) -> int:
     """The tokens a windowed layer keeps beside its window: one step's (`batched`), and from 0.27 one for each batch in
     flight (config/vllm.py max_concurrent_batches): 2 with async scheduling, which is on unless the drafts are n-gram
@@ -1273,8 +1292,9 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
         log += _capacity_lines(tokens, max_len, logged / per_request, setup.version)
         error = _graph_error(pool, num_blocks, setup) if _since(setup.version, "v020") else None
         at_context = num_blocks // rule.per_request(pool.groups, setup.context, pool.ctx)
-        running, binding = ((at_context, "KV cache blocks") if at_context < setup.max_num_seqs
-                            else (setup.max_num_seqs, "max_num_seqs"))
+        active = setup.active_seqs or setup.max_num_seqs
+        running, binding = ((at_context, "KV cache blocks") if at_context < active
+                            else (active, "max_num_seqs" if active == setup.max_num_seqs else "max_num_active_seqs"))
     if error is not None:
         log.append(error)
         running, binding = 0, "start-up"

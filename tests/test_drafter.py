@@ -292,3 +292,15 @@ def test_vllm_from_033_admits_the_requests_whose_draft_queries_fit_a_step():
             "max_num_active_seqs from 100 to 10.") in run.stages[0].log
     assert "needs 16 query tokens per request" in " ".join(_vllm(spec, "0.33.0", tp=2, **given).stages[0].log)
     assert _vllm(spec, "0.28.0", tp=2, **given).stages[0].binding != "max_num_active_seqs"
+
+
+def test_a_drafter_whose_heads_do_not_split_is_one_line_and_plan_skips_that_layout_while_drafting(tmp_path, capsys):
+    path = _write(tmp_path, Q36, num_attention_heads=30, num_key_value_heads=3)
+    line = one_line(["size", QWEN35_27B, "--draft", "5", "--draft-model", path, "--tp", "4"], capsys)
+    assert line.startswith("mcache: --draft-model: a drafter whose heads split") and "tp=4" in line
+    from cli_util import plan_json
+
+    data = plan_json(QWEN35_27B, "--draft", "0,5", "--draft-model", path, "--tp", "1,4", "--pp", "1", "--gpu", "h200",
+                     "--context", "8192", "--kv-dtype", "default")
+    assert [s for s in data["skipped"] if s.startswith("tp 4 pp 1, drafting: ")]
+    assert {(c["tp"], c["draft"]) for c in data["candidates"]} == {(1, 0), (1, 5), (4, 0)}

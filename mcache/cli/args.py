@@ -14,7 +14,7 @@ from mcache.core.spec.model import MAX_INT
 # capacity figures', the runtime's own names for options, `mcache plan`'s own, and every `SizeOptions` field.
 OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "attention_dp", "attention_dp_size",
                            "gpu", "gpu_memory", "context", "concurrency",
-                           "tokens_per_block", "draft_tokens", "engine", "target_concurrency", "prefix_caching",
+                           "tokens_per_block", "draft_tokens", "engine", "target_concurrency", "prefix_caching", "draft_model",
                            *SizeOptions.__struct_fields__))
 
 # The range of every number option, by field (both ends included; a float's lower end excluded). Integers stop at

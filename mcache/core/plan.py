@@ -47,7 +47,8 @@ TPS = (1, 2, 4, 8)
 PPS = (1, 2)
 FP8 = {"sglang": "fp8_e4m3"}  # each engine's spelling of an fp8 KV cache (others: fp8)
 PREFIX = ("default", "on", "off")
-LAYOUT_FIELDS = ("tp", "pp", "tp/pp", "attention_dp")  # a layout the model (or the engine) cannot take is skipped
+# a layout the model, its drafter (`draft_model`) or the engine cannot take is skipped
+LAYOUT_FIELDS = ("tp", "pp", "tp/pp", "attention_dp", "draft_model")
 MAX_CANDIDATES = 100_000  # about 300 candidates a second on one core: the largest sweep takes minutes, with a progress bar
 MAX_GPUS = 64  # the default bound on a candidate's GPUs (replicas x TP x PP)
 MAX_REPLICA_GPUS = 64  # the largest TP x PP of one replica (eight 8-GPU nodes)
@@ -311,7 +312,8 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
                                     axes.prefix_caching))
     candidates, skipped, impossible = [], [], {}
     for i, (gpu, context, (tp, pp, dp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
-        if (tp, pp, dp) not in impossible:
+        key = (tp, pp, dp, bool(draft and spec.drafter))  # a drafter's heads split over the layout only while it drafts
+        if key not in impossible:
             try:
                 layout = ParallelLayout(tp=tp, pp=pp, attention_dp=dp > 0, attention_dp_size=dp or None)
                 candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context, layout, kv, ssm, draft,
@@ -319,12 +321,12 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
             except LayoutError as err:  # a layout the model cannot be split into, or the engine does not take: skipped
                 if err.field not in LAYOUT_FIELDS and "." not in err.field:
                     raise
-                impossible[(tp, pp, dp)] = err
-                skipped.append(f"{_layout_name(tp, pp, dp)}: {err}")
+                impossible[key] = err
+                skipped.append(f"{_layout_name(tp, pp, dp)}{', drafting' if key[3] else ''}: {err}")
         if progress:
             progress(i, len(combos))
     if not candidates and impossible:
-        (tp, pp, dp), first = next(iter(impossible.items()))
+        (tp, pp, dp, _), first = next(iter(impossible.items()))
         raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is "
                                    f"({_layout_name(tp, pp, dp)}: {first})")
     return rank(engine, candidates, goal, skipped, axes.max_gpus, axes.from_log)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
+from mcache.core.errors import LayoutError
 from mcache.core.kinds import attention
 from mcache.core.kinds.base import StateShape
 from mcache.core.spec.model import Drafter, ModelSpec
@@ -53,7 +54,10 @@ def states(ctx, window: int | None) -> list[StateShape]:
     """KV per token of one drafter layer with `window` on the rank of `ctx` (the attention kind's, from the drafter's
     geometry)."""
     p = replace(ctx.spec.drafter.attention, sliding_window=window)
-    return attention.states(ctx.spec, p, ctx.layout.state_tp, ctx.dtypes)
+    try:
+        return attention.states(ctx.spec, p, ctx.layout.state_tp, ctx.dtypes)
+    except LayoutError as err:  # the drafter's heads, not the model's: named by the option that gave them
+        raise LayoutError("draft_model", f"a drafter whose heads split over the ranks ({err.expected})") from None
 
 
 def units(spec: ModelSpec) -> list[tuple[str, str, int]]:

@@ -283,3 +283,19 @@ def test_a_weighed_tower_without_its_sizes_is_a_spec_error():
     text = (Path(__file__).parents[1] / "model_specs" / "qwen3.5-27b.yaml").read_text()
     with pytest.raises(SpecError, match=r"vision\.intermediate_size: a size"):
         parse_spec(text.replace("intermediate_size: 4304,", ""), "spec.yaml")
+
+
+@pytest.mark.parametrize(("arch", "mla"), [
+    # vLLM bailing_moe_v3.py _is_kda_layer: the layers past the last whole group are MLA too (Ling 3.0, KDA)
+    ("BailingMoeV3ForCausalLM", [3, 7, 8, 9]),
+    # bailing_moe_linear.py (Ring-2.5, lightning): only where a group closes
+    ("BailingMoeV2_5ForCausalLM", [3, 7]),
+])
+def test_a_partial_last_bailing_group(tmp_path, arch, mla):
+    cfg = json.loads((HF_CONFIGS / "edge0-8b-a1b-preview.json").read_text())
+    cfg.update(num_hidden_layers=10, layer_group_size=4, architectures=[arch])
+    cfg.pop("layer_types", None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    kinds = layer_kinds(import_hf(path))
+    assert [i for i, k in enumerate(kinds) if "mla" in k] == mla

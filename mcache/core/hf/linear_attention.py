@@ -224,15 +224,18 @@ LINEAR_TYPES = {"linear_attention": "linear", "full_attention": "mla"}
 
 def bailing_hybrid(cfg: Cfg) -> Draft:
     """Ling 3.0 (BailingHybridConfig, transformers modeling_bailing_hybrid.py): KDA layers, with MLA where
-    `(i + 1) % layer_group_size == 0` (or as `layer_types` says); the remote-code Ling-2.6 / Ring-2.5
-    (BailingMoeV2_5ForCausalLM) share the model type with lightning attention in place of KDA."""
+    `(i + 1) % layer_group_size == 0` and on the layers past the last whole group (vLLM v0.34.0
+    bailing_moe_v3.py `_is_kda_layer`; or as `layer_types` says); the remote-code Ling-2.6 / Ring-2.5
+    (BailingMoeV2_5ForCausalLM) share the model type with lightning attention in place of KDA, MLA only where the
+    group closes (bailing_moe_linear.py)."""
     n = cfg.num_layers()
     linear = "lightning" if cfg.architecture() == "BailingMoeV2_5ForCausalLM" else "kda"
     if cfg.given("layer_types"):
         mixers = [linear if m == "linear" else m for m in cfg.layer_list("layer_types", n, LINEAR_TYPES)]
     else:
         group = cfg.int("layer_group_size")
-        mixers = ["mla" if (i + 1) % group == 0 else linear for i in range(n)]
+        tail = n // group * group if linear == "kda" else n  # a partial last group is all MLA (KDA models only)
+        mixers = ["mla" if (i + 1) % group == 0 or i >= tail else linear for i in range(n)]
     entries, draft = _bailing_moe(cfg, n, mixers, "mla")
     heads = cfg.int("num_attention_heads")
     if linear in mixers:  # the linear layers' head dim is the config's head_dim (BailingHybridConfig.linear_head_dim)

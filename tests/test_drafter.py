@@ -304,3 +304,16 @@ def test_a_drafter_whose_heads_do_not_split_is_one_line_and_plan_skips_that_layo
                      "--context", "8192", "--kv-dtype", "default")
     assert [s for s in data["skipped"] if s.startswith("tp 4 pp 1, drafting: ")]
     assert {(c["tp"], c["draft"]) for c in data["candidates"]} == {(1, 0), (1, 5), (4, 0)}
+
+
+def test_explain_notes_a_hub_drafter_it_cannot_read_offline(tmp_path, capsys):
+    args = ("{'model': 'x', 'tensor_parallel_size': 2, 'max_model_len': 180000, 'enable_prefix_caching': True, "
+            "'max_num_seqs': 1, 'speculative_config': {'method': 'dflash', 'model': 'z-lab/Qwen3.6-27B-DFlash', "
+            "'num_speculative_tokens': 5}}")
+    source = (HERE / "data" / "engine_logs" / "vllm" / "qwen36-27b-dflash-noviz-2x4090-180k.log").read_text()
+    log = tmp_path / "boot.log"
+    log.write_text(f"(APIServer pid=1) INFO 05-04 01:00:00 [utils.py:233] non-default args: {args}\n{source}")
+    argv = [str(log), "--model", QWEN35_27B, "--gpu", "rtx-4090", "--engine-version", "0.20.0", "--format", "json"]
+    assert main(["explain", *argv]) == 1  # the tests' Hub cache is empty and offline: sized without the drafter
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("z-lab/Qwen3.6-27B-DFlash" in n and "--draft-model" in n for n in notes)

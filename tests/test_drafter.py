@@ -317,3 +317,21 @@ def test_explain_notes_a_hub_drafter_it_cannot_read_offline(tmp_path, capsys):
     assert main(["explain", *argv]) == 1  # the tests' Hub cache is empty and offline: sized without the drafter
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert any("z-lab/Qwen3.6-27B-DFlash" in n and "--draft-model" in n for n in notes)
+
+
+def test_plan_from_a_dflash_log_drafts_with_its_drafter(tmp_path):
+    from cli_util import plan_json
+
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(Path(Q36).read_text())
+    args = ("{'model': 'x', 'tensor_parallel_size': 2, 'max_model_len': 180000, 'enable_prefix_caching': True, "
+            f"'max_num_seqs': 1, 'speculative_config': {{'method': 'dflash', 'model': '{folder}', "
+            "'num_speculative_tokens': 5}}")
+    source = (HERE / "data" / "engine_logs" / "vllm" / "qwen36-27b-dflash-noviz-2x4090-180k.log").read_text()
+    log = tmp_path / "boot.log"
+    log.write_text(f"(APIServer pid=1) INFO 05-04 01:00:00 [utils.py:233] non-default args: {args}\n{source}")
+    data = plan_json(QWEN35_27B, "--from-log", str(log), "--log-gpu", "rtx-4090", "--gpu", "rtx-4090", "--engine-version",
+                     "0.20.0", "--context", "180000", "--tp", "2", "--pp", "1", "--kv-dtype", "default", "--draft", "5",
+                     "--weight-format", "int4")
+    assert f'"method": "dflash", "model": "{folder}"' in data["candidates"][0]["settings"]

@@ -51,7 +51,7 @@ def explain(
     version = options.pop("engine_version") or log_version(parsed)
     spec, origin = _model(model, parsed)
     refuse_input_as_output(output, *spec_inputs(Path(origin)))
-    spec = _with_drafter(spec, options.pop("draft_model"), parsed, output)
+    spec = with_drafter_of(spec, options.pop("draft_model"), parsed, output)
     sizes = _parse_sizes({k: options.pop(k) for k in ("gpu_memory", "reserve", "weights", "kv_cache_memory",
                                                        "free_memory_before_load")})
     gpu_name, context, attention_dp, dp_size, partition = (options.pop(k) for k in (
@@ -132,9 +132,10 @@ def _model(given: str | None, parsed):
                       "id): give its config.json or checkpoint folder with --model PATH")
 
 
-def _with_drafter(spec, given: str | None, parsed, output):
+def with_drafter_of(spec, given: str | None, parsed, output):
     """`spec` drafting with --draft-model's drafter, else with the DFlash drafter the log's speculative config names
-    when it can be read (a path, or a Hub id as --model reads one); as it is otherwise (`explain` then notes it)."""
+    when it can be read (a path, or a Hub id as --model reads one); as it is otherwise (`explain` then notes it).
+    `mcache plan --from-log` takes the log's drafter the same way."""
     from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.core.errors import McacheError
     from mcache.core.hub import hub_id

@@ -80,6 +80,7 @@ def plan(
     fmt = output_format(fmt, output)
     from msgspec.structs import replace
 
+    from mcache.cli.explain import with_drafter_of
     from mcache.cli.output import refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
     from mcache.core.explain import weighed_by_log
@@ -91,13 +92,14 @@ def plan(
 
     if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")
-    model = with_drafter(load_spec(spec), draft_model)
+    model = load_spec(spec)
     origin = str(resolve(spec))
-    refuse_input_as_output(output, *spec_inputs(Path(origin)), *(spec_inputs(Path(draft_model)) if draft_model else ()))
-    refuse_input_as_output(plot, *spec_inputs(Path(origin)))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)))
+    refuse_input_as_output(plot, *spec_inputs(Path(origin)), *(spec_inputs(Path(draft_model)) if draft_model else ()))
     if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
         raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
     parsed = _log(from_log, engine) if from_log is not None else None
+    model = with_drafter_of(model, draft_model, parsed, output) if parsed else with_drafter(model, draft_model)
     chosen = parsed.engine if parsed else None if engine in (None, "none") else engine
     if draft_model is not None and chosen not in (None, "vllm"):
         raise McacheError("--draft-model: a DFlash drafter is sized by vLLM's profile (--engine vllm) and mcache's "

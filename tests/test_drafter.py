@@ -335,3 +335,8 @@ def test_plan_from_a_dflash_log_drafts_with_its_drafter(tmp_path):
                      "0.20.0", "--context", "180000", "--tp", "2", "--pp", "1", "--kv-dtype", "default", "--draft", "5",
                      "--weight-format", "int4")
     assert f'"method": "dflash", "model": "{folder}"' in data["candidates"][0]["settings"]
+
+
+def test_a_drafter_config_given_as_the_model_says_which_option_takes_it(capsys):
+    line = one_line(["size", Q36], capsys)
+    assert "architectures" in line and "DFlashDraftModel" in line and "--draft-model" in line

@@ -19,7 +19,8 @@ from msgspec.structs import replace
 
 from mcache.core.errors import SpecError
 from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
-from mcache.core.hf.common import Cfg, Draft, read_config
+from mcache.core.hf.common import Cfg, Draft, config_file, read_config
+from mcache.core.hf.drafter import ARCHITECTURES as DRAFTER_ARCHITECTURES
 from mcache.core.hf.index import lone_index_note, read_index
 from mcache.core.hf.quantization import find_quantization, lone_file_note, quantization_block
 from mcache.core.sizing.weights import unknown_fields
@@ -62,21 +63,14 @@ def supported_model_types() -> list[str]:
     return sorted(CONVERTERS)
 
 
-def config_file(path: str | Path) -> Path:
-    """`path` itself if it is a file, else the `config.json` in the folder `path`."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "config.json"
-        if not path.is_file():
-            raise SpecError(str(path), "file", "a checkpoint folder holding config.json, none found")
-    elif not path.is_file():
-        raise SpecError(str(path), "file", "an existing config.json or a checkpoint folder holding one")
-    return path
-
-
 def model_type_of(data: dict, file: str) -> str:
-    """The config's `model_type`, or `mamba_ssm` for a `mamba_ssm` library config."""
+    """The config's `model_type`, or `mamba_ssm` for a `mamba_ssm` library config; a DFlash drafter's config is
+    refused, naming the option that takes it."""
     kind = data.get("model_type")
+    names = data.get("architectures")
+    if isinstance(names, list) and names and names[0] in DRAFTER_ARCHITECTURES:
+        raise SpecError(file, "architectures", f"a model's config; this is a DFlash drafter's ({names[0]}): give it with "
+                                               "--draft-model beside the config of the model it drafts for")
     if "d_model" in data and "n_layer" in data and kind in (None, "mamba", "mamba2"):
         return MAMBA_SSM
     by_hand = "or write a spec by hand (`mcache spec schema`)"

@@ -21,6 +21,18 @@ from mcache.core.spec.model import MAX_INT, MAX_LAYERS, NORM_EPS_KEYS, SSM_HINT_
 _MISSING = object()
 
 
+def config_file(path: str | Path) -> Path:
+    """`path` itself if it is a file, else the `config.json` in the folder `path`."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise SpecError(str(path), "file", "a checkpoint folder holding config.json, none found")
+    elif not path.is_file():
+        raise SpecError(str(path), "file", "an existing config.json or a checkpoint folder holding one")
+    return path
+
+
 def read_config(path: Path) -> dict:
     """The JSON object in `path`; a `SpecError` for unreadable files, bad JSON, another top-level type, or a number
     no field can hold (an integer too long to read, NaN, Infinity, 1e400), naming its field."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 
 from mcache.core.errors import SpecError
-from mcache.core.hf.common import Cfg, attention_block, read_config
+from mcache.core.hf.common import Cfg, attention_block, config_file, read_config
 from mcache.core.spec.model import Drafter, check_drafter
 
 ARCHITECTURES = ("DFlashDraftModel", "DFlash2DraftModel")  # vLLM's registry (DFlash2: from v0.28.0)
@@ -22,8 +22,6 @@ LAYER_TYPES = ("full_attention", "sliding_attention")
 def read_drafter(path: str | Path) -> Drafter:
     """The drafter of the config at `path` (a `config.json` or a folder holding one); a `SpecError` naming the file
     and field for anything else."""
-    from mcache.core.hf import config_file
-
     file = config_file(path)
     cfg = Cfg(read_config(file), str(file), "DFlash drafter")
     arch = cfg.architecture()

@@ -210,12 +210,22 @@ def test_vllm_from_028_refuses_a_step_that_holds_fewer_tokens_than_the_drafts():
     assert error.endswith("Got max_num_batched_tokens=6 and num_lookahead_tokens=6.")
 
 
-def test_a_drafter_with_narrower_kv_than_the_model_is_not_modelled():
-    # at TP 8 the model keeps one KV head of 256 a layer, the drafter one of 128: vLLM would rescale its blocks
+def test_a_drafter_of_narrower_kv_takes_blocks_of_more_tokens():
+    # at TP 8 the model keeps one KV head of 256 a layer (1,024 B a token in bf16), the drafter one of 128 (512 B):
+    # unify_kv_cache_spec_page_size doubles the drafter's block size (the 35B drafter's TP 4 cases of the tables)
+    from mcache.core.engines.vllm import _drafter_pages
+    from mcache.core.sizing.rank import RankContext
+
     spec = with_drafter(load_spec(QWEN35_27B), Q36)
-    with pytest.raises(LayoutError) as err:
-        _vllm(spec, "0.34.0", tp=8)
+    ctx = RankContext.build(spec, ParallelLayout(tp=8), RuntimeConfig(), BF16, 0)
+    assert _drafter_pages(ctx, 5, "auto", BF16, 1024, 1, "0.34.0") == (None, 2)
+    assert _drafter_pages(ctx, 5, "auto", BF16, 768, 1, "0.34.0")[0].startswith("NotImplementedError")
+    assert _drafter_pages(ctx, 5, "auto", BF16, 256, 1, "0.34.0")[0].startswith("AssertionError")  # a wider drafter
+    with pytest.raises(LayoutError) as err:  # ... beside a model without state, whose blocks would follow it
+        _drafter_pages(ctx, 5, "auto", BF16, 256, 0, "0.34.0")
     assert err.value.field == "draft_model"
+    run = _vllm(spec, "0.34.0", tp=8)
+    assert run.stages[0].startup_error is None and "drafter" in run.stages[0].fields["groups"]
 
 
 def test_the_drafter_joins_the_model_attention_spec_when_its_kv_is_the_same(tmp_path):

@@ -42,6 +42,8 @@ FALLBACK = {
                "max_total_num_tokens": ("field", "max_total_num_tokens")},
     "trtllm": {"max_tokens": ("field", "max_tokens")},
 }
+# Figures an engine prints once for each of several KV-cache specs: vLLM's padding of each spec's last group
+PER_SPEC = ("padding_layers", "padding_waste_pct")
 # How a measured figure of several ranks feeds one setting: the engines size every rank alike and agree on the
 # smallest pool, so the smallest budget, the largest weights and the largest peak stand for all of them.
 PICK = {"kv_cache_memory_bytes": min, "pre_model_load_memory_bytes": min, "weights_bytes": max, "peak_bytes": max}
@@ -342,10 +344,11 @@ def compare(log: EngineLog, report: dict) -> list[Comparison]:
     """Each figure of the log beside mcache's figure of the same stage, the same figure read from mcache's lines."""
     eng = report["engine"]
     ours = {st["stage"]: figures_of(log.engine, st["log"]) for st in eng["stages"]}
-    out = []
+    out, seen = [], {}
     for p in log.figures:
         stage = min(p.stage, len(eng["stages"]) - 1)
-        mine = _ours(log.engine, p, ours[stage], eng, eng["stages"][stage])
+        nth = seen[(stage, p.key)] = seen.get((stage, p.key), -1) + 1
+        mine = _ours(log.engine, p, ours[stage], eng, eng["stages"][stage], nth)
         error = eng["stages"][stage]["startup_error"]
         if mine is None and error:  # the engine printed it; mcache's run stops before it would
             out.append(Comparison(p.key, p.shown, None, DIFFER, p.line, p.process, stage,
@@ -355,9 +358,14 @@ def compare(log: EngineLog, report: dict) -> list[Comparison]:
     return out
 
 
-def _ours(engine: str, p: Printed, printed: list[Printed], eng: dict, stage: dict) -> str | None:
-    """mcache's figure for the engine's `p`, at the engine's rounding (None: mcache has no such figure)."""
+def _ours(engine: str, p: Printed, printed: list[Printed], eng: dict, stage: dict, nth: int = 0) -> str | None:
+    """mcache's figure for the engine's `p`, the `nth` of its key in the log, at the engine's rounding (None: mcache
+    has no such figure). A figure printed once per KV-cache spec (`PER_SPEC`) pairs with mcache's lines in the order
+    both print them, over again where the engine prints the whole run of them again (vLLM logs its padding at the
+    profiling run and at the real planning); any other with mcache's first (an engine may print a line twice)."""
     same = [q for q in printed if q.key == p.key]
+    if same and p.key in PER_SPEC:
+        return _shown_as(p, same[nth % len(same)].value)
     if same:
         return _shown_as(p, same[0].value)
     where, name = FALLBACK[engine].get(p.key, (None, None))

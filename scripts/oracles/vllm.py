@@ -59,7 +59,7 @@ CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 DRAFTERS = ROOT / "tests" / "data" / "hf_configs_drafters"  # DFlash drafters' configs (--drafters)
 # (model config, drafter config) pairs the --drafters table sizes: a DFlash drafter drafting for its target
 DRAFTER_PAIRS = (("qwen3.5-27b.json", "qwen3.5-27b-dflash.json"), ("qwen3.5-27b.json", "qwen3.6-27b-dflash.json"),
-                 ("qwen3.5-27b.json", "qwen3.8-27b-dflash2.json"))
+                 ("qwen3.5-27b.json", "qwen3.8-27b-dflash2.json"), ("qwen3.6-35b-a3b.json", "qwen3.6-35b-a3b-dflash.json"))
 GIB = 1 << 30
 MIB = 1 << 20
 H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory

@@ -460,6 +460,7 @@ class BlockRule(Struct, frozen=True):
     state_drafts: int = 0  # the draft blocks a state holds ('none'/'align': drafts since 0.15; 'all': since 0.22)
     mamba_block: int = 0  # tokens per state block in 'all' mode (the attention block; attention-free: block_size)
     cache_block: int = 0  # the cache block before alignment: the 'all' state block of an unaligned stage's states
+    drafter_scale: int = 1  # a DFlash drafter's own specs: their blocks hold this many times the tokens (`_drafter_pages`)
 
     def per_request(self, groups: dict[str, int], tokens: int, ctx: RankContext) -> int:
         """Blocks one request of `tokens` tokens holds over all `groups`: attention `ceil(tokens / block)` (windowed:
@@ -476,11 +477,10 @@ class BlockRule(Struct, frozen=True):
                 elif self.mode == "all":
                     block = self.cache_block if tag == UNALIGNED else self.mamba_block
                     per = cdiv(tokens, block) + self.state_drafts
-            elif name.endswith(":window"):
-                window = _window(ctx, name)
-                per = cdiv(min(window - 1 + self.batched, tokens), self.block) + 1
-            else:
-                per = cdiv(tokens, self.block)
+            else:  # a drafter's own specs hold `drafter_scale` times the tokens a block
+                block = self.block * (self.drafter_scale if kind == drafter_sizing.NAME else 1)
+                per = (cdiv(min(_window(ctx, name) - 1 + self.batched, tokens), block) + 1 if name.endswith(":window")
+                       else cdiv(tokens, block))
             total += n * per
         return total
 
@@ -698,7 +698,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
-    refusal = refusal or _drafter_page_error(model, k, kv_mode, dtypes, attn_tok, version)
+    drafter_refusal, drafter_scale = _drafter_pages(model, k, kv_mode, dtypes, attn_tok, page, version)
+    refusal = refusal or drafter_refusal
     block, padded = block_size, page
     mamba_block = block_size  # 'all' mode without attention: a state per cache block (MambaModelConfig)
     if page and attn_tok:
@@ -723,7 +724,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
     in_flight = _in_flight(spec, k, batched, inputs.layout.pp, version)
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
-                     mamba_block, block_size)
+                     mamba_block, block_size, drafter_scale)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
                  kv_memory, non_kv, log, refusal, version, extensible, active)
 
@@ -974,33 +975,38 @@ def _drafter_error(spec, k: int, version: str) -> str | None:
     return None
 
 
-def _drafter_page_error(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes, attn_tok: int,
-                        version: str) -> str | None:
-    """What vLLM says of a DFlash drafter whose KV pages differ from the model's attention pages (None: they match).
-    Its layers keep KV in the cache dtype from 0.22 (qwen3_dflash.py passes them the cache config), in the model dtype
-    before, so fp8 KV gives them twice the bytes a token; unify_kv_cache_spec_page_size (v1/core/kv_cache_utils.py)
-    then scales the other specs' blocks up to that page, which a state page cannot follow (its assertion), or fails when
-    it does not divide. mcache models no drafter with smaller pages (vLLM scales the drafter's blocks): a
-    `LayoutError` naming --draft-model."""
+def _drafter_pages(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes, attn_tok: int, page: int,
+                   version: str) -> tuple[str | None, int]:
+    """(what vLLM says of a DFlash drafter whose KV a token differs from the model's attention's, None where it goes
+    on; how many times the tokens a block of the drafter's own specs holds). Its layers keep KV in the cache dtype
+    from 0.22 (qwen3_dflash.py passes them the cache config), in the model dtype before. v1/core/kv_cache_utils.py
+    unify_kv_cache_spec_page_size brings every spec to the largest page by multiplying its block size: a drafter of
+    narrower KV (at a TP that leaves the model one KV head of a larger dim) takes blocks of that many times the tokens;
+    a wider one (fp8 KV before 0.22) makes the others follow it, which a state page (`page`) cannot (its assertion;
+    mcache does not model the model's attention blocks following it where it has no state), and a page that does not
+    divide the largest is refused."""
     if not drafter_sizing.drafts_with(model.spec, k):
-        return None
+        return None, 1
     shapes = drafter_sizing.states(model, None)
     dtype = dtypes.kv if _since(version, "dflash_cache_dtype") else dtypes.model
     own = sum(prod(s.shape) for s in shapes) * itemsize(dtype)
     if kv_mode.endswith("_per_token_head") and dtype == dtypes.kv:
         own += 2 * shapes[0].shape[shapes[0].axes.index("Hkv")] * 4
-    if own == attn_tok:
-        return None
-    if attn_tok and own > attn_tok:
-        if own % attn_tok:
-            return ("NotImplementedError: The page size of the layer is not divisible by the maximum page size. Cannot "
-                    f"unify by adjusting block_size. (the drafter's KV takes {own} B a token, the model's {attn_tok} B)")
+    if not attn_tok:
+        raise LayoutError("draft_model", "a model with attention layers: mcache's vLLM profile aligns a drafter's KV "
+                                         "pages to the model's attention pages")
+    if max(own, attn_tok) % min(own, attn_tok):
+        return ("NotImplementedError: The page size of the layer is not divisible by the maximum page size. Cannot "
+                f"unify by adjusting block_size. (the drafter's KV takes {own} B a token, the model's {attn_tok} B)"), 1
+    if own > attn_tok and not page:
+        raise LayoutError("draft_model", f"a drafter whose KV a token ({own} B) is at most the model's attention's "
+                                         f"({attn_tok} B) where the model keeps no state: mcache's vLLM profile does not "
+                                         "scale the model's attention blocks")
+    if own > attn_tok:
         return ("AssertionError: assert new_spec.page_size_bytes == max_page_size (v1/core/kv_cache_utils.py "
                 f"unify_kv_cache_spec_page_size: the drafter's KV takes {own} B a token, the model's {attn_tok} B, and a "
-                "state page cannot grow with the blocks)")
-    raise LayoutError("draft_model", f"a drafter whose layers hold as many KV bytes a token as the model's attention "
-                                     f"layers on a rank ({attn_tok} B; this one {own} B), the only drafters mcache's vLLM "
-                                     "profile models")
+                "state page cannot grow with the blocks)"), 1
+    return None, attn_tok // own
 
 
 def _scheduled_tokens(spec, k: int, batched: int, max_num_seqs: int, version: str, log: list[str]) -> str | None:
@@ -1534,15 +1540,16 @@ def _align(page: int, attn_tok: int, block_size: int, align: int, log: list[str]
 
 
 def _buckets(ctx, spec, k: int, version: str) -> dict[str, int]:
-    """Layers of each cache spec on the stage (kv_cache_utils.py groups equal specs): full and windowed attention
-    apart, each recurrent kind apart; the MTP drafter's attention layers join the last stage's attention, and a DFlash
-    drafter's layers (last stage) the bucket of the model's attention whose spec is theirs, else one of their own
-    (`drafter`, `drafter:window`: AttentionSpec's `is_draft`, 0.33 on, is left out of its equality)."""
+    """Layers of each cache spec on the stage (kv_cache_utils.py groups equal specs), in the order vLLM builds their
+    first layer (`_build_order`: the order it logs their padding in): full and windowed attention apart, each
+    recurrent kind apart; the MTP drafter's attention layers join the last stage's attention, and a DFlash drafter's
+    layers (last stage, built after the model's) the bucket of the model's attention whose spec is theirs, else one of
+    their own (`drafter`, `drafter:window`: AttentionSpec's `is_draft`, 0.33 on, is left out of its equality)."""
     buckets = {}
-    for kind in ctx.kinds:
+    for kind in _build_order(ctx.spec, ctx.layers):
         if kind in RECURRENT_KINDS:
             buckets[kind] = ctx.counts[kind]
-        elif kind in ATTENTION_KINDS:
+        else:
             buckets[_bucket_name(ctx, kind)] = ctx.counts[kind]
     if k and ctx.stage == ctx.layout.pp - 1 and (drafter := mtp_attention_layers(spec)):
         key = next((name for name in buckets if name in ATTENTION_KINDS), "attention")
@@ -1650,19 +1657,28 @@ def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: s
     return pool.check_group * pool.unit * rule.per_request(groups, tokens, pool.ctx)
 
 
-def _first_group(ctx: RankContext) -> str:
-    """The cache spec (a `_buckets` name) of the model's first cache layer, whose KV-cache group comes first:
-    kv_cache_utils.py _get_kv_cache_groups_uniform_page_size orders the groups by each spec's first layer in
-    get_kv_cache_spec's order, the order the layers were built (the first stage's first); a parallel hybrid layer
-    builds its attention before its Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid), and Zamba2 builds its
-    shared attention blocks, which hold the Attention layers of every hybrid layer, before its first layer
-    (models/zamba2.py Zamba2Model.__init__, read at v0.14.0, v0.17.0 and v0.18.0: the 0.17.0 and 0.18.0 tables)."""
+def _build_order(spec, layers) -> list[str]:
+    """The cache kinds of `layers` (indices) in the order vLLM builds their first layer, which orders the KV-cache
+    groups (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: each spec's first layer in get_kv_cache_spec's
+    order, the first stage's first) and their padding lines: a parallel hybrid layer builds its attention before its
+    Mamba mixer (models/falcon_h1.py FalconH1ParallelHybrid), and Zamba2 builds its shared attention blocks, which
+    hold the Attention layers of every hybrid layer, before its first layer (models/zamba2.py Zamba2Model.__init__,
+    read at v0.14.0, v0.17.0 and v0.18.0: the 0.17.0 and 0.18.0 tables)."""
     cached = (*ATTENTION_KINDS, *RECURRENT_KINDS)  # within a layer, attention first
-    layers = layer_kinds(ctx.spec)
-    if ctx.spec.architecture in ATTENTION_BUILT_FIRST:
-        layers = [tuple(kind for kind in kinds if kind in ATTENTION_KINDS) for kinds in layers]
-    layer = next(kinds for kinds in layers if set(kinds) & set(cached))
-    kind = min((kind for kind in layer if kind in cached), key=cached.index)
+    kinds = layer_kinds(spec)
+    stage = [kinds[i] for i in layers]
+    if spec.architecture in ATTENTION_BUILT_FIRST:
+        stage = [tuple(k for k in layer if k in ATTENTION_KINDS) for layer in stage] + stage
+    order: list[str] = []
+    for layer in stage:
+        order += [k for k in sorted((k for k in layer if k in cached), key=cached.index) if k not in order]
+    return order
+
+
+def _first_group(ctx: RankContext) -> str:
+    """The cache spec (a `_buckets` name) of the model's first cache layer, whose KV-cache group comes first
+    (`_build_order` over every layer)."""
+    kind = _build_order(ctx.spec, range(ctx.spec.num_layers))[0]
     return _bucket_name(ctx, kind) if kind in ATTENTION_KINDS else kind
 
 

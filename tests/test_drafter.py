@@ -350,3 +350,27 @@ def test_plan_from_a_dflash_log_drafts_with_its_drafter(tmp_path):
 def test_a_drafter_config_given_as_the_model_says_which_option_takes_it(capsys):
     line = one_line(["size", Q36], capsys)
     assert "architectures" in line and "DFlashDraftModel" in line and "--draft-model" in line
+
+
+def test_a_speculators_format_drafter_reads_as_vllm_converts_it(tmp_path):
+    # vllm-project/speculators: the layers under transformer_layer_config, the target layers 1-based
+    # (transformers_utils/configs/speculators/algos.py update_dflash), as vllm-project/vllm#50722 quotes one
+    layer = json.loads(Path(DRAFTERS / "qwen3.6-35b-a3b-dflash.json").read_text())
+    for key in ("architectures", "dflash_config", "block_size"):
+        layer.pop(key)
+    cfg = {"architectures": ["DFlashDraftModel"], "speculators_model_type": "dflash", "block_size": 16,
+           "aux_hidden_state_layer_ids": [2, 11, 20, 29, 38], "mask_token_id": 248070, "target_hidden_size": None,
+           "speculators_config": {"algorithm": "dflash", "proposal_methods": [{"speculative_tokens": 15}]},
+           "transformer_layer_config": layer}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    d = read_drafter(path)
+    assert d == replace(read_drafter(DRAFTERS / "qwen3.6-35b-a3b-dflash.json"), source=str(path))
+    path.write_text(json.dumps({**cfg, "speculators_model_type": "eagle3"}))
+    with pytest.raises(SpecError) as err:
+        read_drafter(path)
+    assert err.value.field == "speculators_model_type"
+    path.write_text(json.dumps({**cfg, "transformer_layer_config": {**layer, "num_hidden_layers": 0}}))
+    with pytest.raises(SpecError) as err:
+        read_drafter(path)
+    assert err.value.field == "transformer_layer_config.num_hidden_layers"

@@ -3,7 +3,8 @@
 of the config's attention geometry; `layer_types` and `dflash_config.use_swa` / `swa_window_size` (else the config
 class's `sliding_window`) windowing them (`_resolve_layer_attention`, v0.27.0 on); and, unless `use_aux_hidden_state`
 is false, an `fc` that reads the target's hidden states at `target_layer_ids` (its `eagle_config` updated with its
-`dflash_config`, the latter winning). DFlash2's per-block convolutions (qwen3_dflash2.py, a few MB) are not weighed."""
+`dflash_config`, the latter winning). A vllm-project/speculators checkpoint (`speculators_config`) is read as vLLM
+converts it. DFlash2's per-block convolutions (qwen3_dflash2.py, a few MB) are not weighed."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ def read_drafter(path: str | Path) -> Drafter:
     """The drafter of the config at `path` (a `config.json` or a folder holding one); a `SpecError` naming the file
     and field for anything else."""
     file = config_file(path)
-    cfg = Cfg(read_config(file), str(file), "DFlash drafter")
+    data = read_config(file)
+    speculators = data.get("speculators_config") is not None
+    if speculators:
+        data = _from_speculators(data, str(file))
+    cfg = Cfg(data, str(file), "DFlash drafter", "transformer_layer_config." if speculators else "")
     arch = cfg.architecture()
     if arch not in ARCHITECTURES:
         raise cfg.error("architectures", f"a DFlash drafter's ({' or '.join(ARCHITECTURES)}), got {arch!r}")
@@ -64,6 +69,25 @@ def read_drafter(path: str | Path) -> Drafter:
         raise SpecError(str(file), "drafter", str(exc)) from None
     check_drafter(drafter, str(file))
     return drafter
+
+
+def _from_speculators(data: dict, file: str) -> dict:
+    """A vllm-project/speculators checkpoint's config as vLLM reads it (transformers_utils/configs/speculators/algos.py
+    update_dflash, update_dflash2; v0.34.0): its `transformer_layer_config` with the DFlash architecture, the
+    `target_hidden_size`, and `dflash_config.target_layer_ids` its `aux_hidden_state_layer_ids` less one."""
+    kind = data.get("speculators_model_type")
+    if kind not in ("dflash", "dflash2"):
+        raise SpecError(file, "speculators_model_type", f"dflash or dflash2 (a DFlash drafter), got {kind!r}")
+    layer, ids = data.get("transformer_layer_config"), data.get("aux_hidden_state_layer_ids")
+    if not isinstance(layer, dict):
+        raise SpecError(file, "transformer_layer_config", "a mapping: the drafter's layers")
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in ids):
+        raise SpecError(file, "aux_hidden_state_layer_ids", "a list of the target's layers (1-based) the drafter reads")
+    out = {**layer, "architectures": ["DFlash2DraftModel" if kind == "dflash2" else "DFlashDraftModel"],
+           "dflash_config": {"target_layer_ids": [i - 1 for i in ids]}}
+    if data.get("target_hidden_size") is not None:
+        out["target_hidden_size"] = data["target_hidden_size"]
+    return out
 
 
 def _keeps_window(cfg: Cfg) -> bool:

@@ -374,3 +374,25 @@ def test_a_speculators_format_drafter_reads_as_vllm_converts_it(tmp_path):
     with pytest.raises(SpecError) as err:
         read_drafter(path)
     assert err.value.field == "transformer_layer_config.num_hidden_layers"
+
+
+def test_the_engine_line_names_the_drafter_explain_reads(tmp_path, capsys):
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(Path(Q36).read_text())
+    engine = ("(EngineCore pid=109) INFO 05-04 01:02:40 [core.py:107] Initializing a V1 LLM engine (v0.20.1rc1.dev16) "
+              "with config: model='x', speculative_config=SpeculativeConfig(method='dflash', "
+              f"model='{folder}', num_spec_tokens=5), tokenizer='x', max_seq_len=180000, tensor_parallel_size=2, "
+              "enable_prefix_caching=True")
+    source = (HERE / "data" / "engine_logs" / "vllm" / "qwen36-27b-dflash-noviz-2x4090-180k.log").read_text()
+    log = tmp_path / "boot.log"
+    log.write_text(f"{engine}\n{source}")
+    from mcache.core.logs import read_log
+
+    parsed = read_log(log.read_text(), "boot.log")
+    assert parsed.other_settings["speculative_config"] == {"method": "dflash", "num_speculative_tokens": 5,
+                                                           "model": str(folder)}
+    argv = [str(log), "--model", QWEN35_27B, "--gpu", "rtx-4090", "--engine-version", "0.20.0", "--max-num-seqs", "1",
+            "--format", "json"]
+    assert main(["explain", *argv]) == 0
+    assert {c["verdict"] for c in json.loads(capsys.readouterr().out)["comparisons"]} == {"agree"}

@@ -83,7 +83,9 @@ SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cach
 ARGS = re.compile(r"non-default args: ")
 # the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (read at 0.20.0: `method=...,
 # model=..., num_spec_tokens=N`)
-SPEC_CONFIG = re.compile(r"speculative_config=SpeculativeConfig\(method='?(\w+)'?,.*?num_spec_tokens=(\d+)\)")
+# config/speculative.py SpeculativeConfig.__repr__ (v0.20.0 - v0.34.0): method, the draft model (None for n-gram)
+SPEC_CONFIG = re.compile(r"speculative_config=SpeculativeConfig\(method='?(\w+)'?,(?: model=(?:'([^']*)'|None),)?.*?"
+                         r"num_spec_tokens=(\d+)\)")
 # the engine's config line names a few settings as key=value
 CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|kv_cache_dtype|"
                          r"enable_prefix_caching|quantization)=('[^']*'|[\w.\-]+)")
@@ -134,7 +136,8 @@ def read(lines: list[LogLine]) -> EngineLog:
             for key, value in CONFIG_KEYS.findall(text):
                 _setting(log, "max_model_len" if key == "max_seq_len" else key, _plain(value), line.number, weak=True)
             if (m := SPEC_CONFIG.search(text)) and "num_speculative_tokens" not in log.settings:
-                _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[2])}, line.number)
+                _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[3]), **({"model": m[2]} if m[2] else {})},
+                        line.number)
         if m := ARGS.search(text):
             args = balanced(text, m.end())
             parsed = literal_dict(args) if args else None

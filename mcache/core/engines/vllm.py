@@ -1013,8 +1013,8 @@ def _scheduled_tokens(spec, k: int, batched: int, max_num_seqs: int, version: st
     """config/vllm.py _set_max_num_scheduled_tokens with a DFlash drafter. 0.20 - 0.27 take its parallel-drafting
     queries, `k - 1` scheduler slots a request (SpeculativeConfig max_num_new_slots_for_drafting), off every step's
     tokens for each of max_num_seqs requests; from 0.28 a step keeps max_num_batched_tokens, which must exceed the
-    drafter's slots a request (`k` in 0.28 - 0.32; 0.33 on, the lookahead tokens, `k + 1`). Fewer than 8,192 tokens a
-    step are logged, none refused."""
+    drafter's slots a request (`k` in 0.28 - 0.32; 0.33 on, the lookahead tokens, `k + 1`). A step left fewer than
+    8,192 tokens is logged as a warning (the run goes on); the refusal is vLLM's words, or None."""
     if not drafter_sizing.drafts_with(spec, k):
         return None
     if _since(version, "dflash_k_slots"):

@@ -396,3 +396,13 @@ def test_the_engine_line_names_the_drafter_explain_reads(tmp_path, capsys):
             "--format", "json"]
     assert main(["explain", *argv]) == 0
     assert {c["verdict"] for c in json.loads(capsys.readouterr().out)["comparisons"]} == {"agree"}
+
+
+def test_import_hf_writes_the_drafter_into_the_spec_and_it_loads_back_equal(tmp_path):
+    from mcache.core.spec.dump import spec_to_yaml
+
+    out = tmp_path / "spec.yaml"
+    assert main(["import-hf", QWEN35_27B, "--draft-model", Q36, "-o", str(out)]) == 0
+    spec = parse_spec(out.read_text(), str(out))
+    assert spec.drafter == replace(read_drafter(Q36), source=Q36)
+    assert parse_spec(spec_to_yaml(spec), "x.yaml") == spec

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from mcache.cli.options import DraftModelOption
 from mcache.core.hf import supported_model_types
 
 
@@ -17,15 +18,18 @@ def import_hf(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the spec to this file (atomically), not stdout.")
     ] = None,
+    draft_model: DraftModelOption = None,
 ) -> None:
     """Write the spec of a Hugging Face config; it loads back to the same estimate (`mcache size SPEC`)."""
     from mcache.cli.output import emit_text, refuse_input_as_output, spec_inputs
-    from mcache.core.load import import_config  # the importer loads only for this command
+    from mcache.core.load import import_config, with_drafter  # the importer loads only for this command
     from mcache.core.spec.dump import spec_to_yaml
 
     if Path(spec).exists():
         refuse_input_as_output(output, *spec_inputs(Path(spec)))
-    emit_text(spec_to_yaml(import_config(spec)), output)
+    if draft_model is not None and Path(draft_model).exists():
+        refuse_input_as_output(output, *spec_inputs(Path(draft_model)))
+    emit_text(spec_to_yaml(with_drafter(import_config(spec), draft_model)), output)
 
 
 import_hf.__doc__ = (f"{import_hf.__doc__}\n\nModel types: {', '.join(supported_model_types())}, and mamba_ssm "

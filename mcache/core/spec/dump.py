@@ -90,9 +90,10 @@ def _default(cls, field: str):
 
 
 def _fields(block: msgspec.Struct) -> dict:
-    """The fields of `block` that differ from their defaults, in declaration order."""
+    """The fields of `block` that differ from their defaults, in declaration order (a nested block's too, such as the
+    drafter's attention)."""
     return {
-        f.name: getattr(block, f.name)
+        f.name: _fields(value) if isinstance(value := getattr(block, f.name), msgspec.Struct) else value
         for f in _struct_fields(type(block)).values()
         if f.required or getattr(block, f.name) != _default(type(block), f.name)
     }

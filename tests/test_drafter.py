@@ -406,3 +406,21 @@ def test_import_hf_writes_the_drafter_into_the_spec_and_it_loads_back_equal(tmp_
     spec = parse_spec(out.read_text(), str(out))
     assert spec.drafter == replace(read_drafter(Q36), source=Q36)
     assert parse_spec(spec_to_yaml(spec), "x.yaml") == spec
+
+
+def test_vllm_from_020_warns_of_a_short_step_with_any_drafts():
+    # config/vllm.py _set_max_num_scheduled_tokens (0.20 on): MTP drafts take no slots, so the step keeps its 2,048
+    # tokens (a GPU under 70 GiB), below 8,192: the warning, with 0.20 - 0.27's words and 0.28's
+    spec = load_spec(QWEN35_27B)
+    given = {"num_speculative_tokens": 3, "max_model_len": 8192}
+
+    def warning(version: str) -> list[str]:
+        inputs = EngineInputs(spec, ParallelLayout(tp=2), "NVIDIA GeForce RTX 4090", 24 << 30, None, given)
+        return [line for line in run_engine("vllm", inputs, version).stages[0].log if "max_num_scheduled_tokens" in line]
+
+    assert warning("0.19.0") == []
+    assert warning("0.24.0") == ["max_num_scheduled_tokens is set to 2048 based on the speculative decoding settings. "
+                                 "This may lead to suboptimal performance. Consider increasing max_num_batched_tokens "
+                                 "to accommodate the additional draft token slots, or decrease num_speculative_tokens "
+                                 "or max_num_seqs."]
+    assert warning("0.28.0")[0].endswith("or decrease num_speculative_tokens.")

@@ -1010,21 +1010,23 @@ def _drafter_pages(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes
 
 
 def _scheduled_tokens(spec, k: int, batched: int, max_num_seqs: int, version: str, log: list[str]) -> str | None:
-    """config/vllm.py _set_max_num_scheduled_tokens with a DFlash drafter. 0.20 - 0.27 take its parallel-drafting
-    queries, `k - 1` scheduler slots a request (SpeculativeConfig max_num_new_slots_for_drafting), off every step's
-    tokens for each of max_num_seqs requests; from 0.28 a step keeps max_num_batched_tokens, which must exceed the
-    drafter's slots a request (`k` in 0.28 - 0.32; 0.33 on, the lookahead tokens, `k + 1`). A step left fewer than
-    8,192 tokens is logged as a warning (the run goes on); the refusal is vLLM's words, or None."""
-    if not drafter_sizing.drafts_with(spec, k):
+    """config/vllm.py _set_max_num_scheduled_tokens (from 0.20) with `k` drafts. 0.20 - 0.27 take a DFlash drafter's
+    parallel-drafting queries, `k - 1` scheduler slots a request (SpeculativeConfig max_num_new_slots_for_drafting;
+    none for MTP or n-gram drafts), off every step's tokens for each of max_num_seqs requests; from 0.28 a step keeps
+    max_num_batched_tokens, which must exceed a DFlash drafter's slots a request (`k` in 0.28 - 0.32; 0.33 on, the
+    lookahead tokens, `k + 1`). A step left fewer than 8,192 tokens is logged as a warning, whatever drafts (the run
+    goes on); the refusal is vLLM's words, or None."""
+    if not k or not _since(version, "dflash"):
         return None
+    dflash = drafter_sizing.drafts_with(spec, k)
     if _since(version, "dflash_k_slots"):
         left, slots, tail = batched, k + 1 if _since(version, "dflash_no_slots") else k, "."
-        if batched <= slots:
+        if dflash and batched <= slots:
             got = f"num_lookahead_tokens={slots}" if _since(version, "dflash_no_slots") else f"scheduled_token_delta={slots}"
             return ("ValidationError: VllmConfig does not have enough slots to schedule a token and support the "
                     f"speculative decoding settings. Got max_num_batched_tokens={batched} and {got}.")
     else:
-        left, tail = batched - (k - 1) * max_num_seqs, " or max_num_seqs."
+        left, tail = batched - (k - 1 if dflash else 0) * max_num_seqs, " or max_num_seqs."
         if left <= 0:
             return (f"ValidationError: max_num_scheduled_tokens is set to {left} based on the speculative decoding "
                     "settings, which does not allow any tokens to be scheduled. Increase max_num_batched_tokens to "

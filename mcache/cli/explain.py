@@ -34,7 +34,7 @@ def explain(
     from mcache.cli.args import check_ranges, located
     from mcache.cli.explain_output import emit_explanation
     from mcache.cli.options import output_format
-    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    from mcache.cli.output import draft_inputs, refuse_input_as_output, spec_inputs
     from mcache.cli.size import _gpu, _layout, _parse_sizes, size_options
     from mcache.core.errors import LayoutError, McacheError
     from mcache.core.explain import explain as explain_log
@@ -50,8 +50,9 @@ def explain(
     _check_cut(parsed, source)
     version = options.pop("engine_version") or log_version(parsed)
     spec, origin = _model(model, parsed)
-    refuse_input_as_output(output, *spec_inputs(Path(origin)))
-    spec = with_drafter_of(spec, options.pop("draft_model"), parsed, output)
+    draft_model = options.pop("draft_model")
+    refuse_input_as_output(output, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
+    spec = with_drafter_of(spec, draft_model, parsed)
     sizes = _parse_sizes({k: options.pop(k) for k in ("gpu_memory", "reserve", "weights", "kv_cache_memory",
                                                        "free_memory_before_load")})
     gpu_name, context, attention_dp, dp_size, partition = (options.pop(k) for k in (
@@ -132,24 +133,23 @@ def _model(given: str | None, parsed):
                       "id): give its config.json or checkpoint folder with --model PATH")
 
 
-def with_drafter_of(spec, given: str | None, parsed, output):
-    """`spec` drafting with --draft-model's drafter, else with the DFlash drafter the log's speculative config names
+def with_drafter_of(spec, given: str | None, parsed):
+    """`spec` drafting with --draft-model's drafter, else with the DFlash drafter the log (`parsed`, or None) names
     when it can be read (a path, or a Hub id as --model reads one); as it is otherwise (`explain` then notes it).
-    `mcache plan --from-log` takes the log's drafter the same way."""
-    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    `mcache plan` takes a drafter the same way."""
     from mcache.core.errors import McacheError
+    from mcache.core.explain import dflash_drafter
     from mcache.core.hub import hub_id
     from mcache.core.load import with_drafter
 
-    if given is not None:
-        refuse_input_as_output(output, *spec_inputs(Path(given)))
+    named = dflash_drafter(parsed) if given is None and parsed is not None else None
+    if not named:
         return with_drafter(spec, given)
-    config = parsed.other_settings.get("speculative_config") or {}
-    named = config.get("model") if config.get("method") == "dflash" else None
-    if not isinstance(named, str) or not (Path(named).expanduser().exists() or hub_id(named)):
+    path = Path(named).expanduser()
+    if not (path.exists() or hub_id(named)):
         return spec
     try:
-        return with_drafter(spec, str(Path(named).expanduser()) if Path(named).expanduser().exists() else named)
+        return with_drafter(spec, str(path) if path.exists() else named)
     except McacheError:
         return spec
 

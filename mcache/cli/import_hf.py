@@ -21,14 +21,13 @@ def import_hf(
     draft_model: DraftModelOption = None,
 ) -> None:
     """Write the spec of a Hugging Face config; it loads back to the same estimate (`mcache size SPEC`)."""
-    from mcache.cli.output import emit_text, refuse_input_as_output, spec_inputs
+    from mcache.cli.output import draft_inputs, emit_text, refuse_input_as_output, spec_inputs
     from mcache.core.load import import_config, with_drafter  # the importer loads only for this command
     from mcache.core.spec.dump import spec_to_yaml
 
     if Path(spec).exists():
         refuse_input_as_output(output, *spec_inputs(Path(spec)))
-    if draft_model is not None and Path(draft_model).exists():
-        refuse_input_as_output(output, *spec_inputs(Path(draft_model)))
+    refuse_input_as_output(output, *draft_inputs(draft_model))
     emit_text(spec_to_yaml(with_drafter(import_config(spec), draft_model)), output)
 
 

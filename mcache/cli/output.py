@@ -96,6 +96,11 @@ def spec_inputs(path: Path) -> list[Path]:
     return [path, config, config.with_name("hf_quant_config.json")]
 
 
+def draft_inputs(ref: str | None) -> list[Path]:
+    """The files reading `--draft-model`'s drafter may read (none without one)."""
+    return spec_inputs(Path(ref)) if ref else []
+
+
 def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` (sanitized: `safe_text`) to `output` atomically, or to stdout."""
     _write(safe_text(text), output)

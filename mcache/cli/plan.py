@@ -81,10 +81,10 @@ def plan(
     from msgspec.structs import replace
 
     from mcache.cli.explain import with_drafter_of
-    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    from mcache.cli.output import draft_inputs, refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
     from mcache.core.explain import weighed_by_log
-    from mcache.core.load import load_spec, resolve, with_drafter
+    from mcache.core.load import load_spec, resolve
     from mcache.core.options import SizeOptions
     from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep
     from mcache.core.sizing.gpus import parse_size
@@ -95,11 +95,13 @@ def plan(
     model = load_spec(spec)
     origin = str(resolve(spec))
     refuse_input_as_output(output, *spec_inputs(Path(origin)))
-    refuse_input_as_output(plot, *spec_inputs(Path(origin)), *(spec_inputs(Path(draft_model)) if draft_model else ()))
+    refuse_input_as_output(plot, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
     if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
         raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
     parsed = _log(from_log, engine) if from_log is not None else None
-    model = with_drafter_of(model, draft_model, parsed, output) if parsed else with_drafter(model, draft_model)
+    if parsed is not None:
+        refuse_input_as_output(output, *draft_inputs(draft_model))
+    model = with_drafter_of(model, draft_model, parsed)
     chosen = parsed.engine if parsed else None if engine in (None, "none") else engine
     if draft_model is not None and chosen not in (None, "vllm"):
         raise McacheError("--draft-model: a DFlash drafter is sized by vLLM's profile (--engine vllm) and mcache's "

@@ -141,7 +141,7 @@ def size(
     fmt = output_format(fmt, output)
     from msgspec.structs import asdict
 
-    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    from mcache.cli.output import draft_inputs, refuse_input_as_output, spec_inputs
     from mcache.cli.size_output import does_not_fit, emit_report, not_loaded
     from mcache.core.deployment import Deployment, longest_starting_length, smallest_fitting_layout
     from mcache.core.engines import architecture_error, loaders
@@ -152,7 +152,7 @@ def size(
 
     model = with_drafter(load_spec(spec), draft_model)
     origin = str(resolve(spec))
-    refuse_input_as_output(output, *spec_inputs(Path(origin)), *(spec_inputs(Path(draft_model)) if draft_model else ()))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
     sizes = _parse_sizes({"gpu_memory": gpu_memory, "reserve": reserve, "weights": weights,
                           "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
     options = size_options(params, sizes)

@@ -206,9 +206,9 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
         notes.append(f"the log names no {TITLES[log.engine]} version: sized by the newest release mcache models; give "
                      "--engine-version X.Y.Z for another")
     notes += _data_parallel_notes(log, layout)
-    if (drafter := _dflash_drafter(log)) and spec.drafter is None:
-        notes.append(f"the log drafts with a DFlash drafter ({drafter}) whose layers keep KV beside the model's: give its "
-                     "config.json with --draft-model to size them")
+    if (drafter := dflash_drafter(log)) is not None and spec.drafter is None:
+        notes.append(f"the log drafts with a DFlash drafter ({drafter or 'its model not shown'}) whose layers keep KV "
+                     "beside the model's: give its config.json with --draft-model to size them")
     fills, whatifs = split_options(log, options or SizeOptions())
     d = Deployment(layout, gpu, log.engine, SizeOptions(), engine_version=version)
     fmt, weights_from = weighed_by_log(log, spec, options or SizeOptions())
@@ -230,12 +230,14 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
                        fmt, weights_from)
 
 
-def _dflash_drafter(log: EngineLog) -> str | None:
-    """The DFlash drafter the log's speculative config names (`speculative_config` method `dflash`), else None."""
+def dflash_drafter(log: EngineLog) -> str | None:
+    """The drafter a log's DFlash speculative config names (`speculative_config` method `dflash`; "" when it names
+    none), else None."""
     config = log.other_settings.get("speculative_config") or {}
     if config.get("method") != "dflash":
         return None
-    return str(config.get("model") or "its model not shown")
+    model = config.get("model")
+    return model if isinstance(model, str) else ""
 
 
 def _compared(spec: ModelSpec, log: EngineLog, d: Deployment, origin: str, filled: SizeOptions):

@@ -273,7 +273,12 @@ def state_bytes(ctx: RankContext, kind: str, dtype_of: Callable[[str, StateShape
 
 def token_bytes(ctx: RankContext, kind: str, kv_dtype: str) -> int:
     """KV bytes one token adds to one layer of attention `kind` (`attention` or `mla`) in `kv_dtype`."""
-    return sum(prod(s.shape) for s in ctx.states(kind)) * itemsize(kv_dtype)
+    return shapes_bytes(ctx.states(kind), kv_dtype)
+
+
+def shapes_bytes(shapes: list[StateShape], dtype: str) -> int:
+    """Bytes of one unit of each of `shapes` in `dtype` (one token of a layer's KV)."""
+    return sum(prod(s.shape) for s in shapes) * itemsize(dtype)
 
 
 def kv_heads_per_rank(ctx: RankContext) -> int:

@@ -15,7 +15,7 @@ rule cites the file at that release (scripts/oracles/vllm_versions.md lists the 
 from __future__ import annotations
 
 import shlex
-from math import ceil, lcm, prod
+from math import ceil, lcm
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -37,6 +37,7 @@ from mcache.core.engines.common import (
     nemotron_h_layers_error,
     pp_layout,
     recurrent_kinds,
+    shapes_bytes,
     stage_contexts,
     state_bytes,
     state_dtype,
@@ -58,7 +59,6 @@ from mcache.core.sizing.gpus import capability
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
-from mcache.core.spec.dtypes import itemsize
 from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
@@ -989,9 +989,9 @@ def _drafter_pages(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes
         return None, 1
     shapes = drafter_sizing.states(model, None)
     dtype = dtypes.kv if _since(version, "dflash_cache_dtype") else dtypes.model
-    own = sum(prod(s.shape) for s in shapes) * itemsize(dtype)
-    if kv_mode.endswith("_per_token_head") and dtype == dtypes.kv:
-        own += 2 * shapes[0].shape[shapes[0].axes.index("Hkv")] * 4
+    own = shapes_bytes(shapes, dtype)
+    if dtype == dtypes.kv:  # the cache's mode, with the drafter's heads
+        own += _scale_bytes(shapes[0].shape[shapes[0].axes.index("Hkv")], kv_mode)
     if not attn_tok:
         raise LayoutError("draft_model", "a model with attention layers: mcache's vLLM profile aligns a drafter's KV "
                                          "pages to the model's attention pages")
@@ -1519,10 +1519,14 @@ def _padding_error(page: int, padded: int) -> str | None:
 
 
 def _token_bytes(ctx, kind: str, kv_mode: str, dtypes: CacheDtypes) -> int:
-    """KV bytes one token adds to one attention layer (AttentionSpec.page_size_bytes / block_size): per-token-head
-    modes add a float32 scale for K and V per KV head."""
-    scales = 2 * kv_heads_per_rank(ctx) * 4 if kv_mode.endswith("_per_token_head") else 0
-    return token_bytes(ctx, kind, dtypes.kv) + scales
+    """KV bytes one token adds to one attention layer (AttentionSpec.page_size_bytes / block_size)."""
+    return token_bytes(ctx, kind, dtypes.kv) + _scale_bytes(kv_heads_per_rank(ctx), kv_mode)
+
+
+def _scale_bytes(kv_heads: int, kv_mode: str) -> int:
+    """What a per-token-head KV mode adds to a token of a layer of `kv_heads` KV heads: a float32 scale for K and V
+    per head (none otherwise)."""
+    return 2 * kv_heads * 4 if kv_mode.endswith("_per_token_head") else 0
 
 
 def _align(page: int, attn_tok: int, block_size: int, align: int, log: list[str]) -> tuple[int, int]:

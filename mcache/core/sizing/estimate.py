@@ -17,15 +17,13 @@ from mcache.core.spec.model import ModelSpec
 def base_declarations(ctx: RankContext) -> list[BufferDecl]:
     """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank, and the KV of a drafter's
     layers while it drafts here (kind `drafter`, its windowed layers `drafter_window`)."""
-    decls = [
-        BufferDecl(s.name, s.component, kind, ctx.counts[kind], s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
-        for kind in ctx.kinds
-        for s in ctx.states(kind)
-    ]
+    def decl(s, kind: str, layers: int) -> BufferDecl:
+        return BufferDecl(s.name, s.component, kind, layers, s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
+
+    decls = [decl(s, kind, ctx.counts[kind]) for kind in ctx.kinds for s in ctx.states(kind)]
     for window, n in drafter.layer_windows(ctx, ctx.runtime.draft_tokens).items():
         kind = drafter.NAME if window is None else f"{drafter.NAME}_window"
-        decls += [BufferDecl(s.name, s.component, kind, n, s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
-                  for s in drafter.states(ctx, window)]
+        decls += [decl(s, kind, n) for s in drafter.states(ctx, window)]
     return decls
 
 

@@ -424,3 +424,12 @@ def test_vllm_from_020_warns_of_a_short_step_with_any_drafts():
                                  "to accommodate the additional draft token slots, or decrease num_speculative_tokens "
                                  "or max_num_seqs."]
     assert warning("0.28.0")[0].endswith("or decrease num_speculative_tokens.")
+
+
+@pytest.mark.parametrize("command", ["size", "plan", "import-hf"])
+def test_no_command_writes_over_the_drafter_it_reads(tmp_path, capsys, command):
+    drafter = tmp_path / "config.json"
+    drafter.write_text(Path(Q36).read_text())
+    before = drafter.read_text()
+    line = one_line([command, QWEN35_27B, "--draft-model", str(drafter), "-o", str(drafter)], capsys)
+    assert "which it would overwrite" in line and drafter.read_text() == before

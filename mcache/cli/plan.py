@@ -94,13 +94,11 @@ def plan(
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")
     model = load_spec(spec)
     origin = str(resolve(spec))
-    refuse_input_as_output(output, *spec_inputs(Path(origin)))
+    refuse_input_as_output(output, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
     refuse_input_as_output(plot, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
     if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
         raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
     parsed = _log(from_log, engine) if from_log is not None else None
-    if parsed is not None:
-        refuse_input_as_output(output, *draft_inputs(draft_model))
     model = with_drafter_of(model, draft_model, parsed)
     chosen = parsed.engine if parsed else None if engine in (None, "none") else engine
     if draft_model is not None and chosen not in (None, "vllm"):

@@ -69,6 +69,17 @@ def test_a_qwen3_drafter_keeps_its_window_only_with_use_sliding_window(tmp_path)
     assert d.sliding_window is None and drafter.windows(d) == [None] * 5 and drafter.windowed(d) == [True] * 4 + [False]
 
 
+@pytest.mark.parametrize(("changes", "windows"), [
+    ({"max_window_layers": 2}, [None, None, 2048, 2048, 2048]),  # Qwen3Config: windowed from max_window_layers
+    ({}, [None] * 5),  # max_window_layers defaults to 28, past the drafter's five layers
+    ({"max_window_layers": 2, "use_sliding_window": False}, [None] * 5),  # no window kept, none windowed
+])
+def test_a_qwen3_drafter_without_layer_types_gets_its_config_class_list(tmp_path, changes, windows):
+    d = read_drafter(_write(tmp_path, Q36, layer_types=None, **changes))
+    assert drafter.windows(d) == windows
+    assert len(d.layer_types) == 5
+
+
 @pytest.mark.parametrize(("layer_types", "dflash", "windowed"), [
     (None, {"use_swa": True}, [True, True]),  # no types: use_swa windows every layer
     (None, {}, [False, False]),

@@ -36,14 +36,14 @@ def read_drafter(path: str | Path) -> Drafter:
     hidden = cfg.int("hidden_size")
     merged = {**_mapping(cfg, "eagle_config"), **_mapping(cfg, "dflash_config")}
     inner = Cfg(merged, cfg.file, cfg.model_type, "dflash_config.")
-    types = cfg.list("layer_types", str, []) if cfg.given("layer_types") else []
+    kept = cfg.int("sliding_window") if cfg.given("sliding_window") and _keeps_window(cfg) else None
+    types = cfg.list("layer_types", str, []) if cfg.given("layer_types") else _class_layer_types(cfg, layers, kept)
     if types and len(types) != layers:
         raise cfg.error("layer_types", f"{layers} entries (num_hidden_layers), got {len(types)}")
     for i, entry in enumerate(types):
         if entry not in LAYER_TYPES:
             raise cfg.error(f"layer_types[{i}]", f"one of {', '.join(LAYER_TYPES)}, got {entry!r}")
-    window = inner.int("swa_window_size") if inner.given("swa_window_size") else (
-        cfg.int("sliding_window") if cfg.given("sliding_window") and _keeps_window(cfg) else None)
+    window = inner.int("swa_window_size") if inner.given("swa_window_size") else kept
     ids = next((inner.list(k, int) for k in ("target_layer_ids", "layer_ids") if inner.given(k)), None)
     fc = inner.bool("use_aux_hidden_state") if inner.given("use_aux_hidden_state") else (
         cfg.bool("use_aux_hidden_state", True))
@@ -88,6 +88,16 @@ def _from_speculators(data: dict, file: str) -> dict:
     if data.get("target_hidden_size") is not None:
         out["target_hidden_size"] = data["target_hidden_size"]
     return out
+
+
+def _class_layer_types(cfg: Cfg, layers: int, window: int | None) -> list[str]:
+    """The `layer_types` a `qwen3` drafter's config class writes when the config names none (transformers
+    configuration_qwen3.py Qwen3Config, 4.57.6 and 5.22.2: windowed from layer `max_window_layers`, default 28, when
+    it keeps a window), which is what vLLM then reads; none for another model type."""
+    if cfg.raw("model_type", None) != "qwen3":
+        return []
+    first = cfg.int("max_window_layers", 28, minimum=0)
+    return ["sliding_attention" if window is not None and i >= first else "full_attention" for i in range(layers)]
 
 
 def _keeps_window(cfg: Cfg) -> bool:

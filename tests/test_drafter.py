@@ -22,6 +22,7 @@ from mcache.core.kinds.base import CacheDtypes
 from mcache.core.load import load_spec, parse_spec, with_drafter
 from mcache.core.sizing import drafter
 from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.gpus import find_gpu
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 
 DRAFTERS = HERE / "data" / "hf_configs_drafters"
@@ -255,10 +256,112 @@ def test_vllm_serves_the_drafter_in_its_serve_command():
     assert '{"method": "dflash", "model": "z-lab/Qwen3.6-27B-DFlash", "num_speculative_tokens": 5}' in line
 
 
-@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
-def test_the_other_engines_say_the_drafter_cache_is_not_modelled(engine):
-    data = size_json([QWEN35_27B, "--engine", engine, "--draft", "5", "--draft-model", Q36, "--gpu", "h200", "--tp", "2"])
+def test_tensorrt_llm_says_the_drafter_cache_is_not_modelled():
+    data = size_json([QWEN35_27B, "--engine", "trtllm", "--draft", "5", "--draft-model", Q36, "--gpu", "h200", "--tp", "2"])
     assert any("DFlash drafter's KV cache" in c for c in data["engine"]["caveats"])
+
+
+# --- SGLang -------------------------------------------------------------------------------------------------------
+
+sglang_compare = _load("sglang_compare")
+SGLANG_TABLES = compare.golden.tables("sglang", compare.golden.DRAFTERS)
+Q36_35B = str(DRAFTERS / "qwen3.6-35b-a3b-dflash.json")
+
+
+def test_the_sglang_drafter_tables_span_its_dflash_rules():
+    versions = {compare.golden.read(t)["version"] for t in SGLANG_TABLES}
+    assert versions >= {"0.5.11", "0.5.14", "0.5.17", "0.5.18", "0.5.20", "0.5.22", "0.5.23"}
+    for table in SGLANG_TABLES:
+        assert {c["drafter"] for c in compare.golden.read(table)["cases"]} == {p.name for p in DRAFTERS.glob("*.json")}
+
+
+@pytest.mark.parametrize("table", SGLANG_TABLES, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_drafter_case_matches_sglang(table):
+    data = compare.golden.read(table)
+    sized = 0
+    for case in data["cases"]:
+        mine = sglang_compare.mcache_case(case, data["version"])
+        assert sglang_compare.differences(case, mine) == [], (case["drafter"], case["flags"], case["inputs"]["gpu"])
+        sized += case["error"] is None
+    assert sized >= 10  # the tables size the drafters, not only their refusals
+
+
+def _sglang(spec, version: str, tp: int = 1, **given):
+    inputs = EngineInputs(spec, ParallelLayout(tp=tp), "NVIDIA H200", 143771140096, None,
+                          {"speculative_num_steps": 15, "weights_bytes": 30 << 30, **given})
+    return run_engine("sglang", inputs, version)
+
+
+def test_sglang_charges_the_drafter_kv_to_the_token_cell():
+    # Qwen3.6-35B-A3B at TP 4: its 10 full-attention layers keep one KV head of 256 a rank (two heads, replicated):
+    # 10 x 2 x 256 x 2 B = 10,240 B a token; its drafter's 8 layers one head of 128 (four heads over four ranks):
+    # 8 x 2 x 128 x 2 B = 4,096 B. From 0.5.18 the cell is their sum; 0.5.11-0.5.17 scale the model's by (10 + 8) / 10
+    spec = with_drafter(load_spec(str(HF_CONFIGS / "qwen3.6-35b-a3b.json")), Q36_35B)
+    assert _sglang(spec, "0.5.18", tp=4).stages[0].fields["cell_size_bytes"] == 10240 + 4096
+    assert _sglang(spec, "0.5.17", tp=4).stages[0].fields["cell_size_bytes"] == 10240 * 18 // 10
+    # an fp8 KV cache holds the drafter's KV in fp8 too; without drafts the drafter keeps none
+    assert _sglang(spec, "0.5.23", tp=4, kv_cache_dtype="fp8_e4m3").stages[0].fields["cell_size_bytes"] == 7168
+    assert _sglang(spec, "0.5.23", tp=4, speculative_num_steps=0).stages[0].fields["cell_size_bytes"] == 10240
+
+
+def test_sglang_refuses_the_drafter_where_its_launch_does():
+    spec = with_drafter(load_spec(QWEN35_27B), Q36)
+    assert "invalid choice: 'DFLASH'" in _sglang(spec, "0.5.10").stages[0].startup_error
+    pp = EngineInputs(spec, ParallelLayout(pp=2), "NVIDIA H200", 143771140096, None, {"speculative_num_steps": 15})
+    assert run_engine("sglang", pp, "0.5.23").stages[0].startup_error == (
+        "Currently DFLASH speculative decoding only supports pp_size == 1.")
+    dp = EngineInputs(spec, ParallelLayout(tp=2, attention_dp=True), "NVIDIA H200", 143771140096, None,
+                      {"speculative_num_steps": 15})
+    assert run_engine("sglang", dp, "0.5.19").stages[0].startup_error == (
+        "Currently DFLASH speculative decoding does not support dp attention.")
+    assert run_engine("sglang", dp, "0.5.22").stages[0].startup_error == (
+        "Currently DFLASH speculative decoding does not support dp attention on non-NPU devices.")
+    assert run_engine("sglang", dp, "0.5.23").stages[0].startup_error == (
+        "DFLASH with dp attention requires --enable-dp-lm-head.")
+
+
+def test_sglang_serves_the_drafter_in_its_serve_command():
+    from mcache.core.engines.common import ServeArgs
+    from mcache.core.engines.sglang import serve_command
+
+    line = serve_command(ServeArgs("Qwen/Qwen3.6-27B", 2, 1, 65536, draft=15, mtp=True, drafter="z-lab/Qwen3.6-27B-DFlash"))
+    assert ("--speculative-algorithm DFLASH --speculative-draft-model-path z-lab/Qwen3.6-27B-DFlash "
+            "--speculative-num-draft-tokens 16") in line
+
+
+def test_explain_reads_an_sglang_dflash_launch(tmp_path, capsys):
+    # SGLang's server_args of a DFLASH launch: 16 draft tokens a step (mcache's --draft 15) by the drafter its path
+    # names; the target's and the draft worker's KV lines are the ones mcache gives for the measured memory
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(Path(Q36).read_text())
+    spec = with_drafter(load_spec(QWEN35_27B), Q36)
+    given = {"speculative_num_steps": 15, "weights_bytes": 54 << 30, "pre_model_load_memory_bytes": 132 << 30}
+    h200 = find_gpu("h200")
+    run = run_engine("sglang", EngineInputs(spec, ParallelLayout(), h200.name, h200.memory, None, given), "0.5.23")
+    kv = [line for line in run.stages[0].log if line.startswith("KV Cache")]
+    assert len(kv) == 2  # the target's pool, then the drafter's
+    log = tmp_path / "boot.log"
+    log.write_text(
+        f"[2026-12-01 10:00:00] server_args=ServerArgs(model_path='x', tp_size=1, speculative_algorithm='DFLASH', "
+        f"speculative_draft_model_path='{folder}', speculative_num_steps=1, speculative_num_draft_tokens=16)\n"
+        "[2026-12-01 10:00:05 TP0] Load weight end. type=Qwen3_5ForConditionalGeneration, avail mem=78.00 GB, "
+        "mem usage=54.00 GB.\n" + "".join(f"[2026-12-01 10:00:06 TP0] {line}\n" for line in kv))
+    argv = [str(log), "--model", QWEN35_27B, "--gpu", "h200", "--engine-version", "0.5.23", "--format", "json"]
+    assert main(["explain", *argv]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {c["figure"]: c["verdict"] for c in data["comparisons"]} == {
+        "kv_tokens": "agree", "k_size_gb": "agree", "v_size_gb": "agree", "kv_dtype": "agree", "draft_kv_tokens": "agree",
+        "draft_k_size_gb": "agree", "draft_v_size_gb": "agree", "draft_kv_dtype": "agree"}
+
+
+def test_a_drafter_block_size_is_its_dflash_config_s_else_its_own(tmp_path):
+    assert read_drafter(Q36).block_size == 16
+    assert read_drafter(Q38).block_size == 8  # dflash_config.block_size
+    assert read_drafter(_write(tmp_path, Q36, block_size=None)).block_size is None
+    with pytest.raises(SpecError) as err:
+        read_drafter(_write(tmp_path, Q36, block_size=0))
+    assert err.value.field == "block_size"
 
 
 # --- the command line ---------------------------------------------------------------------------------------------
@@ -273,7 +376,7 @@ def test_a_config_that_is_not_a_drafter_is_one_line(capsys):
 
 
 def test_plan_refuses_a_drafter_under_an_engine_that_does_not_size_it(capsys):
-    assert "--draft-model" in one_line(["plan", QWEN35_27B, "--engine", "sglang", "--draft-model", Q36], capsys)
+    assert "--draft-model" in one_line(["plan", QWEN35_27B, "--engine", "trtllm", "--draft-model", Q36], capsys)
 
 
 def test_explain_reads_the_drafter_its_log_names(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """mcache's SGLang profile against SGLang's own sizing: every case of tests/data/engine_golden/sglang-*.json (made by
 scripts/oracles/sglang.py from SGLang's code, one table per modelled release) through `sglang.run` at the table's
 version on the case's inputs, every field compared: whether it starts and with SGLang's message, mem_fraction_static,
-max_total_num_tokens, max_running_requests and max_mamba_cache_size.
+max_total_num_tokens, max_running_requests and max_mamba_cache_size, and the pools' lines (`Mamba Cache is allocated`,
+`KV Cache is allocated`) word for word where the table logs them.
 
 Every case is compared (through scripts/oracles/sglang_compare.py's functions) except those run with
 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, an environment variable mcache has no setting for (`compare.ENV`); the

@@ -101,9 +101,9 @@ def plan(
     parsed = _log(from_log, engine) if from_log is not None else None
     model = with_drafter_of(model, draft_model, parsed)
     chosen = parsed.engine if parsed else None if engine in (None, "none") else engine
-    if draft_model is not None and chosen not in (None, "vllm"):
-        raise McacheError("--draft-model: a DFlash drafter is sized by vLLM's profile (--engine vllm) and mcache's "
-                          f"neutral model, not {chosen}'s")
+    if draft_model is not None and chosen not in (None, "vllm", "sglang"):
+        raise McacheError("--draft-model: a DFlash drafter is sized by vLLM's and SGLang's profiles (--engine vllm, "
+                          f"sglang) and mcache's neutral model, not {chosen}'s")
     try:
         if len(gpu_memory or ()) > MAX_GPU_MEMORIES:
             raise LayoutError("gpu_memory", f"at most {MAX_GPU_MEMORIES} GPUs, got {len(gpu_memory)}")

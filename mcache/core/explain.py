@@ -231,12 +231,15 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
 
 
 def dflash_drafter(log: EngineLog) -> str | None:
-    """The drafter a log's DFlash speculative config names (`speculative_config` method `dflash`; "" when it names
-    none), else None."""
+    """The drafter a log drafts with: vLLM's `speculative_config` of method `dflash`, SGLang's
+    `speculative_draft_model_path` under `speculative_algorithm` DFLASH ("" when it names none), else None."""
     config = log.other_settings.get("speculative_config") or {}
-    if config.get("method") != "dflash":
+    if config.get("method") == "dflash":
+        model = config.get("model")
+    elif str(log.other_settings.get("speculative_algorithm")).upper() == "DFLASH":
+        model = log.other_settings.get("speculative_draft_model_path")
+    else:
         return None
-    model = config.get("model")
     return model if isinstance(model, str) else ""
 
 

@@ -40,7 +40,7 @@ FIELDS = ("error", "mamba_cache_mode", "attention_block_size", "state_page_bytes
 SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "attention:window": "SlidingWindowSpec",
               "sliding_attention": "FullAttentionSpec", "sliding_attention:window": "SlidingWindowSpec",
               "mla:window": "SlidingWindowMLASpec", "drafter": "FullAttentionSpec", "drafter:window": "SlidingWindowSpec"}
-DRAFTERS = ROOT / "tests" / "data" / "hf_configs_drafters"  # the drafters of a --drafters table's cases
+DRAFTERS = golden.DRAFTER_CONFIGS  # the drafters of a --drafters table's cases
 
 
 # Causes of a table written by an older oracle or from an older config fixture (regenerate those configs with

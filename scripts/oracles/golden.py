@@ -15,6 +15,10 @@ DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "engine_golden"
 EXTRA = DIR / "extra"
 # The tables of DFlash drafters drafting for their targets (tests/data/hf_configs_drafters), written with --drafters
 DRAFTERS = DIR / "drafters"
+DRAFTER_CONFIGS = DIR.parent / "hf_configs_drafters"  # the drafters' config.json files
+# (model config, drafter config) pairs the --drafters tables size: a DFlash drafter drafting for its target
+DRAFTER_PAIRS = (("qwen3.5-27b.json", "qwen3.5-27b-dflash.json"), ("qwen3.5-27b.json", "qwen3.6-27b-dflash.json"),
+                 ("qwen3.5-27b.json", "qwen3.8-27b-dflash2.json"), ("qwen3.6-35b-a3b.json", "qwen3.6-35b-a3b-dflash.json"))
 SUFFIX = ".json.gz"
 
 

@@ -16,6 +16,8 @@ Releases: 0.5.2 to 0.5.23 and the post releases of 0.5.3-0.5.6, the ones mcache 
         --out tests/data/engine_golden/extra/sglang-0.5.23.json.gz --work /tmp/sglang-oracle-extra-0.5.23  # other configs
     python scripts/oracles/sglang.py 0.5.23 --merge --only narrow-dp --configs qwen3-next-80b-a3b.json  # those with dp < tp
     python scripts/oracles/sglang.py 0.5.23 --merge --only pp-dp --configs nemotron-h-8b-base-8k.json  # attention DP at PP > 1
+    python scripts/oracles/sglang.py 0.5.23 --drafters  # DFlash drafters drafting for their targets (golden.DRAFTER_PAIRS,
+                                                        # `drafter_cases`): tests/data/engine_golden/drafters/
 
 The worker is forked per case (SGLang keeps process-wide state); answers land in /tmp/sglang-oracle-VERSION, and an
 interrupted run resumes from them. `result.log` holds the lines SGLang's loggers emitted that concern sizing
@@ -185,6 +187,37 @@ def cases(configs: set[str] | None = None) -> list[dict]:
     return out
 
 
+DFLASH = {"speculative_algorithm": "DFLASH"}  # the drafter's path is added per run (`run`); its block size drafts
+
+
+def drafter_cases() -> list[dict]:
+    """The --drafters table: each golden.DRAFTER_PAIRS drafter drafting for its target (SGLang's DFLASH, its drafts the
+    drafter's block size unless speculative_num_draft_tokens says otherwise) at TP 1 with each radix setting, at TP 2,
+    4 and 8 (where a drafter's KV heads per rank differ from the model's), with 8 draft tokens, an fp8 KV cache, a bf16
+    state, a fixed max_running_requests and max_mamba_cache_size, on the 80 GB GPU, and refused: at PP 2 and under
+    attention DP."""
+    grid = [({}, radix, "H200", 30 * GIB) for radix in RADIX]
+    grid += [({"tp_size": 2}, "default", "H200", 30 * GIB), ({"tp_size": 4}, "off", "H200", 30 * GIB),
+             ({"tp_size": 4}, "default", "H200", 30 * GIB), ({"tp_size": 8}, "default", "H200", 30 * GIB),
+             ({"pp_size": 2}, "default", "H200", 30 * GIB),
+             ({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, "default", "H200", 30 * GIB),
+             ({"speculative_num_draft_tokens": 8}, "default", "H200", 30 * GIB),
+             ({"kv_cache_dtype": "fp8_e4m3"}, "default", "H200", 30 * GIB),
+             ({"mamba_ssm_dtype": "bfloat16"}, "off", "H200", 30 * GIB),
+             ({"max_running_requests": 64}, "off", "H200", 30 * GIB),
+             ({"max_mamba_cache_size": 200}, "default", "H200", 30 * GIB),
+             ({}, "default", "H100-80GB", 8 * GIB), ({"tp_size": 2}, "off", "H100-80GB", 8 * GIB)]
+    out = []
+    for config, drafter in golden.DRAFTER_PAIRS:
+        for extra, radix, gpu, weights in grid:
+            flags = {"tp_size": 1, **extra, **DFLASH, **RADIX[radix]}
+            total = GPUS[gpu]
+            out.append({"config": config, "drafter": drafter, "flags": dict(sorted(flags.items())), "env": {},
+                        "inputs": {"gpu": gpu, "gpu_total_bytes": total, "free_gpu_memory_bytes": total - CONTEXT_RESERVE,
+                                   "weights_bytes": weights}})
+    return out
+
+
 def _pp_grid(cfg: dict) -> list[tuple]:
     """Pipeline-parallel cases (issue 28), each stage sized as its rank (the worker's STAGE): PP 2 and 3 at TP 1 and 2
     with and without the radix cache; then at TP 1 a short context, the 80 GB GPU, the extra-buffer strategy, drafts,
@@ -282,7 +315,13 @@ def _pp_dp_grid() -> list[tuple]:
 
 
 def _key(case: dict) -> str:
-    return json.dumps({k: case[k] for k in ("config", "flags", "env", "inputs")}, sort_keys=True)
+    return json.dumps({k: case[k] for k in ("config", "flags", "env", "inputs", "drafter") if k in case}, sort_keys=True)
+
+
+def _worker_case(case: dict, dirs: dict[str, Path]) -> dict:
+    """The case as the worker takes it: its model's folder, and a drafter's (the worker's --speculative-draft-model-path)."""
+    return {**case, "model_dir": str(dirs[case["config"]]),
+            **({"draft_dir": str(dirs[case["drafter"]])} if case.get("drafter") else {})}
 
 
 def _round_robin(todo: list[dict]) -> list[dict]:
@@ -346,9 +385,10 @@ ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in
 
 def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path, assemble_only: bool,
         every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None,
-        out: Path | None = None) -> Path:
+        out: Path | None = None, drafters: bool = False) -> Path:
     py = venv_for(version, venv_root)
-    todo = cases(configs)[:limit] if limit else cases(configs)
+    todo = drafter_cases() if drafters else cases(configs)
+    todo = todo[:limit] if limit else todo
     release = tuple(int(n) for n in version.split(".")[:3])
     if release < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
         todo = [c for c in todo if not _is_pp(c)]
@@ -365,6 +405,10 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
     work.mkdir(parents=True, exist_ok=True)
     dirs = model_dirs(work / "models") if not (work / "models").exists() else {
         name: work / "models" / name.removesuffix(".json") for name, _ in config_files()}
+    for _, drafter in golden.DRAFTER_PAIRS if drafters else ():  # each drafter's config.json in a folder of its own
+        dirs[drafter] = work / "drafters" / drafter.removesuffix(".json")
+        dirs[drafter].mkdir(parents=True, exist_ok=True)
+        shutil.copy(golden.DRAFTER_CONFIGS / drafter, dirs[drafter] / "config.json")
     done = answered(work)
     missing = _round_robin([c for c in todo if _key(c) not in done])
     if missing and not assemble_only:
@@ -373,8 +417,7 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
         procs = []
         for i, shard in enumerate(shards):
             n = stamp + i
-            (work / f"in{n}.json").write_text(json.dumps(
-                {"cases": [{**c, "model_dir": str(dirs[c["config"]])} for c in shard]}))
+            (work / f"in{n}.json").write_text(json.dumps({"cases": [_worker_case(c, dirs) for c in shard]}))
             procs.append(subprocess.Popen([str(py), str(WORKER), str(work / f"in{n}.json"), str(work / f"out{n}.jsonl")],
                                           stdout=subprocess.DEVNULL, stderr=open(work / f"err{n}.txt", "w")))  # noqa: SIM115 (closed with the child)
         for p in procs:
@@ -392,9 +435,8 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
                 res["log"] = res["log"] + [res["log_scheduler"]]  # the scheduler's line last, as SGLang logs it
             if "mamba_cache_size" in res:
                 res["max_mamba_cache_size"] = res["mamba_cache_size"]  # mcache's EngineStage.fields name
-    new_cases = [{"config": c["config"], "flags": c["flags"], "env": c["env"], "inputs": c["inputs"],
-                  "result": r["result"], "error": r["error"]} for c, r in results]
-    path = out or golden.path("sglang", version)
+    new_cases = [{**c, "result": r["result"], "error": r["error"]} for c, r in results]
+    path = out or golden.path("sglang", version, golden.DRAFTERS if drafters else None)
     table = {"engine": "sglang", "version": version, "generated_by": "scripts/oracles/sglang.py", **header,
              "configs": sorted(configs) if configs else "all", "every": every,
              "gpus": {k: v for k, v in GPUS.items()}, "cases": new_cases}
@@ -436,6 +478,8 @@ def main():
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     ap.add_argument("--config-dir", type=Path, help=f"the HF configs to size (default {CONFIGS}, or $MCACHE_HF_CONFIGS)")
     ap.add_argument("--out", type=Path, help="the table's path (default tests/data/engine_golden/sglang-VERSION.json.gz)")
+    ap.add_argument("--drafters", action="store_true", help="size DFlash drafters drafting for their targets "
+                    "(golden.DRAFTER_PAIRS): the drafters' table, tests/data/engine_golden/drafters/sglang-VERSION.json.gz")
     args = ap.parse_args()
     if args.config_dir:
         CONFIGS = args.config_dir.resolve()
@@ -444,12 +488,15 @@ def main():
         ap.error(f"unknown configs: {', '.join(sorted(configs - {name for name, _ in config_files()}))}")
     if args.only and not (args.merge and configs):
         ap.error("--only goes with --merge --configs (a table of that part alone would drop the other cases)")
+    if args.drafters and (configs or args.only or args.merge or args.config_dir):
+        ap.error("--drafters sizes golden.DRAFTER_PAIRS whole: no --configs, --only, --merge or --config-dir")
     if args.count:
-        print(sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
+        print(len(drafter_cases()) if args.drafters else sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
         return
-    work = args.work or Path(f"/tmp/sglang-oracle-{args.config_dir.name + '-' if args.config_dir else ''}{args.version}")
+    name = "drafters-" if args.drafters else args.config_dir.name + "-" if args.config_dir else ""
+    work = args.work or Path(f"/tmp/sglang-oracle-{name}{args.version}")
     print(run(args.version, args.venv_root, args.limit, args.jobs, work, args.assemble_only, args.every, configs,
-              args.merge, args.only, args.out))
+              args.merge, args.only, args.out, args.drafters))
 
 
 if __name__ == "__main__":

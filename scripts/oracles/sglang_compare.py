@@ -31,7 +31,7 @@ _golden_spec.loader.exec_module(golden)
 from mcache.core.engines import sglang  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
 from mcache.core.errors import LayoutError, McacheError  # noqa: E402
-from mcache.core.load import load_spec  # noqa: E402
+from mcache.core.load import load_spec, with_drafter  # noqa: E402
 from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
 CONFIGS = REPO / "tests/data/hf_configs"
@@ -54,6 +54,7 @@ UNKNOWN_FLAG = re.compile(r"TypeError: ServerArgs\.__init__\(\) got an unexpecte
 # SGLANG_PP_LAYER_PARTITION (distributed/utils.py get_pp_indices), the other variable a case may set, is mcache's
 # --pp-partition (ParallelLayout.pp_partition)
 PARTITION = "SGLANG_PP_LAYER_PARTITION"
+DFLASH_BLOCK = sglang.DFLASH_DEFAULT_BLOCK  # a drafter naming no block size drafts this many tokens a block
 
 
 def excluded(case) -> str | None:
@@ -80,6 +81,10 @@ def mcache_case(case, version: str, configs: Path = CONFIGS) -> dict:
     spec = _spec(configs / case["config"])
     if isinstance(spec, McacheError):  # mcache refuses the config itself
         return {"error": str(spec)}
+    if case.get("drafter"):  # a --drafters table's case: DFLASH, its draft tokens the block size unless given
+        spec = with_drafter(spec, str(golden.DRAFTER_CONFIGS / case["drafter"]))
+        given["speculative_num_steps"] = (case["flags"].get("speculative_num_draft_tokens") or spec.drafter.block_size
+                                          or DFLASH_BLOCK) - 1
     partition = case["env"].get(PARTITION)
     try:
         # attention DP: the oracle's --dp-size N --enable-dp-attention (sglang.py _dp_grid, _narrow_dp_grid), mcache's
@@ -97,13 +102,24 @@ def mcache_case(case, version: str, configs: Path = CONFIGS) -> dict:
         {"mem_fraction_static": stage.fields["mem_fraction_static"],
          "max_total_num_tokens": stage.fields["max_total_num_tokens"],
          "max_running_requests": stage.fields.get("max_running_requests_logged"),
-         "max_mamba_cache_size": stage.fields["max_mamba_cache_size"]} for stage in run.stages]}
+         "max_mamba_cache_size": stage.fields["max_mamba_cache_size"], "log": stage.log} for stage in run.stages]}
+
+
+# The pools' lines, which the tables log where the oracle builds the pools (0.5.2-0.5.9 and from 0.5.16; the target
+# model's alone: a draft worker's pool is not built)
+POOL_LINES = ("Mamba Cache is allocated", "KV Cache is allocated")
+
+
+def pool_lines(log: list[str]) -> list[str]:
+    """The pool lines of a stage's log (`POOL_LINES`), in order."""
+    return [line for line in log if line.startswith(POOL_LINES)]
 
 
 def differences(case, mine: dict) -> list[tuple[str, object, object]]:
     """(field, SGLang's, mcache's) for each field that differs: whether it starts and with SGLang's message (its first
     100 characters, or the whole of it where mcache's goes on to say why; a flag the release lacks: `UNKNOWN_FLAG`),
-    then each stage's figures (floats to 3 decimals; a PP stage's field is named `field[rank]`)."""
+    then each stage's figures (floats to 3 decimals; a PP stage's field is named `field[rank]`) and the pools' lines
+    where the table logs them (`POOL_LINES`, word for word)."""
     theirs = case["error"].split(": ", 1)[1] if case["error"] else None
     if (theirs is None) != (mine["error"] is None):
         return [("starts", theirs is None, mine["error"] is None)]
@@ -124,6 +140,9 @@ def differences(case, mine: dict) -> list[tuple[str, object, object]]:
             if a is not None and (round(a, 3) if isinstance(a, float) else a) != (round(b, 3) if isinstance(b, float)
                                                                                  else b):
                 out.append((f"{field}[{rank}]" if len(stages) > 1 else field, a, b))
+        theirs = pool_lines(result.get("log", []))
+        if theirs and pool_lines(stage["log"])[:len(theirs)] != theirs:  # mcache's go on with a draft worker's pool
+            out.append((f"pool lines[{rank}]" if len(stages) > 1 else "pool lines", theirs, pool_lines(stage["log"])))
     return out
 
 
@@ -144,7 +163,7 @@ def summary(table: dict, configs: Path = CONFIGS) -> str:
         rows.append((case, mine, diffs))
     lines = [f"# SGLang {version} (its own code) vs mcache's SGLang profile at {version}\n",
              f"{len(table['cases'])} cases; {sum(skipped.values())} excluded; of the {len(rows)} compared, "
-             f"{sum(1 for *_, d in rows if not d)} agree on every field ({', '.join(FIELDS)}, whether it starts and "
+             f"{sum(1 for *_, d in rows if not d)} agree on every field ({', '.join(FIELDS)}, the pools' lines, whether it starts and "
              "SGLang's message).\n"]
     if skipped:
         lines += ["| excluded | cases |", "| --- | --- |", *(f"| {why} | {n} |" for why, n in skipped.most_common()), ""]

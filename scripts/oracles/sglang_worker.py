@@ -603,14 +603,16 @@ def _resolve(server_args_class, case):
     """(ServerArgs, the resolved view read from it): 0.5.19 on resolve in `resolve_once`, read through
     `resolving_view`; 0.5.16-0.5.18's dataclass resolves in `__post_init__` (run by the constructor, so the served name is one
     of its arguments), whose last step materializes the resolutions into the fields themselves, read directly (0.5.13
-    too, its flags under the release's own names: `_release_flags`)."""
+    too, its flags under the release's own names: `_release_flags`). A drafter's folder (`draft_dir`, the oracle's
+    --drafters cases) is its --speculative-draft-model-path."""
+    flags = {**case["flags"], **({"speculative_draft_model_path": case["draft_dir"]} if case.get("draft_dir") else {})}
     if not hasattr(server_args_class, "resolve_once"):
         sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, served_model_name=case["config"],
-                               **_release_flags(server_args_class, case["flags"]))
+                               **_release_flags(server_args_class, flags))
         return sa, sa
     from sglang.srt.arg_groups.overrides import resolving_view
 
-    sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, **case["flags"])
+    sa = server_args_class(model_path=case["model_dir"], trust_remote_code=True, **flags)
     sa.served_model_name = case["config"]
     sa.resolve_once()
     return sa, resolving_view(sa)
@@ -885,6 +887,8 @@ def _size_runner(sa, cfg, inputs, result):
         setattr(runner, name, value)
     if hasattr(model_runner_module, "_UNSET"):  # 0.5.13 on: the linear-attention registry's memo, unset as __init__ sets it
         runner._linear_attn_registry_cache = model_runner_module._UNSET
+    if runner.spec_algorithm.is_dflash():  # __init__'s own DFLASH block: the drafter's layers (dflash_draft_num_layers)
+        _statements(ModelRunner.__init__, _dflash_kept, runner, {**vars(model_runner_module), "server_args": sa})
     runner.configure_kv_cache_dtype()
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     config = _pools_config(runner, inputs, out, sa)
@@ -991,6 +995,12 @@ def _initialize_kept(body):
             return ast.unparse(node.value.func) in calls
         return any(ast.unparse(t) in targets for t in getattr(node, "targets", []))
     return [node for node in body if kept(node)]
+
+
+def _dflash_kept(body):
+    """ModelRunner.__init__'s `if self.spec_algorithm.is_dflash() and not self.is_draft_worker:` block (0.5.11-0.5.15):
+    it reads the drafter's config and sets dflash_draft_num_layers, which the pool configurator scales the cell by."""
+    return [node for node in body if isinstance(node, ast.If) and "is_dflash()" in ast.unparse(node.test)]
 
 
 def _worker_kept(body):

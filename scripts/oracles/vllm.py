@@ -6,7 +6,7 @@ every HF config in tests/data/hf_configs and write tests/data/engine_golden/vllm
     python scripts/oracles/vllm.py --version 0.33.0 --config-dir tests/data/hf_configs_extra \
         --out tests/data/engine_golden/extra/vllm-0.33.0.json.gz    # the real configs the shared fixtures lack
     python scripts/oracles/vllm.py --version 0.33.0 --drafters  # DFlash drafters drafting for their targets
-                                                                # (DRAFTER_PAIRS): tests/data/engine_golden/drafters/
+                                                                # (golden.DRAFTER_PAIRS): tests/data/engine_golden/drafters/
 
 The outer run makes a throwaway venv (CPU torch, `vllm --no-deps`, only the pure-Python packages vLLM's config,
 model and KV-cache modules import), then re-runs this file inside it with --worker. The worker, per case:
@@ -56,10 +56,7 @@ golden = importlib.util.module_from_spec(_golden_spec)  # the tables' files (thi
 _golden_spec.loader.exec_module(golden)
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
-DRAFTERS = ROOT / "tests" / "data" / "hf_configs_drafters"  # DFlash drafters' configs (--drafters)
-# (model config, drafter config) pairs the --drafters table sizes: a DFlash drafter drafting for its target
-DRAFTER_PAIRS = (("qwen3.5-27b.json", "qwen3.5-27b-dflash.json"), ("qwen3.5-27b.json", "qwen3.6-27b-dflash.json"),
-                 ("qwen3.5-27b.json", "qwen3.8-27b-dflash2.json"), ("qwen3.6-35b-a3b.json", "qwen3.6-35b-a3b-dflash.json"))
+DRAFTERS = golden.DRAFTER_CONFIGS  # DFlash drafters' configs (--drafters)
 GIB = 1 << 30
 MIB = 1 << 20
 H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
@@ -245,10 +242,10 @@ def load_config(name: str) -> dict:
 
 
 def drafter_builds() -> list[dict]:
-    """Build keys of the --drafters table: each DRAFTER_PAIRS drafter drafting 5, 7 or 15 tokens at TP 1 / 2 / 4 with
+    """Build keys of the --drafters table: each golden.DRAFTER_PAIRS drafter drafting 5, 7 or 15 tokens at TP 1 / 2 / 4 with
     prefix caching off, on (align mode) or the release's default, and fp8 KV once."""
     out = []
-    for config, drafter in DRAFTER_PAIRS:
+    for config, drafter in golden.DRAFTER_PAIRS:
         for tp, prefix, drafts, kv in ((1, None, 15, "auto"), (2, True, 5, "auto"), (2, False, 7, "auto"),
                                        (4, True, 15, "auto"), (1, True, 7, "fp8")):
             out.append(dict(config=config, drafter=drafter, tp=tp, prefix=prefix, mamba_cache_mode=None,
@@ -1096,7 +1093,7 @@ def main() -> None:
     parser.add_argument("--merge", action="store_true",
                         help="with --configs: replace only those configs' cases in the existing table")
     parser.add_argument("--drafters", action="store_true",
-                        help="size DFlash drafters drafting for their targets (DRAFTER_PAIRS): the drafters' table")
+                        help="size DFlash drafters drafting for their targets (golden.DRAFTER_PAIRS): the drafters' table")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     CONFIGS = args.config_dir.resolve()

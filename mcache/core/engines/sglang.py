@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from math import prod
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -40,13 +41,13 @@ from mcache.core.engines.common import (
     ServeArgs,
     Settings,
     asked_context,
-    drafter_caveats,
     mamba2_groups_unsplit,
     mamba2_quantized_tp_refused,
     mtp_attention_layers,
     nemotron_h_layers_error,
     pp_layout,
     recurrent_kinds,
+    shapes_bytes,
     stage_contexts,
     state_bytes,
     state_dtype,
@@ -60,10 +61,12 @@ from mcache.core.engines.common import (
 from mcache.core.engines.versions import at_least, key
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD
 from mcache.core.sizing.gpus import capability, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
+from mcache.core.spec.dtypes import itemsize
 from mcache.core.spec.model import QUANT_FILE
 
 NAME = "sglang"
@@ -272,6 +275,22 @@ KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 DRAFTER_KV_FROM = "0.5.20"
+# A DFlash drafter (`spec.drafter`) drafts as DFLASH from v0.5.11 (server_args.py --speculative-algorithm choices;
+# arg_groups/speculative_hook.py _handle_dflash from v0.5.13): one step of `--speculative-num-draft-tokens` draft
+# tokens, the drafter's block size when not given (`DFLASH_DEFAULT_BLOCK` when it names none); mcache's `draft` N is N + 1
+# draft tokens, as an EAGLE chain's. Its KV shares the target's token pool: model_executor/pool_configurator.py with
+# speculative/dflash_utils.py scale_kv_cell_size_per_token_for_dflash scales the cell by (layers + drafter layers) /
+# layers, rounded up, at v0.5.11-v0.5.17; from v0.5.18 the drafter's own cell is added (`DRAFTER_CELL_FROM`: its KV
+# heads over the TP, K and V, its layers, in the KV dtype given, else the drafter's own dtype:
+# model_runner_components/spec_aux_hidden_state.py _resolve_dflash_draft_cell_size, mem_cache/draft_kv_budget.py at
+# v0.5.23). The launch refuses it at more than one stage and under attention DP (`_dflash_error`).
+DFLASH_FROM = "0.5.11"
+DRAFTER_CELL_FROM = "0.5.18"
+DFLASH_DEFAULT_BLOCK = 16
+# speculative_hook.py _handle_dflash refuses attention DP (v0.5.20 - v0.5.22: "on non-NPU devices"; v0.5.23 serves it
+# with --enable-dp-lm-head, which mcache does not model: refused in its words)
+DFLASH_DP_NPU_FROM = "0.5.20"
+DFLASH_DP_LM_HEAD_FROM = "0.5.23"
 # mem_cache/kv_cache_configurator.py _handle_max_mamba_cache from v0.5.17: the state budget counts the pool's dummy slot
 # (memory_pool.py MambaPool allocates size + 1 slots in every release) and one draft state more, (slots + 1) x per_req,
 # solving (budget - per_req) // per_req, with drafts (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)); and it
@@ -529,6 +548,9 @@ FIRST_LINE_KV_DTYPES = {"auto": "0.5.2", "fp8_e5m2": "0.5.2", "fp8_e4m3": "0.5.2
 # (text config's) mamba_ssm_dtype, --mamba-ssm-dtype overriding it (SGLANG_MAMBA_SSM_DTYPE), float16 taken too
 FIRST_LINE_SSM_DTYPES = ("float32", "bfloat16")
 CONFIG_SSM_DTYPE_FROM = "0.5.9"
+# configs/model_config.py _get_and_verify_dtype (v0.5.2 - v0.5.23): --dtype auto takes the config's dtype, float32 where
+# it names none, and serves float32 in float16 (bfloat16 for Gemma, which mcache does not size)
+NO_DTYPE_MODEL_DTYPE = "float16"
 
 
 class Setup(Struct, frozen=True):
@@ -540,7 +562,8 @@ class Setup(Struct, frozen=True):
     counts (`DUMMY_SLOT_FROM`); SGLang's refusal, whether the Transformers backend serves the model (KV on every layer,
     no state pool), whether a drafting MTP head's attention layers are charged to the token pool (`_cell`), and the
     requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`); whether the state is
-    sharded over the whole TP group under attention DP (`STATE_OVER_TP`)."""
+    sharded over the whole TP group under attention DP (`STATE_OVER_TP`); the dtype of a DFlash drafter's KV
+    (`DRAFTER_CELL_FROM`)."""
 
     context_len: int
     context: int
@@ -561,6 +584,7 @@ class Setup(Struct, frozen=True):
     refusal: str | None = None
     transformers: bool = False
     drafter_kv: bool = False
+    drafter_kv_dtype: str = "bfloat16"
     replica_requests: int | None = None
     state_over_tp: bool = False
 
@@ -642,7 +666,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
     weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
                         dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()))
-    caveats = unnamed_architecture_caveats(inputs.spec, "SGLang") + drafter_caveats(inputs.spec, setup.drafts, "SGLang")
+    caveats = unnamed_architecture_caveats(inputs.spec, "SGLang")
     caveats += window_caveats(
         inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if setup.transformers:
@@ -704,7 +728,10 @@ def serve_command(args: ServeArgs) -> str:
     line += ["--kv-cache-dtype", args.kv_dtype] if args.kv_dtype else []
     line += ["--mamba-ssm-dtype", args.ssm_dtype] if args.ssm_dtype else []
     line += ["--disable-radix-cache"] if args.prefix == "off" else []
-    if args.draft:
+    if args.draft and args.drafter:  # DFLASH: the drafts and the bonus token a block (`DFLASH_FROM`)
+        line += ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", args.drafter,
+                 "--speculative-num-draft-tokens", args.draft + 1]
+    elif args.draft:
         line += ["--speculative-algorithm", "NEXTN" if args.mtp else "EAGLE", "--speculative-num-steps", args.draft]
     if not args.attention_dp:
         return shlex.join(str(a) for a in [*line, *([REPLICA_FLAG, args.replicas] if args.replicas > 1 else [])])
@@ -781,19 +808,22 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    "context_length may differ from max_position_embeddings in the model's config. To allow overriding "
                    "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     else:
-        # in SGLang's order: ModelConfig's quantization check on HIP (server_args.py _handle_model_specific_adjustments
-        # builds the ModelConfig before its architecture branches check the strategy: the 0.5.9 table), the server
-        # args' strategy checks, ModelConfig's (`_config_error`), the launch's PP check of drafts (`_pp_drafts_error`),
-        # then what fails as the model loads
-        refusal = (_rocm_quantization_error(spec, inputs) or refusal or _config_error(spec, version)
-                   or _pp_drafts_error(inputs, drafts) or _load_error(spec, version)
+        # in SGLang's order: the command line's choices (`_no_dflash_error`), ModelConfig's quantization check on HIP
+        # (server_args.py _handle_model_specific_adjustments builds the ModelConfig before its architecture branches
+        # check the strategy: the 0.5.9 table), the server args' strategy checks, ModelConfig's (`_config_error`), the
+        # speculative hook's of a DFlash drafter (`_dflash_error`), the launch's PP check of drafts
+        # (`_pp_drafts_error`), then what fails as the model loads
+        refusal = (_no_dflash_error(inputs, drafts) or _rocm_quantization_error(spec, inputs) or refusal
+                   or _config_error(spec, version) or _dflash_error(inputs, drafts) or _pp_drafts_error(inputs, drafts)
+                   or _load_error(spec, version)
                    or _quantization_load_error(spec, inputs) or _init_error(spec, inputs) or _pp_error(arch, inputs)
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  _transformers_serves(arch, version) or (first_line and arch in FIRST_LINE_TRANSFORMERS
                                                          and not _since(inputs, FIRST_LINE_NATIVE[arch])),
-                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, replica_requests,
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS,
+                 KV_DTYPES[s.given.get("kv_cache_dtype", "auto")] or dtypes.model, replica_requests,
                  inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
 
 
@@ -970,6 +1000,29 @@ def _first_line_arch_error(spec, version: str) -> str | None:
             "mcache does not size what its Transformers fallback (model_loader/utils.py) would do with this checkpoint.")
 
 
+def _no_dflash_error(inputs: EngineInputs, drafts: int) -> str | None:
+    """The command line's refusal of a DFlash drafter drafting before `DFLASH_FROM` (None: it parses)."""
+    if not drafter_sizing.drafts_with(inputs.spec, drafts) or _since(inputs, DFLASH_FROM):
+        return None
+    return (f"argument --speculative-algorithm: invalid choice: 'DFLASH' (SGLang {inputs.version} has no DFlash "
+            f"drafts; server_args.py takes DFLASH from {DFLASH_FROM})")
+
+
+def _dflash_error(inputs: EngineInputs, drafts: int) -> str | None:
+    """What the speculative hook says of a DFlash drafter drafting (`DFLASH_FROM`; None: it goes on): attention DP,
+    then more than one stage refused (server_args.py, then speculative_hook.py _handle_dflash)."""
+    if not drafter_sizing.drafts_with(inputs.spec, drafts):
+        return None
+    if inputs.layout.attention_dp and _since(inputs, DFLASH_DP_LM_HEAD_FROM):
+        return "DFLASH with dp attention requires --enable-dp-lm-head."
+    if inputs.layout.attention_dp:
+        where = " on non-NPU devices" if _since(inputs, DFLASH_DP_NPU_FROM) else ""
+        return f"Currently DFLASH speculative decoding does not support dp attention{where}."
+    if inputs.layout.pp > 1:
+        return "Currently DFLASH speculative decoding only supports pp_size == 1."
+    return None
+
+
 def _pp_drafts_error(inputs: EngineInputs, drafts: int) -> str | None:
     """The launch's check of drafts at more than one stage (`PP_DRAFTS_PREFILL_ONLY_FROM`), run before the model loads,
     so before a refusal of its class (None: no such refusal)."""
@@ -1050,7 +1103,7 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
     rest = setup.pre * setup.mfs - weight  # kv_cache_configurator.py: available after weights - pre * (1 - mfs)
     if _mm_reserved(inputs):
         rest -= VLM_CACHE_MB * MB  # mm_runtime_reservation_gb, before the state pool
-    cell = _cell(ctx, inputs.spec, setup)
+    cell = _cell(ctx, inputs, setup)
     if _first_line(inputs):
         return _first_line_pool(rest, per_slot, cell, inputs, setup)
     error, slots, rest = _state_pool(rest, per_slot, setup, inputs)
@@ -1076,7 +1129,7 @@ def _pool(ctx: RankContext, weight: int, per_slot: int, inputs: EngineInputs, se
 def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool, tokens: int | None,
            per_slot: int) -> EngineStage:
     """One stage's figures, log lines and verdict from its state pool and the stages' common token pool."""
-    cell = _cell(ctx, inputs.spec, setup)
+    cell = _cell(ctx, inputs, setup)
     mfs, error, slots = setup.mfs, pool.error, pool.slots
     fields = {"mamba_cache_per_req_bytes": per_slot, "cell_size_bytes": cell, "state_slots_per_request": setup.ratio,
               **_named({"mamba_radix_cache_strategy": setup.strategy}, inputs), "mem_fraction_static": mfs,
@@ -1089,13 +1142,15 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         log.append(f"Reserving {VLM_CACHE_MB / 1024:.2f} GB of the KV budget for post-sizing multimodal allocations "
                    "(feature-transport pools + embedding cache).")
     _, conv, ssm = _slot_bytes(ctx, setup)
-    first_line = _first_line(inputs)
+    first_line, mamba_line = _first_line(inputs), None
     # v0.5.2-v0.5.9's init_memory_pool refuses a token pool of no tokens before it builds the state pool
-    if error is None and per_slot and ctx.recurrent_kinds and not (first_line and tokens <= 0):
+    # (a stage without state layers still builds the pool, of no bytes: the model's state kinds make it)
+    if error is None and not setup.transformers and recurrent_kinds(inputs.spec) and not (first_line and tokens <= 0):
         # memory_pool.py MambaPool: size + 1 slots; v0.5.2-v0.5.3.post1 size it to the request pool and name no size
         sized_by_requests = first_line and not _since(inputs, FIRST_LINE_RADIX_FROM)
         pooled = pool.requests if sized_by_requests else slots
         named = "" if sized_by_requests else f"max_mamba_cache_size: {slots}, "
+        mamba_line, mamba_pooled = len(log), pooled
         log.append(f"Mamba Cache is allocated. {named}conv_state size: "
                    f"{ctx_layers(ctx) * (pooled + 1) * conv / GIB:.2f}GB, ssm_state size: "
                    f"{ctx_layers(ctx) * (pooled + 1) * ssm / GIB:.2f}GB ")
@@ -1103,14 +1158,15 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         error = _not_enough_memory(mfs, inputs)
     requests, binding = 0, "start-up"
     if error is None:
-        if cell:
-            log.append(_kv_log(ctx, setup, tokens, inputs))
+        log += _kv_log(ctx, setup, tokens, inputs)
         if first_line:
             requests, binding, error = _first_line_requests(tokens, pool, per_slot, setup)
         else:
             requests, binding, warning = _max_requests(tokens, slots, per_slot, setup, inputs)
             if warning and _since(inputs, CAPPED_WARNING_FROM):
                 log.append(warning)
+        if mamba_line is not None and setup.drafts and _since(inputs, INTERMEDIATE_FROM):
+            log[mamba_line] += _intermediate_text(ctx, setup, mamba_pooled, requests, inputs)
         if error is None and requests <= 0 and _since(inputs, JOINT_DRAFTS_FROM):
             error = ("Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
                      f"max_mamba_cache_size={slots}, mamba_ratio={setup.ratio}, resulting max_num_reqs={requests}. Try: "
@@ -1135,7 +1191,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
 def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -> EngineStage:
     """A stage of a run SGLang refuses before it sizes any pool."""
     fields = {"mamba_cache_per_req_bytes": _slot_bytes(ctx, setup)[0], "state_slots_per_request": setup.ratio,
-              "cell_size_bytes": _cell(ctx, inputs.spec, setup),
+              "cell_size_bytes": _cell(ctx, inputs, setup),
               **_named({"mamba_radix_cache_strategy": setup.strategy}, inputs), "mem_fraction_static": setup.mfs,
               "max_total_num_tokens": None, "max_mamba_cache_size": None}
     return EngineStage(ctx.stage, 0, error, [error], "start-up", fields)
@@ -1149,8 +1205,9 @@ def ctx_layers(ctx) -> int:
 def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
     """configs/mamba_utils.py mamba2_state_dtype: the conv state is bfloat16 whatever the model dtype; the recurrent
     state is --mamba-ssm-dtype, else the config's mamba_ssm_dtype (not vLLM's mamba_ssm_cache_dtype), else float32,
-    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`, `CONFIG_SSM_DTYPE_FROM`)."""
-    model = dtype_names.canonical(spec.dtype)
+    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`, `CONFIG_SSM_DTYPE_FROM`). A config naming no
+    dtype is float32 to SGLang, which serves it in float16 (`NO_DTYPE_MODEL_DTYPE`)."""
+    model = dtype_names.canonical(spec.dtype) if spec.dtype_named else NO_DTYPE_MODEL_DTYPE
     hint = ("float32" if not _since(inputs, CONFIG_SSM_DTYPE_FROM)
             else spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32"))
     ssm = s.take("mamba_ssm_dtype", None)
@@ -1176,8 +1233,7 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     dtypes = setup.dtypes
     if setup.transformers:
         return 0, 0, 0
-    if setup.state_over_tp:  # the state's shards as without attention DP
-        ctx = replace(ctx, layout=replace(ctx.layout, attention_dp=False, attention_dp_size=None))
+    ctx = _state_ctx(ctx, setup)
 
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
@@ -1186,6 +1242,56 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     ssm = sum(state_bytes(ctx, k, dtype_of, component="ssm") * ctx.counts[k] for k in ctx.recurrent_kinds)
     layers = ctx_layers(ctx) or 1
     return conv + ssm, conv // layers, ssm // layers
+
+
+def _state_ctx(ctx, setup: Setup):
+    """The rank whose state shards the pool holds: under attention DP as without it where the state is split over the
+    whole TP group (`Setup.state_over_tp`)."""
+    if setup.state_over_tp:
+        return replace(ctx, layout=replace(ctx.layout, attention_dp=False, attention_dp_size=None))
+    return ctx
+
+
+# memory_pool.py MambaPool with drafts: beside the state pool, spec_state_size + 1 slots of every draft token's state
+# and conv window, named at the end of the `Mamba Cache is allocated` line (every release that logs the pools: the
+# tables from v0.5.3, read at v0.5.7 - v0.5.23). spec_state_size is the state pool's size before v0.5.7, then the
+# requests (max_num_reqs: model_runner.py, then model_runner_kv_cache_mixin.py / kv_cache_configurator.py), at v0.5.7
+# under attention DP the replica's (its init_memory_pool caps max_running_requests by the pool over the ratio alone;
+# v0.5.8 by one rank's share: `SPEC_STATES_PER_RANK_FROM`). From
+# v0.5.14 a linear draft chain (topk 1, mcache's drafts) keeps one shared window of D + K - 2 columns per conv state
+# rather than D of K - 1 (conv_window_dedup_enabled; its physical buffers are the size named), taking SGLang's conv
+# tuple as (dim, window): KDA's is (K - 1, channels) at v0.5.14 - v0.5.15, and from v0.5.16 KDA keeps the dense windows
+# (KimiLinearStateShape.disable_conv_window_dedup).
+INTERMEDIATE_FROM = "0.5.3"
+INTERMEDIATE_BY_REQUESTS_FROM = "0.5.7"
+SPEC_STATES_PER_RANK_FROM = "0.5.8"
+CONV_WINDOW_DEDUP_FROM = "0.5.14"
+KDA_DENSE_WINDOW_FROM = "0.5.16"
+
+
+def _intermediate_text(ctx, setup: Setup, pooled: int, requests: int, inputs: EngineInputs) -> str:
+    """The draft states' part of the `Mamba Cache is allocated` line, for a state pool of `pooled` slots and
+    `requests` running requests (`INTERMEDIATE_BY_REQUESTS_FROM`)."""
+    ctx = _state_ctx(ctx, setup)
+    if not _since(inputs, SPEC_STATES_PER_RANK_FROM) and setup.replica_requests is not None:
+        requests = min(setup.replica_requests, pooled // setup.ratio)
+    slots = (requests if _since(inputs, INTERMEDIATE_BY_REQUESTS_FROM) else pooled) + 1
+    drafts, conv_size = setup.drafts, itemsize(setup.dtypes.conv)
+    ssm = conv = 0
+    for kind in ctx.recurrent_kinds:
+        shapes = ctx.states(kind)
+        ssm += ctx.counts[kind] * sum(prod(s.shape) for s in shapes if s.component == "ssm") * itemsize(setup.dtypes.ssm)
+        windows = [s.shape for s in shapes if s.component == "conv"]
+        if not _since(inputs, CONV_WINDOW_DEDUP_FROM) or (kind == "kda" and _since(inputs, KDA_DENSE_WINDOW_FROM)):
+            per_layer = drafts * sum(prod(w) for w in windows)
+        elif kind == "kda":  # one tuple (K - 1, channels of every conv): its "window" is the channels
+            channels = sum(w[0] for w in windows)
+            per_layer = windows[0][1] * (drafts + channels - 1)
+        else:
+            per_layer = sum(w[0] * (drafts + w[1] - 1) for w in windows)
+        conv += ctx.counts[kind] * per_layer
+    return (f"intermediate_ssm_state_cache size: {slots * drafts * ssm / GIB:.2f}GB "
+            f"intermediate_conv_window_cache size: {slots * conv * conv_size / GIB:.2f}GB ")
 
 
 def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
@@ -1197,14 +1303,25 @@ def _kv_layers(ctx, setup: Setup) -> dict[str, int]:
     return layers
 
 
-def _cell(ctx, spec, setup: Setup) -> int:
+def _cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
     """KV bytes per token over the stage's full-attention layers (pool_configurator.py); a drafting MTP head's layers
     scale it by (1 + draft layers / layers) where the config declares them as num_nextn_predict_layers (from v0.5.20:
-    `Setup.drafter_kv`); drafts run at PP 1 only (`_pp_drafts_error`)."""
+    `Setup.drafter_kv`); a DFlash drafter's KV is added (`DFLASH_FROM`); drafts run at PP 1 only (`_pp_drafts_error`)."""
+    spec = inputs.spec
     cell, layers = _kv_bytes(ctx, setup)
+    if drafter_sizing.drafts_with(spec, setup.drafts):  # none on a stage without KV layers (num_layers > 0)
+        drafter = spec.drafter.num_layers
+        if not layers or not _since(inputs, DRAFTER_CELL_FROM):
+            return -(-cell * (layers + drafter) // layers) if layers else cell
+        return cell + _drafter_cell(ctx, inputs, setup)
     charged = setup.drafts and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0
     return cell + (cell * drafter // layers if layers else 0)
+
+
+def _drafter_cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
+    """KV bytes a token over the DFlash drafter's layers (its KV heads over the TP, K and V), in its KV dtype."""
+    return inputs.spec.drafter.num_layers * shapes_bytes(drafter_sizing.states(ctx, None), setup.drafter_kv_dtype)
 
 
 def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[str, int, str | None]:
@@ -1334,8 +1451,10 @@ def _scheduler_strategy(s: Settings, arch: str, strategy: str, radix: bool, extr
     no_buffer with the radix cache turns the overlap scheduler off (no refusal) without drafts, and is refused with
     them (on an AMD card at v0.5.11-v0.5.13 the radix cache is turned off instead: `ROCM_DRAFT_NO_RADIX`). The slots
     per request are v0.5.14's (model_runner_kv_cache_mixin.py _calculate_mamba_ratio is the same), through
-    `_unchecked_extra_buffer`; at v0.5.10 an EAGLE draft runs without the overlap scheduler (`SPEC_V2_FROM`)."""
-    if drafts and not _since(inputs, SPEC_V2_FROM):
+    `_unchecked_extra_buffer`; at v0.5.10 an EAGLE draft runs without the overlap scheduler (`SPEC_V2_FROM`), and so
+    does a DFlash drafter at v0.5.11 - v0.5.13 (server_args.py, then arg_groups/speculative_hook.py _handle_dflash:
+    "spec v2 is not supported yet"; from v0.5.14 it keeps it)."""
+    if drafts and (not _since(inputs, SPEC_V2_FROM) or drafter_sizing.drafts_with(inputs.spec, drafts)):
         s.values["disable_overlap_schedule"] = True
     no_radix, no_overlap = s.values["disable_radix_cache"], s.values["disable_overlap_schedule"]
     if strategy == "auto":
@@ -1547,14 +1666,25 @@ def _kv_bytes(ctx, setup: Setup) -> tuple[int, int]:
     return sum(token_bytes(model, kind, setup.dtypes.kv) * n for kind, n in kv_layers.items()), sum(kv_layers.values())
 
 
-def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> str:
+def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> list[str]:
     """memory_pool.py MHATokenToKVPool: K and V buffers of `tokens + page` rows per full-attention layer (the dtype
-    named in v0.5.14's, not in v0.5.2-v0.5.9's line)."""
-    dtypes, page = setup.dtypes, setup.page
+    named in v0.5.14's, not in v0.5.2-v0.5.9's line); a drafting DFlash drafter's pool after it, the draft worker's,
+    of as many tokens over the drafter's layers in its KV dtype."""
     cell, layers = _kv_bytes(ctx, setup)
-    size = cell // 2 * (tokens + page) / GIB if layers else 0
-    torch_name = {"bfloat16": "bfloat16", "float16": "float16"}.get(dtypes.kv, dtypes.kv)
-    named = "" if _first_line(inputs) else f"dtype: torch.{torch_name}, "
+    mla = inputs.spec.mla is not None and not setup.transformers  # the model's pool class, on every stage
+    lines = [_kv_line(setup.dtypes.kv, cell if layers else 0, tokens, setup.page, inputs, mla)]
+    if drafter_sizing.drafts_with(inputs.spec, setup.drafts):
+        lines.append(_kv_line(setup.drafter_kv_dtype, _drafter_cell(ctx, inputs, setup), tokens, setup.page, inputs))
+    return lines
+
+
+def _kv_line(dtype: str, cell: int, tokens: int, page: int, inputs: EngineInputs, mla: bool = False) -> str:
+    """One pool's `KV Cache is allocated` line: its K and V halves of `cell` bytes a token over `tokens + page` rows,
+    or MLATokenToKVPool's one latent (`KV size`)."""
+    named = "" if _first_line(inputs) else f"dtype: torch.{dtype}, "
+    if mla:
+        return f"KV Cache is allocated. {named}#tokens: {tokens}, KV size: {cell * (tokens + page) / GIB:.2f} GB"
+    size = cell // 2 * (tokens + page) / GIB
     return f"KV Cache is allocated. {named}#tokens: {tokens}, K size: {size:.2f} GB, V size: {size:.2f} GB"
 
 

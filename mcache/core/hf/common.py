@@ -204,6 +204,7 @@ class Draft:
             "num_layers": len(self.entries),
             "layers": msgspec.to_builtins(compact_layers(self.entries)),
             "dtype": model_dtype,
+            **({"dtype_named": False} if dtype_note else {}),
             "tie_embeddings": self.tie_embeddings,
             **self.blocks,
         }

@@ -3,8 +3,10 @@
 of the config's attention geometry; `layer_types` and `dflash_config.use_swa` / `swa_window_size` (else the config
 class's `sliding_window`) windowing them (`_resolve_layer_attention`, v0.27.0 on); and, unless `use_aux_hidden_state`
 is false, an `fc` that reads the target's hidden states at `target_layer_ids` (its `eagle_config` updated with its
-`dflash_config`, the latter winning). A vllm-project/speculators checkpoint (`speculators_config`) is read as vLLM
-converts it. DFlash2's per-block convolutions (qwen3_dflash2.py, a few MB) are not weighed."""
+`dflash_config`, the latter winning); its block size as SGLang reads it (speculative/dflash_utils.py
+parse_dflash_draft_config, v0.5.23: `dflash_config.block_size`, else the config's own). A vllm-project/speculators
+checkpoint (`speculators_config`) is read as vLLM converts it. DFlash2's per-block convolutions (qwen3_dflash2.py, a
+few MB) are not weighed."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from mcache.core.spec.model import Drafter, check_drafter
 
 ARCHITECTURES = ("DFlashDraftModel", "DFlash2DraftModel")  # vLLM's registry (DFlash2: from v0.28.0)
 LAYER_TYPES = ("full_attention", "sliding_attention")
+MAX_BLOCK = 257  # 256 drafts (mcache's bound on --draft) and the bonus token
 
 
 def read_drafter(path: str | Path) -> Drafter:
@@ -61,6 +64,7 @@ def read_drafter(path: str | Path) -> Drafter:
         "target_layers": len(ids) if ids else layers,
         "target_hidden_size": cfg.int("target_hidden_size") if cfg.given("target_hidden_size") else None,
         "fc": fc,
+        "block_size": _block_size(cfg),
         "source": str(file),
     }
     try:
@@ -71,10 +75,19 @@ def read_drafter(path: str | Path) -> Drafter:
     return drafter
 
 
+def _block_size(cfg: Cfg) -> int | None:
+    """The drafter's block size: `dflash_config.block_size`, else the config's `block_size` (None: neither), at most
+    `MAX_BLOCK` (the drafts mcache takes, and the bonus token)."""
+    inner = Cfg(_mapping(cfg, "dflash_config"), cfg.file, cfg.model_type, "dflash_config.")
+    size = inner.int("block_size", None, maximum=MAX_BLOCK)
+    return size if size is not None else cfg.int("block_size", None, maximum=MAX_BLOCK)
+
+
 def _from_speculators(data: dict, file: str) -> dict:
     """A vllm-project/speculators checkpoint's config as vLLM reads it (transformers_utils/configs/speculators/algos.py
     update_dflash, update_dflash2; v0.34.0): its `transformer_layer_config` with the DFlash architecture, the
-    `target_hidden_size`, and `dflash_config.target_layer_ids` its `aux_hidden_state_layer_ids` less one."""
+    `target_hidden_size` and `block_size`, and `dflash_config.target_layer_ids` its `aux_hidden_state_layer_ids` less
+    one."""
     kind = data.get("speculators_model_type")
     if kind not in ("dflash", "dflash2"):
         raise SpecError(file, "speculators_model_type", f"dflash or dflash2 (a DFlash drafter), got {kind!r}")
@@ -85,8 +98,7 @@ def _from_speculators(data: dict, file: str) -> dict:
         raise SpecError(file, "aux_hidden_state_layer_ids", "a list of the target's layers (1-based) the drafter reads")
     out = {**layer, "architectures": ["DFlash2DraftModel" if kind == "dflash2" else "DFlashDraftModel"],
            "dflash_config": {"target_layer_ids": [i - 1 for i in ids]}}
-    if data.get("target_hidden_size") is not None:
-        out["target_hidden_size"] = data["target_hidden_size"]
+    out |= {key: data[key] for key in ("target_hidden_size", "block_size") if data.get(key) is not None}
     return out
 
 

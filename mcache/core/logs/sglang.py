@@ -164,6 +164,13 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
             log.settings[name], log.setting_lines[name] = value, line
         else:
             log.other_settings[name] = value
+    # A DFLASH draft (engines/sglang.py DFLASH_FROM) is one step of speculative_num_draft_tokens, the bonus token
+    # among them: mcache's draft is that less one (none when the line leaves it unresolved: the drafter's block size)
+    if str(args.get("speculative_algorithm")).upper() == "DFLASH":
+        log.settings.pop("speculative_num_steps", None)
+        tokens = args.get("speculative_num_draft_tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 1:
+            log.settings["speculative_num_steps"], log.setting_lines["speculative_num_steps"] = tokens - 1, line
     # 0.5.22's and 0.5.23's arg_groups/parallel_hook.py handle_deprecated_dp_attention moves `--dp-size N --enable-dp-attention` to
     # attn_dp_size=N (dp_size 1, enable_dp_attention False): a server_args line showing it is attention DP of width N
     attn_dp = args.get("attn_dp_size")

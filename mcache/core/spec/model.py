@@ -177,7 +177,8 @@ class Drafter(Block):
     `use_sliding_window` keeps it; None: no window, so a windowed layer is sized as full), read as each engine release
     reads them (`core/sizing/drafter.py`). Its weights: the layers (a gated MLP of `intermediate_size`),
     the `fc` from `target_layers` x `target_hidden_size` (None: `hidden_size`) to `hidden_size` when `fc` is true, and
-    its norms; the embedding and head are the model's."""
+    its norms; the embedding and head are the model's. `block_size`: the tokens it drafts a block, the bonus token
+    among them (`dflash_config.block_size`, else the config's; None: it names none), SGLang's draft tokens by default."""
 
     num_layers: LayerCount
     attention: Attention
@@ -191,6 +192,7 @@ class Drafter(Block):
     sliding_window: Pos | None = None
     target_hidden_size: Pos | None = None
     fc: bool = True
+    block_size: Pos | None = None
     source: str = ""
 
 
@@ -288,6 +290,8 @@ class ModelSpec(Block):
     the engines' per-model rules; `max_model_len` is the longest context the config declares, the engines'
     default max model length. `vision` is the vision tower of a multimodal checkpoint (None: a text-only model).
     `drafter` is a draft model of its own that drafts in place of the MTP layers (`--draft-model`; None: none).
+    `dtype_named` says whether the checkpoint's config names its dtype (false: `dtype` is assumed, and an engine that
+    serves such a config in a dtype of its own choosing says which).
     """
 
     name: str
@@ -300,6 +304,7 @@ class ModelSpec(Block):
     max_model_len: Pos | None = None
     notes: str = ""
     dtype: str = "bfloat16"
+    dtype_named: bool = True
     kv_dtype: str | None = None
     conv_dtype: str | None = None
     ssm_dtype: str | None = None

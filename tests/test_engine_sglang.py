@@ -1357,3 +1357,17 @@ def test_lfm2_vl_shards_its_language_model_under_dp_attention_as_lfm2():
     assert sglang._dp_sharded(spec, "0.5.23") == sglang._dp_sharded(replace(spec, architecture="Lfm2ForCausalLM"),
                                                                     "0.5.23")
     assert "short_conv" in sglang._dp_sharded(spec, "0.5.23")
+
+
+def test_minicpm_v_4_6_runs_as_qwen3_5_from_0_5_12_and_a_config_naming_no_dtype_in_float16():
+    # models/minicpmv.py and configs/minicpmv4_6.py come with 0.5.12 (v0.5.11's transformers 5.6 does not know the
+    # model type); its Qwen3.5 GDN backbone gets Qwen3.5's radix-cache handling (extra_buffer, 5 slots a request with
+    # the overlap scheduler), its forward takes no pp_proxy_tensors, and its config names no dtype: SGLang serves float16
+    from mcache.core.hf import import_hf
+
+    spec = import_hf(HF_CONFIGS_EXTRA / "minicpm-v-4.6.json")
+    assert "does not recognize this architecture" in run("sglang", spec, "h200", version="0.5.11").stages[0].startup_error
+    r = run("sglang", spec, "h200", version="0.5.23", weights_bytes=gib(2))
+    assert (r.settings["mamba_radix_cache_strategy"], r.stages[0].fields["state_slots_per_request"]) == ("extra_buffer", 5)
+    assert r.dtypes.model == r.dtypes.kv == "float16"
+    assert "Pipeline Parallel is not compatible" in run("sglang", spec, "h200", pp=2).stages[0].startup_error

@@ -928,6 +928,64 @@ def test_nemotron_vl_takes_the_nemotron_h_state_dtype_hook_from_0_20(version, ss
     assert ("Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in stage(r).log) == logged
 
 
+VL_GIVEN = dict(kv_cache_memory_bytes=20 << 30, max_model_len=8192)
+
+
+def omni_spec(arch: str = "NemotronH_Nano_Omni_Reasoning_V3"):
+    """A Nemotron Omni V3 architecture: Nemotron Nano VL v2's real config under its name (vLLM builds both with
+    nano_nemotron_vl.py's class; no Omni config.json is published whole where this repository can cite it)."""
+    return replace(vl_spec("nvidia-nemotron-nano-12b-v2-vl"), architecture=arch)
+
+
+@pytest.mark.parametrize(("arch", "first"), [("NemotronH_Nano_Omni_Reasoning_V3", "0.20.0"),
+                                             ("NemotronH_Super_Omni_Reasoning_V3", "0.20.0"),
+                                             ("NemotronH_Omni_Reasoning_V3", "0.29.0")])
+def test_a_nemotron_omni_architecture_loads_from_the_release_that_registers_it(arch, first):
+    # model_executor/models/registry.py maps each to nano_nemotron_vl.py's NemotronH_Nano_VL_V2: the Nano and Super
+    # Omni names from 0.20.0 (not in 0.19.0), NemotronH_Omni_Reasoning_V3 from 0.29.0 (not in 0.28.0)
+    spec = omni_spec(arch)
+    before = VERSIONS[VERSIONS.index(first) - 1]
+    assert stage(run("vllm", spec, version=before, **VL_GIVEN)).startup_error == (
+        f"Model architectures ['{arch}'] are not supported for now (vLLM {before}; registered from {first} on).")
+    assert stage(run("vllm", spec, version=first, **VL_GIVEN)).startup_error is None
+
+
+@pytest.mark.parametrize(("version", "ssm", "logged"), [("0.20.0", "bfloat16", False), ("0.33.0", "bfloat16", False),
+                                                         ("0.34.0", "float32", True)])
+def test_nemotron_omni_takes_the_nemotron_h_state_dtype_hook_from_0_34(version, ssm, logged):
+    # models/config.py MODELS_CONFIG_MAP names the Omni V3 architectures (NemotronHNanoVLV2Config) only from 0.34.0:
+    # before, no hook runs, so the state takes the model dtype (where NemotronH_Nano_VL_V2 has float32 from 0.20.0).
+    # A Mamba2 layer's page: conv (128 x 80 + 2 x 8 x 128) x 3 rows in bf16, state 128 heads x 80 x 128 in bf16 or
+    # float32
+    r = run("vllm", omni_spec(), version=version, **VL_GIVEN)
+    assert r.dtypes.ssm == ssm
+    assert stage(r).fields["state_page_bytes"] == 12288 * 3 * 2 + 128 * 80 * 128 * (4 if ssm == "float32" else 2)
+    assert ("Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model" in stage(r).log) == logged
+
+
+def test_nemotron_omni_refuses_pipeline_parallelism_as_nemotron_vl():
+    # the same class, without SupportsPP (nano_nemotron_vl.py, v0.34.0)
+    omni = run_engine("vllm", EngineInputs(omni_spec(), ParallelLayout(pp=2), given=VL_GIVEN), "0.34.0")
+    assert stage(omni).startup_error.startswith("NotImplementedError: Pipeline parallelism is not supported")
+
+
+def test_minicpm_v_4_6_loads_from_0_24_and_its_state_dtype_hint_is_not_read():
+    # models/minicpmv4_6.py imports transformers' MiniCPMV4_6Config (transformers 5.7, v0.24.0's; 0.22.0 registers the
+    # architecture but runs transformers 4.57); no MODELS_CONFIG_MAP entry copies text_config.mamba_ssm_dtype
+    # (float32) as Qwen3.5's does, so the GDN state is bfloat16: a layer's page is conv (2 x 2048 + 2048) x 3 rows and
+    # state 16 x 128 x 128, both bf16
+    spec = vl_spec("minicpm-v-4.6")
+    assert stage(run("vllm", spec, version="0.22.0", **VL_GIVEN)).startup_error.startswith(
+        "ValidationError: 1 validation error for ModelConfig: Value error, The checkpoint you are trying to load has "
+        "model type `minicpmv4_6` but Transformers does not recognize this architecture.")
+    for version in ("0.24.0", "0.34.0"):
+        r = run("vllm", spec, version=version, **VL_GIVEN)
+        assert stage(r).startup_error is None and r.dtypes.ssm == "bfloat16"
+        assert stage(r).fields["state_page_bytes"] == 6144 * 3 * 2 + 16 * 128 * 128 * 2 == 561_152
+    as_qwen = run("vllm", replace(spec, architecture="Qwen3_5ForConditionalGeneration"), **VL_GIVEN)
+    assert as_qwen.dtypes.ssm == "float32"
+
+
 def test_nemotron_vl_refuses_pipeline_parallelism_and_lfm2_vl_takes_it():
     # nano_nemotron_vl.py NemotronH_Nano_VL_V2 lacks SupportsPP (0.11.1 - 0.34.0); lfm2_vl.py's class has it
     given = dict(kv_cache_memory_bytes=20 << 30, max_model_len=8192)

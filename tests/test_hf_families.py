@@ -1,16 +1,17 @@
-"""The newer hybrid families, each from a real config in tests/data/hf_configs (PROVENANCE.md says where
-each came from): exact per-rank cache bytes at TP 1 and 2 worked by hand from the config's fields, and the
+"""The newer hybrid families, each from a real config in tests/data/hf_configs or hf_configs_extra (PROVENANCE.md
+there says where each came from): exact per-rank cache bytes at TP 1 and 2 worked by hand from the config's fields, and the
 parameter count against the publisher's figure."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 import msgspec
 import pytest
-from paths import HF_CONFIGS
+from paths import HF_CONFIGS, HF_CONFIGS_EXTRA
 
 from mcache.core.errors import SpecError
 from mcache.core.hf import import_hf
@@ -88,6 +89,16 @@ FAMILIES = {
         2: (48 * 5120 * 3 * FP16, 48 * 24 * 128 * 128 * FP32, 16 * 2 * 2 * 256 * FP16),
     }),
 }
+# The same, from tests/data/hf_configs_extra
+EXTRA_FAMILIES = {
+    # MiniCPM-V 4.6: a Qwen3.5 text_config, 18 GDN with 16 k and 16 v heads x 128 (conv 2*2048 + 2048 = 6144
+    # wide, K-1 = 3 rows; float32 state by text_config.mamba_ssm_dtype), 6 gated attention layers with 2 KV heads x 256
+    "minicpm-v-4.6": ("minicpmv4_6", {"gdn+mlp": 18, "attention+mlp": 6}, {
+        1: (18 * 6144 * 3 * BF16, 18 * 16 * 128 * 128 * FP32, 6 * 2 * 2 * 256 * BF16),
+        2: (18 * 3072 * 3 * BF16, 18 * 8 * 128 * 128 * FP32, 6 * 2 * 1 * 256 * BF16),
+    }),
+}
+ALL_FAMILIES = FAMILIES | EXTRA_FAMILIES
 
 # The vision tower of each multimodal config, as its vision_config names it: Qwen3.5/3.6's `depth` and `hidden_size`
 # (transformers' Qwen3_5VisionConfig), Kimi-K3's `vt_num_hidden_layers` and `vt_hidden_size`; and what weighs it
@@ -107,6 +118,8 @@ VISION = {
     "redhatai-qwen3.5-9b-w4a16": qwen_tower(4096),
     "centml-qwen3.6-27b-nvfp4": qwen_tower(5120),
     "kimi-k3": KIMI_TOWER,
+    # recorded, not weighed: MiniCPM-V 4.6's SigLIP (MiniCPMV4_6VisionConfig's fields)
+    "minicpm-v-4.6": Vision(num_layers=27, hidden_size=1152),
 }
 
 # Total parameters as the publisher states them (vision towers included where the model has one)
@@ -132,8 +145,12 @@ WIDER = {
 
 
 def config(stem: str):
+    """The config of `stem`: a checkpoint folder or a JSON file, in the shared fixtures or the extra configs."""
     folder = HF_CONFIGS / stem
-    return folder if folder.is_dir() else HF_CONFIGS / f"{stem}.json"
+    if folder.is_dir():
+        return folder
+    file = HF_CONFIGS / f"{stem}.json"
+    return file if file.is_file() else HF_CONFIGS_EXTRA / f"{stem}.json"
 
 
 def cache(stem: str, tp: int) -> tuple[int, int, int]:
@@ -142,18 +159,18 @@ def cache(stem: str, tp: int) -> tuple[int, int, int]:
     return r.conv_bytes_per_slot, r.ssm_bytes_per_slot, r.kv_bytes_per_token
 
 
-@pytest.mark.parametrize("stem", sorted(FAMILIES))
+@pytest.mark.parametrize("stem", sorted(ALL_FAMILIES))
 def test_family_imports_as_its_layer_layout(stem):
-    model_type, layout, _ = FAMILIES[stem]
+    model_type, layout, _ = ALL_FAMILIES[stem]
     spec = import_hf(config(stem))
     assert f"(model_type {model_type})" in spec.source
     assert Counter("+".join(k) for k in layer_kinds(spec)) == layout
 
 
 @pytest.mark.parametrize("tp", [1, 2])
-@pytest.mark.parametrize("stem", sorted(FAMILIES))
+@pytest.mark.parametrize("stem", sorted(ALL_FAMILIES))
 def test_family_cache_bytes_by_hand(stem, tp):
-    assert cache(stem, tp) == FAMILIES[stem][2][tp]
+    assert cache(stem, tp) == ALL_FAMILIES[stem][2][tp]
 
 
 @pytest.mark.parametrize("stem", sorted(PUBLISHED))
@@ -165,7 +182,7 @@ def test_family_parameters_within_2_percent_of_the_published_count(stem):
     assert abs(error) <= tolerance, f"{stem}: estimated {estimated:,} vs {published:,.0f} ({source}): {error:+.1%}"
 
 
-@pytest.mark.parametrize("stem", sorted(FAMILIES))
+@pytest.mark.parametrize("stem", sorted(ALL_FAMILIES))
 def test_family_round_trips_through_yaml(stem):
     spec = import_hf(config(stem))
     again = parse_spec(spec_to_yaml(spec), "dumped.yaml")
@@ -188,13 +205,15 @@ def test_plamo2_parameters_by_hand():
     assert weights.total_params(spec) == 8 * mamba + 8 * attention + 16 * mlp + norms + 100000 * h
 
 
-@pytest.mark.parametrize("stem", sorted(FAMILIES))
+@pytest.mark.parametrize("stem", sorted(ALL_FAMILIES))
 def test_family_vision_tower_from_its_vision_config(stem):
     spec = import_hf(config(stem))
     assert spec.vision == VISION.get(stem)  # None for the text-only families
-    if stem in VISION:
+    if stem in VISION and VISION[stem].tower:
         assert "counted in the weights (on every PP stage, in the model dtype)" in spec.notes
         assert "not the text model's width" not in spec.notes  # each real config projects to its text model
+    elif stem in VISION:
+        assert "not counted in the weights (mcache does not weigh this tower" in spec.notes
 
 
 def test_qwen_tower_parameters_by_hand():
@@ -299,3 +318,56 @@ def test_a_partial_last_bailing_group(tmp_path, arch, mla):
     path.write_text(json.dumps(cfg))
     kinds = layer_kinds(import_hf(path))
     assert [i for i, k in enumerate(kinds) if "mla" in k] == mla
+
+
+def test_minicpm_v_4_6_text_parameters_by_hand_without_its_mtp_layer():
+    """MiniCPM-V 4.6's text_config declares mtp_num_hidden_layers 1, but vLLM's MiniCPMV4_6ForConditionalGeneration
+    builds Qwen3_5ForCausalLM alone and drops `mtp.` weights: no MTP block. Its text model, h 1024, MLP 3584 (gated),
+    24 layers; each GDN layer (16 k and 16 v heads x 128): in_proj q|k|v|z h x (2*2048 + 2*2048), out_proj 2048 x h,
+    in_proj b|a h x 2*16, conv (2*2048 + 2048) x 4, A/dt_bias 2*16 and the norm 128; each gated attention layer
+    (8 heads, 2 KV heads x 256): q h x 2*8*256, k|v h x 2*2*256, o 8*256 x h; two norms a layer; the tied embedding
+    248094 x h and the final norm. The SigLIP tower is not weighed."""
+    spec = import_hf(config("minicpm-v-4.6"))
+    assert spec.mtp is None and "which vLLM's model class for minicpmv4_6 neither builds nor loads" in spec.notes
+    assert spec.ssm_dtype_hints == {"mamba_ssm_dtype": "float32"}
+    h, mlp, norms = 1024, 3 * 1024 * 3584, 2 * 1024
+    gdn = h * (4096 + 4096) + 2048 * h + h * 2 * 16 + 6144 * 4 + 2 * 16 + 128
+    attention = h * 2 * 8 * 256 + h * 2 * 2 * 256 + 8 * 256 * h
+    total = 18 * (gdn + mlp + norms) + 6 * (attention + mlp + norms) + 248094 * h + h
+    assert total == weights.total_params(spec) == weights.total_params(spec, mtp=True) == 752_158_528
+
+
+def test_nemotron_omni_reads_its_llm_config_and_notes_the_sound_encoder():
+    # No Nemotron 3 Omni config.json is published whole where this repository can cite it: the Omni checkpoints keep
+    # Nemotron Nano VL v2's layout (llm_config, a RADIO vision_config) under their own model type, with a Parakeet
+    # sound_config, so the real Nano VL v2 config under the Omni names stands in for one
+    data = json.loads((HF_CONFIGS_EXTRA / "nvidia-nemotron-nano-12b-v2-vl.json").read_text())
+    nano = import_hf_data(data)
+    omni = import_hf_data({**data, "model_type": "NemotronH_Nano_Omni_Reasoning_V3", "sound_config": {"d_model": 1024},
+                           "architectures": ["NemotronH_Nano_Omni_Reasoning_V3"]})
+    assert omni.architecture == "NemotronH_Nano_Omni_Reasoning_V3"
+    assert "The text model is its llm_config (model_type nemotron_h)." in omni.notes
+    assert "Sound encoder (sound_config, Parakeet): no cache, not counted in the weights" in omni.notes
+    assert (omni.layers, omni.mamba2, omni.attention, omni.vision) == (nano.layers, nano.mamba2, nano.attention,
+                                                                      nano.vision)
+
+
+def test_nemotron_h_layers_block_type_takes_the_transformers_5_names(tmp_path):
+    """transformers 5's NemotronHConfig writes layers_block_type as full_attention / linear_attention / moe / mlp
+    (configuration_nemotron_h.py _pattern_to_list); they name the same layers as the legacy letters."""
+    data = json.loads((HF_CONFIGS / "nemotron-3-super-120b-a12b.json").read_text())
+    legend = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
+    pattern = data.pop("hybrid_override_pattern")
+    data["layers_block_type"] = [legend[ch] for ch in pattern]
+    assert layer_kinds(import_hf_data(data)) == layer_kinds(import_hf(config("nemotron-3-super-120b-a12b")))
+    data["layers_block_type"][0] = "sliding_attention"
+    with pytest.raises(SpecError, match=r"layers_block_type\[0\]: one of .*full_attention.*got 'sliding_attention'"):
+        import_hf_data(data)
+
+
+def import_hf_data(data: dict):
+    """The spec of a config given as a mapping (written to a temporary file)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.json"
+        path.write_text(json.dumps(data))
+        return import_hf(path)

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from paths import HF_CONFIGS
-from test_hf_families import FAMILIES
+from paths import HF_CONFIGS, HF_CONFIGS_EXTRA
+from test_hf_families import EXTRA_FAMILIES, FAMILIES
 
 from mcache.core.errors import SpecError
 from mcache.core.hf import import_hf, supported_model_types
@@ -42,8 +42,11 @@ BUNDLED = {
 
 
 def shared(stem: str) -> Path:
+    """The config file of `stem` in the shared fixtures, else in the extra configs (a family test's)."""
     folder = HF_CONFIGS / stem
-    return folder / "config.json" if folder.is_dir() else HF_CONFIGS / f"{stem}.json"
+    if folder.is_dir():
+        return folder / "config.json"
+    return HF_CONFIGS_EXTRA / f"{stem}.json" if stem in EXTRA_FAMILIES else HF_CONFIGS / f"{stem}.json"
 
 
 def shared_data(stem: str) -> dict:
@@ -540,7 +543,7 @@ MANGLED = [None, "x", -1, 0, 1.5, True, 10**30, [], {}, [1, "a"], {"a": 1}]
 MANGLED_NESTED = [None, "x", -1, 1.5, 10**30, [], {"a": 1}]  # fewer inside nested configs, which hold most fields
 
 
-@pytest.mark.parametrize("stem", sorted(set(BUNDLED) | set(FAMILIES)))
+@pytest.mark.parametrize("stem", sorted(set(BUNDLED) | set(FAMILIES) | set(EXTRA_FAMILIES)))
 def test_any_single_field_damage_is_a_spec_error_or_imports(stem, tmp_path):
     """Drop or mangle each field (and each nested field) in turn: never anything but a `SpecError`."""
     base = shared_data(stem)

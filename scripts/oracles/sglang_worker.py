@@ -534,13 +534,15 @@ def _build_model(model_config, cfg):
     with the loader's quant config: a class whose module builds MambaMixer2 layers (models/falcon_h1.py, nemotron_h.py,
     granitemoehybrid.py, mamba2.py) up to its first mixer, whose __init__ asserts the heads and groups its TP size (the
     attention-TP size under attention DP from 0.5.14) can split; at pp_size > 1 a class that asserts one stage in its
-    __init__, and model_runner.py's support_pp assert, whether the class's forward takes pp_proxy_tensors."""
+    __init__, and model_runner.py's support_pp assert, whether the model's forward takes pp_proxy_tensors (the built
+    model's where the class has none of its own: models/minicpmv.py's wrappers hand it their versioned model's)."""
     from sglang.srt.model_loader.utils import get_model_architecture, set_default_torch_dtype
 
     cls, _ = get_model_architecture(model_config)
     module = sys.modules[cls.__module__]
     mixer = getattr(module, "MambaMixer2", None)
-    supports_pp = "pp_proxy_tensors" in inspect.signature(cls.forward).parameters
+    forward = getattr(cls, "forward", None)
+    supports_pp = forward is not None and "pp_proxy_tensors" in inspect.signature(forward).parameters
     if mixer is None and (STAGE["size"] == 1 or supports_pp):
         return
     from sglang.srt.distributed import parallel_state
@@ -559,7 +561,9 @@ def _build_model(model_config, cfg):
     cuda_stream, torch.cuda.Stream = torch.cuda.Stream, _Stream
     try:  # the model dtype the default, as model_loader/loader.py builds every model (SGLang's own context manager)
         with set_default_torch_dtype(model_config.dtype), torch.device("meta"):
-            cls(config=model_config.hf_config, quant_config=quant_config)
+            built = cls(config=model_config.hf_config, quant_config=quant_config)
+        if forward is None:
+            supports_pp = "pp_proxy_tensors" in inspect.signature(built.forward).parameters
     except _MixerBuilt:
         pass
     except Exception as e:

@@ -576,10 +576,18 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
     return EngineArgs(**kw)
 
 
+# Model types whose config declares MTP layers that vLLM's model class neither builds nor loads, so a user drafts with
+# n-gram lookup (models/minicpmv4_6.py, v0.24.0 - v0.34.0: MiniCPMV4_6ForConditionalGeneration builds Qwen3_5ForCausalLM
+# alone and drops `mtp.` weights; asking it for 'mtp' builds a drafter whose layers collide with the model's)
+NO_MTP_TYPES = ("minicpmv4_6",)
+
+
 def has_mtp(cfg: dict) -> bool:
     """Whether the checkpoint carries MTP layers a user drafts with (`--speculative-config '{"method": "mtp"}'`): the
-    config declares them, or it is Qwen3-Next, whose checkpoints ship one and whose config declares none (vLLM's
-    Qwen3-Next MTP model reads num_nextn_predict_layers, default 1)."""
+    config declares them (but `NO_MTP_TYPES`), or it is Qwen3-Next, whose checkpoints ship one and whose config declares
+    none (vLLM's Qwen3-Next MTP model reads num_nextn_predict_layers, default 1)."""
+    if cfg.get("model_type") in NO_MTP_TYPES:
+        return False
     for src in (cfg, cfg.get("text_config") or {}):
         if any(isinstance(src.get(k), int) and src[k] > 0 for k in ("mtp_num_hidden_layers", "num_nextn_predict_layers")):
             return True

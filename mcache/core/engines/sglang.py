@@ -123,14 +123,15 @@ RENAMED = {"mamba_scheduler_strategy": "mamba_radix_cache_strategy"}
 # before the release named: Kimi-Linear's to v0.5.13, BailingMoeV2_5's to v0.5.12 (v0.5.13's passes True for both buffers)
 RADIX_OFF_UNTIL = {"KimiLinearForCausalLM": "0.5.14", "BailingMoeV2_5ForCausalLM": "0.5.13"}
 # ... and support_mamba_cache_extra_buffer: v0.5.13's JetNemotron branch the default True (v0.5.14's
-# _support_mamba_cache_extra_buffer lists it not); v0.5.12's True for the Qwen3-Next and Qwen3.5 branch alone (False for
-# NemotronH, FalconH1, JetNemotron, GraniteMoeHybrid, Lfm2)
+# _support_mamba_cache_extra_buffer lists it not); v0.5.12's True for the Qwen3-Next and Qwen3.5 branch and MiniCPM-V
+# 4.6's alone (False for NemotronH, FalconH1, JetNemotron, GraniteMoeHybrid, Lfm2)
 EXTRA_BUFFER_TO_0_5_13 = ("JetNemotronForCausalLM",)
 # environ.py SGLANG_ENABLE_SPEC_V2: True from v0.5.11; False at v0.5.10, whose server_args.py _handle_speculative_decoding
 # then turns the overlap scheduler off for an EAGLE-family draft (after the radix-cache checks; an extra buffer then
 # takes 4 slots a request, not 5)
 SPEC_V2_FROM = "0.5.11"
-EXTRA_BUFFER_TO_0_5_12 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+EXTRA_BUFFER_TO_0_5_12 = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                          "MiniCPMV4_6ForConditionalGeneration")
 KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4m3": "float8_e4m3fn",
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
@@ -154,13 +155,20 @@ CONTEXT_RESERVE = GIB // 2  # assumed: CUDA context and NCCL buffers, taken befo
 EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "Qwen3NextForCausalLM",
                       "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
-                      "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+                      "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+                      "MiniCPMV4_6ForConditionalGeneration")
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
+# MiniCPM-V 4.6 (models/minicpmv.py MiniCPMV4_6ForConditionalGeneration, configs/minicpmv4_6.py), from v0.5.12: a
+# Qwen3.5 GDN text model under a SigLIP tower, given Qwen3.5's mamba radix-cache handling (server_args.py's branch of
+# its own at v0.5.12-v0.5.14, "4.6 wraps a Qwen3.5 hybrid GDN backbone"; arg_groups/overrides.py's lists from v0.5.15,
+# read at v0.5.23); a multimodal model (multimodal/processors/minicpmv4_6.py) whose forward takes no pp_proxy_tensors
+MINICPM_V_4_6_FROM = "0.5.12"
 # The release from which arg_groups/overrides.py names an architecture in those lists: v0.5.18's names neither BailingMoeV3,
 # which has no SGLang class yet, nor the text-only Qwen3.5 entries of models/qwen3_5_text.py, which it registers; v0.5.16's
 # names neither KimiK3 (not registered before v0.5.17) nor Lfm2Moe (registered, models/lfm2_moe.py)
 RADIX_SINCE = {"BailingMoeV3ForCausalLM": "0.5.19", "Qwen3_5ForCausalLM": "0.5.19", "Qwen3_5MoeForCausalLM": "0.5.19",
-               "KimiK3ForConditionalGeneration": "0.5.17", "Lfm2MoeForCausalLM": "0.5.17"}
+               "KimiK3ForConditionalGeneration": "0.5.17", "Lfm2MoeForCausalLM": "0.5.17",
+               "MiniCPMV4_6ForConditionalGeneration": MINICPM_V_4_6_FROM}
 # ... and in the extra-buffer list only (v0.5.15's names Kimi-Linear in the radix list alone: auto resolves to no_buffer)
 EXTRA_BUFFER_SINCE = {"KimiLinearForCausalLM": "0.5.16"}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class, which the Transformers backend
@@ -225,7 +233,7 @@ NEMOTRON_H_LAYERS_UNTIL = "0.5.6"
 # models/nano_nemotron_vl.py, read at v0.5.10 and v0.5.23), so they fail there ("Pipeline Parallel is not compatible
 # with this model.")
 NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM",
-                     "NemotronH_Nano_VL_V2")
+                     "NemotronH_Nano_VL_V2", "MiniCPMV4_6ForConditionalGeneration")
 # Drafts at PP > 1, refused by the launch's check_server_args at every release, in two wordings: server_args.py
 # (v0.5.14-v0.5.18) and arg_groups/validation_hook.py (v0.5.19-v0.5.20) assert no speculative decoding on CUDA; from
 # v0.5.21 validation_hook.py check_pipeline_parallel_compat runs EAGLE drafts only on a PD prefill node
@@ -331,7 +339,7 @@ MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # ... which is configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs (arg_groups/cuda_graph_hook.py
 # disable_breakable_cudagraph_if_incompatible, server_args.py's before v0.5.19: "multimodal model"): these multimodal
 # hybrids are in no release's list (read at v0.5.16, v0.5.17, v0.5.20 and v0.5.23), so they capture no prefill graphs
-NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2")
+NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2", "MiniCPMV4_6ForConditionalGeneration")
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
@@ -365,7 +373,8 @@ NO_VISION_CONFIG_ARCHS = ("NemotronH_Nano_VL_V2",)
 # Qwen3.5's, LFM2-VL's and Nemotron-H VL's in multimodal_model_archs; Kimi-K3's config wraps a text_config): a spec of
 # theirs without a `vision` tower is sized without the VLM rules, with a caveat
 MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                    "KimiK3ForConditionalGeneration", "Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2")
+                    "KimiK3ForConditionalGeneration", "Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2",
+                    "MiniCPMV4_6ForConditionalGeneration")
 # mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (new in v0.5.18, the same to v0.5.23): a multimodal
 # model's embedding cache (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is
 # sized (feature-transport pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm,
@@ -512,7 +521,10 @@ ROCM_EXTRA_BUFFER_CHECKED = (("0.5.7", ("Qwen3NextForCausalLM",)), ("0.5.8", ())
 # release whose registry first has it and the file it comes in
 UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9", "configs/qwen3_5.py"),
                       "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.5.9", "configs/qwen3_5.py"),
-                      "Lfm2MoeForCausalLM": ("lfm2_moe", "0.5.9", "configs/lfm2_moe.py")}
+                      "Lfm2MoeForCausalLM": ("lfm2_moe", "0.5.9", "configs/lfm2_moe.py"),
+                      # transformers 5.6, v0.5.11's pin, has no minicpmv4_6 (5.7 on does)
+                      "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", MINICPM_V_4_6_FROM,
+                                                              "configs/minicpmv4_6.py")}
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -885,8 +897,8 @@ def _unknown_type_error(arch: str, version: str) -> str | None:
             or _transformers_serves(arch, version)):
         return None
     model_type, since, file = UNKNOWN_TYPE_UNTIL[arch]
-    return (f"{unknown_model_type(model_type)} (SGLang {version} pins transformers 4.56-4.57; its own config for "
-            f"`{model_type}` comes with SGLang {since}, {file}.)")
+    return (f"{unknown_model_type(model_type)} (neither SGLang {version}'s transformers pin nor its config registry "
+            f"knows it; its own config for `{model_type}` comes with SGLang {since}, {file}.)")
 
 
 def _config_error(spec, version: str) -> str | None:

@@ -173,6 +173,10 @@ SINCE = {
     # runs the NemotronH hook on the config's text_config (update_mamba_ssm_cache_dtype); 0.18 - 0.19's sets only the
     # video backend, and before 0.18 the architecture has no hook (read at 0.11.1 - 0.20.0 and 0.34.0)
     "nemotron_vl_ssm_hook": "0.20.0",
+    # ... and MODELS_CONFIG_MAP names the Nemotron Omni V3 architectures (NemotronHNanoVLV2Config, the same hook) from
+    # 0.34.0; 0.20.0 - 0.33.0 register them without a hook, so their state takes the model dtype (read at 0.20.0,
+    # 0.28.0, 0.29.0, 0.30.0, 0.32.0, 0.33.0 and 0.34.0)
+    "nemotron_omni_ssm_hook": "0.34.0",
     # config/cache.py mamba_cache_mode (none / align / all) and kv_cache_interface.py MambaSpec.max_memory_usage_bytes:
     # 1 + drafts state blocks (none), 2 + drafts (align); before, one block per request and no draft blocks
     "mamba_cache_mode": "0.15.0",
@@ -297,10 +301,17 @@ MODES = ("none", "align", "all")
 MODE_DEPRECATED = ("--mamba-cache-mode is deprecated and will be removed in v{removal}. It has no effect: Mamba prefix "
                    "caching follows --enable-prefix-caching.")
 
+# model_executor/models/registry.py (v0.34.0): the Nemotron Omni V3 architectures load nano_nemotron_vl.py's
+# NemotronH_Nano_VL_V2 class, so they follow its rules (state shape, drafts, no PP) unless a rule names them apart
+NEMOTRON_OMNI = ("NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3")
 # vllm/model_executor/models/config.py: NemotronHForCausalLMConfig sets the state dtype from the config's
-# mamba_ssm_cache_dtype, else float32; Qwen3_5ForConditionalGenerationConfig copies text_config.mamba_ssm_dtype.
-NEMOTRON_H = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
-NEMOTRON_VL = ("NemotronH_Nano_VL_V2",)  # the same hook on its text_config, from SINCE "nemotron_vl_ssm_hook"
+# mamba_ssm_cache_dtype, else float32 (NemotronHNanoVLV2Config on the text_config); by architecture, the SINCE rule
+# from which its MODELS_CONFIG_MAP entry runs that hook. Qwen3_5ForConditionalGenerationConfig copies
+# text_config.mamba_ssm_dtype; MiniCPMV4_6ForConditionalGeneration, a Qwen3.5 text model too, has no entry (v0.22.0 -
+# v0.34.0), so its config's mamba_ssm_dtype is not read.
+NEMOTRON_SSM_HOOK = {"NemotronHForCausalLM": "nemotron_ssm_hook", "NemotronHPuzzleForCausalLM": "nemotron_ssm_hook",
+                     "NemotronH_Nano_VL_V2": "nemotron_vl_ssm_hook",
+                     **dict.fromkeys(NEMOTRON_OMNI, "nemotron_omni_ssm_hook")}
 # The hook registry (MODELS_CONFIG_MAP) names the flat text classes too (Qwen3_5ForCausalLMConfig runs the same hook).
 QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
            "Qwen3_5MoeForCausalLM")
@@ -315,7 +326,7 @@ CONV_DRAFT_SINCE = {"gdn": "0.10.2", "mamba2": "0.17.0", "kda": "0.27.0", "short
 # (LAYER_ONLY_DRAFT_KINDS). nano_nemotron_vl.py's hook hands its text_config to nemotron_h.py's (read at 0.11.1, 0.17.0
 # and 0.34.0).
 MAMBA2_HOOK_DRAFT_SINCE = {"NemotronHForCausalLM": "0.17.0", "NemotronHPuzzleForCausalLM": "0.17.0",
-                           "NemotronH_Nano_VL_V2": "0.17.0",
+                           "NemotronH_Nano_VL_V2": "0.17.0", **dict.fromkeys(NEMOTRON_OMNI, "0.17.0"),
                            "Mamba2ForCausalLM": "0.17.0", "BambaForCausalLM": None}
 MAMBA2_HOOK_DRAFT_DEFAULT = "0.32.0"
 # KDA's recurrent state (mamba_utils.py kda_state_dtype): float32 under 'auto', else --mamba-ssm-cache-dtype. The model
@@ -394,7 +405,11 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                "Lfm2VlForConditionalGeneration": "0.14.0",
                "Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
-               "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0"}
+               "KimiK3ForConditionalGeneration": "0.27.0", "BailingMoeV3ForCausalLM": "0.28.0",
+               # registry.py: the Nano and Super Omni V3 names from 0.20.0 (not in 0.19.0), NemotronH_Omni_Reasoning_V3
+               # from 0.29.0 (not in 0.28.0)
+               "NemotronH_Nano_Omni_Reasoning_V3": "0.20.0", "NemotronH_Super_Omni_Reasoning_V3": "0.20.0",
+               "NemotronH_Omni_Reasoning_V3": "0.29.0"}
 
 # transformers_utils/config.py HFConfigParser.parse and _CONFIG_REGISTRY (read at v0.11.1 and v0.17.0): a config whose model type
 # neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that
@@ -402,10 +417,13 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
 # architecture"), which ModelConfig's validation reports before anything else is checked; by architecture, its model
 # type and the first release that loads it: vLLM's Lfm2MoeConfig from v0.11.1 (v0.10.2 runs transformers 4.56, which
 # has no lfm2_moe), Qwen3_5Config and Qwen3_5MoeConfig from v0.17.0 (transformers 4.57, the pin of v0.11.1 - v0.22.0,
-# has neither). The 0.10.2 - 0.15.0 tables.
+# has neither). The 0.10.2 - 0.15.0 tables. MiniCPM-V 4.6's MiniCPMV4_6Config is transformers' own (5.7.0, the first
+# modelled pin with it, is v0.24.0's; models/minicpmv4_6.py imports it): registry.py has the architecture from 0.22.0
+# (not in 0.20.0), whose transformers 4.57 does not know minicpmv4_6.
 CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"),
                       "Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.17.0"),
-                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.17.0")}
+                      "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.17.0"),
+                      "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", "0.24.0")}
 
 # transformers_utils/model_arch_config_convertor.py (v0.14.0 - v0.17.x; new in 0.14.0, read by ModelConfig's
 # get_model_arch_config): ModelArchConfigConvertorBase.get_total_num_kv_heads falls back to
@@ -430,7 +448,7 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 # ModelConfig.verify_with_parallel_config refuses them with pipeline parallelism (NotImplementedError), called by
 # VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
-               "MiniMaxM1ForCausalLM", "NemotronH_Nano_VL_V2")
+               "MiniMaxM1ForCausalLM", "NemotronH_Nano_VL_V2", *NEMOTRON_OMNI)
 
 # Hybrids whose model class builds its attention layers without the config's sliding window, so every attention layer
 # keeps a full-length KV cache (a FullAttentionSpec): models/plamo2.py Plamo2AttentionMixer never reads
@@ -1373,8 +1391,7 @@ def _dtypes(spec, s: Settings, arch: str, version: str, log: list[str]) -> Cache
     hints = spec.ssm_dtype_hints
     if ssm_flag != "auto":
         ssm = state_dtype(ssm_flag, "mamba_ssm_cache_dtype")
-    elif (arch in NEMOTRON_H and _since(version, "nemotron_ssm_hook")) or \
-            (arch in NEMOTRON_VL and _since(version, "nemotron_vl_ssm_hook")):
+    elif arch in NEMOTRON_SSM_HOOK and _since(version, NEMOTRON_SSM_HOOK[arch]):
         ssm = hints.get("mamba_ssm_cache_dtype", "float32" if _since(version, "v020") else "float16")
         log.append(f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model")
     elif arch in QWEN3_5 and "mamba_ssm_dtype" in hints:

@@ -150,6 +150,9 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lfm2_vl_vision": ("Siglip2VisionConfig (transformers/models/siglip2/configuration_siglip2.py), the tower "
                        "Lfm2VlConfig (transformers/models/lfm2_vl/configuration_lfm2_vl.py) builds without a "
                        "vision_config", {"num_hidden_layers": 12, "hidden_size": 768}),
+    "minicpmv4_6_vision": ("MiniCPMV4_6VisionConfig (transformers/models/minicpmv4_6/configuration_minicpmv4_6.py), "
+                           "the SigLIP tower MiniCPMV4_6Config builds without a vision_config",
+                           {"num_hidden_layers": 12, "hidden_size": 768}),
     "kimi_k3_vision": ("KimiK3VisionConfig (SGLang's python/sglang/srt/configs/kimi_k3.py at v0.5.23, the class SGLang "
                        "builds the checkpoint's vision_config with)", {
         "vt_num_hidden_layers": 27, "vt_hidden_size": 1024, "vt_intermediate_size": 4096, "qkv_hidden_size": 1536,
@@ -161,19 +164,24 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 # Multimodal wrappers whose text config (`text_config`, or the key TEXT_KEYS names) is a config of this other model
 # type (filled with its defaults). NemotronH_Nano_VL_V2 is remote code: the checkpoints' configuration.py builds its
 # llm_config as a NemotronHConfig (so do SGLang's configs/nano_nemotron_vl.py and vLLM, which reads it as text_config:
-# transformers_utils/config.py _CONFIG_ATTRS_MAPPING, v0.11.1 - v0.34.0).
+# transformers_utils/config.py _CONFIG_ATTRS_MAPPING, v0.11.1 - v0.34.0). The Nemotron 3 Nano Omni checkpoints
+# (model_type NemotronH_Nano_Omni_Reasoning_V3, remote code too) keep that layout and add a Parakeet `sound_config`;
+# vLLM serves them with the same class (model_executor/models/registry.py: nano_nemotron_vl.py NemotronH_Nano_VL_V2).
+# MiniCPM-V 4.6's text_config is a Qwen3.5 text config (MiniCPMV4_6Config.sub_configs_defaults, transformers 5.7+).
+NEMOTRON_VL_TYPES = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3")
 TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
-              "NemotronH_Nano_VL_V2": "nemotron_h"}
-TEXT_KEYS = {"NemotronH_Nano_VL_V2": "llm_config"}
+              "minicpmv4_6": "qwen3_5_text", **dict.fromkeys(NEMOTRON_VL_TYPES, "nemotron_h")}
+TEXT_KEYS = dict.fromkeys(NEMOTRON_VL_TYPES, "llm_config")
 # Multimodal wrappers and their vision tower: (the defaults' model type, the `vision_config` fields of its depth and
-# width). Each wrapper class builds a default tower when the config has no `vision_config`, but NemotronH_Nano_VL_V2's
-# (None: its class asserts a vision_config dict), whose RADIO tower has no depth or width fields: the ViT that
+# width). Each wrapper class builds a default tower when the config has no `vision_config`, but the Nemotron-H VL ones
+# (None: their class asserts a vision_config dict), whose RADIO tower has no depth or width fields: the ViT that
 # `vision_config.args.model` names sets both (RADIO_VITS).
 VISION_TYPES = {"qwen3_5": ("qwen3_5_vision", "depth", "hidden_size"),
                 "qwen3_5_moe": ("qwen3_5_moe_vision", "depth", "hidden_size"),
                 "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size"),
                 "lfm2_vl": ("lfm2_vl_vision", "num_hidden_layers", "hidden_size"),
-                "NemotronH_Nano_VL_V2": (None, "args.model", "args.model")}
+                "minicpmv4_6": ("minicpmv4_6_vision", "num_hidden_layers", "hidden_size"),
+                **dict.fromkeys(NEMOTRON_VL_TYPES, (None, "args.model", "args.model"))}
 # RADIO's ViTs by timm name -> (layers, width): SGLang's configs/radio.py VIT_TIMM_DIM_BY_NAME (v0.5.23), the table its
 # RadioConfig (and vLLM's, transformers_utils/configs/radio.py) sizes the tower from
 RADIO_VITS = {"vit_small_patch16_224": (12, 384), "vit_base_patch16_224": (12, 768),

@@ -1,4 +1,4 @@
-"""Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`), `kimi_linear` (and its `kimi_k3` wrapper),
+"""Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`, and the `minicpmv4_6` wrapper), `kimi_linear` (and its `kimi_k3` wrapper),
 `minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2` (and its `lfm2_vl` wrapper), `lfm2_moe`,
 `olmo_hybrid`, `bailing_hybrid`, `bailing_moe_linear`."""
 
@@ -44,7 +44,7 @@ def _qwen_ffn(cfg: Cfg, n: int, moe: bool) -> tuple[list[str], dict]:
     return ffn, blocks
 
 
-def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
+def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0, serves_mtp: bool = True) -> Draft:
     n, hidden = text.num_layers(), text.int("hidden_size")
     mixers, how = _qwen_layers(text, n)
     ffn, blocks = _qwen_ffn(text, n, moe)
@@ -63,7 +63,11 @@ def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0) -> Draft:
         }
     draft.notes.append(count_note(entries) + f" Full attention from {text.prefix}{how}.")
     mtp = mtp_layers(text)
-    if mtp:
+    if mtp and not serves_mtp:
+        draft.notes.append(f"{mtp} MTP layer(s) in the config, which vLLM's model class for {cfg.model_type} neither "
+                           "builds nor loads: not counted.")
+        mtp = 0
+    elif mtp:
         draft.notes.append(f"{mtp} MTP layer(s) from the config.")
     elif default_mtp:
         mtp = default_mtp
@@ -87,6 +91,14 @@ def qwen3_5(cfg: Cfg) -> Draft:
 def qwen3_5_moe(cfg: Cfg) -> Draft:
     """Qwen3.5 MoE: like `qwen3_5`, with experts on every layer."""
     return with_vision(_qwen(cfg, text_config(cfg), moe=True), cfg)
+
+
+def minicpmv4_6(cfg: Cfg) -> Draft:
+    """MiniCPM-V 4.6: a dense Qwen3.5 text model (`text_config`, model_type qwen3_5_text) under a SigLIP tower (recorded,
+    not weighed). Its text config's MTP layer is not served: vLLM's MiniCPMV4_6ForConditionalGeneration builds
+    Qwen3_5ForCausalLM alone and its weight mapper drops `mtp.` (model_executor/models/minicpmv4_6.py, v0.24.0 -
+    v0.34.0)."""
+    return wrapped(lambda text: _qwen(text, text, moe=False, serves_mtp=False), cfg)
 
 
 def olmo_hybrid(cfg: Cfg) -> Draft:

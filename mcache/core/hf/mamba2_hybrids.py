@@ -1,4 +1,5 @@
-"""Mamba2 hybrids: `nemotron_h` (and its `NemotronH_Nano_VL_V2` wrapper), `bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`, `plamo2`."""
+"""Mamba2 hybrids: `nemotron_h` (and its `NemotronH_Nano_VL_V2` / `NemotronH_Nano_Omni_Reasoning_V3` wrappers),
+`bamba`, `granitemoehybrid`, `falcon_h1`, `zamba2`, `plamo2`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from mcache.core.hf.common import Cfg, Draft, attention_block, check_product, co
 from mcache.core.hf.multimodal import wrapped
 from mcache.core.spec.model import NEMOTRON_LEGEND
 
-NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe"}
+# layers_block_type names: the legacy ones, and transformers 5's NemotronHConfig names (configuration_nemotron_h.py
+# validate_layer_type: full_attention, linear_attention, moe, mlp), which the Nemotron 3.5 exports write
+NEMOTRON_NAMES = {"mamba": "mamba2", "attention": "attention", "mlp": "mlp", "moe": "moe",
+                  "linear_attention": "mamba2", "full_attention": "attention"}
 MIXER_NAMES = {"mamba": "mamba2", "attention": "attention", "linear_attention": "mamba2",
                "full_attention": "attention"}
 
@@ -68,9 +72,14 @@ def nemotron_h(cfg: Cfg) -> Draft:
 
 
 def nemotron_h_nano_vl(cfg: Cfg) -> Draft:
-    """Nemotron Nano VL v2 (remote code): a multimodal wrapper whose `llm_config` is a `nemotron_h` config, and its
-    RADIO vision tower (recorded, not weighed)."""
-    return wrapped(nemotron_h, cfg)
+    """Nemotron Nano VL v2 and Nemotron 3 Nano Omni (remote code): a multimodal wrapper whose `llm_config` is a
+    `nemotron_h` config, and its RADIO vision tower (recorded, not weighed); an Omni config's Parakeet sound encoder
+    (`sound_config`) keeps no cache and is not weighed either."""
+    draft = wrapped(nemotron_h, cfg)
+    if cfg.given("sound_config"):
+        draft.notes.append("Sound encoder (sound_config, Parakeet): no cache, not counted in the weights (give "
+                           "--weights for the checkpoint's size).")
+    return draft
 
 
 def _nemotron_mtp(cfg: Cfg) -> dict | None:

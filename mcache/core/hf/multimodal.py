@@ -1,4 +1,4 @@
-"""Multimodal wrappers: a text model nested in the config (`text_config`, or Nemotron-H VL's `llm_config`) that a
+"""Multimodal wrappers: a text model nested in the config (`text_config`, or Nemotron-H VL's and Omni's `llm_config`) that a
 family's converter reads, and the vision tower (`vision_config`), recorded as the spec's `vision` block (weighed where
 mcache knows the tower: Qwen3.5's ViT, Kimi-K3's MoonViT3d)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mcache.core.hf.common import Cfg, Draft
-from mcache.core.hf.defaults import RADIO_VITS, TEXT_KEYS, TEXT_TYPES, VISION_TYPES
+from mcache.core.hf.defaults import NEMOTRON_VL_TYPES, RADIO_VITS, TEXT_KEYS, TEXT_TYPES, VISION_TYPES
 
 
 def text_config(cfg: Cfg) -> Cfg:
@@ -108,4 +108,4 @@ def _kimi_tower(vision: Cfg, hidden: int) -> dict:
 TOWERS: dict[str, Callable[[Cfg, int], dict]] = {"qwen3_5": _qwen_tower, "qwen3_5_moe": _qwen_tower,
                                                  "kimi_k3": _kimi_tower}
 # Wrappers whose tower is a RADIO model: its sizes follow the ViT that `vision_config.args.model` names
-RADIO_WRAPPERS = ("NemotronH_Nano_VL_V2",)
+RADIO_WRAPPERS = NEMOTRON_VL_TYPES

@@ -430,6 +430,16 @@ def test_a_drafter_whose_heads_do_not_split_is_one_line_and_plan_skips_that_layo
     assert {(c["tp"], c["draft"]) for c in data["candidates"]} == {(1, 0), (1, 5), (4, 0)}
 
 
+def test_plan_serves_the_drafter_under_sglang():
+    from cli_util import plan_json
+
+    data = plan_json(QWEN35_27B, "--engine", "sglang", "--draft", "15", "--draft-model", Q36, "--tp", "2", "--pp", "1",
+                     "--gpu", "h200", "--context", "32768", "--kv-dtype", "default")
+    settings = data["candidates"][0]["settings"]
+    assert (f"--speculative-algorithm DFLASH --speculative-draft-model-path {Path(Q36).parent} "
+            "--speculative-num-draft-tokens 16") in settings
+
+
 def test_explain_notes_a_hub_drafter_it_cannot_read_offline(tmp_path, capsys):
     args = ("{'model': 'x', 'tensor_parallel_size': 2, 'max_model_len': 180000, 'enable_prefix_caching': True, "
             "'max_num_seqs': 1, 'speculative_config': {'method': 'dflash', 'model': 'z-lab/Qwen3.6-27B-DFlash', "

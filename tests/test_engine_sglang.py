@@ -1371,3 +1371,18 @@ def test_minicpm_v_4_6_runs_as_qwen3_5_from_0_5_12_and_a_config_naming_no_dtype_
     assert (r.settings["mamba_radix_cache_strategy"], r.stages[0].fields["state_slots_per_request"]) == ("extra_buffer", 5)
     assert r.dtypes.model == r.dtypes.kv == "float16"
     assert "Pipeline Parallel is not compatible" in run("sglang", spec, "h200", pp=2).stages[0].startup_error
+
+
+def test_nemotron_omni_is_sized_as_nemotron_nano_vl_from_0_5_11():
+    # models/nano_nemotron_vl.py: NemotronH_Nano_Omni_Reasoning_V3 subclasses NemotronH_Nano_VL_V2 from 0.5.11 (no
+    # Omni config.json is published whole where it can be cited: the real Nano VL v2 config under the Omni name)
+    from mcache.core.hf import import_hf
+
+    nano = import_hf(HF_CONFIGS_EXTRA / "nvidia-nemotron-nano-12b-v2-vl.json")
+    omni = replace(nano, architecture="NemotronH_Nano_Omni_Reasoning_V3")
+    assert run("sglang", omni, "h200", version="0.5.10").stages[0].startup_error.startswith("Cannot find model module.")
+    for version in ("0.5.11", "0.5.23"):
+        a, b = (run("sglang", s, "h200", version=version, weights_bytes=gib(30)) for s in (nano, omni))
+        assert a.stages[0].startup_error is None and a.stages[0].fields == b.stages[0].fields
+        assert a.settings == b.settings
+    assert "Pipeline Parallel is not compatible" in run("sglang", omni, "h200", pp=2).stages[0].startup_error

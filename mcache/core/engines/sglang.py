@@ -227,13 +227,18 @@ UNQUANTIZED_MIXER_ARCHS = ("FalconH1ForCausalLM",)
 # layer_norm_epsilon only, which v0.5.6 reads), a class for M, - and * only (the "E" MoE layer comes with v0.5.6; the
 # config's pattern check, r"^[*-M]+$", is a character range that admits "E"): engines/common.py nemotron_h_layers_error
 NEMOTRON_H_LAYERS_UNTIL = "0.5.6"
+# models/nano_nemotron_vl.py NemotronH_Nano_Omni_Reasoning_V3 (from v0.5.11, read at v0.5.11 and v0.5.23): Nemotron
+# Nano VL v2's class under the Omni name (configs/nano_nemotron_vl.py's config likewise), so every rule of the VL class
+# holds for it (NEMOTRON_VL_ARCHS)
+NEMOTRON_OMNI_FROM = "0.5.11"
+NEMOTRON_VL_ARCHS = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3")
 # model_executor/model_runner.py (v0.5.14 to v0.5.23): once the model is built, at PP > 1 the runner asserts
 # support_pp, whether the class's forward takes pp_proxy_tensors; these classes' forward does not (models/mamba.py,
 # mamba2.py and falcon_mamba.py, from v0.5.20: before, their configs fail first; models/jet_nemotron.py;
 # models/nano_nemotron_vl.py, read at v0.5.10 and v0.5.23), so they fail there ("Pipeline Parallel is not compatible
 # with this model.")
 NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM",
-                     "NemotronH_Nano_VL_V2", "MiniCPMV4_6ForConditionalGeneration")
+                     *NEMOTRON_VL_ARCHS, "MiniCPMV4_6ForConditionalGeneration")
 # Drafts at PP > 1, refused by the launch's check_server_args at every release, in two wordings: server_args.py
 # (v0.5.14-v0.5.18) and arg_groups/validation_hook.py (v0.5.19-v0.5.20) assert no speculative decoding on CUDA; from
 # v0.5.21 validation_hook.py check_pipeline_parallel_compat runs EAGLE drafts only on a PD prefill node
@@ -261,7 +266,8 @@ INT64_MAX = (1 << 63) - 1
 # mcache sizes neither and refuses, in SGLang's opening words for a model module it cannot find
 NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"),
                 "KimiK3ForConditionalGeneration": ("0.5.17", "models/kimi_k3.py"),
-                "NemotronHPuzzleForCausalLM": ("0.5.13", "models/nemotron_h.py")}
+                "NemotronHPuzzleForCausalLM": ("0.5.13", "models/nemotron_h.py"),
+                "NemotronH_Nano_Omni_Reasoning_V3": (NEMOTRON_OMNI_FROM, "models/nano_nemotron_vl.py")}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)
@@ -339,7 +345,7 @@ MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # ... which is configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs (arg_groups/cuda_graph_hook.py
 # disable_breakable_cudagraph_if_incompatible, server_args.py's before v0.5.19: "multimodal model"): these multimodal
 # hybrids are in no release's list (read at v0.5.16, v0.5.17, v0.5.20 and v0.5.23), so they capture no prefill graphs
-NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2", "MiniCPMV4_6ForConditionalGeneration")
+NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", *NEMOTRON_VL_ARCHS, "MiniCPMV4_6ForConditionalGeneration")
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
@@ -368,12 +374,12 @@ VISION_ALIAS_ARCHS = ("KimiK3ForConditionalGeneration",)
 # ... and a config class of SGLang's own that keeps the tower's dict as `raw_vision_config`, with no `vision_config`
 # attribute: configs/nano_nemotron_vl.py NemotronH_Nano_VL_V2_Config (v0.5.6 to v0.5.23), so adjust_mem_fraction_for_vlm
 # returns the fraction as it was (the multimodal cache is still reserved: the architecture is in multimodal_model_archs)
-NO_VISION_CONFIG_ARCHS = ("NemotronH_Nano_VL_V2",)
+NO_VISION_CONFIG_ARCHS = NEMOTRON_VL_ARCHS
 # Architectures mcache imports that SGLang serves as multimodal whatever the spec says (configs/model_config.py:
 # Qwen3.5's, LFM2-VL's and Nemotron-H VL's in multimodal_model_archs; Kimi-K3's config wraps a text_config): a spec of
 # theirs without a `vision` tower is sized without the VLM rules, with a caveat
 MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                    "KimiK3ForConditionalGeneration", "Lfm2VlForConditionalGeneration", "NemotronH_Nano_VL_V2",
+                    "KimiK3ForConditionalGeneration", "Lfm2VlForConditionalGeneration", *NEMOTRON_VL_ARCHS,
                     "MiniCPMV4_6ForConditionalGeneration")
 # mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (new in v0.5.18, the same to v0.5.23): a multimodal
 # model's embedding cache (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is

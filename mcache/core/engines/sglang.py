@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import shlex
-from math import prod
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -1275,11 +1274,10 @@ def _state_ctx(ctx, setup: Setup):
 # tables from v0.5.3, read at v0.5.7 - v0.5.23). spec_state_size is the state pool's size before v0.5.7, then the
 # requests (max_num_reqs: model_runner.py, then model_runner_kv_cache_mixin.py / kv_cache_configurator.py), at v0.5.7
 # under attention DP the replica's (its init_memory_pool caps max_running_requests by the pool over the ratio alone;
-# v0.5.8 by one rank's share: `SPEC_STATES_PER_RANK_FROM`). From
-# v0.5.14 a linear draft chain (topk 1, mcache's drafts) keeps one shared window of D + K - 2 columns per conv state
-# rather than D of K - 1 (conv_window_dedup_enabled; its physical buffers are the size named), taking SGLang's conv
-# tuple as (dim, window): KDA's is (K - 1, channels) at v0.5.14 - v0.5.15, and from v0.5.16 KDA keeps the dense windows
-# (KimiLinearStateShape.disable_conv_window_dedup).
+# v0.5.8 by one rank's share: `SPEC_STATES_PER_RANK_FROM`). From v0.5.14 a linear draft chain (topk 1, mcache's
+# drafts) keeps one shared window of D + K - 2 columns per conv state rather than D of K - 1 (conv_window_dedup_enabled;
+# its physical buffers are the size named), taking SGLang's conv tuple as (dim, window): KDA's is (K - 1, channels) at
+# v0.5.14 - v0.5.15, and from v0.5.16 KDA keeps the dense windows (KimiLinearStateShape.disable_conv_window_dedup).
 INTERMEDIATE_FROM = "0.5.3"
 INTERMEDIATE_BY_REQUESTS_FROM = "0.5.7"
 SPEC_STATES_PER_RANK_FROM = "0.5.8"
@@ -1298,10 +1296,10 @@ def _intermediate_text(ctx, setup: Setup, pooled: int, requests: int, inputs: En
     ssm = conv = 0
     for kind in ctx.recurrent_kinds:
         shapes = ctx.states(kind)
-        ssm += ctx.counts[kind] * sum(prod(s.shape) for s in shapes if s.component == "ssm") * itemsize(setup.dtypes.ssm)
+        ssm += ctx.counts[kind] * sum(math.prod(s.shape) for s in shapes if s.component == "ssm") * itemsize(setup.dtypes.ssm)
         windows = [s.shape for s in shapes if s.component == "conv"]
         if not _since(inputs, CONV_WINDOW_DEDUP_FROM) or (kind == "kda" and _since(inputs, KDA_DENSE_WINDOW_FROM)):
-            per_layer = drafts * sum(prod(w) for w in windows)
+            per_layer = drafts * sum(math.prod(w) for w in windows)
         elif kind == "kda":  # one tuple (K - 1, channels of every conv): its "window" is the channels
             channels = sum(w[0] for w in windows)
             per_layer = windows[0][1] * (drafts + channels - 1)

@@ -1386,3 +1386,18 @@ def test_nemotron_omni_is_sized_as_nemotron_nano_vl_from_0_5_11():
         assert a.stages[0].startup_error is None and a.stages[0].fields == b.stages[0].fields
         assert a.settings == b.settings
     assert "Pipeline Parallel is not compatible" in run("sglang", omni, "h200", pp=2).stages[0].startup_error
+
+
+@pytest.mark.parametrize(("version", "conv_window"), [("0.5.11", "0.10"), ("0.5.23", "0.05")])
+def test_the_state_pool_line_names_the_draft_states_by_hand(version, conv_window):
+    # memory_pool.py MambaPool with 3 EAGLE steps (4 draft tokens), 8 requests, no radix cache: the intermediate cache
+    # keeps (8 + 1) slots of every draft token's state over Qwen3.5-27B's 48 GDN layers, 48 heads x 128 x 128 float32:
+    # 48 x 9 x 4 x 3,145,728 B = 5.06 GiB; its conv windows (10,240 channels, K - 1 = 3 columns in bf16) are 4 x 3
+    # columns a slot before 0.5.14 (48 x 9 x 10,240 x 12 x 2 B = 0.0989 GiB) and one shared window of 4 + 3 - 1 = 6
+    # columns from it (0.0494 GiB)
+    r = run("sglang", config_spec("qwen3.5-27b"), "h200", version=version, weights_bytes=gib(54),
+            speculative_num_steps=3, max_running_requests=8, disable_radix_cache=True)
+    line = next(line for line in r.stages[0].log if line.startswith("Mamba Cache is allocated."))
+    assert line.endswith(f"intermediate_ssm_state_cache size: {48 * 9 * 4 * 3145728 / GIB:.2f}GB "
+                         f"intermediate_conv_window_cache size: {conv_window}GB ")
+    assert f"{48 * 9 * 10240 * (12 if version == '0.5.11' else 6) * 2 / GIB:.2f}" == conv_window

@@ -268,9 +268,12 @@ SGLANG_TABLES = compare.golden.tables("sglang", compare.golden.DRAFTERS)
 Q36_35B = str(DRAFTERS / "qwen3.6-35b-a3b-dflash.json")
 
 
-def test_the_sglang_drafter_tables_span_its_dflash_rules():
+def test_the_sglang_drafter_tables_span_every_release_with_dflash():
+    from mcache.core.engines import sglang
+    from mcache.core.engines.versions import at_least
+
     versions = {compare.golden.read(t)["version"] for t in SGLANG_TABLES}
-    assert versions >= {"0.5.11", "0.5.14", "0.5.17", "0.5.18", "0.5.20", "0.5.22", "0.5.23"}
+    assert versions == {v for v in sglang.VERSIONS if at_least(v, sglang.DFLASH_FROM)}
     for table in SGLANG_TABLES:
         assert {c["drafter"] for c in compare.golden.read(table)["cases"]} == {p.name for p in DRAFTERS.glob("*.json")}
 

@@ -323,6 +323,16 @@ def test_sglang_refuses_the_drafter_where_its_launch_does():
         "DFLASH with dp attention requires --enable-dp-lm-head.")
 
 
+def test_sglang_refuses_a_drafter_made_for_another_target():
+    # the 27B drafter reads the target's layers 1, 16, 31, 46 and 61 of 64; Qwen3.6-35B-A3B has 40 (a table case too)
+    spec = with_drafter(load_spec(str(HF_CONFIGS / "qwen3.6-35b-a3b.json")), Q36)
+    assert read_drafter(Q36).target_layer_ids == [1, 16, 31, 46, 61]
+    assert _sglang(spec, "0.5.23").stages[0].startup_error == (
+        "DFLASH target_layer_ids contains an out-of-range layer id. target_layer_ids[3]=46, target_num_layers=40.")
+    own = with_drafter(load_spec(str(HF_CONFIGS / "qwen3.6-35b-a3b.json")), Q36_35B)
+    assert _sglang(own, "0.5.23").stages[0].startup_error is None
+
+
 def test_sglang_serves_the_drafter_in_its_serve_command():
     from mcache.core.engines.common import ServeArgs
     from mcache.core.engines.sglang import serve_command

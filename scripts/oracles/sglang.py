@@ -190,12 +190,17 @@ def cases(configs: set[str] | None = None) -> list[dict]:
 DFLASH = {"speculative_algorithm": "DFLASH"}  # the drafter's path is added per run (`run`); its block size drafts
 
 
+# A drafter made for another target, whose target layer ids the target lacks (the 27B drafter reads layer 61 of 64;
+# Qwen3.6-35B-A3B has 40): one case each, which SGLang refuses
+MISPAIRED = (("qwen3.6-35b-a3b.json", "qwen3.6-27b-dflash.json"),)
+
+
 def drafter_cases() -> list[dict]:
     """The --drafters table: each golden.DRAFTER_PAIRS drafter drafting for its target (SGLang's DFLASH, its drafts the
     drafter's block size unless speculative_num_draft_tokens says otherwise) at TP 1 with each radix setting, at TP 2,
     4 and 8 (where a drafter's KV heads per rank differ from the model's), with 8 draft tokens, an fp8 KV cache, a bf16
-    state, a fixed max_running_requests and max_mamba_cache_size, on the 80 GB GPU, and refused: at PP 2 and under
-    attention DP."""
+    state, a fixed max_running_requests and max_mamba_cache_size, on the 80 GB GPU, and refused: at PP 2, under
+    attention DP, and a drafter made for another target (`MISPAIRED`)."""
     grid = [({}, radix, "H200", 30 * GIB) for radix in RADIX]
     grid += [({"tp_size": 2}, "default", "H200", 30 * GIB), ({"tp_size": 4}, "off", "H200", 30 * GIB),
              ({"tp_size": 4}, "default", "H200", 30 * GIB), ({"tp_size": 8}, "default", "H200", 30 * GIB),
@@ -208,13 +213,14 @@ def drafter_cases() -> list[dict]:
              ({"max_mamba_cache_size": 200}, "default", "H200", 30 * GIB),
              ({}, "default", "H100-80GB", 8 * GIB), ({"tp_size": 2}, "off", "H100-80GB", 8 * GIB)]
     out = []
-    for config, drafter in golden.DRAFTER_PAIRS:
-        for extra, radix, gpu, weights in grid:
-            flags = {"tp_size": 1, **extra, **DFLASH, **RADIX[radix]}
-            total = GPUS[gpu]
-            out.append({"config": config, "drafter": drafter, "flags": dict(sorted(flags.items())), "env": {},
-                        "inputs": {"gpu": gpu, "gpu_total_bytes": total, "free_gpu_memory_bytes": total - CONTEXT_RESERVE,
-                                   "weights_bytes": weights}})
+    cases = [(pair, case) for pair in golden.DRAFTER_PAIRS for case in grid]
+    cases += [(pair, ({}, "default", "H200", 30 * GIB)) for pair in MISPAIRED]
+    for (config, drafter), (extra, radix, gpu, weights) in cases:
+        flags = {"tp_size": 1, **extra, **DFLASH, **RADIX[radix]}
+        total = GPUS[gpu]
+        out.append({"config": config, "drafter": drafter, "flags": dict(sorted(flags.items())), "env": {},
+                    "inputs": {"gpu": gpu, "gpu_total_bytes": total, "free_gpu_memory_bytes": total - CONTEXT_RESERVE,
+                               "weights_bytes": weights}})
     return out
 
 

@@ -829,10 +829,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # (server_args.py _handle_model_specific_adjustments builds the ModelConfig before its architecture branches
         # check the strategy: the 0.5.9 table), the server args' strategy checks, ModelConfig's (`_config_error`), the
         # speculative hook's of a DFlash drafter (`_dflash_error`), the launch's PP check of drafts
-        # (`_pp_drafts_error`), then what fails as the model loads
+        # (`_pp_drafts_error`), the drafter's target layers (`_dflash_layers_error`), then what fails as the model loads
         refusal = (_no_dflash_error(inputs, drafts) or _rocm_quantization_error(spec, inputs) or refusal
                    or _config_error(spec, version) or _dflash_error(inputs, drafts) or _pp_drafts_error(inputs, drafts)
-                   or _load_error(spec, version)
+                   or _dflash_layers_error(inputs, drafts) or _load_error(spec, version)
                    or _quantization_load_error(spec, inputs) or _init_error(spec, inputs) or _pp_error(arch, inputs)
                    or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
@@ -1037,6 +1037,20 @@ def _dflash_error(inputs: EngineInputs, drafts: int) -> str | None:
         return f"Currently DFLASH speculative decoding does not support dp attention{where}."
     if inputs.layout.pp > 1:
         return "Currently DFLASH speculative decoding only supports pp_size == 1."
+    return None
+
+
+def _dflash_layers_error(inputs: EngineInputs, drafts: int) -> str | None:
+    """SGLang's refusal of a drafter that reads a layer the target lacks (speculative/dflash_utils.py
+    DFlashDraftConfig.resolve_target_layer_ids, v0.5.11 - v0.5.23, run as the model runner sets the drafter up; None:
+    every layer it names is the target's)."""
+    if not drafter_sizing.drafts_with(inputs.spec, drafts):
+        return None
+    layers = inputs.spec.num_layers
+    for i, layer in enumerate(inputs.spec.drafter.target_layer_ids):
+        if not 0 <= layer < layers:
+            return ("DFLASH target_layer_ids contains an out-of-range layer id. "
+                    f"target_layer_ids[{i}]={layer}, target_num_layers={layers}.")
     return None
 
 

@@ -65,6 +65,7 @@ def read_drafter(path: str | Path) -> Drafter:
         "target_hidden_size": cfg.int("target_hidden_size") if cfg.given("target_hidden_size") else None,
         "fc": fc,
         "block_size": _block_size(cfg),
+        "target_layer_ids": ids or [],
         "source": str(file),
     }
     try:

@@ -178,7 +178,8 @@ class Drafter(Block):
     reads them (`core/sizing/drafter.py`). Its weights: the layers (a gated MLP of `intermediate_size`),
     the `fc` from `target_layers` x `target_hidden_size` (None: `hidden_size`) to `hidden_size` when `fc` is true, and
     its norms; the embedding and head are the model's. `block_size`: the tokens it drafts a block, the bonus token
-    among them (`dflash_config.block_size`, else the config's; None: it names none), SGLang's draft tokens by default."""
+    among them (`dflash_config.block_size`, else the config's; None: it names none), SGLang's draft tokens by default;
+    `target_layer_ids`: the target's layers (0-based) it reads, as its config names them (empty: none named)."""
 
     num_layers: LayerCount
     attention: Attention
@@ -193,6 +194,7 @@ class Drafter(Block):
     target_hidden_size: Pos | None = None
     fc: bool = True
     block_size: Pos | None = None
+    target_layer_ids: list[int] = []
     source: str = ""
 
 

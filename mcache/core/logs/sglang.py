@@ -166,7 +166,7 @@ def _args(log: EngineLog, args: dict, line: int) -> None:
             log.other_settings[name] = value
     # A DFLASH draft (engines/sglang.py DFLASH_FROM) is one step of speculative_num_draft_tokens, the bonus token
     # among them: mcache's draft is that less one (the line shows it resolved: entrypoints/engine.py logs
-    # server_args.resolved_dict() at 0.5.23, and earlier releases resolve the fields themselves)
+    # server_args.resolved_dict() from 0.5.19, and earlier releases resolve the fields themselves)
     if str(args.get("speculative_algorithm")).upper() == "DFLASH":
         log.settings.pop("speculative_num_steps", None)
         tokens = args.get("speculative_num_draft_tokens")

@@ -302,8 +302,13 @@ def test_sglang_charges_the_drafter_kv_to_the_token_cell():
     spec = with_drafter(load_spec(str(HF_CONFIGS / "qwen3.6-35b-a3b.json")), Q36_35B)
     assert _sglang(spec, "0.5.18", tp=4).stages[0].fields["cell_size_bytes"] == 10240 + 4096
     assert _sglang(spec, "0.5.17", tp=4).stages[0].fields["cell_size_bytes"] == 10240 * 18 // 10
-    # an fp8 KV cache holds the drafter's KV in fp8 too; without drafts the drafter keeps none
+    # an fp8 KV cache holds the drafter's KV in fp8 too, unless --speculative-draft-kv-cache-dtype says otherwise (auto:
+    # the drafter's own bf16); without drafts the drafter keeps none
     assert _sglang(spec, "0.5.23", tp=4, kv_cache_dtype="fp8_e4m3").stages[0].fields["cell_size_bytes"] == 7168
+    assert _sglang(spec, "0.5.23", tp=4, kv_cache_dtype="fp8_e4m3", speculative_draft_kv_cache_dtype="auto").stages[
+        0].fields["cell_size_bytes"] == 5120 + 4096
+    assert _sglang(spec, "0.5.23", tp=4, speculative_draft_kv_cache_dtype="fp8_e4m3").stages[0].fields[
+        "cell_size_bytes"] == 10240 + 2048
     assert _sglang(spec, "0.5.23", tp=4, speculative_num_steps=0).stages[0].fields["cell_size_bytes"] == 10240
 
 
@@ -349,15 +354,17 @@ def test_explain_reads_an_sglang_dflash_launch(tmp_path, capsys):
     folder.mkdir()
     (folder / "config.json").write_text(Path(Q36).read_text())
     spec = with_drafter(load_spec(QWEN35_27B), Q36)
-    given = {"speculative_num_steps": 15, "weights_bytes": 54 << 30, "pre_model_load_memory_bytes": 132 << 30}
+    given = {"speculative_num_steps": 15, "weights_bytes": 54 << 30, "pre_model_load_memory_bytes": 132 << 30,
+             "speculative_draft_kv_cache_dtype": "fp8_e4m3"}
     h200 = find_gpu("h200")
     run = run_engine("sglang", EngineInputs(spec, ParallelLayout(), h200.name, h200.memory, None, given), "0.5.23")
     kv = [line for line in run.stages[0].log if line.startswith("KV Cache")]
-    assert len(kv) == 2  # the target's pool, then the drafter's
+    assert len(kv) == 2 and "float8_e4m3fn" in kv[1]  # the target's pool, then the drafter's (in fp8)
     log = tmp_path / "boot.log"
     log.write_text(
         f"[2026-12-01 10:00:00] server_args=ServerArgs(model_path='x', tp_size=1, speculative_algorithm='DFLASH', "
-        f"speculative_draft_model_path='{folder}', speculative_num_steps=1, speculative_num_draft_tokens=16)\n"
+        f"speculative_draft_model_path='{folder}', speculative_num_steps=1, speculative_num_draft_tokens=16, "
+        "speculative_draft_kv_cache_dtype='fp8_e4m3')\n"
         "[2026-12-01 10:00:05 TP0] Load weight end. type=Qwen3_5ForConditionalGeneration, avail mem=78.00 GB, "
         "mem usage=54.00 GB.\n" + "".join(f"[2026-12-01 10:00:06 TP0] {line}\n" for line in kv))
     argv = [str(log), "--model", QWEN35_27B, "--gpu", "h200", "--engine-version", "0.5.23", "--format", "json"]

@@ -198,7 +198,8 @@ MISPAIRED = (("qwen3.6-35b-a3b.json", "qwen3.6-27b-dflash.json"),)
 def drafter_cases() -> list[dict]:
     """The --drafters table: each golden.DRAFTER_PAIRS drafter drafting for its target (SGLang's DFLASH, its drafts the
     drafter's block size unless speculative_num_draft_tokens says otherwise) at TP 1 with each radix setting, at TP 2,
-    4 and 8 (where a drafter's KV heads per rank differ from the model's), with 8 draft tokens, an fp8 KV cache, a bf16
+    4 and 8 (where a drafter's KV heads per rank differ from the model's), with 8 draft tokens, an fp8 KV cache, the
+    drafter's own in fp8 or (beside an fp8 one) its own dtype (--speculative-draft-kv-cache-dtype, from 0.5.18), a bf16
     state, a fixed max_running_requests and max_mamba_cache_size, on the 80 GB GPU, and refused: at PP 2, under
     attention DP, and a drafter made for another target (`MISPAIRED`)."""
     grid = [({}, radix, "H200", 30 * GIB) for radix in RADIX]
@@ -208,6 +209,8 @@ def drafter_cases() -> list[dict]:
              ({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, "default", "H200", 30 * GIB),
              ({"speculative_num_draft_tokens": 8}, "default", "H200", 30 * GIB),
              ({"kv_cache_dtype": "fp8_e4m3"}, "default", "H200", 30 * GIB),
+             ({"speculative_draft_kv_cache_dtype": "fp8_e4m3"}, "default", "H200", 30 * GIB),
+             ({"kv_cache_dtype": "fp8_e4m3", "speculative_draft_kv_cache_dtype": "auto"}, "default", "H200", 30 * GIB),
              ({"mamba_ssm_dtype": "bfloat16"}, "off", "H200", 30 * GIB),
              ({"max_running_requests": 64}, "off", "H200", 30 * GIB),
              ({"max_mamba_cache_size": 200}, "default", "H200", 30 * GIB),

@@ -37,7 +37,7 @@ from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 CONFIGS = REPO / "tests/data/hf_configs"
 FLAGS = ("context_length", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
          "mamba_ssm_dtype", "kv_cache_dtype", "speculative_num_steps", "max_running_requests",
-         "max_mamba_cache_size", "mamba_full_memory_ratio")
+         "max_mamba_cache_size", "mamba_full_memory_ratio", "speculative_draft_kv_cache_dtype")
 FIELDS = ("mem_fraction_static", "max_total_num_tokens", "max_running_requests", "max_mamba_cache_size")
 # The one exclusion: a case run with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1. That is an environment variable of
 # the SGLang process, not a server flag, and mcache's SGLang settings are the server's flags (engines/sglang.py

@@ -89,7 +89,8 @@ FIRST_LINE_UNTIL = "0.5.10"
 # server_args.py: ServerArgs fields a release lacks before the one named: v0.5.2-v0.5.3.post1 have no mamba_full_memory_ratio,
 # and no release up to v0.5.6 has a radix-cache strategy (v0.5.7 adds mamba_scheduler_strategy). SGLang refuses a flag
 # its ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
-SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.3.post2", "mamba_radix_cache_strategy": "0.5.7"}
+SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.3.post2", "mamba_radix_cache_strategy": "0.5.7",
+                 "speculative_draft_kv_cache_dtype": "0.5.18"}
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -100,13 +101,14 @@ FLAGS = {
     "disable_radix_cache": "disable_radix_cache", "mamba_radix_cache_strategy": "mamba_radix_cache_strategy",
     "disable_overlap_schedule": "disable_overlap_schedule", "chunked_prefill_size": "chunked_prefill_size",
     "max_total_tokens": "max_total_tokens", "free_memory_before_load": "pre_model_load_memory_bytes",
+    "speculative_draft_kv_cache_dtype": "speculative_draft_kv_cache_dtype",
 }
 # mcache options SGLang lacks -> its own option for what they mean (fields)
 INSTEAD = {"max_batch": "max_running_requests", "utilization": "mem_fraction_static", "reserve": "mem_fraction_static"}
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
-            "max_total_tokens", "pre_model_load_memory_bytes")
+            "max_total_tokens", "pre_model_load_memory_bytes", "speculative_draft_kv_cache_dtype")
 STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 LAZY_FROM = "0.5.13"  # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES: v0.5.12's lack extra_buffer_lazy
 # server_args.py: v0.5.14 names the radix-cache strategy mamba_radix_cache_strategy (--mamba-radix-cache-strategy);
@@ -839,8 +841,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  _transformers_serves(arch, version) or (first_line and arch in FIRST_LINE_TRANSFORMERS
                                                          and not _since(inputs, FIRST_LINE_NATIVE[arch])),
-                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS,
-                 KV_DTYPES[s.given.get("kv_cache_dtype", "auto")] or dtypes.model, replica_requests,
+                 _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, _drafter_kv_dtype(s, dtypes),
+                 replica_requests,
                  inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
 
 
@@ -1015,6 +1017,18 @@ def _first_line_arch_error(spec, version: str) -> str | None:
     natives = ", ".join(a for a, since in FIRST_LINE_NATIVE.items() if at_least(version, since))
     return (f"SGLang {version} has no model class for {arch}: its model runner sizes the state of {natives} only, and "
             "mcache does not size what its Transformers fallback (model_loader/utils.py) would do with this checkpoint.")
+
+
+def _drafter_kv_dtype(s: Settings, dtypes: CacheDtypes) -> str:
+    """The KV dtype of a DFlash drafter's pool (mem_cache/kv_cache_dtype.py configure_kv_cache_dtype for the draft
+    worker): --speculative-draft-kv-cache-dtype where given (`SETTING_SINCE`), else --kv-cache-dtype; `auto` (or a
+    checkpoint's FP8 KV, which the draft worker does not read) its own dtype."""
+    flag = s.given.get("speculative_draft_kv_cache_dtype")
+    if flag is None:
+        return KV_DTYPES[s.given.get("kv_cache_dtype", "auto")] or dtypes.model
+    if flag not in KV_DTYPES:
+        raise LayoutError("speculative_draft_kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {flag!r}")
+    return KV_DTYPES[s.take("speculative_draft_kv_cache_dtype", flag)] or dtypes.model
 
 
 def _no_dflash_error(inputs: EngineInputs, drafts: int) -> str | None:

@@ -328,6 +328,15 @@ def test_sglang_refuses_the_drafter_where_its_launch_does():
         "DFLASH with dp attention requires --enable-dp-lm-head.")
 
 
+def test_sglang_builds_a_dflash2_drafter_from_0_5_19():
+    # models/dflash.py registers DFlash2DraftModel from 0.5.19: before, the draft worker (built once the target's pools
+    # are sized) finds no class for it, in model_loader/utils.py's words (a table case at every release)
+    spec = with_drafter(load_spec(QWEN35_27B), Q38)
+    assert _sglang(spec, "0.5.18", speculative_num_steps=7).stages[0].startup_error.startswith(
+        "Cannot find model module. 'DFlash2DraftModel' is not a registered model in the Transformers library")
+    assert _sglang(spec, "0.5.19", speculative_num_steps=7).stages[0].startup_error is None
+
+
 def test_sglang_refuses_a_drafter_made_for_another_target():
     # the 27B drafter reads the target's layers 1, 16, 31, 46 and 61 of 64; Qwen3.6-35B-A3B has 40 (a table case too)
     spec = with_drafter(load_spec(str(HF_CONFIGS / "qwen3.6-35b-a3b.json")), Q36)

@@ -815,7 +815,22 @@ def _size(sa, cfg, inputs, result):
     config = _pools_config(kvc, inputs, out, schedule_bag)
     out.update(_scheduler_line(config, schedule_bag, cfg, model_config))
     out.update(_pool_bytes(kvc, config))
+    _draft_architecture(sa)
     return out
+
+
+def _draft_architecture(sa):
+    """A DFLASH drafter's model class, as the draft worker's ModelRunner resolves it once the target's pools are sized
+    (model_loader/utils.py get_model_architecture on the drafter's ModelConfig, ModelConfig.from_server_args with
+    is_draft_model, as ModelRunner builds it): SGLang's refusal of a drafter architecture it has no class for (e.g.
+    DFlash2DraftModel before models/dflash.py registers it)."""
+    if str(getattr(sa, "speculative_algorithm", None)).upper() != "DFLASH" or not sa.speculative_draft_model_path:
+        return
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.model_loader.utils import get_model_architecture
+
+    get_model_architecture(ModelConfig.from_server_args(sa, model_path=sa.speculative_draft_model_path,
+                                                        is_draft_model=True))
 
 
 def _pools_config(sizer, inputs, out, schedule_bag):
@@ -897,6 +912,7 @@ def _size_runner(sa, cfg, inputs, result):
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     config = _pools_config(runner, inputs, out, sa)
     out.update(_scheduler_line(config, sa, cfg, model_config))
+    _draft_architecture(sa)
     return out
 
 

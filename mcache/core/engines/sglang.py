@@ -301,6 +301,10 @@ DRAFTER_KV_FROM = "0.5.20"
 # v0.5.23). The launch refuses it at more than one stage and under attention DP (`_dflash_error`).
 DFLASH_FROM = "0.5.11"
 DRAFTER_CELL_FROM = "0.5.18"
+# models/dflash.py registers DFlash2DraftModel from v0.5.19 (EntryClass; v0.5.11 - v0.5.18 only DFlashDraftModel): before,
+# the draft worker, built once the target's pools are sized, finds no class for a DFlash2 drafter and
+# model_loader/utils.py resolve_transformers_arch refuses it (`_drafter_class_error`)
+DFLASH2_FROM = "0.5.19"
 DFLASH_DEFAULT_BLOCK = 16
 # speculative_hook.py _handle_dflash refuses attention DP (v0.5.20 - v0.5.22: "on non-NPU devices"; v0.5.23 serves it
 # with --enable-dp-lm-head, which mcache does not model: refused in its words)
@@ -1054,6 +1058,19 @@ def _dflash_error(inputs: EngineInputs, drafts: int) -> str | None:
     return None
 
 
+def _drafter_class_error(inputs: EngineInputs, drafts: int) -> str | None:
+    """What the draft worker says of a drafter architecture its release has no class for (`DFLASH2_FROM`; None: it
+    builds it), in model_loader/utils.py's words for a config with no auto_map."""
+    d = inputs.spec.drafter
+    if not drafter_sizing.drafts_with(inputs.spec, drafts) or d.architecture != "DFlash2DraftModel" or _since(
+            inputs, DFLASH2_FROM):
+        return None
+    return (f"Cannot find model module. '{d.architecture}' is not a registered model in the Transformers library (only "
+            "relevant if the model is meant to be in Transformers) and 'AutoModel' is not present in the model config's "
+            f"'auto_map' (relevant if the model is custom). (SGLang {inputs.version}'s draft worker has no class for it: "
+            f"models/dflash.py registers it from {DFLASH2_FROM}.)")
+
+
 def _dflash_layers_error(inputs: EngineInputs, drafts: int) -> str | None:
     """SGLang's refusal of a drafter that reads a layer the target lacks (speculative/dflash_utils.py
     DFlashDraftConfig.resolve_target_layer_ids, v0.5.11 - v0.5.23, run as the model runner sets the drafter up; None:
@@ -1219,6 +1236,8 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                      "more memory.")
         elif error is None and requests <= 0:  # v0.5.12: managers/tp_worker.py TpModelWorker.__init__ asserts it, the pools built
             error = "max_running_request is zero"
+        # then the draft worker is built
+        error = error or _drafter_class_error(inputs, setup.drafts)
     if error is not None:
         log.append(error)
         return EngineStage(ctx.stage, 0, error, log, "start-up", fields)

@@ -39,7 +39,8 @@ ALIASES = {
              "--speculative-num-steps": "--draft", "--max-draft-len": "--draft", "--mamba-ssm-cache-dtype": "--ssm-dtype",
              "--mamba-ssm-dtype": "--ssm-dtype", "--kv-cache-dtype": "--kv-dtype", "--mamba-cache-dtype": "--conv-dtype",
              "--gpu-memory-utilization": "--utilization", "--enable-prefix-caching": "--prefix-caching=on",
-             "--no-enable-prefix-caching": "--prefix-caching=off"},
+             "--no-enable-prefix-caching": "--prefix-caching=off",
+             "--speculative-draft-kv-cache-dtype": "--draft-kv-dtype"},
 }
 ALIASES["explain"] = ALIASES["size"]  # explain's what-ifs are mcache size's options (cli/explain.py)
 

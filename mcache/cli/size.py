@@ -118,7 +118,7 @@ def size(
                                                                   rich_help_panel=SGLANG)] = None,
     chunked_prefill_size: Annotated[int | None, typer.Option(help="Default: by GPU memory.", rich_help_panel=SGLANG)] = None,
     max_total_tokens: Annotated[int | None, typer.Option(help="Cap on the token pool.", rich_help_panel=SGLANG)] = None,
-    speculative_draft_kv_cache_dtype: Annotated[str | None, typer.Option(help=(
+    draft_kv_dtype: Annotated[str | None, typer.Option("--draft-kv-dtype", help=(  # SGLang's name, an alias, is too long to show
         "A DFlash drafter's KV dtype (auto: its own; default: --kv-dtype's), from 0.5.18."), rich_help_panel=SGLANG)] = None,
     free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load, at least 1GiB (GPU less 0.5GiB).",
                                                                 rich_help_panel=SGLANG)] = None,

@@ -46,7 +46,7 @@ class SizeOptions(Struct, frozen=True):
     disable_overlap_schedule: bool | None = None
     chunked_prefill_size: int | None = None
     max_total_tokens: int | None = None
-    speculative_draft_kv_cache_dtype: str | None = None
+    draft_kv_dtype: str | None = None
     # TensorRT-LLM
     free_gpu_memory_fraction: float | None = None
     max_tokens: int | None = None

@@ -101,7 +101,7 @@ FLAGS = {
     "disable_radix_cache": "disable_radix_cache", "mamba_radix_cache_strategy": "mamba_radix_cache_strategy",
     "disable_overlap_schedule": "disable_overlap_schedule", "chunked_prefill_size": "chunked_prefill_size",
     "max_total_tokens": "max_total_tokens", "free_memory_before_load": "pre_model_load_memory_bytes",
-    "speculative_draft_kv_cache_dtype": "speculative_draft_kv_cache_dtype",
+    "draft_kv_dtype": "speculative_draft_kv_cache_dtype",
 }
 # mcache options SGLang lacks -> its own option for what they mean (fields)
 INSTEAD = {"max_batch": "max_running_requests", "utilization": "mem_fraction_static", "reserve": "mem_fraction_static"}

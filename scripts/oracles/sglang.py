@@ -216,9 +216,9 @@ def drafter_cases() -> list[dict]:
              ({"max_mamba_cache_size": 200}, "default", "H200", 30 * GIB),
              ({}, "default", "H100-80GB", 8 * GIB), ({"tp_size": 2}, "off", "H100-80GB", 8 * GIB)]
     out = []
-    cases = [(pair, case) for pair in golden.DRAFTER_PAIRS for case in grid]
-    cases += [(pair, ({}, "default", "H200", 30 * GIB)) for pair in MISPAIRED]
-    for (config, drafter), (extra, radix, gpu, weights) in cases:
+    runs = [(pair, case) for pair in golden.DRAFTER_PAIRS for case in grid]
+    runs += [(pair, ({}, "default", "H200", 30 * GIB)) for pair in MISPAIRED]
+    for (config, drafter), (extra, radix, gpu, weights) in runs:
         flags = {"tp_size": 1, **extra, **DFLASH, **RADIX[radix]}
         total = GPUS[gpu]
         out.append({"config": config, "drafter": drafter, "flags": dict(sorted(flags.items())), "env": {},

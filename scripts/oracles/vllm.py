@@ -74,16 +74,20 @@ VERSION_PINS = {
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
                      ("0.15.0", "0.13.0"), ("0.16.0", "0.13.0"),
                      ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.19.0", "0.14.0.1"),
-                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"))},
+                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.21.0", "0.15.0.1"))},
     # humming-kernels: 0.22.0's model_executor/layers/quantization/humming.py imports `humming` at module level on a
     # CUDA platform (later releases guard it), so every quantized checkpoint needs it; a pure-Python wheel that
     # vLLM 0.22.0 requires (humming-kernels[cu13]==0.1.2), with its own pure imports (HUMMING_DEPS)
     "0.22.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.15.0.1",
                "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.2"},
+    "0.23.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.4"},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
-           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.27.0", "0.28.0")},
+           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0")},
     **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.29.0", "0.30.0")},
+    "0.31.0": {"transformers": "transformers>=5.10.4,<5.18.0", "compressed-tensors": "compressed-tensors==0.17.0",
+               "torchvision": "torchvision==0.28.0"},
     "0.32.0": {"transformers": "transformers>=5.16.1,<5.20.0", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0"},
     # torchvision: the release built for the venv's torch (vLLM 0.33 pins 0.29.0 for torch 2.14); the Qwen3.5 /
@@ -167,6 +171,9 @@ MOCKS = [
     "models/nano_nemotron_vl.py's cached_tokenizer_from_config answers a tokenizer that encodes nothing: "
     "NemotronH_Nano_VL_V2.__init__ pre-tokenizes its image tokens (token ids for the forward pass, never a size), "
     "and skip_tokenizer_init leaves it None",
+    "0.23.0: layers/minimax_rms_norm/lamport_workspace.py get_allreduce_workspace answers None: MiniMax-Text-01's TP "
+    "RMSNorm (rms_norm_tp.py) allocates its fused all-reduce's Lamport workspace there through cuda-python's "
+    "cudaMalloc at TP > 1, a communication buffer, never a cache",
 ]
 
 # The stand-ins of the 0.34+ GPU runner (`v2_runner`), in the tables of those releases only (an older table's run is
@@ -480,6 +487,11 @@ def install_mocks():
 
         if hasattr(nano, "cached_tokenizer_from_config"):
             nano.cached_tokenizer_from_config = lambda *a, **k: NoTokens()
+
+    with contextlib.suppress(ImportError):  # 0.23.0's module (MiniMax-Text-01's TP norm); no other release has it
+        import vllm.model_executor.layers.minimax_rms_norm.lamport_workspace as lamport
+
+        lamport.get_allreduce_workspace = lambda *a, **k: None  # a communication buffer (see MOCKS)
 
 
 class PG:

@@ -65,7 +65,7 @@ NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
 VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
-            "0.20.1", "0.22.0", "0.24.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0", "0.34.0")
+            "0.20.1", "0.22.0", "0.24.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0", "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # config/speculative.py SpeculativeConfig: the `dflash` method and its drafter (model_executor/models/
@@ -149,12 +149,12 @@ SINCE = {
     # once at config time), and only when its own layers hold an attention backend (_find_non_ssm_backend): with PP a
     # stage with recurrent layers and no attention keeps the unpadded page and the unaligned cache block as its
     # state block. v1/core/kv_cache_utils.py unify_kv_cache_spec_page_size cannot scale that page to the padded one
-    # (NotImplementedError, in other words from 0.24.0) until 0.27.0, which pads a smaller Mamba page to the largest
+    # (NotImplementedError, in other words from 0.24.0) until 0.26.0, which pads a smaller Mamba page to the largest
     # (`replace(layer_spec, page_size_padded=max_page_size)`); the stage's state specs then differ from the others'
     # by their block in 'all' and 'align' modes (the cache block against the aligned one), so they group apart
     "worker_padding": "0.20.0",
     "unify_words_layer": "0.24.0",
-    "unify_pads_mamba": "0.27.0",
+    "unify_pads_mamba": "0.26.0",
     # v1/core/kv_cache_utils.py get_kv_cache_configs: 0.14.0 - 0.16 run the one-request check once, on the whole
     # model's groups (their group size) against the smallest worker's memory; from 0.17.0 on each worker's share
     # of the groups (_project_kv_cache_groups_to_worker: its largest share as the group size) and its own memory
@@ -1000,9 +1000,9 @@ def _drafter_pages(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes
     from 0.22 (qwen3_dflash.py passes them the cache config), in the model dtype before. v1/core/kv_cache_utils.py
     unify_kv_cache_spec_page_size brings every spec to the largest page by multiplying its block size: a drafter of
     narrower KV (at a TP that leaves the model one KV head of a larger dim) takes blocks of that many times the tokens;
-    a wider one (fp8 KV before 0.22) makes the others follow it, which a state page (`page`) cannot (its assertion;
-    mcache does not model the model's attention blocks following it where it has no state), and a page that does not
-    divide the largest is refused."""
+    a wider one (fp8 KV before 0.22) makes the others follow it, which a state page (`page`) cannot before 0.26 (its
+    assertion; from 0.26 the state page is padded to it, SINCE "unify_pads_mamba"; mcache does not model the model's
+    attention blocks following it), and a page that does not divide the largest is refused."""
     if not drafter_sizing.drafts_with(model.spec, k):
         return None, 1
     shapes = drafter_sizing.states(model, None)
@@ -1016,10 +1016,10 @@ def _drafter_pages(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes
     if max(own, attn_tok) % min(own, attn_tok):
         return ("NotImplementedError: The page size of the layer is not divisible by the maximum page size. Cannot "
                 f"unify by adjusting block_size. (the drafter's KV takes {own} B a token, the model's {attn_tok} B)"), 1
-    if own > attn_tok and not page:
+    if own > attn_tok and (not page or _since(version, "unify_pads_mamba")):
         raise LayoutError("draft_model", f"a drafter whose KV a token ({own} B) is at most the model's attention's "
-                                         f"({attn_tok} B) where the model keeps no state: mcache's vLLM profile does not "
-                                         "scale the model's attention blocks")
+                                         f"({attn_tok} B) where the model keeps no state or at vLLM 0.26 and later: "
+                                         "mcache's vLLM profile does not scale the model's attention blocks")
     if own > attn_tok:
         return ("AssertionError: assert new_spec.page_size_bytes == max_page_size (v1/core/kv_cache_utils.py "
                 f"unify_kv_cache_spec_page_size: the drafter's KV takes {own} B a token, the model's {attn_tok} B, and a "
@@ -1235,7 +1235,7 @@ def _planning_error(pools: list[StagePool], setup: Setup) -> str | None:
     """What stops vLLM while it plans the workers' KV caches (v1/core/kv_cache_utils.py get_kv_cache_configs; 0.10.2:
     get_kv_cache_config per worker, then unify_kv_cache_configs), in its order; None: it goes on. From 0.20 (SINCE
     "worker_padding") a PP stage with recurrent layers and no attention keeps its state page unpadded, which the
-    whole model's grouping cannot unify with the padded one before 0.27. Then the one-request check of each worker
+    whole model's grouping cannot unify with the padded one before 0.26. Then the one-request check of each worker
     in rank order (`_memory_error`; the first to fail stops every one), and a worker holding no KV-cache layer
     refuses after it (`_empty_stage_error`), or before it in 0.29 - 0.31 and from 0.33. 0.10.2 then asserts that each
     worker's own groups, sorted by spec class, are those of worker 0 pair by pair (as far as the shorter list

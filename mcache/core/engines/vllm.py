@@ -65,17 +65,20 @@ NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
 VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
-            "0.20.1", "0.22.0", "0.24.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0", "0.34.0")
+            "0.20.1", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0",
+            "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # config/speculative.py SpeculativeConfig: the `dflash` method and its drafter (model_executor/models/
     # qwen3_dflash.py DFlashQwen3ForCausalLM, registered as DFlashDraftModel) from 0.20.0; DFlash2DraftModel
-    # (qwen3_dflash2.py) from 0.28.0. Every drafter layer is full attention until 0.27.0, where
-    # _resolve_layer_attention windows them by `layer_types` / `dflash_config.use_swa` (a drafter mixing windowed and
-    # full layers takes the V2 model runner: config/vllm.py _dflash_needs_multi_kv_group)
+    # (qwen3_dflash2.py) from 0.28.0. Every drafter layer is full attention until 0.25.0, where
+    # _resolve_layer_attention windows them by `layer_types` / `dflash_config.use_swa`; a drafter mixing windowed and
+    # full layers is refused at 0.25 (NotImplementedError, vllm#40898) and takes the V2 model runner from 0.26.0
+    # (config/vllm.py _dflash_needs_multi_kv_group)
     "dflash": "0.20.0",
     "dflash2": "0.28.0",
-    "dflash_windows": "0.27.0",
+    "dflash_windows": "0.25.0",
+    "dflash_mixed_windows": "0.26.0",
     # models/qwen3_dflash.py passes its layers the cache config (so the KV cache dtype) from 0.22.0; before, their KV
     # is in the model dtype
     "dflash_cache_dtype": "0.22.0",
@@ -85,9 +88,9 @@ SINCE = {
     "dflash_k_slots": "0.28.0",
     "dflash_no_slots": "0.33.0",
     # v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: a windowed layer keeps one step's
-    # max_num_batched_tokens beside its window, from 0.27.0 config/vllm.py max_in_flight_tokens (a step's for each
+    # max_num_batched_tokens beside its window, from 0.26.0 config/vllm.py max_in_flight_tokens (a step's for each
     # batch in flight, max_concurrent_batches); 0.34.0 runs only the V2 model runner (v1/worker/gpu/model_runner.py)
-    "in_flight_tokens": "0.27.0",
+    "in_flight_tokens": "0.26.0",
     "v2_runner_only": "0.34.0",
     # model_executor/models/config.py MambaModelConfig: 0.10.2 - 0.11.0 turn prefix caching off for every Mamba model
     # ("... disabling prefix caching since it is not yet supported."); 0.11.1 - 0.14 keep it for the architectures
@@ -694,6 +697,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                    and _since(version, "gdn_checkpoints"))
     batched, max_num_seqs = _batch_limits(s, inputs, version)
     refusal = refusal or _scheduled_tokens(spec, k, batched, max_num_seqs, version, log)
+    refusal = refusal or _drafter_layers_error(spec, k, version)  # the drafter is built after the model
     active = _active_seqs(spec, k, batched, max_num_seqs, version, log)
     eager = s.take("enforce_eager", False)
     kv_memory = within_gpu("kv_cache_memory_bytes", s.take("kv_cache_memory_bytes", None), inputs.gpu_bytes)
@@ -974,10 +978,8 @@ def _draft_method_error(spec, k: int, version: str) -> str | None:
 
 
 def _drafter_error(spec, k: int, version: str) -> str | None:
-    """What vLLM says of the spec's DFlash drafter before it sizes anything (None: it serves it): no `dflash` method
-    before 0.20 (config/speculative.py SpeculativeConfig), no DFlash2 drafter class before 0.28 (models/registry.py),
-    and from 0.27 a windowed layer without a window (qwen3_dflash.py _resolve_layer_attention; transformers'
-    Qwen3Config drops `sliding_window` unless `use_sliding_window`)."""
+    """What vLLM says of the spec's DFlash drafter while it makes its config (None: it takes it): no `dflash` method
+    before 0.20 (config/speculative.py SpeculativeConfig), no DFlash2 drafter class before 0.28 (models/registry.py)."""
     d = spec.drafter
     if d is None or not k:
         return None
@@ -987,7 +989,21 @@ def _drafter_error(spec, k: int, version: str) -> str | None:
     if d.architecture == "DFlash2DraftModel" and not _since(version, "dflash2"):
         return (f"ValueError: Model architectures ['DFlash2DraftModel'] are not supported for now. (vLLM {version} "
                 "registers the DFlash2 drafter from 0.28.0)")
-    if _since(version, "dflash_windows") and d.sliding_window is None and any(drafter_sizing.windowed(d)):
+    return None
+
+
+def _drafter_layers_error(spec, k: int, version: str) -> str | None:
+    """What vLLM says of the DFlash drafter's layers while it builds them, after its config's checks (None: it builds
+    them): from 0.25 (qwen3_dflash.py _resolve_layer_attention) windowed layers beside full ones at 0.25 and a windowed
+    layer without a window (transformers' Qwen3Config drops `sliding_window` unless `use_sliding_window`)."""
+    d = spec.drafter
+    if d is None or not k or not _since(version, "dflash_windows"):
+        return None
+    sliding = sum(t == "sliding_attention" for t in d.layer_types)
+    if not _since(version, "dflash_mixed_windows") and 0 < sliding < d.num_layers:
+        return ("NotImplementedError: DFlash does not yet support mixed sliding/full attention via layer_types; see "
+                "https://github.com/vllm-project/vllm/issues/40898.")
+    if d.sliding_window is None and any(drafter_sizing.windowed(d)):
         return ("ValueError: DFlash sliding attention requires a window size configured in dflash_config.swa_window_size "
                 "or the top-level sliding_window.")
     return None
@@ -1106,7 +1122,7 @@ def _active_seqs(spec, k: int, batched: int, max_num_seqs: int, version: str, lo
 
 
 def _in_flight(spec, k: int, batched: int, pp: int, version: str) -> int:
-    """The tokens a windowed layer keeps beside its window: one step's (`batched`), and from 0.27 one for each batch in
+    """The tokens a windowed layer keeps beside its window: one step's (`batched`), and from 0.26 one for each batch in
     flight (config/vllm.py max_concurrent_batches): 2 with async scheduling, which is on unless the drafts are n-gram
     lookups (no EAGLE-type method: the model has no MTP layers and no drafter), or the PP stages, one more on the V2
     model runner (0.34; earlier, a DFlash drafter mixing windowed and full layers or, from 0.28, a DFlash2 one)."""

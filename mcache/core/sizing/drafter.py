@@ -17,7 +17,7 @@ NAME = "drafter"  # the kind its KV declarations and weight units go by
 
 
 def windowed(d: Drafter) -> list[bool]:
-    """Whether each layer is windowed, as vLLM v0.27.0 on reads the config (qwen3_dflash.py
+    """Whether each layer is windowed, as vLLM v0.25.0 on reads the config (qwen3_dflash.py
     `_resolve_layer_attention`): `use_swa` windows every layer when no type says sliding, else `layer_types` does."""
     sliding = [t == "sliding_attention" for t in d.layer_types]
     if not d.layer_types or (d.use_swa and not any(sliding)):
@@ -27,7 +27,7 @@ def windowed(d: Drafter) -> list[bool]:
 
 def windows(d: Drafter, honoured: bool = True) -> list[int | None]:
     """Each layer's sliding window (None: full attention, also where the config names no window); without `honoured`
-    (vLLM before v0.27.0, whose DFlash layers are all full attention) none."""
+    (vLLM before v0.25.0, whose DFlash layers are all full attention) none."""
     if not honoured:
         return [None] * d.num_layers
     return [d.sliding_window if w else None for w in windowed(d)]

@@ -35,7 +35,7 @@ SGLANG = golden.tables("sglang", golden.EXTRA)
 ZYPHRA = ("mcache refuses the Zyphra-format config at import, naming the upstream Zamba2Config defaults that leave "
           "8 x 64 Mamba heads for 7168 channels; the engine refuses it later, in its own words (vLLM: the "
           "max_model_len check, then the state page or the Mamba2 groups assertion; SGLang: no Zamba2 class), or, "
-          "where vLLM 0.10.2, 0.20.1, 0.24.0, 0.28.0 and 0.34.0 size those 8 x 64 heads (the oracle loads no "
+          "where vLLM 0.10.2, 0.20.1 and 0.24.0 - 0.30.0 and 0.34.0 size those 8 x 64 heads (the oracle loads no "
           "weights), the checkpoint's tensors would not fit them")
 # SGLang builds the model before its pools (model_runner.py load_model), and so does the oracle up to the first mixer
 # (sglang_worker.py _build_model): FalconH1HybridAttentionDecoderLayer.__init__ asserts `self.total_num_heads %
@@ -46,6 +46,9 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphr
                                                 "vllm-0.20.1": {"zamba2-7b-zyphra-format.json": (115, ZYPHRA)},
                                                 "vllm-0.24.0": {"zamba2-7b-zyphra-format.json": (111, ZYPHRA)},
                                                 "vllm-0.28.0": {"zamba2-7b-zyphra-format.json": (109, ZYPHRA)},
+                                                "vllm-0.29.0": {"zamba2-7b-zyphra-format.json": (109, ZYPHRA)},
+                                                "vllm-0.30.0": {"zamba2-7b-zyphra-format.json": (109, ZYPHRA)},
+                                                "vllm-0.32.0": {"zamba2-7b-zyphra-format.json": (108, ZYPHRA)},
                                                 "vllm-0.33.0": {"zamba2-7b-zyphra-format.json": (108, ZYPHRA)},
                                                 "vllm-0.34.0": {"zamba2-7b-zyphra-format.json": (114, ZYPHRA)},
                                                 "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},

@@ -74,16 +74,17 @@ VERSION_PINS = {
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
                      ("0.15.0", "0.13.0"), ("0.16.0", "0.13.0"),
                      ("0.17.0", "0.13.0"), ("0.18.0", "0.13.0"), ("0.19.0", "0.14.0.1"),
-                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.21.0", "0.15.0.1"))},
+                     ("0.20.0", "0.15.0.1"), ("0.20.1", "0.15.0.1"), ("0.20.2", "0.15.0.1"),
+                     ("0.21.0", "0.15.0.1"))},
     # humming-kernels: 0.22.0's model_executor/layers/quantization/humming.py imports `humming` at module level on a
     # CUDA platform (later releases guard it), so every quantized checkpoint needs it; a pure-Python wheel that
     # vLLM 0.22.0 requires (humming-kernels[cu13]==0.1.2), with its own pure imports (HUMMING_DEPS)
-    "0.22.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.15.0.1",
-               "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.2"},
+    **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.15.0.1",
+           "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.2"} for v in ("0.22.0", "0.22.1")},
     "0.23.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.4"},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
-           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0")},
+           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.27.1", "0.28.0")},
     **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.29.0", "0.30.0")},
     "0.31.0": {"transformers": "transformers>=5.10.4,<5.18.0", "compressed-tensors": "compressed-tensors==0.17.0",

@@ -42,6 +42,9 @@ ZYPHRA = ("mcache refuses the Zyphra-format config at import, naming the upstrea
 # self.attn_tp_size == 0` (models/falcon_h1.py, line 120 at 0.5.23) with no message; both refuse, mcache in its own words
 HEADS_TP = ("Falcon-H1-3B's 10 attention heads at TP 4: SGLang's FalconH1HybridAttentionDecoderLayer stops with a bare "
             "'AssertionError: ' while it builds the model; mcache refuses the layout naming the heads and the TP (exit 2)")
+# SGLang 0.5.11 (server_args.py) refuses --mamba-radix-cache-strategy extra_buffer for FalconH1 before it builds the model
+HEADS_TP_STRATEGY = ("Falcon-H1-3B's 10 attention heads at TP 4 with extra_buffer: SGLang 0.5.11 refuses the strategy for "
+                     "FalconH1ForCausalLM first, mcache the layout naming the heads and the TP (exit 2)")
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphra-format.json": (82, ZYPHRA)},
                                                 "vllm-0.20.1": {"zamba2-7b-zyphra-format.json": (115, ZYPHRA)},
                                                 "vllm-0.24.0": {"zamba2-7b-zyphra-format.json": (111, ZYPHRA)},
@@ -52,6 +55,8 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphr
                                                 "vllm-0.33.0": {"zamba2-7b-zyphra-format.json": (108, ZYPHRA)},
                                                 "vllm-0.34.0": {"zamba2-7b-zyphra-format.json": (114, ZYPHRA)},
                                                 "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},
+                                                "sglang-0.5.11": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
+                                                                  "falcon-h1-3b.json": (5, HEADS_TP_STRATEGY)},
                                                 "sglang-0.5.16": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)},
                                                 "sglang-0.5.20": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),

@@ -123,7 +123,10 @@ MOCKS = [
     "not built (no pool bytes, no allocation log lines). 0.5.10-0.5.13 have no runtime_context (no parallel context "
     "to set, and the server args are published through server_args.set_global_server_args_for_scheduler, as at "
     "0.5.14); their sizing reads the widths from those parallel_state groups alone. (0.5.10's runner sizes the token "
-    "pool itself, 0.5.11-0.5.15's through model_executor/pool_configurator.py; the same calls from the worker.)",
+    "pool itself, 0.5.11-0.5.15's through model_executor/pool_configurator.py; the same calls from the worker.) Then "
+    "the mixin's _apply_memory_pool_config runs but its _init_pools() (the token and request counts onto the runner), "
+    "and TpModelWorker.__init__'s statements from the token count to its pool-size asserts, as for 0.5.2-0.5.9: a pool "
+    "config of no running request stops there ('max_running_request is zero').",
     "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
     "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
     "back from it into resolved_flags; not a stand-in, the release's own setting.",
@@ -867,6 +870,7 @@ def _size_runner(sa, cfg, inputs, result):
     and the model config that the mixin and the pool configurator read are set as __init__ sets them (see MOCKS); the
     pools themselves are not built."""
     from sglang.srt.configs.model_config import AttentionArch
+    from sglang.srt.managers import tp_worker
     from sglang.srt.model_executor import model_runner as model_runner_module
     from sglang.srt.model_executor import model_runner_kv_cache_mixin as mixin
     from sglang.srt.model_executor.model_runner import ModelRunner
@@ -911,9 +915,19 @@ def _size_runner(sa, cfg, inputs, result):
     runner.configure_kv_cache_dtype()
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)
     config = _pools_config(runner, inputs, out, sa)
+    # the counts onto the runner as _apply_memory_pool_config puts them (no pool built), then the worker's asserts
+    _statements(mixin.ModelRunnerKVCacheMixin._apply_memory_pool_config, _without_pool_init, runner,
+                {**vars(mixin), "config": config})
+    worker = types.SimpleNamespace(model_runner=runner, model_config=model_config)
+    _statements(tp_worker.TpModelWorker.__init__, _worker_kept, worker, {**vars(tp_worker), "server_args": sa})
     out.update(_scheduler_line(config, sa, cfg, model_config))
     _draft_architecture(sa)
     return out
+
+
+def _without_pool_init(body):
+    """_apply_memory_pool_config's statements but `self._init_pools()` (the oracle builds no pool)."""
+    return [node for node in body if ast.unparse(node) != "self._init_pools()"]
 
 
 def _size_model_runner(sa, cfg, inputs, result):

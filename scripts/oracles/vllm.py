@@ -67,8 +67,8 @@ VERSION_PINS = {
     # transformers: inside the range the wheel's METADATA names, at the newest minor out when the release was cut
     # (older vLLM ships its own config classes for the model types transformers did not know yet); torchvision:
     # the build for the venv's torch 2.13 (the only CPU torch this workplace has), whatever the release pinned
-    "0.10.2": {"transformers": "transformers>=4.55.2,<4.57", "compressed-tensors": "compressed-tensors==0.11.0",
-               "torchvision": "torchvision==0.28.0"},
+    **{v: {"transformers": "transformers>=4.55.2,<4.57", "compressed-tensors": "compressed-tensors==0.11.0",
+           "torchvision": "torchvision==0.28.0"} for v in ("0.10.2", "0.11.0")},
     **{v: {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": f"compressed-tensors=={ct}",
            "torchvision": "torchvision==0.28.0"}
        for v, ct in (("0.11.1", "0.12.2"), ("0.12.0", "0.12.2"), ("0.13.0", "0.12.2"), ("0.14.0", "0.13.0"),
@@ -84,7 +84,8 @@ VERSION_PINS = {
     "0.23.0": {"transformers": "transformers>=4.57.1,<5", "compressed-tensors": "compressed-tensors==0.17.0",
                "torchvision": "torchvision==0.28.0", "humming-kernels": "humming-kernels==0.1.4"},
     **{v: {"transformers": "transformers>=5.5.3,<5.8", "compressed-tensors": "compressed-tensors==0.17.0",
-           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.27.1", "0.28.0")},
+           "torchvision": "torchvision==0.28.0"} for v in ("0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1",
+                                                               "0.28.0")},
     **{v: {"transformers": "transformers>=5.10.4,<5.16", "compressed-tensors": "compressed-tensors==0.17.0",
            "torchvision": "torchvision==0.28.0"} for v in ("0.29.0", "0.30.0")},
     "0.31.0": {"transformers": "transformers>=5.10.4,<5.18.0", "compressed-tensors": "compressed-tensors==0.17.0",

@@ -64,9 +64,9 @@ from mcache.core.spec.model import layer_kinds
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
 # below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
-VERSIONS = ("0.10.2", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
-            "0.20.1", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0",
-            "0.34.0")
+VERSIONS = ("0.10.2", "0.11.0", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0",
+            "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0",
+            "0.33.0", "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # config/speculative.py SpeculativeConfig: the `dflash` method and its drafter (model_executor/models/
@@ -127,12 +127,19 @@ SINCE = {
     "memory_docs_link": "0.13.0",
     "memory_format_gib": "0.14.0",
     "memory_cpu_note": "0.22.0",
-    # v1/core/kv_cache_utils.py get_kv_cache_configs, with pipeline parallelism: 0.11.1 merges the workers' layer specs
+    # v1/core/kv_cache_utils.py get_kv_cache_configs, with pipeline parallelism: 0.11.0 merges the workers' layer specs
     # and groups the whole model's layers (get_kv_cache_groups; the i-th group of a spec takes its layers
     # i, i + groups, ...), each worker keeps every group with only its own layers and sizes its blocks by the
     # largest such share; 0.10.2 (engine/core.py _initialize_kv_caches) grouped each worker's own layers
     # (get_kv_cache_config per worker, then unify_kv_cache_configs)
-    "whole_model_groups": "0.11.1",
+    "whole_model_groups": "0.11.0",
+    # v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: from 0.11.0 the "GPU KV cache size" line counts
+    # num_blocks // groups x the smallest group block for every model; 0.10.2's _get_kv_cache_config_uniform_type
+    # counted a model of one spec type (no attention) as num_blocks x cache_config.block_size
+    "uniform_group_tokens": "0.11.0",
+    # ... and logs it with each worker's own num_blocks, before get_kv_cache_configs gives every worker the smallest
+    # count (0.10.2: get_kv_cache_config per worker); from 0.11.1 after it (_report_kv_cache_config)
+    "agreed_blocks_logged": "0.11.1",
     # v1/core/kv_cache_utils.py, with PP, a worker holding no KV-cache layer (its layer specs empty): 0.11.1 keeps
     # every group with none of its layers and get_kv_cache_config_from_groups reads the page size of its specs
     # (get_uniform_page_size: `assert len(page_sizes) == 1` on none); from 0.12.0 it reads the groups' specs, then
@@ -200,11 +207,15 @@ SINCE = {
     # v1/core/kv_cache_utils.py _report_kv_cache_config: "GPU KV cache size" = int(max_concurrency * max_model_len);
     # before, num_blocks // groups * min block size
     "kv_tokens_from_concurrency": "0.20.1",
-    # config/speculative.py SpeculativeMethod: "mtp" from v0.11.1; v0.10.2 (config/__init__.py) names each model's own
+    # config/speculative.py SpeculativeMethod: "mtp" from v0.11.0; v0.10.2 (config/__init__.py) names each model's own
     # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (another hybrid's MTP
     # layers are refused by SpeculativeConfig, `_draft_method_error`; other Mamba models refuse drafts before
     # "mamba_drafts")
-    "mtp_method": "0.11.1",
+    "mtp_method": "0.11.0",
+    # ... where 0.11.0's SpeculativeConfig finds the draft's model type among its MTP_MODEL_TYPES (deepseek, mimo, glm4_moe,
+    # ernie, qwen3_next, longcat_flash) or takes it for a draft model: "Speculative decoding with draft model is not
+    # supported yet" for every other hybrid's MTP layers (Nemotron-3-Super: the 0.11.0 table); 0.11.1 drafts them
+    "mtp_any_model": "0.11.1",
     # kv_cache_interface.py MambaSpec.max_memory_usage_bytes: 'all' counts the draft blocks too; config.py no longer
     # defaults to 'align' for SupportsMambaPrefixCaching models with speculative decoding (0.20.0 - 0.21)
     "all_mode_drafts": "0.22.0",
@@ -374,10 +385,11 @@ BROKEN_ARCHS = {("KimiLinearForCausalLM", "0.12.0"):
 # inside its loop over model.layers when the first is not a decoder layer, as on every PP rank but the first (a
 # PPMissingLayer); 0.12.0 moved the check after the loop (the 0.11.1 table's PP cases)
 BROKEN_PP_ARCHS = {("Qwen3NextForCausalLM", "0.11.1"): "RuntimeError: No Qwen3Next layer found in the model.layers.",
-                   # 0.10.2's models/lfm2.py Lfm2ForCausalLM.__init__ sets unpadded_vocab_size on the last PP rank
-                   # only and reads it for the LogitsProcessor on every rank (the 0.10.2 table's LFM2-1.2B PP cases)
-                   ("Lfm2ForCausalLM", "0.10.2"): "AttributeError: 'Lfm2ForCausalLM' object has no attribute "
-                                                  "'unpadded_vocab_size'"}
+                   # 0.10.2 - 0.11.0's models/lfm2.py Lfm2ForCausalLM.__init__ sets unpadded_vocab_size on the last PP
+                   # rank only and reads it for the LogitsProcessor on every rank (the 0.10.2 and 0.11.0 tables'
+                   # LFM2-1.2B PP cases)
+                   **{("Lfm2ForCausalLM", v): "AttributeError: 'Lfm2ForCausalLM' object has no attribute "
+                                              "'unpadded_vocab_size'" for v in ("0.10.2", "0.11.0")}}
 # ... and for a quantized checkpoint that leaves a unit unquantized: 0.10.2's models/qwen3_next.py fuses the GDN
 # in_proj_qkvz and in_proj_ba into one in_proj, and layers/quantization/utils/quant_utils.py is_layer_skipped refuses
 # a fused layer whose shards differ (Qwen3-Next-80B-A3B-Instruct-FP8 ignores in_proj_ba, mcache's gdn.gate_proj; the
@@ -969,9 +981,13 @@ def _mamba_dtype_error(s: Settings, version: str) -> str | None:
 def _draft_method_error(spec, k: int, version: str) -> str | None:
     """config/__init__.py SpeculativeConfig (v0.10.2): MTP drafts name the model's own method, and Qwen3-Next's
     ('qwen3_next_mtp') is the only hybrid's, so drafts with another hybrid's MTP layers are refused before the model
-    is built (the 0.10.2 table: Nemotron-3-Super); 'mtp' from v0.11.1 (SINCE "mtp_method"). None otherwise."""
-    if not k or spec.mtp is None or spec.architecture == "Qwen3NextForCausalLM" or _since(version, "mtp_method"):
+    is built (the 0.10.2 table: Nemotron-3-Super); 'mtp' from v0.11.0 (SINCE "mtp_method"), which 0.11.0 still takes
+    for a draft model with another hybrid's MTP layers (SINCE "mtp_any_model"). None otherwise."""
+    if not k or spec.mtp is None or spec.architecture == "Qwen3NextForCausalLM" or _since(version, "mtp_any_model"):
         return None
+    if _since(version, "mtp_method"):
+        return ("NotImplementedError: Speculative decoding with draft model is not supported yet. Please consider using "
+                "other speculative decoding methods such as ngram, medusa, eagle, or mtp.")
     return ("ValidationError: 1 validation error for SpeculativeConfig method: Input should be 'ngram', 'eagle', "
             "'eagle3', 'medusa', 'mlp_speculator', 'draft_model', 'deepseek_mtp', 'ernie_mtp' or 'qwen3_next_mtp' "
             f"(vLLM {version} has no MTP method for {spec.architecture})")
@@ -1325,9 +1341,9 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     error, running, binding = None, None, None
     if num_blocks is not None:
         concurrency = num_blocks / per_request
-        # 0.10.2 (kv_cache_utils.py get_kv_cache_config) logs each worker's own blocks, before
-        # unify_kv_cache_configs gives every worker the smallest count; from 0.11.1 the agreed blocks
-        logged = num_blocks if _since(setup.version, "whole_model_groups") else pool.num_blocks
+        # 0.10.2 - 0.11.0 (kv_cache_utils.py get_kv_cache_config, then get_kv_cache_config_from_groups) log each
+        # worker's own blocks, before every worker takes the smallest count; from 0.11.1 the agreed blocks
+        logged = num_blocks if _since(setup.version, "agreed_blocks_logged") else pool.num_blocks
         legacy = _legacy_tokens(pool, logged, setup)
         tokens = int(concurrency * max_len) if _since(setup.version, "kv_tokens_from_concurrency") else legacy
         fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
@@ -1371,7 +1387,7 @@ def _legacy_tokens(pool: StagePool, num_blocks: int, setup: Setup) -> int:
     block (the aligned attention block, larger than a short max model length: the 0.20.0 table's Nemotron-H-56B and
     Nemotron-3-Super at 4,096 tokens) with it; in 0.10.2 a model of one spec type (no attention) counts num_blocks x
     cache_config.block_size (_get_kv_cache_config_uniform_type)."""
-    if not setup.attn_tok and not _since(setup.version, "mamba_prefix_caching"):
+    if not setup.attn_tok and not _since(setup.version, "uniform_group_tokens"):
         return num_blocks * DEFAULT_BLOCK_SIZE_BEFORE_034
     block = min(setup.rule.block, setup.max_len) if setup.rule.mode == "none" else setup.rule.block
     if not setup.attn_tok and setup.rule.mode != "none":  # attention-free with prefix caching: the state block

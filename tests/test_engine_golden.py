@@ -47,3 +47,11 @@ def test_a_one_request_refusal_is_compared_word_for_word():
                                            "length is 528. ")
     assert compare.memory_figures(estimated) == (4096, 0.5, 0.06, 528)
     assert not compare.same("error", "ValueError: " + new, estimated)
+
+
+def test_every_modelled_release_has_a_table():
+    # a rule keyed to a release no table checks would pass unseen; the tables at releases mcache takes from the one
+    # before (0.21.0, 0.31.0, ...) are checked by that one's rules
+    from mcache.core.engines import vllm
+
+    assert set(vllm.VERSIONS) <= {compare.golden.read(t)["version"] for t in TABLES}

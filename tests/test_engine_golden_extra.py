@@ -65,6 +65,8 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphr
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)},
                                                 "sglang-0.5.20": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)},
+                                                "sglang-0.5.21": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
+                                                                  "falcon-h1-3b.json": (5, HEADS_TP)},
                                                 "sglang-0.5.23": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)}}
 

@@ -59,16 +59,9 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphr
                                                                   "falcon-h1-3b.json": (5, HEADS_TP_STRATEGY)},
                                                 "sglang-0.5.13": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)},
-                                                "sglang-0.5.16": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
-                                                                  "falcon-h1-3b.json": (5, HEADS_TP)},
-                                                "sglang-0.5.18": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
-                                                                  "falcon-h1-3b.json": (5, HEADS_TP)},
-                                                "sglang-0.5.20": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
-                                                                  "falcon-h1-3b.json": (5, HEADS_TP)},
-                                                "sglang-0.5.21": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
-                                                                  "falcon-h1-3b.json": (5, HEADS_TP)},
-                                                "sglang-0.5.23": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
-                                                                  "falcon-h1-3b.json": (5, HEADS_TP)}}
+                                                **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
+                                                                   "falcon-h1-3b.json": (5, HEADS_TP)}
+                                                   for v in ("0.5.16", "0.5.18", "0.5.20", "0.5.21", "0.5.23")}}
 
 
 def test_the_extra_tables_cover_every_extra_config_at_the_newest_releases():

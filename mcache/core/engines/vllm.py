@@ -63,7 +63,8 @@ from mcache.core.spec.model import layer_kinds
 
 NAME = "vllm"
 # The releases this module models, oldest first (vllm-project/vllm tags): 0.10.2 and every later release where a rule
-# below changed (each found by diffing the wheels; scripts/oracles/vllm_versions.md lists them with their diffs).
+# below changed (found by diffing the wheels or by a golden table at a release between two modelled ones;
+# scripts/oracles/vllm_versions.md lists them with their diffs).
 VERSIONS = ("0.10.2", "0.11.0", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0",
             "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0",
             "0.33.0", "0.34.0")

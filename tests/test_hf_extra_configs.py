@@ -55,6 +55,18 @@ CASES = {
         1: (28 * 12288 * 3 * BF16, 28 * 128 * 80 * 128 * BF16, 6 * 2 * 8 * 128 * BF16),
         2: (28 * 6144 * 3 * BF16, 28 * 64 * 80 * 128 * BF16, 6 * 2 * 4 * 128 * BF16),
     }, None),
+    # LFM3 (no published checkpoint: Lfm3Config's defaults): its derived layer_types give 13 short-conv layers (hidden
+    # 2048, conv_L_cache 7 -> 6 rows), full attention at 2, 6, ..., 22 (6) and windowed attention at 4, 8, ..., 20 (5),
+    # all with 4 KV heads x 128; a windowed layer's KV per token is a full one's (the window caps the tokens)
+    "lfm3-defaults": ({"short_conv+mlp": 13, "attention+mlp": 6, "sliding_attention+mlp": 5}, {
+        1: (13 * 2048 * 6 * BF16, 0, 11 * 2 * 4 * 128 * BF16),
+        2: (13 * 1024 * 6 * BF16, 0, 11 * 2 * 2 * 128 * BF16),
+    }, None),
+    # sliding_window null: its two sliding_attention layers keep full-length KV, as vLLM builds them (no window)
+    "lfm3-no-window": ({"short_conv+mlp": 7, "attention+mlp": 5}, {
+        1: (7 * 1024 * 2 * BF16, 0, 5 * 2 * 2 * 128 * BF16),
+        2: (7 * 512 * 2 * BF16, 0, 5 * 2 * 1 * 128 * BF16),
+    }, None),
 }
 # The multimodal wrappers: (architecture, max_model_len, vision tower as recorded: layers, width, its fields)
 WRAPPERS = {
@@ -97,6 +109,31 @@ def test_lfm2_parameters_are_the_checkpoint_tensors():
     attention = 2 * 2048 * 2048 + 2 * 512 * 2048 + 2 * 64
     checkpoint = 30 * layer + 22 * conv + 8 * attention + 128000 * 2048 + 2048
     assert weights.total_params(import_hf(EXTRA / "lfm2.5-2.6b.json")) == checkpoint - 8 * 2 * 64
+
+
+def test_lfm3_parameters_by_hand():
+    """vLLM's models/lfm3.py (v0.34.0) at Lfm3Config's defaults: per layer operator and FFN norms [2048] and the
+    gated MLP w13 [2 x 7680, 2048], w2 [2048, 7680]; per short-conv layer in_proj [6144, 2048], conv [2048, 1, 7] (no
+    bias), out_proj [2048, 2048]; per attention layer q and o [2048, 2048], k and v [512, 2048] and the head gate
+    [16, 2048]; the tied embedding [128000, 2048] and the final norm. The q/k norms and the sandwich norms are not
+    weighed (the notes say so)."""
+    layer = 2 * 2048 + 3 * 7680 * 2048
+    conv = 6144 * 2048 + 2048 * 7 + 2048 * 2048
+    attention = 2 * 2048 * 2048 + 2 * 512 * 2048 + 16 * 2048
+    spec = import_hf(EXTRA / "lfm3-defaults.json")
+    assert weights.total_params(spec) == 24 * layer + 13 * conv + 11 * attention + 128000 * 2048 + 2048
+    assert spec.sliding_attention.sliding_window == 256 and spec.attention.head_gate
+    assert "sandwich norms" in spec.notes or "use_sandwich_norm" in spec.notes
+
+
+def test_lfm3_explicit_layer_types_must_name_its_kinds(tmp_path, capsys):
+    data = json.loads((EXTRA / "lfm3-no-window.json").read_text())
+    data["layer_types"][3] = "linear_attention"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    assert main(["size", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"mcache: {path}: layer_types[3]: one of conv, full_attention, sliding_attention, got 'linear_attention'")
 
 
 def test_an_old_zyphra_zamba2_config_is_refused_naming_the_defaulted_fields(capsys):

@@ -105,6 +105,11 @@ CASES = {
         Attention(num_heads=4, num_kv_heads=2, head_dim=16, v_head_dim=8, output_gate=True),
         64 * 128 + 64 * 32 + 64 * 16 + 32 * 64,
     ),
+    # a gate per head adds a 64x4 projection to the plain block's
+    "attention_head_gate": (
+        Attention(num_heads=4, num_kv_heads=2, head_dim=16, head_gate=True),
+        64 * 64 + 2 * 64 * 32 + 64 * 64 + 64 * 4,
+    ),
     # q 64x(4*(16+8)), kv_a 64x(32+8), kv_b 32x(4*(16+16)), o (4*16)x64
     "mla": (
         MLA(num_heads=4, kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16),

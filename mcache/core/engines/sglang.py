@@ -536,6 +536,9 @@ UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9", "c
                       # transformers 5.6, v0.5.11's pin, has no minicpmv4_6 (5.7 on does)
                       "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", MINICPM_V_4_6_FROM,
                                                               "configs/minicpmv4_6.py")}
+# ... and by architecture, the model types no modelled release knows: LFM3's lfm3 is vLLM's own config class (vLLM
+# v0.34.0 transformers_utils/configs/lfm3.py); SGLang's configs/ (read at v0.5.23) and transformers have none
+UNKNOWN_TYPES = {"Lfm3ForCausalLM": "lfm3"}
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -903,7 +906,10 @@ def _transformers_serves(arch: str, version: str) -> bool:
 
 def _unknown_type_error(arch: str, version: str) -> str | None:
     """AutoConfig's refusal of a checkpoint whose model type neither the release's transformers nor its config
-    registry knows (`UNKNOWN_TYPE_UNTIL`; None: it knows it)."""
+    registry knows (`UNKNOWN_TYPE_UNTIL`, `UNKNOWN_TYPES`; None: it knows it)."""
+    if arch in UNKNOWN_TYPES:
+        return (f"{unknown_model_type(UNKNOWN_TYPES[arch])} (neither SGLang {version}'s transformers pin nor its config "
+                "registry knows it, nor any SGLang release mcache models.)")
     if (arch not in UNKNOWN_TYPE_UNTIL or at_least(version, UNKNOWN_TYPE_UNTIL[arch][1])
             or _transformers_serves(arch, version)):
         return None

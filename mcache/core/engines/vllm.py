@@ -425,7 +425,9 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                # registry.py: the Nano and Super Omni V3 names from 0.20.0 (not in 0.19.0), NemotronH_Omni_Reasoning_V3
                # from 0.29.0 (not in 0.28.0)
                "NemotronH_Nano_Omni_Reasoning_V3": "0.20.0", "NemotronH_Super_Omni_Reasoning_V3": "0.20.0",
-               "NemotronH_Omni_Reasoning_V3": "0.29.0"}
+               "NemotronH_Omni_Reasoning_V3": "0.29.0",
+               # models/lfm3.py (short conv, full and sliding-window attention) from 0.34.0 (not in 0.33.0)
+               "Lfm3ForCausalLM": "0.34.0"}
 
 # transformers_utils/config.py HFConfigParser.parse and _CONFIG_REGISTRY (read at v0.11.1 and v0.17.0): a config whose model type
 # neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that
@@ -435,8 +437,9 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
 # has no lfm2_moe), Qwen3_5Config and Qwen3_5MoeConfig from v0.17.0 (transformers 4.57, the pin of v0.11.1 - v0.22.0,
 # has neither). The 0.10.2 - 0.15.0 tables. MiniCPM-V 4.6's MiniCPMV4_6Config is transformers' own (5.7.0, the first
 # modelled pin with it, is v0.24.0's; models/minicpmv4_6.py imports it): registry.py has the architecture from 0.22.0
-# (not in 0.20.0), whose transformers 4.57 does not know minicpmv4_6.
-CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"),
+# (not in 0.20.0), whose transformers 4.57 does not know minicpmv4_6. LFM3's Lfm3Config is vLLM's own
+# (transformers_utils/configs/lfm3.py, registered in _CONFIG_REGISTRY from v0.34.0; no transformers release has lfm3).
+CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"), "Lfm3ForCausalLM": ("lfm3", "0.34.0"),
                       "Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.17.0"),
                       "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.17.0"),
                       "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", "0.24.0")}
@@ -1140,15 +1143,16 @@ def _active_seqs(spec, k: int, batched: int, max_num_seqs: int, version: str, lo
 
 def _in_flight(spec, k: int, batched: int, pp: int, version: str) -> int:
     """The tokens a windowed layer keeps beside its window: one step's (`batched`), and from 0.26 one for each batch in
-    flight (config/vllm.py max_concurrent_batches): 2 with async scheduling, which is on unless the drafts are n-gram
-    lookups (no EAGLE-type method: the model has no MTP layers and no drafter), or the PP stages, one more on the V2
-    model runner (0.34; earlier, a DFlash drafter mixing windowed and full layers or, from 0.28, a DFlash2 one)."""
+    flight (config/vllm.py max_concurrent_batches): 2 with async scheduling, which the V1 model runner turns off for
+    n-gram lookups (no EAGLE-type method: the model has no MTP layers and no drafter), or the PP stages, one more on the
+    V2 model runner, whose async scheduling n-gram drafts keep (0.34, which runs only it; earlier, a DFlash drafter
+    mixing windowed and full layers or, from 0.28, a DFlash2 one): the 0.34 extra table's LFM3 cases."""
     if not _since(version, "in_flight_tokens"):
         return batched
     d = spec.drafter if k else None
     v2 = _since(version, "v2_runner_only") or d is not None and (
         len(set(drafter_sizing.windowed(d))) > 1 or d.architecture == "DFlash2DraftModel" and _since(version, "dflash2"))
-    if k and d is None and spec.mtp is None:  # n-gram drafts: no async scheduling
+    if k and d is None and spec.mtp is None and not v2:  # n-gram drafts on the V1 runner: no async scheduling
         return pp * batched
     return (pp + 1 if v2 else 2 if pp == 1 else pp) * batched
 

@@ -39,6 +39,7 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "lfm2": linear_attention.lfm2,
     "lfm2_moe": linear_attention.lfm2_moe,
     "lfm2_vl": linear_attention.lfm2_vl,
+    "lfm3": linear_attention.lfm3,
     "mamba": ssm.mamba,
     "mamba2": ssm.mamba2,
     "minicpmv4_6": linear_attention.minicpmv4_6,

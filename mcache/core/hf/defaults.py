@@ -106,6 +106,12 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "intermediate_size": 7168, "moe_intermediate_size": 1792, "num_experts": 32, "num_experts_per_tok": 4,
         "num_dense_layers": 2, "conv_L_cache": 3,
     }),
+    # vLLM's own class (transformers has no lfm3): its `tie_embedding` key overrides tie_word_embeddings
+    "lfm3": ("Lfm3Config (vllm/transformers_utils/configs/lfm3.py, v0.34.0)", {
+        "vocab_size": 128000, "hidden_size": 2048, "tie_word_embeddings": True, "num_hidden_layers": 24,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "max_position_embeddings": 128000,
+        "intermediate_size": 7680, "conv_L_cache": 7, "head_dim": 128, "sliding_window": 256, "use_attention_gate": True,
+    }),
     "minimax": ("MiniMaxConfig (transformers/models/minimax/configuration_minimax.py)", {
         "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 32,
         "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,

@@ -1,5 +1,5 @@
 """Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`, and the `minicpmv4_6` wrapper), `kimi_linear` (and its `kimi_k3` wrapper),
-`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2` (and its `lfm2_vl` wrapper), `lfm2_moe`,
+`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2` (and its `lfm2_vl` wrapper), `lfm2_moe`, `lfm3`,
 `olmo_hybrid`, `bailing_hybrid`, `bailing_moe_linear`."""
 
 from __future__ import annotations
@@ -231,6 +231,7 @@ def minimax(cfg: Cfg) -> Draft:
 
 
 LFM2_TYPES = {"conv": "short_conv", "full_attention": "attention"}
+LFM3_TYPES = {**LFM2_TYPES, "sliding_attention": "sliding_attention"}
 LINEAR_TYPES = {"linear_attention": "linear", "full_attention": "mla"}
 
 
@@ -367,6 +368,41 @@ def lfm2(cfg: Cfg) -> Draft:
     if "short_conv" in mixers:
         draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache")}
     draft.notes.append(count_note(entries) + f" MLP size: {how}.")
+    return draft
+
+
+def lfm3(cfg: Cfg) -> Draft:
+    """LFM3 (vLLM's own Lfm3Config, transformers_utils/configs/lfm3.py, and models/lfm3.py, v0.34.0): short-conv,
+    full and sliding-window attention layers from `layer_types`, which the class derives when absent (full where
+    `i % 4 == 2`, windowed where `i % 4 == 0` past the first layer, short conv elsewhere); a windowed layer keeps
+    `sliding_window` tokens (full length when the config sets none). A gated MLP of `intermediate_size` on every layer,
+    a sigmoid gate per attention head (`use_attention_gate`)."""
+    n, hidden = cfg.num_layers(), cfg.int("hidden_size")
+    if cfg.given("layer_types"):
+        mixers, how = cfg.layer_list("layer_types", n, LFM3_TYPES), "layer_types"
+    else:
+        mixers = ["attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "short_conv"
+                  for i in range(n)]
+        how = "Lfm3Config's default layer_types (full where i % 4 == 2, windowed where i % 4 == 0 past layer 0)"
+    # an explicit null is the class's None (no window), not its default
+    window = None if "sliding_window" in cfg.data and not cfg.given("sliding_window") else cfg.int("sliding_window")
+    if window is None:
+        mixers = ["attention" if m == "sliding_attention" else m for m in mixers]
+    entries = [f"{m}+mlp" for m in mixers]
+    tie = cfg.bool(cfg.first_given("tie_embedding", "tie_word_embeddings"))
+    draft = Draft(cfg, hidden, cfg.weight_int("vocab_size"), entries, tie_embeddings=tie)
+    attention = {"num_heads": cfg.int("num_attention_heads"), "num_kv_heads": cfg.int("num_key_value_heads"),
+                 "head_dim": cfg.int("head_dim"), "head_gate": cfg.bool("use_attention_gate")}
+    if "attention" in mixers:
+        draft.blocks["attention"] = attention
+    if "sliding_attention" in mixers:
+        draft.blocks["sliding_attention"] = {**attention, "sliding_window": window}
+    if "short_conv" in mixers:
+        draft.blocks["short_conv"] = {"conv_kernel": cfg.int("conv_L_cache")}
+    draft.blocks["mlp"] = {"intermediate_size": cfg.weight_int("intermediate_size")}
+    windowed = f"windowed to sliding_window {window}" if window else "sliding_window unset: those layers at full length"
+    draft.notes.append(count_note(entries) + f" Layer types from {how}; {windowed}. Not weighed: the q/k norms and, with "
+                       "use_sandwich_norm, the post-operator and post-FFN norms (2 x hidden_size a layer).")
     return draft
 
 

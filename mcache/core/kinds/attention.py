@@ -22,13 +22,13 @@ def states(spec, p, tp: int, dt: CacheDtypes) -> list[StateShape]:
 
 
 def weights(spec, p) -> dict[str, int]:
-    """q, k, v, o projections (q doubled with an output gate)."""
+    """q, k, v, o projections (q doubled with an output gate; one gate a head, `d_in x num_heads`, with a head gate)."""
     d_in = p.input_size or spec.hidden_size
     v_dim = p.v_head_dim or p.head_dim
     q = d_in * p.num_heads * p.head_dim * (2 if p.output_gate else 1)
     kv = d_in * p.num_kv_heads * (p.head_dim + v_dim)
     o = p.num_heads * v_dim * spec.hidden_size
-    return {"proj": q + kv + o}
+    return {"proj": q + kv + o + (d_in * p.num_heads if p.head_gate else 0)}
 
 
 def layer_weights(spec, p) -> dict[str, int]:

@@ -33,7 +33,8 @@ class Attention(Block):
     """GQA/MHA attention; `v_head_dim` defaults to `head_dim`. A block shared across layers (`shared_blocks` copies,
     Zamba2) may give each layer that runs it LoRA adapters of rank `adapter_rank` on q, k and v (each `input_size`
     -> rank -> `input_size`) and a `layer_linear` of hidden x hidden on its output (Zamba2's hybrid layer `linear`),
-    both weighed per layer."""
+    both weighed per layer. `output_gate` gates each output channel (q doubled, Qwen3-Next); `head_gate` each head
+    (a hidden x num_heads projection, LFM3's `gate_proj`)."""
 
     num_heads: Pos
     num_kv_heads: Pos
@@ -41,6 +42,7 @@ class Attention(Block):
     v_head_dim: Pos | None = None
     sliding_window: Pos | None = None
     output_gate: bool = False
+    head_gate: bool = False
     input_size: Pos | None = None
     shared_blocks: Pos | None = None
     adapter_rank: Pos | None = None

@@ -45,6 +45,9 @@ HEADS_TP = ("Falcon-H1-3B's 10 attention heads at TP 4: SGLang's FalconH1HybridA
 # SGLang 0.5.11 (server_args.py) refuses --mamba-radix-cache-strategy extra_buffer for FalconH1 before it builds the model
 HEADS_TP_STRATEGY = ("Falcon-H1-3B's 10 attention heads at TP 4 with extra_buffer: SGLang 0.5.11 refuses the strategy for "
                      "FalconH1ForCausalLM first, mcache the layout naming the heads and the TP (exit 2)")
+# ... and SGLang 0.5.14 - 0.5.15 on the MI300X, where the default strategy (extra_buffer for FalconH1) is refused on ROCm
+HEADS_TP_ROCM = HEADS_TP + ("; on the MI300X SGLang 0.5.14 - 0.5.15 refuses the extra_buffer strategy on ROCm ('extra_buffer needs "
+                            "CUDA/MUSA/NPU (FLA).') before it builds the model")
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphra-format.json": (82, ZYPHRA)},
                                                 "vllm-0.20.1": {"zamba2-7b-zyphra-format.json": (115, ZYPHRA)},
                                                 "vllm-0.24.0": {"zamba2-7b-zyphra-format.json": (111, ZYPHRA)},
@@ -60,8 +63,11 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {"vllm-0.10.2": {"zamba2-7b-zyphr
                                                 "sglang-0.5.13": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)},
                                                 **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
+                                                                   "falcon-h1-3b.json": (5, HEADS_TP_ROCM)}
+                                                   for v in ("0.5.14", "0.5.15")},
+                                                **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
                                                                    "falcon-h1-3b.json": (5, HEADS_TP)}
-                                                   for v in ("0.5.16", "0.5.18", "0.5.20", "0.5.21", "0.5.23")}}
+                                                   for v in ("0.5.16", "0.5.18", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}}
 
 
 def test_the_extra_tables_cover_every_extra_config_at_the_newest_releases():

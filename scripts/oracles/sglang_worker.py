@@ -125,7 +125,8 @@ MOCKS = [
     "0.5.14); their sizing reads the widths from those parallel_state groups alone. (0.5.10's runner sizes the token "
     "pool itself, 0.5.11-0.5.15's through model_executor/pool_configurator.py; the same calls from the worker.) Then "
     "the mixin's _apply_memory_pool_config runs but its _init_pools() (the token and request counts onto the runner), "
-    "and TpModelWorker.__init__'s statements from the token count to its pool-size asserts, as for 0.5.2-0.5.9: a pool "
+    "and TpModelWorker.__init__'s statements from the token count to its pool-size asserts, as for 0.5.2-0.5.9 (0.5.14-0.5.15: "
+    "the same two asserts, which TpModelWorker.alloc_memory_pool makes after allocating the pools): a pool "
     "config of no running request stops there ('max_running_request is zero').",
     "0.5.10-0.5.13's ServerArgs names the radix-cache strategy mamba_scheduler_strategy (--mamba-scheduler-strategy; "
     "0.5.14 renamed it): a case's mamba_radix_cache_strategy is passed under that name, its value unchanged, and read "
@@ -919,7 +920,10 @@ def _size_runner(sa, cfg, inputs, result):
     _statements(mixin.ModelRunnerKVCacheMixin._apply_memory_pool_config, _without_pool_init, runner,
                 {**vars(mixin), "config": config})
     worker = types.SimpleNamespace(model_runner=runner, model_config=model_config)
-    _statements(tp_worker.TpModelWorker.__init__, _worker_kept, worker, {**vars(tp_worker), "server_args": sa})
+    if hasattr(tp_worker.TpModelWorker, "alloc_memory_pool"):  # 0.5.14-0.5.15: the asserts follow the pools' allocation
+        _statements(tp_worker.TpModelWorker.alloc_memory_pool, _validation_kept, worker, vars(tp_worker))
+    else:
+        _statements(tp_worker.TpModelWorker.__init__, _worker_kept, worker, {**vars(tp_worker), "server_args": sa})
     out.update(_scheduler_line(config, sa, cfg, model_config))
     _draft_architecture(sa)
     return out
@@ -1042,6 +1046,15 @@ def _worker_kept(body):
     to the 'Memory pool size is too small' assert."""
     text = [ast.unparse(node) for node in body]
     first = next(i for i, t in enumerate(text) if t == "self.max_total_num_tokens = self.model_runner.max_total_num_tokens")
+    last = next(i for i, t in enumerate(text) if "Memory pool size is too small" in t)
+    return body[first:last + 1]
+
+
+def _validation_kept(body):
+    """TpModelWorker.alloc_memory_pool's statements (0.5.14-0.5.15) from its 'max_running_request is zero' assert to
+    its 'Memory pool size is too small' one (after the pools it allocates)."""
+    text = [ast.unparse(node) for node in body]
+    first = next(i for i, t in enumerate(text) if "max_running_request is zero" in t)
     last = next(i for i, t in enumerate(text) if "Memory pool size is too small" in t)
     return body[first:last + 1]
 

@@ -718,3 +718,15 @@ def test_a_bad_weight_format_is_one_line(capsys):
     line = one_line(["explain", str(LOGS / AUTOROUND), *AUTOROUND_ARGS, "--weight-format", "fp4"], capsys)
     assert line == ("mcache: --weight-format: one of bf16, bfloat16, fp16, float16, nvfp4, mxfp4, fp8, fp8_block, int4, "
                     "int8, nf4, got 'fp4'")
+
+
+def test_a_log_whose_figures_all_need_memory_mcache_lacks_confirms_nothing(tmp_path, capsys):
+    """A pasted pair of KV lines (vllm-project/vllm#50722: no args line, no measured memory) and no --gpu: no figure is
+    reproduced, and the summary says that rather than that every figure agrees (exit 0: nothing differs either)."""
+    path = tmp_path / "kv-only.log"
+    path.write_text("(EngineCore pid=5048) INFO 08-12 08:00:18 [kv_cache_utils.py:2177] GPU KV cache size: 4,222,737 tokens\n"
+                    "(EngineCore pid=5048) INFO 08-12 08:00:18 [kv_cache_utils.py:2178] Maximum concurrency for 262,144 "
+                    "tokens per request: 16.11x\n")
+    assert main(["explain", str(path), "--model", QWEN36_35B]) == 0
+    assert ("2 figures compared (2 not modelled); no finding, and none confirmed: mcache reproduced none of the log's "
+            "figures (the notes say what it lacks)") in capsys.readouterr().out

@@ -10,6 +10,7 @@ from msgspec.structs import asdict
 from mcache.cli.engine_output import engine_headline
 from mcache.cli.output import emit_json, emit_text, human_bytes, markdown_table, print_blocks, text_table
 from mcache.core.engines import TITLES
+from mcache.core.explain import NOT_MODELLED
 
 SCHEMA_VERSION = 1
 HEAD = ("figure", "line", "process", "engine", "mcache", "verdict")
@@ -108,8 +109,12 @@ def _summary(x) -> str:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     parts = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
     findings = len(x.findings)
-    verdict = f"{findings} finding{'s' if findings != 1 else ''}: mcache differs from the engine" if findings else (
-        "no finding: every figure mcache models agrees")
+    if findings:
+        verdict = f"{findings} finding{'s' if findings != 1 else ''}: mcache differs from the engine"
+    elif all(c.verdict == NOT_MODELLED for c in x.comparisons):
+        verdict = "no finding, and none confirmed: mcache reproduced none of the log's figures (the notes say what it lacks)"
+    else:
+        verdict = "no finding: every figure mcache models agrees"
     return f"{len(x.comparisons)} figures compared ({parts}); {verdict}"
 
 

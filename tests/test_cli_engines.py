@@ -287,3 +287,13 @@ def test_an_engine_with_a_shorter_max_length_answers_at_its_own_length(capsys):
                                                                                           ("sglang", 2048, True)]
     out, _ = size_text(capsys, spec, "--gpu", "h200")
     assert out.splitlines()[-1].count("at its max model length of 2048 tokens") == 2
+
+
+def test_an_attention_free_model_under_sglang_says_why_its_token_pool_binds(capsys):
+    """SGLang's pool configurator gives a model without attention a token pool of its context length (2,048 tokens for
+    state-spaces/mamba-1.4b-hf) and runs at most half as many requests: the headline says so, not a bare token count."""
+    assert main(["size", str(HF_CONFIGS.parent / "hf_configs_extra" / "mamba-1.4b-hf.json"), "--gpu", "h200",
+                 "--engine", "sglang"]) == 0
+    assert ("runs 1024 sequences of 2048 tokens per replica (TP × PP = 1 GPU) on NVIDIA H200 (bound by the token pool: "
+            "2,048 tokens, the context length SGLang gives the pool of a model without attention, which runs half as "
+            "many requests)") in capsys.readouterr().out

@@ -26,6 +26,7 @@ from mcache.core.errors import LayoutError
 from mcache.core.hf import import_hf
 from mcache.core.load import load_spec
 from mcache.core.logs import read_log
+from mcache.core.sizing import weights
 from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout
 
@@ -1401,3 +1402,15 @@ def test_the_state_pool_line_names_the_draft_states_by_hand(version, conv_window
     assert line.endswith(f"intermediate_ssm_state_cache size: {48 * 9 * 4 * 3145728 / GIB:.2f}GB "
                          f"intermediate_conv_window_cache size: {conv_window}GB ")
     assert f"{48 * 9 * 10240 * (12 if version == '0.5.11' else 6) * 2 / GIB:.2f}" == conv_window
+
+
+def test_a_float32_config_is_served_in_float16_weights_and_kv():
+    """configs/model_config.py _get_and_verify_dtype (v0.5.2 - v0.5.23): --dtype auto serves a float32 config in
+    float16, as one naming no dtype. state-spaces/mamba-2.8b-hf says float32: its weights load at 2 bytes a parameter,
+    and a request's state is 64 layers x (bf16 conv 5120 x 3 x 2 + float32 state 5120 x 16 x 4) = 22,937,600 bytes."""
+    spec = import_hf(HF_CONFIGS_EXTRA / "mamba-2.8b-hf.json")
+    out = run("sglang", spec, "h200")
+    assert (out.dtypes.model, out.dtypes.kv, out.dtypes.conv, out.dtypes.ssm) == ("float16", "float16", "bfloat16",
+                                                                                 "float32")
+    assert out.settings["weights_bytes"] == 2 * weights.total_params(spec)
+    assert stage(out).fields["mamba_cache_per_req_bytes"] == 64 * (5120 * 3 * 2 + 5120 * 16 * 4)

@@ -12,6 +12,7 @@ from mcache.core.engines.common import EngineInputs, ServeArgs, pp_layout
 from mcache.core.engines.vllm import VERSIONS, _group_size, _memory_words, serve_command
 from mcache.core.hf import import_hf
 from mcache.core.load import load_spec
+from mcache.core.sizing import weights
 from mcache.core.sizing.layout import ParallelLayout
 
 QWEN35 = "qwen3.5-27b"  # 64 layers: 48 GDN (16 k heads, 48 v heads, 128 dims, K 4), 16 attention (4 KV heads x 256)
@@ -904,10 +905,10 @@ def vl_spec(stem: str):
     return import_hf(HF_CONFIGS_EXTRA / f"{stem}.json")
 
 
-@pytest.mark.parametrize(("stem", "first"), [("nvidia-nemotron-nano-12b-v2-vl", "0.11.1"), ("lfm2-vl-1.6b", "0.14.0")])
+@pytest.mark.parametrize(("stem", "first"), [("nvidia-nemotron-nano-12b-v2-vl", "0.11.0")])
 def test_a_multimodal_hybrid_loads_from_the_release_that_registers_it(stem, first):
-    # model_executor/models/registry.py: NemotronH_Nano_VL_V2 from 0.11.1 (0.10.2 registers only the v1
-    # NemotronH_Nano_VL), Lfm2VlForConditionalGeneration from 0.14.0 (not in 0.13.0)
+    # model_executor/models/registry.py: NemotronH_Nano_VL_V2 from 0.11.0 (0.10.2 registers only the v1
+    # NemotronH_Nano_VL)
     spec = vl_spec(stem)
     before = VERSIONS[VERSIONS.index(first) - 1]
     given = dict(kv_cache_memory_bytes=20 << 30, max_model_len=8192)
@@ -915,6 +916,22 @@ def test_a_multimodal_hybrid_loads_from_the_release_that_registers_it(stem, firs
         f"Model architectures ['{spec.architecture}'] are not supported for now (vLLM {before}; registered from {first} "
         "on).")
     assert stage(run("vllm", spec, version=first, **given)).startup_error is None
+
+
+def test_lfm2_vl_before_its_registration_runs_on_the_transformers_backend_as_attention_only():
+    """registry.py registers Lfm2VlForConditionalGeneration from 0.14.0; 0.11.1 - 0.13.x hand its transformers class
+    to the Transformers multimodal backend (the 0.11.1 and 0.13.0 extra tables): every one of its 16 layers a
+    full-attention one of 8 KV heads x 64 (2,048 bytes a token), no state. 20 GiB in 16-token blocks of the 16 layers
+    (524,288 bytes) hold 40,960 blocks, 655,360 tokens, 80 requests of 8,192. Over TP ranks that class has no plan."""
+    spec, given = vl_spec("lfm2-vl-1.6b"), dict(kv_cache_memory_bytes=20 << 30, max_model_len=8192)
+    tp1 = stage(run("vllm", spec, version="0.13.0", **given))
+    assert tp1.startup_error is None and tp1.fields["groups"] == {"attention": 1}
+    assert (tp1.fields["kv_cache_tokens"], tp1.fields["max_concurrency"]) == (655_360, 80.0)
+    assert stage(run("vllm", spec, version="0.13.0", tp=2, **given)).startup_error == (
+        "ValueError: <class 'transformers.models.lfm2_vl.modeling_lfm2_vl.Lfm2VlModel'> does not support tensor "
+        "parallel. See https://docs.vllm.ai/en/latest/models/supported_models.html#writing-custom-models for "
+        "instructions on how to add support yourself.")
+    assert stage(run("vllm", spec, version="0.14.0", **given)).fields["groups"] != {"attention": 1}
 
 
 @pytest.mark.parametrize(("version", "ssm", "logged"), [("0.19.0", "bfloat16", False), ("0.20.0", "float32", True),
@@ -1005,3 +1022,16 @@ def test_nemotron_vl_conv_state_takes_the_draft_rows_from_0_17_as_nemotron_h():
         pages = [stage(run("vllm", s, version=version, kv_cache_memory_bytes=20 << 30, max_model_len=8192,
                            num_speculative_tokens=2)).fields["state_page_bytes"] for s in (spec, text)]
         assert pages[0] == pages[1]
+
+
+def test_a_float32_config_is_served_in_bfloat16_weights_and_caches():
+    """config/model.py _resolve_auto_dtype (v0.10.2 - v0.34.0): --dtype auto downcasts a float32 config to the
+    platform's first dtype, bfloat16 on every card mcache knows. state-spaces/mamba-2.8b-hf says float32: vLLM loads
+    parameters at 2 bytes (5.16 GiB, not 10.31) and keeps conv and state in bfloat16: a layer's state page is
+    (5120 x 3 + 5120 x 16) x 2 = 194,560 bytes."""
+    spec = import_hf(HF_CONFIGS_EXTRA / "mamba-2.8b-hf.json")
+    assert spec.dtype == "float32"
+    out = run("vllm", spec, "h200")
+    assert (out.dtypes.model, out.dtypes.conv, out.dtypes.ssm) == ("bfloat16", "bfloat16", "bfloat16")
+    assert out.settings["weights_bytes"] == 2 * weights.total_params(spec)
+    assert stage(out).fields["state_page_bytes"] == (5120 * 3 + 5120 * 16) * 2

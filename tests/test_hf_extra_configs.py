@@ -67,9 +67,21 @@ CASES = {
         1: (7 * 1024 * 2 * BF16, 0, 5 * 2 * 2 * 128 * BF16),
         2: (7 * 512 * 2 * BF16, 0, 5 * 2 * 1 * 128 * BF16),
     }, None),
+    # state-spaces/mamba-2.8b-hf and 1.4b-hf (float32, as their configs say): 64 / 48 Mamba1 layers of 5120 / 4096
+    # channels (expand 2), conv_kernel 4 -> 3 rows, state_size 16
+    "mamba-2.8b-hf": ({"mamba1": 64}, {
+        1: (64 * 5120 * 3 * 4, 64 * 5120 * 16 * 4, 0),
+        2: (64 * 2560 * 3 * 4, 64 * 2560 * 16 * 4, 0),
+    }, None),
+    "mamba-1.4b-hf": ({"mamba1": 48}, {1: (48 * 4096 * 3 * 4, 48 * 4096 * 16 * 4, 0)}, None),
+    # LFM3-VL (Lfm3VlConfig's defaults): its text_config is Lfm3Config's defaults, as lfm3-defaults above
+    "lfm3-vl-defaults": ({"short_conv+mlp": 13, "attention+mlp": 6, "sliding_attention+mlp": 5}, {
+        1: (13 * 2048 * 6 * BF16, 0, 11 * 2 * 4 * 128 * BF16),
+    }, None),
 }
 # The multimodal wrappers: (architecture, max_model_len, vision tower as recorded: layers, width, its fields)
 WRAPPERS = {
+    "lfm3-vl-defaults": ("Lfm3VlForConditionalGeneration", 128000, (14, 1024, "num_hidden_layers", "hidden_size")),
     "lfm2-vl-1.6b": ("Lfm2VlForConditionalGeneration", 128000, (27, 1152, "num_hidden_layers", "hidden_size")),
     "nvidia-nemotron-nano-12b-v2-vl": ("NemotronH_Nano_VL_V2", 131072, (32, 1280, "args.model", "args.model")),
 }
@@ -195,3 +207,17 @@ def test_an_lfm2_vl_config_without_vision_config_gets_the_class_default_tower(tm
     spec = import_hf(tmp_path / "config.json")
     assert (spec.vision.num_layers, spec.vision.hidden_size) == (12, 768)
     assert "Siglip2VisionConfig's defaults: vision_config.hidden_size 768, vision_config.num_hidden_layers 12" in spec.notes
+
+
+def test_a_converted_mamba_config_is_read_by_its_transformers_fields(tmp_path):
+    """state-spaces/mamba-1.4b-hf keeps mamba_ssm's d_model / n_layer / ssm_cfg beside the fields MambaConfig (and the
+    engines) read: those decide. With its state_size set to 32 the state is 48 layers x 4096 x 32 x 4 bytes (the
+    config's float32)."""
+    data = json.loads((EXTRA / "mamba-1.4b-hf.json").read_text())
+    assert {"d_model", "n_layer", "ssm_cfg", "hidden_size"} <= data.keys()
+    spec = import_hf(EXTRA / "mamba-1.4b-hf.json")
+    assert "transformers MambaConfig" in spec.notes and spec.mamba1.state_size == 16
+    data["state_size"] = 32
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    r = estimate(import_hf(tmp_path / "config.json"), ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec)).ranks[0]
+    assert r.ssm_bytes_per_slot == 48 * 4096 * 32 * 4

@@ -72,6 +72,9 @@ def _engine_binding(name: str, st: dict) -> str:
     if binding == "KV tokens" and name == "trtllm":
         fixed = f" left after the fixed cost of {st['fixed_state_slots']:,} state slots" if st["fixed_state_slots"] else ""
         return f"bound by KV tokens: {st['max_tokens']:,}{fixed}"
+    if binding == "KV tokens" and st.get("cell_size_bytes") == 0:  # SGLang's pool for a model that keeps no KV
+        return (f"bound by the token pool: {st['max_total_num_tokens']:,} tokens, the context length SGLang gives the pool "
+                "of a model without attention, which runs half as many requests")
     if binding == "KV tokens":
         return f"bound by the token pool: {st['max_total_num_tokens']:,} tokens"
     return f"bound by {binding}"

@@ -536,9 +536,10 @@ UNKNOWN_TYPE_UNTIL = {"Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.5.9", "c
                       # transformers 5.6, v0.5.11's pin, has no minicpmv4_6 (5.7 on does)
                       "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", MINICPM_V_4_6_FROM,
                                                               "configs/minicpmv4_6.py")}
-# ... and by architecture, the model types no modelled release knows: LFM3's lfm3 is vLLM's own config class (vLLM
-# v0.34.0 transformers_utils/configs/lfm3.py); SGLang's configs/ (read at v0.5.23) and transformers have none
-UNKNOWN_TYPES = {"Lfm3ForCausalLM": "lfm3"}
+# ... and by architecture, the model types no modelled release knows: LFM3's lfm3 and lfm3_vl are vLLM's own config
+# classes (vLLM v0.34.0 transformers_utils/configs/lfm3.py, lfm3_vl.py); SGLang's configs/ (read at v0.5.23) and
+# transformers have none
+UNKNOWN_TYPES = {"Lfm3ForCausalLM": "lfm3", "Lfm3VlForConditionalGeneration": "lfm3_vl"}
 # model_runner.py: without the radix cache the state pool holds --max-mamba-cache-size, else --max-running-requests
 # (the speculative default's 48 included), else (to v0.5.8) this many slots
 FIRST_LINE_SLOTS = 512
@@ -575,7 +576,7 @@ FIRST_LINE_KV_DTYPES = {"auto": "0.5.2", "fp8_e5m2": "0.5.2", "fp8_e4m3": "0.5.2
 FIRST_LINE_SSM_DTYPES = ("float32", "bfloat16")
 CONFIG_SSM_DTYPE_FROM = "0.5.9"
 # configs/model_config.py _get_and_verify_dtype (v0.5.2 - v0.5.23): --dtype auto takes the config's dtype, float32 where
-# it names none, and serves float32 in float16 (bfloat16 for Gemma, which mcache does not size)
+# it names none, and serves float32 in float16 (bfloat16 for Gemma, which mcache does not size): its weights too
 NO_DTYPE_MODEL_DTYPE = "float16"
 
 
@@ -686,6 +687,8 @@ def run(inputs: EngineInputs) -> EngineRun:
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
                                     f"{since})")
     s = Settings(inputs.given, SETTINGS, "SGLang")
+    if inputs.spec.dtype_named and dtype_names.canonical(inputs.spec.dtype) == "float32":  # loaded in float16
+        inputs = replace(inputs, spec=replace(inputs.spec, dtype=NO_DTYPE_MODEL_DTYPE))
     setup = _setup(inputs, s)
     # distributed/utils.py get_pp_indices (v0.5.14 to v0.5.23, through utils/common.py make_pp_layers): the remainder
     # of the even split one layer each to the last stages; SGLANG_PP_LAYER_PARTITION is a given --pp-partition

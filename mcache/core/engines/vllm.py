@@ -376,6 +376,13 @@ TRANSFORMERS_BACKEND_SINCE = {"BambaForCausalLM": "0.30.0", "MiniMaxForCausalLM"
 # makes an Attention for every layer of the stage (get_pp_indices' range) with the config's attention geometry, so a
 # hybrid served there is sized as that many full-attention layers (the 0.24 - 0.29 tables: MiniMax-Text-01 at 80)
 TRANSFORMERS_LAYER_CHECK_SINCE = "0.30.0"
+# ... and architectures the registry does not have yet but whose transformers class (in the release's transformers
+# pin) the Transformers multimodal backend takes, by [first, registered) release: LFM2-VL from 0.11.1 (transformers
+# 4.57, the first with lfm2_vl) to 0.14.0, which registers lfm2_vl.py; sized as every layer a full-attention one (the
+# 0.13.0 extra table: 16 FullAttentionSpec layers), and refused over TP ranks (`TRANSFORMERS_NO_TP`)
+TRANSFORMERS_BEFORE_ADDED = {"Lfm2VlForConditionalGeneration": "0.11.1"}
+# ... whose model class (models/transformers/base.py, from transformers) has no tensor-parallel plan: the class named
+TRANSFORMERS_NO_TP = {"Lfm2VlForConditionalGeneration": "transformers.models.lfm2_vl.modeling_lfm2_vl.Lfm2VlModel"}
 REMOVED_ARCHS = {"BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
                  "MiniMaxM1ForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0"}
 # Releases whose model class of an architecture does not build (the error vLLM raises while loading): 0.12.0's
@@ -415,9 +422,9 @@ MAMBA2_QUANT_TP_ERRORS = ("Tensor parallel currently not supported for quantized
                           "Tensor parallel currently supported for quantized models only if tensor parallel world size "
                           "divides num groups.")
 # model_executor/models/registry.py: hybrid architectures by the first release that registers them (diffed from
-# v0.10.2 on); an older release does not load them. NemotronH_Nano_VL_V2 from 0.11.1 (0.10.2 registers the v1
+# v0.10.2 on); an older release does not load them. NemotronH_Nano_VL_V2 from 0.11.0 (0.10.2 registers the v1
 # NemotronH_Nano_VL only), Lfm2VlForConditionalGeneration from 0.14.0 (not in 0.13.0's registry)
-ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1", "NemotronH_Nano_VL_V2": "0.11.1",
+ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1", "NemotronH_Nano_VL_V2": "0.11.0",
                "Lfm2VlForConditionalGeneration": "0.14.0",
                "Qwen3_5ForConditionalGeneration": "0.17.0", "Qwen3_5MoeForConditionalGeneration": "0.17.0",
                "Qwen3_5ForCausalLM": "0.17.0", "Qwen3_5MoeForCausalLM": "0.17.0",
@@ -426,8 +433,9 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                # from 0.29.0 (not in 0.28.0)
                "NemotronH_Nano_Omni_Reasoning_V3": "0.20.0", "NemotronH_Super_Omni_Reasoning_V3": "0.20.0",
                "NemotronH_Omni_Reasoning_V3": "0.29.0",
-               # models/lfm3.py (short conv, full and sliding-window attention) from 0.34.0 (not in 0.33.0)
-               "Lfm3ForCausalLM": "0.34.0"}
+               # models/lfm3.py (short conv, full and sliding-window attention) and lfm3_vl.py from 0.34.0 (not in
+               # 0.33.0)
+               "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0"}
 
 # transformers_utils/config.py HFConfigParser.parse and _CONFIG_REGISTRY (read at v0.11.1 and v0.17.0): a config whose model type
 # neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that
@@ -437,9 +445,12 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
 # has no lfm2_moe), Qwen3_5Config and Qwen3_5MoeConfig from v0.17.0 (transformers 4.57, the pin of v0.11.1 - v0.22.0,
 # has neither). The 0.10.2 - 0.15.0 tables. MiniCPM-V 4.6's MiniCPMV4_6Config is transformers' own (5.7.0, the first
 # modelled pin with it, is v0.24.0's; models/minicpmv4_6.py imports it): registry.py has the architecture from 0.22.0
-# (not in 0.20.0), whose transformers 4.57 does not know minicpmv4_6. LFM3's Lfm3Config is vLLM's own
-# (transformers_utils/configs/lfm3.py, registered in _CONFIG_REGISTRY from v0.34.0; no transformers release has lfm3).
+# (not in 0.20.0), whose transformers 4.57 does not know minicpmv4_6. LFM3's Lfm3Config and Lfm3VlConfig are vLLM's
+# own (transformers_utils/configs/lfm3.py, lfm3_vl.py, in _CONFIG_REGISTRY from v0.34.0; no transformers has them).
 CONFIG_CLASS_SINCE = {"Lfm2MoeForCausalLM": ("lfm2_moe", "0.11.1"), "Lfm3ForCausalLM": ("lfm3", "0.34.0"),
+                      # transformers 4.57 (0.11.1's pin) is the first with lfm2_vl (the 0.11.0 extra table)
+                      "Lfm2VlForConditionalGeneration": ("lfm2_vl", "0.11.1"),
+                      "Lfm3VlForConditionalGeneration": ("lfm3_vl", "0.34.0"),
                       "Qwen3_5ForConditionalGeneration": ("qwen3_5", "0.17.0"),
                       "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe", "0.17.0"),
                       "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", "0.24.0")}
@@ -468,6 +479,11 @@ UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
 # VllmConfig.__post_init__ after the config hooks (try_verify_and_update_config)
 NO_PP_ARCHS = ("Mamba2ForCausalLM", "Zamba2ForCausalLM", "MiniMaxForCausalLM", "MiniMaxText01ForCausalLM",
                "MiniMaxM1ForCausalLM", "NemotronH_Nano_VL_V2", *NEMOTRON_OMNI)
+
+# config/model.py _resolve_auto_dtype (read at v0.10.2 and v0.34.0): --dtype auto serves a float32 config (transformers'
+# dtype for one naming none) in the platform's first dtype (platforms/cuda.py supported_dtypes), bfloat16 from compute
+# capability 8.0 and on ROCm: every card of mcache's catalogue (a --gpu-memory card is taken as one of them)
+FLOAT32_SERVED_AS = "bfloat16"
 
 # Hybrids whose model class builds its attention layers without the config's sliding window, so every attention layer
 # keeps a full-length KV cache (a FullAttentionSpec): models/plamo2.py Plamo2AttentionMixer never reads
@@ -599,6 +615,8 @@ def run(inputs: EngineInputs) -> EngineRun:
     layout = inputs.layout
     full_width_attention_dp(layout, "vLLM", FULL_WIDTH_ATTENTION_DP)
     s = Settings(inputs.given, SETTINGS, "vLLM")
+    if dtype_names.canonical(inputs.spec.dtype) == "float32":  # weights and caches in the dtype vLLM loads
+        inputs = replace(inputs, spec=replace(inputs.spec, dtype=FLOAT32_SERVED_AS))
     checkpoint, expert_shards = inputs.spec, inputs.layout.attention_dp_ranks
     inputs = replace(inputs, layout=engine_core_layout(inputs.layout),
                      spec=_served_spec(inputs.spec, inputs.version or VERSIONS[-1]))
@@ -782,9 +800,11 @@ def architecture_error(spec, version: str) -> str | None:
     every layer a full-attention one (`_as_attention`: it is sized so, as the golden tables show), that its
     recurrent layers keep no state there, so it is not served."""
     if _as_attention(spec, version):
-        return (f"{spec.architecture} was served natively until vLLM {REMOVED_ARCHS[spec.architecture]}; vLLM {version} "
-                "starts it through the Transformers backend, which gives every layer a full-attention KV cache "
-                "(models/transformers/base.py create_attention_instances) and its recurrent layers no state.")
+        native = (f"registered from vLLM {ADDED_ARCHS[spec.architecture]}" if _before_added(spec, version) else
+                  f"served natively until vLLM {REMOVED_ARCHS[spec.architecture]}")
+        return (f"{spec.architecture} was {native}; vLLM {version} starts it through the Transformers backend, which "
+                "gives every layer a full-attention KV cache (models/transformers/base.py create_attention_instances) "
+                "and its recurrent layers no state.")
     return _config_error(spec, version) or _build_error(spec, version)
 
 
@@ -829,7 +849,7 @@ def _config_error(spec, version: str) -> str | None:
         return (f"Model architectures ['{arch}'] are not supported for now (vLLM {version}; no release from "
                 f"{VERSIONS[0]} to {VERSIONS[-1]} registers it).")
     added = ADDED_ARCHS.get(arch)
-    if added is not None and not at_least(version, added):
+    if added is not None and not at_least(version, added) and not _before_added(spec, version):
         return f"Model architectures ['{arch}'] are not supported for now (vLLM {version}; registered from {added} on)."
     if _removed(spec, version) and _removed_by_registry(spec, version):
         return (f"Model architecture {arch} was supported in vLLM until v{REMOVED_ARCHS[arch]}, and is not supported "
@@ -894,10 +914,19 @@ def _removed_by_registry(spec, version: str) -> bool:
     return since is None or not at_least(version, since)
 
 
+def _before_added(spec, version: str) -> bool:
+    """Whether vLLM at `version` serves a hybrid it does not register yet through the Transformers backend
+    (`TRANSFORMERS_BEFORE_ADDED`)."""
+    first = TRANSFORMERS_BEFORE_ADDED.get(spec.architecture)
+    return first is not None and at_least(version, first) and not at_least(version, ADDED_ARCHS[spec.architecture])
+
+
 def _as_attention(spec, version: str) -> bool:
-    """Whether vLLM at `version` starts a removed hybrid through the Transformers backend before that backend checked
-    its layers (`TRANSFORMERS_LAYER_CHECK_SINCE`), each layer then a full-attention layer."""
-    return _removed(spec, version) and not _removed_by_registry(spec, version) and spec.attention is not None and \
+    """Whether vLLM at `version` starts a hybrid through the Transformers backend before that backend checked its
+    layers (`TRANSFORMERS_LAYER_CHECK_SINCE`), each layer then a full-attention layer: a removed one, or one not
+    registered yet (`_before_added`)."""
+    removed = _removed(spec, version) and not _removed_by_registry(spec, version)
+    return (removed or _before_added(spec, version)) and spec.attention is not None and \
         not at_least(version, TRANSFORMERS_LAYER_CHECK_SINCE)
 
 
@@ -926,6 +955,10 @@ def _build_error(spec, version: str, pp: int = 1, tp: int = 1) -> str | None:
     before, it builds: `_served_spec`), or a model class that does not build at `version` (BROKEN_ARCHS; with `pp`
     stages, BROKEN_PP_ARCHS too; the first Nemotron-H class's layers, `NEMOTRON_H_LAYERS_UNTIL`; what its Mamba2 mixers
     assert over `tp` ranks, `_mixer_error`); None for the others."""
+    if tp > 1 and _before_added(spec, version):
+        return (f"ValueError: <class '{TRANSFORMERS_NO_TP[spec.architecture]}'> does not support tensor parallel. See "
+                "https://docs.vllm.ai/en/latest/models/supported_models.html#writing-custom-models for instructions on "
+                "how to add support yourself.")
     mixer = _mixer_error(spec, version, tp)
     first_nemotron_h = spec.architecture == "NemotronHForCausalLM" and not at_least(version, NEMOTRON_H_LAYERS_UNTIL)
     if first_nemotron_h and (found := nemotron_h_layers_error(spec, mixer)) is not None:

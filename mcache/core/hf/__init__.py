@@ -40,6 +40,7 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "lfm2_moe": linear_attention.lfm2_moe,
     "lfm2_vl": linear_attention.lfm2_vl,
     "lfm3": linear_attention.lfm3,
+    "lfm3_vl": linear_attention.lfm3_vl,
     "mamba": ssm.mamba,
     "mamba2": ssm.mamba2,
     "minicpmv4_6": linear_attention.minicpmv4_6,
@@ -74,7 +75,8 @@ def model_type_of(data: dict, file: str) -> str:
     if isinstance(names, list) and names and names[0] in DRAFTER_ARCHITECTURES:
         raise SpecError(file, "architectures", f"a model's config; this is a DFlash drafter's ({names[0]}): give it with "
                                                "--draft-model beside the config of the model it drafts for")
-    if "d_model" in data and "n_layer" in data and kind in (None, "mamba", "mamba2"):
+    # a transformers config converted from mamba_ssm's keeps d_model / n_layer beside hidden_size, which its class reads
+    if "d_model" in data and "n_layer" in data and (kind is None or kind in ("mamba", "mamba2") and "hidden_size" not in data):
         return MAMBA_SSM
     by_hand = "or write a spec by hand (`mcache spec schema`)"
     if kind is None:

@@ -156,6 +156,8 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lfm2_vl_vision": ("Siglip2VisionConfig (transformers/models/siglip2/configuration_siglip2.py), the tower "
                        "Lfm2VlConfig (transformers/models/lfm2_vl/configuration_lfm2_vl.py) builds without a "
                        "vision_config", {"num_hidden_layers": 12, "hidden_size": 768}),
+    "lfm3_vl_vision": ("Lfm3VlVisionConfig (vllm/transformers_utils/configs/lfm3_vl.py, v0.34.0), the tower Lfm3VlConfig "
+                       "builds without a vision_config", {"num_hidden_layers": 14, "hidden_size": 1024}),
     "minicpmv4_6_vision": ("MiniCPMV4_6VisionConfig (transformers/models/minicpmv4_6/configuration_minicpmv4_6.py), "
                            "the SigLIP tower MiniCPMV4_6Config builds without a vision_config",
                            {"num_hidden_layers": 12, "hidden_size": 768}),
@@ -176,6 +178,7 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 # MiniCPM-V 4.6's text_config is a Qwen3.5 text config (MiniCPMV4_6Config.sub_configs_defaults, transformers 5.7+).
 NEMOTRON_VL_TYPES = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3")
 TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
+              "lfm3_vl": "lfm3",
               "minicpmv4_6": "qwen3_5_text", **dict.fromkeys(NEMOTRON_VL_TYPES, "nemotron_h")}
 TEXT_KEYS = dict.fromkeys(NEMOTRON_VL_TYPES, "llm_config")
 # Multimodal wrappers and their vision tower: (the defaults' model type, the `vision_config` fields of its depth and
@@ -186,6 +189,7 @@ VISION_TYPES = {"qwen3_5": ("qwen3_5_vision", "depth", "hidden_size"),
                 "qwen3_5_moe": ("qwen3_5_moe_vision", "depth", "hidden_size"),
                 "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size"),
                 "lfm2_vl": ("lfm2_vl_vision", "num_hidden_layers", "hidden_size"),
+                "lfm3_vl": ("lfm3_vl_vision", "num_hidden_layers", "hidden_size"),
                 "minicpmv4_6": ("minicpmv4_6_vision", "num_hidden_layers", "hidden_size"),
                 **dict.fromkeys(NEMOTRON_VL_TYPES, (None, "args.model", "args.model"))}
 # RADIO's ViTs by timm name -> (layers, width): SGLang's configs/radio.py VIT_TIMM_DIM_BY_NAME (v0.5.23), the table its

@@ -1,6 +1,6 @@
 """Linear-attention hybrids: `qwen3_next`, `qwen3_5`(`_moe`, and the `minicpmv4_6` wrapper), `kimi_linear` (and its `kimi_k3` wrapper),
-`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2` (and its `lfm2_vl` wrapper), `lfm2_moe`, `lfm3`,
-`olmo_hybrid`, `bailing_hybrid`, `bailing_moe_linear`."""
+`minimax` (and the remote-code `minimax_text_01`, `minimax_m1`), `lfm2` (and its `lfm2_vl` wrapper), `lfm2_moe`, `lfm3` (and its
+`lfm3_vl` wrapper), `olmo_hybrid`, `bailing_hybrid`, `bailing_moe_linear`."""
 
 from __future__ import annotations
 
@@ -404,6 +404,12 @@ def lfm3(cfg: Cfg) -> Draft:
     draft.notes.append(count_note(entries) + f" Layer types from {how}; {windowed}. Not weighed: the q/k norms and, with "
                        "use_sandwich_norm, the post-operator and post-FFN norms (2 x hidden_size a layer).")
     return draft
+
+
+def lfm3_vl(cfg: Cfg) -> Draft:
+    """LFM3-VL (vLLM's Lfm3VlConfig, v0.34.0): a multimodal wrapper whose `text_config` is an `lfm3` config, and its
+    vision tower (recorded, not weighed)."""
+    return wrapped(lfm3, cfg)
 
 
 def lfm2_vl(cfg: Cfg) -> Draft:

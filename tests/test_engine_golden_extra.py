@@ -35,7 +35,7 @@ SGLANG = golden.tables("sglang", golden.EXTRA)
 ZYPHRA = ("mcache refuses the Zyphra-format config at import, naming the upstream Zamba2Config defaults that leave "
           "8 x 64 Mamba heads for 7168 channels; the engine refuses it later, in its own words (vLLM: the "
           "max_model_len check, then the state page or the Mamba2 groups assertion; SGLang: no Zamba2 class), or, "
-          "where vLLM 0.10.2 - 0.30.0 and 0.34.0 size those 8 x 64 heads (the oracle loads no weights), the "
+          "where vLLM 0.10.2 - 0.31.0 and 0.34.0 size those 8 x 64 heads (the oracle loads no weights), the "
           "checkpoint's tensors would not fit them")
 # SGLang builds the model before its pools (model_runner.py load_model), and so does the oracle up to the first mixer
 # (sglang_worker.py _build_model): FalconH1HybridAttentionDecoderLayer.__init__ asserts `self.total_num_heads %
@@ -50,8 +50,8 @@ HEADS_TP_ROCM = HEADS_TP + ("; on the MI300X SGLang 0.5.14 - 0.5.15 refuses the 
                             "CUDA/MUSA/NPU (FLA).') before it builds the model")
 # Zamba2-7B's Zyphra-format cases each vLLM table holds (every one a known mismatch)
 ZYPHRA_VLLM = {"0.10.2": 82, "0.11.0": 75, "0.11.1": 75, "0.12.0": 75, "0.13.0": 75, "0.17.0": 116, "0.19.0": 107,
-               "0.20.1": 115, "0.22.0": 116, "0.24.0": 111, "0.25.0": 104, "0.26.0": 101, "0.27.0": 104, "0.28.0": 109,
-               "0.29.0": 109, "0.30.0": 109, "0.32.0": 108, "0.33.0": 108, "0.34.0": 114}
+               "0.20.1": 115, "0.22.0": 116, "0.23.0": 107, "0.24.0": 111, "0.25.0": 104, "0.26.0": 101, "0.27.0": 104,
+               "0.28.0": 109, "0.29.0": 109, "0.30.0": 109, "0.31.0": 103, "0.32.0": 108, "0.33.0": 108, "0.34.0": 114}
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {**{f"vllm-{v}": {"zamba2-7b-zyphra-format.json": (n, ZYPHRA)}
                                                    for v, n in ZYPHRA_VLLM.items()},
                                                 "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},

@@ -220,6 +220,9 @@ def test_bitsandbytes_checkpoints(tmp_path):
     q = quantized(tmp_path, {**qc, "bnb_4bit_use_double_quant": True, "llm_int8_skip_modules": ["model.layers.1", "up"]})
     assert q.double_quant and q.unquantized == ["attention.proj"]
     assert quantized(tmp_path, {**qc, "load_in_4bit": False, "load_in_8bit": True}).format == "int8"
+    # the notes name the codes the `nf4` format's bytes stand for (fp4 here, and BitsAndBytesConfig's default)
+    (tmp_path / "config.json").write_text(json.dumps({**BASE, "quantization_config": qc}))
+    assert "bitsandbytes 4-bit (fp4 codes, the nf4 format's bytes)" in import_hf(tmp_path / "config.json").notes
 
 
 def _auto_round_checkpoint(tmp_path, **changes):

@@ -113,6 +113,7 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     load_in_4bit: bool = False  # bitsandbytes
     load_in_8bit: bool = False  # bitsandbytes
     bnb_4bit_use_double_quant: bool = False  # bitsandbytes
+    bnb_4bit_quant_type: str = "fp4"  # bitsandbytes: fp4 or nf4 codes (BitsAndBytesConfig's default fp4)
     llm_int8_skip_modules: list[str] | None = None  # bitsandbytes: the modules it leaves unquantized
 
 
@@ -389,7 +390,8 @@ def _bitsandbytes(spec: ModelSpec, qc: Settings, where: str) -> tuple[dict, str]
     block = _resolve(spec, lambda kind, part, names: None if any(map(skipped, names)) else fmt, fmt)
     if fmt == "nf4":
         block.update(group_size=64, double_quant=qc.bnb_4bit_use_double_quant)
-    bits = "4-bit" + (", absmax double-quantized" if qc.bnb_4bit_use_double_quant else "") if fmt == "nf4" else "8-bit"
+    double = ", absmax double-quantized" if qc.bnb_4bit_use_double_quant else ""
+    bits = f"4-bit ({qc.bnb_4bit_quant_type} codes, the nf4 format's bytes{double})" if fmt == "nf4" else "8-bit"
     return block, f"{where}: bitsandbytes {bits}, {len(skip)} skipped module names."
 
 

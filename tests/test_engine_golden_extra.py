@@ -64,7 +64,8 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {**{f"vllm-{v}": {"zamba2-7b-zyph
                                                    for v in ("0.5.14", "0.5.15")},
                                                 **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
                                                                    "falcon-h1-3b.json": (5, HEADS_TP)}
-                                                   for v in ("0.5.16", "0.5.18", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}}
+                                                   for v in ("0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+                                                             "0.5.22", "0.5.23")}}
 
 
 def test_the_extra_tables_cover_every_extra_config_at_the_newest_releases():

@@ -911,7 +911,8 @@ def _size_runner(sa, cfg, inputs, result):
         setattr(runner, name, value)
     if hasattr(model_runner_module, "_UNSET"):  # 0.5.13 on: the linear-attention registry's memo, unset as __init__ sets it
         runner._linear_attn_registry_cache = model_runner_module._UNSET
-    if runner.spec_algorithm.is_dflash():  # __init__'s own DFLASH block: the drafter's layers (dflash_draft_num_layers)
+    # __init__'s own DFLASH block: the drafter's layers (dflash_draft_num_layers); 0.5.10 has no DFlash (no is_dflash)
+    if getattr(runner.spec_algorithm, "is_dflash", bool)():
         _statements(ModelRunner.__init__, _dflash_kept, runner, {**vars(model_runner_module), "server_args": sa})
     runner.configure_kv_cache_dtype()
     out["kv_cache_dtype"] = str(runner.kv_cache_dtype)

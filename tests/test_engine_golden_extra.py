@@ -45,10 +45,10 @@ HEADS_TP = ("Falcon-H1-3B's 10 attention heads at TP 4: SGLang's FalconH1HybridA
 # SGLang 0.5.11 (server_args.py) refuses --mamba-radix-cache-strategy extra_buffer for FalconH1 before it builds the model
 HEADS_TP_STRATEGY = ("Falcon-H1-3B's 10 attention heads at TP 4 with extra_buffer: SGLang 0.5.11 refuses the strategy for "
                      "FalconH1ForCausalLM first, mcache the layout naming the heads and the TP (exit 2)")
-# ... and SGLang 0.5.12, which refuses the extra buffer ("mamba extra_buffer is not supported for FalconH1ForCausalLM
-# model") and, with a draft, the radix cache's no_buffer strategy for FalconH1 before it builds the model
-HEADS_TP_0_5_12 = HEADS_TP + ("; SGLang 0.5.12 refuses the extra_buffer strategy and, with a draft, no_buffer's radix cache "
-                              "for FalconH1ForCausalLM first (two of the five)")
+# ... and SGLang 0.5.10 and 0.5.12, which refuse the extra buffer ("mamba extra_buffer is not supported for
+# FalconH1ForCausalLM model") and, with a draft, the radix cache's no_buffer strategy for FalconH1 before they build it
+HEADS_TP_NO_BUFFER = HEADS_TP + ("; SGLang 0.5.10 and 0.5.12 refuse the extra_buffer strategy and, with a draft, no_buffer's "
+                                 "radix cache for FalconH1ForCausalLM first (two of the five)")
 # ... and SGLang 0.5.14 - 0.5.15 on the MI300X, where the default strategy (extra_buffer for FalconH1) is refused on ROCm
 HEADS_TP_ROCM = HEADS_TP + ("; on the MI300X SGLang 0.5.14 - 0.5.15 refuses the extra_buffer strategy on ROCm ('extra_buffer needs "
                             "CUDA/MUSA/NPU (FLA).') before it builds the model")
@@ -61,8 +61,9 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {**{f"vllm-{v}": {"zamba2-7b-zyph
                                                 "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},
                                                 "sglang-0.5.11": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP_STRATEGY)},
-                                                "sglang-0.5.12": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
-                                                                  "falcon-h1-3b.json": (5, HEADS_TP_0_5_12)},
+                                                **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
+                                                                   "falcon-h1-3b.json": (5, HEADS_TP_NO_BUFFER)}
+                                                   for v in ("0.5.10", "0.5.12")},
                                                 "sglang-0.5.13": {"zamba2-7b-zyphra-format.json": (51, ZYPHRA),
                                                                   "falcon-h1-3b.json": (5, HEADS_TP)},
                                                 **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),

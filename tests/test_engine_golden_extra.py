@@ -53,9 +53,10 @@ HEADS_TP_NO_BUFFER = HEADS_TP + ("; SGLang 0.5.10 and 0.5.12 refuse the extra_bu
 HEADS_TP_ROCM = HEADS_TP + ("; on the MI300X SGLang 0.5.14 - 0.5.15 refuses the extra_buffer strategy on ROCm ('extra_buffer needs "
                             "CUDA/MUSA/NPU (FLA).') before it builds the model")
 # Zamba2-7B's Zyphra-format cases each vLLM table holds (every one a known mismatch)
-ZYPHRA_VLLM = {"0.10.2": 82, "0.11.0": 75, "0.11.1": 75, "0.12.0": 75, "0.13.0": 75, "0.17.0": 116, "0.19.0": 107,
-               "0.20.1": 115, "0.22.0": 116, "0.23.0": 107, "0.24.0": 111, "0.25.0": 104, "0.26.0": 101, "0.27.0": 104,
-               "0.28.0": 109, "0.29.0": 109, "0.30.0": 109, "0.31.0": 103, "0.32.0": 108, "0.33.0": 108, "0.34.0": 114}
+ZYPHRA_VLLM = {"0.10.2": 82, "0.11.0": 75, "0.11.1": 75, "0.12.0": 75, "0.13.0": 75, "0.14.0": 75, "0.17.0": 116,
+               "0.18.0": 107, "0.19.0": 107, "0.20.1": 115, "0.21.0": 107, "0.22.0": 116, "0.23.0": 107, "0.24.0": 111,
+               "0.25.0": 104, "0.26.0": 101, "0.27.0": 104, "0.28.0": 109, "0.29.0": 109, "0.30.0": 109, "0.31.0": 103,
+               "0.32.0": 108, "0.33.0": 108, "0.34.0": 114}
 KNOWN: dict[str, dict[str, tuple[int, str]]] = {**{f"vllm-{v}": {"zamba2-7b-zyphra-format.json": (n, ZYPHRA)}
                                                    for v, n in ZYPHRA_VLLM.items()},
                                                 "sglang-0.5.9": {"zamba2-7b-zyphra-format.json": (25, ZYPHRA)},

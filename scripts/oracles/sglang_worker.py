@@ -1042,22 +1042,24 @@ def _dflash_kept(body):
     return [node for node in body if isinstance(node, ast.If) and "is_dflash()" in ast.unparse(node.test)]
 
 
+def _span(body, first, last: str = "Memory pool size is too small"):
+    """The statements of `body` from the first whose source `first` accepts to the first that holds `last`."""
+    text = [ast.unparse(node) for node in body]
+    start = next(i for i, t in enumerate(text) if first(t))
+    end = next(i for i, t in enumerate(text) if last in t)
+    return body[start:end + 1]
+
+
 def _worker_kept(body):
     """TpModelWorker.__init__'s statements from `self.max_total_num_tokens = self.model_runner.max_total_num_tokens`
     to the 'Memory pool size is too small' assert."""
-    text = [ast.unparse(node) for node in body]
-    first = next(i for i, t in enumerate(text) if t == "self.max_total_num_tokens = self.model_runner.max_total_num_tokens")
-    last = next(i for i, t in enumerate(text) if "Memory pool size is too small" in t)
-    return body[first:last + 1]
+    return _span(body, "self.max_total_num_tokens = self.model_runner.max_total_num_tokens".__eq__)
 
 
 def _validation_kept(body):
     """TpModelWorker.alloc_memory_pool's statements (0.5.14-0.5.15) from its 'max_running_request is zero' assert to
     its 'Memory pool size is too small' one (after the pools it allocates)."""
-    text = [ast.unparse(node) for node in body]
-    first = next(i for i, t in enumerate(text) if "max_running_request is zero" in t)
-    last = next(i for i, t in enumerate(text) if "Memory pool size is too small" in t)
-    return body[first:last + 1]
+    return _span(body, lambda text: "max_running_request is zero" in text)
 
 
 def _statements(function, kept, self, namespace):

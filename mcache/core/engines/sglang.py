@@ -577,7 +577,7 @@ FIRST_LINE_SSM_DTYPES = ("float32", "bfloat16")
 CONFIG_SSM_DTYPE_FROM = "0.5.9"
 # configs/model_config.py _get_and_verify_dtype (v0.5.2 - v0.5.23): --dtype auto takes the config's dtype, float32 where
 # it names none, and serves float32 in float16 (bfloat16 for Gemma, which mcache does not size): its weights too
-NO_DTYPE_MODEL_DTYPE = "float16"
+FLOAT32_SERVED_AS = "float16"
 
 
 class Setup(Struct, frozen=True):
@@ -687,8 +687,8 @@ def run(inputs: EngineInputs) -> EngineRun:
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
                                     f"{since})")
     s = Settings(inputs.given, SETTINGS, "SGLang")
-    if inputs.spec.dtype_named and dtype_names.canonical(inputs.spec.dtype) == "float32":  # loaded in float16
-        inputs = replace(inputs, spec=replace(inputs.spec, dtype=NO_DTYPE_MODEL_DTYPE))
+    if not inputs.spec.dtype_named or dtype_names.canonical(inputs.spec.dtype) == "float32":  # float32 to SGLang
+        inputs = replace(inputs, spec=replace(inputs.spec, dtype=FLOAT32_SERVED_AS))
     setup = _setup(inputs, s)
     # distributed/utils.py get_pp_indices (v0.5.14 to v0.5.23, through utils/common.py make_pp_layers): the remainder
     # of the even split one layer each to the last stages; SGLANG_PP_LAYER_PARTITION is a given --pp-partition
@@ -1278,9 +1278,9 @@ def ctx_layers(ctx) -> int:
 def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
     """configs/mamba_utils.py mamba2_state_dtype: the conv state is bfloat16 whatever the model dtype; the recurrent
     state is --mamba-ssm-dtype, else the config's mamba_ssm_dtype (not vLLM's mamba_ssm_cache_dtype), else float32,
-    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`, `CONFIG_SSM_DTYPE_FROM`). A config naming no
-    dtype is float32 to SGLang, which serves it in float16 (`NO_DTYPE_MODEL_DTYPE`)."""
-    model = dtype_names.canonical(spec.dtype) if spec.dtype_named else NO_DTYPE_MODEL_DTYPE
+    for KDA too; v0.5.2-v0.5.8 read no config's (`FIRST_LINE_SSM_DTYPES`, `CONFIG_SSM_DTYPE_FROM`). The model dtype is
+    the one `run` serves the spec in (a float32 config, or one naming no dtype, in `FLOAT32_SERVED_AS`)."""
+    model = dtype_names.canonical(spec.dtype)
     hint = ("float32" if not _since(inputs, CONFIG_SSM_DTYPE_FROM)
             else spec.ssm_dtype_hints.get("mamba_ssm_dtype", "float32"))
     ssm = s.take("mamba_ssm_dtype", None)

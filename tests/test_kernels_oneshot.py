@@ -91,6 +91,56 @@ def test_a_repeated_call_takes_the_fast_path(plans, monkeypatch):
         monkeypatch.undo()
 
 
+def test_a_matched_call_runs_the_launches_its_guard_fixes(plans, monkeypatch):
+    """A repeated fold (five bound tensors) runs the launches its last call's guard fixed, without the plan's own `key`;
+    check=True still checks its ranges there. A plan whose key reads the vectors' addresses (`commit_index`: their
+    alignment) is called instead, so a misaligned vector of the same length gets its own launch."""
+    from mcache.kernels._common import KernelArgError
+    from mcache.kernels.commit_index.kernel import CommitIndexPlan, commit_index_triton
+    from mcache.kernels.commit_index.reference import commit_index_reference
+    from mcache.kernels.replay_fold.kda import KdaFoldPlan, replay_fold_kda_triton
+    from mcache.kernels.replay_fold.reference import replay_fold_kda_reference
+
+    gen = torch.Generator().manual_seed(11)
+    L, S, H, V, K, hist = 2, 6, 2, 4, 8, 3
+    ssm = torch.randn(L, S, H, V, K, generator=gen).to(DEVICE)
+    k = torch.nn.functional.normalize(torch.randn(L, S, 2, hist, H, K, generator=gen), dim=-1).to(DEVICE)
+    v = torch.randn(L, S, 2, hist, H, V, generator=gen).to(DEVICE)
+    g = -torch.rand(L, S, 2, hist, H, K, generator=gen).mul(0.5).add(0.01).to(DEVICE)
+    beta = torch.rand(L, S, 2, hist, H, generator=gen).to(DEVICE)
+    keys = []
+    real_key = KdaFoldPlan.key
+    monkeypatch.setattr(KdaFoldPlan, "key", lambda self, *a: keys.append(1) or real_key(self, *a))
+    for n in (2, 2, 2, 3, 3):
+        slots = distinct_slots(n, S, gen, DEVICE)
+        buf = torch.randint(0, 2, (n,), generator=gen).to(DEVICE)
+        count = torch.randint(1, hist + 1, (n,), generator=gen).to(DEVICE)
+        expect = ssm.clone()
+        replay_fold_kda_reference(expect, k, v, g, beta, slots, buf, count)
+        replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, check=False)
+        assert rel_err(ssm, expect) < 2e-5  # the folded slots, and the others untouched
+        ssm.copy_(expect)
+    # Each length's first call keys the plan twice (its guard's launches, then the plan call); the repeats none.
+    assert plans.builds == 1 and len(keys) == 4
+    with pytest.raises(KernelArgError, match=r"slots: values must lie in \[0, 6\)"):
+        replay_fold_kda_triton(ssm, k, v, g, beta, slots + S, buf, count, check=True)
+    assert len(keys) == 4
+
+    version_idx = torch.randint(0, 4, (S,), generator=gen).to(DEVICE)
+    calls = []
+    real_call = CommitIndexPlan.__call__
+    monkeypatch.setattr(CommitIndexPlan, "__call__", lambda self, *a: calls.append(a[0].data_ptr() % 16) or real_call(self, *a))
+    store = torch.arange(S + 1).to(DEVICE)
+    accepted = torch.randint(0, 3, (S + 1,), generator=gen).to(DEVICE)
+    for lo in (0, 0, 1):  # 16-byte aligned twice, then 8 bytes off
+        slots, acc = store[lo : lo + S - 1], accepted[lo : lo + S - 1]
+        expect = version_idx.clone()
+        commit_index_reference(expect, slots, acc, 4)
+        commit_index_triton(version_idx, slots, acc, 4, check=False)
+        assert torch.equal(version_idx, expect)
+    assert calls == [0, 0, 8]
+
+
 def test_a_changed_tensor_shape_stride_or_dtype_builds_and_checks_again(plans, checks):
     gen = torch.Generator().manual_seed(4)
     pool = make_pool(2, 12, (4, 6), torch.float32, "layer_major", DEVICE, gen)
@@ -275,7 +325,7 @@ def test_without_torchs_tensor_guards_the_checks_run_in_python(plans, checks, mo
     pool = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
     for _ in range(3):
         _copy(pool, pool, gen)
-    assert (plans.builds, len(checks), plans._last["copy_slots"][5]) == (1, 2, {})
+    assert (plans.builds, len(checks), plans.last["copy_slots"].entries) == (1, 2, {})
     other = make_pool(2, 12, (5, 3), torch.float32, "layer_major", DEVICE, gen)
     other.data = other.data.view(torch.int32)
     from mcache.kernels._common import KernelArgError

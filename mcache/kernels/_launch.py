@@ -30,10 +30,11 @@ def interpreted(kernel) -> bool:
 
 class Plan:
     """Base of the ops' plans. What a call launches depends only on its batch size and its index vectors' dtypes
-    (and, for some, their alignment), so the launches are built by `build(nb)` on the first call with a new key
-    and kept. `build` defaults to one launch per pool group (`self.groups`, by `group_launch`)."""
+    (and, for some, their alignment): its `key(*indices)`. The launches are built by `build(nb)` on the first call
+    with a new key and kept. `build` defaults to one launch per pool group (`self.groups`, by `group_launch`)."""
 
     index_length: int | None = None  # the length a call's index vectors must have (None: any, one for all)
+    key_by_layout = True  # `key` reads only the index vectors' lengths and dtypes (False: their addresses too)
 
     def __init__(self) -> None:
         self._launches: dict[tuple, tuple[Launch, ...]] = {}
@@ -44,6 +45,10 @@ class Plan:
         if found is None:
             found = self._launches[key] = self.build(key[0]) if key[0] else ()
         return found
+
+    def key(self, *indices: torch.Tensor) -> tuple:
+        """What decides a call's launches: `(batch size, ...)`."""
+        raise NotImplementedError
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         return tuple(self.group_launch(group, nb) for group in self.groups)

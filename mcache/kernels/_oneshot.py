@@ -9,10 +9,13 @@ tensor's identity (`id`), address (which tells the device too), shape, strides a
 restrided (`t.data = ...`, `as_strided_`, `resize_`) or of another dtype is another key, so its plan is built and
 its arguments checked again. A key's tensors are alive while its plan is cached (the plan holds them), so an `id`
 in the cache is never one of a dead tensor's. The per-call index vectors are not part of the key: they are
-checked (dtype, length, device, contiguity) on every call, and their ranges when `check=True`. An op's last call is
-checked without building its key: the same objects at the same addresses, then one call of torch's C++
-`TensorGuards` (`_common.layout_guard`) for the shapes, strides, dtypes and devices of its tensors and of index
-vectors like ones that passed as they were at that length, instead of a Python read of each.
+checked (dtype, length, device, contiguity) on every call, and their ranges when `check=True`.
+
+An op's last call is matched without building its key (`LastCall`): the same options and tensor objects, each at
+the address it had, then one call of torch's C++ `TensorGuards` (`_common.layout_guard`) for the shapes, strides,
+dtypes and devices of its tensors and of index vectors like ones that passed as they were at that length, instead of a
+Python read of each. That match also fixes the call's launches (a plan's `key` reads only what the guard checks,
+unless the plan says otherwise: `Plan.key_by_layout`), so they run without the plan's own lookup.
 
 The cache holds references to the pools of its plans: `clear_plan_cache()` lets them go (a script that frees a
 large pool and allocates another calls it first); at most `PLAN_CACHE_SIZE` plans are held.
@@ -34,75 +37,166 @@ _DATA_PTR = torch.Tensor.data_ptr
 
 
 class PlanCache:
-    """A bounded cache of plans (the oldest built dropped first). `get(tag, tensors, options, build, names, indices)`
-    returns the plan cached under its key, or `build()`'s (which checks the tensors) after caching it, with the
-    call's index vectors checked for it (`indices_on`). `builds` counts the plans built (cache misses).
-
-    Each tag's last call is kept beside the keys: a call with the same options and the same tensor objects, each at
-    the address it had, whose tensors and index vectors pass one C++ check (`layout_guard`: shapes, strides, dtypes,
-    devices; one guard per index length seen) takes that plan and its vectors as they are, building no key."""
+    """A bounded cache of plans (the oldest built dropped first). `run(tag, tensors, options, build, names, indices,
+    check)` runs an op once: on its last call's plan and launches when the call matches it (`LastCall`), else on the
+    plan cached under its key or `build(tensors, options)`'s (which checks the tensors), with the index vectors
+    checked for it (`indices_on`); their ranges too when `check`. `builds` counts the plans built (cache misses)."""
 
     def __init__(self, size: int = PLAN_CACHE_SIZE):
         self.size = size
         self._plans: OrderedDict[tuple, object] = OrderedDict()
-        # tag -> its last call: (options, tensors, each object once, their addresses, plan, guards by index length)
-        self._last: dict[str, tuple[Hashable, tuple, tuple, list[int], object, dict]] = {}
+        self.last: dict[str, LastCall] = {}  # each op's last call, by tag
         self.builds = 0
 
     def __len__(self) -> int:
         return len(self._plans)
 
-    def get(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object],
-            names: tuple[str, ...], indices: tuple) -> tuple[object, tuple[torch.Tensor, ...]]:
-        last = self._last.get(tag)
-        if last is not None:
-            held_options, held, distinct, addresses, plan, guards = last
-            if (held_options == options and len(tensors) == len(held) and all(map(is_, tensors, held))
-                    and list(map(_DATA_PTR, distinct)) == addresses):
-                try:  # a vector's length as its element count (cheaper than shape[0]); the guard checks the shape
-                    guard = guards.get(indices[0].numel())
-                except AttributeError:  # not a tensor: indices_on says what was expected
-                    guard = None
-                if guard is not None and guard.check(*distinct, *indices):
-                    return plan, indices
-        # The key decides (a bound tensor's shape, strides or dtype may have changed in place). The last call's plan
-        # found again is of the same objects with the metadata its guards were made for: they stay.
-        plan = self._plan(tag, tensors, options, build)
-        if last is None or last[4] is not plan:
-            distinct = tuple({id(t): t for t in tensors}.values())
-            guards = {}
-            self._last[tag] = (options, tuple(tensors), distinct, [t.data_ptr() for t in distinct], plan, guards)
+    def run(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[Sequence, Hashable], object],
+            names: tuple[str, ...], indices: tuple, check: bool) -> None:
+        last = self.last.get(tag)
+        if last is not None and last.replay(options, tensors, indices, check):
+            return
+        plan, indices = self._prepare(tag, tensors, options, build, names, indices)
         if plan.device is None:  # no pools: nothing launches
+            return
+        if check:
+            plan.check(*indices)
+        plan(*indices)
+
+    def _prepare(self, tag, tensors, options, build, names, indices) -> tuple[object, tuple]:
+        """The plan of a call that did not match its op's last one, and its index vectors checked (moved to its
+        device); the call becomes the op's last."""
+        plan = self._plan(tag, tensors, options, build)
+        last = self.last.get(tag)
+        # The last call's plan found again by key is of the same objects with the metadata its guards were made for:
+        # they stay.
+        if last is None or last.plan is not plan:
+            last = self.last[tag] = LastCall(options, tensors, plan)
+        if plan.device is None:
             return plan, indices
         checked = indices_on(plan.device, names, *indices, length=plan.index_length)
-        # A guard for vectors taken as they were; TensorGuards fails a check given one object twice (a pool copied
-        # within itself: `distinct`), so vectors that repeat an object keep to indices_on.
-        if (all(map(is_, checked, indices)) and len({id(t) for t in (*distinct, *checked)}) == len(distinct) + len(checked)
-                and (guard := layout_guard((*distinct, *checked))) is not None):
-            if len(guards) >= MAX_INDEX_LENGTHS:
-                guards.clear()
-            guards[checked[0].shape[0]] = guard
+        last.add(checked, indices)
         return plan, checked
 
-    def _plan(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build: Callable[[], object]):
-        """The plan cached under the key of `tensors` and `options`, else `build()`'s, cached (the oldest dropped)."""
+    def _plan(self, tag: str, tensors: Sequence[torch.Tensor], options: Hashable, build):
+        """The plan cached under the key of `tensors` and `options`, else `build`'s, cached (the oldest dropped)."""
         # The key: the options, then each tensor's id, address, shape, strides and dtype. Equal ids are the same
         # objects: a cached plan keeps its tensors alive.
         key = (tag, options, *[(id(t), t.data_ptr(), t.shape, t.stride(), t.dtype) for t in tensors])
         plans = self._plans
         plan = plans.get(key)
         if plan is None:
-            plan = build()  # raises on a bad argument: nothing is cached then
+            plan = build(tensors, options)  # raises on a bad argument: nothing is cached then
             self.builds += 1
             plans[key] = plan
             if len(plans) > self.size:
                 _, dropped = plans.popitem(last=False)
-                self._last = {k: v for k, v in self._last.items() if v[4] is not dropped}
+                self.last = {k: v for k, v in self.last.items() if v.plan is not dropped}
         return plan
 
     def clear(self) -> None:
         self._plans.clear()
-        self._last.clear()
+        self.last.clear()
+
+
+class LastCall:
+    """An op's last call: its plan, its tensors (`distinct`: each object once) and, per index length, a guard with
+    the launches of calls that pass it (`entries`). `replay(options, tensors, indices, check)` runs a call with the
+    same options and tensor objects, each at the address it had, whose tensors and index vectors pass the guard of
+    their length, and says whether it did."""
+
+    __slots__ = ("plan", "distinct", "entries", "replay")
+
+    def __init__(self, options: Hashable, tensors: Sequence[torch.Tensor], plan):
+        held = tuple(tensors)
+        self.plan, self.distinct, self.entries = plan, tuple({id(t): t for t in held}.values()), {}
+        self.replay = _replayer(options, held, self.distinct, self.entries)
+
+    def add(self, checked: tuple, given: tuple) -> None:
+        """A guard for the length of index vectors `checked` (by `indices_on`) where they passed as `given`, with
+        the launches it fixes (None where the plan's launches depend on more than the guard checks,
+        `Plan.key_by_layout`: the plan is called then). TensorGuards fails a check given one object twice (a vector
+        given twice, or also bound): such calls get none, nor do they where this torch has no TensorGuards."""
+        distinct, plan = self.distinct, self.plan
+        if not all(map(is_, checked, given)) or len({id(t) for t in (*distinct, *checked)}) != len(distinct) + len(checked):
+            return
+        guard = layout_guard((*distinct, *checked))
+        if guard is None:
+            return
+        launches = plan.launches(plan.key(*checked)) if plan.key_by_layout else None
+        if len(self.entries) >= MAX_INDEX_LENGTHS:
+            self.entries.clear()
+        self.entries[checked[0].shape[0]] = (guard, plan, launches)
+
+
+def _replayer(options: Hashable, held: tuple, distinct: tuple, entries: dict) -> Callable[..., bool]:
+    """`LastCall.replay` for a last call of the tensors `held` (`distinct`: each object once) with `options`: the hot
+    path of a repeated one-shot call, written out for two tensors (a pool pair, or one pool twice) and five (a fold's
+    state and rings), where it costs the host a third less than the general form. A vector's length is read as its
+    element count (cheaper than its shape, which the guard checks); a call that does not match (a non-tensor too)
+    takes the slow path, whose checks say what was expected."""
+    addresses = [t.data_ptr() for t in held]
+    n = len(held)
+    if n == 2:
+        h0, h1 = held
+        a0, a1 = addresses
+        pair = len(distinct) == 2
+
+        def replay(opts, tensors, indices, check):
+            if len(tensors) == 2:
+                t0, t1 = tensors
+                if t0 is h0 and t1 is h1 and opts == options and t0.data_ptr() == a0 and t1.data_ptr() == a1:
+                    try:
+                        entry = entries.get(indices[0].numel())
+                    except AttributeError:
+                        return False
+                    if entry is not None and (entry[0].check(t0, t1, *indices) if pair else entry[0].check(t0, *indices)):
+                        return _launch(entry, indices, check)
+            return False
+    elif n == 5 and len(distinct) == 5:
+        h0, h1, h2, h3, h4 = held
+        a0, a1, a2, a3, a4 = addresses
+
+        def replay(opts, tensors, indices, check):
+            if len(tensors) == 5:
+                t0, t1, t2, t3, t4 = tensors
+                if (t0 is h0 and t1 is h1 and t2 is h2 and t3 is h3 and t4 is h4 and opts == options
+                        and t0.data_ptr() == a0 and t1.data_ptr() == a1 and t2.data_ptr() == a2
+                        and t3.data_ptr() == a3 and t4.data_ptr() == a4):  # fmt: skip
+                    try:
+                        entry = entries.get(indices[0].numel())
+                    except AttributeError:
+                        return False
+                    if entry is not None and entry[0].check(t0, t1, t2, t3, t4, *indices):
+                        return _launch(entry, indices, check)
+            return False
+    else:
+
+        def replay(opts, tensors, indices, check):
+            if (opts == options and len(tensors) == n and all(map(is_, tensors, held))
+                    and list(map(_DATA_PTR, held)) == addresses):  # fmt: skip
+                try:
+                    entry = entries.get(indices[0].numel())
+                except AttributeError:
+                    return False
+                if entry is not None and entry[0].check(*distinct, *indices):
+                    return _launch(entry, indices, check)
+            return False
+
+    return replay
+
+
+def _launch(entry: tuple, indices: tuple, check: bool) -> bool:
+    """Run a matched call: its ranges checked when `check`, then its launches (or its plan, where it has none)."""
+    _, plan, launches = entry
+    if check:
+        plan.check(*indices)
+    if launches is None:
+        plan(*indices)
+    else:
+        for launch in launches:
+            launch.run(*indices)
+    return True
 
 
 PLANS = PlanCache()

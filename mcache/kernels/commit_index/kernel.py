@@ -36,11 +36,15 @@ class CommitIndexPlan(Plan):
         self.device = same_device(version_idx=version_idx)
         self.version_idx, self.num_versions = version_idx, int(num_versions)
 
+    key_by_layout = False  # the index vectors' alignment is part of the key
+
     def __call__(self, slots: torch.Tensor, accepted: torch.Tensor) -> None:
-        # Triton specializes a pointer on 16-byte alignment, and this kernel loads the index vectors as vectors.
-        key = (slots.shape[0], slots.dtype, accepted.dtype, slots.data_ptr() % 16, accepted.data_ptr() % 16)
-        for launch in self.launches(key):
+        for launch in self.launches(self.key(slots, accepted)):
             launch.run(slots, accepted)
+
+    def key(self, slots: torch.Tensor, accepted: torch.Tensor) -> tuple:
+        # Triton specializes a pointer on 16-byte alignment, and this kernel loads the index vectors as vectors.
+        return (slots.shape[0], slots.dtype, accepted.dtype, slots.data_ptr() % 16, accepted.data_ptr() % 16)
 
     def build(self, nb: int) -> tuple[Launch, ...]:
         args = (self.version_idx, self.version_idx.stride(0), None, None, nb, self.num_versions, BLOCK)
@@ -55,9 +59,8 @@ def commit_index_triton(
     version_idx: torch.Tensor, slots: torch.Tensor, accepted: torch.Tensor, num_versions: int, *, check: bool = True
 ) -> None:
     """See `reference.commit_index_reference`. Slots must be distinct within one call."""
-    plan, (slots, accepted) = PLANS.get("commit_index", (version_idx,), num_versions,
-                                        lambda: CommitIndexPlan(version_idx, num_versions),
-                                        ("slots", "accepted"), (slots, accepted))
-    if check:
-        plan.check(slots, accepted)
-    plan(slots, accepted)
+    PLANS.run("commit_index", (version_idx,), num_versions, _plan, ("slots", "accepted"), (slots, accepted), check)
+
+
+def _plan(tensors: tuple[torch.Tensor], num_versions: int) -> CommitIndexPlan:
+    return CommitIndexPlan(*tensors, num_versions)

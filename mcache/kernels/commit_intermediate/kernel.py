@@ -87,8 +87,11 @@ class CommitIntermediatePlan(Plan):
         self.groups = pool_groups(words, lambda pi: pi[0].dtype, MAX_PAIRS)
 
     def __call__(self, slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> None:
-        for launch in self.launches((slots.shape[0], slots.dtype, rows.dtype, accepted.dtype)):
+        for launch in self.launches(self.key(slots, rows, accepted)):
             launch.run(slots, rows, accepted)
+
+    def key(self, slots: torch.Tensor, rows: torch.Tensor, accepted: torch.Tensor) -> tuple:
+        return (slots.shape[0], slots.dtype, rows.dtype, accepted.dtype)
 
     def group_launch(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
         block, warps = group_config([p for p, _ in group], nb, self.config)
@@ -121,9 +124,9 @@ def commit_intermediate_triton(
     config: tuple[int, int] | None = None,
 ) -> None:
     """See `reference.commit_intermediate_reference`; `pool` `[L, S, *st]`, `inter` `[L, R, T, *st]`, one dtype."""
-    plan, (slots, rows, accepted) = PLANS.get("commit_intermediate", (pool, inter), config,
-                                              lambda: CommitIntermediatePlan([(pool, inter)], config=config),
-                                              ("slots", "rows", "accepted"), (slots, rows, accepted))
-    if check:
-        plan.check(slots, rows, accepted)
-    plan(slots, rows, accepted)
+    PLANS.run("commit_intermediate", (pool, inter), config, _one_pair, ("slots", "rows", "accepted"),
+              (slots, rows, accepted), check)
+
+
+def _one_pair(tensors: tuple[torch.Tensor, torch.Tensor], config) -> CommitIntermediatePlan:
+    return CommitIntermediatePlan([tensors], config=config)

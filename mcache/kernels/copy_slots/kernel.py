@@ -86,8 +86,11 @@ class CopySlotsPlan(Plan):
         self.groups = pool_groups(words, lambda sd: sd[0].dtype, MAX_PAIRS)
 
     def __call__(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
-        for launch in self.launches((src_slots.shape[0], src_slots.dtype, dst_slots.dtype)):
+        for launch in self.launches(self.key(src_slots, dst_slots)):
             launch.run(src_slots, dst_slots)
+
+    def key(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> tuple:
+        return (src_slots.shape[0], src_slots.dtype, dst_slots.dtype)
 
     def group_launch(self, group: list[tuple[torch.Tensor, torch.Tensor]], nb: int) -> Launch:
         block, warps = group_config([s for s, _ in group], nb, self.config)
@@ -127,9 +130,8 @@ def copy_slots_triton(
     A pure bit copy: `src` and `dst` must have one dtype. Within one pool the read and written slot sets must
     be disjoint (checked when `check`); repeated destination slots leave one of the writers' values.
     """
-    plan, (src_slots, dst_slots) = PLANS.get("copy_slots", (src, dst), config,
-                                             lambda: CopySlotsPlan([(src, dst)], config=config),
-                                             ("src_slots", "dst_slots"), (src_slots, dst_slots))
-    if check:
-        plan.check(src_slots, dst_slots)
-    plan(src_slots, dst_slots)
+    PLANS.run("copy_slots", (src, dst), config, _one_pair, ("src_slots", "dst_slots"), (src_slots, dst_slots), check)
+
+
+def _one_pair(pools: tuple[torch.Tensor, torch.Tensor], config) -> CopySlotsPlan:
+    return CopySlotsPlan([pools], config=config)

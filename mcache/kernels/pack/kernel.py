@@ -125,8 +125,11 @@ class PackPlan(Plan):
         self.groups = pool_groups(views, lambda v: v[0].dtype, MAX_PAIRS)
 
     def __call__(self, slots: torch.Tensor) -> None:
-        for launch in self.launches((self.batch, slots.dtype)):  # the batch is the buffers'
+        for launch in self.launches(self.key(slots)):
             launch.run(slots)
+
+    def key(self, slots: torch.Tensor) -> tuple:
+        return (self.batch, slots.dtype)  # the batch is the buffers'
 
     def group_launch(self, group, nb: int) -> Launch:
         wb = group[0][0].element_size()
@@ -151,13 +154,13 @@ class PackPlan(Plan):
 
 
 def _run(pool, slots, ranges, packed, to_pool: bool, check: bool, config) -> None:
-    options = (tuple(tuple(r) for r in ranges), to_pool, config)
-    plan, (slots,) = PLANS.get("pack", (pool, packed), options,
-                               lambda: PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config), ("slots",),
-                               (slots,))
-    if check:
-        plan.check(slots)
-    plan(slots)
+    PLANS.run("pack", (pool, packed), (tuple(tuple(r) for r in ranges), to_pool, config), _one_pool, ("slots",),
+              (slots,), check)
+
+
+def _one_pool(tensors: tuple[torch.Tensor, torch.Tensor], options) -> PackPlan:
+    (pool, packed), (ranges, to_pool, config) = tensors, options
+    return PackPlan([(pool, ranges, packed)], to_pool=to_pool, config=config)
 
 
 def pack_triton(pool, slots, ranges, out, *, check: bool = True, config: tuple[int, int] | None = None) -> None:

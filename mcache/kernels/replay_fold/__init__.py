@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cache
+from importlib import import_module
+
 import torch
 
 from .reference import (
@@ -27,9 +30,7 @@ __all__ = [
 def replay_fold_mamba2(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True) -> None:
     """Mamba2 fold; shapes in `reference.replay_fold_mamba2_reference`."""
     if ssm.is_cuda:
-        from .mamba2 import replay_fold_mamba2_triton  # Triton is imported only for CUDA tensors
-
-        replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, check=check)
+        _triton("mamba2").replay_fold_mamba2_triton(ssm, x, B, dt, dA, slots, buf, count, check=check)
     else:
         replay_fold_mamba2_reference(ssm, x, B, dt, dA, slots, buf, count)
 
@@ -37,9 +38,7 @@ def replay_fold_mamba2(ssm, x, B, dt, dA, slots, buf, count, *, check: bool = Tr
 def replay_fold_gdn(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True) -> None:
     """GatedDeltaNet fold; shapes in `reference.replay_fold_gdn_reference`."""
     if ssm.is_cuda:
-        from .gdn import replay_fold_gdn_triton
-
-        replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
+        _triton("gdn").replay_fold_gdn_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
     else:
         replay_fold_gdn_reference(ssm, k, v, g, beta, slots, buf, count)
 
@@ -47,9 +46,7 @@ def replay_fold_gdn(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True
 def replay_fold_kda(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True) -> None:
     """KDA fold (per-channel gate); shapes in `reference.replay_fold_kda_reference`."""
     if ssm.is_cuda:
-        from .kda import replay_fold_kda_triton
-
-        replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
+        _triton("kda").replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, check=check)
     else:
         replay_fold_kda_reference(ssm, k, v, g, beta, slots, buf, count)
 
@@ -57,9 +54,7 @@ def replay_fold_kda(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True
 def replay_fold_conv(conv: torch.Tensor, conv_in: torch.Tensor, slots, buf, count, *, check: bool = True) -> None:
     """Conv-window fold; shapes in `reference.replay_fold_conv_reference`."""
     if conv.is_cuda:
-        from .conv import replay_fold_conv_triton
-
-        replay_fold_conv_triton(conv, conv_in, slots, buf, count, check=check)
+        _triton("conv").replay_fold_conv_triton(conv, conv_in, slots, buf, count, check=check)
     else:
         replay_fold_conv_reference(conv, conv_in, slots, buf, count)
 
@@ -86,10 +81,13 @@ def fold_plan(kind: str, state: torch.Tensor, *rings: torch.Tensor, conv=None, c
 
 
 def _triton_plans() -> dict[str, type]:
-    """Each kind's Triton plan class (importing them imports Triton: only for CUDA tensors)."""
-    from .conv import ConvFoldPlan
-    from .gdn import GdnFoldPlan
-    from .kda import KdaFoldPlan
-    from .mamba2 import Mamba2FoldPlan
+    """Each kind's Triton plan class."""
+    return {"mamba2": _triton("mamba2").Mamba2FoldPlan, "gdn": _triton("gdn").GdnFoldPlan,
+            "kda": _triton("kda").KdaFoldPlan, "conv": _triton("conv").ConvFoldPlan}
 
-    return {"mamba2": Mamba2FoldPlan, "gdn": GdnFoldPlan, "kda": KdaFoldPlan, "conv": ConvFoldPlan}
+
+@cache
+def _triton(kind: str):
+    """The kind's Triton module, imported on the first CUDA call (Triton is imported only then; once: an import costs
+    the host more than a one-shot call's other work)."""
+    return import_module(f".{kind}", __name__)

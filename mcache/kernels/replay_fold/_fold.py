@@ -14,7 +14,6 @@ import triton.language as tl
 from .._blocks import unit_of
 from .._common import FLOAT_DTYPES, check_ranges, fail, lead_strides, same_device, state_numel
 from .._launch import Plan
-from .._oneshot import PLANS
 
 HALF = (torch.bfloat16, torch.float16)  # 16-bit states and rings
 
@@ -105,8 +104,11 @@ class FoldPlan(Plan):
         self.device, self.S, self.nbuf, self.hist = device, S, nbuf, hist
 
     def __call__(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
-        for launch in self.launches((0 if self.empty else slots.shape[0], slots.dtype, buf.dtype, count.dtype)):
+        for launch in self.launches(self.key(slots, buf, count)):
             launch.run(slots, buf, count)
+
+    def key(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> tuple:
+        return (0 if self.empty else slots.shape[0], slots.dtype, buf.dtype, count.dtype)
 
     def check(self, slots: torch.Tensor, buf: torch.Tensor, count: torch.Tensor) -> None:
         """Slots, ring buffers and counts within the pools (one synchronization)."""
@@ -114,15 +116,6 @@ class FoldPlan(Plan):
 
 
 FOLD_INDICES = ("slots", "buf", "count")  # the index vectors of every fold call, by name
-
-
-def run_fold(tag: str, tensors: tuple, options, build, indices: tuple, check: bool) -> None:
-    """The fold's plan (cached by `PLANS`, else `build()`'s) with its index vectors moved to the plan's device and
-    checked (their ranges too when `check`), run once."""
-    plan, indices = PLANS.get(tag, tensors, options, build, FOLD_INDICES, indices)
-    if check:
-        plan.check(*indices)
-    plan(*indices)
 
 
 def rings_with_strides(*rings: torch.Tensor) -> tuple:

@@ -15,7 +15,8 @@ import triton.language as tl
 from .._blocks import unit_of
 from .._common import fail, lead_strides, next_pow2, same_device
 from .._launch import Launch
-from ._fold import FoldPlan, check_rings, check_state, ring_base, run_fold
+from .._oneshot import PLANS
+from ._fold import FOLD_INDICES, FoldPlan, check_rings, check_state, ring_base
 
 # `(channels per program, num_warps)` of the conv-window fold: 512 channels on two warps was the fastest of 256..2048
 # channels on 2..8 warps on an H200 for the Qwen3-Next and Nemotron-H windows (85-96% of the size-matched copy with
@@ -134,5 +135,8 @@ class ConvFoldPlan(FoldPlan):
 
 def replay_fold_conv_triton(conv, conv_in, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_conv_reference` and `ConvFoldPlan`."""
-    run_fold("fold_conv", (conv, conv_in), config, lambda: ConvFoldPlan(conv, conv_in, config=config),
-             (slots, buf, count), check)
+    PLANS.run("fold_conv", (conv, conv_in), config, _plan, FOLD_INDICES, (slots, buf, count), check)
+
+
+def _plan(tensors: tuple, config) -> ConvFoldPlan:
+    return ConvFoldPlan(*tensors, config=config)

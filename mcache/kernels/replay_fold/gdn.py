@@ -23,7 +23,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._common import fail, lead_strides, next_pow2, sm_count
 from .._launch import Launch
-from ._fold import HALF, FoldPlan, delta_args, dot16_pieces, head_of, head_unit, ring_base, rings_with_strides, run_fold
+from .._oneshot import PLANS
+from ._fold import FOLD_INDICES, HALF, FoldPlan, delta_args, dot16_pieces, head_of, head_unit, ring_base, rings_with_strides
 from .conv import conv_fold, state_window, with_window
 from .step import Stepper
 
@@ -396,5 +397,9 @@ def replay_fold_gdn_triton(
     ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None, form: str | None = None
 ) -> None:
     """See `reference.replay_fold_gdn_reference` and `GdnFoldPlan`."""
-    run_fold("fold_gdn", (ssm, k, v, g, beta), (config, form),
-             lambda: GdnFoldPlan(ssm, k, v, g, beta, config=config, form=form), (slots, buf, count), check)
+    PLANS.run("fold_gdn", (ssm, k, v, g, beta), (config, form), _plan, FOLD_INDICES, (slots, buf, count), check)
+
+
+def _plan(tensors: tuple, options: tuple) -> GdnFoldPlan:
+    config, form = options
+    return GdnFoldPlan(*tensors, config=config, form=form)

@@ -7,7 +7,8 @@ gates.)
 from __future__ import annotations
 
 from .._launch import Launch
-from ._fold import FoldPlan, delta_args, run_fold
+from .._oneshot import PLANS
+from ._fold import FOLD_INDICES, FoldPlan, delta_args
 from .conv import state_window
 from .step import Stepper
 
@@ -35,5 +36,8 @@ class KdaFoldPlan(FoldPlan):
 
 def replay_fold_kda_triton(ssm, k, v, g, beta, slots, buf, count, *, check: bool = True, config: tuple[int, int] | None = None) -> None:
     """See `reference.replay_fold_kda_reference` and `KdaFoldPlan`."""
-    run_fold("fold_kda", (ssm, k, v, g, beta), config, lambda: KdaFoldPlan(ssm, k, v, g, beta, config=config),
-             (slots, buf, count), check)
+    PLANS.run("fold_kda", (ssm, k, v, g, beta), config, _plan, FOLD_INDICES, (slots, buf, count), check)
+
+
+def _plan(tensors: tuple, config) -> KdaFoldPlan:
+    return KdaFoldPlan(*tensors, config=config)

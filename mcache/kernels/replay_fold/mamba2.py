@@ -14,7 +14,19 @@ import triton.language as tl
 
 from .._common import fail, lead_strides, next_pow2, same_device
 from .._launch import Launch
-from ._fold import HALF, FoldPlan, check_rings, check_state, dot16_pieces, head_unit, ring_base, ring_groups, rings_with_strides, run_fold
+from .._oneshot import PLANS
+from ._fold import (
+    FOLD_INDICES,
+    HALF,
+    FoldPlan,
+    check_rings,
+    check_state,
+    dot16_pieces,
+    head_unit,
+    ring_base,
+    ring_groups,
+    rings_with_strides,
+)
 from .conv import conv_fold, state_window, with_window
 
 PRECISION = "tf32x3"
@@ -249,5 +261,9 @@ def replay_fold_mamba2_triton(
     ssm, x, B, dt, dA, slots, buf, count, *, check: bool = True, config: tuple[int, ...] | None = None, form: str | None = None
 ) -> None:
     """See `reference.replay_fold_mamba2_reference` and `Mamba2FoldPlan`."""
-    run_fold("fold_mamba2", (ssm, x, B, dt, dA), (config, form),
-             lambda: Mamba2FoldPlan(ssm, x, B, dt, dA, config=config, form=form), (slots, buf, count), check)
+    PLANS.run("fold_mamba2", (ssm, x, B, dt, dA), (config, form), _plan, FOLD_INDICES, (slots, buf, count), check)
+
+
+def _plan(tensors: tuple, options: tuple) -> Mamba2FoldPlan:
+    config, form = options
+    return Mamba2FoldPlan(*tensors, config=config, form=form)

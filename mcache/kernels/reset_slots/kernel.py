@@ -89,8 +89,11 @@ class ResetSlotsPlan(Plan):
         self.config = config
 
     def __call__(self, slots: torch.Tensor) -> None:
-        for launch in self.launches((slots.shape[0], slots.dtype)):
+        for launch in self.launches(self.key(slots)):
             launch.run(slots)
+
+    def key(self, slots: torch.Tensor) -> tuple:
+        return (slots.shape[0], slots.dtype)
 
     def group_launch(self, views: list[torch.Tensor], nb: int) -> Launch:
         block, warps = group_config(views, nb, self.config)
@@ -114,11 +117,8 @@ def reset_slots_triton(
     pools: list[torch.Tensor], slots: torch.Tensor, *, check: bool = True, config: tuple[int, int] | None = None
 ) -> None:
     """Zero `pool[:, slots]` for every `[L, S, *state]` pool; see `reference.reset_slots_reference`."""
-    pools = list(pools)
-    plan, (slots,) = PLANS.get("reset_slots", pools, config, lambda: ResetSlotsPlan(pools, config=config), ("slots",),
-                               (slots,))
-    if plan.device is None:
-        return
-    if check:
-        plan.check(slots)
-    plan(slots)
+    PLANS.run("reset_slots", list(pools), config, _plan, ("slots",), (slots,), check)
+
+
+def _plan(pools: list[torch.Tensor], config) -> ResetSlotsPlan:
+    return ResetSlotsPlan(pools, config=config)

@@ -60,6 +60,7 @@ READ = {
     "kv_tokens": ("figure", "kv_tokens"),
     "k_size_gb": ("figure", "k_size_gb"),
     "v_size_gb": ("figure", "v_size_gb"),
+    "kv_size_gb": ("figure", "kv_size_gb"),
     "target_kv_tokens": ("figure", "kv_tokens"),
     "target_k_size_gb": ("figure", "k_size_gb"),
     "target_v_size_gb": ("figure", "v_size_gb"),
@@ -530,6 +531,20 @@ def test_data_parallel_layouts_are_read_as_one_engine_instance():
                      "attn_dp_size=2, enable_dp_attention=False)\n" + kv)
     note = _data_parallel_notes(moved, ParallelLayout(tp=4, attention_dp=True, attention_dp_size=2))[0]
     assert "the log's attn_dp_size=2 (line 1)" in note and "--tp 4 --attn-dp-size 2" in note
+
+
+def test_an_sglang_mla_pool_line_is_read_in_both_spellings():
+    # MLATokenToKVPool logs one latent pool, "KV size" (memory_pool.py, the 0.5 line; sglang#17830 for Kimi-Linear),
+    # later builds' unified allocation log with the dtype in front; a rank's second pool line is its draft's
+    old = read_log("[2026-01-27 13:00:30 TP0] KV Cache is allocated. #tokens: 2167843, KV size: 16.28 GB")
+    assert [(p.key, p.value) for p in old.figures] == [("kv_tokens", 2167843), ("kv_size_gb", 16.28)]
+    new = read_log("\n".join(f"[2026-09-01 00:00:0{i} TP0] KV Cache is allocated. dtype: torch.{dtype}, #tokens: 70950, "
+                             f"KV size: {size} GB" for i, (dtype, size) in enumerate((("float8_e4m3fn", "0.53"),
+                                                                                     ("bfloat16", "0.09")))))
+    assert [(p.key, p.value) for p in new.figures] == [
+        ("kv_tokens", 70950), ("kv_size_gb", 0.53), ("kv_dtype", "float8_e4m3fn"),
+        ("draft_kv_tokens", 70950), ("draft_kv_size_gb", 0.09), ("draft_kv_dtype", "bfloat16")]
+    assert new.settings["kv_cache_dtype"] == "fp8_e4m3"
 
 
 def test_an_sglang_server_args_dict_is_read_as_its_repr():

@@ -14,7 +14,8 @@
 - Printed: `Mamba Cache is allocated. max_mamba_cache_size: S, conv_state size: XGB, ssm_state size: YGB`
   (memory_pool.py; quoted by hand as `max_mamba_cache_size: S, conv_state XGB, ssm_state YGB, …`; the first Qwen3-Next
   builds, 0.5.2 and main in Sept. 2025, print no `max_mamba_cache_size: S, `),
-  `KV Cache is allocated. [dtype: torch.D, ]#tokens: N, K size: X GB, V size: Y GB`, `max_total_num_tokens=N, …,
+  `KV Cache is allocated. [dtype: torch.D, ]#tokens: N, K size: X GB, V size: Y GB` (an MLA model's pool,
+  MLATokenToKVPool: `…#tokens: N, KV size: X GB`), `max_total_num_tokens=N, …,
   max_running_requests=R, context_len=C, …` (scheduler.py), the cap line above. With a draft model the KV line
   comes twice per rank (target, then draft): the first of each rank is the target's."""
 
@@ -48,10 +49,12 @@ PATTERNS = [
      + [("conv_state_gb", float(m[2]), f"{m[2]} GB"), ("ssm_state_gb", float(m[3]), f"{m[3]} GB")]),
     ("intermediate", re.compile(r"intermediate_ssm_state_cache(?: size:)? " + _SIZE),
      lambda m: [("intermediate_ssm_state_gb", float(m[1]), f"{m[1]} GB")]),
-    ("kv", re.compile(r"KV Cache is allocated\. (?:dtype: torch\.(\w+), )?#tokens: (\d+), K size: " + _SIZE
-                      + ", V size: " + _SIZE),
-     lambda m: [("kv_tokens", int(m[2]), m[2]), ("k_size_gb", float(m[3]), f"{m[3]} GB"),
-                ("v_size_gb", float(m[4]), f"{m[4]} GB")] + ([("kv_dtype", m[1], m[1])] if m[1] else [])),
+    ("kv", re.compile(r"KV Cache is allocated\. (?:dtype: torch\.(\w+), )?#tokens: (\d+), (?:K size: " + _SIZE
+                      + ", V size: " + _SIZE + "|KV size: " + _SIZE + ")"),
+     lambda m: [("kv_tokens", int(m[2]), m[2])]
+     + ([("k_size_gb", float(m[3]), f"{m[3]} GB"), ("v_size_gb", float(m[4]), f"{m[4]} GB")] if m[3]
+        else [("kv_size_gb", float(m[5]), f"{m[5]} GB")])
+     + ([("kv_dtype", m[1], m[1])] if m[1] else [])),
     ("summary", re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+), context_len=(\d+)"),
      lambda m: [("max_total_num_tokens", int(m[1]), m[1]), ("max_running_requests", int(m[2]), m[2])]),
     ("cap", re.compile(r"max_running_requests is capped to (\d+) by the mamba state cache \(max_mamba_cache_size=(\d+), "
@@ -88,7 +91,7 @@ def figures(lines: list[LogLine]) -> list[Printed]:
     """The figures, the draft model's pools (a rank's second KV line) named apart."""
     out, seen = [], set()
     for p in scan(lines, PATTERNS):
-        if p.key in ("kv_tokens", "k_size_gb", "v_size_gb", "kv_dtype"):
+        if p.key in ("kv_tokens", "k_size_gb", "v_size_gb", "kv_size_gb", "kv_dtype"):
             key = (p.process, p.key)
             p = Printed("draft_" + p.key, p.value, p.shown, p.line, p.process, p.stage) if key in seen else p
             seen.add(key)

@@ -31,7 +31,8 @@ def key(version: str) -> tuple[int, ...]:
     """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3`, `0.5.4.post1`, `0.20.1rc1.dev91+g…` or
     `main@<commit>`: (major, minor, patch, post). A release candidate or a development build counts as the release it
     names (the modelled rules hold for its line, as the public boots of vLLM `0.20.1rc1.dev91` and `0.10.2.dev756`
-    show, each sized by its release's rules in `mcache explain`, which reads a log's version the same way); a post
+    show, each sized by its release's rules in `mcache explain`, which reads a log's version the same way; an earlier
+    build may predate some of them, as `0.20.1rc1.dev23` logs its KV size as 0.20.0 does: its boot names 0.20.0); a post
     release comes after its release and before the next (SGLang cuts some from its main branch: 0.5.4.post1 runs
     rules of 0.5.5 already). A `LayoutError` naming `--engine-version` otherwise."""
     if version == "main" or version.startswith("main@"):

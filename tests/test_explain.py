@@ -467,6 +467,41 @@ def _engine_cores(*cores: list[str]) -> str:
                                  for i, lines in enumerate(cores) for line in lines if "non-default args" not in line)])
 
 
+# vllm#50722 (comment of 2026-08-14), verbatim: vLLM 0.26's memory summary of one rank (gpu_worker.py:857, at INFO from
+# 0.26) and another rank's CUDA-graph line, pasted as an indented Markdown code block
+SUMMARY = ("    (Worker_TP1 pid=12025) INFO 08-14 09:28:01 [gpu_worker.py:857] Free memory on device (77.78/79.33 GiB) on "
+           "startup. Desired GPU memory utilization is (0.85, 67.43 GiB). Actual usage is 16.92 GiB for weight, 5.66 GiB "
+           "for peak activation, 0.13 GiB for non-torch memory, and 1.34 GiB for CUDAGraph memory. Replace "
+           "gpu_memory_utilization config with `--kv-cache-memory=46421742490` (43.23 GiB) to fit into requested memory, "
+           "or `--kv-cache-memory=57542425088` (53.59 GiB) to fully utilize gpu memory. Current kv cache memory in use "
+           "is 43.4 GiB.\n"
+           "    (Worker_TP2 pid=12026) INFO 08-14 09:28:01 [gpu_worker.py:793] CUDA graph pool memory: 1.34 GiB (actual), "
+           "1.32 GiB (estimated), difference: 0.02 GiB (1.5%).")
+
+
+def test_a_vllm_memory_summary_pasted_as_a_code_block_gives_the_device_and_the_budget():
+    log = read_log(SUMMARY)
+    assert log.processes == ["Worker_TP1", "Worker_TP2"]  # the block's indent is not a continuation of one record
+    assert (log.gpu_bytes, log.settings) == (round(79.33 * 2**30), {"gpu_memory_utilization": 0.85})
+    assert [(m.name, m.shown, m.process) for m in log.measured] == [("available_kv_cache_memory", "43.4 GiB", "Worker_TP1")]
+
+
+def test_the_memory_summary_stands_for_the_gpu_and_the_budget_a_log_does_not_state(tmp_path, capsys):
+    # run1's boot with its 'Available KV cache memory' line given instead by the summary vLLM 0.26 logs after it, in that
+    # release's words, with the RTX 5090's total (31.84 GiB) and run1's budget (the reader takes only the total, the
+    # utilization and the budget; the other figures are placeholders): the same figures, and no --gpu needed
+    summary = ("(EngineCore pid=107) INFO 07-06 22:52:12 [gpu_worker.py:857] Free memory on device (31.31/31.84 GiB) on "
+               "startup. Desired GPU memory utilization is (0.9, 28.66 GiB). Actual usage is 20.37 GiB for weight, 1.77 "
+               "GiB for peak activation, 0.12 GiB for non-torch memory, and 0.38 GiB for CUDAGraph memory. Current kv "
+               "cache memory in use is 5.98 GiB.")
+    path = tmp_path / "run1.log"
+    path.write_text("\n".join([*(line for line in RUN1 if "Available KV cache memory" not in line), summary]))
+    code, data = explain([str(path), "--model", QWEN36_35B, "--engine-version", "0.24.0"], capsys)
+    assert code == 0 and verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"}}
+    path.write_text("\n".join([*RUN1, summary]))  # both: one budget, the line that states it
+    assert [m.line for m in read_log(path.read_text()).measured if m.name == "available_kv_cache_memory"] == [1]
+
+
 def test_vllm_data_parallel_engine_cores_are_sized_one_core_each_from_its_own_memory(tmp_path, capsys):
     path = tmp_path / "dp2.log"
     path.write_text(_engine_cores(KV_LINES, RUN1))

@@ -7,13 +7,15 @@ a `docker compose` service prefix (`vllm-1  | `); a leading ISO or container tim
 `2026-05-01T19:58:05.045+02:00 stdout F `); vLLM's process prefix (`(EngineCore_DP0 pid=10078) `,
 `(Worker_TP1 pid=28146) `), its level and time (`INFO 08-13 10:57:43 [interface.py:935] `, also without the time or
 the level), SGLang's `[2026-09-21 13:38:18 TP3] `, TensorRT-LLM's `[TRT-LLM] [I] ` and `[TensorRT-LLM][INFO] ` (with an
-optional leading `[10/31/2025-12:00:00] ` and `[RANK 0]`). A line that starts with white space continues the record
+optional leading `[10/31/2025-12:00:00] ` and `[RANK 0]`). The white space every line starts with (a log pasted as an
+indented Markdown code block) is taken off first; after it, a line that starts with white space continues the record
 before it (an author's wrapping), and so does an unprefixed line that starts in lower case or with `(` after a record that does
 not end a sentence. Pure text work: nothing here knows what a message means (the engine modules do)."""
 
 from __future__ import annotations
 
 import re
+from textwrap import dedent
 
 from msgspec import Struct
 
@@ -93,7 +95,7 @@ def clean_lines(text: str) -> list[LogLine]:
     """The records of a log's `text`, prefixes taken off (see the module's docstring)."""
     out: list[LogLine] = []
     last_prefixed = False
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(dedent(text).splitlines(), 1):
         raw = ANSI.sub("", raw).replace("\r", "")
         if not raw.strip():
             continue

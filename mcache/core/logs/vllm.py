@@ -14,8 +14,10 @@ words do not, except where said).
 - Measured: `Model loading took X GiB` (gpu_model_runner.py; `X GiB memory and …` from 0.2x): the weights one rank
   loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling, or with
   `--kv-cache-memory-bytes` `reserved X GiB memory for KV Cache as specified by kv_cache_memory_bytes` (the budget
-  given). The engine line's `speculative_config=SpeculativeConfig(method=…, num_spec_tokens=N)` gives the drafts
-  where no args line does.
+  given); `Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (U, R GiB). … Current kv
+  cache memory in use is K GiB.` (gpu_worker.py compile_or_warm_up_model, at INFO from 0.26, DEBUG before): the
+  device's total T (the GPU, where none is given), the utilization U and the same budget K. The engine line's
+  `speculative_config=SpeculativeConfig(method=…, num_spec_tokens=N)` gives the drafts where no args line does.
 - Printed: `Setting attention block size to N tokens`, `Padding mamba page size by P%` (platforms/interface.py, in
   config.py on older mains), `Add N padding layers, may waste at most P% KV cache memory`, `GPU KV cache size: N
   tokens` and `Maximum concurrency for L tokens per request: Cx` (kv_cache_utils.py: two lines up to about 0.30, one
@@ -76,6 +78,11 @@ VERSION = [re.compile(r"vLLM API server version (\S+)"), re.compile(r"Initializi
 ENGINE_MODEL = re.compile(r"Initializing a V1 LLM engine \([^)]*\) with config: model='([^']*)'")
 LOGO_MODEL = re.compile(r"(?:█\s+model\s+|vLLM server version \S+, serving model )(\S+)")
 MODEL_LOADING = re.compile(r"Model loading took (\d+(?:\.\d+)?) GiB")
+# gpu_worker.py compile_or_warm_up_model's memory summary (read at 0.26.0 and 0.34.0; the same opening at 0.20.0, where
+# it is a DEBUG line): the device's free and total memory at start-up, the utilization, and the KV budget in use
+DEVICE_MEMORY = re.compile(r"Free memory on device \((\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup\. Desired GPU "
+                           r"memory utilization is \((\d+(?:\.\d+)?), ")
+KV_IN_USE = re.compile(r"Current kv cache memory in use is (\d+(?:\.\d+)?) GiB")
 MAX_LEN = re.compile(r"Using max model len (\d+)")
 MAX_LEN_IN_CONCURRENCY = re.compile(r"Maximum concurrency for " + NUMBER + " tokens per request")
 ARCH = re.compile(r"Resolved architecture: (\w+)")
@@ -154,17 +161,30 @@ def read(lines: list[LogLine]) -> EngineLog:
             log.architecture = m[1]
         if m := SEQS_IN_ERROR.search(text):
             _setting(log, "max_num_seqs", int(m[1]), line.number, weak=True)
-    for p in figures(lines):
+        if m := DEVICE_MEMORY.search(text):
+            log.gpu_bytes = log.gpu_bytes or gib(m[2])
+            _setting(log, "gpu_memory_utilization", float(m[3]), line.number, weak=True)
+    found = figures(lines)
+    for p in found:
         if p.key == "available_kv_cache_memory":
-            log.measured.append(Measured(p.key, gib(p.shown.split()[0]), half_step(p.shown.split()[0], GIB),
-                                         "kv_cache_memory_bytes", p.shown, p.line, p.process))
+            _budget(log, p.shown.split()[0], p.line, p.process)
         else:
             log.figures.append(p)
+    stated = {p.process for p in found if p.key == "available_kv_cache_memory"}
+    for line in lines:  # the memory summary's budget, where no line of its process states it
+        if line.process not in stated and (m := KV_IN_USE.search(line.text)):
+            _budget(log, m[1], line.number, line.process)
     log.model = log.model or logo_model
     log.tp = log.tp or tp_from_processes(lines)
     log.pp = log.pp or pp_from_processes(lines)
     log.dp = log.dp or dp_from_processes(lines)
     return log
+
+
+def _budget(log: EngineLog, gib_shown: str, line: int, process: str | None) -> None:
+    """The KV budget one rank measured, as `--kv-cache-memory-bytes` gives it."""
+    log.measured.append(Measured("available_kv_cache_memory", gib(gib_shown), half_step(gib_shown, GIB),
+                                 "kv_cache_memory_bytes", f"{gib_shown} GiB", line, process))
 
 
 def _plain(text: str):

@@ -1035,3 +1035,27 @@ def test_a_float32_config_is_served_in_bfloat16_weights_and_caches():
     assert (out.dtypes.model, out.dtypes.conv, out.dtypes.ssm) == ("bfloat16", "bfloat16", "bfloat16")
     assert out.settings["weights_bytes"] == 2 * weights.total_params(spec)
     assert stage(out).fields["state_page_bytes"] == (5120 * 3 + 5120 * 16) * 2
+
+
+def test_align_mode_refuses_a_block_larger_than_a_step_from_0_17_to_0_26():
+    # vllm#36734 (0.17.1): Qwen3.5-122B-A10B-GPTQ-Int4 at TP 2 with prefix caching failed "In Mamba cache align mode,
+    # block_size (2096) must be <= max_num_batched_tokens (2048)". A rank's GDN state: 32 value heads x 128 x 128 in
+    # float32 (the config's mamba_ssm_dtype) + conv (2*8*128 + 32*128) x 3 rows in bf16 = 2,097,152 + 36,864 bytes; an
+    # attention token on a rank: K and V of 1 head x 256 in bf16 = 1,024 B; 16 * ceil(2,134,016 / (16 * 1,024)) = 2096
+    spec = import_hf(HF_CONFIGS_EXTRA / "qwen3.5-122b-a10b.json")
+    refused = stage(run("vllm", spec, "l40s", tp=2, weights_bytes=gib(33), enable_prefix_caching=True,
+                           version="0.17.0"))  # 2048 tokens a step under 70 GiB
+    assert "Setting attention block size to 2096 tokens to ensure that attention page size is >= mamba page size." in \
+        refused.log
+    said = "In Mamba cache align mode, block_size (2096) must be <= max_num_batched_tokens (2048)."
+    # 0.17: VllmConfig.__post_init__, which pydantic reports; 0.18 - 0.26: validate_block_size, after the KV sizing
+    assert refused.startup_error == f"ValidationError: 1 validation error for VllmConfig: Assertion failed, {said}"
+    assert stage(run("vllm", spec, "l40s", tp=2, weights_bytes=gib(33), enable_prefix_caching=True,
+                     version="0.26.0")).startup_error == f"AssertionError: {said}"
+    for version, settings in (("0.27.0", {}), ("0.17.0", {"max_num_batched_tokens": 4096}),
+                              ("0.17.0", {"enable_prefix_caching": False})):
+        ok = stage(run("vllm", spec, "l40s", tp=2, weights_bytes=gib(33), version=version,
+                        **{"enable_prefix_caching": True, **settings}))
+        assert ok.startup_error is None, (version, settings)
+    assert stage(run("vllm", spec, "h100-80gb", tp=2, weights_bytes=gib(33), enable_prefix_caching=True,
+                        version="0.17.0")).startup_error is None  # 8192 a step

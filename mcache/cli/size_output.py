@@ -197,7 +197,7 @@ def does_not_fit(report: dict, smallest, longest: int | None = None) -> Exceptio
 
         setting = "--" + setting_of(eng["name"], "max_seq_len").replace("_", "-")
         hint += f"; at --tp {lay['tp']} --pp {lay['pp']} it starts with {setting} {longest} (and a context up to it)"
-    return DoesNotFit(f"{where}: {reason}; {hint}")
+    return DoesNotFit(f"{where}: {reason.rstrip('.')}; {hint}")  # the engine's sentence, joined to the hint
 
 
 def not_loaded(report: dict, why: str, loaders: list[str]) -> Exception:

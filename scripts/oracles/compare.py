@@ -85,7 +85,8 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
              "mamba_ssm_cache_dtype": flags["mamba_ssm_cache_dtype"], "kv_cache_dtype": flags["kv_cache_dtype"],
              "max_model_len": flags.get("max_model_len"),
              "enable_prefix_caching": flags.get("enable_prefix_caching"),
-             "mamba_cache_mode": flags.get("mamba_cache_mode")}
+             "mamba_cache_mode": flags.get("mamba_cache_mode"),
+             **({"max_num_batched_tokens": flags["max_num_batched_tokens"]} if "max_num_batched_tokens" in flags else {})}
     try:
         partition = flags.get("pp_layer_partition")  # VLLM_PP_LAYER_PARTITION, mcache's --pp-partition
         layout = ParallelLayout(tp=flags["tensor_parallel_size"], pp=flags.get("pipeline_parallel_size", 1),

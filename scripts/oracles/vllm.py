@@ -20,8 +20,9 @@ model and KV-cache modules import), then re-runs this file inside it with --work
   5. get_global_kv_cache_groups / get_kv_cache_configs with available memory = kv_cache_memory_bytes (what
      gpu_worker.determine_available_memory returns when that flag is set: 20 GiB, 60 GiB, 64 MiB and what one
      request at the max model length needs by every layer's spec, where the start-up checks of the releases part),
-     generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the max_num_seqs
-     vs Mamba blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
+     generate_scheduler_kv_cache_config, update_kv_cache_capacity (the "GPU KV cache size" line), the block checks of
+     VllmConfig.validate_block_size (0.18+, as EngineCore._initialize_kv_caches runs them), the max_num_seqs vs Mamba
+     blocks check of CompilationConfig.resolve_cudagraph_mode_and_sizes.
 With pipeline parallelism (PP_CONFIGS), steps 2 - 4 run once per PP rank (its own layers, get_pp_indices' split,
 or VLLM_PP_LAYER_PARTITION's for PARTITION_CASES) and step 5 takes every worker's specs; the figures are worker
 0's (the scheduler's; its "GPU KV cache size" line), with each PP stage's largest share of a KV-cache group
@@ -307,6 +308,11 @@ def builds(seed: int = 28) -> list[dict]:
         out += [dict(config=name, tp=tp, pp=2, pp_partition=partition, prefix=prefix, mamba_cache_mode=None,
                      num_speculative_tokens=0, mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
                 for partition in PARTITION_CASES.get(name, ()) for tp, prefix in ((1, None), (2, True))]
+    # align mode with the 2048 tokens a step of a GPU under 70 GiB (the oracle's devices take 8192), at TP 2, where a
+    # hybrid block may outgrow a step (0.17 - 0.26 assert it does not); after every other key
+    for name in config_names():
+        out.append(dict(config=name, tp=2, prefix=True, mamba_cache_mode="align", num_speculative_tokens=0,
+                        mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto", max_num_batched_tokens=2048))
     return out
 
 
@@ -579,6 +585,8 @@ def engine_args(key: dict, model_dir: str, max_len: int | None, memory: int):
         kw["enable_prefix_caching"] = key["prefix"]
     if key["mamba_cache_mode"] is not None:
         kw["mamba_cache_mode"] = key["mamba_cache_mode"]
+    if key.get("max_num_batched_tokens"):
+        kw["max_num_batched_tokens"] = key["max_num_batched_tokens"]
     if key.get("drafter"):  # run_build copied its config into a folder of its own
         kw["speculative_config"] = {"method": "dflash", "model": key["drafter_dir"],
                                     "num_speculative_tokens": key["num_speculative_tokens"]}
@@ -674,6 +682,8 @@ def flags_of(key: dict, max_len, memory, vc=None) -> dict:
         flags["enable_prefix_caching"] = key["prefix"]
     if key["mamba_cache_mode"] is not None:
         flags["mamba_cache_mode"] = key["mamba_cache_mode"]
+    if key.get("max_num_batched_tokens"):
+        flags["max_num_batched_tokens"] = key["max_num_batched_tokens"]
     if key.get("drafter"):
         flags["draft_model"] = key["drafter"]
     return flags
@@ -1037,6 +1047,9 @@ def size_case(key, max_len, memory, vc, workers, base_log, capture) -> dict:
         result["max_model_len_after"] = vc.model_config.max_model_len
         if sched.kv_cache_groups:
             result["max_concurrency"], result["kv_cache_tokens"] = kv_capacity(vc, sched, capture)
+            if hasattr(vc, "validate_block_size"):  # 0.18+: EngineCore._initialize_kv_caches, before the workers
+                vc.cache_config.block_size = min(g.kv_cache_spec.block_size for g in sched.kv_cache_groups)
+                vc.validate_block_size()  # the DCP interleave and (0.18 - 0.26) the align-mode block
         graph_check(vc, kv, sc.max_num_seqs)
         error = None
     except Exception as exc:  # noqa: BLE001

@@ -208,6 +208,14 @@ SINCE = {
     # v1/core/kv_cache_utils.py _report_kv_cache_config: "GPU KV cache size" = int(max_concurrency * max_model_len);
     # before, num_blocks // groups * min block size
     "kv_tokens_from_concurrency": "0.20.1",
+    # config/vllm.py: align mode asserts that the attention block fits one step's tokens ("In Mamba cache align mode,
+    # block_size (B) must be <= max_num_batched_tokens (N)."): in VllmConfig.__post_init__ at 0.17, which pydantic
+    # reports as a ValidationError (vllm#36734 met it at 0.17.1: Qwen3.5-122B-A10B at TP 2, a block of 2096 tokens
+    # against 2048); from 0.18.0 in validate_block_size, which EngineCore._initialize_kv_caches calls once the KV cache
+    # is sized; 0.27.0 dropped the assertion (Qwen3.5-122B-A10B in the extra tables of 0.17.0 - 0.34.0)
+    "align_block_check": "0.17.0",
+    "align_block_after_sizing": "0.18.0",
+    "align_block_unchecked": "0.27.0",
     # config/speculative.py SpeculativeMethod: "mtp" from v0.11.0; v0.10.2 (config/__init__.py) names each model's own
     # MTP method, and Qwen3-Next's "qwen3_next_mtp" is the only one a hybrid drafts with there (another hybrid's MTP
     # layers are refused by SpeculativeConfig, `_draft_method_error`; other Mamba models refuse drafts before
@@ -540,8 +548,9 @@ class BlockRule(Struct, frozen=True):
 
 class Setup(Struct, frozen=True):
     """What vLLM resolves once for the whole model before it sizes a stage: its settings, the state page (`page`,
-    padded to `padded`), the KV bytes of one token in one attention layer, the block rule, and why vLLM refuses
-    the model or its settings before sizing anything (`refusal`, None: it goes on)."""
+    padded to `padded`), the KV bytes of one token in one attention layer, the block rule, why vLLM refuses
+    the model or its settings before sizing anything (`refusal`, None: it goes on), and why it refuses the block
+    once the KV cache is sized (`block_refusal`)."""
 
     dtypes: CacheDtypes
     max_len: int
@@ -561,6 +570,7 @@ class Setup(Struct, frozen=True):
     version: str = ""  # the modelled release
     extensible: bool = False  # the extensible KV cache sizes the memory (since 0.34, without kv_cache_memory_bytes)
     active_seqs: int = 0  # the requests the scheduler admits at once (max_num_active_seqs; 0: max_num_seqs)
+    block_refusal: str | None = None
 
 
 class StagePool(Struct, frozen=True):
@@ -758,6 +768,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     refusal = refusal or drafter_refusal
     block, padded = block_size, page
     mamba_block = block_size  # 'all' mode without attention: a state per cache block (MambaModelConfig)
+    block_refusal = None
     if page and attn_tok:
         align = max(kernel_block, block_size, _mla_alignment(version) if uses_mla else 1)
         if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
@@ -766,6 +777,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             align = lcm(_chunk_size(spec), align)
         block, padded = _align(hook_page, attn_tok, block_size, align, log)
         mamba_block = block
+        block_refusal = _align_block_error(block, batched, mode, version)
+        if not _since(version, "align_block_after_sizing"):  # 0.17: while the config is made
+            refusal, block_refusal = refusal or block_refusal, None
         if padded == hook_page:  # no padding set (page_size_padded None): each layer keeps its own page
             padded = page
         refusal = refusal or _padding_error(page, padded)
@@ -782,7 +796,18 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
                      mamba_block, block_size, drafter_scale)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version, extensible, active)
+                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal)
+
+
+def _align_block_error(block: int, batched: int, mode: str, version: str) -> str | None:
+    """config/vllm.py (0.17 - 0.26, `align_block_check`): align mode asserts the attention block fits one step's
+    tokens; 0.17 while the config is made, which pydantic reports, 0.18 on in validate_block_size."""
+    if mode != "align" or block <= batched or not _since(version, "align_block_check") or \
+            _since(version, "align_block_unchecked"):
+        return None
+    said = "AssertionError: " if _since(version, "align_block_after_sizing") else \
+        "ValidationError: 1 validation error for VllmConfig: Assertion failed, "
+    return f"{said}In Mamba cache align mode, block_size ({block}) must be <= max_num_batched_tokens ({batched})."
 
 
 def _max_len(s: Settings, spec, log: list[str]) -> int:
@@ -1376,7 +1401,9 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
     if not pool.groups:  # no cache layer (0.10.2; later releases refuse it): no memory check, the scheduler's limit
         return EngineStage(pool.ctx.stage, None if num_blocks is None else setup.max_num_seqs, None, log,
                            "max_num_seqs", fields)
-    error, running, binding = None, None, None
+    # EngineCore._initialize_kv_caches validates the block once the KV cache is sized (0.18 - 0.26), whatever the
+    # memory; then the workers capture the CUDA graphs
+    error, running, binding = setup.block_refusal, None, None
     if num_blocks is not None:
         concurrency = num_blocks / per_request
         # 0.10.2 - 0.11.0 (kv_cache_utils.py get_kv_cache_config, then get_kv_cache_config_from_groups) log each
@@ -1386,7 +1413,7 @@ def _stage(pool: StagePool, num_blocks: int | None, setup: Setup) -> EngineStage
         tokens = int(concurrency * max_len) if _since(setup.version, "kv_tokens_from_concurrency") else legacy
         fields.update(max_concurrency=round(concurrency, 2), kv_cache_tokens=tokens, kv_cache_tokens_legacy=legacy)
         log += _capacity_lines(tokens, max_len, logged / per_request, setup.version)
-        error = _graph_error(pool, num_blocks, setup) if _since(setup.version, "v020") else None
+        error = error or (_graph_error(pool, num_blocks, setup) if _since(setup.version, "v020") else None)
         at_context = num_blocks // rule.per_request(pool.groups, setup.context, pool.ctx)
         active = setup.active_seqs or setup.max_num_seqs
         running, binding = ((at_context, "KV cache blocks") if at_context < active

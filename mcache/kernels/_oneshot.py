@@ -132,7 +132,8 @@ class LastCall:
 def _replayer(options: Hashable, held: tuple, distinct: tuple, entries: dict) -> Callable[..., bool]:
     """`LastCall.replay` for a last call of the tensors `held` (`distinct`: each object once) with `options`: the hot
     path of a repeated one-shot call, written out for two tensors (a pool pair, or one pool twice) and five (a fold's
-    state and rings), where it costs the host a third less than the general form. A vector's length is read as its
+    state and rings): a fold's match costs the host 0.57 µs less than the general form on this project's CPU-only
+    machine (1.79 against 2.36 µs over the plan call; results/kernel_experiments.md). A vector's length is read as its
     element count (cheaper than its shape, which the guard checks); a call that does not match (a non-tensor too)
     takes the slow path, whose checks say what was expected."""
     addresses = [t.data_ptr() for t in held]

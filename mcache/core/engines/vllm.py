@@ -777,9 +777,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             align = lcm(_chunk_size(spec), align)
         block, padded = _align(hook_page, attn_tok, block_size, align, log)
         mamba_block = block
-        block_refusal = _align_block_error(block, batched, mode, version)
-        if not _since(version, "align_block_after_sizing"):  # 0.17: while the config is made
-            refusal, block_refusal = refusal or block_refusal, None
+        align_error = _align_block_error(block, batched, mode, version)
+        if _since(version, "align_block_after_sizing"):
+            block_refusal = align_error
+        else:  # 0.17: while the config is made
+            refusal = refusal or align_error
         if padded == hook_page:  # no padding set (page_size_padded None): each layer keeps its own page
             padded = page
         refusal = refusal or _padding_error(page, padded)

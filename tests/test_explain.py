@@ -228,13 +228,13 @@ def _completed(name: str, **settings):
     return replace(log, settings={**log.settings, **settings})
 
 
-def _whatif(log, tp: int, gpu_gib: int, version: str, **options):
+def _whatif(log, tp: int, gpu_gib: int, version: str, model: str = QWEN35_27B, **options):
     from mcache.core.explain import explain as explain_log
     from mcache.core.load import load_spec
     from mcache.core.options import SizeOptions
     from mcache.core.sizing.layout import ParallelLayout
 
-    return explain_log(log, load_spec(QWEN35_27B), QWEN35_27B, ParallelLayout(tp=tp), ("GPU", gpu_gib << 30), version,
+    return explain_log(log, load_spec(model), model, ParallelLayout(tp=tp), ("GPU", gpu_gib << 30), version,
                        SizeOptions(**options))
 
 
@@ -248,6 +248,20 @@ def test_a_whatif_of_the_kv_dtype_answers_the_boot_that_ran_it():
     assert {c.verdict for c in result.comparisons} == {"agree"}
     lines = "\n".join(result.whatif["engine"]["stages"][0]["log"])
     for p in int8.figures:
+        assert p.shown in lines
+
+
+def test_a_whatif_of_mtp_answers_the_boot_that_ran_it():
+    # 99sono/DockerBuildFiles: RedHatAI/Qwen3.6-35B-A3B-NVFP4 on one GB10, vLLM 0.20.0, fp8 KV, 262,144 tokens, prefix
+    # caching, 8 sequences; without MTP 66.93 GiB, block 2096, 1,754,352 tokens; with MTP 2 66.37 GiB, block 2128, 3
+    # padding layers, 1,581,104 tokens: the boot without MTP given MTP 2 and that memory prints the MTP boot's lines
+    mtp = read_log((LOGS / "vllm/qwen36-35b-a3b-nvfp4-gb10-fp8kv-262k-mtp2-0.20.0.log").read_text())
+    plain = read_log((LOGS / "vllm/qwen36-35b-a3b-nvfp4-gb10-fp8kv-262k-0.20.0.log").read_text())
+    result = _whatif(plain, 1, 120, "0.20.0", QWEN36_35B, draft=2, kv_cache_memory=int(66.37 * (1 << 30)))
+    assert {c.verdict for c in result.comparisons} == {"agree"}
+    lines = "\n".join(result.whatif["engine"]["stages"][0]["log"])
+    assert len(mtp.figures) >= 6
+    for p in mtp.figures:
         assert p.shown in lines
 
 

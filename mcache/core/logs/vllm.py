@@ -17,7 +17,8 @@ words do not, except where said).
   given); `Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (U, R GiB). … Current kv
   cache memory in use is K GiB.` (gpu_worker.py compile_or_warm_up_model, at INFO from 0.26, DEBUG before): the
   device's total T (the GPU, where none is given), the utilization U and the same budget K. The engine line's
-  `speculative_config=SpeculativeConfig(method=…, num_spec_tokens=N)` gives the drafts where no args line does.
+  `speculative_config=SpeculativeConfig(method=…, num_spec_tokens=N)` gives the drafts where no args line does, and
+  `speculative_config=None` none (so that a draft count given to explain is a what-if).
 - Printed: `Setting attention block size to N tokens`, `Padding mamba page size by P%` (platforms/interface.py, in
   config.py on older mains), `Add N padding layers, may waste at most P% KV cache memory`, `GPU KV cache size: N
   tokens` and `Maximum concurrency for L tokens per request: Cx` (kv_cache_utils.py: two lines up to about 0.30, one
@@ -93,6 +94,9 @@ ARGS = re.compile(r"non-default args: ")
 # config/speculative.py SpeculativeConfig.__repr__ (v0.20.0 - v0.34.0): method, the draft model (None for n-gram)
 SPEC_CONFIG = re.compile(r"speculative_config=SpeculativeConfig\(method='?(\w+)'?,(?: model=(?:'([^']*)'|None),)?.*?"
                          r"num_spec_tokens=(\d+)\)")
+# ... and without speculative decoding: `speculative_config=None` (VllmConfig.__str__: config/__init__.py at v0.10.2,
+# config/vllm.py at v0.34.0)
+NO_SPEC_CONFIG = re.compile(r"\bspeculative_config=None\b")
 # the engine's config line names a few settings as key=value
 CONFIG_KEYS = re.compile(r"\b(max_seq_len|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|kv_cache_dtype|"
                          r"enable_prefix_caching|quantization)=('[^']*'|[\w.\-]+)")
@@ -145,6 +149,8 @@ def read(lines: list[LogLine]) -> EngineLog:
             if (m := SPEC_CONFIG.search(text)) and "num_speculative_tokens" not in log.settings:
                 _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[3]), **({"model": m[2]} if m[2] else {})},
                         line.number)
+        if NO_SPEC_CONFIG.search(text) and ENGINE_MODEL.search(text) and "num_speculative_tokens" not in log.settings:
+            _drafts(log, {"num_speculative_tokens": 0}, line.number)  # none: a draft count given is a what-if
         if m := ARGS.search(text):
             args = balanced(text, m.end())
             parsed = literal_dict(args) if args else None

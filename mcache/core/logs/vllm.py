@@ -150,7 +150,8 @@ def read(lines: list[LogLine]) -> EngineLog:
                 _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[3]), **({"model": m[2]} if m[2] else {})},
                         line.number)
         if NO_SPEC_CONFIG.search(text) and ENGINE_MODEL.search(text) and "num_speculative_tokens" not in log.settings:
-            _drafts(log, {"num_speculative_tokens": 0}, line.number)  # none: a draft count given is a what-if
+            log.settings["num_speculative_tokens"] = 0  # no drafts: a draft count given is a what-if
+            log.setting_lines["num_speculative_tokens"] = line.number
         if m := ARGS.search(text):
             args = balanced(text, m.end())
             parsed = literal_dict(args) if args else None

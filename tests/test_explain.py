@@ -292,6 +292,19 @@ def test_a_whatif_of_a_longer_length_fails_as_the_boot_that_tried_it():
     assert "the estimated maximum model length is 123872" in error
 
 
+def test_a_boot_that_measured_no_kv_memory_fails_as_it_did(capsys):
+    # 99sono/DockerBuildFiles: Qwen3.6-35B-A3B NVFP4 on an RTX 5090 at utilization 0.70, vLLM 0.20.0, measured
+    # "Available KV cache memory: -3.31 GiB" and stopped with "No available memory for the cache blocks": the negative
+    # budget is fed as measured (not clamped to zero), printed as the engine printed it, and stops the start-up
+    name = "vllm/qwen36-35b-a3b-nvfp4-rtx5090-fp8kv-8k-util0.70-no-kv-memory-0.20.0.log"
+    code, data = explain([str(LOGS / name), "--model", QWEN36_35B, "--engine-version", "0.20.0"], capsys)
+    stage = data["engine"]["stages"][0]
+    assert code == 0 and data["fed"]["kv_cache_memory_bytes"] == -int(3.31 * (1 << 30))
+    assert "Available KV cache memory: -3.31 GiB" in stage["log"]
+    assert stage["startup_error"].startswith("No available memory for the cache blocks.")
+    assert stage["startup_error"].split(" See ")[0] in (LOGS / name).read_text()
+
+
 def test_the_pool_a_log_fixes_prints_its_token_count_by_the_formula_of_its_release(capsys):
     # vllm#40691: Qwen3.5-27B, vLLM 0.19.0, 32,768 tokens, no memory in the excerpt. Its two figures admit one pool,
     # 1,487 blocks of 784 tokens (71.2 GiB): before 0.20.1 the token count is num_blocks // 4 groups x 784 = 290,864;

@@ -125,7 +125,10 @@ def measured_settings(log: EngineLog, shift: int = 0) -> tuple[dict[str, int], d
     values, sources = {}, {}
     for setting, ms in by_setting.items():
         chosen = PICK.get(setting, min)(ms, key=lambda m: m.bytes)
-        values[setting] = max(0, chosen.bytes + shift * chosen.half_step)
+        moved = chosen.bytes + shift * chosen.half_step
+        # a rounding step does not take a figure below zero; vLLM's budget can be negative as measured (the weights
+        # and activations took more than the utilization allows), and then stays so
+        values[setting] = moved if chosen.bytes < 0 else max(0, moved)
         ranks = f" ({chosen.process})" if chosen.process else ""
         sources[setting] = f"{chosen.name} {chosen.shown}{ranks}, line {chosen.line}"
     return values, sources

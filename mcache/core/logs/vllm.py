@@ -59,7 +59,7 @@ PATTERNS = [
      lambda m: [("padding_layers", int(m[1]), m[1]), ("padding_waste_pct", float(m[2]), f"{m[2]}%")]),
     # gpu_worker.py determine_available_memory (read at 0.20.0): what profiling found, or with --kv-cache-memory-bytes
     # the budget given
-    ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (\d+(?:\.\d+)?) GiB|reserved (\d+(?:\.\d+)?) GiB "
+    ("available_kv_cache_memory", re.compile(r"Available KV cache memory: (-?\d+(?:\.\d+)?) GiB|reserved (\d+(?:\.\d+)?) GiB "
                                              r"memory for KV Cache as specified by kv_cache_memory_bytes"),
      lambda m: [("available_kv_cache_memory", float(m[1] or m[2]), f"{m[1] or m[2]} GiB")]),
     ("kv_cache_tokens", re.compile(r"GPU KV cache size: " + NUMBER + " tokens"),

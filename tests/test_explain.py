@@ -80,6 +80,7 @@ READ = {
     "allocated_kv_cache_gib": ("figure", "allocated_kv_cache_gib"),
     "max_tokens": ("figure", "max_tokens"),
     "estimation_max_tokens": ("figure", "estimation_max_tokens"),
+    "estimated_max_model_len_tokens": ("figure", "estimated_max_model_len"),
     # figures SOURCES.yaml lists that are not cache sizing: what is left after the pools, a user's request
     "available_gpu_mem_gb_after_pool": None, "avail_mem_gb_after_pools": None, "avail_mem_gb_after_weights": None,
     "draft_avail_mem_gb_after_weights": None, "kv_budget_reserved_for_multimodal_gb": None,

@@ -142,16 +142,18 @@ def read(lines: list[LogLine]) -> EngineLog:
                     break
         if (m := LOGO_MODEL.search(text)) and logo_model is None:
             logo_model = m[1]
-        if (m := ENGINE_MODEL.search(text)) and log.model is None:
-            log.model = m[1]
-            for key, value in CONFIG_KEYS.findall(text):
-                _setting(log, "max_model_len" if key == "max_seq_len" else key, _plain(value), line.number, weak=True)
-            if (m := SPEC_CONFIG.search(text)) and "num_speculative_tokens" not in log.settings:
-                _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[3]), **({"model": m[2]} if m[2] else {})},
-                        line.number)
-        if NO_SPEC_CONFIG.search(text) and ENGINE_MODEL.search(text) and "num_speculative_tokens" not in log.settings:
-            log.settings["num_speculative_tokens"] = 0  # no drafts: a draft count given is a what-if
-            log.setting_lines["num_speculative_tokens"] = line.number
+        if m := ENGINE_MODEL.search(text):
+            if log.model is None:
+                log.model = m[1]
+                for key, value in CONFIG_KEYS.findall(text):
+                    _setting(log, "max_model_len" if key == "max_seq_len" else key, _plain(value), line.number,
+                             weak=True)
+                if (m := SPEC_CONFIG.search(text)) and "num_speculative_tokens" not in log.settings:
+                    _drafts(log, {"method": m[1], "num_speculative_tokens": int(m[3]),
+                                  **({"model": m[2]} if m[2] else {})}, line.number)
+            if NO_SPEC_CONFIG.search(text) and "num_speculative_tokens" not in log.settings:
+                log.settings["num_speculative_tokens"] = 0  # no drafts: a draft count given is a what-if
+                log.setting_lines["num_speculative_tokens"] = line.number
         if m := ARGS.search(text):
             args = balanced(text, m.end())
             parsed = literal_dict(args) if args else None

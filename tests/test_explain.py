@@ -50,7 +50,8 @@ READ = {
     "attention_block_size_tokens": ("figure", "attention_block_size"),
     "mamba_page_padding_pct": ("figure", "state_page_padding_pct"),
     "model_loading_gib_per_rank": ("measured", "model_loading"),
-    "mla_kv_block_size": ("figure", "block_size"),
+    "kv_cache_block_size": ("setting", "block_size"),  # the attention backend's block: a setting of the run
+    "mla_kv_block_size": ("setting", "block_size"),
     "mamba_cache_blocks": ("figure", "mamba_cache_blocks"),
     "max_num_seqs": ("setting", "max_num_seqs"),
     "max_mamba_cache_size": ("figure", "max_mamba_cache_size"),
@@ -455,6 +456,18 @@ def test_a_vllm_boot_with_its_kv_memory_given_and_drafts_on_the_engine_line(tmp_
                           "--kernel-block-size", "64"], capsys)
     assert code == 0 and verdicts(data) == {"padding_layers": {"agree"}, "padding_waste_pct": {"agree"}}
     assert list(data["fed"]) == ["kv_cache_memory_bytes"] and data["fed"]["kv_cache_memory_bytes"] == 4.25 * 2**30
+
+
+def test_the_attention_backends_block_is_a_setting_of_the_run():
+    """`Setting kv cache block size to N for B backend.` (platforms/interface.py update_block_size_for_backend, printed
+    only where no --block-size was given) is the block the run's backend chose: a setting fed to the profile, not a
+    figure compared; an args line's block_size wins. The public ROCm boot it sets to 64 is reproduced (SOURCES.yaml)."""
+    line = "(EngineCore pid=312) INFO 08-09 00:43:58 [interface.py:635] Setting kv cache block size to 64 for " \
+           "ROCM_AITER_UNIFIED_ATTN backend."
+    log = read_log("\n".join([*KV_GIVEN_BOOT, line]))
+    assert log.settings["block_size"] == 64 and "block_size" not in {p.key for p in log.figures}
+    args = "(APIServer pid=1) INFO [utils.py:233] non-default args: {'block_size': 32}"
+    assert read_log("\n".join([args, *KV_GIVEN_BOOT, line])).settings["block_size"] == 32
 
 
 def test_a_vllm_log_cut_before_the_cache_is_sized_is_one_line(tmp_path, capsys):

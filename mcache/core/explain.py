@@ -32,9 +32,8 @@ AGREE, WITHIN, DIFFER, NOT_MODELLED = "agree", "agree within the measured inputs
 # An engine figure mcache's log lines may leave out, read from the run instead: key -> (where, name). A stage's
 # field, or the settings of the run.
 FALLBACK = {
-    "vllm": {"mamba_cache_blocks": ("field", "num_blocks"), "block_size": ("setting", "block_size"),
-             "attention_block_size": ("field", "attention_block_size"), "padding_layers": ("field", "padding_layers"),
-             "state_page_padding_pct": ("field", "state_page_padding_pct")},
+    "vllm": {"mamba_cache_blocks": ("field", "num_blocks"), "attention_block_size": ("field", "attention_block_size"),
+             "padding_layers": ("field", "padding_layers"), "state_page_padding_pct": ("field", "state_page_padding_pct")},
     "sglang": {"max_running_requests": ("field", "max_running_requests_logged"),
                "max_running_requests_capped": ("field", "max_running_requests_logged"),
                "max_mamba_cache_size": ("field", "max_mamba_cache_size"),

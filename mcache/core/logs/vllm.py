@@ -10,7 +10,8 @@ words do not, except where said).
   `Using max model len N` (config/model.py), the layout (`tensor_parallel_size`, `pipeline_parallel_size`,
   `data_parallel_size` in either line, else the ranks the processes name: `Worker_PP1_TP1`, `EngineCore_DP1`; each
   data-parallel engine core logs its own figures), `Resolved architecture: X`, `Setting kv cache block size to N for
-  X backend` (an MLA backend's block, platforms), `max_num_seqs (S) exceeds …` (the S it ran with).
+  X backend` (the block the attention backend prefers: a ROCm or an MLA backend's, platforms), `max_num_seqs (S)
+  exceeds …` (the S it ran with).
 - Measured: `Model loading took X GiB` (gpu_model_runner.py; `X GiB memory and …` from 0.2x): the weights one rank
   loaded; `Available KV cache memory: X GiB` (gpu_worker.py): the KV budget one rank found after profiling, or with
   `--kv-cache-memory-bytes` `reserved X GiB memory for KV Cache as specified by kv_cache_memory_bytes` (the budget
@@ -70,8 +71,6 @@ PATTERNS = [
      lambda m: [("mamba_cache_blocks", int(m[2]), m[2])]),
     ("estimated_max_model_len", re.compile(r"estimated maximum model length is (\d+)"),
      lambda m: [("estimated_max_model_len", int(m[1]), m[1])]),
-    ("kv_cache_block_size", re.compile(r"Setting kv cache block size to (\d+) for (\w+) backend"),
-     lambda m: [("block_size", int(m[1]), m[1])]),
 ]
 VERSION = [re.compile(r"vLLM API server version (\S+)"), re.compile(r"Initializing a V1 LLM engine \(v?([^)\s]+)\)"),
            re.compile(r"^vLLM version:? v?(\S+)"), re.compile(r"▀▄▀ █\s+version (\S+)"),
@@ -88,6 +87,11 @@ MAX_LEN = re.compile(r"Using max model len (\d+)")
 MAX_LEN_IN_CONCURRENCY = re.compile(r"Maximum concurrency for " + NUMBER + " tokens per request")
 ARCH = re.compile(r"Resolved architecture: (\w+)")
 SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks")
+# platforms/interface.py update_block_size_for_backend (read at 0.26.0 and 0.34.0): without --block-size, the block size
+# the attention backend prefers where it is not the default (a ROCm AITER backend's 64, FlashInfer MLA's 32); the hybrid
+# alignment is then the larger of it and the backend's smallest kernel block. A fact of the platform the run chose, so a
+# setting of the run, not a figure mcache derives.
+BACKEND_BLOCK = re.compile(r"Setting kv cache block size to (\d+) for (\w+) backend")
 ARGS = re.compile(r"non-default args: ")
 # the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (read at 0.20.0: `method=...,
 # model=..., num_spec_tokens=N`)
@@ -170,6 +174,8 @@ def read(lines: list[LogLine]) -> EngineLog:
             log.architecture = m[1]
         if m := SEQS_IN_ERROR.search(text):
             _setting(log, "max_num_seqs", int(m[1]), line.number, weak=True)
+        if m := BACKEND_BLOCK.search(text):
+            _setting(log, "block_size", int(m[1]), line.number, weak=True)
         if m := DEVICE_MEMORY.search(text):
             log.gpu_bytes = log.gpu_bytes or gib(m[2])
             _setting(log, "gpu_memory_utilization", float(m[3]), line.number, weak=True)

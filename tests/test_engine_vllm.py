@@ -320,6 +320,26 @@ def test_per_token_head_scales_add_eight_bytes_per_kv_head():
     assert st.fields["attention_block_size"] == 16 * -(-page // (16 * token)) == 1056
 
 
+def test_int4_per_token_head_packs_two_values_a_byte_beside_the_scales():
+    # kv_cache_interface.py (0.25 - 0.34): int4 data takes head_size // 2 bytes for K and V, plus the float32 scales
+    st = stage(run("vllm", config_spec("qwen3-next-80b-a3b"), kv_cache_dtype="int4_per_token_head",
+                   enable_prefix_caching=False, version=V033))
+    token = 2 * (128 + 128) * 1 + 2 * 2 * 4  # 528 B: 2 KV heads of 256, halved
+    page = 8192 * 3 * 2 + 32 * 128 * 128 * 2  # bf16 state: 1,097,728 B
+    assert st.fields["attention_block_size"] == 16 * -(-page // (16 * token)) == 2080
+
+
+def test_per_token_head_kv_dtypes_are_refused_before_the_release_that_added_them():
+    from mcache.core.errors import LayoutError
+
+    # config/cache.py CacheDType: int8 / fp8 per token head from 0.20.0, int4 from 0.25.0
+    for dtype, before, since in (("int8_per_token_head", "0.19.0", "0.20.0"), ("fp8_per_token_head", "0.19.0", "0.20.0"),
+                                 ("int4_per_token_head", "0.24.0", "0.25.0")):
+        with pytest.raises(LayoutError, match=f"{dtype} is one from {since}"):
+            run("vllm", config_spec("qwen3-next-80b-a3b"), kv_cache_dtype=dtype, version=before)
+        assert stage(run("vllm", config_spec("qwen3-next-80b-a3b"), kv_cache_dtype=dtype, version=since)).fields
+
+
 def test_unknown_settings_are_refused():
     from mcache.core.errors import LayoutError
 

@@ -470,6 +470,19 @@ def test_the_attention_backends_block_is_a_setting_of_the_run():
     assert read_log("\n".join([args, *KV_GIVEN_BOOT, line])).settings["block_size"] == 32
 
 
+def test_an_args_line_with_enum_reprs_is_read():
+    """vLLM's args line prints a compilation config's enums as `<Name.MEMBER: value>` (not Python syntax, about 0.30 on):
+    each is kept as a string of its text, so the rest of the line is still read; nothing is evaluated."""
+    from mcache.core.logs.literals import literal_dict
+
+    text = "{'max_num_seqs': 16, 'compilation_config': {'mode': <CompilationMode.VLLM_COMPILE: 3>, 'dynamic_shapes_config': " \
+           "{'type': <DynamicShapesType.BACKED: 'backed'>}}, 'name': '<not: an enum>', 'x': null}"
+    assert literal_dict(text) == {"max_num_seqs": 16, "x": None, "name": "<not: an enum>", "compilation_config": {
+        "mode": "<CompilationMode.VLLM_COMPILE: 3>", "dynamic_shapes_config": {"type": "<DynamicShapesType.BACKED: 'backed'>"}}}
+    args = f"(APIServer pid=1) INFO [api_utils.py:286] non-default args: {text}"
+    assert read_log("\n".join([args, *KV_GIVEN_BOOT])).settings["max_num_seqs"] == 16
+
+
 def test_a_vllm_log_cut_before_the_cache_is_sized_is_one_line(tmp_path, capsys):
     path = tmp_path / "cut.log"
     path.write_text("\n".join([ARGS, KV_LINES[0]]))

@@ -15,7 +15,7 @@ rule cites the file at that release (scripts/oracles/vllm_versions.md lists the 
 from __future__ import annotations
 
 import shlex
-from math import ceil, lcm
+from math import ceil, lcm, prod
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -41,7 +41,6 @@ from mcache.core.engines.common import (
     stage_contexts,
     state_bytes,
     state_dtype,
-    token_bytes,
     unknown_model_type,
     unnamed_architecture_caveats,
     whole_model,
@@ -258,6 +257,11 @@ SINCE = {
     # otherwise; v1/core/kv_cache_planning.py: the one-request refusal's advice follows (_more_kv_cache_memory_hint);
     # engine/arg_utils.py: --mamba-cache-mode's deprecation names v0.34.0 for its removal
     "extensible_kv_cache": "0.34.0",
+    # config/cache.py CacheDType: int8_per_token_head and fp8_per_token_head from 0.20.0, int4_per_token_head from
+    # 0.25.0 (read in the wheels of 0.17.0 - 0.34.0); v1/kv_cache_interface.py AttentionSpec: a float32 scale for K and V
+    # per KV head and token beside the data, int4's data packed two values a byte (head_size // 2, 0.25.0 - 0.34.0)
+    "per_token_head_kv": "0.20.0",
+    "int4_per_token_head_kv": "0.25.0",
 }
 # The `SizeOptions` fields of `mcache size --engine vllm` and the vLLM setting each sets (vLLM's own flag is an alias of
 # the option; an option vLLM lacks is refused with it).
@@ -311,7 +315,10 @@ GDN_CHECKPOINT_ALIGNMENT = 64  # v1/attention/backends/gdn_attn.py: FlashInfer G
 NO_LENGTH_KEY_LEN = 2048  # config/model.py _get_and_verify_max_len: a config naming no max length
 KV_DTYPES = {"auto": None, "float16": "float16", "bfloat16": "bfloat16", "fp8": "float8_e4m3fn",
              "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "fp8_per_token_head": "float8_e4m3fn",
-             "int8_per_token_head": "uint8"}  # vllm/config/cache.py CacheDType (the ones with a plain page)
+             "int8_per_token_head": "uint8", "int4_per_token_head": "uint8"}  # vllm/config/cache.py CacheDType
+# (the ones with a plain page; int4's packed two a byte, `_kv_data_bytes`); the releases that take each mode
+KV_DTYPE_SINCE = {"int8_per_token_head": "per_token_head_kv", "fp8_per_token_head": "per_token_head_kv",
+                  "int4_per_token_head": "int4_per_token_head_kv"}
 # --kv-cache-dtype auto for a checkpoint that stores fp8 KV (v0.33.0): utils/torch_utils.py
 # resolve_kv_cache_dtype_string / get_kv_cache_quant_algo_string turn a ModelOpt `kv_cache_scheme` (static 8-bit float)
 # or `kv_cache_quant_algo` FP8 (config.json, or hf_quant_config.json read by transformers_utils/config.py) into
@@ -1103,9 +1110,10 @@ def _drafter_pages(model: RankContext, k: int, kv_mode: str, dtypes: CacheDtypes
         return None, 1
     shapes = drafter_sizing.states(model, None)
     dtype = dtypes.kv if _since(version, "dflash_cache_dtype") else dtypes.model
-    own = shapes_bytes(shapes, dtype)
     if dtype == dtypes.kv:  # the cache's mode, with the drafter's heads
-        own += _scale_bytes(shapes[0].shape[shapes[0].axes.index("Hkv")], kv_mode)
+        own = _kv_data_bytes(shapes, dtype, kv_mode) + _scale_bytes(shapes[0].shape[shapes[0].axes.index("Hkv")], kv_mode)
+    else:
+        own = shapes_bytes(shapes, dtype)
     if not attn_tok:
         raise LayoutError("draft_model", "a model with attention layers: mcache's vLLM profile aligns a drafter's KV "
                                          "pages to the model's attention pages")
@@ -1500,6 +1508,9 @@ def _dtypes(spec, s: Settings, arch: str, version: str, log: list[str]) -> Cache
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    if kv_flag in KV_DTYPE_SINCE and not _since(version, KV_DTYPE_SINCE[kv_flag]):
+        raise LayoutError("kv_cache_dtype", f"a KV cache dtype of vLLM {version}: {kv_flag} is one from "
+                                            f"{SINCE[KV_DTYPE_SINCE[kv_flag]]} (config/cache.py CacheDType)")
     if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8":
         kv_flag = CHECKPOINT_KV
         s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = kv_flag, "default: the checkpoint's KV format"
@@ -1636,7 +1647,15 @@ def _padding_error(page: int, padded: int) -> str | None:
 
 def _token_bytes(ctx, kind: str, kv_mode: str, dtypes: CacheDtypes) -> int:
     """KV bytes one token adds to one attention layer (AttentionSpec.page_size_bytes / block_size)."""
-    return token_bytes(ctx, kind, dtypes.kv) + _scale_bytes(kv_heads_per_rank(ctx), kv_mode)
+    return _kv_data_bytes(ctx.states(kind), dtypes.kv, kv_mode) + _scale_bytes(kv_heads_per_rank(ctx), kv_mode)
+
+
+def _kv_data_bytes(shapes, dtype: str, kv_mode: str) -> int:
+    """The data of one token's KV of `shapes` in `dtype`: int4_per_token_head packs two values a byte, so each head's
+    K and V take head_size // 2 bytes (v1/kv_cache_interface.py real_page_size_bytes, 0.25.0 - 0.34.0)."""
+    if kv_mode != "int4_per_token_head":
+        return shapes_bytes(shapes, dtype)
+    return sum(prod(s.shape[:-1]) * (s.shape[-1] // 2) for s in shapes) * dtype_names.itemsize(dtype)
 
 
 def _scale_bytes(kv_heads: int, kv_mode: str) -> int:

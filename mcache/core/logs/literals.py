@@ -1,6 +1,7 @@
 """Python literals as engines log them (`non-default args: {...}`, `server_args=ServerArgs(a=1, ...)`), read without
 evaluating anything: `ast.literal_eval` on each value; JSON's `null`/`true`/`false` (a config object's repr inside a
-dict) read as Python's; a value that is not a literal (an enum, an object's repr) kept as its text."""
+dict) read as Python's; a value that is not a literal (an enum, an object's repr) kept as its text, an enum's
+`<Name.MEMBER: value>` repr (not Python syntax) as a string of it."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import re
 from typing import Any
 
 MAX_TEXT = 100_000
-_JSON_WORDS = re.compile(r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')|\b(null|true|false)\b")
+# a quoted string (kept as it is), JSON's bare words, or an enum's repr (`<DynamicShapesType.BACKED: 'backed'>`, which
+# vLLM's args line prints inside a compilation config from about 0.30)
+_JSON_WORDS = re.compile(r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')|\b(null|true|false)\b|(<[A-Za-z_][\w.]*: [^<>]*>)")
 _WORDS = {"null": "None", "true": "True", "false": "False"}
 
 
 def _pythonic(text: str) -> str:
-    """`text` with JSON's bare words outside strings spelled as Python's."""
-    return _JSON_WORDS.sub(lambda m: m.group(1) or _WORDS[m.group(2)], text)
+    """`text` with JSON's bare words outside strings spelled as Python's, and an enum's repr as a string of it."""
+    return _JSON_WORDS.sub(lambda m: m.group(1) or (repr(m.group(3)) if m.group(3) else _WORDS[m.group(2)]), text)
 
 
 def _value(node: ast.AST, source: str) -> Any:

@@ -340,6 +340,18 @@ def test_per_token_head_kv_dtypes_are_refused_before_the_release_that_added_them
         assert stage(run("vllm", config_spec("qwen3-next-80b-a3b"), kv_cache_dtype=dtype, version=since)).fields
 
 
+def test_no_async_scheduling_keeps_one_batch_of_tokens_beside_a_window():
+    # config/vllm.py max_concurrent_batches (0.26.0, 0.34.0): PP + 1 batches in flight with async scheduling (the V2
+    # model runner of 0.34), PP without; a windowed layer keeps each batch's max_num_batched_tokens beside its window, so
+    # turning it off frees 2,048 / 64 = 32 blocks a request of LFM3's one window group
+    spec = vl_spec("lfm3-defaults")
+    on, off = (stage(run("vllm", spec, gpu_bytes=80 << 30, version="0.34.0", max_model_len=32768,
+                         max_num_batched_tokens=2048, async_scheduling=a)) for a in (True, False))
+    assert on.fields["blocks_per_request"] - off.fields["blocks_per_request"] == 2048 // 64
+    assert stage(run("vllm", spec, gpu_bytes=80 << 30, version="0.34.0", max_model_len=32768,
+                     max_num_batched_tokens=2048)).fields["blocks_per_request"] == on.fields["blocks_per_request"]
+
+
 def test_unknown_settings_are_refused():
     from mcache.core.errors import LayoutError
 

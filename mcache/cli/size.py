@@ -104,6 +104,9 @@ def size(
                                                        rich_help_panel=VLLM)] = None,
     gdn_prefill_backend: Annotated[str | None, typer.Option(help="flashinfer (0.33 on Hopper) or triton (as 0.32 and older).",
                                                             rich_help_panel=VLLM)] = None,
+    async_scheduling: Annotated[bool | None, typer.Option("--async-scheduling/--no-async-scheduling", help=(
+        "Two batches in flight (vLLM's default), or one a PP stage: the steps' tokens a windowed layer keeps."),
+                                                          rich_help_panel=VLLM)] = None,
     mem_fraction_static: Annotated[float | None, typer.Option(help="Static memory fraction (default: SGLang's heuristic).",
                                                               rich_help_panel=SGLANG)] = None,
     mamba_full_memory_ratio: Annotated[float | None, typer.Option(help=(

@@ -36,6 +36,7 @@ class SizeOptions(Struct, frozen=True):
     max_num_batched_tokens: int | None = None
     enforce_eager: bool | None = None
     gdn_prefill_backend: str | None = None
+    async_scheduling: bool | None = None
     # SGLang
     mem_fraction_static: float | None = None
     mamba_full_memory_ratio: float | None = None

@@ -272,13 +272,13 @@ FLAGS = {
     "kv_cache_memory": "kv_cache_memory_bytes", "enable_prefix_caching": "enable_prefix_caching",
     "mamba_cache_mode": "mamba_cache_mode", "kernel_block_size": "kernel_block_size", "max_num_seqs": "max_num_seqs",
     "max_num_batched_tokens": "max_num_batched_tokens", "enforce_eager": "enforce_eager",
-    "gdn_prefill_backend": "gdn_prefill_backend",
+    "gdn_prefill_backend": "gdn_prefill_backend", "async_scheduling": "async_scheduling",
 }
 INSTEAD = {"max_batch": "max_num_seqs"}  # mcache options vLLM lacks -> its own option for what they mean (fields)
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "num_speculative_tokens",
             "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
             "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
-            "gdn_prefill_backend")
+            "gdn_prefill_backend", "async_scheduling")
 DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION (since 0.20.0)
 DEFAULT_UTILIZATION_BEFORE_020 = 0.9  # vllm/config/cache.py v0.10.2 - v0.19.1
 # vllm/config/cache.py resolved_gpu_memory_utilization (since 0.34.0): the extensible KV cache, on by default on CUDA
@@ -801,7 +801,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             # platform sets it, and the Mamba spec divides by it (the 0.15 and 0.17 tables; 0.18.0 sizes it)
             refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
-    in_flight = _in_flight(spec, k, batched, inputs.layout.pp, version)
+    in_flight = _in_flight(spec, k, batched, inputs.layout.pp, version, s.take("async_scheduling", True))
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
                      mamba_block, block_size, drafter_scale)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
@@ -1209,14 +1209,17 @@ def _active_seqs(spec, k: int, batched: int, max_num_seqs: int, version: str, lo
     return fits
 
 
-def _in_flight(spec, k: int, batched: int, pp: int, version: str) -> int:
+def _in_flight(spec, k: int, batched: int, pp: int, version: str, async_on: bool) -> int:
     """The tokens a windowed layer keeps beside its window: one step's (`batched`), and from 0.26 one for each batch in
-    flight (config/vllm.py max_concurrent_batches): 2 with async scheduling, which the V1 model runner turns off for
-    n-gram lookups (no EAGLE-type method: the model has no MTP layers and no drafter), or the PP stages, one more on the
-    V2 model runner, whose async scheduling n-gram drafts keep (0.34, which runs only it; earlier, a DFlash drafter
-    mixing windowed and full layers or, from 0.28, a DFlash2 one): the 0.34 extra table's LFM3 cases."""
+    flight (config/vllm.py max_concurrent_batches, read at 0.26.0 and 0.34.0): 2 with async scheduling, which the V1
+    model runner turns off for n-gram lookups (no EAGLE-type method: the model has no MTP layers and no drafter), or the
+    PP stages, one more on the V2 model runner, whose async scheduling n-gram drafts keep (0.34, which runs only it;
+    earlier, a DFlash drafter mixing windowed and full layers or, from 0.28, a DFlash2 one): the 0.34 extra table's LFM3
+    cases. With `--no-async-scheduling` (`async_on` False) the PP stages alone."""
     if not _since(version, "in_flight_tokens"):
         return batched
+    if not async_on:
+        return pp * batched
     d = spec.drafter if k else None
     v2 = _since(version, "v2_runner_only") or d is not None and (
         len(set(drafter_sizing.windowed(d))) > 1 or d.architecture == "DFlash2DraftModel" and _since(version, "dflash2"))

@@ -28,7 +28,8 @@ PpOption = Annotated[int, typer.Option(help="Pipeline-parallel stages.")]
 
 # Fields the core names whose flag is not the field with dashes: the layout's pair, and the runtime's own names.
 SPELLED = {"tp/pp": "--tp/--pp", "tokens_per_block": "--block-size", "draft_tokens": "--draft",
-           "enable_prefix_caching": "--prefix-caching", "attention_dp_size": "--attn-dp-size"}
+           "enable_prefix_caching": "--prefix-caching", "attention_dp_size": "--attn-dp-size",
+           "async_scheduling": "--no-async-scheduling"}  # on by default: the option turns it off
 
 
 # The engines' names for mcache size's options: accepted as typed, shown in each option's description (so the

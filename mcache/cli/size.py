@@ -104,9 +104,9 @@ def size(
                                                        rich_help_panel=VLLM)] = None,
     gdn_prefill_backend: Annotated[str | None, typer.Option(help="flashinfer (0.33 on Hopper) or triton (as 0.32 and older).",
                                                             rich_help_panel=VLLM)] = None,
-    async_scheduling: Annotated[bool | None, typer.Option("--async-scheduling/--no-async-scheduling", help=(
-        "Two batches in flight (vLLM's default), or one a PP stage: the steps' tokens a windowed layer keeps."),
-                                                          rich_help_panel=VLLM)] = None,
+    no_async_scheduling: Annotated[bool | None, typer.Option("--no-async-scheduling", help=(
+        "One batch in flight a PP stage, not two: the steps' tokens a windowed layer keeps."),
+                                                             rich_help_panel=VLLM)] = None,
     mem_fraction_static: Annotated[float | None, typer.Option(help="Static memory fraction (default: SGLang's heuristic).",
                                                               rich_help_panel=SGLANG)] = None,
     mamba_full_memory_ratio: Annotated[float | None, typer.Option(help=(
@@ -199,6 +199,7 @@ def size_options(params: dict, sizes: dict[str, int]) -> "SizeOptions":  # noqa:
     for flag_name in ("enforce_eager", "disable_radix_cache", "disable_overlap_schedule"):
         values[flag_name] = values[flag_name] or None
     values["enable_prefix_caching"] = None if params["prefix_caching"] is None else params["prefix_caching"] == "on"
+    values["async_scheduling"] = False if params.get("no_async_scheduling") else None
     values |= {name: sizes.get(name) for name in ("reserve", "weights", "kv_cache_memory", "free_memory_before_load")}
     return SizeOptions(**values)
 

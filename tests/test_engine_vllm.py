@@ -288,6 +288,18 @@ def test_kimi_linear_bf16_ssm_dtype_fails_the_padded_page_assertion(tp):
     assert st.binding == "start-up" and st.max_running_requests == 0
 
 
+def test_the_reported_state_dtype_is_the_one_kdas_layers_allocate():
+    # mamba_utils.py kda_state_dtype: float32 under 'auto' (the page maths above), so the run's state dtype, its
+    # per-slot state and the "vLLM dtypes" line say float32 too; Kimi-K3's layers take a bf16 flag, Kimi-Linear's
+    # keep float32 whatever it says; before 0.30 every KDA state is float32
+    auto = run("vllm", config_spec("kimi-k3"), tp=4)
+    assert auto.dtypes.ssm == "float32" and stage(auto).fields["state_page_bytes"] == 1_628_160
+    assert run("vllm", config_spec("kimi-k3"), tp=4, mamba_ssm_cache_dtype="bfloat16").dtypes.ssm == "bfloat16"
+    assert run("vllm", config_spec("kimi-k3"), tp=4, mamba_ssm_cache_dtype="bfloat16",
+               version="0.29.0").dtypes.ssm == "float32"
+    assert run("vllm", config_spec("kimi-linear-48b-a3b-instruct"), mamba_ssm_cache_dtype="bfloat16").dtypes.ssm == "float32"
+
+
 def test_kimi_k3_kda_state_takes_the_ssm_cache_dtype():
     # models/kimi_k3/nvidia/kda.py KimiK3DeltaAttention passes --mamba-ssm-cache-dtype to kda_state_dtype: TP 4,
     # bf16 state 841,728 B and block 768 (float32: 1,628,160 B and 1536), as vLLM 0.33.0 sized them (golden table)

@@ -1508,6 +1508,8 @@ def _dtypes(spec, s: Settings, arch: str, version: str, log: list[str]) -> Cache
         ssm = hints["mamba_ssm_dtype"]
     else:
         ssm = conv
+    if "kda" in recurrent_kinds(spec):  # the state its layers allocate, whatever the flag asked
+        ssm = _kda_state_dtype(ssm_flag, arch, True, version)
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
@@ -1621,8 +1623,7 @@ def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, laye
     _align_hybrid_block_size pads to the attention page (they differ for short conv with drafts and Kimi-Linear's
     KDA dtype); with several recurrent kinds, the largest (kv_cache_utils.py unify_kv_cache_spec_page_size pads the
     others to it)."""
-    kda_flag = _since(version, "kda_ssm_dtype") and (arch in (KDA_SSM_DTYPE_LAYER if layer else KDA_SSM_DTYPE_HOOK))
-    kda_ssm = dtypes.ssm if kda_flag and ssm_flag != "auto" else "float32"
+    kda_ssm = _kda_state_dtype(ssm_flag, arch, layer, version)
 
     def dtype_of(kind, state):
         if state.component == "conv" or kind in ("short_conv", "lightning"):
@@ -1635,6 +1636,14 @@ def _state_page(ctx, dtypes: CacheDtypes, arch: str, k: int, ssm_flag: str, laye
         return k if _conv_drafts(kind, arch, layer, version) else 0
 
     return max((state_bytes(ctx, kind, dtype_of, rows(kind)) for kind in ctx.recurrent_kinds), default=0)
+
+
+def _kda_state_dtype(ssm_flag: str, arch: str, layer: bool, version: str) -> str:
+    """The KDA recurrent state's dtype in the model's layers (`layer`) or in its class's hook (layers/mamba/
+    mamba_utils.py kda_state_dtype): --mamba-ssm-cache-dtype where the caller passes it (from 0.30.0:
+    KDA_SSM_DTYPE_LAYER / KDA_SSM_DTYPE_HOOK), float32 otherwise and under 'auto'."""
+    passes = _since(version, "kda_ssm_dtype") and arch in (KDA_SSM_DTYPE_LAYER if layer else KDA_SSM_DTYPE_HOOK)
+    return state_dtype(ssm_flag, "mamba_ssm_cache_dtype") if passes and ssm_flag != "auto" else "float32"
 
 
 def _padding_error(page: int, padded: int) -> str | None:

@@ -350,6 +350,10 @@ def test_nemotron_omni_reads_its_llm_config_and_notes_the_sound_encoder():
     assert "Sound encoder (sound_config, Parakeet): no cache, not counted in the weights" in omni.notes
     assert (omni.layers, omni.mamba2, omni.attention, omni.vision) == (nano.layers, nano.mamba2, nano.attention,
                                                                       nano.vision)
+    # Nemotron 3.5 VL: model_type nemotron_h_omni, architecture NemotronH_Omni_Reasoning_V3, the same nesting
+    v35 = import_hf_data({**data, "model_type": "nemotron_h_omni", "architectures": ["NemotronH_Omni_Reasoning_V3"]})
+    assert v35.architecture == "NemotronH_Omni_Reasoning_V3"
+    assert (v35.layers, v35.mamba2, v35.attention, v35.vision) == (nano.layers, nano.mamba2, nano.attention, nano.vision)
 
 
 def test_nemotron_h_layers_block_type_takes_the_transformers_5_names(tmp_path):

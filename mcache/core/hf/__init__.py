@@ -50,6 +50,7 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "nemotron_h": mamba2_hybrids.nemotron_h,
     "NemotronH_Nano_VL_V2": mamba2_hybrids.nemotron_h_nano_vl,
     "NemotronH_Nano_Omni_Reasoning_V3": mamba2_hybrids.nemotron_h_nano_vl,
+    "nemotron_h_omni": mamba2_hybrids.nemotron_h_nano_vl,
     "olmo_hybrid": linear_attention.olmo_hybrid,
     "plamo2": mamba2_hybrids.plamo2,
     "qwen3_5": linear_attention.qwen3_5,

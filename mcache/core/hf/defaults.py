@@ -174,9 +174,11 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 # llm_config as a NemotronHConfig (so do SGLang's configs/nano_nemotron_vl.py and vLLM, which reads it as text_config:
 # transformers_utils/config.py _CONFIG_ATTRS_MAPPING, v0.11.1 - v0.34.0). The Nemotron 3 Nano Omni checkpoints
 # (model_type NemotronH_Nano_Omni_Reasoning_V3, remote code too) keep that layout and add a Parakeet `sound_config`;
-# vLLM serves them with the same class (model_executor/models/registry.py: nano_nemotron_vl.py NemotronH_Nano_VL_V2).
+# vLLM serves them with the same class (model_executor/models/registry.py: nano_nemotron_vl.py NemotronH_Nano_VL_V2),
+# as it does the Nemotron 3.5 VL checkpoints (model_type nemotron_h_omni, architecture NemotronH_Omni_Reasoning_V3 from
+# vLLM 0.29.0; their config nests a nemotron_h llm_config the same way: public processor and loader tests of them).
 # MiniCPM-V 4.6's text_config is a Qwen3.5 text config (MiniCPMV4_6Config.sub_configs_defaults, transformers 5.7+).
-NEMOTRON_VL_TYPES = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3")
+NEMOTRON_VL_TYPES = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3", "nemotron_h_omni")
 TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
               "lfm3_vl": "lfm3",
               "minicpmv4_6": "qwen3_5_text", **dict.fromkeys(NEMOTRON_VL_TYPES, "nemotron_h")}

@@ -161,6 +161,20 @@ def test_under_pp_the_drafter_sits_on_the_last_stage():
     assert "drafter" not in kinds[0] and {"drafter", "drafter_window"} <= kinds[1]
 
 
+def test_the_mtp_layer_keeps_kv_while_it_drafts_and_a_drafter_takes_its_place():
+    """Qwen3.5-27B's MTP layer is full attention (4 KV heads of 256, bf16: 2 x 4 x 256 x 2 = 4,096 B a token): while
+    it drafts, the last stage keeps its KV beside the model's 16 attention layers (17 x 4,096 B), split over TP like
+    theirs; a DFlash drafter drafting in its place keeps its own KV, not the MTP layer's."""
+    plain = load_spec(QWEN35_27B)
+    assert _estimate(plain, 0).ranks[0].kv_bytes_per_token == 16 * 4096
+    assert _estimate(plain, 2).ranks[0].kv_bytes_per_token == 17 * 4096
+    assert _estimate(plain, 2, tp=2).ranks[0].kv_bytes_per_token == 17 * 2048
+    first, last = _estimate(plain, 2, pp=2).ranks
+    assert "mtp" not in {c.decl.kind for c in first.components} and {"mtp"} <= {c.decl.kind for c in last.components}
+    drafting = _estimate(with_drafter(plain, Q36), 5).ranks[0]
+    assert "mtp" not in {c.decl.kind for c in drafting.components}
+
+
 def test_size_reports_the_drafter():
     data = size_json([QWEN35_27B, "--draft", "5", "--draft-model", Q36])
     d = data["model"]["drafter"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from msgspec import Struct
 
 from mcache.core.errors import LayoutError
+from mcache.core.kinds import KIND_MODULES
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.sizing import drafter, weights
 from mcache.core.sizing.auxiliary import aux_declarations
@@ -15,8 +16,9 @@ from mcache.core.spec.model import ModelSpec
 
 
 def base_declarations(ctx: RankContext) -> list[BufferDecl]:
-    """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank, and the KV of a drafter's
-    layers while it drafts here (kind `drafter`, its windowed layers `drafter_window`)."""
+    """KV pools of attention layers and conv/SSM pools of recurrent layers on this rank, the KV of a drafter's
+    layers while it drafts here (kind `drafter`, its windowed layers `drafter_window`) and of the MTP layers' attention
+    while they draft here (kind `mtp`)."""
     def decl(s, kind: str, layers: int) -> BufferDecl:
         return BufferDecl(s.name, s.component, kind, layers, s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
 
@@ -24,7 +26,26 @@ def base_declarations(ctx: RankContext) -> list[BufferDecl]:
     for window, n in drafter.layer_windows(ctx, ctx.runtime.draft_tokens).items():
         kind = drafter.NAME if window is None else f"{drafter.NAME}_window"
         decls += [decl(s, kind, n) for s in drafter.states(ctx, window)]
+    decls += [decl(s, MTP, ctx.spec.mtp.num_layers) for s in mtp_kv_states(ctx)]
     return decls
+
+
+MTP = "mtp"  # the kind the MTP layers' KV declarations go by
+MTP_KV_KINDS = ("attention", "sliding_attention", "mla")
+
+
+def mtp_kv_states(ctx: RankContext) -> list:
+    """KV per token of one MTP layer on the rank of `ctx` while the MTP layers draft (the spec has them, no drafter
+    takes their place, the deployment drafts tokens), on the last PP stage, where engines put them: the states of its
+    attention kind, as the model's own layers of that kind keep them. Engines give the MTP layer a KV cache of its own
+    (vLLM's MTP attention joins the KV groups, SGLang's draft pool holds it); a recurrent MTP layer is not modelled."""
+    spec = ctx.spec
+    if spec.mtp is None or drafter.drafts_with(spec, ctx.runtime.draft_tokens) or not ctx.runtime.draft_tokens:
+        return []
+    if ctx.stage != ctx.layout.pp - 1:
+        return []
+    kinds = [k for k in spec.mtp.layer.split("+") if k in MTP_KV_KINDS and getattr(spec, k) is not None]
+    return [s for k in kinds for s in KIND_MODULES[k].states(spec, getattr(spec, k), ctx.layout.state_tp, ctx.dtypes)]
 
 
 def declarations(ctx: RankContext) -> list[BufferDecl]:

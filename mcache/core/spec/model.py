@@ -163,7 +163,8 @@ class Layers(Block):
 
 
 class MTP(Block):
-    """Multi-token-prediction layers: counted in the weights, not in the cache."""
+    """Multi-token-prediction layers: counted in the weights, and their attention's KV while they draft
+    (`sizing.estimate.mtp_kv_states`)."""
 
     num_layers: Pos
     layer: str

@@ -267,6 +267,29 @@ def test_a_whatif_of_mtp_answers_the_boot_that_ran_it():
         assert p.shown in lines
 
 
+def test_a_whatif_of_async_scheduling_keeps_two_batches_beside_the_drafters_window():
+    # zzpanic/qwen3.6-vllm-gfx1201-launchers: Qwen3.8-27B with a DFlash2 drafter (5 layers windowed at 2,048) on an R9700,
+    # its args line's async_scheduling False: one batch of 2,560 tokens beside each window, cdiv(2,047 + 2,560, 1,664)
+    # + 1 = 4 blocks of the window group where two batches take cdiv(2,047 + 5,120, 1,664) + 1 = 6 (kv_cache_interface.py
+    # SlidingWindowSpec.max_admission_blocks_per_request), so 560 blocks a request against 562:
+    # int(684 / 560 x 204,800) = 250,148 tokens as the boot logged (reproduced, SOURCES.yaml), and with
+    # async scheduling on int(684 / 562 x 204,800) = 249,258
+    from mcache.core.explain import explain as explain_log
+    from mcache.core.load import load_spec, with_drafter
+    from mcache.core.options import SizeOptions
+    from mcache.core.sizing.layout import ParallelLayout
+
+    name = "vllm/qwen38-27b-int4-r9700-rocm-fp8kv-205k-dflash2-backport-0.26.0.log"
+    log = read_log((LOGS / name).read_text(), name)
+    assert log.settings["async_scheduling"] is False
+    spec = with_drafter(load_spec(QWEN35_27B), str(HERE / "data" / "hf_configs_drafters" / "qwen3.8-27b-dflash2.json"))
+    for options, tokens in ((SizeOptions(), "250,148"), (SizeOptions(async_scheduling=True), "249,258")):
+        result = explain_log(log, spec, QWEN35_27B, ParallelLayout(), None, "0.28.0", options)
+        lines = "\n".join(result.whatif["engine"]["stages"][0]["log"] if result.whatif else
+                          result.report["engine"]["stages"][0]["log"])
+        assert f"GPU KV cache size: {tokens} tokens" in lines, lines
+
+
 def test_the_same_memory_in_fp8_kv_prints_the_fp8_boot():
     # club-3090 #585 and #594: the dual-max compose (Qwen3.6-27B-FP8, TP 2, MTP 3, prefix caching, 2 sequences) measured
     # 5.33 GiB with int8_per_token_head KV (295,455 tokens) and 5.33 GiB with fp8 KV (300,220): the int8 boot with fp8

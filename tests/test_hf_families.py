@@ -320,6 +320,30 @@ def test_a_partial_last_bailing_group(tmp_path, arch, mla):
     assert [i for i, k in enumerate(kinds) if "mla" in k] == mla
 
 
+def test_a_ling_3_export_without_model_type_or_with_its_remote_type_reads_as_bailing_hybrid(tmp_path):
+    """An MLX export of Edge0-8B-A1B names no model_type, only BailingMoeV3ForCausalLM (engines pick the model by
+    architecture), and the remote-code class's own type is bailing_moe_v3: both read as bailing_hybrid, and say so.
+    Its MLX `quantization_config` (bits 4, group_size 64, no quant_method) is named as such, weights in bf16."""
+    cfg = json.loads((HF_CONFIGS / "edge0-8b-a1b-preview.json").read_text())
+    base = layer_kinds(import_hf(HF_CONFIGS / "edge0-8b-a1b-preview.json"))
+    mlx = {"group_size": 64, "bits": 4, "mode": "affine"}
+    for i, (change, label) in enumerate([
+        ({"model_type": None, "quantization_config": mlx}, "no model_type, architecture BailingMoeV3ForCausalLM read as"),
+        ({"model_type": "bailing_moe_v3"}, "model_type bailing_moe_v3, read as bailing_hybrid"),
+    ]):
+        data = {k: v for k, v in {**cfg, **change}.items() if v is not None}
+        path = tmp_path / f"c{i}.json"
+        path.write_text(json.dumps(data))
+        spec = import_hf(path)
+        assert layer_kinds(spec) == base and label in spec.source
+    assert "an MLX export's 4-bit groups of 64 (no quant_method)" in import_hf(tmp_path / "c0.json").notes
+    cfg.pop("model_type")
+    cfg["architectures"] = ["LlamaForCausalLM"]  # an architecture mcache does not read as a type: still refused
+    (tmp_path / "c2.json").write_text(json.dumps(cfg))
+    with pytest.raises(SpecError, match="model_type: a model type"):
+        import_hf(tmp_path / "c2.json")
+
+
 def test_minicpm_v_4_6_text_parameters_by_hand_without_its_mtp_layer():
     """MiniCPM-V 4.6's text_config declares mtp_num_hidden_layers 1, but vLLM's MiniCPMV4_6ForConditionalGeneration
     builds Qwen3_5ForCausalLM alone and drops `mtp.` weights: no MTP block. Its text model, h 1024, MLP 3584 (gated),

@@ -61,6 +61,23 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "zamba2": mamba2_hybrids.zamba2,
 }
 MAMBA_SSM = "mamba_ssm"
+# Model types a checkpoint's remote code declares beside the transformers type mcache reads it as: Ling-3.0's
+# configuration_bailing_moe_v3.py (BailingMoeV3Config, model_type bailing_moe_v3) has the fields of transformers'
+# BailingHybridConfig, and engines serve both through BailingMoeV3ForCausalLM (vLLM models/bailing_moe_v3.py)
+REMOTE_TYPES = {"bailing_moe_v3": "bailing_hybrid"}
+# Model types engines serve that mcache knows and does not model yet, with what it lacks: a refusal names the gap
+# rather than the closest type, which would size the model without those caches
+NOT_MODELLED = {
+    "qwen4_exp": "Qwen3.8-Flash-Next (GatedDeltaNet with QSA attention): mcache has no kind yet for its QSA indexer's "
+                 "compressed keys and raw-key ring, its PLE n-gram conv state or its hyper-connection weights",
+    "glm5_next": "GLM-5.3-Flash (KDA with MLA sparse attention): mcache has no kind yet for its indexer's pooled keys "
+                 "and tail ring",
+    **{t: "MiniMax-M3 has no recurrent or linear-attention layers (sparse attention with index keys): "
+                     "not a hybrid mcache sizes" for t in ("minimax_m3", "minimax_m3_vl")},
+}
+# A config that names no model_type but its architecture, as some exports write it (an MLX export of Edge0-8B-A1B,
+# BailingMoeV3ForCausalLM with an auto_map to the remote config class): engines pick the model by architecture
+ARCHITECTURE_TYPES = {"BailingMoeV3ForCausalLM": "bailing_hybrid"}
 
 
 def supported_model_types() -> list[str]:
@@ -80,9 +97,17 @@ def model_type_of(data: dict, file: str) -> str:
     if "d_model" in data and "n_layer" in data and (kind is None or kind in ("mamba", "mamba2") and "hidden_size" not in data):
         return MAMBA_SSM
     by_hand = "or write a spec by hand (`mcache spec schema`)"
+    if kind is None and isinstance(names, list) and names and names[0] in ARCHITECTURE_TYPES:
+        return ARCHITECTURE_TYPES[names[0]]
+    if isinstance(kind, str) and kind in REMOTE_TYPES:
+        return REMOTE_TYPES[kind]
     if kind is None:
         raise SpecError(file, "model_type", f"a model type (or a mamba_ssm config with d_model, n_layer), missing; "
                                             f"`mcache import-hf --help` lists them, {by_hand}")
+    base = kind.removesuffix("_text") if isinstance(kind, str) else kind
+    if base in NOT_MODELLED:
+        raise SpecError(file, "model_type", f"a model type mcache models, got {kind!r}: {NOT_MODELLED[base]} (a spec "
+                                            "written by hand, `mcache spec schema`, can still describe the rest)")
     if not isinstance(kind, str) or kind not in CONVERTERS:
         close = difflib.get_close_matches(str(kind).lower(), supported_model_types(), n=1, cutoff=0.75)
         hint = f"the closest supported one is {close[0]!r}" if close else "`mcache import-hf --help` lists the supported ones"
@@ -107,7 +132,9 @@ def import_hf(path: str | Path, name: str | None = None, origin: str | None = No
             label = f"model_type {data['model_type']}, {label}"
     else:
         draft = CONVERTERS[kind](cfg)
-        label = f"model_type {kind}"
+        given = data.get("model_type")
+        label = (f"model_type {kind}" if given == kind else f"model_type {given}, read as {kind}" if given
+                 else f"no model_type, architecture {cfg.architecture()} read as {kind}")
     spec = draft.build(name or spec_name(file), f"{origin or file} ({label})")
     stored = read_index(folder, origin)  # like the quantization file, only a checkpoint folder's
     if stored is not None:

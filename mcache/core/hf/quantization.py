@@ -183,6 +183,9 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
         block, note = _bitsandbytes(spec, qc, where)
     elif method in AUTO_ROUND_METHODS and qc.data_type == "int":
         block, note = _auto_round(spec, qc, where, cfg)
+    elif not method and qc.bits is not None and qc.group_size is not None:  # mlx_lm's export: no quant_method
+        return None, (f"{where}: an MLX export's {qc.bits}-bit groups of {qc.group_size} (no quant_method), which no "
+                      "serving engine loads; weights counted in the model dtype.")
     else:
         return None, f"{where}: quant_method {method or 'missing'!r} is not one mcache sizes; weights counted in the model dtype."
     block["method"], block["algo"] = method, qc.quant_algo if method.startswith("modelopt") else ""

@@ -90,21 +90,22 @@ def model_type_of(data: dict, file: str) -> str:
     refused, naming the option that takes it."""
     kind = data.get("model_type")
     names = data.get("architectures")
-    if isinstance(names, list) and names and names[0] in DRAFTER_ARCHITECTURES:
-        raise SpecError(file, "architectures", f"a model's config; this is a DFlash drafter's ({names[0]}): give it with "
+    arch = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else None
+    if arch in DRAFTER_ARCHITECTURES:
+        raise SpecError(file, "architectures", f"a model's config; this is a DFlash drafter's ({arch}): give it with "
                                                "--draft-model beside the config of the model it drafts for")
     # a transformers config converted from mamba_ssm's keeps d_model / n_layer beside hidden_size, which its class reads
     if "d_model" in data and "n_layer" in data and (kind is None or kind in ("mamba", "mamba2") and "hidden_size" not in data):
         return MAMBA_SSM
     by_hand = "or write a spec by hand (`mcache spec schema`)"
-    if kind is None and isinstance(names, list) and names and names[0] in ARCHITECTURE_TYPES:
-        return ARCHITECTURE_TYPES[names[0]]
+    if kind is None and arch in ARCHITECTURE_TYPES:
+        return ARCHITECTURE_TYPES[arch]
     if isinstance(kind, str) and kind in REMOTE_TYPES:
         return REMOTE_TYPES[kind]
     if kind is None:
         raise SpecError(file, "model_type", f"a model type (or a mamba_ssm config with d_model, n_layer), missing; "
                                             f"`mcache import-hf --help` lists them, {by_hand}")
-    base = kind.removesuffix("_text") if isinstance(kind, str) else kind
+    base = kind.removesuffix("_text") if isinstance(kind, str) else None
     if base in NOT_MODELLED:
         raise SpecError(file, "model_type", f"a model type mcache models, got {kind!r}: {NOT_MODELLED[base]} (a spec "
                                             "written by hand, `mcache spec schema`, can still describe the rest)")

@@ -90,7 +90,7 @@ def test_replay_bookkeeping_follows_trtllm():
         assert (raw["replay_prev_accepted"].item(), raw["replay_buf_idx"].item()) == (prev, buf)
     # Mamba1 and lightning have no replay recurrence: they keep intermediate states under replay
     assert {"mamba1.inter_ssm", "lightning.inter_ssm"} <= set(mgr.pools)
-    assert set(mgr.replay_metadata()) == {"mamba2", "gdn", "kda", "short_conv"}
+    assert set(mgr.replay_metadata()) == {"mamba2", "gdn", "kda", "short_conv", "ple"}
 
 
 def test_step_errors():

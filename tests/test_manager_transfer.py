@@ -11,7 +11,7 @@ from mcache.core.errors import CapacityError
 GEN = torch.Generator().manual_seed(2)
 
 # Global (TP 1) rows of each section of axis 0, and the groups a section is made of when TP may
-# replicate it (Mamba2's B and C: 2 groups, so TP 4 gives each pair of ranks one whole group).
+# replicate it (Mamba2's B and C: 2 groups, so TP 4 gives each pair of ranks one whole group; the PLE window is one).
 SECTIONS = {
     "mamba2.conv": [("x", 12, None), ("B", 10, 2), ("C", 10, 2)],
     "mamba2.ssm": [("heads", 4, None)],
@@ -23,6 +23,7 @@ SECTIONS = {
     "mamba1.ssm": [("channels", 8, None)],
     "short_conv.conv": [("channels", 12, None)],
     "lightning.ssm": [("heads", 4, None)],
+    "ple.conv": [("channels", 24, 1)],  # one group: whole on every rank
 }
 
 
@@ -77,7 +78,11 @@ def test_equal_tp_sends_one_region_per_layer_and_state():
     sender = make(ALL_KINDS, tp=2, tp_rank=1)
     sender.add_request("r")
     regions = sender.export("r", to=(2, 1))
-    assert len(regions) == sum(len(h.layers) * len(h.transfer_states()) for h in sender.handlers)
+    # every state of the rank but the PLE window, which every rank holds whole and rank 0 sends
+    assert len(regions) == sum(len(h.layers) * len(h.transfer_states()) for h in sender.handlers if h.kind != "ple")
+    first = make(ALL_KINDS, tp=2, tp_rank=0)
+    first.add_request("r")
+    assert [reg.layer for reg in first.export("r", to=(2, 1)) if reg.role == "ple.conv"] == [2]
     assert {(reg.role, reg.layer) for reg in regions} >= {("mamba2.ssm", 0), ("mamba2.ssm", 8)}
 
 

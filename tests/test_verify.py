@@ -65,7 +65,7 @@ def test_cpu_allocation_matches_and_has_the_declared_shapes(scheme, draft, pool_
             view = pool.view
             assert view.dtype.itemsize * view.numel() == comp.total_bytes
             if decl.per == "token":
-                assert view.shape == (decl.layers, comp.units // 4, 4, *decl.shape)
+                assert view.shape == (decl.layers, comp.units // 4, 4 // decl.tokens_per_row, *decl.shape)
             else:
                 assert view.shape == (decl.layers, comp.units, *decl.shape)
             lead = view.shape[:2] if pool_layout == "layer" else view.shape[1::-1]

@@ -39,8 +39,11 @@ CAPACITY_LEGEND = ("fixed: bytes that are not KV (state slots, scratch, per-rank
 
 def _component_cells(stage: int, c: dict, human: bool) -> list[str]:
     size = human_bytes if human else str
-    return [str(stage), c["component"], c["kind"] or "-", c["name"], str(c["layers"]), c["per"], c["dtype"],
-            "x".join(map(str, c["shape"])) or "1", size(c["bytes_per_unit"]), str(c["units"]), size(c["total_bytes"])]
+    shape = "x".join(map(str, c["shape"])) or "1"
+    if c["tokens_per_row"] > 1:  # a row shared by tokens: bytes/unit is a token's share
+        shape += f" per {c['tokens_per_row']}"
+    return [str(stage), c["component"], c["kind"] or "-", c["name"], str(c["layers"]), c["per"], c["dtype"], shape,
+            size(c["bytes_per_unit"]), str(c["units"]), size(c["total_bytes"])]
 
 
 def _capacity_cells(report: dict, cap: dict, human: bool) -> list[str]:

@@ -51,6 +51,7 @@ def _rank(r: RankEstimate) -> dict:
                 "name": c.decl.name,
                 "layers": c.decl.layers,
                 "per": c.decl.per,
+                "tokens_per_row": c.decl.tokens_per_row,
                 "shape": list(c.decl.shape),
                 "axes": list(c.decl.axes),
                 "dtype": c.decl.dtype,

@@ -199,7 +199,7 @@ def _part(spec, dtypes, kind, name, send, recv, layers, taken, context, block) -
         blocks = blocks_per_seq(context, state.window, block)
         units = blocks * block
         per_layer = blocks if whole else units * outer * len(runs([(s.src, s.rows) for s in spans]))
-    nbytes = len(layers) * units * outer * rows * row * itemsize(state.dtype)
+    nbytes = len(layers) * units * outer * rows * row * itemsize(state.dtype) // state.tokens_per_row
     return Part(f"{kind}.{name}", state.per, state.dtype, tuple(layers), tuple(spans), row, outer, units, nbytes,
                 len(layers) * per_layer)
 

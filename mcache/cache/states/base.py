@@ -51,13 +51,15 @@ def allocate(decl: BufferDecl, units: int, layout: str, device: torch.device, bl
     """One tensor for `decl`: layer-major `[L, units, *shape]` or slot-major `[units, L, *shape]`.
 
     Per-token pools are split into blocks: `[L, blocks, block, *shape]` or `[blocks, L, block, *shape]`
-    (the same bytes as `units` tokens). The memory is left uninitialized: slots are reset on first use.
+    (the same bytes as `units` tokens; a block holds `block / tokens_per_row` rows of a pool whose rows are shared).
+    The memory is left uninitialized: slots are reset on first use.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"pool layout must be one of {LAYOUTS}, not {layout!r}")
-    lead = (units // block, block) if decl.per == "token" else (units,)
-    if decl.per == "token" and units % block:
-        raise ValueError(f"{decl.key}: {units} tokens are not whole blocks of {block}")
+    lead = (units // block, block // decl.tokens_per_row) if decl.per == "token" else (units,)
+    if decl.per == "token" and (units % block or block % decl.tokens_per_row):
+        raise ValueError(f"{decl.key}: {units} tokens are not whole blocks of {block} tokens, each whole rows of "
+                         f"{decl.tokens_per_row}")
     shape = (decl.layers, *lead, *decl.shape) if layout == "layer" else (lead[0], decl.layers, *lead[1:], *decl.shape)
     storage = torch.empty(shape, dtype=torch_dtype(decl.dtype), device=device)
     return Pool(decl, units, storage, layout)

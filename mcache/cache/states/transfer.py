@@ -34,7 +34,8 @@ class Region:
 
 
 def export_regions(handlers, ctx, rank: int, slot: torch.Tensor, to: tuple[int, int] | None) -> list[Region]:
-    """Regions of the current state of `slot`; with `to = (tp, rank)` only what that receiver holds."""
+    """Regions of the current state of `slot`; with `to = (tp, rank)` only what that receiver holds and no lower rank
+    sends it (rows TP replicates go from the first rank that holds them, as `transfer_plan` counts them)."""
     regions = []
     for h in handlers:
         names = h.transfer_states()
@@ -46,6 +47,9 @@ def export_regions(handlers, ctx, rank: int, slot: torch.Tensor, to: tuple[int, 
             if to is not None:
                 theirs, _ = pieces(ctx.spec, ctx.dtypes, h.kind, name, to[0], to[1])
                 mine = [a for a, _ in intersect(mine, theirs)]
+                for lower in range(rank):  # sender pieces are disjoint or identical: drop those a lower rank holds
+                    held, _ = pieces(ctx.spec, ctx.dtypes, h.kind, name, ctx.layout.state_tp, lower)
+                    mine = [a for a in mine if not intersect([a], held)]
             if not mine:
                 continue
             src, index = current[name]

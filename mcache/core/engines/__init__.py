@@ -15,6 +15,9 @@ from typing import Any, NamedTuple
 
 NAMES = ("vllm", "sglang", "trtllm")
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+# Layer kinds whose caches no engine profile models yet: a run that loads such a model is refused (one that does not
+# load it says so, as for any model)
+UNMODELLED_KINDS = {"indexer": "a QSA indexer's keys and raw-key ring", "ple": "a PLE conv state"}
 
 
 def run_engine(name: str, inputs, version: str | None = None):
@@ -27,6 +30,13 @@ def run_engine(name: str, inputs, version: str | None = None):
 
     module = import_module(f"{__name__}.{name}")
     resolved = resolve(TITLES[name], module.VERSIONS, version)
+    unmodelled = [UNMODELLED_KINDS[k] for k in UNMODELLED_KINDS if getattr(inputs.spec, k) is not None]
+    if unmodelled and module.architecture_error(inputs.spec, resolved.modelled) is None:
+        from mcache.core.errors import LayoutError
+
+        raise LayoutError("engine", f"a model whose caches mcache sizes as {TITLES[name]} does: how "
+                                    f"{TITLES[name]} {resolved.modelled} sizes {' and '.join(unmodelled)} is not "
+                                    "modelled yet (`mcache size` without --engine sizes them in mcache's own model)")
     run = module.run(replace(inputs, version=resolved.modelled))
     run.version, run.layout = resolved, inputs.layout
     return run

@@ -18,7 +18,7 @@ import msgspec
 from msgspec.structs import replace
 
 from mcache.core.errors import SpecError
-from mcache.core.hf import linear_attention, mamba2_hybrids, ssm
+from mcache.core.hf import linear_attention, mamba2_hybrids, qwen4_exp, ssm
 from mcache.core.hf.common import Cfg, Draft, config_file, read_config
 from mcache.core.hf.drafter import ARCHITECTURES as DRAFTER_ARCHITECTURES
 from mcache.core.hf.index import lone_index_note, read_index
@@ -58,6 +58,8 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "qwen3_5_moe_text": linear_attention.qwen3_5_moe,
     "qwen3_5_text": linear_attention.qwen3_5,
     "qwen3_next": linear_attention.qwen3_next,
+    "qwen4_exp": qwen4_exp.qwen4_exp,
+    "qwen4_exp_text": qwen4_exp.qwen4_exp,
     "zamba2": mamba2_hybrids.zamba2,
 }
 MAMBA_SSM = "mamba_ssm"
@@ -68,8 +70,6 @@ REMOTE_TYPES = {"bailing_moe_v3": "bailing_hybrid"}
 # Model types engines serve that mcache knows and does not model yet, with what it lacks: a refusal names the gap
 # rather than the closest type, which would size the model without those caches
 NOT_MODELLED = {
-    "qwen4_exp": "Qwen3.8-Flash-Next (GatedDeltaNet with QSA attention): mcache has no kind yet for its QSA indexer's "
-                 "compressed keys and raw-key ring, its PLE n-gram conv state or its hyper-connection weights",
     "glm5_next": "GLM-5.3-Flash (KDA with MLA sparse attention): mcache has no kind yet for its indexer's pooled keys "
                  "and tail ring",
     **{t: "MiniMax-M3 has no recurrent or linear-attention layers (sparse attention with index keys): "

@@ -86,6 +86,9 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
         "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "num_experts": 256,
         "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
     }),
+    "qwen4_exp_vision": ("Qwen4ExpVisionConfig (transformers/models/qwen4_exp/configuration_qwen4_exp.py)", {
+        "depth": 27, "hidden_size": 1152,
+    }),
     "kimi_linear": ("KimiLinearConfig (transformers/models/kimi_linear/configuration_kimi_linear.py)", {
         "vocab_size": 163840, "hidden_size": 2304, "tie_word_embeddings": False, "num_hidden_layers": 27,
         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 9216, "moe_intermediate_size": 1024,
@@ -179,7 +182,15 @@ CLASS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
 # vLLM 0.29.0; their config nests a nemotron_h llm_config the same way: public processor and loader tests of them).
 # MiniCPM-V 4.6's text_config is a Qwen3.5 text config (MiniCPMV4_6Config.sub_configs_defaults, transformers 5.7+).
 NEMOTRON_VL_TYPES = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3", "nemotron_h_omni")
-TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
+# Qwen4ExpTextConfig (transformers/models/qwen4_exp/configuration_qwen4_exp.py): Qwen3.5-MoE's text defaults but for
+# its experts, and its own streams, PLE and n-gram fields
+CLASS_DEFAULTS["qwen4_exp_text"] = (
+    "Qwen4ExpTextConfig (transformers/models/qwen4_exp/configuration_qwen4_exp.py)",
+    {**CLASS_DEFAULTS["qwen3_5_moe_text"][1], "num_experts": 512, "num_experts_per_tok": 10, "hc_count": 4,
+     "hc_lowrank": 320, "ple_conv_kernel_size": 4, "ngram_size": 3, "heads_per_ngram": 8,
+     "ngram_vocab_size_base": 20_000_000, "make_ngram_vocab_size_divisible_by": 128})
+TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "qwen4_exp": "qwen4_exp_text",
+              "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
               "lfm3_vl": "lfm3",
               "minicpmv4_6": "qwen3_5_text", **dict.fromkeys(NEMOTRON_VL_TYPES, "nemotron_h")}
 TEXT_KEYS = dict.fromkeys(NEMOTRON_VL_TYPES, "llm_config")
@@ -189,6 +200,7 @@ TEXT_KEYS = dict.fromkeys(NEMOTRON_VL_TYPES, "llm_config")
 # `vision_config.args.model` names sets both (RADIO_VITS).
 VISION_TYPES = {"qwen3_5": ("qwen3_5_vision", "depth", "hidden_size"),
                 "qwen3_5_moe": ("qwen3_5_moe_vision", "depth", "hidden_size"),
+                "qwen4_exp": ("qwen4_exp_vision", "depth", "hidden_size"),
                 "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size"),
                 "lfm2_vl": ("lfm2_vl_vision", "num_hidden_layers", "hidden_size"),
                 "lfm3_vl": ("lfm3_vl_vision", "num_hidden_layers", "hidden_size"),

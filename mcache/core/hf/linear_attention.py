@@ -10,11 +10,12 @@ from mcache.core.hf.multimodal import text_config, with_vision, wrapped
 QWEN_TYPES = {"linear_attention": "gdn", "full_attention": "attention"}
 
 
-def _qwen_layers(cfg: Cfg, n: int) -> tuple[list[str], str]:
-    """GDN/attention per layer from `layer_types`, else `full_attention_interval` ((i+1) % k == 0)."""
+def _qwen_layers(cfg: Cfg, n: int, types: dict[str, str]) -> tuple[list[str], str]:
+    """GDN/attention per layer from `layer_types` (names read through `types`), else `full_attention_interval`
+    ((i+1) % k == 0)."""
     interval = cfg.int("full_attention_interval") if cfg.has("full_attention_interval") else None
     if cfg.has("layer_types"):
-        mixers = cfg.layer_list("layer_types", n, QWEN_TYPES)
+        mixers = cfg.layer_list("layer_types", n, types)
         if cfg.given("full_attention_interval"):
             implied = ["attention" if (i + 1) % interval == 0 else "gdn" for i in range(n)]
             if implied != mixers:
@@ -44,9 +45,15 @@ def _qwen_ffn(cfg: Cfg, n: int, moe: bool) -> tuple[list[str], dict]:
     return ffn, blocks
 
 
-def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0, serves_mtp: bool = True) -> Draft:
+def qwen_text(cfg: Cfg, text: Cfg, types: dict[str, str]) -> Draft:
+    """A Qwen3.5-MoE text model whose layer types read through `types` (Qwen3.8-Flash-Next's names)."""
+    return _qwen(cfg, text, moe=True, types=types)
+
+
+def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0, serves_mtp: bool = True,
+          types: dict[str, str] = QWEN_TYPES) -> Draft:
     n, hidden = text.num_layers(), text.int("hidden_size")
-    mixers, how = _qwen_layers(text, n)
+    mixers, how = _qwen_layers(text, n, types)
     ffn, blocks = _qwen_ffn(text, n, moe)
     entries = [f"{m}+{f}" for m, f in zip(mixers, ffn, strict=True)]
     tie = text.bool("tie_word_embeddings")

@@ -9,8 +9,9 @@ from collections.abc import Iterator, Mapping
 from importlib import import_module
 from types import ModuleType
 
-NAMES = ("attention", "sliding_attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "mlp", "moe")
-RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning")
+NAMES = ("attention", "sliding_attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "indexer",
+         "ple", "hc", "mlp", "moe")
+RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "ple")
 
 
 class _KindModules(Mapping):

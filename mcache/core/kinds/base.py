@@ -41,7 +41,8 @@ class StateShape(Struct, frozen=True):
 
     `per` is `slot` (recurrent state) or `token` (KV). `sections` splits axis 0 into named
     channel sections (`[x|B|C]`, `[q|k|v]`) and `heads` says axis 0 is split by heads, so a
-    transfer to a receiver of another TP knows how to slice.
+    transfer to a receiver of another TP knows how to slice. A per-token state of `tokens_per_row` > 1 keeps one
+    `shape` row for that many tokens (an indexer's compressed keys).
     """
 
     name: str
@@ -52,6 +53,7 @@ class StateShape(Struct, frozen=True):
     per: str = "slot"
     sections: tuple[tuple[str, int], ...] = ()
     window: int | None = None
+    tokens_per_row: int = 1
 
     @property
     def role(self) -> Role:

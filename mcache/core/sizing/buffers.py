@@ -43,6 +43,7 @@ class BufferDecl(Struct, frozen=True):
     window: int | None = None
     role: Role = Role.AUXILIARY
     of: Role | None = None
+    tokens_per_row: int = 1  # per-token pools: one `shape` row for this many tokens
 
     def __post_init__(self) -> None:
         if self.per not in PER_UNITS:
@@ -51,6 +52,9 @@ class BufferDecl(Struct, frozen=True):
             raise ValueError(f"buffer {self.name}: unknown component {self.component!r}")
         if len(self.axes) != len(self.shape):
             raise ValueError(f"buffer {self.name}: {len(self.axes)} axis names for shape {self.shape}")
+        if self.tokens_per_row != 1 and (self.per != "token" or self.row_bytes % self.tokens_per_row):
+            raise ValueError(f"buffer {self.name}: a row of {self.row_bytes} bytes shared by {self.tokens_per_row} "
+                             "tokens must be per token and divide evenly")
 
     @property
     def key(self) -> str:
@@ -63,6 +67,11 @@ class BufferDecl(Struct, frozen=True):
         return prod(self.shape)
 
     @property
+    def row_bytes(self) -> int:
+        """Bytes of one `shape` row of one layer."""
+        return self.elements_per_unit * itemsize(self.dtype)
+
+    @property
     def bytes_per_unit(self) -> int:
-        """Bytes of one unit across all `layers` layers."""
-        return self.layers * self.elements_per_unit * itemsize(self.dtype)
+        """Bytes of one unit across all `layers` layers (a token's share of a row it shares)."""
+        return self.layers * self.row_bytes // self.tokens_per_row

@@ -20,7 +20,8 @@ def base_declarations(ctx: RankContext) -> list[BufferDecl]:
     layers while it drafts here (kind `drafter`, its windowed layers `drafter_window`) and of the MTP layers' attention
     while they draft here (kind `mtp`)."""
     def decl(s, kind: str, layers: int) -> BufferDecl:
-        return BufferDecl(s.name, s.component, kind, layers, s.per, s.shape, s.axes, s.dtype, s.window, role=s.role)
+        return BufferDecl(s.name, s.component, kind, layers, s.per, s.shape, s.axes, s.dtype, s.window, role=s.role,
+                          tokens_per_row=s.tokens_per_row)
 
     decls = [decl(s, kind, ctx.counts[kind]) for kind in ctx.kinds for s in ctx.states(kind)]
     for window, n in drafter.layer_windows(ctx, ctx.runtime.draft_tokens).items():

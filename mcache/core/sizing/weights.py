@@ -89,9 +89,9 @@ def unknown_fields(spec: ModelSpec) -> list[str]:
 
 
 def layer_units(spec: ModelSpec, kinds: tuple[str, ...]) -> list[tuple[str, str, int]]:
-    """`(kind, part, parameters)` of one layer made of `kinds`, a norm per kind in `other`; a shared block's own
-    weights count once, in `shared_units`, and here only what each layer running it has (`layer_weights`: adapters,
-    a layer's linear)."""
+    """`(kind, part, parameters)` of one layer made of `kinds`, a norm per kind in `other` (but for a kind whose module
+    says `PRE_NORM = False`: one that reads a normed input or norms its own); a shared block's own weights count once,
+    in `shared_units`, and here only what each layer running it has (`layer_weights`: adapters, a layer's linear)."""
     units = []
     for kind in kinds:
         block, module = getattr(spec, kind), KIND_MODULES[kind]
@@ -99,7 +99,8 @@ def layer_units(spec: ModelSpec, kinds: tuple[str, ...]) -> list[tuple[str, str,
         if hasattr(module, "layer_weights"):
             parts = {**parts, **module.layer_weights(spec, block)}
         units += [(kind, part, n) for part, n in parts.items() if n]
-        units.append((kind, "other", spec.hidden_size))
+        if getattr(module, "PRE_NORM", True):
+            units.append((kind, "other", spec.hidden_size))
     return units
 
 

@@ -123,6 +123,39 @@ class Lightning(Block):
     output_gate: bool = True
 
 
+class Indexer(Block):
+    """A sparse-attention indexer beside an attention layer (Qwen3.8-Flash-Next's QSA): its keys, `kv_heads` of
+    `head_dim`, one row per `compress` tokens (the mean of a group's keys), whole on every TP rank, and a ring of the
+    raw keys of the group still open (`compress` rows a slot); `num_heads` query heads are weighed."""
+
+    num_heads: Pos
+    head_dim: Pos
+    kv_heads: Pos = 1
+    compress: Pos = 1
+
+
+class PLE(Block):
+    """Per-layer n-gram embeddings (Qwen3.8-Flash-Next's PLE): hashed n-gram ids index an `embedding_rows` x
+    `embedding_dim` table (`heads` of them concatenate to `embed_dim`), projected into `streams` residual streams of
+    `hidden_size`, then a depthwise conv of `conv_kernel` taps `dilation` tokens apart: its window of
+    `(conv_kernel - 1) * dilation` inputs over `streams * hidden_size` channels is a slot's state, whole on every TP
+    rank."""
+
+    streams: Pos
+    conv_kernel: Pos
+    dilation: Pos
+    embed_dim: Pos
+    embedding_rows: Pos
+    embedding_dim: Pos
+
+
+class HyperConnection(Block):
+    """`streams` residual streams mixed through a rank of `lowrank` around each of a layer's blocks (weights only)."""
+
+    streams: Pos
+    lowrank: Pos
+
+
 class MLP(Block):
     """Dense feed-forward; `gated` (SwiGLU) has three matrices, else two. A null `intermediate_size` is unknown
     (an imported config without it): the caches are sized, the weights are not. `adapter_rank`: each layer that runs
@@ -325,6 +358,9 @@ class ModelSpec(Block):
     kda: KDA | None = None
     short_conv: ShortConv | None = None
     lightning: Lightning | None = None
+    indexer: Indexer | None = None
+    ple: PLE | None = None
+    hc: HyperConnection | None = None
     mlp: MLP | None = None
     moe: MoE | None = None
     mtp: MTP | None = None

@@ -1,0 +1,153 @@
+"""Qwen3.8-Flash-Next (`qwen4_exp`): its QSA indexer caches, PLE window and hyper-connections, worked by hand from the
+checkpoint's config; engines that serve it are refused as not modelled yet, in one line."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from mcache.cli.main import main
+from mcache.core.errors import LayoutError, SpecError
+from mcache.core.hf import import_hf
+from mcache.core.hf.qwen4_exp import is_prime, ngram_table_rows
+from mcache.core.kinds import KIND_MODULES
+from mcache.core.sizing import weights
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import resolve_dtypes
+from mcache.core.spec.model import layer_kinds
+
+# Qwen/Qwen3.8-Flash-Next-FP8 @ 236dfdf2: the text_config and quantization_config a public C++ test transcribes
+# (search index file id 68851213698), its `[LAYERS]` placeholder the 48 entries its own layers_json() builds (every
+# 4th full_attention), wrapped as the checkpoint's config.json is (architectures, model_type); vision omitted there
+TEXT = {
+    "model_type": "qwen4_exp_text", "dtype": "bfloat16", "full_attention_interval": 4, "hc_count": 4,
+    "hc_lowrank": 320, "head_dim": 256, "heads_per_ngram": 8, "hidden_size": 2560, "indexer_budget": 2048,
+    "indexer_compress_ratio": 4, "indexer_head_dim": 128, "indexer_kv_heads": 1, "indexer_n_heads": 4,
+    "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(48)],
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 48, "linear_value_head_dim": 128, "make_ngram_vocab_size_divisible_by": 128,
+    "mamba_ssm_dtype": "float32", "max_position_embeddings": 262144, "moe_intermediate_size": 640,
+    "mtp_num_hidden_layers": 1, "ngram_size": 3, "ngram_vocab_size_base": 20000000, "num_attention_heads": 24,
+    "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48, "num_key_value_heads": 2,
+    "eos_token_id": 248044, "output_gate_type": "sigmoid", "partial_rotary_factor": 0.25, "ple_conv_kernel_size": 4,
+    "ple_embed_dim": 2560, "ple_layer_ids": [2], "rms_norm_eps": 1e-06, "shared_expert_intermediate_size": 640,
+    "split_ngram_parts": 128, "tie_word_embeddings": False, "vocab_size": 248320,
+}
+CONFIG = {"architectures": ["Qwen4ExpForConditionalGeneration"], "model_type": "qwen4_exp", "text_config": TEXT,
+          "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128],
+                                  "modules_to_not_convert": ["lm_head"]}}
+BF16, F32 = 2, 4
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    path = tmp_path_factory.mktemp("q4") / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    return import_hf(path)
+
+
+def test_layers_indexer_on_every_attention_layer_ple_on_layer_2(spec):
+    # full_attention reads as indexed_attention; ple_layer_ids is 1-based: layer index 1, a GatedDeltaNet layer
+    assert Counter("+".join(k) for k in layer_kinds(spec)) == {
+        "gdn+hc+moe": 35, "gdn+ple+hc+moe": 1, "attention+indexer+hc+moe": 12}
+    assert layer_kinds(spec)[1] == ("gdn", "ple", "hc", "moe")
+    assert spec.mtp.layer == "attention+indexer+moe" and spec.mtp.num_layers == 1
+    assert (spec.indexer.num_heads, spec.indexer.head_dim, spec.indexer.kv_heads, spec.indexer.compress) == (4, 128, 1, 4)
+    assert (spec.ple.streams, spec.ple.conv_kernel, spec.ple.dilation, spec.ple.embedding_dim) == (4, 4, 3, 160)
+    assert "48 layers: 35 gdn+hc+moe, 1 gdn+ple+hc+moe, 12 attention+indexer+hc+moe." in spec.notes
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_cache_bytes_by_hand(spec, tp):
+    """Per token: 12 attention layers x K and V x 2 KV heads (one a rank from TP 2) x 256, bf16, and each layer's
+    indexer key, 128 bf16 a 4-token group (64 B a token, whole on every rank). Per slot: 36 GatedDeltaNet windows of
+    (2 x 16 x 128 + 48 x 128) / tp channels x 3, the 12 indexer rings of 4 raw keys x 128, the PLE window of 4 x 2560
+    channels x (4 - 1) x 3 (whole on every rank), bf16; 36 float32 states of 48 / tp heads x 128 x 128."""
+    r = estimate(spec, ParallelLayout(tp=tp), RuntimeConfig(max_batch=8, max_seq_len=4096), resolve_dtypes(spec)).ranks[0]
+    kv_heads = max(2 // tp, 1)
+    assert r.kv_bytes_per_token == 12 * 2 * kv_heads * 256 * BF16 + 12 * 128 * BF16 // 4
+    assert r.conv_bytes_per_slot == (36 * 10240 // tp * 3 + 12 * 4 * 128 + 10240 * 9) * BF16
+    assert r.ssm_bytes_per_slot == 36 * (48 // tp) * 128 * 128 * F32
+    keys = next(c for c in r.components if c.decl.key == "indexer.keys")
+    assert keys.units == 8 * 4096 and keys.total_bytes == 12 * 8 * 4096 * 128 * BF16 // 4  # 8 whole sequences
+
+
+def test_ngram_table_rows_are_the_primes_transformers_finds():
+    """Qwen4ExpTextNGramEmbedding: head j of PLE layer l takes the (16 l + j + 1)-th prime from the base on, by trial
+    division; the 16 of layer 0 sum to 320,001,446 (20,000,003 the first, 20,000,171 the last), padded to 128."""
+    def trial(v: int) -> bool:
+        return v > 1 and all(v % d for d in range(2, math.isqrt(v) + 1))
+
+    primes = [v for v in range(20_000_000, 20_001_000) if trial(v)]
+    assert all(is_prime(v) == trial(v) for v in range(20_000_000, 20_000_400))
+    assert (primes[0], primes[15], sum(primes[:16])) == (20_000_003, 20_000_171, 320_001_446)
+    assert ngram_table_rows(20_000_000, 16, 0, 128) == 320_001_536
+    assert len(primes) >= 32 and ngram_table_rows(20_000_000, 16, 1, 128) == -(-sum(primes[16:32]) // 128) * 128
+    assert [is_prime(n) for n in (2, 3, 4, 561, 1_000_000_007, (1 << 61) - 1, (1 << 61) + 1)] == [
+        True, True, False, False, True, True, False]
+
+
+def test_new_weights_by_hand(spec):
+    """The indexer: hidden x (4 + 1) x 128 and two 128 norms; the PLE: its 320,001,536 x 160 table, key and value
+    projections 2560 x (4 x 2560 + 2560), the 4-tap conv and three norms over 10,240 channels; hyper-connections:
+    two gated residuals, each 10,240 -> 320 -> 10,240 and 10,240 -> 4, and their norms."""
+    assert KIND_MODULES["indexer"].weights(spec, spec.indexer) == {"proj": 2560 * 5 * 128, "other": 256}
+    assert KIND_MODULES["ple"].weights(spec, spec.ple) == {
+        "ngram_embedding": 320_001_536 * 160, "proj": 2560 * (10240 + 2560), "other": 10240 * 4 + 3 * 10240}
+    assert KIND_MODULES["hc"].weights(spec, spec.hc) == {"proj": 2 * (2 * 10240 * 320 + 10240 * 4), "other": 2 * 10240}
+    per_layer = {k: sum(KIND_MODULES[k].weights(spec, getattr(spec, k)).values()) for k in ("indexer", "ple", "hc")}
+    assert weights.total_params(spec) - _without_new_kinds(spec) == 12 * per_layer["indexer"] + per_layer["ple"] + \
+        48 * per_layer["hc"]
+
+
+def _without_new_kinds(spec) -> int:
+    """The parameters of the same model with its layers' indexer, PLE and hyper-connections taken out."""
+    from msgspec.structs import replace
+
+    from mcache.core.spec.model import Layers
+
+    types = ["+".join(k for k in kinds if k not in ("indexer", "ple", "hc")) for kinds in layer_kinds(spec)]
+    return weights.total_params(replace(spec, layers=Layers(types=types)))
+
+
+def test_a_compression_that_splits_a_key_row_is_refused(spec):
+    from msgspec.structs import replace
+
+    odd = replace(spec, indexer=replace(spec.indexer, head_dim=3, compress=4))  # 3 values a row, 4 tokens
+    with pytest.raises(LayoutError, match=r"indexer\.compress: a divisor of a key row's 3 values, got 4"):
+        estimate(odd, ParallelLayout(), RuntimeConfig(max_batch=1, max_seq_len=64), resolve_dtypes(odd))
+
+
+def test_too_many_ngram_heads_is_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "text_config": {**TEXT, "heads_per_ngram": 5000}}))
+    with pytest.raises(SpecError, match=r"text_config\.heads_per_ngram: at most 4096 n-gram heads"):
+        import_hf(path)
+
+
+@pytest.mark.parametrize(("engine", "version", "says"), [
+    ("vllm", None, "how vLLM 0.34.0 sizes a QSA indexer's keys and raw-key ring and a PLE conv state is not modelled"),
+    ("sglang", None, "how SGLang 0.5.23 sizes a QSA indexer's keys"),
+    ("vllm", "0.28.0", "are not supported for now (vLLM 0.28.0; registered from 0.29.0 on)"),
+    ("sglang", "0.5.19", "models/qwen4_exp.py comes with 0.5.20"),
+])
+def test_engines_refuse_in_one_line(tmp_path, capsys, engine, version, says):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    args = ["size", str(path), "--engine", engine] + (["--engine-version", version] if version else [])
+    code = main(args)
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and says in err and len(err.splitlines()) == 1
+
+
+def test_the_table_says_a_key_row_serves_four_tokens(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    assert main(["size", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "key_ring" not in line and "indexer" in line
+               and "keys" in line)
+    assert "1x128 per 4" in row and "768 B" in row

@@ -207,6 +207,19 @@ def test_the_wrong_release_is_a_finding(capsys):
     assert code == 1 and verdicts(data) == {"kv_cache_tokens": {"differ"}, "max_concurrency": {"differ"}}
 
 
+def test_a_boot_that_started_where_mcaches_run_stops_is_a_finding(capsys):
+    """The gfx1151 boot without the batch defaults its ROCm build took (256 sequences: amdsmi's VRAM total, under 70
+    GiB): mcache takes 1,024 for the 80 GiB pool and stops at vLLM's Mamba-block check, while the log's 'init engine
+    ... took' line (line 7) shows the engine past it: both figures agree, and the start is a finding."""
+    log = str(LOGS / "vllm/qwen38-27b-bf16-gfx1151-triton-262k-0.28dev.log")
+    code, data = explain([log, "--model", str(HF_CONFIGS / "qwen3.5-27b.json"), "--engine-version", "0.28.0"], capsys)
+    assert code == 1 and verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"},
+                                            "starts": {"differ"}}
+    starts = next(c for c in data["comparisons"] if c["figure"] == "starts")
+    assert starts["line"] == 7 and "exceeds available Mamba cache blocks (408)" in starts["note"]
+    assert read_log((LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log").read_text()).started_line is None
+
+
 # --- what-ifs ----------------------------------------------------------------------------------------------------
 
 def test_a_whatif_on_one_boot_answers_what_the_other_boot_logged(capsys):

@@ -3,11 +3,14 @@ checkpoint's config; engines that serve it are refused as not modelled yet, in o
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
+from paths import HF_CONFIGS_INDEXER
 
 from mcache.cli.main import main
 from mcache.core.errors import LayoutError, SpecError
@@ -20,34 +23,26 @@ from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import resolve_dtypes
 from mcache.core.spec.model import layer_kinds
 
-# Qwen/Qwen3.8-Flash-Next-FP8 @ 236dfdf2: the text_config and quantization_config a public C++ test transcribes
-# (search index file id 68851213698), its `[LAYERS]` placeholder the 48 entries its own layers_json() builds (every
-# 4th full_attention), wrapped as the checkpoint's config.json is (architectures, model_type); vision omitted there
-TEXT = {
-    "model_type": "qwen4_exp_text", "dtype": "bfloat16", "full_attention_interval": 4, "hc_count": 4,
-    "hc_lowrank": 320, "head_dim": 256, "heads_per_ngram": 8, "hidden_size": 2560, "indexer_budget": 2048,
-    "indexer_compress_ratio": 4, "indexer_head_dim": 128, "indexer_kv_heads": 1, "indexer_n_heads": 4,
-    "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(48)],
-    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
-    "linear_num_value_heads": 48, "linear_value_head_dim": 128, "make_ngram_vocab_size_divisible_by": 128,
-    "mamba_ssm_dtype": "float32", "max_position_embeddings": 262144, "moe_intermediate_size": 640,
-    "mtp_num_hidden_layers": 1, "ngram_size": 3, "ngram_vocab_size_base": 20000000, "num_attention_heads": 24,
-    "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48, "num_key_value_heads": 2,
-    "eos_token_id": 248044, "output_gate_type": "sigmoid", "partial_rotary_factor": 0.25, "ple_conv_kernel_size": 4,
-    "ple_embed_dim": 2560, "ple_layer_ids": [2], "rms_norm_eps": 1e-06, "shared_expert_intermediate_size": 640,
-    "split_ngram_parts": 128, "tie_word_embeddings": False, "vocab_size": 248320,
-}
-CONFIG = {"architectures": ["Qwen4ExpForConditionalGeneration"], "model_type": "qwen4_exp", "text_config": TEXT,
-          "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128],
-                                  "modules_to_not_convert": ["lm_head"]}}
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = json.loads((HF_CONFIGS_INDEXER / "qwen3.8-flash-next-fp8.json").read_text())  # PROVENANCE.md there
+TEXT = CONFIG["text_config"]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "oracles" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sglang_compare = _load("sglang_compare")
+golden = sglang_compare.golden
 BF16, F32 = 2, 4
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory):
-    path = tmp_path_factory.mktemp("q4") / "config.json"
-    path.write_text(json.dumps(CONFIG))
-    return import_hf(path)
+def spec():
+    return import_hf(HF_CONFIGS_INDEXER / "qwen3.8-flash-next-fp8.json")
 
 
 def test_layers_indexer_on_every_attention_layer_ple_on_layer_2(spec):
@@ -129,9 +124,26 @@ def test_too_many_ngram_heads_is_one_line(tmp_path):
         import_hf(path)
 
 
+@pytest.mark.parametrize("table", golden.tables("sglang", golden.INDEXER), ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_case_of_sglangs_own_tables_matches(table):
+    """SGLang's own sizing of the config (scripts/oracles/sglang.py --config-dir tests/data/hf_configs_indexer): the
+    compressed keys in the KV cell (64 B a token a layer), pages of 64, the PLE window and the indexer's ring outside
+    the budget, the extra-buffer strategy; every case but those `excluded` names (an environment variable)."""
+    data = golden.read(table)
+    compared = [case for case in data["cases"] if sglang_compare.excluded(case) is None]
+    differing = [(case["flags"], diff) for case in compared
+                 if (diff := sglang_compare.differences(case, sglang_compare.mcache_case(case, data["version"],
+                                                                                         HF_CONFIGS_INDEXER)))]
+    assert len(compared) >= 60 and differing == []
+
+
+def test_the_sglang_tables_cover_every_release_that_serves_it():
+    assert [golden.read(t)["version"] for t in golden.tables("sglang", golden.INDEXER)] == [
+        "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+
+
 @pytest.mark.parametrize(("engine", "version", "says"), [
     ("vllm", None, "how vLLM 0.34.0 sizes a QSA indexer's keys and raw-key ring and a PLE conv state is not modelled"),
-    ("sglang", None, "how SGLang 0.5.23 sizes a QSA indexer's keys"),
     ("vllm", "0.28.0", "are not supported for now (vLLM 0.28.0; registered from 0.29.0 on)"),
     ("sglang", "0.5.19", "models/qwen4_exp.py comes with 0.5.20"),
 ])

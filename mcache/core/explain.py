@@ -362,6 +362,10 @@ def compare(log: EngineLog, report: dict) -> list[Comparison]:
                                   f"mcache's run stops at start-up: {error[:160]}"))
             continue
         out.append(Comparison(p.key, p.shown, mine, _verdict(p, mine), p.line, p.process, stage))
+    errors = [st["startup_error"] for st in eng["stages"] if st["startup_error"]]
+    if log.started_line is not None and errors:  # the engine went past where mcache's run stops
+        out.append(Comparison("starts", "yes", "no", DIFFER, log.started_line,
+                              note=f"the engine started; mcache's run stops at start-up: {errors[0][:160]}"))
     return out
 
 

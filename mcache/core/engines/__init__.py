@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 NAMES = ("vllm", "sglang", "trtllm")
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-# Layer kinds whose caches no engine profile models yet: a run that loads such a model is refused (one that does not
-# load it says so, as for any model)
+# Layer kinds whose caches an engine profile does not model unless its module names them in `MODELLED_KINDS`: a run
+# that loads such a model is refused (one that does not load it says so, as for any model)
 UNMODELLED_KINDS = {"indexer": "a QSA indexer's keys and raw-key ring", "ple": "a PLE conv state"}
 
 
@@ -30,7 +30,8 @@ def run_engine(name: str, inputs, version: str | None = None):
 
     module = import_module(f"{__name__}.{name}")
     resolved = resolve(TITLES[name], module.VERSIONS, version)
-    unmodelled = [UNMODELLED_KINDS[k] for k in UNMODELLED_KINDS if getattr(inputs.spec, k) is not None]
+    unmodelled = [UNMODELLED_KINDS[k] for k in UNMODELLED_KINDS
+                  if getattr(inputs.spec, k) is not None and k not in getattr(module, "MODELLED_KINDS", ())]
     if unmodelled and module.architecture_error(inputs.spec, resolved.modelled) is None:
         from mcache.core.errors import LayoutError
 

@@ -179,13 +179,13 @@ class Settings:
         return value
 
     def weights(self, contexts: list[RankContext], expert_shards: int = 1, dp_sharded: frozenset[str] = frozenset(),
-                dp_whole: frozenset[str] = frozenset()) -> list[int]:
+                dp_whole: frozenset[str] = frozenset(), host: frozenset[str] = frozenset()) -> list[int]:
         """Weight bytes of each stage's rank: the given `weights_bytes`, else mcache's estimate (recorded; the routed
         experts split `expert_shards` ways beyond the contexts' TP, `dp_sharded` what the engine still splits over TP
-        and `dp_whole` what it keeps whole under attention DP: `weights.shard_ways`), the MTP layers counted only when
-        a draft setting is given."""
+        and `dp_whole` what it keeps whole under attention DP: `weights.shard_ways`; without the layer units `host`
+        names, which the engine keeps in host memory), the MTP layers counted only when a draft setting is given."""
         drafts = max((self.given.get(name) or 0 for name in DRAFT_SETTINGS), default=0)
-        estimates = [weight_bytes(ctx, loads_draft_head(ctx.spec, drafts), expert_shards, dp_sharded, dp_whole)
+        estimates = [weight_bytes(ctx, loads_draft_head(ctx.spec, drafts), expert_shards, dp_sharded, dp_whole, host)
                      for ctx in contexts]
         if None in estimates and self.given.get("weights_bytes") is None:
             unknown = ", ".join(unknown_fields(contexts[0].spec))
@@ -330,11 +330,12 @@ def mtp_attention_layers(spec: ModelSpec) -> int:
 
 
 def weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
-                 dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset()) -> int | None:
+                 dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset(),
+                 host: frozenset[str] = frozenset()) -> int | None:
     """mcache's estimate of the weights one rank of the stage loads, the MTP layers only with `mtp`, the routed experts
     split `expert_shards` ways beyond the stage's TP, `dp_sharded` still split over TP and `dp_whole` whole under
-    attention DP (the engines measure theirs)."""
-    return rank_weight_bytes(ctx, mtp, expert_shards, dp_sharded, dp_whole)
+    attention DP, less the units `host` names (the engines measure theirs)."""
+    return rank_weight_bytes(ctx, mtp, expert_shards, dp_sharded, dp_whole, host)
 
 
 def recurrent_kinds(spec) -> list[str]:

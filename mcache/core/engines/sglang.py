@@ -137,6 +137,14 @@ KV_DTYPES = {"auto": None, "bfloat16": "bfloat16", "float16": "float16", "fp8_e4
              "fp8_e5m2": "float8_e5m2"}  # server_args kv_cache_dtype choices with a plain per-token cell
 MB = 1 << 20
 DEFAULT_PAGE_SIZE = 1  # server_args.py: ServerArgs.page_size (a token pool of single tokens)
+NO_BUFFER_PAGE_CHECK_FROM = "0.5.17"  # no_buffer refuses pages of more than one token (read at v0.5.17-v0.5.23)
+QSA_PAGE_SIZE = 64  # a QSA indexer's model: arg_groups/model_overrides/qwen4_exp.py sets page_size 64 (v0.5.20-v0.5.23)
+# The layer kinds beyond attention and the Mamba pool this profile sizes (engines/__init__.py UNMODELLED_KINDS): a QSA
+# indexer's compressed keys join the KV cell, its raw-key ring and the PLE window are pools outside the budget
+MODELLED_KINDS = ("indexer", "ple")
+# Recurrent kinds whose state has a pool of its own beside the Mamba pool, which no budget term counts: the PLE window
+# (mem_cache/ple_state_pool.py, v0.5.20-v0.5.23; kv_cache_configurator.py never sets extra_mamba_cache_bytes_per_req)
+UNPOOLED_KINDS = ("ple",)
 # server_args.py: ServerArgs.mamba_full_memory_ratio's default, by the release it holds from (0.2 at v0.5.3.post2, its
 # first; 0.9 from v0.5.3.post3), in order
 DEFAULT_MAMBA_FULL_MEMORY_RATIOS = (("0.5.3.post2", 0.2), ("0.5.3.post3", 0.9))
@@ -157,7 +165,7 @@ EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration",
                       "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
                       "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
-                      "MiniCPMV4_6ForConditionalGeneration")
+                      "MiniCPMV4_6ForConditionalGeneration", "Qwen4ExpForConditionalGeneration")
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
 # MiniCPM-V 4.6 (models/minicpmv.py MiniCPMV4_6ForConditionalGeneration, configs/minicpmv4_6.py), from v0.5.12: a
 # Qwen3.5 GDN text model under a SigLIP tower, given Qwen3.5's mamba radix-cache handling (server_args.py's branch of
@@ -168,6 +176,7 @@ MINICPM_V_4_6_FROM = "0.5.12"
 # which has no SGLang class yet, nor the text-only Qwen3.5 entries of models/qwen3_5_text.py, which it registers; v0.5.16's
 # names neither KimiK3 (not registered before v0.5.17) nor Lfm2Moe (registered, models/lfm2_moe.py)
 RADIX_SINCE = {"BailingMoeV3ForCausalLM": "0.5.19", "Qwen3_5ForCausalLM": "0.5.19", "Qwen3_5MoeForCausalLM": "0.5.19",
+               "Qwen4ExpForConditionalGeneration": "0.5.20",
                "KimiK3ForConditionalGeneration": "0.5.17", "Lfm2MoeForCausalLM": "0.5.17",
                "MiniCPMV4_6ForConditionalGeneration": MINICPM_V_4_6_FROM}
 # ... and in the extra-buffer list only (v0.5.15's names Kimi-Linear in the radix list alone: auto resolves to no_buffer)
@@ -240,6 +249,9 @@ NEMOTRON_VL_ARCHS = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3")
 # with this model.")
 NO_PP_PROXY_ARCHS = ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM", "JetNemotronForCausalLM",
                      *NEMOTRON_VL_ARCHS, "MiniCPMV4_6ForConditionalGeneration")
+# ... and these until the release named: models/qwen4_exp.py's Qwen4ExpForConditionalGeneration.forward(*args,
+# **kwargs) at v0.5.20, with pp_proxy_tensors from v0.5.21
+PP_PROXY_FROM = {"Qwen4ExpForConditionalGeneration": "0.5.21"}
 # Drafts at PP > 1, refused by the launch's check_server_args at every release, in two wordings: server_args.py
 # (v0.5.14-v0.5.18) and arg_groups/validation_hook.py (v0.5.19-v0.5.20) assert no speculative decoding on CUDA; from
 # v0.5.21 validation_hook.py check_pipeline_parallel_compat runs EAGLE drafts only on a PD prefill node
@@ -293,6 +305,7 @@ KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 NO_NEXTN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                   "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 DRAFTER_KV_FROM = "0.5.20"
+DRAFT_CELL_ADDED_FROM = "0.5.22"  # the draft layers' share added to the cell, not the cell scaled (`_cell`)
 # A DFlash drafter (`spec.drafter`) drafts as DFLASH from v0.5.11 (server_args.py --speculative-algorithm choices;
 # arg_groups/speculative_hook.py _handle_dflash from v0.5.13): one step of `--speculative-num-draft-tokens` draft
 # tokens, the drafter's block size when not given (`DFLASH_DEFAULT_BLOCK` when it names none); mcache's `draft` N is N + 1
@@ -354,6 +367,8 @@ MULTIMODAL_GRAPHS_FROM = "0.5.16"
 # disable_breakable_cudagraph_if_incompatible, server_args.py's before v0.5.19: "multimodal model"): these multimodal
 # hybrids are in no release's list (read at v0.5.16, v0.5.17, v0.5.20 and v0.5.23), so they capture no prefill graphs
 NO_BREAKABLE_MULTIMODAL = ("Lfm2VlForConditionalGeneration", *NEMOTRON_VL_ARCHS, "MiniCPMV4_6ForConditionalGeneration")
+# ... and these join the list at the release named (Qwen4Exp: not in v0.5.20's or v0.5.21's, in v0.5.22's and v0.5.23's)
+BREAKABLE_MULTIMODAL_FROM = {"Qwen4ExpForConditionalGeneration": "0.5.22"}
 # Before v0.5.15 the prefill graphs' default backend is tc_piecewise (server_args.py _apply_cuda_graph_compatibility), whose
 # rules (_disable_tc_piecewise_cudagraph_if_incompatible) spare MLA but turn the graphs off for a multimodal model and for
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (v0.5.10 to v0.5.14; before v0.5.14 the rules are
@@ -697,10 +712,14 @@ def run(inputs: EngineInputs) -> EngineRun:
     # of the even split one layer each to the last stages; SGLANG_PP_LAYER_PARTITION is a given --pp-partition
     contexts = stage_contexts(inputs.spec, pp_layout(inputs.layout, inputs.spec.num_layers, spared=0), setup.dtypes)
     weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
-                        dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()))
+                        dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()), host=_host_units(inputs))
     caveats = unnamed_architecture_caveats(inputs.spec, "SGLang")
     caveats += window_caveats(
         inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
+    if inputs.spec.ple is not None or inputs.spec.indexer is not None:
+        caveats.append("SGLang: the PLE window's pool (mem_cache/ple_state_pool.py, one per state slot) and the QSA "
+                       "indexer's raw-key ring (mem_cache/qsa_kv_pool.py, one per request slot) are allocated beside the "
+                       "budget, which counts neither; mcache leaves them out of the figures too")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
                        "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "
@@ -789,6 +808,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     steps = s.take("speculative_num_steps", 0)
     drafts = steps + 1 if steps else 0  # EAGLE with topk 1: num_draft_tokens = num_steps + 1 (server_args.py)
     page = s.take("page_size", DEFAULT_PAGE_SIZE)
+    if spec.indexer is not None:  # arg_groups/model_overrides/qwen4_exp.py (v0.5.20-v0.5.23): compressed QSA owns it
+        page = s.values["page_size"] = QSA_PAGE_SIZE
+        s.sources["page_size"] = "compressed QSA's (a key row per group, full_slot // ratio: page-aligned)"
     first_line = _first_line(inputs)
     strategy, ratio, refusal = (_first_line_ratio if first_line else _ratio)(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
@@ -894,6 +916,15 @@ def _aiter_factor(spec, inputs: EngineInputs, context_len: int) -> float | None:
     if factor is None or not _rocm(inputs) or context_len <= AITER_CONTEXT:
         return None
     return factor if spec.mla is None or max(1, spec.mla.num_heads // inputs.layout.tp) in AITER_MLA_HEADS else None
+
+
+def _host_units(inputs: EngineInputs) -> frozenset[str]:
+    """The weights SGLang keeps in host memory: a PLE's n-gram table in pinned host memory on CUDA with a bf16 model
+    (arg_groups/model_overrides/qwen4_exp.py, v0.5.20-v0.5.23: `ple_offload_embedding`'s default, which mcache does not
+    take as an option)."""
+    spec = inputs.spec
+    offloaded = spec.ple is not None and not _rocm(inputs) and dtype_names.canonical(spec.dtype) == "bfloat16"
+    return frozenset({"ple.ngram_embedding"}) if offloaded else frozenset()
 
 
 def _rocm_extra_buffer_error(inputs: EngineInputs) -> str | None:
@@ -1150,8 +1181,8 @@ def _nemotron_h_error(spec, version: str, mixer: str | None) -> str | None:
 
 def _pp_error(arch: str, inputs: EngineInputs) -> str | None:
     """What SGLang asserts at more than one stage once the model is built (None: nothing): a class whose forward takes
-    no pp_proxy_tensors (`NO_PP_PROXY_ARCHS`)."""
-    if inputs.layout.pp == 1 or arch not in NO_PP_PROXY_ARCHS:
+    no pp_proxy_tensors (`NO_PP_PROXY_ARCHS`, or not yet: `PP_PROXY_FROM`)."""
+    if inputs.layout.pp == 1 or arch not in NO_PP_PROXY_ARCHS and _since(inputs, PP_PROXY_FROM.get(arch, VERSIONS[0])):
         return None
     return (f"Pipeline Parallel is not compatible with this model. ({arch}.forward takes no pp_proxy_tensors: "
             "SGLang does not run it with pipeline parallelism, --pp-size 1.)")
@@ -1275,7 +1306,12 @@ def _refused(ctx: RankContext, inputs: EngineInputs, setup: Setup, error: str) -
 
 def ctx_layers(ctx) -> int:
     """Recurrent layers the stage's state pool stacks."""
-    return sum(ctx.counts[k] for k in ctx.recurrent_kinds)
+    return sum(ctx.counts[k] for k in pooled_kinds(ctx))
+
+
+def pooled_kinds(ctx) -> list[str]:
+    """The stage's recurrent kinds whose state the Mamba pool holds (not `UNPOOLED_KINDS`)."""
+    return [k for k in ctx.recurrent_kinds if k not in UNPOOLED_KINDS]
 
 
 def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
@@ -1314,8 +1350,8 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
 
-    conv = sum(state_bytes(ctx, k, dtype_of, component="conv") * ctx.counts[k] for k in ctx.recurrent_kinds)
-    ssm = sum(state_bytes(ctx, k, dtype_of, component="ssm") * ctx.counts[k] for k in ctx.recurrent_kinds)
+    conv = sum(state_bytes(ctx, k, dtype_of, component="conv") * ctx.counts[k] for k in pooled_kinds(ctx))
+    ssm = sum(state_bytes(ctx, k, dtype_of, component="ssm") * ctx.counts[k] for k in pooled_kinds(ctx))
     layers = ctx_layers(ctx) or 1
     return conv + ssm, conv // layers, ssm // layers
 
@@ -1353,7 +1389,7 @@ def _intermediate_text(ctx, setup: Setup, pooled: int, requests: int, inputs: En
     slots = (requests if _since(inputs, INTERMEDIATE_BY_REQUESTS_FROM) else pooled) + 1
     drafts, conv_size = setup.drafts, itemsize(setup.dtypes.conv)
     ssm = conv = 0
-    for kind in ctx.recurrent_kinds:
+    for kind in pooled_kinds(ctx):
         shapes = ctx.states(kind)
         ssm += ctx.counts[kind] * sum(math.prod(s.shape) for s in shapes if s.component == "ssm") * itemsize(setup.dtypes.ssm)
         windows = [s.shape for s in shapes if s.component == "conv"]
@@ -1384,6 +1420,7 @@ def _cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
     `Setup.drafter_kv`); a DFlash drafter's KV is added (`DFLASH_FROM`); drafts run at PP 1 only (`_pp_drafts_error`)."""
     spec = inputs.spec
     cell, layers = _kv_bytes(ctx, setup)
+    cell += _qsa_bytes(ctx, layers)
     if drafter_sizing.drafts_with(spec, setup.drafts):  # none on a stage without KV layers (num_layers > 0)
         drafter = spec.drafter.num_layers
         if not layers or not _since(inputs, DRAFTER_CELL_FROM):
@@ -1391,7 +1428,25 @@ def _cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
         return cell + _drafter_cell(ctx, inputs, setup)
     charged = setup.drafts and setup.drafter_kv
     drafter = mtp_attention_layers(spec) if charged else 0
-    return cell + (cell * drafter // layers if layers else 0)
+    if not drafter or not layers:
+        return cell
+    # pool_configurator.py, in floats as SGLang computes it: int(cell x (1 + draft layers / layers)) to v0.5.21, which
+    # a fraction with no exact binary form truncates a byte short (25,344 x 13 / 12: 27,455); from v0.5.22
+    # cell + int(cell x draft layers / layers)
+    if _since(inputs, DRAFT_CELL_ADDED_FROM):
+        return cell + int(cell * drafter / layers)
+    return int(cell * (1 + drafter / layers))
+
+
+def _qsa_bytes(ctx, layers: int) -> int:
+    """A QSA indexer's compressed keys a token over the stage's `layers` full-attention layers: each layer's key row in
+    bf16 floored over the tokens it stands for (pool_configurator.py _compute_qsa_cell_size, mem_cache/qsa_kv_pool.py
+    qsa_bytes_per_token, v0.5.20-v0.5.23: `--qsa-indexer-dtype fp8_e4m3`, v0.5.22 on, is not modelled); the per-request
+    raw-key ring is not budgeted."""
+    p = ctx.spec.indexer
+    if p is None or not layers:
+        return 0
+    return p.kv_heads * p.head_dim * itemsize("bfloat16") // p.compress * layers
 
 
 def _drafter_cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
@@ -1442,8 +1497,11 @@ def _ratio(s: Settings, arch: str, inputs: EngineInputs, drafts: int) -> tuple[s
     if strategy.startswith("extra_buffer") and (rocm_error := _rocm_extra_buffer_error(inputs)):
         return strategy, 1, rocm_error
     if strategy == "no_buffer":
-        refusal = None if no_overlap else ("no_buffer do not support overlap schedule. Try to set "
-                                           "disable_overlap_schedule=True.")
+        # validate_mamba_no_buffer (server_args.py v0.5.17-v0.5.18, arg_groups/mamba_hook.py v0.5.19-v0.5.23): pages of
+        # one token, then no overlap
+        paged = s.values.get("page_size", DEFAULT_PAGE_SIZE) > 1 and _since(inputs, NO_BUFFER_PAGE_CHECK_FROM)
+        refusal = ("no_buffer only supports page_size=1." if paged else None if no_overlap else
+                   "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
         return strategy, 3, refusal
     if strategy == "extra_buffer_lazy":
         # server_args.py _validate_mamba_extra_buffer to v0.5.16 refuses the lazy buffer with drafts (v0.5.17 drops it)
@@ -1871,8 +1929,8 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
     under attention DP before v0.5.17 (`DP_PREFILL_GRAPHS_FROM`); at PP > 1 at v0.5.14
     and from v0.5.19 (`PP_PREFILL_GRAPHS_OFF_FROM`); from v0.5.20 KDA configs
     (cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible; v0.5.19's has no KDA rule); v0.5.15-v0.5.17 MLA,
-    v0.5.17 NemotronH, v0.5.15 a multimodal model, from v0.5.16 one SGLang does not list (`NO_BREAKABLE_MULTIMODAL`)
-    (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
+    v0.5.17 NemotronH, v0.5.15 a multimodal model, from v0.5.16 one SGLang does not list (`NO_BREAKABLE_MULTIMODAL`,
+    or not yet: `BREAKABLE_MULTIMODAL_FROM`) (server_args.py's, `PREFILL_GRAPHS_FROM`, `MULTIMODAL_GRAPHS_FROM`);
     before v0.5.15 the tc_piecewise rules (`BREAKABLE_GRAPHS_FROM`)."""
     arch = spec.architecture
     if dp > 1 and not at_least(version, DP_PREFILL_GRAPHS_FROM):
@@ -1881,7 +1939,8 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
         return True
     if not at_least(version, BREAKABLE_GRAPHS_FROM):
         return arch in PIECEWISE_DISABLED_ARCHS or spec.vision is not None
-    unlisted = spec.vision is not None and arch in NO_BREAKABLE_MULTIMODAL
+    unlisted = spec.vision is not None and (arch in NO_BREAKABLE_MULTIMODAL or not at_least(
+        version, BREAKABLE_MULTIMODAL_FROM.get(arch, MULTIMODAL_GRAPHS_FROM)))
     if at_least(version, PREFILL_GRAPHS_FROM):
         return (arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")) or unlisted
     return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17")) or unlisted

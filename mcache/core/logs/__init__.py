@@ -78,6 +78,7 @@ class EngineLog(Struct):
     other_settings: dict[str, Any] = {}
     measured: list[Measured] = []
     figures: list[Printed] = []
+    started_line: int | None = None  # the first line that shows the engine past its start-up checks (`STARTED`)
     lines: int = 0
     processes: list[str] = []
 
@@ -101,6 +102,7 @@ def read_log(text: str, source: str = "log") -> EngineLog:
     module = engine_module(best)
     log = module.read(lines)
     log.weight_format = getattr(module, "WEIGHT_FORMATS", {}).get(log.quantization)
+    log.started_line = next((line.number for line in lines if module.STARTED.search(line.text)), None)
     log.lines = len(lines)
     log.processes = sorted({line.process for line in lines if line.process})
     return log

@@ -67,6 +67,9 @@ LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _SIZE)
 LOAD_END = re.compile(r"Load weight end\..*?type=(\w+).*?avail mem=" + _SIZE + ", mem usage=" + _SIZE)
 CONTEXT = re.compile(r"context_len=(\d+)")
 SERVER_ARGS = re.compile(r"server_args=(?=ServerArgs\(|\{)")
+# A line only a started server prints: entrypoints/http_server.py's "The server is fired up and ready to roll!" once the
+# scheduler (its pools sized and checked) answers a warm-up request; uvicorn's "Application startup complete" before it
+STARTED = re.compile(r"The server is fired up and ready to roll|Application startup complete")
 MARKS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2,4}\d+)*\] |Load weight (?:begin|end)\.|Memory pool end\.|"
                    r"server_args=(?:ServerArgs\(|\{)|Mamba Cache is allocated|KV Cache is allocated|max_mamba_cache_size")
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",

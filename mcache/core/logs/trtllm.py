@@ -43,6 +43,9 @@ PEAK = re.compile(r"Peak memory during memory usage profiling \(torch \+ non-tor
 TOTAL = re.compile(r"device total memory " + _G)
 TEMPORARY = re.compile(r"(?:tmp kv_mem|temporary kv cache memory during profiling) " + _G)
 SUMMARY = re.compile(r"\bmax_num_requests=\d+")
+# A line only a started server prints: trtllm-serve's uvicorn "Application startup complete", after the executor (its
+# KV cache sized) is up
+STARTED = re.compile(r"Application startup complete")
 WEIGHTS = re.compile(r"Memory used after loading model weights \(inside torch\) in memory usage profiling: " + _G)
 KV_DTYPE = re.compile(r"Validating KV Cache config against kv_cache_dtype=\"(\w+)\"")
 KV_CONFIG = re.compile(r"KvCacheConfig(?=\()")

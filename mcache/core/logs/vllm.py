@@ -93,6 +93,12 @@ SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cach
 # setting of the run, not a figure mcache derives.
 BACKEND_BLOCK = re.compile(r"Setting kv cache block size to (\d+) for (\w+) backend")
 ARGS = re.compile(r"non-default args: ")
+# A line only a started engine prints: v1/engine/core.py `_initialize_kv_caches`' caller logs "init engine (profile,
+# create kv cache, warmup model) took" once the KV caches, the CUDA-graph sizes (CompilationConfig's Mamba-block check)
+# and the warm-up are done; the API server's "Starting vLLM API server" and uvicorn's "Application startup complete"
+# come after it
+STARTED = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|Starting vLLM API server|"
+                     r"Application startup complete")
 # the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (read at 0.20.0: `method=...,
 # model=..., num_spec_tokens=N`)
 # config/speculative.py SpeculativeConfig.__repr__ (v0.20.0 - v0.34.0): method, the draft model (None for n-gram)

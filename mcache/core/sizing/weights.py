@@ -221,11 +221,11 @@ def shard_ways(ctx: RankContext, kind: str, part: str | None = None, expert_shar
 
 
 def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: frozenset[str],
-                dp_whole: frozenset[str]) -> list[tuple[int, Fraction]]:
+                dp_whole: frozenset[str], host: frozenset[str] = frozenset()) -> list[tuple[int, Fraction]]:
     """`(parameters, bytes per parameter)` of every weight unit one rank holds, each split `shard_ways`: its stage's
-    layers, embeddings on the first stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP
-    layers on the last (the spec's drafter in their place when it has one); the vision tower on every stage
-    (`rank_tower_params`)."""
+    layers (but the `kind.part` units `host` names, which an engine keeps in host memory), embeddings on the first
+    stage, the final norm (whole on every TP rank), the head and (with `mtp`) the MTP layers on the last (the spec's
+    drafter in their place when it has one); the vision tower on every stage (`rank_tower_params`)."""
     spec, store = ctx.spec, Storage(ctx.spec)
     kinds = layer_kinds(spec)
 
@@ -233,7 +233,7 @@ def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: fro
         return shard_ways(ctx, kind, part, expert_shards, dp_sharded, dp_whole)
 
     units = [(n // ways(k, part), store.per_param(k, part, i)) for i in ctx.layers
-             for k, part, n in layer_units(spec, kinds[i])]
+             for k, part, n in layer_units(spec, kinds[i]) if f"{k}.{part}" not in host]
     units.append((rank_tower_params(spec.vision, ways("vision")), store.plain))
     units += [(n // ways(k, part), store.per_param(k, part)) for k, part, n in shared_units(spec, set(ctx.kinds))]
     emb, head = embedding_params(spec)
@@ -250,28 +250,30 @@ def _rank_units(ctx: RankContext, mtp: bool, expert_shards: int, dp_sharded: fro
 
 
 def rank_weights(ctx: RankContext, mtp: bool = False, expert_shards: int = 1, dp_sharded: frozenset[str] = frozenset(),
-                 dp_whole: frozenset[str] = frozenset()) -> tuple[int | None, int | None]:
+                 dp_whole: frozenset[str] = frozenset(), host: frozenset[str] = frozenset()
+                 ) -> tuple[int | None, int | None]:
     """(parameters one rank holds, bytes they take as the checkpoint stores them), the MTP layers only with `mtp`, the
     routed experts split `expert_shards` ways beyond the layout's TP (an engine that shards them over its
     data-parallel ranks too), `dp_sharded` what an engine still splits over TP under attention DP and `dp_whole` what it
-    keeps whole (`shard_ways`); when
+    keeps whole (`shard_ways`), less the layer units `host` names (kept in host memory); when
     `unknown_fields`, no parameter count and the checkpoint index's share (`index_share`), or both None."""
     if unknown_fields(ctx.spec):
         return None, index_share(ctx.spec, ctx.layout.tp * ctx.layout.pp)
     layout, layers = ctx.layout, ctx.layers  # all that `_rank_units` reads besides the spec
 
     def count() -> tuple[int, int]:
-        units = _rank_units(ctx, mtp, expert_shards, dp_sharded, dp_whole)
+        units = _rank_units(ctx, mtp, expert_shards, dp_sharded, dp_whole, host)
         return sum(n for n, _ in units), int(sum(n * cost for n, cost in units))
 
-    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards, dp_sharded, dp_whole)
+    key = ("rank_weights", layout, ctx.stage, layers.start, layers.stop, mtp, expert_shards, dp_sharded, dp_whole, host)
     return remembered(ctx.spec, key, count)
 
 
 def rank_weight_bytes(ctx: RankContext, mtp: bool = False, expert_shards: int = 1,
-                      dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset()) -> int | None:
+                      dp_sharded: frozenset[str] = frozenset(), dp_whole: frozenset[str] = frozenset(),
+                      host: frozenset[str] = frozenset()) -> int | None:
     """Bytes of the weights one rank loads, as the checkpoint stores them (None when `weights_known` is false)."""
-    return rank_weights(ctx, mtp, expert_shards, dp_sharded, dp_whole)[1]
+    return rank_weights(ctx, mtp, expert_shards, dp_sharded, dp_whole, host)[1]
 
 
 def index_share(spec: ModelSpec, ranks: int) -> int | None:

@@ -4,13 +4,13 @@ by scripts/oracles/vllm.py --drafters), the other engines' caveat, and bad input
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from cli_util import one_line, size_json
 from msgspec.structs import replace
+from oracle_util import load_oracle
 from paths import HERE, HF_CONFIGS
 
 from mcache.cli.main import main
@@ -185,14 +185,7 @@ def test_size_reports_the_drafter():
 
 # --- vLLM -----------------------------------------------------------------------------------------------------
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, HERE.parent / "scripts" / "oracles" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-compare = _load("compare")
+compare = load_oracle("compare")
 TABLES = compare.golden.tables("vllm", compare.golden.DRAFTERS)
 
 
@@ -280,7 +273,7 @@ def test_tensorrt_llm_says_the_drafter_cache_is_not_modelled():
 
 # --- SGLang -------------------------------------------------------------------------------------------------------
 
-sglang_compare = _load("sglang_compare")
+sglang_compare = load_oracle("sglang_compare")
 SGLANG_TABLES = compare.golden.tables("sglang", compare.golden.DRAFTERS)
 Q36_35B = str(DRAFTERS / "qwen3.6-35b-a3b-dflash.json")
 

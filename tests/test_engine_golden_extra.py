@@ -9,25 +9,14 @@ KNOWN holds the mismatches whose cause mcache does not model, each named, with t
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from oracle_util import load_oracle
 from paths import HF_CONFIGS_EXTRA as CONFIGS
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "oracles" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-vllm_compare = _load("compare")
-sglang_compare = _load("sglang_compare")
+vllm_compare = load_oracle("compare")
+sglang_compare = load_oracle("sglang_compare")
 golden = vllm_compare.golden
 VLLM = golden.tables("vllm", golden.EXTRA)
 SGLANG = golden.tables("sglang", golden.EXTRA)

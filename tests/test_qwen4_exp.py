@@ -3,13 +3,12 @@ checkpoint's config; engines that serve it are refused as not modelled yet, in o
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from oracle_util import load_oracle
 from paths import HF_CONFIGS_INDEXER
 
 from mcache.cli.main import main
@@ -23,19 +22,11 @@ from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import resolve_dtypes
 from mcache.core.spec.model import layer_kinds
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = json.loads((HF_CONFIGS_INDEXER / "qwen3.8-flash-next-fp8.json").read_text())  # PROVENANCE.md there
 TEXT = CONFIG["text_config"]
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "oracles" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sglang_compare = _load("sglang_compare")
+sglang_compare = load_oracle("sglang_compare")
 golden = sglang_compare.golden
 BF16, F32 = 2, 4
 

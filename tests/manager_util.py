@@ -23,7 +23,7 @@ dtype: float32
 layers: {types: [mamba2, attention+indexer, gdn+ple+hc, kda, mamba1, short_conv, lightning, mla, mamba2]}
 attention: {num_heads: 4, num_kv_heads: 2, head_dim: 6}
 indexer: {num_heads: 2, head_dim: 4, compress: 2}
-ple: {streams: 2, conv_kernel: 3, dilation: 2, embed_dim: 4, embedding_rows: 10, embedding_dim: 2}
+ple: {streams: 2, conv_kernel: 4, dilation: 3, embed_dim: 4, embedding_rows: 10, embedding_dim: 2}
 hc: {streams: 2, lowrank: 3}
 mla: {num_heads: 4, kv_lora_rank: 6, qk_rope_head_dim: 2, qk_nope_head_dim: 4, v_head_dim: 4}
 mamba2: {num_heads: 4, head_dim: 3, state_size: 5, n_groups: 2, conv_kernel: 4}

@@ -154,3 +154,21 @@ def test_the_table_says_a_key_row_serves_four_tokens(tmp_path, capsys):
     row = next(line for line in capsys.readouterr().out.splitlines() if "key_ring" not in line and "indexer" in line
                and "keys" in line)
     assert "1x128 per 4" in row and "768 B" in row
+
+
+def test_its_first_name_reads_the_same_and_no_engine_registers_it(tmp_path, capsys):
+    """Qwen3.8-Flash-Next shipped as `qwen3_8_flash_next` (Qwen3_8FlashNextForConditionalGeneration) before it was
+    renamed qwen4_exp; some quantized uploads keep the first name, their text_config the same field for field. mcache
+    reads it as qwen4_exp; vLLM and SGLang register the model under its new name only."""
+    renamed = {**CONFIG, "model_type": "qwen3_8_flash_next",
+               "architectures": ["Qwen3_8FlashNextForConditionalGeneration"],
+               "text_config": {**TEXT, "model_type": "qwen3_8_flash_next_text"}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(renamed))
+    spec = import_hf(path)
+    assert layer_kinds(spec) == layer_kinds(import_hf(HF_CONFIGS_INDEXER / "qwen3.8-flash-next-fp8.json"))
+    assert "model_type qwen3_8_flash_next, read as qwen4_exp" in spec.source
+    for engine, says in (("vllm", "no release from 0.10.2 to 0.34.0 registers it"),
+                         ("sglang", "Cannot find model module. 'Qwen3_8FlashNextForConditionalGeneration'")):
+        assert main(["size", str(path), "--engine", engine]) != 0
+        assert says in capsys.readouterr().err

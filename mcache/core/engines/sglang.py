@@ -204,7 +204,10 @@ MAMBA2_NEEDS_INTERMEDIATE = "Mamba2ForCausalLM"
 # and AutoModelForCausalLM in their auto_map) too: SGLang has no MiniMax class before M2 (models/ at 0.5.23), and
 # transformers has only MiniMaxForCausalLM (the extra table's MiniMax-M1, tests/data/hf_configs_extra)
 REMOTE_ONLY_ARCHS = ("Plamo2ForCausalLM", "BailingMoeLinearV2ForCausalLM", "MiniMaxText01ForCausalLM",
-                     "MiniMaxM1ForCausalLM")
+                     "MiniMaxM1ForCausalLM",
+                     # Qwen3.8-Flash-Next's first name (model_type qwen3_8_flash_next), which some quantized uploads
+                     # keep: SGLang registers the model as Qwen4Exp only (no class of this name in v0.5.20-v0.5.23)
+                     "Qwen3_8FlashNextForConditionalGeneration")
 # models/qwen3_next.py, falcon_h1.py, lfm2.py and lfm2_moe.py (v0.5.10 to v0.5.23): each class's __init__ asserts
 # `self.pp_group.is_first_rank and self.pp_group.is_last_rank`, so pipeline parallelism fails while the model is built
 # (the other hybrids split their layers with make_pp_layers; scripts/oracles/sglang_versions.md, read from the source);

@@ -488,7 +488,9 @@ NO_PREFIX_ARCHS = {"Lfm2MoeForCausalLM": ("0.11.1", "0.16.0")}
 # model_executor/models/registry.py (read at v0.10.2, v0.22.0 and v0.33.0): hybrid architectures mcache imports that
 # no modelled release registers; ModelRegistry refuses them ("Model architectures [...] are not supported for now"),
 # with --trust-remote-code too (the Ring-linear checkpoints' auto_map names only their configuration class)
-UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",)
+UNREGISTERED_ARCHS = ("BailingMoeLinearV2ForCausalLM",
+                      # Qwen3.8-Flash-Next's first name, which registry.py never had (Qwen4Exp from 0.29.0 on)
+                      "Qwen3_8FlashNextForConditionalGeneration")
 # Hybrid architectures whose model class lacks the SupportsPP interface (models/mamba2.py, zamba2.py and
 # minimax_text_01.py, which registry.py maps the MiniMax names to; read at v0.13.0 and v0.33.0; nano_nemotron_vl.py's
 # NemotronH_Nano_VL_V2, read at v0.11.1, v0.14.0, v0.22.1 and v0.34.0): config/model.py

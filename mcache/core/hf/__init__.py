@@ -63,10 +63,13 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "zamba2": mamba2_hybrids.zamba2,
 }
 MAMBA_SSM = "mamba_ssm"
-# Model types a checkpoint's remote code declares beside the transformers type mcache reads it as: Ling-3.0's
+# Model types a checkpoint declares beside the transformers type mcache reads it as: Ling-3.0's remote-code
 # configuration_bailing_moe_v3.py (BailingMoeV3Config, model_type bailing_moe_v3) has the fields of transformers'
 # BailingHybridConfig, and engines serve both through BailingMoeV3ForCausalLM (vLLM models/bailing_moe_v3.py)
-REMOTE_TYPES = {"bailing_moe_v3": "bailing_hybrid"}
+REMOTE_TYPES = {"bailing_moe_v3": "bailing_hybrid",
+                # Qwen3.8-Flash-Next's first model type, renamed qwen4_exp; some quantized uploads keep it, their
+                # text_config field for field the same (a public parser test pinned to both, search file id 59768075050)
+                "qwen3_8_flash_next": "qwen4_exp", "qwen3_8_flash_next_text": "qwen4_exp_text"}
 # Model types engines serve that mcache knows and does not model yet, with what it lacks: a refusal names the gap
 # rather than the closest type, which would size the model without those caches
 NOT_MODELLED = {

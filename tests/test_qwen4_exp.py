@@ -172,3 +172,13 @@ def test_its_first_name_reads_the_same_and_no_engine_registers_it(tmp_path, caps
                          ("sglang", "Cannot find model module. 'Qwen3_8FlashNextForConditionalGeneration'")):
         assert main(["size", str(path), "--engine", engine]) != 0
         assert says in capsys.readouterr().err
+
+
+def test_the_mtp_layer_keeps_its_indexers_keys_while_it_drafts(spec):
+    """The MTP layer is QSA attention too: while it drafts, its KV (2 KV heads x 256, K and V, bf16) and its indexer's
+    key (128 bf16 a 4-token group) a token, and its raw-key ring (4 x 128 bf16) a slot, on the last stage."""
+    runtime = RuntimeConfig(max_batch=8, max_seq_len=4096, draft_tokens=3, spec_scheme="replay")
+    r = estimate(spec, ParallelLayout(), runtime, resolve_dtypes(spec)).ranks[0]
+    mtp = {c.decl.name: c.decl.bytes_per_unit for c in r.components if c.decl.kind == "mtp"}
+    assert mtp == {"kv": 2 * 2 * 256 * BF16, "keys": 128 * BF16 // 4, "key_ring": 4 * 128 * BF16}
+    assert r.kv_bytes_per_token == 13 * 2 * 2 * 256 * BF16 + 13 * 128 * BF16 // 4

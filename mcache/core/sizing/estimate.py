@@ -32,13 +32,14 @@ def base_declarations(ctx: RankContext) -> list[BufferDecl]:
 
 
 MTP = "mtp"  # the kind the MTP layers' KV declarations go by
-MTP_KV_KINDS = ("attention", "sliding_attention", "mla")
+MTP_KV_KINDS = ("attention", "sliding_attention", "mla", "indexer")  # an indexer's keys (and its ring) beside attention
 
 
 def mtp_kv_states(ctx: RankContext) -> list:
     """KV per token of one MTP layer on the rank of `ctx` while the MTP layers draft (the spec has them, no drafter
     takes their place, the deployment drafts tokens), on the last PP stage, where engines put them: the states of its
-    attention kind, as the model's own layers of that kind keep them. Engines give the MTP layer a KV cache of its own
+    attention kind, as the model's own layers of that kind keep them (with an indexer's keys and ring where the layer
+    has one: Qwen3.8-Flash-Next's MTP layer is QSA attention). Engines give the MTP layer a KV cache of its own
     (vLLM's MTP attention joins the KV groups, SGLang's draft pool holds it); a recurrent MTP layer is not modelled."""
     spec = ctx.spec
     if spec.mtp is None or drafter.drafts_with(spec, ctx.runtime.draft_tokens) or not ctx.runtime.draft_tokens:

@@ -220,6 +220,19 @@ def test_a_boot_that_started_where_mcaches_run_stops_is_a_finding(capsys):
     assert read_log((LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log").read_text()).started_line is None
 
 
+@pytest.mark.parametrize(("log", "line"), [
+    ("vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log", "(APIServer pid=1) INFO 06-01 [api_server.py:677] Starting "
+                                                          "vLLM server on http://0.0.0.0:8000"),
+    ("vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log", "(APIServer pid=1) INFO:     Application startup complete."),
+    ("sglang/" + next(e["file"].split("/", 1)[1] for e in SOURCES if e["engine"] == "sglang"),
+     "[2026-01-01 00:00:00] The server is fired up and ready to roll!"),
+])
+def test_the_line_that_shows_an_engine_started_is_found(log, line):
+    text = (LOGS / log).read_text().rstrip("\n")
+    assert read_log(text).started_line is None
+    assert read_log(text + "\n" + line).started_line == len(text.splitlines()) + 1
+
+
 # --- what-ifs ----------------------------------------------------------------------------------------------------
 
 def test_a_whatif_on_one_boot_answers_what_the_other_boot_logged(capsys):

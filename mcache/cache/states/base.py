@@ -58,8 +58,8 @@ def allocate(decl: BufferDecl, units: int, layout: str, device: torch.device, bl
         raise ValueError(f"pool layout must be one of {LAYOUTS}, not {layout!r}")
     lead = (units // block, block // decl.tokens_per_row) if decl.per == "token" else (units,)
     if decl.per == "token" and (units % block or block % decl.tokens_per_row):
-        raise ValueError(f"{decl.key}: {units} tokens are not whole blocks of {block} tokens, each whole rows of "
-                         f"{decl.tokens_per_row}")
+        raise ValueError(f"{decl.key}: {units} tokens in blocks of {block}, each whole rows of {decl.tokens_per_row} "
+                         "tokens: they do not divide")
     shape = (decl.layers, *lead, *decl.shape) if layout == "layer" else (lead[0], decl.layers, *lead[1:], *decl.shape)
     storage = torch.empty(shape, dtype=torch_dtype(decl.dtype), device=device)
     return Pool(decl, units, storage, layout)

@@ -1353,8 +1353,9 @@ def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
     def dtype_of(kind, state):
         return dtypes.conv if state.component == "conv" else dtypes.ssm
 
-    conv = sum(state_bytes(ctx, k, dtype_of, component="conv") * ctx.counts[k] for k in pooled_kinds(ctx))
-    ssm = sum(state_bytes(ctx, k, dtype_of, component="ssm") * ctx.counts[k] for k in pooled_kinds(ctx))
+    kinds = pooled_kinds(ctx)
+    conv = sum(state_bytes(ctx, k, dtype_of, component="conv") * ctx.counts[k] for k in kinds)
+    ssm = sum(state_bytes(ctx, k, dtype_of, component="ssm") * ctx.counts[k] for k in kinds)
     layers = ctx_layers(ctx) or 1
     return conv + ssm, conv // layers, ssm // layers
 
@@ -1946,8 +1947,7 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
         version, BREAKABLE_MULTIMODAL_FROM.get(arch, MULTIMODAL_GRAPHS_FROM)))
     if at_least(version, PREFILL_GRAPHS_FROM):
         return (arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")) or unlisted
-    return (spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17")) or unlisted
-            or (spec.vision is not None and not at_least(version, MULTIMODAL_GRAPHS_FROM)))
+    return spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17")) or unlisted
 
 
 def _prefill_graph_sizes(max_bs: int) -> list[int]:

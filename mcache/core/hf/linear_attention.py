@@ -68,7 +68,7 @@ def _qwen(cfg: Cfg, text: Cfg, moe: bool, default_mtp: int = 0, serves_mtp: bool
             "v_head_dim": text.int("linear_value_head_dim"),
             "conv_kernel": text.int("linear_conv_kernel_dim"),
         }
-    draft.notes.append(count_note(entries) + f" Full attention from {text.prefix}{how}.")
+    draft.notes += [count_note(entries), f"Full attention from {text.prefix}{how}."]  # notes[0]: the layer count
     mtp = mtp_layers(text)
     if mtp and not serves_mtp:
         draft.notes.append(f"{mtp} MTP layer(s) in the config, which vLLM's model class for {cfg.model_type} neither "

@@ -58,7 +58,6 @@ def qwen4_exp(cfg: Cfg) -> Draft:
     """The text model (`text_config`), its indexer and PLE blocks; the vision tower recorded, not weighed."""
     text = text_config(cfg)
     draft = qwen_text(cfg, text, QWEN4_TYPES)
-    counted = f"{len(draft.entries)} layers:"  # the layer count note, written again once the entries are complete
     hidden = draft.hidden_size
     attention = [i for i, e in enumerate(draft.entries) if e.startswith("attention+")]
     if attention and text.given("indexer_n_heads"):
@@ -84,8 +83,7 @@ def qwen4_exp(cfg: Cfg) -> Draft:
     draft.entries = [e.replace("+moe", "+hc+moe") for e in draft.entries]
     draft.notes.append(f"{draft.blocks['hc']['streams']} residual streams (hc_count) mixed around every block; the "
                        "model's final mixer is not weighed.")
-    draft.notes = [count_note(draft.entries) + note.partition(".")[2] if note.startswith(counted) else note
-                   for note in draft.notes]
+    draft.notes[0] = count_note(draft.entries)  # the layer count `qwen_text` wrote, of the entries as they are now
     return with_vision(draft, cfg)
 
 

@@ -95,9 +95,10 @@ BACKEND_BLOCK = re.compile(r"Setting kv cache block size to (\d+) for (\w+) back
 ARGS = re.compile(r"non-default args: ")
 # A line only a started engine prints: v1/engine/core.py `_initialize_kv_caches`' caller logs "init engine (profile,
 # create kv cache, warmup model) took" once the KV caches, the CUDA-graph sizes (CompilationConfig's Mamba-block check)
-# and the warm-up are done; the API server's "Starting vLLM API server" and uvicorn's "Application startup complete"
-# come after it
-STARTED = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|Starting vLLM API server|"
+# and the warm-up are done (read at 0.26.0 and 0.34.0); the API server's "Starting vLLM server on" (entrypoints/openai/
+# api_server.py at 0.26.0, entrypoints/launchers/api_server/entry.py at 0.34.0; "Starting vLLM API server" in older
+# releases' logs) and uvicorn's "Application startup complete" come after it
+STARTED = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|Starting vLLM (?:API )?server|"
                      r"Application startup complete")
 # the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (read at 0.20.0: `method=...,
 # model=..., num_spec_tokens=N`)

@@ -508,13 +508,12 @@ def test_unknown_model_type_names_the_closest_one_and_the_way_to_write_a_spec(tm
 
 
 @pytest.mark.parametrize(("kind", "says"), [
-    ("glm5_next", "indexer's pooled keys and tail ring"),
-    ("glm5_next_text", "indexer's pooled keys and tail ring"),
+    ("minimax_m3", "not a hybrid mcache sizes"),
     ("minimax_m3_vl", "not a hybrid mcache sizes"),
 ])
 def test_a_known_family_mcache_does_not_model_is_refused_with_what_it_lacks(tmp_path, kind, says):
-    """Not the closest supported type (glm5_next would be read as nothing close; qwen4_exp, before mcache had its
-    kinds, as qwen3_next, dropping its indexer caches without a word)."""
+    """Not the closest supported type (minimax_m3 would be read as minimax; qwen4_exp, before mcache had its kinds, as
+    qwen3_next, dropping its indexer caches without a word)."""
     with pytest.raises(SpecError) as err:
         imported(tmp_path, {**QWEN_NEXT, "model_type": kind})
     assert err.value.field == "model_type" and says in err.value.expected and "closest" not in err.value.expected

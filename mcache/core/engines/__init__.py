@@ -17,7 +17,8 @@ NAMES = ("vllm", "sglang", "trtllm")
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # Layer kinds whose caches an engine profile does not model unless its module names them in `MODELLED_KINDS`: a run
 # that loads such a model is refused (one that does not load it says so, as for any model)
-UNMODELLED_KINDS = {"indexer": "a QSA indexer's keys and raw-key ring", "ple": "a PLE conv state"}
+UNMODELLED_KINDS = {"indexer": "a QSA indexer's keys and raw-key ring", "dsa_indexer": "a DSA indexer's pooled keys and tail",
+                    "ple": "a PLE conv state"}
 
 
 def run_engine(name: str, inputs, version: str | None = None):

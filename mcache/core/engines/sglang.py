@@ -286,7 +286,9 @@ NATIVE_SINCE = {"BailingMoeV3ForCausalLM": ("0.5.19", "models/bailing_moe_v3.py"
                 "NemotronH_Nano_Omni_Reasoning_V3": (NEMOTRON_OMNI_FROM, "models/nano_nemotron_vl.py"),
                 # Qwen3.8-Flash-Next: models/qwen4_exp.py and mem_cache/qsa_kv_pool.py from 0.5.20 (not in 0.5.19)
                 "Qwen4ExpForCausalLM": ("0.5.20", "models/qwen4_exp.py"),
-                "Qwen4ExpForConditionalGeneration": ("0.5.20", "models/qwen4_exp.py")}
+                "Qwen4ExpForConditionalGeneration": ("0.5.20", "models/qwen4_exp.py"),
+                # GLM-5.3-Flash: models/glm5_next.py and configs/glm5_next.py from 0.5.20 (not in 0.5.19)
+                "Glm5NextForConditionalGeneration": ("0.5.20", "models/glm5_next.py")}
 # model_loader/utils.py resolve_transformers_arch: hybrids with no SGLang model class (none in models/) that the
 # Transformers backend serves; their config declares no linear-attention state (configs/model_config.py), so there is no
 # state pool and the token pool keeps K and V for every layer (MHATokenToKVPool over num_hidden_layers)

@@ -452,7 +452,9 @@ ADDED_ARCHS = {"KimiLinearForCausalLM": "0.11.1", "Lfm2MoeForCausalLM": "0.11.1"
                # 0.33.0)
                "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0",
                # models/qwen4_exp (Qwen3.8-Flash-Next) from 0.29.0 (not in 0.28.0's registry)
-               "Qwen4ExpForCausalLM": "0.29.0", "Qwen4ExpForConditionalGeneration": "0.29.0"}
+               "Qwen4ExpForCausalLM": "0.29.0", "Qwen4ExpForConditionalGeneration": "0.29.0",
+               # models/glm5next (GLM-5.3-Flash) from 0.30.0 (not in 0.29.0's registry)
+               "Glm5NextForCausalLM": "0.30.0", "Glm5NextForConditionalGeneration": "0.30.0"}
 
 # transformers_utils/config.py HFConfigParser.parse and _CONFIG_REGISTRY (read at v0.11.1 and v0.17.0): a config whose model type
 # neither vLLM's own config registry (_CONFIG_REGISTRY) nor the transformers it runs with knows, from a checkpoint that

@@ -18,7 +18,7 @@ import msgspec
 from msgspec.structs import replace
 
 from mcache.core.errors import SpecError
-from mcache.core.hf import linear_attention, mamba2_hybrids, qwen4_exp, ssm
+from mcache.core.hf import glm5_next, linear_attention, mamba2_hybrids, qwen4_exp, ssm
 from mcache.core.hf.common import Cfg, Draft, config_file, read_config
 from mcache.core.hf.drafter import ARCHITECTURES as DRAFTER_ARCHITECTURES
 from mcache.core.hf.index import lone_index_note, read_index
@@ -32,6 +32,8 @@ CONVERTERS: dict[str, Callable[[Cfg], Draft]] = {
     "bamba": mamba2_hybrids.bamba,
     "falcon_mamba": ssm.mamba,
     "falcon_h1": mamba2_hybrids.falcon_h1,
+    "glm5_next": glm5_next.glm5_next,
+    "glm5_next_text": glm5_next.glm5_next,
     "granitemoehybrid": mamba2_hybrids.granitemoehybrid,
     "jamba": ssm.jamba,
     "kimi_k3": linear_attention.kimi_k3,
@@ -73,8 +75,6 @@ REMOTE_TYPES = {"bailing_moe_v3": "bailing_hybrid",
 # Model types engines serve that mcache knows and does not model yet, with what it lacks: a refusal names the gap
 # rather than the closest type, which would size the model without those caches
 NOT_MODELLED = {
-    "glm5_next": "GLM-5.3-Flash (KDA with MLA sparse attention): mcache has no kind yet for its indexer's pooled keys "
-                 "and tail ring",
     **{t: "MiniMax-M3 has no recurrent or linear-attention layers (sparse attention with index keys): "
                      "not a hybrid mcache sizes" for t in ("minimax_m3", "minimax_m3_vl")},
 }

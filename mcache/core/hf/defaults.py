@@ -189,7 +189,19 @@ CLASS_DEFAULTS["qwen4_exp_text"] = (
     {**CLASS_DEFAULTS["qwen3_5_moe_text"][1], "num_experts": 512, "num_experts_per_tok": 10, "hc_count": 4,
      "hc_lowrank": 320, "ple_conv_kernel_size": 4, "ngram_size": 3, "heads_per_ngram": 8,
      "ngram_vocab_size_base": 20_000_000, "make_ngram_vocab_size_divisible_by": 128})
+# Glm5NextTextConfig / Glm5NextVisionConfig (transformers 5.22.2 models/glm5_next/configuration_glm5_next.py)
+CLASS_DEFAULTS["glm5_next_text"] = ("Glm5NextTextConfig (transformers/models/glm5_next/configuration_glm5_next.py)", {
+    "vocab_size": 154880, "hidden_size": 4096, "tie_word_embeddings": False, "num_hidden_layers": 45,
+    "num_attention_heads": 64, "max_position_embeddings": 1048576, "intermediate_size": 12288,
+    "moe_intermediate_size": 2048, "n_routed_experts": 288, "num_experts_per_tok": 8, "n_shared_experts": 1,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 0, "qk_nope_head_dim": 256, "v_head_dim": 256,
+    "index_head_dim": 128, "index_n_heads": 32, "index_kpool": 16, "linear_num_heads": 64, "linear_head_dim": 128,
+    "linear_conv_kernel_dim": 4, "hc_mult": 4,
+})
+CLASS_DEFAULTS["glm5_next_vision"] = ("Glm5NextVisionConfig (transformers/models/glm5_next/configuration_glm5_next.py)",
+                                      {"depth": 24, "hidden_size": 1024})
 TEXT_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "qwen4_exp": "qwen4_exp_text",
+              "glm5_next": "glm5_next_text",
               "kimi_k3": "kimi_linear", "lfm2_vl": "lfm2",
               "lfm3_vl": "lfm3",
               "minicpmv4_6": "qwen3_5_text", **dict.fromkeys(NEMOTRON_VL_TYPES, "nemotron_h")}
@@ -201,6 +213,7 @@ TEXT_KEYS = dict.fromkeys(NEMOTRON_VL_TYPES, "llm_config")
 VISION_TYPES = {"qwen3_5": ("qwen3_5_vision", "depth", "hidden_size"),
                 "qwen3_5_moe": ("qwen3_5_moe_vision", "depth", "hidden_size"),
                 "qwen4_exp": ("qwen4_exp_vision", "depth", "hidden_size"),
+                "glm5_next": ("glm5_next_vision", "depth", "hidden_size"),
                 "kimi_k3": ("kimi_k3_vision", "vt_num_hidden_layers", "vt_hidden_size"),
                 "lfm2_vl": ("lfm2_vl_vision", "num_hidden_layers", "hidden_size"),
                 "lfm3_vl": ("lfm3_vl_vision", "num_hidden_layers", "hidden_size"),

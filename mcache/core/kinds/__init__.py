@@ -10,7 +10,7 @@ from importlib import import_module
 from types import ModuleType
 
 NAMES = ("attention", "sliding_attention", "mla", "mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "indexer",
-         "ple", "hc", "mlp", "moe")
+         "dsa_indexer", "ple", "hc", "mhc", "mlp", "moe")
 RECURRENT_KINDS = ("mamba1", "mamba2", "gdn", "kda", "short_conv", "lightning", "ple")
 
 

@@ -32,7 +32,8 @@ def base_declarations(ctx: RankContext) -> list[BufferDecl]:
 
 
 MTP = "mtp"  # the kind the MTP layers' KV declarations go by
-MTP_KV_KINDS = ("attention", "sliding_attention", "mla", "indexer")  # an indexer's keys (and its ring) beside attention
+# an indexer's keys (and its ring) beside attention
+MTP_KV_KINDS = ("attention", "sliding_attention", "mla", "indexer", "dsa_indexer")
 
 
 def mtp_kv_states(ctx: RankContext) -> list:

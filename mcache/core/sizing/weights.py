@@ -199,8 +199,10 @@ def stored_bytes(spec: ModelSpec, mtp: bool = False) -> int | None:
 # Units every engine keeps whole on each TP rank: a latent MoE's projections into and out of its latent space
 # (NemotronHMoE's fc1_latent_proj / fc2_latent_proj: ReplicatedLinear in vLLM v0.28-v0.30 and SGLang v0.5.23
 # models/nemotron_h.py; TensorRT-LLM modeling_nemotron_h.py builds them without a TP mapping, "replicated across all
-# GPUs").
-REPLICATED = frozenset({"moe.proj", "drafter.fc"})  # and a DFlash drafter's fc (a ReplicatedLinear in vLLM)
+# GPUs"), a DFlash drafter's fc (a ReplicatedLinear in vLLM), a DSA indexer (vLLM v0.34.0 models/glm5next/common/
+# attention.py: wq_b a ReplicatedLinear, wk and weights_proj one linear with disable_tp, the pool's gate a parameter)
+# and mHC's mixing weights (parameters every rank holds whole: vLLM and SGLang v0.5.20 models/glm5_next.py).
+REPLICATED = frozenset({"moe.proj", "drafter.fc", "dsa_indexer.proj", "dsa_indexer.other", "mhc.other"})
 
 
 def shard_ways(ctx: RankContext, kind: str, part: str | None = None, expert_shards: int = 1,

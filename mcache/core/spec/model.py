@@ -50,11 +50,12 @@ class Attention(Block):
 
 
 class MLA(Block):
-    """Multi-head latent attention: the cache holds one latent of `kv_lora_rank + qk_rope_head_dim`."""
+    """Multi-head latent attention: the cache holds one latent of `kv_lora_rank + qk_rope_head_dim` (no rotary part:
+    `qk_rope_head_dim` 0, GLM-5.3-Flash's NoPE attention)."""
 
     num_heads: Pos
     kv_lora_rank: Pos
-    qk_rope_head_dim: Pos
+    qk_rope_head_dim: NonNeg
     qk_nope_head_dim: Pos
     v_head_dim: Pos
     q_lora_rank: Pos | None = None
@@ -134,6 +135,19 @@ class Indexer(Block):
     compress: Pos = 1
 
 
+class DSAIndexer(Block):
+    """DeepSeek sparse attention's indexer beside an MLA layer (GLM-5.3-Flash's): `num_heads` query heads of
+    `head_dim` projected from the MLA's query latent (`q_rank`, its `q_lora_rank`) and one key head, stored in fp8 with
+    a float32 scale per 128 values, one key per `kpool` tokens, whole on every TP rank. With `compress` (and `kpool` >
+    1) a pool's key is a gated mix of its tokens' keys: the open pool's raw keys and gate scores are a slot's ring."""
+
+    num_heads: Pos
+    head_dim: Pos
+    q_rank: Pos
+    kpool: Pos = 1
+    compress: bool = False
+
+
 class PLE(Block):
     """Per-layer n-gram embeddings (Qwen3.8-Flash-Next's PLE): hashed n-gram ids index an `embedding_rows` x
     `embedding_dim` table (`heads` of them concatenate to `embed_dim`), projected into `streams` residual streams of
@@ -154,6 +168,13 @@ class HyperConnection(Block):
 
     streams: Pos
     lowrank: Pos
+
+
+class MHC(Block):
+    """Manifold-constrained hyper-connections (GLM-5.3-Flash's mHC): `streams` residual streams, mixed around each of
+    a layer's blocks by weights a projection of the streams computes (weights only)."""
+
+    streams: Pos
 
 
 class MLP(Block):
@@ -359,8 +380,10 @@ class ModelSpec(Block):
     short_conv: ShortConv | None = None
     lightning: Lightning | None = None
     indexer: Indexer | None = None
+    dsa_indexer: DSAIndexer | None = None
     ple: PLE | None = None
     hc: HyperConnection | None = None
+    mhc: MHC | None = None
     mlp: MLP | None = None
     moe: MoE | None = None
     mtp: MTP | None = None

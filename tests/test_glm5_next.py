@@ -1,0 +1,161 @@
+"""GLM-5.3-Flash (`glm5_next`): KDA and NoPE MLA with DeepSeek sparse attention's pooled indexer keys and mHC, worked
+by hand from the checkpoint's config."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from msgspec.structs import replace
+from paths import HF_CONFIGS_INDEXER
+
+from mcache.cli.main import main
+from mcache.core.errors import LayoutError, SpecError
+from mcache.core.hf import import_hf
+from mcache.core.kinds import KIND_MODULES
+from mcache.core.sizing import weights
+from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
+from mcache.core.sizing.rank import RankContext, resolve_dtypes
+from mcache.core.spec.model import Layers, layer_kinds
+
+FILE = HF_CONFIGS_INDEXER / "glm-5.3-flash-fp8.json"  # PROVENANCE.md there
+CONFIG = json.loads(FILE.read_text())
+TEXT = CONFIG["text_config"]
+BF16, F32 = 2, 4
+KEY = 128 + 4  # an indexer key: 128 fp8 values and their float32 scale
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return import_hf(FILE)
+
+
+def _import(tmp_path, **text):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "text_config": {**TEXT, **text}}))
+    return import_hf(path)
+
+
+def test_layers_kda_and_sparse_mla_with_mhc_on_every_layer(spec):
+    assert Counter("+".join(k) for k in layer_kinds(spec)) == {
+        "kda+mhc+mlp": 3, "kda+mhc+moe": 31, "mla+dsa_indexer+mhc+moe": 11}
+    assert [i for i, k in enumerate(layer_kinds(spec)) if "mla" in k] == list(range(3, 45, 4))
+    assert spec.mtp.layer == "mla+dsa_indexer+mhc+moe" and spec.mtp.num_layers == 1
+    assert (spec.mla.kv_lora_rank, spec.mla.qk_rope_head_dim, spec.mla.q_lora_rank) == (512, 0, 1536)
+    p = spec.dsa_indexer
+    assert (p.num_heads, p.head_dim, p.q_rank, p.kpool, p.compress) == (32, 128, 1536, 4, True)
+    assert (spec.kda.num_heads, spec.kda.head_dim, spec.kda.conv_kernel, spec.mhc.streams) == (64, 128, 4, 4)
+    assert (spec.moe.num_experts, spec.moe.top_k, spec.moe.shared_experts) == (288, 8, 1)
+    assert spec.architecture == "Glm5NextForConditionalGeneration" and spec.max_model_len == 1048576
+
+
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_cache_bytes_by_hand(spec, tp):
+    """Per token, whole on every rank: 11 latents of 512 bf16 and 11 indexer keys of 132 B a 4-token pool (33 B a
+    token). Per slot: 34 KDA windows of 3 x 64 x 128 / tp channels x 3 bf16 and the 11 indexer tails of 4 raw keys and
+    4 gate scores of 128 bf16; 34 float32 states of 64 / tp heads x 128 x 128."""
+    r = estimate(spec, ParallelLayout(tp=tp), RuntimeConfig(max_batch=8, max_seq_len=4096), resolve_dtypes(spec)).ranks[0]
+    assert r.kv_bytes_per_token == 11 * 512 * BF16 + 11 * KEY // 4 == 11_627
+    assert r.conv_bytes_per_slot == 34 * 3 * 64 * 128 // tp * 3 * BF16 + 11 * 4 * 2 * 128 * BF16
+    assert r.ssm_bytes_per_slot == 34 * (64 // tp) * 128 * 128 * F32
+    keys = next(c for c in r.components if c.decl.key == "dsa_indexer.keys")
+    assert (keys.decl.dtype, keys.units, keys.total_bytes) == ("uint8", 8 * 4096, 11 * 8 * 4096 * KEY // 4)
+
+
+def test_the_mtp_layer_keeps_its_latent_keys_and_tail_while_it_drafts(spec):
+    runtime = RuntimeConfig(max_batch=8, max_seq_len=4096, draft_tokens=3, spec_scheme="replay")
+    r = estimate(spec, ParallelLayout(), runtime, resolve_dtypes(spec)).ranks[0]
+    mtp = {c.decl.name: c.decl.bytes_per_unit for c in r.components if c.decl.kind == "mtp"}
+    assert mtp == {"kv": 512 * BF16, "keys": KEY // 4, "tail": 4 * 2 * 128 * BF16}
+    assert r.kv_bytes_per_token == 12 * 512 * BF16 + 12 * KEY // 4
+
+
+def test_new_weights_by_hand(spec):
+    """The indexer: wq_b 1536 -> 32 x 128, wk 4096 -> 128, weights_proj 4096 -> 32; its LayerNorm (128 x 2), the
+    pool's position embedding 4 x 128 and gate 128 x 4096. mHC: two a layer, each 24 mixes of 4 x 4096 inputs with
+    their 24 biases and 3 scales."""
+    assert KIND_MODULES["dsa_indexer"].weights(spec, spec.dsa_indexer) == {
+        "proj": 1536 * 32 * 128 + 4096 * 128 + 4096 * 32, "other": 256 + 4 * 128 + 128 * 4096}
+    assert KIND_MODULES["mhc"].weights(spec, spec.mhc) == {"other": 2 * (24 * 4 * 4096 + 24 + 3)}
+    per_layer = {k: sum(KIND_MODULES[k].weights(spec, getattr(spec, k)).values()) for k in ("dsa_indexer", "mhc")}
+    types = ["+".join(k for k in kinds if k not in ("dsa_indexer", "mhc")) for kinds in layer_kinds(spec)]
+    plain = replace(spec, layers=Layers(types=types))
+    assert weights.total_params(spec) - weights.total_params(plain) == 11 * per_layer["dsa_indexer"] + \
+        45 * per_layer["mhc"]
+
+
+def test_indexer_and_mhc_weights_are_whole_on_every_rank(spec):
+    """vLLM builds the indexer's projections replicated (wq_b a ReplicatedLinear, wk and weights_proj with disable_tp)
+    and mHC's weights are plain parameters: TP 8 holds them whole while it splits the attention's."""
+    def unit(tp, kind, part):
+        ctx = RankContext.build(spec, ParallelLayout(tp=tp), RuntimeConfig(max_batch=1, max_seq_len=64),
+                             resolve_dtypes(spec), 0)
+        return weights.shard_ways(ctx, kind, part)
+    assert [unit(8, "dsa_indexer", "proj"), unit(8, "mhc", "other"), unit(8, "mla", "proj")] == [1, 1, 8]
+
+
+def test_a_shared_indexer_layer_has_no_keys(tmp_path):
+    """indexer_types `shared` reuses the previous full layer's selection (transformers Glm5NextTextAttention builds no
+    indexer). Without indexer_types, transformers' rule: an `index_topk_pattern` (F / S a layer), else full where
+    `max(i - offset + 1, 0) % index_topk_freq == 0` (offset 2): at freq 4 layers 0, 1, 5, 9, ..., no MLA layer (3, 7,
+    ... are 2 past a multiple of 4)."""
+    shared = ["shared" if i == 7 else "full" for i in range(45)]
+    spec = _import(tmp_path, indexer_types=shared)
+    assert layer_kinds(spec)[7] == ("mla", "mhc", "moe") and layer_kinds(spec)[11] == ("mla", "dsa_indexer", "mhc", "moe")
+    text = {k: v for k, v in TEXT.items() if k != "indexer_types"}
+    path = tmp_path / "freq.json"
+    path.write_text(json.dumps({**CONFIG, "text_config": {**text, "index_topk_freq": 4}}))
+    assert not any("dsa_indexer" in k for k in layer_kinds(import_hf(path)))
+    path.write_text(json.dumps({**CONFIG, "text_config": {**text, "index_topk_pattern": "SSSF" * 11 + "S"}}))
+    assert sum("dsa_indexer" in k for k in layer_kinds(import_hf(path))) == 11
+
+
+def test_without_layer_types_every_fourth_layer_is_mla(tmp_path):
+    text = {k: v for k, v in TEXT.items() if k not in ("layer_types", "mlp_layer_types")}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "text_config": text}))
+    kinds = layer_kinds(import_hf(path))
+    assert [i for i, k in enumerate(kinds) if "mla" in k] == list(range(3, 45, 4))
+    assert [k[-1] for k in kinds[:4]] == ["mlp", "mlp", "mlp", "moe"]
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ({"linear_attn_config": {**TEXT["linear_attn_config"], "kda_layers": list(range(34))}},
+     r"text_config\.linear_attn_config\.kda_layers: the layers layer_types makes KDA \(0-based; vLLM reads layer_types"),
+    ({"indexer_types": ["full"] * 44 + ["half"]}, r"text_config\.indexer_types\[44\]: one of full, shared"),
+    ({"indexer_types": ["full"] * 3}, r"text_config\.indexer_types: 45 entries"),
+    ({"mlp_layer_types": ["dense"] * 44 + ["moe"]}, r"text_config\.mlp_layer_types\[44\]: one of dense, sparse"),
+    ({"qk_rope_head_dim": -1}, r"text_config\.qk_rope_head_dim: an integer >= 0"),
+])
+def test_bad_fields_are_one_line(tmp_path, text, says):
+    with pytest.raises(SpecError, match=says):
+        _import(tmp_path, **text)
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("kpool", 16, r"dsa_indexer\.kpool: a divisor of a key's 132 bytes \(128 fp8 values and their scales\), got 16"),
+    ("head_dim", 96, r"dsa_indexer\.head_dim: a multiple of 128 \(a float32 scale per 128 fp8 values\), got 96"),
+])
+def test_an_indexer_key_mcache_cannot_lay_out_is_refused(spec, field, value, says):
+    odd = replace(spec, dsa_indexer=replace(spec.dsa_indexer, **{field: value}))
+    with pytest.raises(LayoutError, match=says):
+        estimate(odd, ParallelLayout(), RuntimeConfig(max_batch=1, max_seq_len=64), resolve_dtypes(odd))
+
+
+@pytest.mark.parametrize(("engine", "version", "says"), [
+    ("vllm", None, "how vLLM 0.34.0 sizes a DSA indexer's pooled keys and tail is not modelled"),
+    ("vllm", "0.29.0", "(vLLM 0.29.0; registered from 0.30.0 on)"),
+    ("sglang", "0.5.19", "models/glm5_next.py comes with 0.5.20"),
+])
+def test_engines_refuse_in_one_line(capsys, engine, version, says):
+    code = main(["size", str(FILE), "--engine", engine] + (["--engine-version", version] if version else []))
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and says in err and len(err.splitlines()) == 1
+
+
+def test_the_table_says_a_key_serves_four_tokens(capsys):
+    assert main(["size", str(FILE)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "dsa_indexer" in line and "keys" in line)
+    assert "uint8" in row and "132 per 4" in row and "363 B" in row

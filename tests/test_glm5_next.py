@@ -11,11 +11,14 @@ from msgspec.structs import replace
 from paths import HF_CONFIGS_INDEXER
 
 from mcache.cli.main import main
+from mcache.core.engines import run_engine
+from mcache.core.engines.common import EngineInputs
 from mcache.core.errors import LayoutError, SpecError
 from mcache.core.hf import import_hf
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.sizing import weights
 from mcache.core.sizing.estimate import estimate
+from mcache.core.sizing.gpus import lookup
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext, resolve_dtypes
 from mcache.core.spec.model import Layers, layer_kinds
@@ -142,6 +145,67 @@ def test_an_indexer_key_mcache_cannot_lay_out_is_refused(spec, field, value, say
     odd = replace(spec, dsa_indexer=replace(spec.dsa_indexer, **{field: value}))
     with pytest.raises(LayoutError, match=says):
         estimate(odd, ParallelLayout(), RuntimeConfig(max_batch=1, max_seq_len=64), resolve_dtypes(odd))
+
+
+def _sglang(spec, version: str, gpu: str = "h200", **given):
+    stage = run_engine("sglang", EngineInputs(spec, ParallelLayout(), *lookup(gpu), None,
+                                              {"weights_bytes": 30 << 30, **given}), version)
+    return stage, stage.stages[0]
+
+
+@pytest.mark.parametrize(("version", "cell", "page"), [
+    ("0.5.23", 11 * (512 * BF16 + 33), 256),  # from 0.5.22 a token's share of a 132-byte key, pages of 64 keys
+    ("0.5.21", 11 * (512 * BF16 + 132), 64),  # before, a whole key a token, pages of 64 tokens
+])
+def test_sglang_cell_and_page_by_hand(spec, version, cell, page):
+    """SGLang sizes GLM-5.3-Flash on an H200 (sm90) with a bf16 latent (DeepSeek DSA's default below SM 10) and its
+    indexer's fp8 keys in the cell, over the 11 MLA layers and whatever the TP; pages of 64 x index_kpool (64 before
+    0.5.22), whatever --page-size says."""
+    run, stage = _sglang(spec, version, page_size=1)
+    assert stage.fields["cell_size_bytes"] == cell and run.settings["page_size"] == page
+    assert run.settings["kv_cache_dtype"] == "bfloat16" and "DeepSeek DSA's on SM9" in run.sources["kv_cache_dtype"]
+    assert stage.fields["max_total_num_tokens"] % page == 0
+
+
+@pytest.mark.parametrize(("version", "cell"), [
+    ("0.5.23", 11 * (1024 + 33) + 1024 + 33),  # the MTP layer's latent share and its own keys
+    ("0.5.21", 11 * (1024 + 132) + 1024 + 132),  # the same form (DSA's) where other models scale the cell in floats
+])
+def test_sglang_charges_the_mtp_layers_latent_and_keys(spec, version, cell):
+    assert _sglang(spec, version, speculative_num_steps=3)[1].fields["cell_size_bytes"] == cell
+
+
+@pytest.mark.parametrize(("gpu", "given", "latent", "dtype"), [
+    ("b200", {}, 512, "fp8_e4m3"),  # SM 10: fp8 by default, in the raw layout of the trtllm backends SGLang picks
+    ("h200", {"kv_cache_dtype": "fp8_e4m3"}, 512 + 4 * 4, "fp8_e4m3"),  # sm90's flashmla: a float32 scale per 128
+])
+def test_sglang_fp8_latent_layouts(spec, gpu, given, latent, dtype):
+    run, stage = _sglang(spec, "0.5.23", gpu, **given)
+    assert run.settings["kv_cache_dtype"] == dtype and stage.fields["cell_size_bytes"] == 11 * (latent + 33)
+
+
+def test_sglang_on_rocm_pages_of_one_token_which_pooled_keys_refuse_from_0_5_22(spec):
+    """ROCm without aiter's preshuffle path: pages of 1, which DSATokenToKVPool refuses from 0.5.22 when a key pools
+    four tokens (after the state pool is built); 0.5.21's pool takes them (a key a token)."""
+    stage = _sglang(spec, "0.5.23", "mi300x")[1]
+    assert stage.startup_error.startswith("page_size 1 must be a multiple of index_kpool 4 (SGLang's page for DeepSeek")
+    run, stage = _sglang(spec, "0.5.21", "mi300x")
+    assert run.settings["page_size"] == 1 and stage.startup_error is None and stage.fields["max_total_num_tokens"] > 0
+
+
+def test_sglang_takes_only_bf16_or_fp8_e4m3_for_dsa(spec):
+    with pytest.raises(LayoutError, match=r"kv_cache_dtype: bfloat16 or fp8_e4m3 for a DeepSeek DSA model"):
+        _sglang(spec, "0.5.23", kv_cache_dtype="fp8_e5m2")
+
+
+def test_sglang_lowers_the_fraction_only_for_a_tower_the_config_names(tmp_path, spec):
+    """SGLang's Glm5NextConfig builds no tower without a vision_config (the fraction stays 0.896 on an H200); with one,
+    adjust_mem_fraction_for_vlm lowers it by 0.95 (24 layers of 1024: the baseline ViT-L). The 100 MiB multimodal
+    cache is reserved either way."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "vision_config": {"depth": 24, "hidden_size": 1024}}))
+    assert spec.vision.defaulted and _sglang(spec, "0.5.23")[1].fields["mem_fraction_static"] == 0.896
+    assert _sglang(import_hf(path), "0.5.23")[1].fields["mem_fraction_static"] == pytest.approx(0.896 * 0.95)
 
 
 @pytest.mark.parametrize(("engine", "version", "says"), [

@@ -259,7 +259,8 @@ def test_a_multimodal_config_without_vision_config_gets_its_class_default_tower(
     # tests/data/hf_configs/qwen3.5-27b.json omits vision_config: Qwen3_5Config builds Qwen3_5VisionConfig() (depth 27,
     # hidden_size 1152), as the real Qwen/Qwen3.5-27B config.json also declares
     spec = import_hf(HF_CONFIGS / "qwen3.5-27b.json")
-    assert spec.vision == qwen_tower(3584)  # the class's out_hidden_size, which the real config sets to 5120
+    # the class's out_hidden_size, which the real config sets to 5120; `defaulted`: no vision_config in the config
+    assert spec.vision == msgspec.structs.replace(qwen_tower(3584), defaulted=True)
     assert "Qwen3_5VisionConfig's defaults: vision_config.depth 27, vision_config.hidden_size 1152" in spec.notes
     assert "projects to 3584 (vision_config.out_hidden_size), not the text model's width 5120" in spec.notes
 

@@ -8,7 +8,6 @@ import math
 from collections import Counter
 
 import pytest
-from oracle_util import load_oracle
 from paths import HF_CONFIGS_INDEXER
 
 from mcache.cli.main import main
@@ -26,8 +25,6 @@ CONFIG = json.loads((HF_CONFIGS_INDEXER / "qwen3.8-flash-next-fp8.json").read_te
 TEXT = CONFIG["text_config"]
 
 
-sglang_compare = load_oracle("sglang_compare")
-golden = sglang_compare.golden
 BF16, F32 = 2, 4
 
 
@@ -113,24 +110,6 @@ def test_too_many_ngram_heads_is_one_line(tmp_path):
     path.write_text(json.dumps({**CONFIG, "text_config": {**TEXT, "heads_per_ngram": 5000}}))
     with pytest.raises(SpecError, match=r"text_config\.heads_per_ngram: at most 4096 n-gram heads"):
         import_hf(path)
-
-
-@pytest.mark.parametrize("table", golden.tables("sglang", golden.INDEXER), ids=lambda p: p.name.removesuffix(".json.gz"))
-def test_every_case_of_sglangs_own_tables_matches(table):
-    """SGLang's own sizing of the config (scripts/oracles/sglang.py --config-dir tests/data/hf_configs_indexer): the
-    compressed keys in the KV cell (64 B a token a layer), pages of 64, the PLE window and the indexer's ring outside
-    the budget, the extra-buffer strategy; every case but those `excluded` names (an environment variable)."""
-    data = golden.read(table)
-    compared = [case for case in data["cases"] if sglang_compare.excluded(case) is None]
-    differing = [(case["flags"], diff) for case in compared
-                 if (diff := sglang_compare.differences(case, sglang_compare.mcache_case(case, data["version"],
-                                                                                         HF_CONFIGS_INDEXER)))]
-    assert len(compared) >= 60 and differing == []
-
-
-def test_the_sglang_tables_cover_every_release_that_serves_it():
-    assert [golden.read(t)["version"] for t in golden.tables("sglang", golden.INDEXER)] == [
-        "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 
 
 @pytest.mark.parametrize(("engine", "version", "says"), [

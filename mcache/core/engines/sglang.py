@@ -60,6 +60,7 @@ from mcache.core.engines.common import (
 from mcache.core.engines.versions import at_least, key
 from mcache.core.errors import LayoutError
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.kinds.dsa_indexer import SCALE_BLOCK, key_row_bytes
 from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD
 from mcache.core.sizing.gpus import capability, vendor
@@ -140,11 +141,26 @@ DEFAULT_PAGE_SIZE = 1  # server_args.py: ServerArgs.page_size (a token pool of s
 NO_BUFFER_PAGE_CHECK_FROM = "0.5.17"  # no_buffer refuses pages of more than one token (read at v0.5.17-v0.5.23)
 QSA_PAGE_SIZE = 64  # a QSA indexer's model: arg_groups/model_overrides/qwen4_exp.py sets page_size 64 (v0.5.20-v0.5.23)
 # The layer kinds beyond attention and the Mamba pool this profile sizes (engines/__init__.py UNMODELLED_KINDS): a QSA
-# indexer's compressed keys join the KV cell, its raw-key ring and the PLE window are pools outside the budget
-MODELLED_KINDS = ("indexer", "ple")
+# or DSA indexer's keys join the KV cell; the QSA raw-key ring, the DSA tail and the PLE window are pools outside the
+# budget
+MODELLED_KINDS = ("indexer", "dsa_indexer", "ple")
 # Recurrent kinds whose state has a pool of its own beside the Mamba pool, which no budget term counts: the PLE window
 # (mem_cache/ple_state_pool.py, v0.5.20-v0.5.23; kv_cache_configurator.py never sets extra_mamba_cache_bytes_per_req)
 UNPOOLED_KINDS = ("ple",)
+# ---- DeepSeek sparse attention: MLA with a DSA indexer (the spec's `dsa_indexer`, GLM-5.3-Flash), v0.5.20 on ----
+# arg_groups/overrides.py _dsa_kv_cache_dtype_default (v0.5.20-v0.5.23): --kv-cache-dtype auto is fp8_e4m3 on a CUDA
+# device of compute capability 10 or more, else bfloat16 (ROCm's cards report 9.x), and it takes only those two
+DSA_FP8_FROM_SM = 10
+DSA_KV_DTYPES = ("bfloat16", "fp8_e4m3")
+# model_overrides/deepseek_v2.py: pages of 64 x index_kpool tokens from v0.5.22 (a page owns whole pooled keys), of 64
+# before, whatever --page-size says; on ROCm without aiter's preshuffle paged-MQA path (Triton < 3.5 without
+# AITER_ENABLE_AOT_GLUON_PA_MQA_LOGITS=1), pages of 1, which from v0.5.22 memory_pool.py DSATokenToKVPool refuses when a
+# key pools tokens (mcache assumes that path is missing, as SGLang's code finds it without aiter)
+DSA_PAGE = 64
+DSA_ROCM_PAGE = 1
+# ... and from v0.5.22 pool_configurator.py _compute_dsa_indexer_cell_size charges a token its share of a pooled key,
+# ceil(key bytes / index_kpool) a layer; before, a whole key a token a layer
+DSA_KPOOL_FROM = "0.5.22"
 # server_args.py: ServerArgs.mamba_full_memory_ratio's default, by the release it holds from (0.2 at v0.5.3.post2, its
 # first; 0.9 from v0.5.3.post3), in order
 DEFAULT_MAMBA_FULL_MEMORY_RATIOS = (("0.5.3.post2", 0.2), ("0.5.3.post3", 0.9))
@@ -165,7 +181,8 @@ EXTRA_BUFFER_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration",
                       "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
                       "Qwen3_5MoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "FalconH1ForCausalLM",
                       "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
-                      "MiniCPMV4_6ForConditionalGeneration", "Qwen4ExpForConditionalGeneration")
+                      "MiniCPMV4_6ForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+                      "Glm5NextForConditionalGeneration")
 RADIX_ARCHS = EXTRA_BUFFER_ARCHS + ("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "JetNemotronForCausalLM")
 # MiniCPM-V 4.6 (models/minicpmv.py MiniCPMV4_6ForConditionalGeneration, configs/minicpmv4_6.py), from v0.5.12: a
 # Qwen3.5 GDN text model under a SigLIP tower, given Qwen3.5's mamba radix-cache handling (server_args.py's branch of
@@ -176,7 +193,7 @@ MINICPM_V_4_6_FROM = "0.5.12"
 # which has no SGLang class yet, nor the text-only Qwen3.5 entries of models/qwen3_5_text.py, which it registers; v0.5.16's
 # names neither KimiK3 (not registered before v0.5.17) nor Lfm2Moe (registered, models/lfm2_moe.py)
 RADIX_SINCE = {"BailingMoeV3ForCausalLM": "0.5.19", "Qwen3_5ForCausalLM": "0.5.19", "Qwen3_5MoeForCausalLM": "0.5.19",
-               "Qwen4ExpForConditionalGeneration": "0.5.20",
+               "Qwen4ExpForConditionalGeneration": "0.5.20", "Glm5NextForConditionalGeneration": "0.5.20",
                "KimiK3ForConditionalGeneration": "0.5.17", "Lfm2MoeForCausalLM": "0.5.17",
                "MiniCPMV4_6ForConditionalGeneration": MINICPM_V_4_6_FROM}
 # ... and in the extra-buffer list only (v0.5.15's names Kimi-Linear in the radix list alone: auto resolves to no_buffer)
@@ -301,6 +318,11 @@ TRANSFORMERS_RC_SERVES = ("0.5.6.post1", ("GraniteMoeHybridForCausalLM", "Lfm2Mo
 DEFAULT_CONTEXT_LEN = 2048  # utils/hf_transformers/common.py get_context_length: a config without a length key
 # configs/model_config.py uses_kda_attention reads linear_attn_config.kda_layers: the configs of these architectures
 KDA_CONFIG_ARCHS = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
+GLM5_NEXT = "Glm5NextForConditionalGeneration"
+# arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible's "KDA hybrid linear attention" rule (from
+# v0.5.20) spares GLM-5.3-Flash from v0.5.22 ("BCG-validated"); v0.5.20's and v0.5.21's keep its prefill graphs off by
+# default like the other KDA models' (configs/glm5_next.py always declares linear_attn_config.kda_layers)
+KDA_PREFILL_GRAPHS_SPARED = {GLM5_NEXT: "0.5.22"}
 # model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state (v0.5.20 on): a path-less draft
 # charges the KV pool the target config's num_nextn_predict_layers (pool_configurator.py eagle_draft_num_layers), nothing
 # where it declares none (at v0.5.14 to v0.5.19 only a --speculative-draft-model-path draft is charged, a path-less
@@ -408,7 +430,10 @@ NO_VISION_CONFIG_ARCHS = NEMOTRON_VL_ARCHS
 # theirs without a `vision` tower is sized without the VLM rules, with a caveat
 MULTIMODAL_ARCHS = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                     "KimiK3ForConditionalGeneration", "Lfm2VlForConditionalGeneration", *NEMOTRON_VL_ARCHS,
-                    "MiniCPMV4_6ForConditionalGeneration")
+                    "MiniCPMV4_6ForConditionalGeneration", GLM5_NEXT)
+# ... of which these build no tower where the config has no vision_config (configs/glm5_next.py Glm5NextConfig keeps
+# vision_config None, v0.5.20-v0.5.23): the fraction stays as it was, the multimodal cache is reserved all the same
+NO_DEFAULT_TOWER_ARCHS = (GLM5_NEXT,)
 # mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (new in v0.5.18, the same to v0.5.23): a multimodal
 # model's embedding cache (environ.py SGLANG_VLM_CACHE_SIZE_MB, 100) comes off the KV budget before the state pool is
 # sized (feature-transport pools add SGLANG_MM_FEATURE_CACHE_MB only with --mm-feature-transport cuda_ipc / cuda_vmm,
@@ -613,7 +638,8 @@ class Setup(Struct, frozen=True):
     no state pool), whether a drafting MTP head's attention layers are charged to the token pool (`_cell`), and the
     requests asked for the replica (`user_requests` is one attention-DP rank's share: `_setup`); whether the state is
     sharded over the whole TP group under attention DP (`STATE_OVER_TP`); the dtype of a DFlash drafter's KV
-    (`DRAFTER_CELL_FROM`)."""
+    (`DRAFTER_CELL_FROM`); a DSA model's bytes a token of one layer's latent and of one indexer layer's keys
+    (`_dsa_rows`); the MTP layers the state pool stacks beside the model's while drafting (`DRAFT_STATE_LAYERS`)."""
 
     context_len: int
     context: int
@@ -637,6 +663,9 @@ class Setup(Struct, frozen=True):
     drafter_kv_dtype: str = "bfloat16"
     replica_requests: int | None = None
     state_over_tp: bool = False
+    dsa_latent: int = 0
+    dsa_index: int = 0
+    draft_state_layers: int = 0
 
 
 class StatePool(Struct, frozen=True):
@@ -725,6 +754,11 @@ def run(inputs: EngineInputs) -> EngineRun:
         caveats.append("SGLang: the PLE window's pool (mem_cache/ple_state_pool.py, one per state slot) and the QSA "
                        "indexer's raw-key ring (mem_cache/qsa_kv_pool.py, one per request slot) are allocated beside the "
                        "budget, which counts neither; mcache leaves them out of the figures too")
+    if inputs.spec.dsa_indexer is not None:
+        caveats.append("SGLang: the DSA indexer's tail (memory_pool.py _compress_tail_k / _compress_tail_score, one per "
+                       "request slot) is allocated beside the budget, which does not count it, and a layer its config's "
+                       "text_config.indexer_types calls shared still keeps keys (SGLang reads indexer_types at the top "
+                       "level only); mcache leaves the tail out and counts the spec's indexer layers")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
                        "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "
@@ -816,6 +850,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     if spec.indexer is not None:  # arg_groups/model_overrides/qwen4_exp.py (v0.5.20-v0.5.23): compressed QSA owns it
         page = s.values["page_size"] = QSA_PAGE_SIZE
         s.sources["page_size"] = "compressed QSA's (a key row per group, full_slot // ratio: page-aligned)"
+    if spec.dsa_indexer is not None:  # model_overrides/deepseek_v2.py (`DSA_PAGE`)
+        page, s.sources["page_size"] = _dsa_page(spec, inputs)
+        s.values["page_size"] = page
     first_line = _first_line(inputs)
     strategy, ratio, refusal = (_first_line_ratio if first_line else _ratio)(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
@@ -844,7 +881,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         if user_requests is not None:
             user_requests = max(1, user_requests // dp) if _since(inputs, DP_REQUESTS_FLOOR_FROM) else user_requests // dp
         fixed_slots = None if fixed_slots is None else fixed_slots // dp
-    lowered = mfs is not None and spec.vision is not None and arch not in NO_VISION_CONFIG_ARCHS
+    lowered = (mfs is not None and spec.vision is not None and arch not in NO_VISION_CONFIG_ARCHS
+               and not (spec.vision.defaulted and arch in NO_DEFAULT_TOWER_ARCHS))
     mfs = s.take("mem_fraction_static", _vlm_fraction(mfs, spec) if lowered else mfs,
                  "default: lowered for the vision tower (memory_hook.py adjust_mem_fraction_for_vlm)" if lowered
                  else "default")
@@ -883,7 +921,30 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                                                          and not _since(inputs, FIRST_LINE_NATIVE[arch])),
                  _since(inputs, DRAFTER_KV_FROM) and arch not in NO_NEXTN_ARCHS, _drafter_kv_dtype(s, dtypes),
                  replica_requests,
-                 inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]))
+                 inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]),
+                 *_dsa_rows(spec, dtypes, inputs),
+                 mtp_attention_layers(spec) if drafts and arch in DRAFT_STATE_LAYERS
+                 and _within(inputs, DRAFT_STATE_LAYERS[arch]) else 0)
+
+
+def _dsa_pool_error(inputs: EngineInputs, setup: Setup) -> str | None:
+    """memory_pool.py DSATokenToKVPool (v0.5.22-v0.5.23): a page must hold whole pooled keys, which ROCm's page of one
+    token does not when a key pools several (`DSA_ROCM_PAGE`); the state pool is built by then."""
+    p = inputs.spec.dsa_indexer
+    if p is None or not _since(inputs, DSA_KPOOL_FROM) or setup.page % p.kpool == 0:
+        return None
+    return (f"page_size {setup.page} must be a multiple of index_kpool {p.kpool} (SGLang's page for DeepSeek DSA on "
+            "ROCm without aiter's preshuffle paged-MQA path, which needs Triton >= 3.5 or "
+            "AITER_ENABLE_AOT_GLUON_PA_MQA_LOGITS=1: mcache assumes it is missing)")
+
+
+def _dsa_page(spec, inputs: EngineInputs) -> tuple[int, str]:
+    """(page size, why) of a DSA model: SGLang's whatever --page-size says (`DSA_PAGE`, `DSA_ROCM_PAGE`)."""
+    if _rocm(inputs):
+        return DSA_ROCM_PAGE, "DeepSeek DSA's on ROCm without aiter's preshuffle paged-MQA path (assumed)"
+    if _since(inputs, DSA_KPOOL_FROM):
+        return DSA_PAGE * spec.dsa_indexer.kpool, f"DeepSeek DSA's: {DSA_PAGE} pooled keys of index_kpool tokens"
+    return DSA_PAGE, "DeepSeek DSA's"
 
 
 def _by_release(inputs: EngineInputs, table: tuple[tuple[str, object], ...]):
@@ -916,9 +977,10 @@ def _rocm(inputs: EngineInputs) -> bool:
 
 def _aiter_factor(spec, inputs: EngineInputs, context_len: int) -> float | None:
     """The factor by which ROCm's aiter attention backend, SGLang's default there (`AITER_MLA_HEADS` for MLA), lowers
-    mem_fraction_static at a context above `AITER_CONTEXT` tokens (`AITER_FRACTIONS`; None: it does not)."""
+    mem_fraction_static at a context above `AITER_CONTEXT` tokens (`AITER_FRACTIONS`; None: it does not). A DSA model
+    runs SGLang's `dsa` backend instead (model_overrides/deepseek_v2.py sets it, v0.5.20-v0.5.23)."""
     factor = _by_release(inputs, AITER_FRACTIONS)
-    if factor is None or not _rocm(inputs) or context_len <= AITER_CONTEXT:
+    if factor is None or not _rocm(inputs) or context_len <= AITER_CONTEXT or spec.dsa_indexer is not None:
         return None
     return factor if spec.mla is None or max(1, spec.mla.num_heads // inputs.layout.tp) in AITER_MLA_HEADS else None
 
@@ -1260,12 +1322,14 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
         sized_by_requests = first_line and not _since(inputs, FIRST_LINE_RADIX_FROM)
         pooled = pool.requests if sized_by_requests else slots
         named = "" if sized_by_requests else f"max_mamba_cache_size: {slots}, "
+        stacked = ctx_layers(ctx) + setup.draft_state_layers
         mamba_line, mamba_pooled = len(log), pooled
         log.append(f"Mamba Cache is allocated. {named}conv_state size: "
-                   f"{ctx_layers(ctx) * (pooled + 1) * conv / GIB:.2f}GB, ssm_state size: "
-                   f"{ctx_layers(ctx) * (pooled + 1) * ssm / GIB:.2f}GB ")
+                   f"{stacked * (pooled + 1) * conv / GIB:.2f}GB, ssm_state size: "
+                   f"{stacked * (pooled + 1) * ssm / GIB:.2f}GB ")
     if error is None and tokens <= 0:
         error = _not_enough_memory(mfs, inputs)
+    error = error or _dsa_pool_error(inputs, setup)
     requests, binding = 0, "start-up"
     if error is None:
         log += _kv_log(ctx, setup, tokens, inputs)
@@ -1333,6 +1397,8 @@ def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
     kv_flag = s.take("kv_cache_dtype", "auto")
     if kv_flag not in KV_DTYPES:
         raise LayoutError("kv_cache_dtype", f"one of {', '.join(KV_DTYPES)}, got {kv_flag!r}")
+    if spec.dsa_indexer is not None:  # DeepSeek sparse attention's own default, before any other (`DSA_KV_DTYPES`)
+        kv_flag = _dsa_kv_flag(kv_flag, s, inputs)
     if kv_flag == "auto" and checkpoint_kv_format(spec) == "fp8" and _since(inputs, "0.5.3"):
         # mem_cache/kv_cache_dtype.py configure_kv_cache_dtype (v0.5.23): auto takes the model quant config's
         # kv_cache_quant_algo FP8 (ModelOpt: modelopt_quant.py reads kv_cache_quant_algo or an 8-bit float
@@ -1341,6 +1407,43 @@ def _dtypes(spec, s: Settings, inputs: EngineInputs) -> CacheDtypes:
         kv_flag = "fp8_e4m3"
         s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = kv_flag, "default: the checkpoint's KV format"
     return CacheDtypes(model=model, kv=KV_DTYPES[kv_flag] or model, conv="bfloat16", ssm=ssm)
+
+
+def _dsa_kv_flag(flag: str, s: Settings, inputs: EngineInputs) -> str:
+    """A DSA model's KV dtype (arg_groups/overrides.py _dsa_kv_cache_dtype_default): auto is fp8_e4m3 on a CUDA card of
+    compute capability 10 or more (`DSA_FP8_FROM_SM`), else bfloat16; only those two are taken."""
+    if flag == "auto":
+        cap = capability(inputs.gpu_name)
+        major = cap[0] if isinstance(cap, tuple) else None
+        flag = "fp8_e4m3" if major is not None and major >= DSA_FP8_FROM_SM else "bfloat16"
+        card = (f"SM{major}" if major is not None else "ROCm" if _rocm(inputs)
+                else "a card below SM10, assumed (not in mcache's catalogue)")
+        s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = flag, f"default: DeepSeek DSA's on {card}"
+    elif flag not in DSA_KV_DTYPES:
+        raise LayoutError("kv_cache_dtype", f"bfloat16 or fp8_e4m3 for a DeepSeek DSA model (arg_groups/overrides.py: "
+                                            f"\"DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype\"), "
+                                            f"got {flag!r}")
+    return flag
+
+
+def _dsa_rows(spec, dtypes: CacheDtypes, inputs: EngineInputs) -> tuple[int, int]:
+    """(bytes a token of one DSA layer's latent, of one indexer layer's keys): kv_cache_configurator.py
+    calculate_mla_kv_cache_dim, the latent in bf16, or in fp8 with a float32 scale per 128 values and the rotary part
+    in bf16 (the scaled layout of SM90's flashmla backends), raw where SGLang's DSA backends read it so (the trtllm
+    ones it picks from SM 10, ROCm's); pool_configurator.py _compute_dsa_indexer_cell_size, a token's share of a key
+    rounded up from v0.5.22 (`DSA_KPOOL_FROM`), a whole key before. (0, 0) for a model without DSA."""
+    p, mla = spec.dsa_indexer, spec.mla
+    if p is None or mla is None:
+        return 0, 0
+    width = mla.kv_lora_rank + mla.qk_rope_head_dim
+    cap = capability(inputs.gpu_name)
+    raw = _rocm(inputs) or (isinstance(cap, tuple) and cap[0] >= DSA_FP8_FROM_SM)
+    if itemsize(dtypes.kv) == 2 or raw:
+        latent = width * itemsize(dtypes.kv)
+    else:
+        latent = mla.kv_lora_rank + mla.kv_lora_rank // SCALE_BLOCK * 4 + mla.qk_rope_head_dim * 2
+    key = key_row_bytes(p)
+    return latent, -(-key // p.kpool) if _since(inputs, DSA_KPOOL_FROM) else key
 
 
 def _slot_bytes(ctx, setup: Setup) -> tuple[int, int, int]:
@@ -1379,6 +1482,10 @@ def _state_ctx(ctx, setup: Setup):
 # drafts) keeps one shared window of D + K - 2 columns per conv state rather than D of K - 1 (conv_window_dedup_enabled;
 # its physical buffers are the size named), taking SGLang's conv tuple as (dim, window): KDA's is (K - 1, channels) at
 # v0.5.14 - v0.5.15, and from v0.5.16 KDA keeps the dense windows (KimiLinearStateShape.disable_conv_window_dedup).
+# ... and at v0.5.20-v0.5.22 kv_cache_configurator.py _get_mamba_layer_ids_for_req_pool stacks the config's
+# nextn_layer_ids (configs/glm5_next.py: one a num_nextn_predict_layers, after the model's) in the state pool while
+# drafting, beside the layers the budget counts (v0.5.23's stacks the target's alone)
+DRAFT_STATE_LAYERS = {GLM5_NEXT: ("0.5.20", "0.5.23")}  # [from, until)
 INTERMEDIATE_FROM = "0.5.3"
 INTERMEDIATE_BY_REQUESTS_FROM = "0.5.7"
 SPEC_STATES_PER_RANK_FROM = "0.5.8"
@@ -1396,8 +1503,8 @@ def _intermediate_text(ctx, setup: Setup, pooled: int, requests: int, inputs: En
     drafts, conv_size = setup.drafts, itemsize(setup.dtypes.conv)
     ssm = conv = 0
     for kind in pooled_kinds(ctx):
-        shapes = ctx.states(kind)
-        ssm += ctx.counts[kind] * sum(math.prod(s.shape) for s in shapes if s.component == "ssm") * itemsize(setup.dtypes.ssm)
+        shapes, layers = ctx.states(kind), ctx.counts[kind] + setup.draft_state_layers
+        ssm += layers * sum(math.prod(s.shape) for s in shapes if s.component == "ssm") * itemsize(setup.dtypes.ssm)
         windows = [s.shape for s in shapes if s.component == "conv"]
         if not _since(inputs, CONV_WINDOW_DEDUP_FROM) or (kind == "kda" and _since(inputs, KDA_DENSE_WINDOW_FROM)):
             per_layer = drafts * sum(math.prod(w) for w in windows)
@@ -1406,7 +1513,7 @@ def _intermediate_text(ctx, setup: Setup, pooled: int, requests: int, inputs: En
             per_layer = windows[0][1] * (drafts + channels - 1)
         else:
             per_layer = sum(w[0] * (drafts + w[1] - 1) for w in windows)
-        conv += ctx.counts[kind] * per_layer
+        conv += layers * per_layer
     return (f"intermediate_ssm_state_cache size: {slots * drafts * ssm / GIB:.2f}GB "
             f"intermediate_conv_window_cache size: {slots * conv * conv_size / GIB:.2f}GB ")
 
@@ -1427,6 +1534,8 @@ def _cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
     spec = inputs.spec
     cell, layers = _kv_bytes(ctx, setup)
     cell += _qsa_bytes(ctx, layers)
+    if setup.dsa_latent:
+        return _dsa_cell(ctx, setup, cell, layers)
     if drafter_sizing.drafts_with(spec, setup.drafts):  # none on a stage without KV layers (num_layers > 0)
         drafter = spec.drafter.num_layers
         if not layers or not _since(inputs, DRAFTER_CELL_FROM):
@@ -1442,6 +1551,25 @@ def _cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
     if _since(inputs, DRAFT_CELL_ADDED_FROM):
         return cell + int(cell * drafter / layers)
     return int(cell * (1 + drafter / layers))
+
+
+def _dsa_cell(ctx, setup: Setup, latent: int, layers: int) -> int:
+    """A DSA model's cell (pool_configurator.py, v0.5.20-v0.5.23): the stage's latents and its indexer layers' keys;
+    a drafting MTP head adds its layers' share of the latents, int(latent x draft layers / layers), and its own
+    layers' keys, every one of them (`allocate_all_layers`), in every release that serves DSA."""
+    cell = latent + _dsa_index_bytes(ctx, setup)
+    drafter = mtp_attention_layers(ctx.spec) if setup.drafts and setup.drafter_kv else 0
+    if not drafter or not layers:
+        return cell
+    return cell + int(latent * drafter / layers) + drafter * setup.dsa_index
+
+
+def _dsa_index_bytes(ctx, setup: Setup) -> int:
+    """A DSA indexer's keys a token over the stage's indexer layers (`_dsa_rows`). SGLang skips a layer whose
+    selection is shared as the top level of its config says (model_config.py dsa_layer_skips_topk); configs/glm5_next.py
+    copies index_topk_pattern / _freq / index_skip_topk_offset up from text_config but not indexer_types, so a layer
+    `indexer_types` calls shared keeps keys there: mcache counts the spec's indexer layers (a caveat says so)."""
+    return setup.dsa_index * ctx.counts.get("dsa_indexer", 0)
 
 
 def _qsa_bytes(ctx, layers: int) -> int:
@@ -1798,11 +1926,16 @@ def _max_requests(tokens: int, slots: int, per_slot: int, setup: Setup,
 
 
 def _kv_bytes(ctx, setup: Setup) -> tuple[int, int]:
-    """(KV bytes one token takes over the stage's KV layers, how many layers keep KV)."""
+    """(KV bytes one token takes over the stage's KV layers, how many layers keep KV), a DSA indexer's keys apart
+    (`_dsa_index_bytes`)."""
     kv_layers = _kv_layers(ctx, setup)
     # the Transformers backend keeps attention's K and V on every layer, on a stage of linear layers alone too
     model = whole_model(ctx.spec, ctx.layout, setup.dtypes) if setup.transformers else ctx
-    return sum(token_bytes(model, kind, setup.dtypes.kv) * n for kind, n in kv_layers.items()), sum(kv_layers.values())
+
+    def row(kind: str) -> int:  # a DSA model's latent in the layout its backends read (`_dsa_rows`)
+        return setup.dsa_latent if kind == "mla" and setup.dsa_latent else token_bytes(model, kind, setup.dtypes.kv)
+
+    return sum(row(kind) * n for kind, n in kv_layers.items()), sum(kv_layers.values())
 
 
 def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> list[str]:
@@ -1810,6 +1943,7 @@ def _kv_log(ctx, setup: Setup, tokens: int, inputs: EngineInputs) -> list[str]:
     named in v0.5.14's, not in v0.5.2-v0.5.9's line); a drafting DFlash drafter's pool after it, the draft worker's,
     of as many tokens over the drafter's layers in its KV dtype."""
     cell, layers = _kv_bytes(ctx, setup)
+    cell += _dsa_index_bytes(ctx, setup)  # DSATokenToKVPool's index-K buffer: (size + page) rows, one a pooled key
     mla = inputs.spec.mla is not None and not setup.transformers  # the model's pool class, on every stage
     lines = [_kv_line(setup.dtypes.kv, cell if layers else 0, tokens, setup.page, inputs, mla)]
     if drafter_sizing.drafts_with(inputs.spec, setup.drafts):
@@ -1948,7 +2082,9 @@ def _prefill_graphs_off(spec, version: str, pp: int, dp: int = 1) -> bool:
     unlisted = spec.vision is not None and (arch in NO_BREAKABLE_MULTIMODAL or not at_least(
         version, BREAKABLE_MULTIMODAL_FROM.get(arch, MULTIMODAL_GRAPHS_FROM)))
     if at_least(version, PREFILL_GRAPHS_FROM):
-        return (arch in KDA_CONFIG_ARCHS and at_least(version, "0.5.20")) or unlisted
+        kda = arch in KDA_CONFIG_ARCHS or (arch in KDA_PREFILL_GRAPHS_SPARED
+                                           and not at_least(version, KDA_PREFILL_GRAPHS_SPARED[arch]))
+        return (kda and at_least(version, "0.5.20")) or unlisted
     return spec.mla is not None or (arch in NEMOTRON_H_ARCHS and at_least(version, "0.5.17")) or unlisted
 
 

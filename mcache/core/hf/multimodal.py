@@ -48,7 +48,8 @@ def with_vision(draft: Draft, cfg: Cfg) -> Draft:
     else:
         layers, hidden = vision.num_layers(layers_key), vision.int(hidden_key)
         where = f"{vision.prefix}{layers_key}, {vision.prefix}{hidden_key}"
-    block = {"num_layers": layers, "hidden_size": hidden, "layers_key": layers_key, "hidden_key": hidden_key}
+    block = {"num_layers": layers, "hidden_size": hidden, "layers_key": layers_key, "hidden_key": hidden_key,
+             **({} if cfg.given("vision_config") else {"defaulted": True})}
     tower = TOWERS.get(cfg.model_type)
     if tower is None:
         draft.blocks["vision"] = block

@@ -311,7 +311,9 @@ class Vision(Block):
     (`core/sizing/vision.py`), from: `intermediate_size` (each block's MLP), `attention_size` (its q/k/v width;
     default `hidden_size`), `patch_size` x `patch_size` x `temporal_patch_size` pixels of `in_channels` per patch,
     `position_embeddings` learned position vectors, `merge_size` patches merged into one token by the projector and
-    `out_hidden_size` (the text model's width it projects to). Without `tower` it is not weighed."""
+    `out_hidden_size` (the text model's width it projects to). Without `tower` it is not weighed. `defaulted`: the
+    config has no `vision_config` and this is the tower its config class builds (a class of an engine's own may build
+    none)."""
 
     num_layers: LayerCount
     hidden_size: Pos
@@ -326,6 +328,7 @@ class Vision(Block):
     position_embeddings: NonNeg = 0
     merge_size: Pos = 1
     out_hidden_size: Pos | None = None
+    defaulted: bool = False
 
 
 class AuxBuffer(Block):

@@ -1,0 +1,48 @@
+"""SGLang's own sizing of the models with a sparse-attention indexer (tests/data/hf_configs_indexer: Qwen3.8-Flash-Next's
+QSA, GLM-5.3-Flash's DSA), case by case against mcache's SGLang profile, at every release that serves them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from oracle_util import load_oracle
+from paths import HF_CONFIGS_INDEXER
+
+sglang_compare = load_oracle("sglang_compare")
+golden = sglang_compare.golden
+TABLES = golden.tables("sglang", golden.INDEXER)
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_case_of_sglangs_own_tables_matches(table):
+    """scripts/oracles/sglang.py --config-dir tests/data/hf_configs_indexer. Qwen3.8-Flash-Next: the compressed keys in
+    the KV cell (64 B a token a layer), pages of 64, the PLE window and the indexer's ring outside the budget, the
+    extra-buffer strategy. GLM-5.3-Flash: the latent and the DSA keys in the cell (1,024 + 33 B a layer from 0.5.22,
+    1,024 + 132 before), pages of 256 (64 before), bf16 on sm90, the MTP layer stacked in the state pool while drafting
+    (0.5.20-0.5.22), ROCm's page of 1 refused from 0.5.22. Every case but those `excluded` names (an environment
+    variable; a card of compute capability 10 or more where the oracle's sm90 device answered)."""
+    data = golden.read(table)
+    compared = [case for case in data["cases"] if sglang_compare.excluded(case) is None]
+    differing = [(case["config"], case["flags"], diff) for case in compared
+                 if (diff := sglang_compare.differences(case, sglang_compare.mcache_case(case, data["version"],
+                                                                                         HF_CONFIGS_INDEXER)))]
+    assert Counter(case["config"] for case in compared) == {"qwen3.8-flash-next-fp8.json": 71,
+                                                             "glm-5.3-flash-fp8.json": 69}
+    assert differing == []
+
+
+def test_the_tables_cover_every_release_that_serves_them():
+    assert [golden.read(t)["version"] for t in TABLES] == ["0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+
+
+def test_the_glm_tables_refuse_rocms_page_and_check_the_real_cards_alone():
+    """From 0.5.22 the AMD cases fail to build the DSA pool (a page of one token, keys of four); the RTX 5090 cases
+    (sm120, fp8 by SGLang's rule) were answered by the oracle's sm90 device and are left out."""
+    newest = golden.read(TABLES[-1])
+    glm = [case for case in newest["cases"] if case["config"] == "glm-5.3-flash-fp8.json"]
+    refused = {case["inputs"]["gpu"] for case in glm if (sglang_compare.sglang_error(case) or "").startswith(
+        "page_size 1 must be a multiple of index_kpool 4")}
+    assert refused == {"MI300X", "MI325X", "MI355X"}
+    assert {case["inputs"]["gpu"] for case in glm if sglang_compare.excluded(case) == sglang_compare.CAPABILITY} == {
+        "RTX-5090"}

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import yaml
-from paths import HERE, HF_CONFIGS
+from paths import HERE, HF_CONFIGS, HF_CONFIGS_INDEXER
 
 from mcache.cli.main import main
 
@@ -27,7 +27,7 @@ HUGE_INT = "9" * 5000  # past Python's 4300-digit int parsing limit
 TOO_BIG_FLOAT = "1e400"  # parses to infinity
 
 SPECS = sorted((HERE.parent / "model_specs").glob("*.yaml"))
-CONFIGS = sorted(HF_CONFIGS.glob("*.json"))
+CONFIGS = sorted(HF_CONFIGS.glob("*.json")) + sorted(HF_CONFIGS_INDEXER.glob("*.json"))
 RESULTS = HERE.parent / "results" / "nemotron-h-8b-replay-h200-2026-12-02.json"
 # Literals that JSON and YAML cannot carry through `json.dumps`: placeholders replaced in the text.
 RAW = {"@@huge@@": HUGE_INT, "@@inf@@": TOO_BIG_FLOAT}

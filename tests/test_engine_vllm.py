@@ -10,6 +10,7 @@ from paths import HF_CONFIGS_EXTRA
 from mcache.core.engines import run_engine
 from mcache.core.engines.common import EngineInputs, ServeArgs, pp_layout
 from mcache.core.engines.vllm import VERSIONS, _group_size, _memory_words, serve_command
+from mcache.core.errors import LayoutError
 from mcache.core.hf import import_hf
 from mcache.core.load import load_spec
 from mcache.core.sizing import weights
@@ -1103,3 +1104,42 @@ def test_align_mode_refuses_a_block_larger_than_a_step_from_0_17_to_0_26():
         assert ok.startup_error is None, (version, settings)
     assert stage(run("vllm", spec, "h100-80gb", tp=2, weights_bytes=gib(33), enable_prefix_caching=True,
                         version="0.17.0")).startup_error is None  # 8192 a step
+
+
+@pytest.mark.parametrize(("gpu", "settings", "version", "apart"), [
+    ("mi300x", {"attention_backend": "TRITON_ATTN"}, "0.28.0", True),  # ROCm's drafter: ROCM_ATTN, not block-first
+    ("mi300x", {"attention_backend": "TRITON_ATTN"}, "0.26.0", True),
+    ("mi300x", {"attention_backend": "TRITON_ATTN"}, "0.29.0", False),  # 0.29 drops the spec's field
+    ("mi300x", {"attention_backend": "TRITON_ATTN"}, "0.25.0", False),
+    ("mi300x", {"attention_backend": "ROCM_AITER_FA"}, "0.28.0", False),  # the same kind of layout as ROCM_ATTN
+    ("mi300x", {}, "0.28.0", False),  # both take the platform's choice
+    ("h200", {"attention_backend": "TRITON_ATTN"}, "0.28.0", False),  # CUDA's FlashAttention is block-first too
+    (None, {"attention_backend": "TRITON_ATTN"}, "0.28.0", False),  # a GPU outside the catalogue: assumed alike
+    (None, {"attention_backend": "TRITON_ATTN", "draft_attention_backend": "ROCM_ATTN"}, "0.28.0", True),
+])
+def test_an_mtp_drafter_on_another_kv_layout_keeps_a_spec_of_its_own(gpu, settings, version, apart):
+    """vLLM 0.26-0.28 stamp each attention spec with its backend's indexes_kv_by_block_stride and never give the MTP
+    drafter the model's --attention-backend (llm_base_proposer.py): where the two differ the MTP layer is a bucket of
+    its own, so the grouping takes one layer a group (buckets of 16, 1 and 48) and no padding layers."""
+    st = stage(run("vllm", config_spec(QWEN35), gpu, gpu_bytes=None if gpu else gib(80), version=version,
+                   num_speculative_tokens=1, kv_cache_memory_bytes=gib(18.53), **settings))
+    assert ("attention:draft" in st.fields["groups"]) == apart
+    assert st.fields["group_size"] == (1 if apart else 17)
+    assert not any("padding layers" in line for line in st.log) if apart else True
+
+
+def test_the_gfx1151_mtp_boot_is_one_layer_a_group():
+    """The public gfx1151 MTP boot (tests/data/engine_logs/vllm/qwen38-27b-bf16-gfx1151-triton-262k-mtp1-0.28dev.log):
+    18.53 GiB / 3,276,800 B pages = 6,071 pages; a request takes 17 x cdiv(262,144, 800) + 48 x 3 = 5,720; 6,071 /
+    5,720 x 262,144 = 278,230 tokens (mcache's grouping of 17 attention layers gives 277,701)."""
+    st = stage(run("vllm", config_spec(QWEN35), gpu_bytes=gib(80), version="0.28.0", num_speculative_tokens=1,
+                   kv_cache_memory_bytes=int(18.53 * (1 << 30)), max_num_seqs=256, max_num_batched_tokens=2048,
+                   attention_backend="TRITON_ATTN", draft_attention_backend="ROCM_ATTN"))
+    assert st.fields["attention_block_size"] == 800
+    assert st.fields["kv_cache_tokens"] == 6071 * 262_144 // 5720 == 278_230
+
+
+@pytest.mark.parametrize("name", ["attention_backend", "draft_attention_backend"])
+def test_an_unknown_attention_backend_is_one_line(name):
+    with pytest.raises(LayoutError, match=rf"{name}: one of FLASH_ATTN, .* \(the backends mcache knows\), got 'FAST'"):
+        run("vllm", config_spec(QWEN35), "h200", **{name: "FAST"})

@@ -104,6 +104,12 @@ def size(
                                                        rich_help_panel=VLLM)] = None,
     gdn_prefill_backend: Annotated[str | None, typer.Option(help="flashinfer (0.33 on Hopper) or triton (as 0.32 and older).",
                                                             rich_help_panel=VLLM)] = None,
+    attention_backend: Annotated[str | None, typer.Option(help=(
+        "The model's attention backend, e.g. TRITON_ATTN (default: vLLM's choice); the MTP drafter keeps its own."),
+                                                          rich_help_panel=VLLM)] = None,
+    draft_attention_backend: Annotated[str | None, typer.Option(help=(
+        "The MTP drafter's (its speculative config's attention_backend; default: vLLM's choice for the GPU)."),
+                                                                rich_help_panel=VLLM)] = None,
     no_async_scheduling: Annotated[bool | None, typer.Option("--no-async-scheduling", help=(
         "One batch in flight a PP stage, not two: the steps' tokens a windowed layer keeps."),
                                                              rich_help_panel=VLLM)] = None,

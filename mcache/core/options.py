@@ -37,6 +37,8 @@ class SizeOptions(Struct, frozen=True):
     enforce_eager: bool | None = None
     gdn_prefill_backend: str | None = None
     async_scheduling: bool | None = None
+    attention_backend: str | None = None
+    draft_attention_backend: str | None = None
     # SGLang
     mem_fraction_static: float | None = None
     mamba_full_memory_ratio: float | None = None

@@ -54,7 +54,8 @@ from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing import drafter as drafter_sizing
-from mcache.core.sizing.gpus import capability
+from mcache.core.sizing.gpu_catalogue import AMD, NVIDIA
+from mcache.core.sizing.gpus import capability, vendor
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
@@ -118,6 +119,13 @@ SINCE = {
     # v1/core/kv_cache_planning.py). Its estimate_max_model_len searches the same sum.
     "one_request_first_group": "0.14.0",
     "one_request_every_group": "0.19.0",
+    # v1/worker/gpu_model_runner.py get_kv_cache_spec stamps each attention layer's spec with its backend's
+    # indexes_kv_by_block_stride (0.26.0 - 0.28.0; v1/kv_cache_interface.py AttentionSpec's field, which 0.29.0
+    # drops), and FullAttentionSpec's equality keeps layers of the two kinds apart; the MTP drafter never inherits
+    # --attention-backend (v1/spec_decode/llm_base_proposer.py: "we always independently autoselect"), so a drafter whose
+    # own backend reads KV otherwise than the forced one keeps its attention layers in a spec of their own
+    "block_stride_specs": "0.26.0",
+    "no_block_stride_specs": "0.29.0",
     # v1/core/kv_cache_utils.py check_enough_kv_cache_memory, the words of its refusals: from 0.13.0 they end "See
     # https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."; from 0.14.0
     # (_check_enough_kv_cache_memory) the GiB are format_gib's round(x, 2) where 0.10.2 - 0.13 print two decimals
@@ -273,12 +281,13 @@ FLAGS = {
     "mamba_cache_mode": "mamba_cache_mode", "kernel_block_size": "kernel_block_size", "max_num_seqs": "max_num_seqs",
     "max_num_batched_tokens": "max_num_batched_tokens", "enforce_eager": "enforce_eager",
     "gdn_prefill_backend": "gdn_prefill_backend", "async_scheduling": "async_scheduling",
+    "attention_backend": "attention_backend", "draft_attention_backend": "draft_attention_backend",
 }
 INSTEAD = {"max_batch": "max_num_seqs"}  # mcache options vLLM lacks -> its own option for what they mean (fields)
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "num_speculative_tokens",
             "mamba_cache_dtype", "mamba_ssm_cache_dtype", "kv_cache_dtype", "enable_prefix_caching", "mamba_cache_mode",
             "block_size", "kernel_block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
-            "gdn_prefill_backend", "async_scheduling")
+            "gdn_prefill_backend", "async_scheduling", "attention_backend", "draft_attention_backend")
 DEFAULT_UTILIZATION = 0.92  # vllm/config/cache.py: CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION (since 0.20.0)
 DEFAULT_UTILIZATION_BEFORE_020 = 0.9  # vllm/config/cache.py v0.10.2 - v0.19.1
 # vllm/config/cache.py resolved_gpu_memory_utilization (since 0.34.0): the extensible KV cache, on by default on CUDA
@@ -287,6 +296,14 @@ EXTENSIBLE_UTILIZATION = 1.0
 DEFAULT_BLOCK_SIZE = 64  # vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE (since 0.34.0)
 DEFAULT_BLOCK_SIZE_BEFORE_034 = 16  # vllm/config/cache.py v0.10.2 - v0.33.0
 DEFAULT_KERNEL_BLOCK_SIZE = 16  # FlashAttention's smallest kernel block (v1/attention/backends/flash_attn.py)
+# --attention-backend names mcache knows, with whether the backend's KV cache is block-first under a layers dimension
+# (v1/attention/backend.py indexes_kv_by_block_stride at 0.28.0: FlashAttention's, FlashInfer's, Triton's and Flex's
+# get_kv_cache_stride_order put the blocks first; ROCm's own backends define no such order)
+ATTENTION_BACKENDS = {"FLASH_ATTN": True, "FLASHINFER": True, "TRITON_ATTN": True, "FLEX_ATTENTION": True,
+                      "ROCM_ATTN": False, "ROCM_AITER_FA": False, "ROCM_AITER_UNIFIED_ATTN": False}
+# ... and what the platform picks for full attention when no backend is forced: on CUDA FlashAttention or FlashInfer,
+# on ROCm ROCM_ATTN (or ROCm's aiter backends where enabled: platforms/rocm.py _get_backend_priorities), by vendor
+AUTO_BLOCK_STRIDE = {NVIDIA: True, AMD: False}
 DEFAULT_GDN_PREFILL_BACKEND = "flashinfer"  # `auto` on Hopper (SM 9.0); other GPUs: `_gdn_backend`
 # engine/arg_utils.py --gdn-prefill-backend choices: flashinfer, triton, cutedsl, aiter_flydsl, sycl; mcache models the
 # first two (FlashInfer exports prefill checkpoints on block boundaries, Triton does not).
@@ -584,6 +601,7 @@ class Setup(Struct, frozen=True):
     extensible: bool = False  # the extensible KV cache sizes the memory (since 0.34, without kv_cache_memory_bytes)
     active_seqs: int = 0  # the requests the scheduler admits at once (max_num_active_seqs; 0: max_num_seqs)
     block_refusal: str | None = None
+    draft_apart: bool = False  # the MTP drafter's attention layers keep a spec of their own (`_draft_apart`)
 
 
 class StagePool(Struct, frozen=True):
@@ -747,6 +765,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                         else DEFAULT_BLOCK_SIZE_BEFORE_034)
     kernel_block = s.take("kernel_block_size", FLASHMLA_BLOCK if fp8_mla else DEFAULT_KERNEL_BLOCK_SIZE)
     gdn_backend = s.take("gdn_prefill_backend", *_gdn_backend(spec, inputs.gpu_name)) if "gdn" in recurrent else None
+    draft_apart = _draft_apart(s, spec, k, inputs.gpu_name, version)
     if s.given.get("gdn_prefill_backend", GDN_PREFILL_BACKENDS[0]) not in GDN_PREFILL_BACKENDS:
         raise LayoutError("gdn_prefill_backend", f"one of {', '.join(GDN_PREFILL_BACKENDS)} (the backends mcache models), "
                                                  f"got {s.given['gdn_prefill_backend']!r}")
@@ -811,7 +830,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
                      mamba_block, block_size, drafter_scale)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal)
+                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal, draft_apart)
 
 
 def _align_block_error(block: int, batched: int, mode: str, version: str) -> str | None:
@@ -861,6 +880,27 @@ def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
     if cap == (9, 0) or blackwell:
         return "flashinfer", "assumed: a CUDA 13 runtime (Blackwell)" if blackwell else "default"
     return "triton", "default"
+
+
+def _draft_apart(s: Settings, spec, k: int, gpu_name: str | None, version: str) -> bool:
+    """Whether the MTP drafter's attention layers keep a spec of their own (SINCE "block_stride_specs" to
+    "no_block_stride_specs"): the model's backend (--attention-backend, else the platform's) and the drafter's (its
+    speculative config's attention_backend, else the platform's: it never inherits the model's) differ in whether
+    their KV layout is block-first (`ATTENTION_BACKENDS`, `AUTO_BLOCK_STRIDE`; a GPU outside the catalogue: the same
+    as the other's, assumed). A backend given is checked whatever the release."""
+    backends = {name: s.take(name, None) for name in ("attention_backend", "draft_attention_backend")}
+    for name, backend in backends.items():  # vLLM takes the enum's names in any case (--attention-backend flashinfer)
+        if backend is not None and str(backend).upper() not in ATTENTION_BACKENDS:
+            raise LayoutError(name, f"one of {', '.join(ATTENTION_BACKENDS)} (the backends mcache knows), got "
+                                    f"{backend!r}")
+        backends[name] = None if backend is None else str(backend).upper()
+    if not k or not mtp_attention_layers(spec) or spec.drafter is not None:
+        return False
+    if not _since(version, "block_stride_specs") or _since(version, "no_block_stride_specs"):
+        return False
+    auto = AUTO_BLOCK_STRIDE.get(vendor(gpu_name))
+    model, draft = (auto if backend is None else ATTENTION_BACKENDS[backend] for backend in backends.values())
+    return None not in (model, draft) and model != draft
 
 
 def _since(version: str, rule: str) -> bool:
@@ -1252,7 +1292,7 @@ def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs
     """Every stage's KV-cache groups and the memory its blocks get (`_plans`); the one-request check counts a
     stage's share and its memory (since 0.17.0), the whole model's group size and the smallest worker's memory
     (0.14.0 - 0.16)."""
-    own = [_buckets(ctx, inputs.spec, setup.drafts, setup.version) for ctx in contexts]
+    own = [_buckets(ctx, inputs.spec, setup.drafts, setup.version, setup.draft_apart) for ctx in contexts]
     rule = setup.rule
     if _since(setup.version, "worker_padding") and rule.mode != "none" and rule.block != rule.cache_block:
         # a stage without attention keeps its states' unaligned block: a spec of its own (SINCE "worker_padding")
@@ -1698,10 +1738,11 @@ def _align(page: int, attn_tok: int, block_size: int, align: int, log: list[str]
     return block, padded
 
 
-def _buckets(ctx, spec, k: int, version: str) -> dict[str, int]:
+def _buckets(ctx, spec, k: int, version: str, draft_apart: bool = False) -> dict[str, int]:
     """Layers of each cache spec on the stage (kv_cache_utils.py groups equal specs), in the order vLLM builds their
     first layer (`_build_order`: the order it logs their padding in): full and windowed attention apart, each
-    recurrent kind apart; the MTP drafter's attention layers join the last stage's attention, and a DFlash drafter's
+    recurrent kind apart; the MTP drafter's attention layers join the last stage's attention (or keep a spec of their
+    own, `attention:draft`, where their backend reads KV otherwise: `_draft_apart`), and a DFlash drafter's
     layers (last stage, built after the model's) the bucket of the model's attention whose spec is theirs, else one of
     their own (`drafter`, `drafter:window`: AttentionSpec's `is_draft`, 0.33 on, is left out of its equality)."""
     buckets = {}
@@ -1712,6 +1753,7 @@ def _buckets(ctx, spec, k: int, version: str) -> dict[str, int]:
             buckets[_bucket_name(ctx, kind)] = ctx.counts[kind]
     if k and ctx.stage == ctx.layout.pp - 1 and (drafter := mtp_attention_layers(spec)):
         key = next((name for name in buckets if name in ATTENTION_KINDS), "attention")
+        key = f"{key}:{DRAFT_APART}" if draft_apart else key
         buckets[key] = buckets.get(key, 0) + drafter
     for window, n in drafter_sizing.layer_windows(ctx, k, _since(version, "dflash_windows")).items():
         own = drafter_sizing.states(ctx, window)
@@ -1719,6 +1761,9 @@ def _buckets(ctx, spec, k: int, version: str) -> dict[str, int]:
         key = _bucket_name(ctx, same) if same else drafter_sizing.NAME + ("" if window is None else ":window")
         buckets[key] = buckets.get(key, 0) + n
     return buckets
+
+
+DRAFT_APART = "draft"  # the tag of a bucket of the MTP drafter's attention layers apart from the model's (`_buckets`)
 
 
 def _window(ctx, name: str) -> int | None:

@@ -117,7 +117,8 @@ MARKS = re.compile(r"\((?:EngineCore|APIServer|Worker|VllmWorker)[\w]* pid=\d+\)
 # the flags of `vllm serve` that mcache's profile reads, by the name the args line gives them -> the profile's setting
 SETTINGS = ("max_model_len", "gpu_memory_utilization", "kv_cache_memory_bytes", "kv_cache_dtype",
             "enable_prefix_caching", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
-            "mamba_ssm_cache_dtype", "mamba_cache_dtype", "mamba_cache_mode", "gdn_prefill_backend", "async_scheduling")
+            "mamba_ssm_cache_dtype", "mamba_cache_dtype", "mamba_cache_mode", "gdn_prefill_backend", "async_scheduling",
+            "attention_backend")
 LAYOUT = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp", "data_parallel_size": "dp"}
 # Under `--data-parallel-size N` each of the N engine cores sizes its own KV cache from its own workers' memory, with no
 # agreement across cores (v1/engine/core.py EngineCore._initialize_kv_caches: get_kv_cache_configs over its executor's

@@ -46,3 +46,27 @@ def test_the_glm_tables_refuse_rocms_page_and_check_the_real_cards_alone():
     assert refused == {"MI300X", "MI325X", "MI355X"}
     assert {case["inputs"]["gpu"] for case in glm if sglang_compare.excluded(case) == sglang_compare.CAPABILITY} == {
         "RTX-5090"}
+
+
+VLLM = golden.tables("vllm", golden.INDEXER)
+vllm_compare = load_oracle("compare")
+
+
+@pytest.mark.parametrize("table", VLLM, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_bf16_case_of_vllms_own_tables_matches(table):
+    """scripts/oracles/vllm.py --config-dir tests/data/hf_configs_indexer --configs glm-5.3-flash-fp8.json: GLM-5.3-Flash
+    at TP 1, 2 and 4, with and without prefix caching, 0, 3 and 7 MTP drafts, bf16 and float32 states. At 0.30 - 0.31
+    vLLM's own GLM groups (a block 11 x (latent + keys) of the attention block, the KDA layers over cdiv(34, 11)
+    groups), from 0.32 the packed block-outer ones (the block rounded to 33,792 B, FlashKDA's checkpoint block). Its
+    fp8 cases are the oracle's: without FlashInfer no sparse MLA backend takes an fp8 cache there (vLLM's refusal),
+    and mcache refuses fp8 as not modelled; they are the only ones that differ."""
+    data = golden.read(table)
+    differing = {str(case["flags"]) for case in data["cases"]
+                 if any(cause for *_, cause in vllm_compare.compare_case(HF_CONFIGS_INDEXER, case, data["version"]))}
+    fp8 = {str(case["flags"]) for case in data["cases"] if case["flags"]["kv_cache_dtype"] == "fp8"}
+    sized = [case for case in data["cases"] if case["result"].get("num_blocks") and not case["error"]]
+    assert differing <= fp8 and len(sized) >= 20
+
+
+def test_the_vllm_tables_cover_every_release_mcache_sizes_it_at():
+    assert [golden.read(t)["version"] for t in VLLM] == ["0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"]

@@ -137,8 +137,8 @@ SIZED = [e for e in SOURCES if e["explain"]["status"] != "not sized"]
 
 
 def _model(name: str) -> str:
-    """A config under tests/data/hf_configs by its name, or a spec under tests/data by its path."""
-    return str(HERE / "data" / name) if name.endswith(".yaml") else str(HF_CONFIGS / f"{name}.json")
+    """A config under tests/data/hf_configs by its name, or a spec or config under tests/data by its path."""
+    return str(HERE / "data" / name) if name.endswith((".yaml", ".json")) else str(HF_CONFIGS / f"{name}.json")
 
 
 def _argv(entry: dict) -> list[str]:

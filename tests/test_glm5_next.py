@@ -4,6 +4,7 @@ by hand from the checkpoint's config."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -16,6 +17,7 @@ from mcache.core.engines.common import EngineInputs
 from mcache.core.errors import LayoutError, SpecError
 from mcache.core.hf import import_hf
 from mcache.core.kinds import KIND_MODULES
+from mcache.core.load import load_spec
 from mcache.core.sizing import weights
 from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.gpus import lookup
@@ -27,6 +29,7 @@ FILE = HF_CONFIGS_INDEXER / "glm-5.3-flash-fp8.json"  # PROVENANCE.md there
 CONFIG = json.loads(FILE.read_text())
 TEXT = CONFIG["text_config"]
 BF16, F32 = 2, 4
+GIB = 1 << 30
 KEY = 128 + 4  # an indexer key: 128 fp8 values and their float32 scale
 
 
@@ -208,8 +211,45 @@ def test_sglang_lowers_the_fraction_only_for_a_tower_the_config_names(tmp_path, 
     assert _sglang(import_hf(path), "0.5.23")[1].fields["mem_fraction_static"] == pytest.approx(0.896 * 0.95)
 
 
+def _vllm(version: str, tp: int = 8, **given):
+    return run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(tp=tp), *lookup("h100"), None,
+                                           given), version).stages[0].fields
+
+
+def test_vllm_reproduces_the_public_h100_boot():
+    """tests/data/engine_logs/vllm/glm53-flash-fp8-8xh100-tp8ep-262k-0.31dev.log (vLLM 0.31.1rc1.dev50, TP 8, no prefix
+    caching, 262,144 tokens, 28.73 GiB): KDA's page at TP 8 is 3 x 3,072 bf16 + 8 x 128 x 128 float32 = 542,720 B, so
+    blocks of 128 x cdiv(542,720, 128 x 1,024) = 640 tokens (20.75% padding); a block holds 11 latents of 640 x 1,024
+    B and 11 indexers' 160 keys of 132 B, 7,441,280 B; 4,145 blocks; a request takes 410 + 1 tail + 4 KDA groups x 1
+    = 415: 9.99x, 2,618,281 tokens."""
+    f = _vllm("0.31.0", max_model_len=262_144, enable_prefix_caching=False, kv_cache_memory_bytes=int(28.73 * GIB),
+              max_num_seqs=64, max_num_batched_tokens=8192)
+    assert (f["attention_block_size"], f["state_page_bytes"], f["block_bytes"]) == (640, 542_720, 11 * (655_360 + 21_120))
+    assert (f["num_blocks"], f["blocks_per_request"], f["kv_cache_tokens"]) == (4145, 410 + 1 + 4, 2_618_281)
+
+
+@pytest.mark.parametrize(("version", "block_bytes", "per_request"), [
+    ("0.31.0", 11 * (655_360 + 21_120), 410 + 1 + 4 * 2),  # align: 2 blocks a KDA group
+    ("0.32.0", 221 * 33_792, 410 + 1 + 4 * 3),  # packed: rounded to lcm(1,024, 4,224); FlashKDA's checkpoint block
+])
+def test_vllm_groups_by_release_with_prefix_caching(version, block_bytes, per_request):
+    f = _vllm(version, max_model_len=262_144, kv_cache_memory_bytes=int(28.73 * GIB), max_num_seqs=64)
+    assert (f["block_bytes"], f["blocks_per_request"], f["groups"]) == (
+        block_bytes, per_request, {"mla": 1, "kda": 4, "dsa_indexer:tail": 1})
+
+
+@pytest.mark.parametrize(("gpu", "given", "says"), [
+    ("h100", {"kv_cache_dtype": "fp8"}, "with a fp8 KV cache (its sparse MLA backends' fp8 layouts) is not modelled"),
+    ("b200", {}, "with its fp8 KV default from SM 10"),
+    ("mi300x", {}, "with ROCm (models/glm5next/amd)"),
+])
+def test_vllm_refuses_what_it_does_not_model_in_one_line(gpu, given, says):
+    with pytest.raises(LayoutError, match=re.escape(says)):
+        run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(), *lookup(gpu), None, given), "0.33.0")
+
+
 @pytest.mark.parametrize(("engine", "version", "says"), [
-    ("vllm", None, "how vLLM 0.34.0 sizes a DSA indexer's pooled keys and tail is not modelled"),
+    ("trtllm", None, "Unknown architecture for AutoModelForCausalLM: Glm5NextForConditionalGeneration"),
     ("vllm", "0.29.0", "(vLLM 0.29.0; registered from 0.30.0 on)"),
     ("sglang", "0.5.19", "models/glm5_next.py comes with 0.5.20"),
 ])

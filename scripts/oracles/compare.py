@@ -41,6 +41,8 @@ SPEC_CLASS = {"attention": "FullAttentionSpec", "mla": "MLAAttentionSpec", "atte
               "sliding_attention": "FullAttentionSpec", "sliding_attention:window": "SlidingWindowSpec",
               "mla:window": "SlidingWindowMLASpec", "drafter": "FullAttentionSpec", "drafter:window": "SlidingWindowSpec"}
 DRAFTERS = golden.DRAFTER_CONFIGS  # the drafters of a --drafters table's cases
+# a DSA indexer's tails (mcache's group `dsa_indexer:tail`): KpoolTailSpec at 0.30 - 0.31, CircularBufferSpec after
+DSA_TAIL_CLASS = (("0.32.0", "CircularBufferSpec"), ("0.30.0", "KpoolTailSpec"))
 
 
 # Causes of a table written by an older oracle or from an older config fixture (regenerate those configs with
@@ -99,8 +101,10 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
     error = next((st.startup_error for st in run.stages if st.startup_error is not None), None)
     f = stage.fields
     groups: Counter = Counter()
+    release = tuple(int(x) for x in run.version.modelled.split("."))
+    tail = next((cls for since, cls in DSA_TAIL_CLASS if release >= tuple(int(x) for x in since.split("."))), None)
     for name, n in (f.get("groups") or {}).items():
-        groups[SPEC_CLASS.get(name, "MambaSpec")] += n
+        groups[tail if name == "dsa_indexer:tail" else SPEC_CLASS.get(name, "MambaSpec")] += n
     # the table records a mamba cache mode only where the model has Mamba layers (a hybrid the Transformers backend
     # sizes as attention layers has none: vllm.py `_served_spec`)
     return {"error": error, "mamba_cache_mode": f.get("mamba_cache_mode") if f.get("state_page_bytes") else None,

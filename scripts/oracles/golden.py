@@ -14,7 +14,7 @@ DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "engine_golden"
 # --config-dir / --out; not release tables: `tables` does not look in here unless asked
 EXTRA = DIR / "extra"
 # The tables over tests/data/hf_configs_indexer (models with a sparse-attention indexer: Qwen3.8-Flash-Next, GLM-5.3-Flash), which
-# the SGLang oracle writes with --config-dir / --out; vLLM's sizing of them is not modelled yet (no vLLM table)
+# the SGLang oracle writes with --config-dir / --out, and the vLLM oracle for GLM-5.3-Flash (--configs)
 INDEXER = DIR / "indexer"
 INDEXER_CONFIGS = DIR.parent / "hf_configs_indexer"
 # The tables of DFlash drafters drafting for their targets (tests/data/hf_configs_drafters), written with --drafters

@@ -137,7 +137,9 @@ MOCKS = [
     "FLASH_ATTN / FLASH_ATTN_MLA, which are valid here, so the choice does not change",
     "nvidia-cutlass-dsl (`cutlass...`) and cuda-python (`cuda.bindings...`), installed with vLLM on a GPU host, are "
     "stand-in packages whose names are classes: kernel DSLs imported at module level (vllm/cute_utils, the KDA and "
-    "CuTe kernels), never called while sizing",
+    "CuTe kernels), never called while sizing; so is tilelang (GLM-5.3-Flash's mHC kernels, imported for their JIT "
+    "warmup), and the vendored DeepGEMM extension (vllm.third_party.deep_gemm._C*) is a stub package, which "
+    "GLM-5.3-Flash's sparse indexer requires to be importable on CUDA (a kernel, never called while sizing)",
     "vllm_flash_attn.is_fa_version_supported answers FA2/FA3 supported (what it answers on an H200)",
     "CUDA_VISIBLE_DEVICES='' so vLLM keeps the installed Triton decorators (its 'distributed env' path); no kernel "
     "is compiled or launched",
@@ -168,7 +170,8 @@ MOCKS = [
     "num_speculative_tokens: k}: SpeculativeConfig builds the draft model config from the same checkpoint and the "
     "drafter is built on the meta device as the GPU runner's EagleProposer.load_model builds it (get_model -> "
     "initialize_model on the release's draft VllmConfig, under the 'eagle_head' model tag; the layers it adds are "
-    "marked is_draft_layer as load_model marks them); weights are never loaded. Other configs draft with 'ngram' "
+    "marked is_draft_layer as load_model marks them; on the meta device as the model is, cuda_to_meta too: "
+    "GLM-5.3-Flash's MTP layer allocates a top-k buffer on device='cuda'); weights are never loaded. Other configs draft with 'ngram' "
     "(no draft model); the Mamba specs take num_speculative_tokens from the VllmConfig with any method",
     REMOTE.MOCK.format(engine="vLLM"),
     "models/nano_nemotron_vl.py's cached_tokenizer_from_config answers a tokenizer that encodes nothing: "
@@ -364,6 +367,10 @@ def install_mocks():
             return StandInType(n, (), {})
 
     pattern = re.compile(r"^vllm\.(_C\w*|_\w+_C\w*|\w+_C|cumem_allocator|spinloop|vllm_flash_attn\._vllm_fa[23]_C)$")
+    # the vendored DeepGEMM extension (0.31: vllm/third_party/deep_gemm/_C*.so; 0.33: _C.py over _C_extension.abi3.so,
+    # with _C.locality_domain), which has_deep_gemm() imports and GLM-5.3-Flash's sparse indexer requires on CUDA
+    # (SparseAttnIndexerKpool: "requires DeepGEMM"), as a stand-in package of stub modules (nothing sized reads it)
+    deep_gemm_ext = re.compile(r"^vllm\.third_party\.deep_gemm\._C(\..+)?$")
 
     # nvidia-cutlass-dsl (`cutlass`, `cutlass.cute`, `cutlass._mlir...`) is a kernel DSL that vLLM imports at module
     # level in vllm/cute_utils and some backends (KDA, FlashAttention's CuTe paths); it is not installed here (its
@@ -371,19 +378,27 @@ def install_mocks():
     # so is cuda-python (`cuda.bindings.driver`, imported beside it for the CuTe kernels' stream type). Both are
     # installed with vLLM 0.33 on a GPU host (nvidia-cutlass-dsl[cu13] is in its requirements), so find_spec finding
     # them answers as it would there.
-    kernel_pkgs = re.compile(r"^(cutlass|cuda)(\..+)?$")
+    # tilelang too: GLM-5.3-Flash's decoder layers import the mHC TileLang kernels for their JIT warmup
+    # (model_executor/kernels/mhc, 0.30 - 0.33; vLLM requires tilelang on CUDA)
+    kernel_pkgs = re.compile(r"^(cutlass|cuda|tilelang)(\..+)?$")
     if quack_required():  # 0.34+: quack-kernels, the same kind of CuTe-DSL kernel package (MOCKS_V2_RUNNER)
-        kernel_pkgs = re.compile(r"^(cutlass|cuda|quack)(\..+)?$")
+        kernel_pkgs = re.compile(r"^(cutlass|cuda|quack|tilelang)(\..+)?$")
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
             if pattern.match(name):
                 return importlib.machinery.ModuleSpec(name, self)
+            if deep_gemm_ext.match(name):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
             if kernel_pkgs.match(name):
                 return importlib.machinery.ModuleSpec(name, self, is_package=True)
             return None
 
         def create_module(self, spec):
+            if deep_gemm_ext.match(spec.name):
+                module = StubModule(spec.name)
+                module.__path__ = []
+                return module
             if kernel_pkgs.match(spec.name):
                 module = KernelPkg(spec.name)
                 module.__path__ = []
@@ -663,7 +678,8 @@ def build_drafter(vc) -> None:
     context = vc.compilation_config.static_forward_context
     before = set(context)
     tag = set_model_tag("eagle_head") if set_model_tag else contextlib.nullcontext()
-    with tag, set_default_torch_dtype(spec.draft_model_config.dtype), torch.device("meta"):
+    # on the meta device as the model is: GLM-5.3-Flash's MTP layer allocates its top-k buffer on device="cuda"
+    with tag, set_default_torch_dtype(spec.draft_model_config.dtype), torch.device("meta"), cuda_to_meta():
         initialize_model(vllm_config=draft_vc, model_config=spec.draft_model_config)
     if draft_vc is not vc:  # a replaced VllmConfig shares the compilation config, hence the forward context
         context.update(draft_vc.compilation_config.static_forward_context)

@@ -15,7 +15,7 @@ rule cites the file at that release (scripts/oracles/vllm_versions.md lists the 
 from __future__ import annotations
 
 import shlex
-from math import ceil, lcm, prod
+from math import ceil, gcd, lcm, prod
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -52,6 +52,7 @@ from mcache.core.errors import LayoutError
 from mcache.core.files import json_text
 from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.kinds.base import CacheDtypes
+from mcache.core.kinds.dsa_indexer import key_row_bytes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD, NVIDIA
@@ -66,8 +67,8 @@ NAME = "vllm"
 # below changed (found by diffing the wheels or by a golden table at a release between two modelled ones;
 # scripts/oracles/vllm_versions.md lists them with their diffs).
 VERSIONS = ("0.10.2", "0.11.0", "0.11.1", "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0",
-            "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.32.0",
-            "0.33.0", "0.34.0")
+            "0.20.0", "0.20.1", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+            "0.32.0", "0.33.0", "0.34.0")
 # The first release of each changed rule (a rule holds from its version on; `_since` tests the run's version).
 SINCE = {
     # config/speculative.py SpeculativeConfig: the `dflash` method and its drafter (model_executor/models/
@@ -250,6 +251,15 @@ SINCE = {
     # layers/mamba/mamba_utils.py kda_state_dtype: the KDA recurrent state follows --mamba-ssm-cache-dtype (auto,
     # float32, bfloat16; ValueError on others) where the caller passes it; before, always float32
     "kda_ssm_dtype": "0.30.0",
+    # GLM-5.3-Flash (models/glm5next): at 0.30 - 0.31 kv_cache_utils.py _get_kv_cache_groups_glm5_next groups it (one
+    # group of its MLA and indexer layers, one of its tails, its KDA layers over cdiv(KDA layers, MLA layers) groups,
+    # bytes a block the MLA layers' pages and their indexers' unrounded, its KDA state float32 whatever
+    # --mamba-ssm-cache-dtype, its tail ring index_kpool tokens at 0.30); from 0.32 the packed block-outer groups
+    # (_get_packed_kv_cache_groups: the bytes a block rounded to the pages' alignment), the state following the flag,
+    # a prefill-checkpoint block with FlashKDA (common/kda.py get_kv_cache_spec)
+    "dsa_packed_groups": "0.32.0",
+    "dsa_tail_ring": "0.31.0",
+    "dsa_fp8_default": "0.33.0",
     # config/cache.py MambaCacheMode = Literal["align", "none"] ('all' refused); layers/mamba/mamba_mixer2.py
     # get_kv_cache_spec: Mamba2 specs take one prefill-checkpoint block
     "no_all_mode": "0.32.0",
@@ -383,6 +393,7 @@ MAMBA2_HOOK_DRAFT_DEFAULT = "0.32.0"
 # (layers/mamba/gdn/kimi_gdn_linear_attn.py) does not, so its state stays float32.
 KDA_SSM_DTYPE_HOOK = ("KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
 KDA_SSM_DTYPE_LAYER = ("KimiK3ForConditionalGeneration",)
+GLM5_NEXT = "Glm5NextForConditionalGeneration"  # passes the flag in its layers and hook from 0.32 (`_kda_state_dtype`)
 KDA_SSM_DTYPES = ("auto", "float32", "bfloat16")  # kda_state_dtype raises ValueError on any other
 # config/cache.py MambaDType (the --mamba-cache-dtype / --mamba-ssm-cache-dtype choices): auto and float32 in
 # 0.10.2 - 0.12, float16 from 0.13.0, bfloat16 from 0.22.0; pydantic refuses the others
@@ -394,6 +405,20 @@ LAYER_ONLY_DRAFT_KINDS = ("short_conv",)
 # Kimi-K3's KDA layer (models/kimi_k3/nvidia/kda.py get_kv_cache_spec) takes a prefill-checkpoint block with the
 # FlashKDA prefill backend, which it resolves to on Hopper
 FLASHKDA_ARCHS = ("KimiK3ForConditionalGeneration",)
+# ---- DeepSeek sparse attention: MLA with a DSA indexer (the spec's `dsa_indexer`, GLM-5.3-Flash), 0.30 on ----
+MODELLED_KINDS = ("dsa_indexer",)  # engines/__init__.py UNMODELLED_KINDS: the DSA indexer's keys and tail (below)
+# Its indexer's backend takes blocks of index_kpool x 32 tokens (x 64 on SM 12: platforms/cuda.py
+# _get_indexer_block_alignment at 0.30 - 0.31, the indexer backend's kernel sizes after), which the attention block
+# is a multiple of; the tail (Glm5NextTailCache) keeps a ring of raw keys and gate scores, 2 heads of the indexer's
+# head dim in bf16, index_kpool x next_pow2(cdiv(index_kpool + drafts, index_kpool)) tokens (index_kpool at 0.30),
+# one block a request; FlashKDA prefill (a checkpoint block, 0.32 on) on CUDA SM 9, 10 and 12 with a bf16 model and
+# KDA heads of 128 (common/kda.py). The packed groups (0.32 on) round a block's bytes to the lcm of the latent's
+# token (1,024 B) and the page of the indexer's MultipleOf(64 x index_kpool) stride over a block's tokens.
+DSA_INDEXER_BLOCKS = 32
+DSA_INDEXER_BLOCKS_SM12 = 64
+DSA_STRIDE_TOKENS = 64
+DSA_TAIL = "dsa_indexer:tail"  # the group name of the tails (one block a request: `BlockRule.per_request`)
+FLASHKDA_CAPABILITIES = (9, 10, 12)
 # model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
 # by the last release that served them; the registry refuses one by name, or (below) hands it to the Transformers
 # backend, whose first recurrent layer stops start-up (models/transformers/base.py)
@@ -568,6 +593,8 @@ class BlockRule(Struct, frozen=True):
                 elif self.mode == "all":
                     block = self.cache_block if tag == UNALIGNED else self.mamba_block
                     per = cdiv(tokens, block) + self.state_drafts
+            elif name == DSA_TAIL:  # a ring a request, one block (CircularBufferSpec / KpoolTailSpec)
+                per = 1
             else:  # a drafter's own specs hold `drafter_scale` times the tokens a block
                 block = self.block * (self.drafter_scale if kind == drafter_sizing.NAME else 1)
                 per = (cdiv(min(_window(ctx, name) - 1 + self.batched, tokens), block) + 1 if name.endswith(":window")
@@ -602,6 +629,7 @@ class Setup(Struct, frozen=True):
     active_seqs: int = 0  # the requests the scheduler admits at once (max_num_active_seqs; 0: max_num_seqs)
     block_refusal: str | None = None
     draft_apart: bool = False  # the MTP drafter's attention layers keep a spec of their own (`_draft_apart`)
+    dsa_ring: int = 0  # a DSA indexer's tail ring in tokens (`_dsa_ring`; 0: no DSA indexer)
 
 
 class StagePool(Struct, frozen=True):
@@ -620,11 +648,12 @@ class StagePool(Struct, frozen=True):
     log: list[str]
     check_group: int = 0
     check_available: int | None = None
+    packed_block: int = 0  # bytes of a block where the groups are packed and rounded (`_dsa_pool`; 0: group x unit)
 
     @property
     def block_bytes(self) -> int:
         """Bytes of one block over a group's layers."""
-        return self.group * self.unit
+        return self.packed_block or self.group * self.unit
 
     @property
     def num_blocks(self) -> int:
@@ -739,6 +768,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     version = inputs.version or VERSIONS[-1]
     dtypes = _dtypes(spec, s, arch, version, log)
     kv_mode = s.values["kv_cache_dtype"]
+    if spec.dsa_indexer is not None:
+        _dsa_scope(inputs, kv_mode, dtypes)
     recurrent = recurrent_kinds(spec)
     hybrid = bool(recurrent) and any(getattr(spec, kind) is not None for kind in ATTENTION_KINDS)
     # arg_utils.py: prefix caching is on by default for hybrid models since 0.28 (PR #50991), off for attention-free
@@ -789,8 +820,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, 0, 0, 0, max_num_seqs, eager, util,
                      kv_memory, non_kv, log, refusal, version, extensible)
     ssm_flag = s.values["mamba_ssm_cache_dtype"]
-    if "kda" in recurrent and arch in KDA_SSM_DTYPE_HOOK and ssm_flag not in KDA_SSM_DTYPES and \
-            _since(version, "kda_ssm_dtype"):
+    if "kda" in recurrent and ssm_flag not in KDA_SSM_DTYPES and (arch in KDA_SSM_DTYPE_HOOK and _since(
+            version, "kda_ssm_dtype") or arch == GLM5_NEXT and _since(version, "dsa_packed_groups")):
         refusal = refusal or f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_flag}"
     page = _state_page(model, dtypes, arch, k, ssm_flag, True, version)  # what the layers' MambaSpecs hold
     hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
@@ -803,6 +834,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     block_refusal = None
     if page and attn_tok:
         align = max(kernel_block, block_size, _mla_alignment(version) if uses_mla else 1)
+        if spec.dsa_indexer is not None:  # the indexer's blocks of index_kpool x 32 tokens (`DSA_INDEXER_BLOCKS`)
+            align = lcm(align, spec.dsa_indexer.kpool * _dsa_indexer_blocks(inputs.gpu_name))
         if checkpoints:  # FlashInfer's GDN prefill checkpoints land on block boundaries
             align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
         if mode == "all":  # aligned to the Mamba2 scan chunk (config/model.py get_mamba_chunk_size)
@@ -827,10 +860,15 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             refusal = refusal or "TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'"
     state_drafts = k if _since(version, "all_mode_drafts" if mode == "all" else "mamba_cache_mode") else 0
     in_flight = _in_flight(spec, k, batched, inputs.layout.pp, version, s.take("async_scheduling", True))
-    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version), in_flight, state_drafts,
+    flashkda = _flashkda(spec, dtypes, inputs.gpu_name)
+    ring = _dsa_ring(spec, k, version)
+    if ring and block % ring:  # models/glm5next/common/attention.py Glm5NextTailCache
+        refusal = refusal or f"AssertionError: assert cache_config.block_size % ring == 0 ({block} % {ring})"
+    rule = BlockRule(block, mode, k, _checkpoint_kinds(recurrent, checkpoints, arch, version, flashkda), in_flight,
+                     state_drafts,
                      mamba_block, block_size, drafter_scale)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal, draft_apart)
+                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal, draft_apart, ring)
 
 
 def _align_block_error(block: int, batched: int, mode: str, version: str) -> str | None:
@@ -880,6 +918,52 @@ def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
     if cap == (9, 0) or blackwell:
         return "flashinfer", "assumed: a CUDA 13 runtime (Blackwell)" if blackwell else "default"
     return "triton", "default"
+
+
+def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
+    """A DSA model (GLM-5.3-Flash) as mcache sizes it under vLLM: a bf16 KV cache on one CUDA pipeline stage without
+    attention DP (the layouts vLLM's own code sized in the golden tables); the rest is refused in one line."""
+    why = None
+    cap = capability(inputs.gpu_name)
+    if kv_mode != "auto" and dtypes.kv != "bfloat16":
+        why = f"a {kv_mode} KV cache (its sparse MLA backends' fp8 layouts)"
+    elif isinstance(cap, tuple) and cap[0] >= 10 and _since(inputs.version or VERSIONS[-1], "dsa_fp8_default"):
+        why = "its fp8 KV default from SM 10 (model_executor/models/config.py Glm5NextModelConfig)"
+    elif inputs.layout.pp > 1:
+        why = "pipeline parallelism (its groups per stage)"
+    elif inputs.layout.attention_dp:
+        why = "attention DP"
+    elif vendor(inputs.gpu_name) == AMD:
+        why = "ROCm (models/glm5next/amd)"
+    if why:
+        raise LayoutError("engine", f"a DSA model whose caches mcache sizes as vLLM does: how vLLM sizes "
+                                    f"{inputs.spec.architecture} with {why} is not modelled yet (`mcache size` without "
+                                    "--engine sizes it in mcache's own model)")
+
+
+def _dsa_indexer_blocks(gpu_name: str | None) -> int:
+    """Tokens of an indexer key block over index_kpool (`DSA_INDEXER_BLOCKS`): 64 on SM 12, else 32."""
+    cap = capability(gpu_name)
+    return DSA_INDEXER_BLOCKS_SM12 if isinstance(cap, tuple) and cap[0] == 12 else DSA_INDEXER_BLOCKS
+
+
+def _dsa_ring(spec, k: int, version: str) -> int:
+    """Tokens of a DSA indexer's tail ring (0 without one): index_kpool at 0.30; from 0.31 index_kpool x
+    next_pow2(cdiv(index_kpool + k, index_kpool)), room for the drafts (models/glm5next/common/attention.py)."""
+    p = spec.dsa_indexer
+    if p is None:
+        return 0
+    if not _since(version, "dsa_tail_ring"):
+        return p.kpool
+    return p.kpool * (1 << (cdiv(p.kpool + k, p.kpool) - 1).bit_length())
+
+
+def _flashkda(spec, dtypes: CacheDtypes, gpu_name: str | None) -> bool:
+    """Whether GLM-5.3-Flash's KDA prefills with FlashKDA (models/glm5next/common/kda.py, 0.32 on): a CUDA card of
+    `FLASHKDA_CAPABILITIES`, a bf16 model, KDA heads of 128 (a GPU outside the catalogue: assumed such a card)."""
+    cap = capability(gpu_name)
+    cuda = cap == "unknown" or isinstance(cap, tuple) and cap[0] in FLASHKDA_CAPABILITIES
+    return cuda and dtypes.model == "bfloat16" and spec.kda is not None and spec.kda.head_dim == 128
 
 
 def _draft_apart(s: Settings, spec, k: int, gpu_name: str | None, version: str) -> bool:
@@ -1212,13 +1296,15 @@ def _next_minor(version: str) -> str:
     return f"{major}.{int(minor) + 1}.0"
 
 
-def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str, version: str) -> tuple[str, ...]:
+def _checkpoint_kinds(recurrent: list[str], gdn_checkpoints: bool, arch: str, version: str,
+                      flashkda: bool = False) -> tuple[str, ...]:
     """The recurrent kinds whose MambaSpec takes one prefill-checkpoint block (counted in align mode): Mamba2 since
     0.32 (layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN when FlashInfer exports checkpoints (0.33,
-    gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA (0.29, models/kimi_k3/nvidia/kda.py); Mamba1, short
-    conv, lightning and Kimi-Linear's KDA never."""
+    gdn/qwen_gdn_linear_attn.py), Kimi-K3's KDA with FlashKDA (0.29, models/kimi_k3/nvidia/kda.py), GLM-5.3-Flash's
+    where it prefills with FlashKDA (`flashkda`, 0.32 on); Mamba1, short conv, lightning and Kimi-Linear's KDA never."""
     kinds = {"mamba2": _since(version, "no_all_mode"), "gdn": gdn_checkpoints,
-             "kda": arch in FLASHKDA_ARCHS and _since(version, "kda_checkpoint")}
+             "kda": arch in FLASHKDA_ARCHS and _since(version, "kda_checkpoint")
+             or arch == GLM5_NEXT and flashkda and _since(version, "dsa_packed_groups")}
     return tuple(kind for kind in recurrent if kinds.get(kind, False))
 
 
@@ -1303,6 +1389,11 @@ def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs
     available = [_available(weight, inputs, setup) for weight in weights]
     whole_check = _since(setup.version, "one_request_first_group") and not _since(setup.version, "one_request_per_worker")
     pools = []
+    if setup.dsa_ring:  # one stage (`_dsa_scope`)
+        pool = _dsa_pool(contexts[0], own[0], setup, available[0], logs[0])
+        if pool.groups and pool.available is not None:
+            pool.log.append(f"Available KV cache memory: {round(pool.available / GIB, 2)} GiB")
+        return [pool]
     for ctx, buckets, (groups, share, group, padding), memory, log in zip(
             contexts, own, _plans(own, logs, setup.version), available, logs, strict=True):
         check_group, check_memory = (group, min(available)) if whole_check and None not in available else (share, memory)
@@ -1310,6 +1401,42 @@ def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs
             log.append(f"Available KV cache memory: {round(memory / GIB, 2)} GiB")
         pools.append(StagePool(ctx, buckets, groups, share, padding, unit, memory, log, check_group, check_memory))
     return pools
+
+
+def _dsa_pool(ctx, buckets: dict[str, int], setup: Setup, memory: int | None, log: list[str]) -> StagePool:
+    """GLM-5.3-Flash's groups (SINCE "dsa_packed_groups"): its N MLA layers with their indexers in one group, a unit
+    being a layer's latent and keys over a block; its tails in one group; its KDA layers over cdiv(KDA, N) groups, or
+    from 0.32 as the packed planner spreads them (`_approximate_gcd` of the layer counts, at most as many layers a
+    group as the widest group's bytes hold), a block then rounded to the pages' alignment."""
+    spec, block = ctx.spec, setup.rule.block
+    p = spec.dsa_indexer
+    key = key_row_bytes(p)
+    n, kda = buckets.get("mla", 0), buckets.get("kda", 0)
+    unit = block * setup.attn_tok + block // p.kpool * key
+    tail = 2 * setup.dsa_ring * p.head_dim * dtype_names.itemsize(setup.dtypes.model)
+    if not _since(setup.version, "dsa_packed_groups"):
+        groups = {"mla": 1, "kda": cdiv(kda, n), DSA_TAIL: 1}
+        return StagePool(ctx, buckets, groups, n, 0, unit, memory, log, n, memory)
+    rep = _approximate_gcd([kda, n, n], n)
+    anchor = max(setup.padded, n * unit, tail)
+    kda_groups = max(cdiv(kda, rep), cdiv(kda, max(anchor // setup.padded, 1)))
+    tail_groups = max(cdiv(n, rep), cdiv(n, max(anchor // tail, 1)))
+    widest = max(n * unit, cdiv(kda, kda_groups) * setup.padded, cdiv(n, tail_groups) * tail)
+    stride = gcd(DSA_STRIDE_TOKENS * p.kpool, block)
+    align = lcm(setup.attn_tok, 1 if stride == block else stride // p.kpool * key)
+    groups = {"mla": 1, "kda": kda_groups, DSA_TAIL: tail_groups}
+    return StagePool(ctx, buckets, groups, n, 0, unit, memory, log, n, memory, cdiv(widest, align) * align)
+
+
+def _approximate_gcd(values: list[int], lower: int) -> int:
+    """v1/core/kv_cache_utils.py _approximate_gcd (0.32; kv_cache_planning.py 0.33 on): the layers a group, from
+    `lower` up, that pad the counts least, the larger on a tie."""
+    best, waste = lower, None
+    for d in range(max(1, lower), max(values) + 1):
+        pad = sum(-x % d for x in values)
+        if waste is None or pad <= waste:
+            best, waste = d, pad
+    return best
 
 
 def _plans(own: list[dict[str, int]], logs: list[list[str]], version: str) -> list[tuple[dict[str, int], int, int, int]]:
@@ -1688,7 +1815,8 @@ def _kda_state_dtype(ssm_flag: str, arch: str, layer: bool, version: str) -> str
     """The KDA recurrent state's dtype in the model's layers (`layer`) or in its class's hook (layers/mamba/
     mamba_utils.py kda_state_dtype): --mamba-ssm-cache-dtype where the caller passes it (from 0.30.0:
     KDA_SSM_DTYPE_LAYER / KDA_SSM_DTYPE_HOOK), float32 otherwise and under 'auto'."""
-    passes = _since(version, "kda_ssm_dtype") and arch in (KDA_SSM_DTYPE_LAYER if layer else KDA_SSM_DTYPE_HOOK)
+    passes = _since(version, "kda_ssm_dtype") and arch in (KDA_SSM_DTYPE_LAYER if layer else KDA_SSM_DTYPE_HOOK) or \
+        arch == GLM5_NEXT and _since(version, "dsa_packed_groups")
     return state_dtype(ssm_flag, "mamba_ssm_cache_dtype") if passes and ssm_flag != "auto" else "float32"
 
 
@@ -1858,7 +1986,7 @@ def _one_request_bytes(pool: StagePool, rule: BlockRule, tokens: int, version: s
         return pool.unit * rule.per_request(pool.buckets, tokens, pool.ctx)
     every = _since(version, "one_request_every_group")
     groups = pool.groups if every else {_first_group(pool.ctx): 1}
-    return pool.check_group * pool.unit * rule.per_request(groups, tokens, pool.ctx)
+    return (pool.packed_block or pool.check_group * pool.unit) * rule.per_request(groups, tokens, pool.ctx)
 
 
 def _build_order(spec, layers) -> list[str]:

@@ -12,7 +12,8 @@ from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 # Every recurrent kind once, two KV kinds, odd dims; heads and channels split over TP 1/2/4.
 # Mamba2 has 2 groups, so TP 4 replicates them (two ranks hold each group). The attention layer has an indexer (its
 # keys a row per 2 tokens, whole on every rank, and a raw-key ring a slot); the GDN layer a PLE (a dilated conv window
-# over 2 streams, whole on every rank) and hyper-connections (weights only).
+# over 2 streams, whole on every rank) and hyper-connections (weights only); the MLA layer a DSA indexer (its keys 132
+# bytes a row per 2 tokens, whole on every rank, and a tail of raw keys and gate scores a slot) and mHC (weights only).
 ALL_KINDS = """
 name: tiny-all
 source: test
@@ -20,11 +21,13 @@ hidden_size: 12
 vocab_size: 100
 num_layers: 9
 dtype: float32
-layers: {types: [mamba2, attention+indexer, gdn+ple+hc, kda, mamba1, short_conv, lightning, mla, mamba2]}
+layers: {types: [mamba2, attention+indexer, gdn+ple+hc, kda, mamba1, short_conv, lightning, mla+dsa_indexer+mhc, mamba2]}
 attention: {num_heads: 4, num_kv_heads: 2, head_dim: 6}
 indexer: {num_heads: 2, head_dim: 4, compress: 2}
 ple: {streams: 2, conv_kernel: 4, dilation: 3, embed_dim: 4, embedding_rows: 10, embedding_dim: 2}
 hc: {streams: 2, lowrank: 3}
+dsa_indexer: {num_heads: 2, head_dim: 128, q_rank: 4, kpool: 2, compress: true}
+mhc: {streams: 2}
 mla: {num_heads: 4, kv_lora_rank: 6, qk_rope_head_dim: 2, qk_nope_head_dim: 4, v_head_dim: 4}
 mamba2: {num_heads: 4, head_dim: 3, state_size: 5, n_groups: 2, conv_kernel: 4}
 gdn: {num_k_heads: 4, num_v_heads: 8, k_head_dim: 3, v_head_dim: 5}

@@ -104,7 +104,8 @@ def test_warmup_requests_are_freed_and_reserved_slots_survive():
 def test_rank_without_recurrent_layers_does_no_state_work(monkeypatch):
     # Stage 1 holds only the attention layer: no slots, and no kernel may run.
     spec = ALL_KINDS.replace("num_layers: 9", "num_layers: 2").replace(
-        "[mamba2, attention+indexer, gdn+ple+hc, kda, mamba1, short_conv, lightning, mla, mamba2]", "[mamba2, attention]"
+        "[mamba2, attention+indexer, gdn+ple+hc, kda, mamba1, short_conv, lightning, mla+dsa_indexer+mhc, mamba2]",
+        "[mamba2, attention]"
     )
     mgr = make(spec, pp=2, stage=1, draft_tokens=2, spec_scheme="replay", snapshot_slots=2)
     assert mgr.num_slots == 0 and not mgr.has_state

@@ -248,6 +248,15 @@ def test_vllm_refuses_what_it_does_not_model_in_one_line(gpu, given, says):
         run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(), *lookup(gpu), None, given), "0.33.0")
 
 
+def test_vllm_refuses_a_dsa_indexer_beside_other_layers(spec):
+    """vLLM's GLM-5.3-Flash grouping is what mcache models: a spec of MLA with DSA indexers and no KDA (DeepSeek-V3.2's
+    shape) is refused in one line, not sized by it."""
+    types = ["+".join(k for k in kinds if k not in ("kda", "mhc")) or "mlp" for kinds in layer_kinds(spec)]
+    bare = replace(spec, layers=Layers(types=types), kda=None, name="dsa-only")
+    with pytest.raises(LayoutError, match=r"how vLLM sizes Glm5NextForConditionalGeneration with its DSA indexer beside"):
+        run_engine("vllm", EngineInputs(bare, ParallelLayout(), *lookup("h200"), None, {}), "0.33.0")
+
+
 @pytest.mark.parametrize(("engine", "version", "says"), [
     ("trtllm", None, "Unknown architecture for AutoModelForCausalLM: Glm5NextForConditionalGeneration"),
     ("vllm", "0.29.0", "(vLLM 0.29.0; registered from 0.30.0 on)"),

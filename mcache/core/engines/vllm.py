@@ -921,11 +921,14 @@ def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
 
 
 def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
-    """A DSA model (GLM-5.3-Flash) as mcache sizes it under vLLM: a bf16 KV cache on one CUDA pipeline stage without
-    attention DP (the layouts vLLM's own code sized in the golden tables); the rest is refused in one line."""
+    """A DSA model (GLM-5.3-Flash: MLA and KDA) as mcache sizes it under vLLM: a bf16 KV cache on one CUDA pipeline
+    stage without attention DP (the layouts vLLM's own code sized in the golden tables); the rest is refused in one
+    line."""
     why = None
     cap = capability(inputs.gpu_name)
-    if kv_mode != "auto" and dtypes.kv != "bfloat16":
+    if recurrent_kinds(inputs.spec) != ["kda"]:
+        why = "its DSA indexer beside other layers than MLA and KDA alone (GLM-5.3-Flash's grouping is what mcache models)"
+    elif kv_mode != "auto" and dtypes.kv != "bfloat16":
         why = f"a {kv_mode} KV cache (its sparse MLA backends' fp8 layouts)"
     elif isinstance(cap, tuple) and cap[0] >= 10 and _since(inputs.version or VERSIONS[-1], "dsa_fp8_default"):
         why = "its fp8 KV default from SM 10 (model_executor/models/config.py Glm5NextModelConfig)"
@@ -936,9 +939,10 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
     elif vendor(inputs.gpu_name) == AMD:
         why = "ROCm (models/glm5next/amd)"
     if why:
-        raise LayoutError("engine", f"a DSA model whose caches mcache sizes as vLLM does: how vLLM sizes "
-                                    f"{inputs.spec.architecture} with {why} is not modelled yet (`mcache size` without "
-                                    "--engine sizes it in mcache's own model)")
+        model = inputs.spec.architecture or inputs.spec.name
+        raise LayoutError("engine", f"a DSA model whose caches mcache sizes as vLLM does: how vLLM sizes {model} with "
+                                    f"{why} is not modelled yet (`mcache size` without --engine sizes it in mcache's "
+                                    "own model)")
 
 
 def _dsa_indexer_blocks(gpu_name: str | None) -> int:

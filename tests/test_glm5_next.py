@@ -272,3 +272,18 @@ def test_the_table_says_a_key_serves_four_tokens(capsys):
     assert main(["size", str(FILE)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "dsa_indexer" in line and "keys" in line)
     assert "uint8" in row and "132 per 4" in row and "363 B" in row
+
+
+def test_a_vllm_plan_skips_the_candidates_vllm_s_profile_does_not_model(spec):
+    """vLLM's profile sizes GLM-5.3-Flash's bf16 KV on one stage: a plan's fp8 and PP candidates are skipped, one line
+    a reason with their count, and the rest ranked; a plan of none it models says why in the engine's words."""
+    from mcache.core.plan import Axes, catalogue_gpu, sweep
+
+    axes = Axes(gpus=(catalogue_gpu("h200"),), contexts=(32768,), tps=(4, 8), pps=(1, 2))
+    plan = sweep(spec, "glm-5.3-flash", "vllm", axes, 64)
+    assert plan.candidates and {c.kv_dtype for c in plan.candidates} == {"bfloat16"} and plan.best.pp == 1
+    assert any(line.startswith("4 candidates: ") and "with a fp8 KV cache" in line for line in plan.skipped)
+    assert any(line.startswith("2 candidates: ") and "with pipeline parallelism" in line for line in plan.skipped)
+    with pytest.raises(LayoutError, match="with a fp8 KV cache"):
+        sweep(spec, "glm-5.3-flash", "vllm", Axes(gpus=(catalogue_gpu("h200"),), contexts=(32768,), tps=(4,), pps=(1,),
+                                                  kv_dtypes=("fp8",)), 64)

@@ -19,6 +19,7 @@ import json
 import re
 import shlex
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import ceil, prod
@@ -49,6 +50,7 @@ FP8 = {"sglang": "fp8_e4m3"}  # each engine's spelling of an fp8 KV cache (other
 PREFIX = ("default", "on", "off")
 # a layout the model, its drafter (`draft_model`) or the engine cannot take is skipped
 LAYOUT_FIELDS = ("tp", "pp", "tp/pp", "attention_dp", "draft_model")
+ENGINE_DECLINES = "engine"  # the field of an engine profile's refusal to size a candidate it does not model
 MAX_CANDIDATES = 100_000  # about 300 candidates a second on one core: the largest sweep takes minutes, with a progress bar
 MAX_GPUS = 64  # the default bound on a candidate's GPUs (replicas x TP x PP)
 MAX_REPLICA_GPUS = 64  # the largest TP x PP of one replica (eight 8-GPU nodes)
@@ -310,7 +312,7 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
     drafts = [(d, s) for d in axes.drafts for s in (axes.schemes if d and not engine else ("intermediate",))]
     combos = list(itertools.product(axes.gpus, axes.contexts, layouts, axes.kv_dtypes, axes.ssm_dtypes, drafts,
                                     axes.prefix_caching))
-    candidates, skipped, impossible = [], [], {}
+    candidates, skipped, impossible, declined = [], [], {}, []
     for i, (gpu, context, (tp, pp, dp), kv, ssm, (draft, scheme), prefix) in enumerate(combos, 1):
         key = (tp, pp, dp, bool(draft and spec.drafter))  # a drafter's heads split over the layout only while it drafts
         if key not in impossible:
@@ -319,12 +321,19 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
                 candidates.append(_candidate(spec, spec_arg, engine, axes, goal, gpu, context, layout, kv, ssm, draft,
                                              scheme, prefix))
             except LayoutError as err:  # a layout the model cannot be split into, or the engine does not take: skipped
-                if err.field not in LAYOUT_FIELDS and "." not in err.field:
+                if err.field == ENGINE_DECLINES:  # the engine's profile does not model this candidate (its KV dtype, GPU
+                    declined.append(err)  # or layout): it alone is skipped (vLLM sizes GLM-5.3-Flash's bf16 KV only)
+                elif err.field not in LAYOUT_FIELDS and "." not in err.field:
                     raise
-                impossible[key] = err
-                skipped.append(f"{_layout_name(tp, pp, dp)}{', drafting' if key[3] else ''}: {err}")
+                else:
+                    impossible[key] = err
+                    skipped.append(f"{_layout_name(tp, pp, dp)}{', drafting' if key[3] else ''}: {err}")
         if progress:
             progress(i, len(combos))
+    if not candidates and declined:  # the engine models none of the candidates: its own words for the first
+        raise declined[0]
+    for reason, n in Counter(err.expected for err in declined).items():  # one line a reason
+        skipped.append(f"{n} candidate{'s' if n > 1 else ''}: {reason}")
     if not candidates and impossible:
         (tp, pp, dp, _), first = next(iter(impossible.items()))
         raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is "

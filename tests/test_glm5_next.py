@@ -287,3 +287,17 @@ def test_a_vllm_plan_skips_the_candidates_vllm_s_profile_does_not_model(spec):
     with pytest.raises(LayoutError, match="with a fp8 KV cache"):
         sweep(spec, "glm-5.3-flash", "vllm", Axes(gpus=(catalogue_gpu("h200"),), contexts=(32768,), tps=(4,), pps=(1,),
                                                   kv_dtypes=("fp8",)), 64)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_dsa_indexer_beside_gqa_attention_is_refused_in_one_line(spec, engine):
+    """Both engines keep DSA keys beside MLA latents (vLLM's GLM grouping, SGLang's DSATokenToKVPool): a hand-written
+    spec whose indexer sits on a GQA attention layer is refused, not sized by rules that are not its."""
+    from mcache.core.spec.model import Attention
+
+    types = ["+".join("attention" if k == "mla" else k for k in kinds) for kinds in layer_kinds(spec)]
+    gqa = replace(spec, layers=Layers(types=types), attention=Attention(num_heads=64, num_kv_heads=8, head_dim=128),
+                  mla=None, mtp=None, name="dsa-gqa")
+    with pytest.raises(LayoutError, match="engine: .*(other layers than MLA and KDA alone|other attention layers)"):
+        run_engine(engine, EngineInputs(gqa, ParallelLayout(), *lookup("h200"), None, {}), "0.33.0" if engine == "vllm"
+                   else "0.5.23")

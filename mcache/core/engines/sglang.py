@@ -738,6 +738,11 @@ def run(inputs: EngineInputs) -> EngineRun:
         if inputs.given.get(name) is not None and not _since(inputs, since):
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
                                     f"{since})")
+    spec = inputs.spec
+    if spec.dsa_indexer is not None and (spec.mla is None or spec.attention or spec.sliding_attention):
+        raise LayoutError("engine", "a DSA indexer beside MLA layers alone, as SGLang's DeepSeek sparse attention keeps "
+                                    f"it (memory_pool.py DSATokenToKVPool): {spec.name} has other attention layers, "
+                                    "which mcache does not size as SGLang does")
     s = Settings(inputs.given, SETTINGS, "SGLang")
     if not inputs.spec.dtype_named or dtype_names.canonical(inputs.spec.dtype) == "float32":  # float32 to SGLang
         inputs = replace(inputs, spec=replace(inputs.spec, dtype=FLOAT32_SERVED_AS))

@@ -926,8 +926,11 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
     line."""
     why = None
     cap = capability(inputs.gpu_name)
-    if recurrent_kinds(inputs.spec) != ["kda"]:
+    spec = inputs.spec
+    if recurrent_kinds(spec) != ["kda"] or spec.mla is None or spec.attention or spec.sliding_attention:
         why = "its DSA indexer beside other layers than MLA and KDA alone (GLM-5.3-Flash's grouping is what mcache models)"
+    elif spec.drafter is not None:
+        why = "a drafter of its own (its layers' KV groups)"
     elif kv_mode != "auto" and dtypes.kv != "bfloat16":
         why = f"a {kv_mode} KV cache (its sparse MLA backends' fp8 layouts)"
     elif isinstance(cap, tuple) and cap[0] >= 10 and _since(inputs.version or VERSIONS[-1], "dsa_fp8_default"):

@@ -30,6 +30,7 @@ _golden_spec.loader.exec_module(golden)
 
 from mcache.core.engines import run_engine  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
+from mcache.core.engines.versions import at_least  # noqa: E402
 from mcache.core.load import load_spec, with_drafter  # noqa: E402
 from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
@@ -101,8 +102,7 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
     error = next((st.startup_error for st in run.stages if st.startup_error is not None), None)
     f = stage.fields
     groups: Counter = Counter()
-    release = tuple(int(x) for x in run.version.modelled.split("."))
-    tail = next((cls for since, cls in DSA_TAIL_CLASS if release >= tuple(int(x) for x in since.split("."))), None)
+    tail = next((cls for since, cls in DSA_TAIL_CLASS if at_least(run.version.modelled, since)), None)
     for name, n in (f.get("groups") or {}).items():
         groups[tail if name == "dsa_indexer:tail" else SPEC_CLASS.get(name, "MambaSpec")] += n
     # the table records a mamba cache mode only where the model has Mamba layers (a hybrid the Transformers backend

@@ -63,7 +63,7 @@ from mcache.core.kinds.base import CacheDtypes
 from mcache.core.kinds.dsa_indexer import SCALE_BLOCK, key_row_bytes
 from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD
-from mcache.core.sizing.gpus import capability, vendor
+from mcache.core.sizing.gpus import capability, sm_major, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.dtypes import itemsize
@@ -1418,8 +1418,7 @@ def _dsa_kv_flag(flag: str, s: Settings, inputs: EngineInputs) -> str:
     """A DSA model's KV dtype (arg_groups/overrides.py _dsa_kv_cache_dtype_default): auto is fp8_e4m3 on a CUDA card of
     compute capability 10 or more (`DSA_FP8_FROM_SM`), else bfloat16; only those two are taken."""
     if flag == "auto":
-        cap = capability(inputs.gpu_name)
-        major = cap[0] if isinstance(cap, tuple) else None
+        major = sm_major(inputs.gpu_name)
         flag = "fp8_e4m3" if major is not None and major >= DSA_FP8_FROM_SM else "bfloat16"
         card = (f"SM{major}" if major is not None else "ROCm" if _rocm(inputs)
                 else "a card below SM10, assumed (not in mcache's catalogue)")
@@ -1441,8 +1440,7 @@ def _dsa_rows(spec, dtypes: CacheDtypes, inputs: EngineInputs) -> tuple[int, int
     if p is None or mla is None:
         return 0, 0
     width = mla.kv_lora_rank + mla.qk_rope_head_dim
-    cap = capability(inputs.gpu_name)
-    raw = _rocm(inputs) or (isinstance(cap, tuple) and cap[0] >= DSA_FP8_FROM_SM)
+    raw = _rocm(inputs) or (sm_major(inputs.gpu_name) or 0) >= DSA_FP8_FROM_SM
     if itemsize(dtypes.kv) == 2 or raw:
         latent = width * itemsize(dtypes.kv)
     else:

@@ -56,7 +56,7 @@ from mcache.core.kinds.dsa_indexer import key_row_bytes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD, NVIDIA
-from mcache.core.sizing.gpus import capability, vendor
+from mcache.core.sizing.gpus import capability, sm_major, vendor
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
@@ -419,6 +419,7 @@ DSA_INDEXER_BLOCKS_SM12 = 64
 DSA_STRIDE_TOKENS = 64
 DSA_TAIL = "dsa_indexer:tail"  # the group name of the tails (one block a request: `BlockRule.per_request`)
 FLASHKDA_CAPABILITIES = (9, 10, 12)
+DSA_FP8_FROM_SM = 10  # model_executor/models/config.py Glm5NextModelConfig (0.33 on): auto is fp8 from SM 10
 # model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
 # by the last release that served them; the registry refuses one by name, or (below) hands it to the Transformers
 # backend, whose first recurrent layer stops start-up (models/transformers/base.py)
@@ -925,7 +926,6 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
     stage without attention DP (the layouts vLLM's own code sized in the golden tables); the rest is refused in one
     line."""
     why = None
-    cap = capability(inputs.gpu_name)
     spec = inputs.spec
     if recurrent_kinds(spec) != ["kda"] or spec.mla is None or spec.attention or spec.sliding_attention:
         why = "its DSA indexer beside other layers than MLA and KDA alone (GLM-5.3-Flash's grouping is what mcache models)"
@@ -933,7 +933,8 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
         why = "a drafter of its own (its layers' KV groups)"
     elif kv_mode != "auto" and dtypes.kv != "bfloat16":
         why = f"a {kv_mode} KV cache (its sparse MLA backends' fp8 layouts)"
-    elif isinstance(cap, tuple) and cap[0] >= 10 and _since(inputs.version or VERSIONS[-1], "dsa_fp8_default"):
+    elif (sm_major(inputs.gpu_name) or 0) >= DSA_FP8_FROM_SM and _since(inputs.version or VERSIONS[-1],
+                                                                          "dsa_fp8_default"):
         why = "its fp8 KV default from SM 10 (model_executor/models/config.py Glm5NextModelConfig)"
     elif inputs.layout.pp > 1:
         why = "pipeline parallelism (its groups per stage)"
@@ -950,8 +951,7 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
 
 def _dsa_indexer_blocks(gpu_name: str | None) -> int:
     """Tokens of an indexer key block over index_kpool (`DSA_INDEXER_BLOCKS`): 64 on SM 12, else 32."""
-    cap = capability(gpu_name)
-    return DSA_INDEXER_BLOCKS_SM12 if isinstance(cap, tuple) and cap[0] == 12 else DSA_INDEXER_BLOCKS
+    return DSA_INDEXER_BLOCKS_SM12 if sm_major(gpu_name) == 12 else DSA_INDEXER_BLOCKS
 
 
 def _dsa_ring(spec, k: int, version: str) -> int:

@@ -24,19 +24,22 @@ def glm5_next(cfg: Cfg) -> Draft:
     ffn = _ffn(text, n)
     indexed = {i for i in _indexed_layers(text, n) if mixers[i] == "mla"} if "mla" in mixers else set()
     mhc = text.bool("mhc", True)  # transformers builds the streams whatever it says; SGLang only when it is true
-    entries = []
-    for i, (m, f) in enumerate(zip(mixers, ffn, strict=True)):
-        kinds = [m, *(["dsa_indexer"] if i in indexed else []), *(["mhc"] if mhc else []), f]
-        entries.append("+".join(kinds))
+
+    def entry(mixer: str, indexer: bool, mlp: str) -> str:
+        return "+".join([mixer, *(["dsa_indexer"] if indexer else []), *(["mhc"] if mhc else []), mlp])
+
+    entries = [entry(m, i in indexed, f) for i, (m, f) in enumerate(zip(mixers, ffn, strict=True))]
     draft = Draft(cfg, hidden, text.weight_int("vocab_size"), entries, tie_embeddings=text.bool("tie_word_embeddings"),
                   dtype_cfg=text)
     lin = text.sub("linear_attn_config", required=False)
-    if "kda" in mixers:  # linear_attn_config's fields override the class's linear_* ones (Glm5NextTextConfig)
-        draft.blocks["kda"] = {
-            "num_heads": lin.int("num_heads") if lin and lin.given("num_heads") else text.int("linear_num_heads"),
-            "head_dim": lin.int("head_dim") if lin and lin.given("head_dim") else text.int("linear_head_dim"),
-            "conv_kernel": (lin.int("short_conv_kernel_size") if lin and lin.given("short_conv_kernel_size")
-                            else text.int("linear_conv_kernel_dim"))}
+
+    def linear(key: str, field: str) -> int:  # linear_attn_config's fields override the class's linear_* ones
+        return lin.int(key) if lin and lin.given(key) else text.int(field)
+
+    if "kda" in mixers:  # Glm5NextTextConfig.__post_init__
+        draft.blocks["kda"] = {"num_heads": linear("num_heads", "linear_num_heads"),
+                               "head_dim": linear("head_dim", "linear_head_dim"),
+                               "conv_kernel": linear("short_conv_kernel_size", "linear_conv_kernel_dim")}
     q_lora = text.int("q_lora_rank")  # the DSA layers require it (Glm5NextTextConfig.validate_architecture)
     if "mla" in mixers:
         draft.blocks["mla"] = {"num_heads": text.int("num_attention_heads"), "kv_lora_rank": text.int("kv_lora_rank"),
@@ -48,9 +51,9 @@ def glm5_next(cfg: Cfg) -> Draft:
         draft.blocks["dsa_indexer"] = {"num_heads": text.int("index_n_heads"), "head_dim": text.int("index_head_dim"),
                                        "q_rank": q_lora, "kpool": kpool,
                                        "compress": text.bool("index_kpool_compress", True)}
-        draft.notes.append(f"A DSA indexer on {len(indexed)} of the {mixers.count('mla')} MLA layers (indexer_types 'full'): fp8 keys with "
-                           f"their scales, one per {kpool} tokens (index_kpool), and the open pool's raw keys and gate "
-                           "scores a slot.")
+        draft.notes.append(f"A DSA indexer on {len(indexed)} of the {mixers.count('mla')} MLA layers (indexer_types "
+                           f"'full'): fp8 keys with their scales, one per {kpool} tokens (index_kpool), and the open "
+                           "pool's raw keys and gate scores a slot.")
     if mhc:
         draft.blocks["mhc"] = {"streams": text.int("hc_mult")}
         draft.notes.append(f"{draft.blocks['mhc']['streams']} residual streams (hc_mult, mHC) mixed around every "
@@ -63,8 +66,7 @@ def glm5_next(cfg: Cfg) -> Draft:
                                         text.int("n_shared_experts", minimum=0))
     mtp = text.int("num_nextn_predict_layers", 0, minimum=0)
     if mtp and "mla" in mixers:  # an MTP layer is never KDA (vLLM models/glm5next/common/model.py), MoE, DSA
-        layer = ["mla", *(["dsa_indexer"] if indexed else []), *(["mhc"] if mhc else []), "moe" if "moe" in ffn else "mlp"]
-        draft.blocks["mtp"] = {"num_layers": mtp, "layer": "+".join(layer)}
+        draft.blocks["mtp"] = {"num_layers": mtp, "layer": entry("mla", bool(indexed), "moe" if "moe" in ffn else "mlp")}
         draft.notes.append(f"{mtp} MTP layer(s) (num_nextn_predict_layers), MLA with the indexer.")
     draft.notes.insert(0, count_note(entries) + " KDA and MLA layers from layer_types; MLA caches kv_lora_rank + "
                        "qk_rope_head_dim per token.")

@@ -81,6 +81,13 @@ def capability(name: str | None) -> tuple[int, int] | None | str:
     return CAPABILITY.get(key, "unknown") if key else "unknown"
 
 
+def sm_major(name: str | None) -> int | None:
+    """The CUDA compute capability's major of the catalogue GPU called `name`; None for one that is not a CUDA device
+    or that the catalogue does not hold."""
+    cap = capability(name)
+    return cap[0] if isinstance(cap, tuple) else None
+
+
 def vendor(name: str | None) -> str | None:
     """The vendor (gpu_catalogue.py `NVIDIA`, `AMD`) of the catalogue GPU called `name`; None for a GPU the catalogue
     does not hold (a `--gpu-memory` size, or none)."""

@@ -238,14 +238,37 @@ def test_vllm_groups_by_release_with_prefix_caching(version, block_bytes, per_re
         block_bytes, per_request, {"mla": 1, "kda": 4, "dsa_indexer:tail": 1})
 
 
-@pytest.mark.parametrize(("gpu", "given", "says"), [
-    ("h100", {"kv_cache_dtype": "fp8"}, "with a fp8 KV cache (its sparse MLA backends' fp8 layouts) is not modelled"),
-    ("b200", {}, "with its fp8 KV default from SM 10"),
-    ("mi300x", {}, "with ROCm (models/glm5next/amd)"),
+def test_vllm_reproduces_the_public_h100_boot_with_an_fp8_kv_cache():
+    """tests/data/engine_logs/vllm/glm53-flash-fp8-8xh100-tp8ep-262k-fp8kv-0.30dev.log (a main build before 0.30, TP 8,
+    fp8 KV, blocks of 128, prefix caching on, 22.05 GiB): FLASHINFER_MLA_SPARSE_SM90 keeps the latent as E4M3 rows of
+    512 B, so blocks of 128 x cdiv(542,720, 128 x 512) = 1,152 tokens (8.68% padding); a block holds 11 latents of
+    1,152 x 512 B and 11 indexers' 288 keys of 132 B, 6,906,240 B; 3,428 blocks; a request takes cdiv(262,144, 1,152)
+    = 228 + 1 tail + 4 KDA groups x 2 (align) = 237."""
+    f = _vllm("0.30.0", max_model_len=262_144, kv_cache_dtype="fp8", block_size=128, max_num_seqs=256,
+              kv_cache_memory_bytes=int(22.05 * GIB))
+    assert (f["attention_block_size"], f["state_page_bytes"], f["block_bytes"]) == (1152, 542_720, 11 * (589_824 + 38_016))
+    assert (f["num_blocks"], f["blocks_per_request"]) == (3428, 228 + 1 + 4 * 2)
+    assert f["state_page_padded_bytes"] == 1152 * 512
+
+
+@pytest.mark.parametrize(("gpu", "version", "given", "says"), [
+    ("h100", "0.33.0", {"kv_cache_dtype": "fp8_e5m2"}, "with a fp8_e5m2 KV cache (FLASHMLA_SPARSE's fp8_ds_mla rows)"),
+    ("b200", "0.33.0", {}, "with an fp8 KV cache from SM 10"),
+    ("b200", "0.31.0", {"kv_cache_dtype": "fp8"}, "with an fp8 KV cache from SM 10"),
+    ("rtx-pro-6000", "0.31.0", {}, "with SM 12 (FLASHINFER_MLA_SPARSE_SM120 keeps even a bf16 cache as fp8_ds_mla"),
+    ("mi300x", "0.33.0", {}, "with ROCm (models/glm5next/amd)"),
 ])
-def test_vllm_refuses_what_it_does_not_model_in_one_line(gpu, given, says):
+def test_vllm_refuses_what_it_does_not_model_in_one_line(gpu, version, given, says):
     with pytest.raises(LayoutError, match=re.escape(says)):
-        run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(), *lookup(gpu), None, given), "0.33.0")
+        run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(), *lookup(gpu), None, given), version)
+
+
+def test_vllm_sizes_a_bf16_boot_on_sm10_before_its_fp8_default():
+    """Before 0.33 `auto` stays bf16 on SM 10 (Glm5NextModelConfig's fp8 default comes with 0.33): sized, 1,024 B a
+    token of latent."""
+    f = run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(tp=8), *lookup("b200"), None,
+                                        {"max_model_len": 262_144}), "0.32.0").stages[0].fields
+    assert f["attention_block_size"] % 128 == 0 and f["num_blocks"] > 0
 
 
 def test_vllm_refuses_a_dsa_indexer_beside_other_layers(spec):
@@ -275,17 +298,18 @@ def test_the_table_says_a_key_serves_four_tokens(capsys):
 
 
 def test_a_vllm_plan_skips_the_candidates_vllm_s_profile_does_not_model(spec):
-    """vLLM's profile sizes GLM-5.3-Flash's bf16 KV on one stage: a plan's fp8 and PP candidates are skipped, one line
-    a reason with their count, and the rest ranked; a plan of none it models says why in the engine's words."""
+    """vLLM's profile sizes GLM-5.3-Flash on one stage below SM 10: a plan's PP candidates are skipped, one line a
+    reason with their count, and the rest ranked (bf16 and fp8 KV); a plan of none it models says why in the engine's
+    words."""
     from mcache.core.plan import Axes, catalogue_gpu, sweep
 
     axes = Axes(gpus=(catalogue_gpu("h200"),), contexts=(32768,), tps=(4, 8), pps=(1, 2))
     plan = sweep(spec, "glm-5.3-flash", "vllm", axes, 64)
-    assert plan.candidates and {c.kv_dtype for c in plan.candidates} == {"bfloat16"} and plan.best.pp == 1
-    assert any(line.startswith("4 candidates: ") and "with a fp8 KV cache" in line for line in plan.skipped)
-    assert any(line.startswith("2 candidates: ") and "with pipeline parallelism" in line for line in plan.skipped)
-    with pytest.raises(LayoutError, match="with a fp8 KV cache"):
-        sweep(spec, "glm-5.3-flash", "vllm", Axes(gpus=(catalogue_gpu("h200"),), contexts=(32768,), tps=(4,), pps=(1,),
+    assert {c.kv_dtype for c in plan.candidates} == {"bfloat16", "float8_e4m3fn"} and plan.best.pp == 1
+    assert [line.split(":")[0] for line in plan.skipped] == ["4 candidates"]
+    assert "with pipeline parallelism" in plan.skipped[0]
+    with pytest.raises(LayoutError, match="with an fp8 KV cache from SM 10"):
+        sweep(spec, "glm-5.3-flash", "vllm", Axes(gpus=(catalogue_gpu("b200"),), contexts=(32768,), tps=(4,), pps=(1,),
                                                   kv_dtypes=("fp8",)), 64)
 
 

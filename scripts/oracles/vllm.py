@@ -120,6 +120,9 @@ PP_CONFIGS = ("bamba-9b.json", "jamba-v0.1.json", "kimi-linear-48b-a3b-instruct.
 # (hybrid_override_pattern "M-M-M-M*-M-...-M-") split 51 / 1 leaves the last stage only its last layer, an MLP (no
 # KV-cache layer: that worker's layer specs are empty), and 7 / 45 the first stage 4 Mamba2 layers and no attention
 PARTITION_CASES = {"nemotron-h-8b-base-8k.json": ("51,1", "7,45")}
+# More fp8 KV keys (TP, prefix caching, drafts, SSM dtype) for the configs whose fp8 layout is a rule of its own
+FP8_CASES = {"glm-5.3-flash-fp8.json": ((2, None, 0, "auto"), (4, None, 3, "auto"), (2, False, 7, "bfloat16"),
+                                        (4, False, 0, "float32"), (1, True, 3, "bfloat16"))}
 
 MOCKS = [
     "vllm's compiled CUDA extensions (vllm._C*, _moe_C, _flashmla_C, vllm_flash_attn._vllm_fa2_C/_vllm_fa3_C, ...) "
@@ -134,7 +137,11 @@ MOCKS = [
     "takes its dtype from torch.get_default_dtype(); built under float32 the selector refuses FlashAttention and "
     "falls back to TRITON_ATTN, which is what tables before this fix show)",
     "flashinfer is not installed: FLASHINFER / FLASHINFER_MLA are refused as unavailable. On SM 9.x they rank below "
-    "FLASH_ATTN / FLASH_ATTN_MLA, which are valid here, so the choice does not change",
+    "FLASH_ATTN / FLASH_ATTN_MLA, which are valid here, so the choice does not change. Its SM 9.x sparse-MLA probe "
+    "(utils/flashinfer.py has_flashinfer_sm90_nope_mla, 0.30+: a feature test of FlashInfer >= 0.6.18, which those "
+    "releases pin) answers True, as it does on a GPU host with the pinned FlashInfer: a sparse NoPE MLA "
+    "(GLM-5.3-Flash) takes FLASHINFER_MLA_SPARSE_SM90 first, as the public 8x H100 boot did, with a bf16 or an fp8 "
+    "KV cache; the probe is that backend's only reader, and its spec code is vLLM's own",
     "nvidia-cutlass-dsl (`cutlass...`) and cuda-python (`cuda.bindings...`), installed with vLLM on a GPU host, are "
     "stand-in packages whose names are classes: kernel DSLs imported at module level (vllm/cute_utils, the KDA and "
     "CuTe kernels), never called while sizing; so is tilelang (GLM-5.3-Flash's mHC kernels, imported for their JIT "
@@ -312,10 +319,16 @@ def builds(seed: int = 28) -> list[dict]:
                      num_speculative_tokens=0, mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto")
                 for partition in PARTITION_CASES.get(name, ()) for tp, prefix in ((1, None), (2, True))]
     # align mode with the 2048 tokens a step of a GPU under 70 GiB (the oracle's devices take 8192), at TP 2, where a
-    # hybrid block may outgrow a step (0.17 - 0.26 assert it does not); after every other key
+    # hybrid block may outgrow a step (0.17 - 0.26 assert it does not); after every other key but FP8_CASES'
     for name in config_names():
         out.append(dict(config=name, tp=2, prefix=True, mamba_cache_mode="align", num_speculative_tokens=0,
                         mamba_ssm_cache_dtype="auto", kv_cache_dtype="auto", max_num_batched_tokens=2048))
+    # a DSA model's fp8 KV cache (FLASHINFER_MLA_SPARSE_SM90's E4M3 rows) beside drafts, prefix caching off and a bf16
+    # state, at each TP (the covering sample above gives it one fp8 key); after every other key
+    for name in config_names():
+        out += [dict(config=name, tp=tp, prefix=prefix, mamba_cache_mode=None, num_speculative_tokens=k,
+                     mamba_ssm_cache_dtype=ssm, kv_cache_dtype="fp8")
+                for tp, prefix, k, ssm in FP8_CASES.get(name, ())]
     return out
 
 
@@ -497,6 +510,11 @@ def install_mocks():
 
     fai.is_fa_version_supported = lambda v, device=None: v in (2, 3)
     fai.fa_version_unsupported_reason = lambda v, device=None: None
+    with contextlib.suppress(ImportError):  # 0.30+: the pinned FlashInfer's SM 9.x sparse-MLA feature (see MOCKS)
+        import vllm.utils.flashinfer as vllm_flashinfer
+
+        if hasattr(vllm_flashinfer, "has_flashinfer_sm90_nope_mla"):
+            vllm_flashinfer.has_flashinfer_sm90_nope_mla = lambda: True
     import vllm.model_executor.models.registry as registry
 
     registry._run_in_subprocess = lambda fn: fn()

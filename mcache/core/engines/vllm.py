@@ -420,6 +420,11 @@ DSA_STRIDE_TOKENS = 64
 DSA_TAIL = "dsa_indexer:tail"  # the group name of the tails (one block a request: `BlockRule.per_request`)
 FLASHKDA_CAPABILITIES = (9, 10, 12)
 DSA_FP8_FROM_SM = 10  # model_executor/models/config.py Glm5NextModelConfig (0.33 on): auto is fp8 from SM 10
+# v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py (0.30.0 - 0.34.0) FlashInferMLASparseSM90Backend: the KV
+# modes of the sparse NoPE MLA backend SM 9 picks first (platforms/cuda.py, FlashInfer >= 0.6.18, which those releases
+# pin): fp8 keeps the latent as plain E4M3 rows, 512 B a token (no scales: mla_attention.py
+# _canonicalize_sparse_mla_kv_cache_dtype leaves fp8 as it is for this backend)
+DSA_KV_MODES = ("auto", "bfloat16", "fp8", "fp8_e4m3")
 # model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
 # by the last release that served them; the registry refuses one by name, or (below) hands it to the Transformers
 # backend, whose first recurrent layer stops start-up (models/transformers/base.py)
@@ -922,20 +927,24 @@ def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
 
 
 def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
-    """A DSA model (GLM-5.3-Flash: MLA and KDA) as mcache sizes it under vLLM: a bf16 KV cache on one CUDA pipeline
-    stage without attention DP (the layouts vLLM's own code sized in the golden tables); the rest is refused in one
-    line."""
+    """A DSA model (GLM-5.3-Flash: MLA and KDA) as mcache sizes it under vLLM: a bf16 model with a bf16 or fp8 KV cache
+    (`DSA_KV_MODES`) on one CUDA pipeline stage below SM 10 without attention DP (the layouts vLLM's own code sized in
+    the golden tables); the rest is refused in one line."""
     why = None
     spec = inputs.spec
     if recurrent_kinds(spec) != ["kda"] or spec.mla is None or spec.attention or spec.sliding_attention:
         why = "its DSA indexer beside other layers than MLA and KDA alone (GLM-5.3-Flash's grouping is what mcache models)"
     elif spec.drafter is not None:
         why = "a drafter of its own (its layers' KV groups)"
-    elif kv_mode != "auto" and dtypes.kv != "bfloat16":
-        why = f"a {kv_mode} KV cache (its sparse MLA backends' fp8 layouts)"
-    elif (sm_major(inputs.gpu_name) or 0) >= DSA_FP8_FROM_SM and _since(inputs.version or VERSIONS[-1],
-                                                                          "dsa_fp8_default"):
-        why = "its fp8 KV default from SM 10 (model_executor/models/config.py Glm5NextModelConfig)"
+    elif sm_major(inputs.gpu_name) == 12:
+        why = "SM 12 (FLASHINFER_MLA_SPARSE_SM120 keeps even a bf16 cache as fp8_ds_mla rows)"
+    elif kv_mode not in DSA_KV_MODES or dtypes.model != "bfloat16":
+        why = (f"a {kv_mode} KV cache (FLASHMLA_SPARSE's fp8_ds_mla rows)" if kv_mode not in DSA_KV_MODES else
+               f"a {dtypes.model} model (its SM 9 sparse MLA backend takes bf16 alone)")
+    elif (sm_major(inputs.gpu_name) or 0) >= DSA_FP8_FROM_SM and (kv_mode != "auto" or _since(
+            inputs.version or VERSIONS[-1], "dsa_fp8_default")):
+        why = ("an fp8 KV cache from SM 10 (its sparse MLA backends' fp8 layouts; fp8 is its default there from 0.33: "
+               "model_executor/models/config.py Glm5NextModelConfig)")
     elif inputs.layout.pp > 1:
         why = "pipeline parallelism (its groups per stage)"
     elif inputs.layout.attention_dp:

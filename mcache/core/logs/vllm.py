@@ -93,6 +93,9 @@ SEQS_IN_ERROR = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cach
 # setting of the run, not a figure mcache derives.
 BACKEND_BLOCK = re.compile(r"Setting kv cache block size to (\d+) for (\w+) backend")
 ARGS = re.compile(r"non-default args: ")
+# config/scheduler.py SchedulerConfig (0.10.2 - 0.34.0): the tokens a step takes, resolved (given, or the usage
+# context's default for the GPU's memory)
+CHUNKED_PREFILL = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
 # A line only a started engine prints: v1/engine/core.py `_initialize_kv_caches`' caller logs "init engine (profile,
 # create kv cache, warmup model) took" once the KV caches, the CUDA-graph sizes (CompilationConfig's Mamba-block check)
 # and the warm-up are done (read at 0.26.0 and 0.34.0); the API server's "Starting vLLM server on" (entrypoints/openai/
@@ -182,6 +185,8 @@ def read(lines: list[LogLine]) -> EngineLog:
             log.architecture = m[1]
         if m := SEQS_IN_ERROR.search(text):
             _setting(log, "max_num_seqs", int(m[1]), line.number, weak=True)
+        if m := CHUNKED_PREFILL.search(text):
+            _setting(log, "max_num_batched_tokens", int(m[1]), line.number, weak=True)
         if m := BACKEND_BLOCK.search(text):
             _setting(log, "block_size", int(m[1]), line.number, weak=True)
         if m := DEVICE_MEMORY.search(text):

@@ -69,5 +69,25 @@ def test_every_case_of_vllms_own_tables_matches(table):
     assert differing == [] and sized["auto"] >= 20 and sized["fp8"] >= 15
 
 
+SM12 = golden.tables("vllm", golden.INDEXER / "rtx-pro-6000")
+
+
+@pytest.mark.parametrize("table", SM12, ids=lambda p: p.name.removesuffix(".json.gz"))
+def test_every_case_of_vllms_own_tables_on_an_sm12_card_matches(table):
+    """The same keys with `--device rtx-pro-6000`: vLLM's platform answering as an RTX PRO 6000 Blackwell (SM 12.0,
+    97,887 MiB), where FLASHINFER_MLA_SPARSE_SM120 keeps `auto` and fp8 as fp8_ds_mla rows (656 B; 528 from 0.34), the
+    hybrid alignment counts the latent at a byte a value, the indexer's blocks are 64 x index_kpool tokens and, from
+    0.32, a block's stride a multiple of 64 rows."""
+    data = golden.read(table)
+    assert data["device"]["name"] == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    differing = [(case["flags"], rows) for case in data["cases"]
+                 if (rows := [row for row in vllm_compare.compare_case(HF_CONFIGS_INDEXER, case, data["version"],
+                                                                        data["device"]) if row[-1]])]
+    sized = Counter(case["flags"]["kv_cache_dtype"] for case in data["cases"]
+                    if case["result"].get("num_blocks") and not case["error"])
+    assert differing == [] and sized["auto"] >= 20 and sized["fp8"] >= 12
+    assert [golden.read(t)["version"] for t in SM12] == ["0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"]
+
+
 def test_the_vllm_tables_cover_every_release_mcache_sizes_it_at():
     assert [golden.read(t)["version"] for t in VLLM] == ["0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"]

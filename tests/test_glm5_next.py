@@ -18,6 +18,7 @@ from mcache.core.errors import LayoutError, SpecError
 from mcache.core.hf import import_hf
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.load import load_spec
+from mcache.core.numbers import cdiv
 from mcache.core.sizing import weights
 from mcache.core.sizing.estimate import estimate
 from mcache.core.sizing.gpus import lookup
@@ -252,10 +253,12 @@ def test_vllm_reproduces_the_public_h100_boot_with_an_fp8_kv_cache():
 
 
 @pytest.mark.parametrize(("gpu", "version", "given", "says"), [
-    ("h100", "0.33.0", {"kv_cache_dtype": "fp8_e5m2"}, "with a fp8_e5m2 KV cache (FLASHMLA_SPARSE's fp8_ds_mla rows)"),
-    ("b200", "0.33.0", {}, "with an fp8 KV cache from SM 10"),
-    ("b200", "0.31.0", {"kv_cache_dtype": "fp8"}, "with an fp8 KV cache from SM 10"),
-    ("rtx-pro-6000", "0.31.0", {}, "with SM 12 (FLASHINFER_MLA_SPARSE_SM120 keeps even a bf16 cache as fp8_ds_mla"),
+    ("h100", "0.33.0", {"kv_cache_dtype": "fp8_e5m2"},
+     "with a fp8_e5m2 KV cache (its sparse MLA backend takes auto, bfloat16, fp8, fp8_e4m3)"),
+    ("rtx-pro-6000", "0.34.0", {"kv_cache_dtype": "bfloat16"},
+     "with a bfloat16 KV cache (its sparse MLA backend takes auto, fp8, fp8_e4m3)"),
+    ("b200", "0.33.0", {}, "with SM 10 (its sparse MLA backends' layouts there"),
+    ("b200", "0.31.0", {}, "with SM 10 (its sparse MLA backends' layouts there"),
     ("mi300x", "0.33.0", {}, "with ROCm (models/glm5next/amd)"),
 ])
 def test_vllm_refuses_what_it_does_not_model_in_one_line(gpu, version, given, says):
@@ -263,12 +266,22 @@ def test_vllm_refuses_what_it_does_not_model_in_one_line(gpu, version, given, sa
         run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(), *lookup(gpu), None, given), version)
 
 
-def test_vllm_sizes_a_bf16_boot_on_sm10_before_its_fp8_default():
-    """Before 0.33 `auto` stays bf16 on SM 10 (Glm5NextModelConfig's fp8 default comes with 0.33): sized, 1,024 B a
-    token of latent."""
-    f = run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(tp=8), *lookup("b200"), None,
-                                        {"max_model_len": 262_144}), "0.32.0").stages[0].fields
-    assert f["attention_block_size"] % 128 == 0 and f["num_blocks"] > 0
+@pytest.mark.parametrize(("version", "block_bytes", "blocks"), [
+    # 0.31: vLLM's own grouping, a block 11 x (2,304 rows of 656 B + 576 keys of 132 B) unrounded
+    ("0.31.0", 11 * (2304 * 656 + 576 * 132), 1229),
+    # 0.34: rows of 528 B; the packed block rounded to lcm(64 rows, the indexer's stride page: 64 keys) = 33,792 B
+    ("0.34.0", 33_792 * cdiv(11 * (2304 * 528 + 576 * 132), 33_792), 1509),
+])
+def test_vllm_on_sm12_keeps_the_latent_as_fp8_ds_mla_rows(version, block_bytes, blocks):
+    """RTX PRO 6000 (SM 12), TP 4, no prefix caching, 20 GiB: FLASHINFER_MLA_SPARSE_SM120 turns `auto` into fp8_ds_mla,
+    rows of 656 B (528 for a NoPE latent of 512 from 0.34), while the hybrid alignment counts the latent at a byte a
+    value: KDA's page at TP 4, 1,085,440 B, over 256 x 512 B gives blocks of 256 x 9 = 2,304 tokens and the state
+    padded to 2,304 x 512 = 1,179,648 B. The blocks are vLLM's own (tests/data/engine_golden/indexer/rtx-pro-6000/)."""
+    f = run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(tp=4), *lookup("rtx-pro-6000"), None,
+                                        {"max_model_len": 131_072, "enable_prefix_caching": False,
+                                         "kv_cache_memory_bytes": 20 * GIB}), version).stages[0].fields
+    assert (f["attention_block_size"], f["state_page_bytes"], f["state_page_padded_bytes"]) == (2304, 1_085_440, 1_179_648)
+    assert (f["block_bytes"], f["num_blocks"]) == (block_bytes, blocks)
 
 
 def test_vllm_refuses_a_dsa_indexer_beside_other_layers(spec):
@@ -308,7 +321,7 @@ def test_a_vllm_plan_skips_the_candidates_vllm_s_profile_does_not_model(spec):
     assert {c.kv_dtype for c in plan.candidates} == {"bfloat16", "float8_e4m3fn"} and plan.best.pp == 1
     assert [line.split(":")[0] for line in plan.skipped] == ["4 candidates"]
     assert "with pipeline parallelism" in plan.skipped[0]
-    with pytest.raises(LayoutError, match="with an fp8 KV cache from SM 10"):
+    with pytest.raises(LayoutError, match=r"with SM 10 \(its sparse MLA backends. layouts there"):
         sweep(spec, "glm-5.3-flash", "vllm", Axes(gpus=(catalogue_gpu("b200"),), contexts=(32768,), tps=(4,), pps=(1,),
                                                   kv_dtypes=("fp8",)), 64)
 

@@ -74,7 +74,7 @@ def spec_of(configs: Path, name: str):
     return _specs[path]
 
 
-def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
+def mcache_case(configs: Path, case: dict, version: str | None = None, device: dict | None = None) -> dict:
     """mcache's figures for one case (the same names as the table's) at the vLLM `version` the table was made with
     (None: the newest mcache models), or {'error': ...}."""
     flags = case["flags"]
@@ -94,7 +94,8 @@ def mcache_case(configs: Path, case: dict, version: str | None = None) -> dict:
         partition = flags.get("pp_layer_partition")  # VLLM_PP_LAYER_PARTITION, mcache's --pp-partition
         layout = ParallelLayout(tp=flags["tensor_parallel_size"], pp=flags.get("pipeline_parallel_size", 1),
                                 pp_partition=tuple(int(n) for n in partition.split(",")) if partition else None)
-        run = run_engine("vllm", EngineInputs(spec, layout, H200[0], H200[1], None, given), version)
+        gpu = (device["name"], device["bytes"]) if device else H200
+        run = run_engine("vllm", EngineInputs(spec, layout, *gpu, None, given), version)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"}
     stage = run.stages[0]  # the table's figures are worker 0's, the first PP stage's (the scheduler's config)
@@ -249,10 +250,11 @@ def causes(configs: Path, case: dict, v: dict, m: dict, field: str) -> str:
     return "other"
 
 
-def compare_case(configs: Path, case: dict, version: str | None = None) -> list[tuple[str, object, object, str | None]]:
+def compare_case(configs: Path, case: dict, version: str | None = None,
+                 device: dict | None = None) -> list[tuple[str, object, object, str | None]]:
     """Each compared field of one case at vLLM `version`: (field, vLLM's value, mcache's, the mismatch cause or None
     when they match). A refusal before sizing on either side compares only the error field."""
-    v, m = vllm_case(case), mcache_case(configs, case, version)
+    v, m = vllm_case(case), mcache_case(configs, case, version, device)
     rows = []
     for field in FIELDS:
         if field != "error" and not (figures(v) and figures(m)):
@@ -298,7 +300,7 @@ def main() -> None:
     case_causes: Counter = Counter()
     for case in cases:
         worst = None
-        for field, vv, mv, cause in compare_case(args.configs, case, table["version"]):
+        for field, vv, mv, cause in compare_case(args.configs, case, table["version"], table.get("device")):
             compared[field] += 1
             if cause is None:
                 matches[field] += 1

@@ -61,6 +61,12 @@ DRAFTERS = golden.DRAFTER_CONFIGS  # DFlash drafters' configs (--drafters)
 GIB = 1 << 30
 MIB = 1 << 20
 H200_BYTES = 143771140096  # what the platform stand-in answers for the device's memory
+# The devices the platform stand-in can answer as (--device): driver name, CUDA capability, memory (mcache's catalogue
+# figures), the FlashAttention versions vllm_flash_attn supports there. The default is the H200 every release table
+# was made on; another device's tables carry its name and bytes (`device`), which the comparer sizes for.
+DEVICES = {"h200": ("NVIDIA H200", (9, 0), H200_BYTES, (2, 3)),
+           "rtx-pro-6000": ("NVIDIA RTX PRO 6000 Blackwell Server Edition", (12, 0), 97887 * MIB, (2,))}
+DEVICE = DEVICES["h200"]  # the worker's (--device)
 
 # What each vLLM version needs installed besides torch and vllm (--no-deps each, so pip never swaps torch).
 # transformers is pinned inside the range the version's own requirements name.
@@ -147,7 +153,11 @@ MOCKS = [
     "CuTe kernels), never called while sizing; so is tilelang (GLM-5.3-Flash's mHC kernels, imported for their JIT "
     "warmup), and the vendored DeepGEMM extension (vllm.third_party.deep_gemm._C*) is a stub package, which "
     "GLM-5.3-Flash's sparse indexer requires to be importable on CUDA (a kernel, never called while sizing)",
-    "vllm_flash_attn.is_fa_version_supported answers FA2/FA3 supported (what it answers on an H200)",
+    "vllm_flash_attn.is_fa_version_supported answers FA2/FA3 supported (what it answers on an H200; FA2 alone on SM 12)",
+    "--device rtx-pro-6000 (the tables under tests/data/engine_golden/indexer/rtx-pro-6000/): the platform stand-in "
+    "answers as an RTX PRO 6000 Blackwell (SM 12.0, 97887 MiB) instead, and the SM 12 sparse-MLA probe "
+    "(utils/flashinfer.py has_flashinfer_sparse_mla_sm120, a feature test of the pinned FlashInfer's SM 120 decode "
+    "API) answers True as there: FLASHINFER_MLA_SPARSE_SM120 is what such a card picks for a sparse MLA",
     "CUDA_VISIBLE_DEVICES='' so vLLM keeps the installed Triton decorators (its 'distributed env' path); no kernel "
     "is compiled or launched",
     "torch.cuda.Stream/Event are inert objects (auxiliary streams made at layer construction, unused here)",
@@ -484,10 +494,12 @@ def install_mocks():
     from vllm.platforms.cuda import CudaPlatform
     from vllm.platforms.interface import DeviceCapability
 
-    class H200(CudaPlatform):
+    name, (major, minor), total, fa_versions = DEVICE
+
+    class Device(CudaPlatform):
         @classmethod
         def get_device_capability(cls, device_id=0):
-            return DeviceCapability(9, 0)
+            return DeviceCapability(major, minor)
 
         @classmethod
         def device_count(cls):
@@ -495,26 +507,28 @@ def install_mocks():
 
         @classmethod
         def get_device_name(cls, device_id=0):
-            return "NVIDIA H200"
+            return name
 
         @classmethod
         def get_device_total_memory(cls, device_id=0):
-            return H200_BYTES
+            return total
 
         @classmethod
         def current_device(cls):
             return torch.device("meta")
 
-    platforms._current_platform = H200()
+    platforms._current_platform = Device()
     import vllm.vllm_flash_attn.flash_attn_interface as fai
 
-    fai.is_fa_version_supported = lambda v, device=None: v in (2, 3)
+    fai.is_fa_version_supported = lambda v, device=None: v in fa_versions
     fai.fa_version_unsupported_reason = lambda v, device=None: None
     with contextlib.suppress(ImportError):  # 0.30+: the pinned FlashInfer's SM 9.x sparse-MLA feature (see MOCKS)
         import vllm.utils.flashinfer as vllm_flashinfer
 
         if hasattr(vllm_flashinfer, "has_flashinfer_sm90_nope_mla"):
             vllm_flashinfer.has_flashinfer_sm90_nope_mla = lambda: True
+        if major == 12 and hasattr(vllm_flashinfer, "has_flashinfer_sparse_mla_sm120"):
+            vllm_flashinfer.has_flashinfer_sparse_mla_sm120 = lambda: True
     import vllm.model_executor.models.registry as registry
 
     registry._run_in_subprocess = lambda fn: fn()
@@ -834,6 +848,7 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
         shutil.copy(DRAFTERS / key["drafter"], Path(key["drafter_dir"]) / "config.json")
     results = []
     layers: list[dict] = []  # each PP rank's forward context, built once for every length
+    built_dtypes: list[str] = []  # each PP rank's cache dtype once its layers were built
     pp = key.get("pp", 1)
     build_error = None
     if key.get("pp_partition"):  # read by get_pp_indices while each rank's layers are made
@@ -873,17 +888,21 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                                 build_error = exc
                                 raise
                             layers.append(dict(context))
+                            built_dtypes.append(vc.cache_config.cache_dtype)
                         else:
-                            # same layers: only max_model_len differs, which no layer reads at construction
+                            # same layers: only max_model_len differs, which no layer reads at construction; a
+                            # layer's construction may rewrite the cache dtype (MLAAttention: SM 12's sparse MLA
+                            # backend makes it fp8_ds_mla), which this length's own build would have done too
                             context.clear()
                             context.update(layers[rank])
+                            vc.cache_config.cache_dtype = built_dtypes[rank]
                         if hasattr(type(current_platform), "update_block_size_for_backend"):
                             current_platform.update_block_size_for_backend(vc)  # 0.18+: after load_model
                         rank_specs.append(GPUModelRunner.get_kv_cache_spec(fake_runner(vc)))
                 base_log = capture.take()
                 specs = {name: spec for one in rank_specs for name, spec in one.items()}
                 one_request = one_request_memory(vc, specs)
-                case_memories = memories + ([one_request] if 0 < one_request <= H200_BYTES else [])
+                case_memories = memories + ([one_request] if 0 < one_request <= DEVICE[2] else [])
                 # the workers in the executor's rank order: pp_rank x TP + tp_rank
                 workers = [one for one in rank_specs for _ in range(key["tp"])]
                 for memory in case_memories:
@@ -1100,6 +1119,8 @@ def _count(items) -> dict:
 
 
 def worker(args) -> None:
+    global DEVICE
+    DEVICE = DEVICES[args.device]
     install_mocks()
     import torch
     import transformers
@@ -1144,7 +1165,8 @@ def write_table(args, cases, torch_version, transformers_version, vllm_version):
     table = {"engine": "vllm", "version": vllm_version, "generated_by": "scripts/oracles/vllm.py",
              "torch": torch_version, "transformers": transformers_version,
              "mocks": MOCKS + (MOCKS_V2_RUNNER if v2_runner() else []),
-             "gpu_assumed": "NVIDIA H200 (SM 9.0), OpenAI API server usage context",
+             "gpu_assumed": f"{DEVICE[0]} (SM {DEVICE[1][0]}.{DEVICE[1][1]}), OpenAI API server usage context",
+             **({"device": {"name": DEVICE[0], "bytes": DEVICE[2]}} if args.device != "h200" else {}),
              "cases": sorted(cases, key=lambda c: (c["config"], json.dumps(c["flags"], sort_keys=True)))}
     out.parent.mkdir(parents=True, exist_ok=True)
     golden.write(out, table, default=str)
@@ -1163,14 +1185,19 @@ def main() -> None:
                         help="with --configs: replace only those configs' cases in the existing table")
     parser.add_argument("--drafters", action="store_true",
                         help="size DFlash drafters drafting for their targets (golden.DRAFTER_PAIRS): the drafters' table")
+    parser.add_argument("--device", choices=sorted(DEVICES), default="h200",
+                        help="the GPU the platform answers as (default %(default)s; another needs --out)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.device != "h200" and not args.out:
+        parser.error("--device other than h200 needs --out (the release tables are the H200's)")
     CONFIGS = args.config_dir.resolve()
     if args.worker:
         worker(args)
         return
     py = ensure_venv(args.version, Path(args.venv_root))
-    cmd = [str(py), str(Path(__file__).resolve()), "--worker", "--version", args.version, "--config-dir", str(CONFIGS)]
+    cmd = [str(py), str(Path(__file__).resolve()), "--worker", "--version", args.version, "--config-dir", str(CONFIGS),
+           "--device", args.device]
     for opt in ("out", "limit", "configs"):
         if getattr(args, opt):
             cmd += [f"--{opt}", str(getattr(args, opt))]

@@ -259,7 +259,9 @@ SINCE = {
     # a prefill-checkpoint block with FlashKDA (common/kda.py get_kv_cache_spec)
     "dsa_packed_groups": "0.32.0",
     "dsa_tail_ring": "0.31.0",
-    "dsa_fp8_default": "0.33.0",
+    # v1/attention/backends/mla/flashinfer_mla_sparse_sm120.py FlashInferMLASparseSM120Impl.get_fp8_ds_mla_row_bytes:
+    # a NoPE latent of 512 in 528 B rows (0.34.0; every fp8_ds_mla row 656 B before: mla_attention.py)
+    "ds_mla_nope_row": "0.34.0",
     # config/cache.py MambaCacheMode = Literal["align", "none"] ('all' refused); layers/mamba/mamba_mixer2.py
     # get_kv_cache_spec: Mamba2 specs take one prefill-checkpoint block
     "no_all_mode": "0.32.0",
@@ -419,12 +421,20 @@ DSA_INDEXER_BLOCKS_SM12 = 64
 DSA_STRIDE_TOKENS = 64
 DSA_TAIL = "dsa_indexer:tail"  # the group name of the tails (one block a request: `BlockRule.per_request`)
 FLASHKDA_CAPABILITIES = (9, 10, 12)
-DSA_FP8_FROM_SM = 10  # model_executor/models/config.py Glm5NextModelConfig (0.33 on): auto is fp8 from SM 10
-# v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py (0.30.0 - 0.34.0) FlashInferMLASparseSM90Backend: the KV
-# modes of the sparse NoPE MLA backend SM 9 picks first (platforms/cuda.py, FlashInfer >= 0.6.18, which those releases
-# pin): fp8 keeps the latent as plain E4M3 rows, 512 B a token (no scales: mla_attention.py
-# _canonicalize_sparse_mla_kv_cache_dtype leaves fp8 as it is for this backend)
-DSA_KV_MODES = ("auto", "bfloat16", "fp8", "fp8_e4m3")
+# SM 10 and up but SM 12: other sparse MLA backends (FlashInfer's TRTLLM-gen, FlashMLA, FA4), and from 0.33 an fp8
+# default (model_executor/models/config.py Glm5NextModelConfig): refused, not modelled
+DSA_FP8_FROM_SM = 10
+# The KV modes of the sparse NoPE MLA backend each CUDA major picks (platforms/cuda.py; FlashInfer >= 0.6.18, which
+# 0.30.0 - 0.34.0 pin): SM 9's FlashInferMLASparseSM90Backend (v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py),
+# where fp8 keeps the latent as plain E4M3 rows, 512 B a token (mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype
+# leaves it as it is); SM 12's FlashInferMLASparseSM120Backend (flashinfer_mla_sparse.py), which turns each into
+# fp8_ds_mla rows (`_ds_mla_row`)
+DSA_KV_MODES = {9: ("auto", "bfloat16", "fp8", "fp8_e4m3"), 12: ("auto", "fp8", "fp8_e4m3")}
+DS_MLA_ROW, DS_MLA_NOPE_ROW = 656, 528
+# v1/attention/backends/mla/flashinfer_mla_sparse.py _FlashInferMLASparseBackendBase.customize_spec (0.32 - 0.34): SM 12's
+# sparse MLA backend reads the rows as pages of its kernel block (MultipleOf(64)), so a block's stride is a multiple of
+# 64 rows (align_blocks_to_rows; SM 9's backend: one row)
+DSA_SM12_ROWS = 64
 # model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS (v0.33.0): hybrid architectures removed from vLLM,
 # by the last release that served them; the registry refuses one by name, or (below) hands it to the Transformers
 # backend, whose first recurrent layer stops start-up (models/transformers/base.py)
@@ -636,6 +646,7 @@ class Setup(Struct, frozen=True):
     block_refusal: str | None = None
     draft_apart: bool = False  # the MTP drafter's attention layers keep a spec of their own (`_draft_apart`)
     dsa_ring: int = 0  # a DSA indexer's tail ring in tokens (`_dsa_ring`; 0: no DSA indexer)
+    dsa_rows: int = 1  # the latent rows a DSA model's block stride is a multiple of (`DSA_SM12_ROWS`)
 
 
 class StagePool(Struct, frozen=True):
@@ -833,6 +844,13 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     hook_page = _state_page(model, dtypes, arch, k, ssm_flag, False, version)  # what the model class's hook says
     attn_kind = next((kind for kind in ATTENTION_KINDS if kind in model.kinds), None)
     attn_tok = _token_bytes(model, attn_kind, kv_mode, dtypes) if attn_kind else 0
+    align_tok, dsa_rows = attn_tok, 1  # what the hybrid alignment takes a token of attention to hold
+    if spec.dsa_indexer is not None and sm_major(inputs.gpu_name) == 12:
+        # FLASHINFER_MLA_SPARSE_SM120 (0.30 - 0.34): MLAAttention rewrites the cache dtype to fp8_ds_mla as the layers
+        # are built, so the alignment (platforms/interface.py _align_hybrid_block_size, after load_model) counts the
+        # latent at a byte a value; the layers' pages hold its rows, scales and all
+        align_tok, attn_tok = _token_bytes(model, attn_kind, "fp8", replace(dtypes, kv="float8_e4m3fn")), _ds_mla_row(spec, version)
+        dsa_rows = DSA_SM12_ROWS
     drafter_refusal, drafter_scale = _drafter_pages(model, k, kv_mode, dtypes, attn_tok, page, version)
     refusal = refusal or drafter_refusal
     block, padded = block_size, page
@@ -846,7 +864,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
             align = lcm(align, GDN_CHECKPOINT_ALIGNMENT)
         if mode == "all":  # aligned to the Mamba2 scan chunk (config/model.py get_mamba_chunk_size)
             align = lcm(_chunk_size(spec), align)
-        block, padded = _align(hook_page, attn_tok, block_size, align, log)
+        block, padded = _align(hook_page, align_tok, block_size, align, log)
         mamba_block = block
         align_error = _align_block_error(block, batched, mode, version)
         if _since(version, "align_block_after_sizing"):
@@ -874,7 +892,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                      state_drafts,
                      mamba_block, block_size, drafter_scale)
     return Setup(dtypes, max_len, asked_context(inputs, max_len), k, rule, page, padded, attn_tok, max_num_seqs, eager, util,
-                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal, draft_apart, ring)
+                 kv_memory, non_kv, log, refusal, version, extensible, active, block_refusal, draft_apart, ring, dsa_rows)
 
 
 def _align_block_error(block: int, batched: int, mode: str, version: str) -> str | None:
@@ -927,24 +945,23 @@ def _gdn_backend(spec, gpu_name: str | None) -> tuple[str, str]:
 
 
 def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
-    """A DSA model (GLM-5.3-Flash: MLA and KDA) as mcache sizes it under vLLM: a bf16 model with a bf16 or fp8 KV cache
-    (`DSA_KV_MODES`) on one CUDA pipeline stage below SM 10 without attention DP (the layouts vLLM's own code sized in
-    the golden tables); the rest is refused in one line."""
+    """A DSA model (GLM-5.3-Flash: MLA and KDA) as mcache sizes it under vLLM: a bf16 model with the KV modes its sparse
+    MLA backend takes (`DSA_KV_MODES`) on one CUDA pipeline stage of SM 9 or SM 12 without attention DP (the layouts
+    vLLM's own code sized in the golden tables: the H200's and the RTX PRO 6000's); the rest is refused in one line."""
     why = None
     spec = inputs.spec
+    major = sm_major(inputs.gpu_name) or 0
+    modes = DSA_KV_MODES[12] if major == 12 else DSA_KV_MODES[9]
     if recurrent_kinds(spec) != ["kda"] or spec.mla is None or spec.attention or spec.sliding_attention:
         why = "its DSA indexer beside other layers than MLA and KDA alone (GLM-5.3-Flash's grouping is what mcache models)"
     elif spec.drafter is not None:
         why = "a drafter of its own (its layers' KV groups)"
-    elif sm_major(inputs.gpu_name) == 12:
-        why = "SM 12 (FLASHINFER_MLA_SPARSE_SM120 keeps even a bf16 cache as fp8_ds_mla rows)"
-    elif kv_mode not in DSA_KV_MODES or dtypes.model != "bfloat16":
-        why = (f"a {kv_mode} KV cache (FLASHMLA_SPARSE's fp8_ds_mla rows)" if kv_mode not in DSA_KV_MODES else
-               f"a {dtypes.model} model (its SM 9 sparse MLA backend takes bf16 alone)")
-    elif (sm_major(inputs.gpu_name) or 0) >= DSA_FP8_FROM_SM and (kv_mode != "auto" or _since(
-            inputs.version or VERSIONS[-1], "dsa_fp8_default")):
-        why = ("an fp8 KV cache from SM 10 (its sparse MLA backends' fp8 layouts; fp8 is its default there from 0.33: "
-               "model_executor/models/config.py Glm5NextModelConfig)")
+    elif kv_mode not in modes or dtypes.model != "bfloat16":
+        why = (f"a {kv_mode} KV cache (its sparse MLA backend takes {', '.join(modes)})" if kv_mode not in modes else
+               f"a {dtypes.model} model (its sparse MLA backends take bf16 alone)")
+    elif major >= DSA_FP8_FROM_SM and major != 12:
+        why = (f"SM {major} (its sparse MLA backends' layouts there, fp8 by default from 0.33: model_executor/models/"
+               "config.py Glm5NextModelConfig)")
     elif inputs.layout.pp > 1:
         why = "pipeline parallelism (its groups per stage)"
     elif inputs.layout.attention_dp:
@@ -956,6 +973,14 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
         raise LayoutError("engine", f"a DSA model whose caches mcache sizes as vLLM does: how vLLM sizes {model} with "
                                     f"{why} is not modelled yet (`mcache size` without --engine sizes it in mcache's "
                                     "own model)")
+
+
+def _ds_mla_row(spec, version: str) -> int:
+    """Bytes of a token's fp8_ds_mla row (the latent in E4M3 with its scales and the rope part in bf16): 656; from 0.34
+    FLASHINFER_MLA_SPARSE_SM120's NoPE form of a 512 latent, 528 (SINCE "ds_mla_nope_row")."""
+    p = spec.mla
+    nope = (p.kv_lora_rank, p.qk_rope_head_dim) == (512, 0) and _since(version, "ds_mla_nope_row")
+    return DS_MLA_NOPE_ROW if nope else DS_MLA_ROW
 
 
 def _dsa_indexer_blocks(gpu_name: str | None) -> int:
@@ -1439,7 +1464,7 @@ def _dsa_pool(ctx, buckets: dict[str, int], setup: Setup, memory: int | None, lo
     tail_groups = max(cdiv(n, rep), cdiv(n, max(anchor // tail, 1)))
     widest = max(n * unit, cdiv(kda, kda_groups) * setup.padded, cdiv(n, tail_groups) * tail)
     stride = gcd(DSA_STRIDE_TOKENS * p.kpool, block)
-    align = lcm(setup.attn_tok, 1 if stride == block else stride // p.kpool * key)
+    align = lcm(setup.dsa_rows * setup.attn_tok, 1 if stride == block else stride // p.kpool * key)
     groups = {"mla": 1, "kda": kda_groups, DSA_TAIL: tail_groups}
     return StagePool(ctx, buckets, groups, n, 0, unit, memory, log, n, memory, cdiv(widest, align) * align)
 

@@ -963,7 +963,10 @@ def _dsa_scope(inputs: EngineInputs, kv_mode: str, dtypes: CacheDtypes) -> None:
         why = (f"SM {major} (its sparse MLA backends' layouts there, fp8 by default from 0.33: model_executor/models/"
                "config.py Glm5NextModelConfig)")
     elif inputs.layout.pp > 1:
-        why = "pipeline parallelism (its groups per stage)"
+        # models/glm5next (0.30 - 0.34): "PP is gated off for GLM-5.3-Flash (no make_empty_intermediate_tensors)", which
+        # the runner's dummy run asks a later stage for: the config passes, the profile run does not
+        why = ("pipeline parallelism (its model has no make_empty_intermediate_tensors, which a later stage's first "
+               "forward pass needs: 'PP is gated off', models/glm5next)")
     elif inputs.layout.attention_dp:
         why = "attention DP"
     elif vendor(inputs.gpu_name) == AMD:

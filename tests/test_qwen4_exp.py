@@ -161,3 +161,33 @@ def test_the_mtp_layer_keeps_its_indexers_keys_while_it_drafts(spec):
     mtp = {c.decl.name: c.decl.bytes_per_unit for c in r.components if c.decl.kind == "mtp"}
     assert mtp == {"kv": 2 * 2 * 256 * BF16, "keys": 128 * BF16 // 4, "key_ring": 4 * 128 * BF16}
     assert r.kv_bytes_per_token == 13 * 2 * 2 * 256 * BF16 + 13 * 128 * BF16 // 4
+
+
+@pytest.mark.parametrize(("qsa", "keys"), [("auto", 128 * BF16 // 4), ("bfloat16", 128 * BF16 // 4), ("fp8_e4m3", 128 // 4)])
+def test_sglang_keeps_the_compressed_keys_in_the_qsa_indexer_dtype(spec, qsa, keys):
+    """SGLang 0.5.22 on, `--qsa-indexer-dtype`: a token's cell at TP 2 is 12 attention layers x K and V x 1 KV head x
+    256 bf16, and 12 compressed key rows of 128 values a 4-token group, in bf16 or, with fp8_e4m3, a byte a value."""
+    from mcache.core.engines import run_engine
+    from mcache.core.engines.common import EngineInputs
+    from mcache.core.sizing.gpus import lookup
+
+    inputs = EngineInputs(spec, ParallelLayout(tp=2), *lookup("h200"), None, {"qsa_indexer_dtype": qsa})
+    assert run_engine("sglang", inputs, "0.5.23").stages[0].fields["cell_size_bytes"] == 12 * 2 * 256 * BF16 + 12 * keys
+
+
+@pytest.mark.parametrize(("model", "gpu", "version", "qsa", "says"), [
+    ("qwen3.8", "mi300x", "0.5.23", "fp8_e4m3", "--qsa-indexer-dtype fp8_e4m3 requires a CUDA SM90/SM100 GPU"),
+    ("qwen3.8", "rtx-pro-6000", "0.5.23", "fp8_e4m3", "--qsa-indexer-dtype fp8_e4m3 requires a CUDA SM90/SM100 GPU"),
+    ("qwen3-next", "h200", "0.5.22", "bfloat16", "--qsa-indexer-dtype bfloat16 needs a model with a compressed QSA"),
+    ("qwen3.8", "h200", "0.5.21", "bfloat16", "--qsa-indexer-dtype: not a setting of SGLang 0.5.21"),
+    ("qwen3.8", "h200", "0.5.23", "fp16", "--qsa-indexer-dtype: one of auto, bfloat16, fp8_e4m3, got 'fp16'"),
+])
+def test_sglang_refuses_a_qsa_indexer_dtype_as_it_does(capsys, model, gpu, version, qsa, says):
+    """fp8 keys off CUDA SM 9 / SM 10 (model_overrides/qwen4_exp.py), any but auto on a hybrid without QSA (its pool,
+    kv_cache_configurator.py), the flag before 0.5.22 and a value outside its choices: one line, a non-zero exit."""
+    path = str(HF_CONFIGS_INDEXER / "qwen3.8-flash-next-fp8.json") if model == "qwen3.8" else "qwen3-next-80b-a3b"
+    args = ["size", path, "--engine", "sglang", "--engine-version", version, "--gpu", gpu, "--tp", "4",
+            "--qsa-indexer-dtype", qsa]
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err

@@ -129,6 +129,9 @@ def size(
     max_total_tokens: Annotated[int | None, typer.Option(help="Cap on the token pool.", rich_help_panel=SGLANG)] = None,
     draft_kv_dtype: Annotated[str | None, typer.Option("--draft-kv-dtype", help=(  # SGLang's name, an alias, is too long to show
         "A DFlash drafter's KV dtype (auto: its own; default: --kv-dtype's), from 0.5.18."), rich_help_panel=SGLANG)] = None,
+    qsa_indexer_dtype: Annotated[str | None, typer.Option(help=(
+        "auto, bfloat16 or fp8_e4m3: the compressed QSA keys' dtype (Qwen3.8-Flash-Next), from 0.5.22."),
+                                                          rich_help_panel=SGLANG)] = None,
     free_memory_before_load: Annotated[str | None, typer.Option(help="Free memory before weights load, at least 1GiB (GPU less 0.5GiB).",
                                                                 rich_help_panel=SGLANG)] = None,
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(help=(

@@ -50,6 +50,7 @@ class SizeOptions(Struct, frozen=True):
     chunked_prefill_size: int | None = None
     max_total_tokens: int | None = None
     draft_kv_dtype: str | None = None
+    qsa_indexer_dtype: str | None = None
     # TensorRT-LLM
     free_gpu_memory_fraction: float | None = None
     max_tokens: int | None = None

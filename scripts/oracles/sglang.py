@@ -177,6 +177,7 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid += _dp_grid() if name in DP_CONFIGS else []
         grid += _narrow_dp_grid() if name in NARROW_DP_CONFIGS else []
         grid += _pp_dp_grid() if name in PP_DP_CONFIGS else []
+        grid += _qsa_grid() if name in QSA_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
@@ -308,6 +309,19 @@ def _narrow_dp_grid() -> list[tuple]:
 
 # Attention DP at PP > 1, for configs whose SGLang models take PP (`_pp_dp_grid`; the tables from PP_CASES_FROM)
 PP_DP_CONFIGS = ("nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.json", "granite-4.0-h-tiny.json")
+# `--qsa-indexer-dtype` (0.5.22 on) for the indexer configs (tests/data/hf_configs_indexer): the compressed QSA keys in
+# fp8 or bf16 (Qwen3.8-Flash-Next), refused off SM 90 / SM 100 CUDA cards (an MI300X here) and for a model without
+# compressed QSA (GLM-5.3-Flash)
+QSA_CONFIGS = ("qwen3.8-flash-next-fp8.json", "glm-5.3-flash-fp8.json")
+
+
+def _qsa_grid() -> list[tuple]:
+    """The QSA indexer's dtype: fp8 and bf16 at the defaults, fp8 with 3 EAGLE steps and without the radix cache, at
+    TP 4 on the 80 GB GPU, and on an MI300X."""
+    fp8 = {"qsa_indexer_dtype": "fp8_e4m3"}
+    return [(fp8, 0, "default", "H200", 30 * GIB, {}), ({"qsa_indexer_dtype": "bfloat16"}, 0, "default", "H200", 30 * GIB, {}),
+            (fp8, 3, "off", "H200", 30 * GIB, {}), ({**fp8, "tp_size": 4}, 0, "default", "H100-80GB", 60 * GIB, {}),
+            (fp8, 0, "default", "MI300X", 30 * GIB, {})]
 
 
 def _pp_dp_grid() -> list[tuple]:

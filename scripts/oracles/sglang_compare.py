@@ -38,7 +38,7 @@ from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 CONFIGS = REPO / "tests/data/hf_configs"
 FLAGS = ("context_length", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
          "mamba_ssm_dtype", "kv_cache_dtype", "speculative_num_steps", "max_running_requests",
-         "max_mamba_cache_size", "mamba_full_memory_ratio", "speculative_draft_kv_cache_dtype")
+         "max_mamba_cache_size", "mamba_full_memory_ratio", "speculative_draft_kv_cache_dtype", "qsa_indexer_dtype")
 FIELDS = ("mem_fraction_static", "max_total_num_tokens", "max_running_requests", "max_mamba_cache_size")
 # The one exclusion: a case run with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1. That is an environment variable of
 # the SGLang process, not a server flag, and mcache's SGLang settings are the server's flags (engines/sglang.py
@@ -50,8 +50,9 @@ ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is an environment variable mcac
 # A case's flag the release's ServerArgs has no field for (v0.5.2-v0.5.4: the radix-cache strategy; v0.5.2-v0.5.3:
 # mamba_full_memory_ratio): the dataclass refuses the keyword, as the release's CLI refuses the flag ("unrecognized
 # arguments"); mcache agrees when it refuses that setting for that release (LayoutError: "<setting>: not a setting of
-# SGLang <version> ...", engines/sglang.py SETTING_SINCE)
-UNKNOWN_FLAG = re.compile(r"TypeError: ServerArgs\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+# SGLang <version> ...", engines/sglang.py SETTING_SINCE). The arg-group ServerArgs (v0.5.19 on) words it "Unexpected
+# keyword argument" (v0.5.20-v0.5.21: --qsa-indexer-dtype)
+UNKNOWN_FLAG = re.compile(r"TypeError: (?:ServerArgs\.__init__\(\) got an unexpected|Unexpected) keyword argument '(\w+)'")
 # SGLANG_PP_LAYER_PARTITION (distributed/utils.py get_pp_indices), the other variable a case may set, is mcache's
 # --pp-partition (ParallelLayout.pp_partition)
 PARTITION = "SGLANG_PP_LAYER_PARTITION"
@@ -64,9 +65,10 @@ DFLASH_BLOCK = sglang.DFLASH_DEFAULT_BLOCK  # a drafter naming no block size dra
 CAPABILITY = "the oracle's device is sm90 where SGLang read the card's compute capability"
 CAPABILITY_READ = "for DeepSeek DSA on SM9 device"
 # A pool SGLang refuses to build keeps it from starting, though the sizing before it finished: memory_pool.py's own
-# check of its page (DSATokenToKVPool, v0.5.22 on), which the oracle's pool build records (`pool_error`). Its other
-# pool errors are the oracle's (meta tensors, no CUDA in the throwaway venv) and say nothing of SGLang's
-POOL_REFUSAL = "AssertionError: page_size "
+# check of its page (DSATokenToKVPool, v0.5.22 on) and kv_cache_configurator.py's of a QSA dtype given to a hybrid
+# without QSA (_build_hybrid_linear_kv_pool, v0.5.22 on), which the oracle's pool build records (`pool_error`). Its
+# other pool errors are the oracle's (meta tensors, no CUDA in the throwaway venv) and say nothing of SGLang's
+POOL_REFUSAL = ("AssertionError: page_size ", "ValueError: --qsa-indexer-dtype ")
 
 
 def excluded(case) -> str | None:

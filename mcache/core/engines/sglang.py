@@ -91,7 +91,7 @@ FIRST_LINE_UNTIL = "0.5.10"
 # and no release up to v0.5.6 has a radix-cache strategy (v0.5.7 adds mamba_scheduler_strategy). SGLang refuses a flag
 # its ServerArgs lacks (the CLI: "unrecognized arguments"); so does mcache, naming the release
 SETTING_SINCE = {"mamba_full_memory_ratio": "0.5.3.post2", "mamba_radix_cache_strategy": "0.5.7",
-                 "speculative_draft_kv_cache_dtype": "0.5.18"}
+                 "speculative_draft_kv_cache_dtype": "0.5.18", "qsa_indexer_dtype": "0.5.22"}
 # The `SizeOptions` fields of `mcache size --engine sglang` and the SGLang setting each sets (SGLang's own flag is an
 # alias of the option; an option SGLang lacks is refused with it).
 FLAGS = {
@@ -102,14 +102,14 @@ FLAGS = {
     "disable_radix_cache": "disable_radix_cache", "mamba_radix_cache_strategy": "mamba_radix_cache_strategy",
     "disable_overlap_schedule": "disable_overlap_schedule", "chunked_prefill_size": "chunked_prefill_size",
     "max_total_tokens": "max_total_tokens", "free_memory_before_load": "pre_model_load_memory_bytes",
-    "draft_kv_dtype": "speculative_draft_kv_cache_dtype",
+    "draft_kv_dtype": "speculative_draft_kv_cache_dtype", "qsa_indexer_dtype": "qsa_indexer_dtype",
 }
 # mcache options SGLang lacks -> its own option for what they mean (fields)
 INSTEAD = {"max_batch": "max_running_requests", "utilization": "mem_fraction_static", "reserve": "mem_fraction_static"}
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
-            "max_total_tokens", "pre_model_load_memory_bytes", "speculative_draft_kv_cache_dtype")
+            "max_total_tokens", "pre_model_load_memory_bytes", "speculative_draft_kv_cache_dtype", "qsa_indexer_dtype")
 STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
 LAZY_FROM = "0.5.13"  # server_args.py MAMBA_SCHEDULER_STRATEGY_CHOICES: v0.5.12's lack extra_buffer_lazy
 # server_args.py: v0.5.14 names the radix-cache strategy mamba_radix_cache_strategy (--mamba-radix-cache-strategy);
@@ -140,6 +140,11 @@ MB = 1 << 20
 DEFAULT_PAGE_SIZE = 1  # server_args.py: ServerArgs.page_size (a token pool of single tokens)
 NO_BUFFER_PAGE_CHECK_FROM = "0.5.17"  # no_buffer refuses pages of more than one token (read at v0.5.17-v0.5.23)
 QSA_PAGE_SIZE = 64  # a QSA indexer's model: arg_groups/model_overrides/qwen4_exp.py sets page_size 64 (v0.5.20-v0.5.23)
+# --qsa-indexer-dtype (v0.5.22-v0.5.23: arg_groups/fields/model.py, mem_cache/qsa_kv_pool.py resolve_qsa_indexer_dtype):
+# the dtype of the compressed QSA keys; fp8 scores on TileLang fp8 GEMMs, which model_overrides/qwen4_exp.py takes on
+# CUDA SM 9 and SM 10 alone (platform is_sm90 / is_sm100)
+QSA_INDEXER_DTYPES = {"auto": "bfloat16", "bfloat16": "bfloat16", "fp8_e4m3": "float8_e4m3fn"}
+QSA_FP8_MAJORS = (9, 10)
 # The layer kinds beyond attention and the Mamba pool this profile sizes (engines/__init__.py UNMODELLED_KINDS): a QSA
 # or DSA indexer's keys join the KV cell; the QSA raw-key ring, the DSA tail and the PLE window are pools outside the
 # budget
@@ -666,6 +671,7 @@ class Setup(Struct, frozen=True):
     dsa_latent: int = 0
     dsa_index: int = 0
     draft_state_layers: int = 0
+    qsa_indexer_dtype: str = "auto"
 
 
 class StatePool(Struct, frozen=True):
@@ -858,6 +864,9 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     if spec.dsa_indexer is not None:  # model_overrides/deepseek_v2.py (`DSA_PAGE`)
         page, s.sources["page_size"] = _dsa_page(spec, inputs)
         s.values["page_size"] = page
+    qsa = s.take("qsa_indexer_dtype", "auto")
+    if qsa not in QSA_INDEXER_DTYPES:  # the command line's choices
+        raise LayoutError("qsa_indexer_dtype", f"one of {', '.join(QSA_INDEXER_DTYPES)}, got {qsa!r}")
     first_line = _first_line(inputs)
     strategy, ratio, refusal = (_first_line_ratio if first_line else _ratio)(s, arch, inputs, drafts)
     user_requests = s.take("max_running_requests", SPECULATIVE_MAX_RUNNING_REQUESTS if drafts else None)
@@ -915,7 +924,8 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # check the strategy: the 0.5.9 table), the server args' strategy checks, ModelConfig's (`_config_error`), the
         # speculative hook's of a DFlash drafter (`_dflash_error`), the launch's PP check of drafts
         # (`_pp_drafts_error`), the drafter's target layers (`_dflash_layers_error`), then what fails as the model loads
-        refusal = (_no_dflash_error(inputs, drafts) or _rocm_quantization_error(spec, inputs) or refusal
+        refusal = (_no_dflash_error(inputs, drafts) or _rocm_quantization_error(spec, inputs)
+                   or _qsa_dtype_error(spec, inputs, qsa) or refusal
                    or _config_error(spec, version) or _dflash_error(inputs, drafts) or _pp_drafts_error(inputs, drafts)
                    or _dflash_layers_error(inputs, drafts) or _load_error(spec, version)
                    or _quantization_load_error(spec, inputs) or _init_error(spec, inputs) or _pp_error(arch, inputs)
@@ -929,7 +939,29 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                  inputs.layout.attention_dp and arch in STATE_OVER_TP and _within(inputs, STATE_OVER_TP[arch]),
                  *_dsa_rows(spec, dtypes, inputs),
                  mtp_attention_layers(spec) if drafts and arch in DRAFT_STATE_LAYERS
-                 and _within(inputs, DRAFT_STATE_LAYERS[arch]) else 0)
+                 and _within(inputs, DRAFT_STATE_LAYERS[arch]) else 0, qsa)
+
+
+def _qsa_dtype_error(spec, inputs: EngineInputs, qsa: str) -> str | None:
+    """model_overrides/qwen4_exp.py (v0.5.22-v0.5.23): fp8 QSA keys on a CUDA card of `QSA_FP8_MAJORS` alone (a GPU
+    outside the catalogue: assumed such a card)."""
+    if qsa != "fp8_e4m3" or spec.indexer is None:
+        return None
+    cap = capability(inputs.gpu_name)
+    if cap == "unknown" or isinstance(cap, tuple) and cap[0] in QSA_FP8_MAJORS:
+        return None
+    return "--qsa-indexer-dtype fp8_e4m3 requires a CUDA SM90/SM100 GPU"
+
+
+def _qsa_pool_error(inputs: EngineInputs, setup: Setup) -> str | None:
+    """mem_cache/kv_cache_configurator.py _build_hybrid_linear_kv_pool (v0.5.22-v0.5.23): a QSA dtype given to a hybrid
+    without a compressed QSA indexer, refused as its pool is built, after sizing (the hybrid-SWA pools do not check)."""
+    spec = inputs.spec
+    windowed = any(getattr(getattr(spec, kind, None), "sliding_window", None) for kind in ATTENTION_KINDS)
+    if setup.qsa_indexer_dtype == "auto" or spec.indexer is not None or not recurrent_kinds(spec) or windowed:
+        return None
+    return (f"--qsa-indexer-dtype {setup.qsa_indexer_dtype} needs a model with a compressed QSA indexer (Qwen4-Exp); "
+            "this model has none")
 
 
 def _dsa_pool_error(inputs: EngineInputs, setup: Setup) -> str | None:
@@ -1334,7 +1366,7 @@ def _stage(ctx: RankContext, inputs: EngineInputs, setup: Setup, pool: StatePool
                    f"{stacked * (pooled + 1) * ssm / GIB:.2f}GB ")
     if error is None and tokens <= 0:
         error = _not_enough_memory(mfs, inputs)
-    error = error or _dsa_pool_error(inputs, setup)
+    error = error or _qsa_pool_error(inputs, setup) or _dsa_pool_error(inputs, setup)
     requests, binding = 0, "start-up"
     if error is None:
         log += _kv_log(ctx, setup, tokens, inputs)
@@ -1536,7 +1568,7 @@ def _cell(ctx, inputs: EngineInputs, setup: Setup) -> int:
     `Setup.drafter_kv`); a DFlash drafter's KV is added (`DFLASH_FROM`); drafts run at PP 1 only (`_pp_drafts_error`)."""
     spec = inputs.spec
     cell, layers = _kv_bytes(ctx, setup)
-    cell += _qsa_bytes(ctx, layers)
+    cell += _qsa_bytes(ctx, layers, setup)
     if setup.dsa_latent:
         return _dsa_cell(ctx, setup, cell, layers)
     if drafter_sizing.drafts_with(spec, setup.drafts):  # none on a stage without KV layers (num_layers > 0)
@@ -1575,15 +1607,15 @@ def _dsa_index_bytes(ctx, setup: Setup) -> int:
     return setup.dsa_index * ctx.counts.get("dsa_indexer", 0)
 
 
-def _qsa_bytes(ctx, layers: int) -> int:
+def _qsa_bytes(ctx, layers: int, setup: Setup) -> int:
     """A QSA indexer's compressed keys a token over the stage's `layers` full-attention layers: each layer's key row in
-    bf16 floored over the tokens it stands for (pool_configurator.py _compute_qsa_cell_size, mem_cache/qsa_kv_pool.py
-    qsa_bytes_per_token, v0.5.20-v0.5.23: `--qsa-indexer-dtype fp8_e4m3`, v0.5.22 on, is not modelled); the per-request
-    raw-key ring is not budgeted."""
+    bf16, or in fp8 with `--qsa-indexer-dtype fp8_e4m3` (`QSA_INDEXER_DTYPES`), floored over the tokens it stands for
+    (pool_configurator.py _compute_qsa_cell_size, mem_cache/qsa_kv_pool.py qsa_bytes_per_token, v0.5.20-v0.5.23); the
+    per-request raw-key ring is not budgeted."""
     p = ctx.spec.indexer
     if p is None or not layers:
         return 0
-    return p.kv_heads * p.head_dim * itemsize("bfloat16") // p.compress * layers
+    return p.kv_heads * p.head_dim * itemsize(QSA_INDEXER_DTYPES[setup.qsa_indexer_dtype]) // p.compress * layers
 
 
 def _drafter_cell(ctx, inputs: EngineInputs, setup: Setup) -> int:

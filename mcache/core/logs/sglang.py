@@ -75,7 +75,7 @@ MARKS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2,4}\d+)*\] |Load
 SETTINGS = ("context_length", "mem_fraction_static", "mamba_full_memory_ratio", "max_mamba_cache_size",
             "max_running_requests", "disable_radix_cache", "mamba_radix_cache_strategy", "disable_overlap_schedule",
             "mamba_ssm_dtype", "kv_cache_dtype", "page_size", "speculative_num_steps", "chunked_prefill_size",
-            "max_total_tokens", "speculative_draft_kv_cache_dtype",
+            "max_total_tokens", "speculative_draft_kv_cache_dtype", "qsa_indexer_dtype",
             "mamba_scheduler_strategy")  # 0.5.7-0.5.13's name of mamba_radix_cache_strategy (engines/sglang.py RENAMED)
 LAYOUT = {"tp_size": "tp", "pp_size": "pp", "dp_size": "dp"}
 # The quantization methods that name the one format the weights are stored in (srt/layers/quantization/__init__.py,

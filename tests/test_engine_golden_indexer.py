@@ -21,16 +21,19 @@ def test_every_case_of_sglangs_own_tables_matches(table):
     extra-buffer strategy. GLM-5.3-Flash: the latent and the DSA keys in the cell (1,024 + 33 B a layer from 0.5.22,
     1,024 + 132 before), pages of 256 (64 before), bf16 on sm90, the MTP layer stacked in the state pool while drafting
     (0.5.20-0.5.22), ROCm's page of 1 refused from 0.5.22. `--qsa-indexer-dtype` (a flag from 0.5.22): Qwen3.8's keys
-    in fp8 or bf16, fp8 refused off CUDA SM 9 / 10, any but auto refused as GLM's pool (no QSA) is built. Every case but
-    those `excluded` names (an environment variable; a card of compute capability 10 or more where the oracle's sm90
-    device answered)."""
+    in fp8 or bf16, fp8 refused off CUDA SM 9 / 10, any but auto refused as GLM's pool (no QSA) is built. SM 12 cards
+    answering their own capability (the RTX PRO 6000 at TP 4 and 8, the RTX 5090 at TP 8): GLM's fp8 default, its raw
+    512 B latent. Every case but those `excluded` names (an environment variable; a card of compute capability 10 or
+    more where the oracle's sm90 device answered)."""
     data = golden.read(table)
     compared = [case for case in data["cases"] if sglang_compare.excluded(case) is None]
     differing = [(case["config"], case["flags"], diff) for case in compared
                  if (diff := sglang_compare.differences(case, sglang_compare.mcache_case(case, data["version"],
                                                                                          HF_CONFIGS_INDEXER)))]
-    assert Counter(case["config"] for case in compared) == {"qwen3.8-flash-next-fp8.json": 76,
-                                                             "glm-5.3-flash-fp8.json": 74}
+    assert Counter(case["config"] for case in compared) == {"qwen3.8-flash-next-fp8.json": 82,
+                                                             "glm-5.3-flash-fp8.json": 80}
+    on_sm12 = [case for case in compared if case["inputs"].get("card_capability")]
+    assert len(on_sm12) == 12 and all(case["error"] is None for case in on_sm12)
     assert differing == []
 
 

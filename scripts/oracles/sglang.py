@@ -59,7 +59,8 @@ MIB, GIB = 1 << 20, 1 << 30
 # cards (run as ROCm: the worker's AMD) as rocminfo reports them, mcache's catalogue figures
 # (mcache/core/sizing/gpu_catalogue.py)
 AMD_GPUS = {"MI300X": 206141652992, "MI325X": (256 << 30) - 16 * MIB, "MI355X": (288 << 30) - 16 * MIB}
-GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB, "RTX-5090": 32607 * MIB, **AMD_GPUS}
+GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB, "RTX-5090": 32607 * MIB, "RTX-PRO-6000": 97887 * MIB,
+        **AMD_GPUS}
 CONTEXT_RESERVE = GIB // 2
 
 
@@ -177,13 +178,16 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         grid += _dp_grid() if name in DP_CONFIGS else []
         grid += _narrow_dp_grid() if name in NARROW_DP_CONFIGS else []
         grid += _pp_dp_grid() if name in PP_DP_CONFIGS else []
-        grid += _qsa_grid() if name in QSA_CONFIGS else []
+        grid += _qsa_grid() + _sm12_grid() if name in QSA_CONFIGS else []
         for extra, drafts, radix, gpu, weights, env in grid:
             flags = {"tp_size": 1, **extra, **SPEC[drafts], **RADIX[radix]}
             total = GPUS[gpu]
             case = {"config": name, "flags": dict(sorted(flags.items())), "env": env,
                     "inputs": {"gpu": gpu, "gpu_total_bytes": total, "free_gpu_memory_bytes": total - CONTEXT_RESERVE,
                                "weights_bytes": weights}}
+            if env.get(CARD):  # not an environment variable: the worker runs the case on the card itself
+                case["env"] = {k: v for k, v in env.items() if k != CARD}
+                case["inputs"]["card_capability"] = True
             out.append(case)
     return out
 
@@ -313,6 +317,22 @@ PP_DP_CONFIGS = ("nemotron-h-8b-base-8k.json", "kimi-linear-48b-a3b-instruct.jso
 # fp8 or bf16 (Qwen3.8-Flash-Next), refused off SM 90 / SM 100 CUDA cards (an MI300X here) and for a model without
 # compressed QSA (GLM-5.3-Flash)
 QSA_CONFIGS = ("qwen3.8-flash-next-fp8.json", "glm-5.3-flash-fp8.json")
+
+
+CARD = "card_capability"  # a grid entry's marker (`_sm12_grid`): the case's card answers its own compute capability
+
+
+def _sm12_grid() -> list[tuple]:
+    """SM 12 cards answering their own compute capability (the worker's `_as_card`; the other RTX 5090 cases answer
+    sm90): the RTX PRO 6000 at TP 4 and 8 by default, with an fp8 and a bf16 KV cache, 3 EAGLE steps, no radix cache;
+    the RTX 5090 at TP 8."""
+    card = {CARD: True}
+    return [({"tp_size": 4}, 0, "default", "RTX-PRO-6000", 60 * GIB, card),
+            ({"tp_size": 8}, 0, "default", "RTX-PRO-6000", 40 * GIB, card),
+            ({"tp_size": 4, "kv_cache_dtype": "fp8_e4m3"}, 0, "default", "RTX-PRO-6000", 60 * GIB, card),
+            ({"tp_size": 4, "kv_cache_dtype": "bfloat16"}, 0, "default", "RTX-PRO-6000", 60 * GIB, card),
+            ({"tp_size": 4}, 3, "off", "RTX-PRO-6000", 60 * GIB, card),
+            ({"tp_size": 8}, 0, "default", "RTX-5090", 20 * GIB, card)]
 
 
 def _qsa_grid() -> list[tuple]:

@@ -75,6 +75,8 @@ def excluded(case) -> str | None:
     """Why a case says nothing about mcache's profile (None: it is compared)."""
     if set(case["env"]) - {PARTITION}:
         return ENV
+    if case["inputs"].get("card_capability"):  # the card answered its own capability (sglang_worker.py `_as_card`)
+        return None
     cap = capability(case["inputs"]["gpu"])
     read = any(CAPABILITY_READ in line for line in (case.get("result") or {}).get("log", []))
     return CAPABILITY if read and isinstance(cap, tuple) and cap[0] >= 10 else None

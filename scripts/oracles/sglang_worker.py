@@ -62,6 +62,9 @@ MOCKS = [
     "100 to 0.5.12) is refused on the Hopper cards and passes on the RTX 5090, as on the real cards; every other read of "
     "the capability keeps sm90 (the capability-gated defaults of every table's RTX 5090 cases were made so). No case "
     "of the tables made before moves: their one NVFP4 checkpoint meets 0.5.13's minimum of 80 at sm90 as at sm120.",
+    "A case whose inputs set card_capability (the indexer configs' SM 12 cases: sglang.py _sm12_grid) runs on its card "
+    "itself: the fake device answers the card's name and compute capability (CUDA_CAPABILITY) to every read, with "
+    "utils.common's cached probes cleared, as an AMD case does with its card.",
     "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.8's is_in_ci, run on a "
     "context above the model's, imports sglang.test.test_utils and with it bench_serving, which imports datasets; "
     "before 0.5.23 also flashinfer, with "
@@ -240,7 +243,8 @@ MOCKS = [
 _GPU = {"total": 143771 * MIB, "free": 143771 * MIB, "name": "H200"}
 # The CUDA cards' own compute capability (NVIDIA's list, as mcache's gpu_catalogue.py CAPABILITY), which the loader's
 # quantization check reads (`_model_stand_in`; MOCKS); everything else reads the fake device's sm90
-CUDA_CAPABILITY = {"H200": (9, 0), "H100-80GB": (9, 0), "RTX-5090": (12, 0)}
+CUDA_CAPABILITY = {"H200": (9, 0), "H100-80GB": (9, 0), "RTX-5090": (12, 0), "RTX-PRO-6000": (12, 0)}
+CUDA_NAMES = {"RTX-5090": "NVIDIA GeForce RTX 5090", "RTX-PRO-6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}
 
 
 class _Props:
@@ -288,6 +292,19 @@ def _as_amd(gpu: str) -> None:
         if callable(getattr(value, "cache_clear", None)):
             value.cache_clear()
     os.environ["ORACLE_GPU_ARCH"] = arch.split(":")[0]  # what the fake rocminfo prints (`_fake_rocminfo`)
+
+
+def _as_card(gpu: str) -> None:
+    """In a case's forked child: the fake device as the CUDA card `gpu` itself, its own name and compute capability
+    for every read (a case whose inputs ask for `card_capability`; see MOCKS)."""
+    capability = CUDA_CAPABILITY[gpu]
+    _Props.name, (_Props.major, _Props.minor) = CUDA_NAMES.get(gpu, _Props.name), capability
+    torch.cuda.get_device_capability = lambda *a, **k: capability
+    torch.cuda.get_device_name = lambda *a, **k: _Props.name
+    common = _first_module("sglang.srt.utils.common", "sglang.srt.utils")
+    for value in list(vars(common).values()):
+        if callable(getattr(value, "cache_clear", None)):
+            value.cache_clear()
 
 
 def _fake_rocminfo() -> None:
@@ -436,6 +453,8 @@ def run_case(case):
     os.environ["ORACLE_GPU_TOTAL_MIB"] = str(inputs["gpu_total_bytes"] // MIB)  # what the fake nvidia-smi prints
     if inputs["gpu"] in AMD:
         _as_amd(inputs["gpu"])
+    elif inputs.get("card_capability"):
+        _as_card(inputs["gpu"])
     env = case.get("env", {})
     old_env = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

@@ -277,11 +277,14 @@ def test_vllm_on_sm12_keeps_the_latent_as_fp8_ds_mla_rows(version, block_bytes, 
     rows of 656 B (528 for a NoPE latent of 512 from 0.34), while the hybrid alignment counts the latent at a byte a
     value: KDA's page at TP 4, 1,085,440 B, over 256 x 512 B gives blocks of 256 x 9 = 2,304 tokens and the state
     padded to 2,304 x 512 = 1,179,648 B. The blocks are vLLM's own (tests/data/engine_golden/indexer/rtx-pro-6000/)."""
-    f = run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(tp=4), *lookup("rtx-pro-6000"), None,
-                                        {"max_model_len": 131_072, "enable_prefix_caching": False,
-                                         "kv_cache_memory_bytes": 20 * GIB}), version).stages[0].fields
+    run = run_engine("vllm", EngineInputs(load_spec(str(FILE)), ParallelLayout(tp=4), *lookup("rtx-pro-6000"), None,
+                                          {"max_model_len": 131_072, "enable_prefix_caching": False,
+                                           "kv_cache_memory_bytes": 20 * GIB}), version)
+    f = run.stages[0].fields
     assert (f["attention_block_size"], f["state_page_bytes"], f["state_page_padded_bytes"]) == (2304, 1_085_440, 1_179_648)
     assert (f["block_bytes"], f["num_blocks"]) == (block_bytes, blocks)
+    assert (run.dtypes.kv, run.settings["kv_cache_dtype"]) == ("float8_e4m3fn", "fp8_ds_mla")
+    assert "Using fp8_ds_mla KV cache format for FLASHINFER_MLA_SPARSE_SM120 backend." in run.stages[0].log
 
 
 def test_vllm_refuses_a_dsa_indexer_beside_other_layers(spec):

@@ -430,7 +430,7 @@ DSA_FP8_FROM_SM = 10
 # leaves it as it is); SM 12's FlashInferMLASparseSM120Backend (flashinfer_mla_sparse.py), which turns each into
 # fp8_ds_mla rows (`_ds_mla_row`)
 DSA_KV_MODES = {9: ("auto", "bfloat16", "fp8", "fp8_e4m3"), 12: ("auto", "fp8", "fp8_e4m3")}
-DS_MLA_ROW, DS_MLA_NOPE_ROW = 656, 528
+DS_MLA, DS_MLA_ROW, DS_MLA_NOPE_ROW = "fp8_ds_mla", 656, 528
 # v1/attention/backends/mla/flashinfer_mla_sparse.py _FlashInferMLASparseBackendBase.customize_spec (0.32 - 0.34): SM 12's
 # sparse MLA backend reads the rows as pages of its kernel block (MultipleOf(64)), so a block's stride is a multiple of
 # 64 rows (align_blocks_to_rows; SM 9's backend: one row)
@@ -849,7 +849,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # FLASHINFER_MLA_SPARSE_SM120 (0.30 - 0.34): MLAAttention rewrites the cache dtype to fp8_ds_mla as the layers
         # are built, so the alignment (platforms/interface.py _align_hybrid_block_size, after load_model) counts the
         # latent at a byte a value; the layers' pages hold its rows, scales and all
-        align_tok, attn_tok = _token_bytes(model, attn_kind, "fp8", replace(dtypes, kv="float8_e4m3fn")), _ds_mla_row(spec, version)
+        dtypes = replace(dtypes, kv="float8_e4m3fn")
+        s.values["kv_cache_dtype"], s.sources["kv_cache_dtype"] = DS_MLA, "default"  # the line below says why
+        log.append(f"Using {DS_MLA} KV cache format for FLASHINFER_MLA_SPARSE_SM120 backend.")
+        align_tok, attn_tok = _token_bytes(model, attn_kind, "fp8", dtypes), _ds_mla_row(spec, version)
         dsa_rows = DSA_SM12_ROWS
     drafter_refusal, drafter_scale = _drafter_pages(model, k, kv_mode, dtypes, attn_tok, page, version)
     refusal = refusal or drafter_refusal

@@ -329,6 +329,17 @@ def test_a_vllm_plan_skips_the_candidates_vllm_s_profile_does_not_model(spec):
                                                   kv_dtypes=("fp8",)), 64)
 
 
+@pytest.mark.parametrize(("engine", "gpu"), [("vllm", "rtx-pro-6000"), ("sglang", "b200")])
+def test_a_plan_sizes_a_deployment_once_where_the_engine_keeps_both_kv_dtypes_alike(spec, engine, gpu):
+    """vLLM keeps `auto` as fp8_ds_mla on SM 12, SGLang's DSA defaults to fp8 from SM 10: the bf16 and fp8 candidates
+    are one deployment, planned once (the default's, with the fewer settings)."""
+    from mcache.core.plan import Axes, catalogue_gpu, sweep
+
+    plan = sweep(spec, "glm-5.3-flash", engine, Axes(gpus=(catalogue_gpu(gpu),), contexts=(32768,), tps=(8,), pps=(1,)), 8)
+    assert [c.kv_dtype for c in plan.candidates] == ["float8_e4m3fn"]
+    assert "--kv-cache-dtype" not in plan.candidates[0].settings
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_a_dsa_indexer_beside_gqa_attention_is_refused_in_one_line(spec, engine):
     """Both engines keep DSA keys beside MLA latents (vLLM's GLM grouping, SGLang's DSATokenToKVPool): a hand-written

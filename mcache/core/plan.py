@@ -322,7 +322,7 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
                                              scheme, prefix))
             except LayoutError as err:  # a layout the model cannot be split into, or the engine does not take: skipped
                 if err.field == ENGINE_DECLINES:  # the engine's profile does not model this candidate (its KV dtype, GPU
-                    declined.append(err)  # or layout): it alone is skipped (vLLM sizes GLM-5.3-Flash's bf16 KV only)
+                    declined.append(err)  # or layout): it alone is skipped (vLLM's GLM-5.3-Flash on SM 10, or with PP)
                 elif err.field not in LAYOUT_FIELDS and "." not in err.field:
                     raise
                 else:
@@ -338,7 +338,19 @@ def sweep(spec: ModelSpec, spec_arg: str, engine: str | None, axes: Axes, goal: 
         (tp, pp, dp, _), first = next(iter(impossible.items()))
         raise LayoutError("tp/pp", f"a layout the model can be split into; none of those asked is "
                                    f"({_layout_name(tp, pp, dp)}: {first})")
-    return rank(engine, candidates, goal, skipped, axes.max_gpus, axes.from_log)
+    return rank(engine, _distinct(candidates), goal, skipped, axes.max_gpus, axes.from_log)
+
+
+def _distinct(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates less those an earlier one already is: two KV dtypes asked that the engine keeps alike (vLLM's
+    GLM-5.3-Flash on SM 12 keeps `auto` as fp8_ds_mla; SGLang's DSA defaults to fp8 from SM 10) size the same deployment
+    twice; the first, asked with the fewer settings, stays."""
+    seen, out = set(), []
+    for c in candidates:
+        if (c.config, c.context) not in seen:
+            seen.add((c.config, c.context))
+            out.append(c)
+    return out
 
 
 class Replica(Struct, frozen=True):

@@ -847,8 +847,8 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
         key = dict(key, drafter_dir=tempfile.mkdtemp(prefix="oracle-drafter-"))
         shutil.copy(DRAFTERS / key["drafter"], Path(key["drafter_dir"]) / "config.json")
     results = []
-    layers: list[dict] = []  # each PP rank's forward context, built once for every length
-    built_dtypes: list[str] = []  # each PP rank's cache dtype once its layers were built
+    # each PP rank's forward context, built once for every length, and the cache dtype once its layers were built
+    layers: list[tuple[dict, str]] = []
     pp = key.get("pp", 1)
     build_error = None
     if key.get("pp_partition"):  # read by get_pp_indices while each rank's layers are made
@@ -887,15 +887,14 @@ def run_build(key: dict, lengths: list[int | None], memories: list[int], capture
                             except Exception as exc:  # noqa: BLE001
                                 build_error = exc
                                 raise
-                            layers.append(dict(context))
-                            built_dtypes.append(vc.cache_config.cache_dtype)
+                            layers.append((dict(context), vc.cache_config.cache_dtype))
                         else:
                             # same layers: only max_model_len differs, which no layer reads at construction; a
                             # layer's construction may rewrite the cache dtype (MLAAttention: SM 12's sparse MLA
                             # backend makes it fp8_ds_mla), which this length's own build would have done too
                             context.clear()
-                            context.update(layers[rank])
-                            vc.cache_config.cache_dtype = built_dtypes[rank]
+                            context.update(layers[rank][0])
+                            vc.cache_config.cache_dtype = layers[rank][1]
                         if hasattr(type(current_platform), "update_block_size_for_backend"):
                             current_platform.update_block_size_for_backend(vc)  # 0.18+: after load_model
                         rank_specs.append(GPUModelRunner.get_kv_cache_spec(fake_runner(vc)))

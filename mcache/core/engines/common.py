@@ -312,9 +312,14 @@ def unnamed_architecture_caveats(spec: ModelSpec, title: str) -> list[str]:
             "as a hybrid of its layer kinds."]
 
 
+def windowed_kinds(spec: ModelSpec) -> list[str]:
+    """The attention kinds of the spec with a sliding window."""
+    return [kind for kind in ATTENTION_KINDS if getattr(getattr(spec, kind, None), "sliding_window", None)]
+
+
 def window_caveats(spec: ModelSpec, title: str, pool: str) -> list[str]:
     """The caveat of a profile that sizes windowed attention layers at full length (its `pool` is not modelled)."""
-    windowed = [kind for kind in ATTENTION_KINDS if getattr(getattr(spec, kind, None), "sliding_window", None)]
+    windowed = windowed_kinds(spec)
     if not windowed:
         return []
     return [f"{title}: {pool} not modelled; the sliding-window layers ({', '.join(windowed)}) are sized at full "

@@ -55,6 +55,7 @@ from mcache.core.engines.common import (
     unnamed_architecture_caveats,
     whole_model,
     window_caveats,
+    windowed_kinds,
     within_gpu,
 )
 from mcache.core.engines.versions import at_least, key
@@ -63,7 +64,7 @@ from mcache.core.kinds.base import CacheDtypes
 from mcache.core.kinds.dsa_indexer import SCALE_BLOCK, key_row_bytes
 from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD
-from mcache.core.sizing.gpus import capability, sm_major, vendor
+from mcache.core.sizing.gpus import capability, cuda_major_in, sm_major, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.dtypes import itemsize
@@ -945,10 +946,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
 def _qsa_dtype_error(spec, inputs: EngineInputs, qsa: str) -> str | None:
     """model_overrides/qwen4_exp.py (v0.5.22-v0.5.23): fp8 QSA keys on a CUDA card of `QSA_FP8_MAJORS` alone (a GPU
     outside the catalogue: assumed such a card)."""
-    if qsa != "fp8_e4m3" or spec.indexer is None:
-        return None
-    cap = capability(inputs.gpu_name)
-    if cap == "unknown" or isinstance(cap, tuple) and cap[0] in QSA_FP8_MAJORS:
+    if qsa != "fp8_e4m3" or spec.indexer is None or cuda_major_in(inputs.gpu_name, QSA_FP8_MAJORS):
         return None
     return "--qsa-indexer-dtype fp8_e4m3 requires a CUDA SM90/SM100 GPU"
 
@@ -957,8 +955,7 @@ def _qsa_pool_error(inputs: EngineInputs, setup: Setup) -> str | None:
     """mem_cache/kv_cache_configurator.py _build_hybrid_linear_kv_pool (v0.5.22-v0.5.23): a QSA dtype given to a hybrid
     without a compressed QSA indexer, refused as its pool is built, after sizing (the hybrid-SWA pools do not check)."""
     spec = inputs.spec
-    windowed = any(getattr(getattr(spec, kind, None), "sliding_window", None) for kind in ATTENTION_KINDS)
-    if setup.qsa_indexer_dtype == "auto" or spec.indexer is not None or not recurrent_kinds(spec) or windowed:
+    if setup.qsa_indexer_dtype == "auto" or spec.indexer is not None or not recurrent_kinds(spec) or windowed_kinds(spec):
         return None
     return (f"--qsa-indexer-dtype {setup.qsa_indexer_dtype} needs a model with a compressed QSA indexer (Qwen4-Exp); "
             "this model has none")

@@ -56,7 +56,7 @@ from mcache.core.kinds.dsa_indexer import key_row_bytes
 from mcache.core.numbers import cdiv
 from mcache.core.sizing import drafter as drafter_sizing
 from mcache.core.sizing.gpu_catalogue import AMD, NVIDIA
-from mcache.core.sizing.gpus import capability, sm_major, vendor
+from mcache.core.sizing.gpus import capability, cuda_major_in, sm_major, vendor
 from mcache.core.sizing.layout import ParallelLayout
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
@@ -1008,9 +1008,8 @@ def _dsa_ring(spec, k: int, version: str) -> int:
 def _flashkda(spec, dtypes: CacheDtypes, gpu_name: str | None) -> bool:
     """Whether GLM-5.3-Flash's KDA prefills with FlashKDA (models/glm5next/common/kda.py, 0.32 on): a CUDA card of
     `FLASHKDA_CAPABILITIES`, a bf16 model, KDA heads of 128 (a GPU outside the catalogue: assumed such a card)."""
-    cap = capability(gpu_name)
-    cuda = cap == "unknown" or isinstance(cap, tuple) and cap[0] in FLASHKDA_CAPABILITIES
-    return cuda and dtypes.model == "bfloat16" and spec.kda is not None and spec.kda.head_dim == 128
+    return (cuda_major_in(gpu_name, FLASHKDA_CAPABILITIES) and dtypes.model == "bfloat16" and spec.kda is not None
+            and spec.kda.head_dim == 128)
 
 
 def _draft_apart(s: Settings, spec, k: int, gpu_name: str | None, version: str) -> bool:

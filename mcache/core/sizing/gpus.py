@@ -88,6 +88,13 @@ def sm_major(name: str | None) -> int | None:
     return cap[0] if isinstance(cap, tuple) else None
 
 
+def cuda_major_in(name: str | None, majors: tuple[int, ...]) -> bool:
+    """Whether the GPU called `name` is a CUDA card whose compute capability's major is one of `majors`; a GPU the
+    catalogue does not hold is assumed to be one (as the engines' rules assume a Hopper card)."""
+    cap = capability(name)
+    return cap == "unknown" or isinstance(cap, tuple) and cap[0] in majors
+
+
 def vendor(name: str | None) -> str | None:
     """The vendor (gpu_catalogue.py `NVIDIA`, `AMD`) of the catalogue GPU called `name`; None for a GPU the catalogue
     does not hold (a `--gpu-memory` size, or none)."""

@@ -16,7 +16,8 @@ MODELLED = ("0.10.2", "0.20.1", "0.33.0")
 @pytest.mark.parametrize(("text", "expected"), [("0.33", (0, 33, 0, 0)), ("0.33.0", (0, 33, 0, 0)),
                                                 ("v0.10.2", (0, 10, 2, 0)), ("1.2.0rc3", (1, 2, 0, 0)),
                                                 ("0.11.0.post1", (0, 11, 0, 1)), ("0.5.4post3", (0, 5, 4, 3)),
-                                                ("0.20.1rc1.dev16+g1a2b3c", (0, 20, 1, 0)), ("0.20.1.dev3", (0, 20, 1, 0))])
+                                                ("0.20.1rc1.dev16+g1a2b3c", (0, 20, 1, 0)), ("0.20.1.dev3", (0, 20, 1, 0)),
+                                                ("0.10.1.1", (0, 10, 1, 1)), ("0.9.0.1", (0, 9, 0, 1))])
 def test_release_keys(text, expected):
     assert key(text) == expected
 
@@ -36,6 +37,14 @@ def test_a_post_release_comes_between_its_release_and_the_next():
     got = resolve("SGLang", ("0.5.4", "0.5.4.post1", "0.5.5"), "0.5.4.post2")
     assert got.modelled == "0.5.4.post1"
     assert got.note == "SGLang 0.5.4.post2 is sized by the rules of 0.5.4.post1, the newest modelled release before it"
+
+
+def test_a_fourth_number_is_a_fix_of_its_release():
+    # vLLM published 0.9.0.1 and 0.10.1.1: each is refused as older than the oldest modelled release, not as no release
+    assert key("0.10.1") < key("0.10.1.1") < key("0.10.2")
+    with pytest.raises(LayoutError, match=r"vLLM 0\.10\.2 or later .*got 0\.10\.1\.1"):
+        resolve("vLLM", MODELLED, "0.10.1.1")
+    assert resolve("vLLM", MODELLED, "0.20.1.1").modelled == "0.20.1"
 
 
 def test_a_branch_comes_after_every_release():

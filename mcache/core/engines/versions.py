@@ -14,7 +14,8 @@ from msgspec import Struct
 
 from mcache.core.errors import LayoutError
 
-_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:rc\d{1,4}|\.?post(\d{1,4}))?(?:\.?dev\d{1,8}(?:\+\S*)?)?")
+_RELEASE = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:\.(\d{1,4}))?(?:rc\d{1,4}|\.?post(\d{1,4}))?"
+                      r"(?:\.?dev\d{1,8}(?:\+\S*)?)?")
 _BRANCH = (1 << 30,)  # a development branch sorts after every release
 
 
@@ -28,20 +29,20 @@ class EngineVersion(Struct, frozen=True):
 
 
 def key(version: str) -> tuple[int, ...]:
-    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3`, `0.5.4.post1`, `0.20.1rc1.dev91+g…` or
+    """A sortable key of `0.33`, `0.33.0`, `v0.10.2`, `1.2.0rc3`, `0.5.4.post1`, `0.10.1.1`, `0.20.1rc1.dev91+g…` or
     `main@<commit>`: (major, minor, patch, post). A release candidate or a development build counts as the release it
     names (the modelled rules hold for its line, as the public boots of vLLM `0.20.1rc1.dev91` and `0.10.2.dev756`
     show, each sized by its release's rules in `mcache explain`, which reads a log's version the same way; an earlier
     build may predate some of them, as `0.20.1rc1.dev23` logs its KV size as 0.20.0 does: its boot names 0.20.0); a post
     release comes after its release and before the next (SGLang cuts some from its main branch: 0.5.4.post1 runs
-    rules of 0.5.5 already). A `LayoutError` naming `--engine-version` otherwise."""
+    rules of 0.5.5 already), as does a fourth number (vLLM's 0.10.1.1, a fix of 0.10.1). A `LayoutError` naming `--engine-version` otherwise."""
     if version == "main" or version.startswith("main@"):
         return _BRANCH
     found = _RELEASE.fullmatch(version.strip())
     if found is None:
         raise LayoutError("engine_version", f"a release such as 0.33.0 or 1.2 (or main), got {version!r}")
-    major, minor, patch, post = found.groups()
-    return int(major), int(minor), int(patch or 0), int(post or 0)
+    major, minor, patch, fix, post = found.groups()
+    return int(major), int(minor), int(patch or 0), int(post or fix or 0)
 
 
 def at_least(version: str, floor: str) -> bool:

@@ -209,14 +209,15 @@ def test_the_wrong_release_is_a_finding(capsys):
 
 def test_a_boot_that_started_where_mcaches_run_stops_is_a_finding(capsys):
     """The gfx1151 boot without the batch defaults its ROCm build took (256 sequences: amdsmi's VRAM total, under 70
-    GiB): mcache takes 1,024 for the 80 GiB pool and stops at vLLM's Mamba-block check, while the log's 'init engine
-    ... took' line (line 7) shows the engine past it: both figures agree, and the start is a finding."""
+    GiB): mcache takes 1,024 for the 80 GiB pool and stops at vLLM's Mamba-block check, while the log's memory summary
+    after the CUDA graphs (line 6, before 'init engine ... took') shows the engine past it: both figures agree, and the
+    start is a finding."""
     log = str(LOGS / "vllm/qwen38-27b-bf16-gfx1151-triton-262k-0.28dev.log")
     code, data = explain([log, "--model", str(HF_CONFIGS / "qwen3.5-27b.json"), "--engine-version", "0.28.0"], capsys)
     assert code == 1 and verdicts(data) == {"kv_cache_tokens": {"agree"}, "max_concurrency": {"agree"},
                                             "starts": {"differ"}}
     starts = next(c for c in data["comparisons"] if c["figure"] == "starts")
-    assert starts["line"] == 7 and "exceeds available Mamba cache blocks (408)" in starts["note"]
+    assert starts["line"] == 6 and "exceeds available Mamba cache blocks (408)" in starts["note"]
     assert read_log((LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log").read_text()).started_line is None
 
 
@@ -224,6 +225,8 @@ def test_a_boot_that_started_where_mcaches_run_stops_is_a_finding(capsys):
     ("vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log", "(APIServer pid=1) INFO 06-01 [api_server.py:677] Starting "
                                                           "vLLM server on http://0.0.0.0:8000"),
     ("vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log", "(APIServer pid=1) INFO:     Application startup complete."),
+    ("vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run1.log", "(EngineCore pid=1) INFO 06-01 [gpu_worker.py:436] Free memory on "
+     "device (30.58/31.36 GiB) on startup. Desired GPU memory utilization is (0.9, 28.22 GiB)."),
     ("sglang/" + next(e["file"].split("/", 1)[1] for e in SOURCES if e["engine"] == "sglang"),
      "[2026-01-01 00:00:00] The server is fired up and ready to roll!"),
 ])
@@ -536,6 +539,10 @@ def test_a_vllm_log_cut_before_the_cache_is_sized_is_one_line(tmp_path, capsys):
     path = tmp_path / "cut.log"
     path.write_text("\n".join([ARGS, KV_LINES[0]]))
     assert "ends before the cache is sized" in one_line(["explain", str(path), "--model", QWEN36_35B], capsys)
+    # an excerpt of the lines after the sizing (a worker's memory summary after the CUDA graphs) left the sizing out
+    path.write_text("\n".join([ARGS, "(Worker_TP0 pid=150) INFO 09-02 13:12:19 [gpu_worker.py:789] Free memory on device "
+                               "(23.15/23.56 GiB) on startup. Desired GPU memory utilization is (0.92, 21.67 GiB)."]))
+    assert "leaves out the cache sizing" in one_line(["explain", str(path), "--model", QWEN36_35B], capsys)
 
 
 def test_a_log_read_from_stdin(capsys):

@@ -106,8 +106,10 @@ def _check_cut(parsed, source: str) -> None:
               "sglang": "'Mamba Cache is allocated', 'KV Cache is allocated' or 'max_total_num_tokens='",
               "trtllm": "'[MemUsageChange] Allocated ... for max tokens in paged KV cache' or 'Estimated max memory in "
                         "KV cache'"}[parsed.engine]
-    raise LogError(f"{source}: the {TITLES[parsed.engine]} log ends before the cache is sized (no {wanted} line); "
-                   "give the log through the cache sizing")
+    # a log of an engine past its start-up checks is an excerpt that left the sizing out
+    where = "ends before the cache is sized" if parsed.started_line is None else "leaves out the cache sizing"
+    raise LogError(f"{source}: the {TITLES[parsed.engine]} log {where} (no {wanted} line); give the log through the "
+                   "cache sizing")
 
 
 def _model(given: str | None, parsed):

@@ -35,7 +35,8 @@ def key(version: str) -> tuple[int, ...]:
     show, each sized by its release's rules in `mcache explain`, which reads a log's version the same way; an earlier
     build may predate some of them, as `0.20.1rc1.dev23` logs its KV size as 0.20.0 does: its boot names 0.20.0); a post
     release comes after its release and before the next (SGLang cuts some from its main branch: 0.5.4.post1 runs
-    rules of 0.5.5 already), as does a fourth number (vLLM's 0.10.1.1, a fix of 0.10.1). A `LayoutError` naming `--engine-version` otherwise."""
+    rules of 0.5.5 already), as does a fourth number (vLLM's 0.10.1.1, a fix of 0.10.1). A `LayoutError` naming
+    `--engine-version` otherwise."""
     if version == "main" or version.startswith("main@"):
         return _BRANCH
     found = _RELEASE.fullmatch(version.strip())

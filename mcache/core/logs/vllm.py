@@ -24,7 +24,8 @@ words do not, except where said).
   config.py on older mains), `Add N padding layers, may waste at most P% KV cache memory`, `GPU KV cache size: N
   tokens` and `Maximum concurrency for L tokens per request: Cx` (kv_cache_utils.py: two lines up to about 0.30, one
   line joined by a comma after), the CUDA-graph check `max_num_seqs (S) exceeds available Mamba cache blocks (B)`
-  (compilation.py) and the memory check's `estimated maximum model length is N` (kv_cache_utils.py)."""
+  (compilation.py) and the memory checks' `estimated maximum model length is N` and `No available memory for the cache
+  blocks` (kv_cache_utils.py)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,10 @@ PATTERNS = [
      lambda m: [("mamba_cache_blocks", int(m[2]), m[2])]),
     ("estimated_max_model_len", re.compile(r"estimated maximum model length is (\d+)"),
      lambda m: [("estimated_max_model_len", int(m[1]), m[1])]),
+    # kv_cache_utils.py check_enough_kv_cache_memory (0.10.2 - 0.33; kv_cache_planning.py from 0.34): the budget
+    # profiling left is not above zero, so no block fits and start-up stops
+    ("cache_memory_check", re.compile(r"No available memory for the cache blocks"),
+     lambda m: [("cache_memory_check", "no memory", "no memory")]),
 ]
 VERSION = [re.compile(r"vLLM API server version (\S+)"), re.compile(r"Initializing a V1 LLM engine \(v?([^)\s]+)\)"),
            re.compile(r"^vLLM version:? v?(\S+)"), re.compile(r"▀▄▀ █\s+version (\S+)"),
@@ -100,9 +105,10 @@ CHUNKED_PREFILL = re.compile(r"Chunked prefill is enabled with max_num_batched_t
 # create kv cache, warmup model) took" once the KV caches, the CUDA-graph sizes (CompilationConfig's Mamba-block check)
 # and the warm-up are done (read at 0.26.0 and 0.34.0); the API server's "Starting vLLM server on" (entrypoints/openai/
 # api_server.py at 0.26.0, entrypoints/launchers/api_server/entry.py at 0.34.0; "Starting vLLM API server" in older
-# releases' logs) and uvicorn's "Application startup complete" come after it
+# releases' logs) and uvicorn's "Application startup complete" come after it; a worker's memory summary (`DEVICE_MEMORY`,
+# gpu_worker.py compile_or_warm_up_model) before it, once the KV cache is allocated and the CUDA graphs are captured
 STARTED = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|Starting vLLM (?:API )?server|"
-                     r"Application startup complete")
+                     r"Application startup complete|Free memory on device \([\d./]+ GiB\) on startup")
 # the engine's config line's drafts: config/speculative.py SpeculativeConfig.__repr__ (read at 0.20.0: `method=...,
 # model=..., num_spec_tokens=N`)
 # config/speculative.py SpeculativeConfig.__repr__ (v0.20.0 - v0.34.0): method, the draft model (None for n-gram)

@@ -6,11 +6,13 @@ import json
 import re
 
 import pytest
+from cli_util import one_line
 from engines_util import config_spec, run
 from paths import HF_CONFIGS
 
 from mcache.cli.main import main
-from mcache.core.engines import vllm
+from mcache.core.engines import loaders, vllm
+from mcache.core.hf import import_hf
 
 
 def size_json(capsys, *args: str, code: int = 0) -> dict:
@@ -297,3 +299,29 @@ def test_an_attention_free_model_under_sglang_says_why_its_token_pool_binds(caps
     assert ("runs 1024 sequences of 2048 tokens per replica (TP × PP = 1 GPU) on NVIDIA H200 (bound by the token pool: "
             "2,048 tokens, the context length SGLang gives the pool of a model without attention, which runs half as "
             "many requests)") in capsys.readouterr().out
+
+
+RAW = HF_CONFIGS.parent / "hf_configs_extra"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_a_mamba_ssm_config_is_refused_as_autoconfig_refuses_it(engine, capsys):
+    """vLLM (transformers_utils/config.py get_config) and TensorRT-LLM (config_utils.py load_pretrained_config) hand a
+    config without a model type to transformers' AutoConfig, which refuses it: at every release, a raw mamba_ssm config
+    does not load (its transformers-format conversion does); before, mcache sized it as a hybrid of its layer kinds."""
+    line = one_line(["size", str(RAW / "mamba-130m-mamba-ssm.json"), "--gpu", "h100", "--engine", engine], capsys, 3)
+    assert ("Unrecognized model in mamba-130m-mamba-ssm. Should have a `model_type` key in its config.json; it loads on "
+            "SGLang 0.5.20 to 0.5.23") in line
+
+
+def test_sglang_builds_a_mamba_ssm_config_as_mamba1_from_0_5_20():
+    """utils/hf_transformers/config.py _try_load_raw_mamba_config (0.5.20 on): MambaForCausalLM of d_model, n_layer and
+    ssm_cfg.d_state; AutoConfig's refusal before; a Mamba2 checkpoint's layers do not fit that class."""
+    mamba1, mamba2 = (import_hf(RAW / f"{name}-130m-mamba-ssm.json") for name in ("mamba", "mamba2"))
+    assert "Unrecognized model in mamba-130m-mamba-ssm." in run("sglang", mamba1, "h100", version="0.5.19").stages[0].startup_error
+    got = run("sglang", mamba1, "h100", version="0.5.20")
+    assert got.stages[0].startup_error is None
+    assert any("read as MambaForCausalLM" in c for c in got.caveats)
+    refused = run("sglang", mamba2, "h100", version="0.5.23").stages[0].startup_error
+    assert "this checkpoint's mamba2 layers do not fit it, so its weights do not load" in refused
+    assert loaders(mamba1) == ["SGLang 0.5.20 to 0.5.23"] and loaders(mamba2) == []

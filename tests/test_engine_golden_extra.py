@@ -41,6 +41,14 @@ HEADS_TP_NO_BUFFER = HEADS_TP + ("; SGLang 0.5.10 and 0.5.12 refuse the extra_bu
 # ... and SGLang 0.5.14 - 0.5.15 on the MI300X, where the default strategy (extra_buffer for FalconH1) is refused on ROCm
 HEADS_TP_ROCM = HEADS_TP + ("; on the MI300X SGLang 0.5.14 - 0.5.15 refuses the extra_buffer strategy on ROCm ('extra_buffer needs "
                             "CUDA/MUSA/NPU (FLA).') before it builds the model")
+# state-spaces/mamba2-130m's mamba_ssm config: SGLang 0.5.20 on builds it as Mamba-1 MambaForCausalLM
+# (utils/hf_transformers/config.py _try_load_raw_mamba_config) and sizes that model's pools, which the oracle records;
+# the checkpoint's Mamba2 tensors do not fit that class, so the real load fails, past where the oracle (no weights)
+# stops: mcache says it does not start (engines/sglang.py _raw_unfit)
+RAW_MAMBA2 = ("SGLang sizes state-spaces/mamba2-130m's mamba_ssm config as the Mamba-1 MambaForCausalLM it builds of it; "
+              "its Mamba2 weights do not fit that class, a failure of the load the oracle does not reach: mcache says "
+              "it does not start")
+RAW_MAMBA2_SGLANG = {"0.5.20": 47, "0.5.21": 42, "0.5.22": 42, "0.5.23": 42}
 # Zamba2-7B's Zyphra-format cases each vLLM table holds (every one a known mismatch)
 ZYPHRA_VLLM = {"0.10.2": 82, "0.11.0": 75, "0.11.1": 75, "0.12.0": 75, "0.13.0": 75, "0.14.0": 75, "0.17.0": 116,
                "0.18.0": 107, "0.19.0": 107, "0.20.1": 115, "0.21.0": 107, "0.22.0": 116, "0.23.0": 107, "0.24.0": 111,
@@ -60,7 +68,10 @@ KNOWN: dict[str, dict[str, tuple[int, str]]] = {**{f"vllm-{v}": {"zamba2-7b-zyph
                                                                    "falcon-h1-3b.json": (5, HEADS_TP_ROCM)}
                                                    for v in ("0.5.14", "0.5.15")},
                                                 **{f"sglang-{v}": {"zamba2-7b-zyphra-format.json": (71, ZYPHRA),
-                                                                   "falcon-h1-3b.json": (5, HEADS_TP)}
+                                                                   "falcon-h1-3b.json": (5, HEADS_TP),
+                                                                   **({"mamba2-130m-mamba-ssm.json":
+                                                                       (RAW_MAMBA2_SGLANG[v], RAW_MAMBA2)}
+                                                                      if v in RAW_MAMBA2_SGLANG else {})}
                                                    for v in ("0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
                                                              "0.5.22", "0.5.23")}}
 

@@ -35,9 +35,15 @@ def test_the_longest_length_is_the_last_that_starts():
 
 
 def test_weights_that_never_fit_name_no_length(capsys):
+    # 104.6 GiB of weights on one rank: the load runs out of memory before any cache (not vLLM's KV-cache check,
+    # whose advice, a higher gpu_memory_utilization, could not help)
     err = one_line(["size", "nemotron-h-56b", "--engine", "vllm", "--gpu", "h100-80gb"], capsys, 3)
-    assert "No available memory for the cache blocks" in err and "it starts with" not in err
+    assert "torch.OutOfMemoryError: CUDA out of memory while the weights load" in err and "it starts with" not in err
     assert err.endswith("; it fits at --tp 4")
+    # room on the GPU for the weights, none for the cache within gpu_memory_utilization 0.2: vLLM's own check
+    err = one_line(["size", "nemotron-h-8b", "--engine", "vllm", "--gpu", "h100-80gb", "--gpu-memory-utilization",
+                    "0.2"], capsys, 3)
+    assert "No available memory for the cache blocks" in err
 
 
 def test_the_layout_search_goes_past_eight_gpus(capsys):

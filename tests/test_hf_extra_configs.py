@@ -74,6 +74,12 @@ CASES = {
         2: (64 * 2560 * 3 * 4, 64 * 2560 * 16 * 4, 0),
     }, None),
     "mamba-1.4b-hf": ({"mamba1": 48}, {1: (48 * 4096 * 3 * 4, 48 * 4096 * 16 * 4, 0)}, None),
+    # state-spaces/mamba-130m and mamba2-130m as the mamba_ssm library writes them (bfloat16 assumed: no dtype key):
+    # 24 Mamba1 layers of 2 x 768 = 1536 channels (ssm_cfg {}: d_state 16, d_conv 4 -> 3 rows); 24 Mamba2 layers of
+    # 1536 / headdim 64 = 24 heads, one group of state 128 (the library's defaults): the conv runs over x|B|C = 1536 +
+    # 2 x 128 = 1792 channels
+    "mamba-130m-mamba-ssm": ({"mamba1": 24}, {1: (24 * 1536 * 3 * BF16, 24 * 1536 * 16 * BF16, 0)}, None),
+    "mamba2-130m-mamba-ssm": ({"mamba2": 24}, {1: (24 * 1792 * 3 * BF16, 24 * 24 * 64 * 128 * BF16, 0)}, None),
     # LFM3-VL (Lfm3VlConfig's defaults): its text_config is Lfm3Config's defaults, as lfm3-defaults above
     "lfm3-vl-defaults": ({"short_conv+mlp": 13, "attention+mlp": 6, "sliding_attention+mlp": 5}, {
         1: (13 * 2048 * 6 * BF16, 0, 11 * 2 * 4 * 128 * BF16),
@@ -82,7 +88,7 @@ CASES = {
 # The multimodal wrappers: (architecture, max_model_len, vision tower as recorded: layers, width, its fields)
 WRAPPERS = {
     "lfm3-vl-defaults": ("Lfm3VlForConditionalGeneration", 128000, (14, 1024, "num_hidden_layers", "hidden_size")),
-    "lfm2-vl-1.6b": ("Lfm2VlForConditionalGeneration", 128000, (27, 1152, "num_hidden_layers", "hidden_size")),
+    "lfm2-vl-1.6b": ("Lfm2VlForConditionalGeneration", 128000, (26, 1152, "num_hidden_layers", "hidden_size")),
     "nvidia-nemotron-nano-12b-v2-vl": ("NemotronH_Nano_VL_V2", 131072, (32, 1280, "args.model", "args.model")),
 }
 
@@ -221,3 +227,10 @@ def test_a_converted_mamba_config_is_read_by_its_transformers_fields(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     r = estimate(import_hf(tmp_path / "config.json"), ParallelLayout(), RuntimeConfig(), resolve_dtypes(spec)).ranks[0]
     assert r.ssm_bytes_per_slot == 48 * 4096 * 32 * 4
+
+
+@pytest.mark.parametrize("stem", ["mamba-130m-mamba-ssm", "mamba2-130m-mamba-ssm"])
+def test_a_mamba_ssm_config_is_marked_as_one_autoconfig_does_not_read(stem):
+    spec = import_hf(EXTRA / f"{stem}.json")
+    assert (spec.config_format, spec.architecture) == ("mamba_ssm", None)
+    assert import_hf(EXTRA / "mamba-1.4b-hf.json").config_format is None  # the mamba_ssm keys beside transformers' own

@@ -380,7 +380,8 @@ def test_a_vllm_replica_refused_for_cuda_graphs_starts_with_the_max_num_seqs_its
 def test_won_t_start_only_when_no_value_does_and_says_why():
     (c,) = plan_json("qwen3.5-27b", "--gpu", "l4", "--engine", "vllm", "--tp", "1", "--pp", "1", "--context", "8192",
                      "--kv-dtype", "default")["candidates"]
-    assert (c["fits"], c["solved"]) == (False, "") and c["startup"].startswith("No available memory for the cache")
+    # 50.96 GiB of weights on a 22.49 GiB card: the load runs out of memory, whatever the settings
+    assert (c["fits"], c["solved"]) == (False, "") and c["startup"].startswith("torch.OutOfMemoryError: CUDA out of memory")
 
 
 def _ranks(name: str, tp: int = 1, pp: int = 1):

@@ -16,6 +16,7 @@ Releases: 0.5.2 to 0.5.23 and the post releases of 0.5.3-0.5.6, the ones mcache 
         --out tests/data/engine_golden/extra/sglang-0.5.23.json.gz --work /tmp/sglang-oracle-extra-0.5.23  # other configs
     python scripts/oracles/sglang.py 0.5.23 --merge --only narrow-dp --configs qwen3-next-80b-a3b.json  # those with dp < tp
     python scripts/oracles/sglang.py 0.5.23 --merge --only pp-dp --configs nemotron-h-8b-base-8k.json  # attention DP at PP > 1
+    python scripts/oracles/sglang.py 0.5.23 --merge --only sm12 --configs bamba-9b.json,...  # the RTX 5090 / PRO 6000 cases
     python scripts/oracles/sglang.py 0.5.23 --drafters  # DFlash drafters drafting for their targets (golden.DRAFTER_PAIRS,
                                                         # `drafter_cases`): tests/data/engine_golden/drafters/
 
@@ -60,7 +61,9 @@ MIB, GIB = 1 << 20, 1 << 30
 # (mcache/core/sizing/gpu_catalogue.py)
 AMD_GPUS = {"MI300X": 206141652992, "MI325X": (256 << 30) - 16 * MIB, "MI355X": (288 << 30) - 16 * MIB}
 GPUS = {"H200": 143771 * MIB, "H100-80GB": 81559 * MIB, "RTX-5090": 32607 * MIB, "RTX-PRO-6000": 97887 * MIB,
-        **AMD_GPUS}
+        "B200": 183359 * MIB, **AMD_GPUS}
+CUDA_SM12 = ("RTX-5090", "RTX-PRO-6000")  # run on the card itself (`card_capability`: the worker's MOCKS)
+CUDA_SM10 = ("B200",)  # the same
 CONTEXT_RESERVE = GIB // 2
 
 
@@ -133,11 +136,12 @@ RADIX = {"default": {}, "off": {"disable_radix_cache": True}, "no_buffer": {"mam
          "extra_buffer": {"mamba_radix_cache_strategy": "extra_buffer"}}
 
 
-def cases(configs: set[str] | None = None) -> list[dict]:
+def cases(configs: set[str] | None = None, sm10: bool = False) -> list[dict]:
     """Per config: the full drafts x radix grid at TP 1 on an H200 (the rules interact there), then TP 2/4, the
     contexts (one above the config's limit, also with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1), the state and
     KV dtypes, the second and third GPUs, a fixed max_running_requests and max_mamba_cache_size, each crossed with a drafts and
-    radix setting picked by a hash of the case (deterministic); then the pipeline-parallel cases (`_pp_grid`)."""
+    radix setting picked by a hash of the case (deterministic); then the pipeline-parallel cases (`_pp_grid`). With
+    `sm10`, a B200's too (`_sm10_grid`), which no committed table holds."""
     out = []
     for name, path in config_files():
         if configs is not None and name not in configs:
@@ -168,7 +172,8 @@ def cases(configs: set[str] | None = None) -> list[dict]:
         for tp in (1, 4):
             grid.append(({"tp_size": tp}, 0, "default", "H100-80GB", 60 * GIB, {}))  # weights leave little room
         for tp in (1, 4):
-            grid.append(({"tp_size": tp}, 0, "default", "RTX-5090", 2 * GIB, {}))
+            grid.append(({"tp_size": tp}, 0, "default", "RTX-5090", 2 * GIB, {CARD: True}))
+        grid += _sm10_grid() if sm10 else []
         grid.append(({"max_running_requests": 64}, 3, "off", "H200", 30 * GIB, {}))
         grid.append(({"max_running_requests": 64}, 0, "off", "H200", 30 * GIB, {}))
         grid.append(({"max_mamba_cache_size": 200}, 3, "default", "H200", 30 * GIB, {}))
@@ -323,8 +328,8 @@ CARD = "card_capability"  # a grid entry's marker (`_sm12_grid`): the case's car
 
 
 def _sm12_grid() -> list[tuple]:
-    """SM 12 cards answering their own compute capability (the worker's `_as_card`; the other RTX 5090 cases answer
-    sm90): the RTX PRO 6000 at TP 4 and 8 by default, with an fp8 and a bf16 KV cache, 3 EAGLE steps, no radix cache;
+    """SM 12 cards answering their own compute capability (the worker's `_as_card`, as the main grid's RTX 5090 cases
+    do): the RTX PRO 6000 at TP 4 and 8 by default, with an fp8 and a bf16 KV cache, 3 EAGLE steps, no radix cache;
     the RTX 5090 at TP 8."""
     card = {CARD: True}
     return [({"tp_size": 4}, 0, "default", "RTX-PRO-6000", 60 * GIB, card),
@@ -333,6 +338,17 @@ def _sm12_grid() -> list[tuple]:
             ({"tp_size": 4, "kv_cache_dtype": "bfloat16"}, 0, "default", "RTX-PRO-6000", 60 * GIB, card),
             ({"tp_size": 4}, 3, "off", "RTX-PRO-6000", 60 * GIB, card),
             ({"tp_size": 8}, 0, "default", "RTX-5090", 20 * GIB, card)]
+
+
+def _sm10_grid() -> list[tuple]:
+    """A B200 (SM 10) answering its own compute capability, where SGLang's Blackwell defaults hold (attention backends,
+    their page sizes): TP 1 and 4 at the defaults, 3 EAGLE steps, no radix cache, a bf16 and an fp8 KV cache. Run with
+    `--only sm10` alone and kept out of the tables: the page of 64 tokens that SGLang's default backend takes there for
+    some models and releases rounds the token pool down, which mcache does not model (sglang_versions.md, "SM 10")."""
+    card = {CARD: True}
+    return [({"tp_size": 1}, 0, "default", "B200", 30 * GIB, card), ({"tp_size": 4}, 0, "default", "B200", 30 * GIB, card),
+            ({"tp_size": 1}, 3, "default", "B200", 30 * GIB, card), ({"tp_size": 1}, 0, "off", "B200", 30 * GIB, card),
+            ({"tp_size": 1, "kv_cache_dtype": "fp8_e4m3"}, 0, "default", "B200", 30 * GIB, card)]
 
 
 def _qsa_grid() -> list[tuple]:
@@ -421,7 +437,8 @@ def _is_pp(case: dict) -> bool:
 
 
 # Parts of the grid a run can be narrowed to (--only), each merged without touching the configs' other cases
-ONLY = {"dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS,
+ONLY = {"sm12": lambda case: case["inputs"]["gpu"] in CUDA_SM12, "sm10": lambda case: case["inputs"]["gpu"] in CUDA_SM10,
+        "dp": _is_dp, "pp": _is_pp, "amd": lambda case: case["inputs"]["gpu"] in AMD_GPUS,
         "narrow-dp": lambda case: _is_dp(case) and not _is_pp(case) and case["flags"]["dp_size"] < case["flags"]["tp_size"],
         "pp-dp": lambda case: _is_dp(case) and _is_pp(case)}
 
@@ -430,7 +447,7 @@ def run(version: str, venv_root: Path, limit: int | None, jobs: int, work: Path,
         every: int = 1, configs: set[str] | None = None, merge: bool = False, only: str | None = None,
         out: Path | None = None, drafters: bool = False) -> Path:
     py = venv_for(version, venv_root)
-    todo = drafter_cases() if drafters else cases(configs)
+    todo = drafter_cases() if drafters else cases(configs, sm10=only == "sm10")
     todo = todo[:limit] if limit else todo
     release = tuple(int(n) for n in version.split(".")[:3])
     if release < PP_CASES_FROM:  # mcache refuses PP > 1 there: PP 1 cases only
@@ -516,7 +533,8 @@ def main():
     ap.add_argument("--merge", action="store_true", help="with --configs: replace those configs' cases in the "
                     "existing table and keep every other case (its header takes this run's mocks and versions)")
     ap.add_argument("--only", choices=sorted(ONLY), help="only the attention-DP cases (dp; narrow-dp: those with dp < "
-                    "tp at PP 1; pp-dp: those at PP > 1), the pipeline-parallel ones (pp) or those on AMD cards (amd); "
+                    "tp at PP 1; pp-dp: those at PP > 1), the pipeline-parallel ones (pp), those on AMD cards (amd), on SM 12 "
+                    "cards (sm12) or a B200's, outside the full grid (sm10); "
                     "with --merge those of --configs replaced, their other cases kept")
     ap.add_argument("--assemble-only", action="store_true", help="write the table from the answers there, run nothing")
     ap.add_argument("--config-dir", type=Path, help=f"the HF configs to size (default {CONFIGS}, or $MCACHE_HF_CONFIGS)")
@@ -534,7 +552,8 @@ def main():
     if args.drafters and (configs or args.only or args.merge or args.config_dir):
         ap.error("--drafters sizes golden.DRAFTER_PAIRS whole: no --configs, --only, --merge or --config-dir")
     if args.count:
-        print(len(drafter_cases()) if args.drafters else sum(1 for c in cases(configs) if not args.only or ONLY[args.only](c)))
+        print(len(drafter_cases()) if args.drafters else sum(1 for c in cases(configs, args.only == "sm10")
+                                                                         if not args.only or ONLY[args.only](c)))
         return
     name = "drafters-" if args.drafters else args.config_dir.name + "-" if args.config_dir else ""
     work = args.work or Path(f"/tmp/sglang-oracle-{name}{args.version}")

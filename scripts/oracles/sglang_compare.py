@@ -82,12 +82,17 @@ def excluded(case) -> str | None:
     return CAPABILITY if read and isinstance(cap, tuple) and cap[0] >= 10 else None
 
 
+# The folder the oracle writes each config into (`--work`/models/<config name>/), which a message naming the model's path
+# shows; mcache names the model by its name alone
+MODEL_FOLDER = re.compile(r"/\S*/models/(?=[^/\s]+)")
+
+
 def sglang_error(case) -> str | None:
-    """SGLang's refusal of the case, the release's message: the case's error, or a pool it refuses to build
-    (`POOL_REFUSAL`)."""
+    """SGLang's refusal of the case, the release's message (the model named without the oracle's folder): the case's
+    error, or a pool it refuses to build (`POOL_REFUSAL`)."""
     pool = (case.get("result") or {}).get("pool_error") or ""
     error = case["error"] or (pool if pool.startswith(POOL_REFUSAL) else None)
-    return error.split(": ", 1)[1] if error else None
+    return MODEL_FOLDER.sub("", error.split(": ", 1)[1]) if error else None
 
 
 @functools.cache

@@ -60,9 +60,11 @@ MOCKS = [
     "run by `_model_stand_in` as the loader runs it) reads the case's card's own capability (CUDA_CAPABILITY: the "
     "RTX 5090 sm120, the H200 and H100 sm90), not the fake device's sm90, so that a ModelOpt NVFP4 checkpoint (minimum "
     "100 to 0.5.12) is refused on the Hopper cards and passes on the RTX 5090, as on the real cards; every other read of "
-    "the capability keeps sm90 (the capability-gated defaults of every table's RTX 5090 cases were made so). No case "
-    "of the tables made before moves: their one NVFP4 checkpoint meets 0.5.13's minimum of 80 at sm90 as at sm120.",
-    "A case whose inputs set card_capability (the indexer configs' SM 12 cases: sglang.py _sm12_grid) runs on its card "
+    "the capability keeps sm90 (the capability-gated defaults of the RTX 5090 cases of the tables made before 2026-12-06 "
+    "were made so; a remade table's SM 12 cases set card_capability, below). No case of the tables made before moves: "
+    "their one NVFP4 checkpoint meets 0.5.13's minimum of 80 at sm90 as at sm120.",
+    "A case whose inputs set card_capability (every SM 12 case from 2026-12-06: sglang.py _sm12_grid and the main "
+    "grid's RTX 5090 cases) runs on its card "
     "itself: the fake device answers the card's name and compute capability (CUDA_CAPABILITY) to every read, with "
     "utils.common's cached probes cleared, as an AMD case does with its card.",
     "torchvision, torchaudio, tvm_ffi, sgl_kernel, deep_gemm, cutlass, quack, datasets (0.5.4-0.5.8's is_in_ci, run on a "
@@ -243,8 +245,9 @@ MOCKS = [
 _GPU = {"total": 143771 * MIB, "free": 143771 * MIB, "name": "H200"}
 # The CUDA cards' own compute capability (NVIDIA's list, as mcache's gpu_catalogue.py CAPABILITY), which the loader's
 # quantization check reads (`_model_stand_in`; MOCKS); everything else reads the fake device's sm90
-CUDA_CAPABILITY = {"H200": (9, 0), "H100-80GB": (9, 0), "RTX-5090": (12, 0), "RTX-PRO-6000": (12, 0)}
-CUDA_NAMES = {"RTX-5090": "NVIDIA GeForce RTX 5090", "RTX-PRO-6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}
+CUDA_CAPABILITY = {"H200": (9, 0), "H100-80GB": (9, 0), "RTX-5090": (12, 0), "RTX-PRO-6000": (12, 0), "B200": (10, 0)}
+CUDA_NAMES = {"RTX-5090": "NVIDIA GeForce RTX 5090", "RTX-PRO-6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+              "B200": "NVIDIA B200"}
 
 
 class _Props:

@@ -387,6 +387,24 @@ def nemotron_h_layers_error(spec, mixer_error: str | None) -> tuple[str, str] | 
     return None
 
 
+def weights_overflow(weights: list[int], memory: int | None, where: str) -> str | None:
+    """A run whose rank loads more weights than `memory` holds (`where` names it): the load runs out of CUDA memory
+    (torch.OutOfMemoryError) before any cache is sized; None when every rank's fit, or without memory."""
+    most = max(weights, default=0)
+    if memory is None or most <= memory:
+        return None
+    return (f"torch.OutOfMemoryError: CUDA out of memory while the weights load: the weights one rank loads "
+            f"({most / GIB:.2f} GiB) exceed {where} ({memory / GIB:.2f} GiB), before any cache")
+
+
+def unrecognized_config(spec: ModelSpec) -> str | None:
+    """transformers' AutoConfig.from_pretrained refusal of a config with no model type (models/auto/
+    configuration_auto.py), as a mamba_ssm library config is (`config_format`); None for any other spec."""
+    if spec.config_format != "mamba_ssm":
+        return None
+    return f"Unrecognized model in {spec.name}. Should have a `model_type` key in its config.json."
+
+
 def unknown_model_type(model_type: str) -> str:
     """transformers' AutoConfig.from_pretrained refusal of a checkpoint whose model type it does not know and which
     ships no configuration code (models/auto/configuration_auto.py, 4.56-4.57), up to its advice to upgrade."""

@@ -53,6 +53,8 @@ from mcache.core.engines.common import (
     token_bytes,
     unknown_model_type,
     unnamed_architecture_caveats,
+    unrecognized_config,
+    weights_overflow,
     whole_model,
     window_caveats,
     windowed_kinds,
@@ -68,7 +70,7 @@ from mcache.core.sizing.gpus import capability, cuda_major_in, sm_major, vendor
 from mcache.core.sizing.rank import RankContext, checkpoint_kv_format
 from mcache.core.spec import dtypes as dtype_names
 from mcache.core.spec.dtypes import itemsize
-from mcache.core.spec.model import QUANT_FILE
+from mcache.core.spec.model import QUANT_FILE, layer_kinds
 
 NAME = "sglang"
 # The releases this module models, oldest first (sgl-project/sglang tags): each one where a rule below changed, and the
@@ -213,6 +215,17 @@ UNSUPPORTED_ARCHS = ("JambaForCausalLM", "BambaForCausalLM", "Zamba2ForCausalLM"
 # self.hf_text_config.num_attention_heads), by the transformers config class of each
 NATIVE_FROM_0_5_20 = {"MambaForCausalLM": "MambaConfig", "Mamba2ForCausalLM": "Mamba2Config",
                       "FalconMambaForCausalLM": "FalconMambaConfig"}
+# server_args.py _handle_attention_backend_compatibility (v0.5.6.post1 - v0.5.6.post2): without --attention-backend an
+# MHA model (not MLA) gets trtllm_mha on every Blackwell card (utils/common.py is_blackwell: SM 10 and SM 12, drafts of
+# topk 1 included), which the same function then refuses below SM 100 (is_sm100_supported): such a start on an SM 12
+# card stops; v0.5.6 and v0.5.7 pick another backend there (the tables' RTX 5090 cases, run as SM 12)
+SM12_TRTLLM_MHA = ("0.5.6.post1", "0.5.7")
+# utils/hf_transformers/config.py _try_load_raw_mamba_config (v0.5.20 to v0.5.23): a config with d_model and ssm_cfg and
+# neither model_type nor architectures (a mamba_ssm library config) is built as SGLang's MambaConfig, MambaForCausalLM:
+# its d_model, n_layer and ssm_cfg.d_state (16 unset), transformers' MambaConfig defaults otherwise (expand 2,
+# conv_kernel 4, time_step_rank ceil(d_model / 16)); before, AutoConfig refuses it
+RAW_MAMBA_SINCE = "0.5.20"
+RAW_MAMBA_ARCH = "MambaForCausalLM"
 # configs/mamba2.py (v0.5.20 to v0.5.23): SGLang's Mamba2Config.mamba2_cache_params reads self.intermediate_size, which
 # transformers' Mamba2Config never sets (no such field in transformers/models/mamba2/configuration_mamba2.py, 5.12 and
 # 5.19, the releases' pins): a Mamba2ForCausalLM config that declares none fails when ModelConfig reads its state
@@ -745,6 +758,7 @@ def run(inputs: EngineInputs) -> EngineRun:
         if inputs.given.get(name) is not None and not _since(inputs, since):
             raise LayoutError(name, f"not a setting of SGLang {inputs.version} (server_args.py ServerArgs has it from "
                                     f"{since})")
+    inputs = replace(inputs, spec=_as_read(inputs.spec, inputs.version or VERSIONS[-1]))
     spec = inputs.spec
     if spec.dsa_indexer is not None and (spec.mla is None or spec.attention or spec.sliding_attention):
         raise LayoutError("engine", "a DSA indexer beside MLA layers alone, as SGLang's DeepSeek sparse attention keeps "
@@ -760,6 +774,9 @@ def run(inputs: EngineInputs) -> EngineRun:
     weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
                         dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()), host=_host_units(inputs))
     caveats = unnamed_architecture_caveats(inputs.spec, "SGLang")
+    if inputs.spec.config_format == "mamba_ssm":
+        caveats.append(f"SGLang: the mamba_ssm config is read as {RAW_MAMBA_ARCH} (utils/hf_transformers/config.py "
+                       "_try_load_raw_mamba_config)")
     caveats += window_caveats(
         inputs.spec, "SGLang", "SWA pool (swa_memory_pool.py, swa_full_tokens_ratio)")
     if inputs.spec.ple is not None or inputs.spec.indexer is not None:
@@ -771,6 +788,11 @@ def run(inputs: EngineInputs) -> EngineRun:
                        "request slot) is allocated beside the budget, which does not count it, and a layer its config's "
                        "text_config.indexer_types calls shared still keeps keys (SGLang reads indexer_types at the top "
                        "level only); mcache leaves the tail out and counts the spec's indexer layers")
+    if sm_major(inputs.gpu_name) == 10 and setup.page == DEFAULT_PAGE_SIZE and "page_size" not in inputs.given:
+        # the oracle's B200 cases (sglang_versions.md, "SM 10"): every figure agreed but these tokens
+        caveats.append("SGLang: on an SM 10 card the default attention backend of many models (trtllm_mha, trtllm_mla, "
+                       "by model and release) takes pages of 64 tokens, so SGLang's token pool rounds down to a multiple "
+                       "of 64; mcache counts single tokens (up to 63 more)")
     if setup.transformers:
         caveats.append(f"SGLang: {inputs.spec.architecture} has no SGLang model class; SGLang serves it through the "
                        "Transformers backend (model_loader/utils.py resolve_transformers_arch), with no linear-attention "
@@ -779,8 +801,10 @@ def run(inputs: EngineInputs) -> EngineRun:
         caveats.append(f"SGLang: {inputs.spec.architecture} is a multimodal model to SGLang, which lowers its default "
                        "mem_fraction_static by the vision tower and reserves 100 MiB for the multimodal cache; the spec "
                        "has no `vision` block, so neither is applied (`mcache import-hf` writes it).")
-    if setup.refusal is not None:
-        stages = [_refused(ctx, inputs, setup, setup.refusal) for ctx in contexts]
+    # model_runner.py loads the weights into the free memory it measured before (pre_model_load_memory), then sizes
+    refusal = setup.refusal or weights_overflow(weights, setup.pre, "the free memory before the load")
+    if refusal is not None:
+        stages = [_refused(ctx, inputs, setup, refusal) for ctx in contexts]
         return EngineRun(NAME, setup.context_len, setup.context, _named(s.values, inputs), _named(s.sources, inputs),
                          setup.dtypes, stages, caveats)
     # kv_cache_configurator.py: every stage sizes its slots at the bytes `_charged_slot_bytes` gives, and the stages
@@ -912,7 +936,7 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # the user's or the speculative hook's
     follow = s.values["disable_radix_cache"] and user_requests is not None
     version = inputs.version or VERSIONS[-1]
-    if (unknown := _unknown_type_error(arch, version)) is not None:
+    if (unknown := _unknown_type_error(arch, version) or _raw_unread(spec, version)) is not None:
         refusal = unknown
     elif context_len > derived:  # configs/model_config.py ModelConfig._derive_context_length
         refusal = (f"Warning: User-specified context_length ({context_len}) is greater than the derived context_length "
@@ -927,10 +951,11 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
         # (`_pp_drafts_error`), the drafter's target layers (`_dflash_layers_error`), then what fails as the model loads
         refusal = (_no_dflash_error(inputs, drafts) or _rocm_quantization_error(spec, inputs)
                    or _qsa_dtype_error(spec, inputs, qsa) or refusal
-                   or _config_error(spec, version) or _dflash_error(inputs, drafts) or _pp_drafts_error(inputs, drafts)
+                   or _config_error(spec, version) or _sm12_backend_error(spec, inputs) or _dflash_error(inputs, drafts)
+                   or _pp_drafts_error(inputs, drafts)
                    or _dflash_layers_error(inputs, drafts) or _load_error(spec, version)
                    or _quantization_load_error(spec, inputs) or _init_error(spec, inputs) or _pp_error(arch, inputs)
-                   or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
+                   or _raw_unfit(spec, version) or (_first_line_dtype_error(arch, s, inputs) if first_line else None))
     return Setup(context_len, asked_context(inputs, context_len), dtypes, drafts, page, strategy, ratio, user_requests, r,
                  fixed_slots, total_tokens_cap, chunked, mfs, pre, follow, int(_since(inputs, DUMMY_SLOT_FROM)), refusal,
                  _transformers_serves(arch, version) or (first_line and arch in FIRST_LINE_TRANSFORMERS
@@ -1056,6 +1081,42 @@ def _unknown_type_error(arch: str, version: str) -> str | None:
             f"knows it; its own config for `{model_type}` comes with SGLang {since}, {file}.)")
 
 
+def _sm12_backend_error(spec, inputs: EngineInputs) -> str | None:
+    """The default attention backend SGLang refuses on an SM 12 card at `SM12_TRTLLM_MHA`'s releases (None: another)."""
+    if spec.mla is not None or sm_major(inputs.gpu_name) != 12 or not _within(inputs, SM12_TRTLLM_MHA):
+        return None
+    return "TRTLLM MHA backend is only supported on Blackwell GPUs (SM100). Please use a different backend."
+
+
+def _as_read(spec, version: str):
+    """The spec as SGLang at `version` reads it: a mamba_ssm library config as `RAW_MAMBA_ARCH` from `RAW_MAMBA_SINCE`."""
+    if spec.config_format == "mamba_ssm" and at_least(version, RAW_MAMBA_SINCE):
+        return replace(spec, architecture=RAW_MAMBA_ARCH)
+    return spec
+
+
+def _raw_unread(spec, version: str) -> str | None:
+    """AutoConfig's refusal of a mamba_ssm library config before `RAW_MAMBA_SINCE` (None: a config it reads)."""
+    return None if at_least(version, RAW_MAMBA_SINCE) else unrecognized_config(spec)
+
+
+def _raw_unfit(spec, version: str) -> str | None:
+    """Why the checkpoint of a mamba_ssm library config does not load into the Mamba-1 class SGLang at `version` builds
+    of it (`RAW_MAMBA_SINCE`): its layers that class does not build (None: it builds them all)."""
+    if spec.config_format != "mamba_ssm" or not at_least(version, RAW_MAMBA_SINCE):
+        return None
+    m = spec.mamba1
+    unfit = [f"{kind} layers" for kind in sorted({k for layer in layer_kinds(spec) for k in layer} - {"mamba1"})]
+    if m is not None and (m.intermediate_size, m.conv_kernel, m.dt_rank) != (
+            2 * spec.hidden_size, 4, math.ceil(spec.hidden_size / 16)):
+        unfit.append("Mamba1 mixer (ssm_cfg's expand, d_conv or dt_rank)")
+    if not unfit:
+        return None
+    return (f"SGLang {version} builds a mamba_ssm config as Mamba-1 {RAW_MAMBA_ARCH} of its d_model, n_layer and "
+            "ssm_cfg.d_state, transformers' MambaConfig defaults otherwise (utils/hf_transformers/config.py "
+            f"_try_load_raw_mamba_config): this checkpoint's {', '.join(unfit)} do not fit it, so its weights do not load")
+
+
 def _config_error(spec, version: str) -> str | None:
     """Why SGLang's ModelConfig fails on the config (None: it does not): before 0.5.20 on pure Mamba configs
     (`NATIVE_FROM_0_5_20`)."""
@@ -1106,7 +1167,8 @@ def _quantization_load_error(spec, inputs: EngineInputs) -> str | None:
 def architecture_error(spec, version: str) -> str | None:
     """Why SGLang at `version` cannot load the model, in its words (None: it can): what `_load_error` says, or the
     first Nemotron-H class's layers (`_nemotron_h_error`, at a TP size that splits the Mamba2 groups)."""
-    return _load_error(spec, version) or _nemotron_h_error(spec, version, None)
+    return (_raw_unread(spec, version) or _load_error(_as_read(spec, version), version) or _raw_unfit(spec, version)
+            or _nemotron_h_error(spec, version, None))
 
 
 def _load_error(spec, version: str) -> str | None:
@@ -1163,7 +1225,8 @@ def _first_line_arch_error(spec, version: str) -> str | None:
     if not recurrent_kinds(spec):
         return None
     natives = ", ".join(a for a, since in FIRST_LINE_NATIVE.items() if at_least(version, since))
-    return (f"SGLang {version} has no model class for {arch}: its model runner sizes the state of {natives} only, and "
+    return (f"SGLang {version} has no model class for {arch or 'a spec naming no architecture'}: its model runner sizes "
+            f"the state of {natives} only, and "
             "mcache does not size what its Transformers fallback (model_loader/utils.py) would do with this checkpoint.")
 
 

@@ -82,6 +82,7 @@ from mcache.core.engines.common import (
     state_dtype,
     token_bytes,
     unnamed_architecture_caveats,
+    unrecognized_config,
     window_caveats,
 )
 from mcache.core.engines.versions import at_least
@@ -248,6 +249,9 @@ def _architecture(spec, version: str) -> tuple[str | None, list[str]]:
     architecture is sized by its layer kinds, and a kind no hybrid manager keeps is refused as a setting."""
     arch = spec.architecture
     recurrent = recurrent_kinds(spec)
+    # _torch/pyexecutor/config_utils.py load_pretrained_config: a config without a model type goes to AutoConfig
+    if (unrecognized := unrecognized_config(spec)) is not None:
+        return f"ValueError: {unrecognized}", []
     if arch is None:
         unsupported = sorted({k for k in UNSUPPORTED_KINDS if getattr(spec, k) is not None})
         if unsupported:

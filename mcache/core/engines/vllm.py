@@ -43,6 +43,8 @@ from mcache.core.engines.common import (
     state_dtype,
     unknown_model_type,
     unnamed_architecture_caveats,
+    unrecognized_config,
+    weights_overflow,
     whole_model,
     window_of,
     within_gpu,
@@ -720,8 +722,11 @@ def run(inputs: EngineInputs) -> EngineRun:
         stages = [EngineStage(ctx.stage, 0, setup.refusal, setup.log + [setup.refusal], "start-up") for ctx in contexts]
         return EngineRun(NAME, setup.max_len, setup.context, s.values, s.sources, setup.dtypes, stages, caveats)
     pools = _pools(contexts, weights, inputs, setup)
-    refusal = _planning_error(pools, setup)
-    if refusal is not None:  # vLLM stops while it plans the workers' KV caches, before any is made
+    # the workers load the weights before they profile: a rank's weights beyond the GPU's memory stop the load (a KV
+    # budget given, or measured by a log, says the weights loaded); else vLLM stops while it plans the KV caches
+    overflow = weights_overflow(weights, inputs.gpu_bytes, "the GPU's memory") if setup.kv_memory is None else None
+    refusal = overflow or _planning_error(pools, setup)
+    if refusal is not None:  # no cache is made
         stages = [EngineStage(p.ctx.stage, 0, refusal, p.log + [refusal], "start-up",
                               _fields(p, None, setup.rule.per_request(p.groups, setup.max_len, p.ctx), setup))
                   for p in pools]
@@ -1046,6 +1051,10 @@ def _config_error(spec, version: str) -> str | None:
     (`ADDED_ARCHS`) or by no modelled release (`UNREGISTERED_ARCHS`), or one removed since (`REMOVED_ARCHS`) that the
     release does not hand to the Transformers backend (`_removed_by_registry`); None for the others."""
     arch = spec.architecture
+    # transformers_utils/config.py get_config (0.10.2 - 0.34.0): a config without a model type goes to AutoConfig,
+    # which refuses it (a mamba_ssm library config; its transformers-format conversion loads)
+    if (unrecognized := unrecognized_config(spec)) is not None:
+        return f"ValidationError: 1 validation error for ModelConfig: Value error, {unrecognized}"
     model_type, loaded = CONFIG_CLASS_SINCE.get(arch, (None, None))
     if model_type is not None and not at_least(version, loaded):
         return (f"ValidationError: 1 validation error for ModelConfig: Value error, {unknown_model_type(model_type)}. "
@@ -1053,8 +1062,8 @@ def _config_error(spec, version: str) -> str | None:
                 f"{loaded}.)")
     if at_least(version, NO_HEADS_RELEASES[0]) and not at_least(version, NO_HEADS_RELEASES[1]) and \
             arch not in OWN_CONVERTOR_ARCHS and not any(set(kinds) & set(ATTENTION_KINDS) for kinds in layer_kinds(spec)):
-        return f"AttributeError: '{(arch or '').removesuffix('ForCausalLM')}Config' object has no attribute " \
-               "'num_attention_heads'"
+        config = f"'{arch.removesuffix('ForCausalLM')}Config' object" if arch else "the model's config (named by no architecture)"
+        return f"AttributeError: {config} has no attribute 'num_attention_heads'"
     if arch in UNREGISTERED_ARCHS:
         return (f"Model architectures ['{arch}'] are not supported for now (vLLM {version}; no release from "
                 f"{VERSIONS[0]} to {VERSIONS[-1]} registers it).")

@@ -248,12 +248,15 @@ PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek
 
 
 def _provenance(top: Cfg, text: Cfg) -> dict[str, Any]:
-    """`architecture` (the first of the config's `architectures`) and `max_model_len`, the length the config
+    """`architecture` (the first of the config's `architectures`; else `config_format` mamba_ssm for a mamba_ssm
+    library config, which has no model_type), and `max_model_len`, the length the config
     allows as vLLM derives it (`_get_and_verify_max_len`): the smallest of `MAX_LEN_KEYS` (`model_max_length`
     overriding), times the RoPE scaling factor unless the type is pre-scaled; absent when no key is set."""
     found: dict[str, Any] = {}
     if top.architecture():
         found["architecture"] = top.architecture()
+    elif top.model_type == "mamba_ssm" and not top.data.get("model_type"):
+        found["config_format"] = "mamba_ssm"
     lengths = {}
     for key in MAX_LEN_KEYS:
         c = next((c for c in (text, top) if c.has(key)), None)

@@ -353,7 +353,9 @@ class ModelSpec(Block):
     default max model length. `vision` is the vision tower of a multimodal checkpoint (None: a text-only model).
     `drafter` is a draft model of its own that drafts in place of the MTP layers (`--draft-model`; None: none).
     `dtype_named` says whether the checkpoint's config names its dtype (false: `dtype` is assumed, and an engine that
-    serves such a config in a dtype of its own choosing says which).
+    serves such a config in a dtype of its own choosing says which). `config_format` is `mamba_ssm` for a config of the
+    mamba_ssm library (`d_model`, `n_layer`, `ssm_cfg`; no `model_type` or `architectures`), which transformers'
+    AutoConfig does not read (None: a config it reads, or a hand-written spec).
     """
 
     name: str
@@ -363,6 +365,7 @@ class ModelSpec(Block):
     num_layers: LayerCount
     layers: Layers
     architecture: str | None = None
+    config_format: Literal["mamba_ssm"] | None = None
     max_model_len: Pos | None = None
     notes: str = ""
     dtype: str = "bfloat16"

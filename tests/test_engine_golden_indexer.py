@@ -23,17 +23,17 @@ def test_every_case_of_sglangs_own_tables_matches(table):
     (0.5.20-0.5.22), ROCm's page of 1 refused from 0.5.22. `--qsa-indexer-dtype` (a flag from 0.5.22): Qwen3.8's keys
     in fp8 or bf16, fp8 refused off CUDA SM 9 / 10, any but auto refused as GLM's pool (no QSA) is built. SM 12 cards
     answering their own capability (the RTX PRO 6000 at TP 4 and 8, the RTX 5090 at TP 8): GLM's fp8 default, its raw
-    512 B latent. Every case but those `excluded` names (an environment variable; a card of compute capability 10 or
-    more where the oracle's sm90 device answered)."""
+    512 B latent; the shared grid's RTX 5090 cases (TP 1 and 4) run on their card too since 2026-12-06. Every case
+    but those `excluded` names (an environment variable)."""
     data = golden.read(table)
     compared = [case for case in data["cases"] if sglang_compare.excluded(case) is None]
     differing = [(case["config"], case["flags"], diff) for case in compared
                  if (diff := sglang_compare.differences(case, sglang_compare.mcache_case(case, data["version"],
                                                                                          HF_CONFIGS_INDEXER)))]
     assert Counter(case["config"] for case in compared) == {"qwen3.8-flash-next-fp8.json": 82,
-                                                             "glm-5.3-flash-fp8.json": 80}
+                                                             "glm-5.3-flash-fp8.json": 82}
     on_sm12 = [case for case in compared if case["inputs"].get("card_capability")]
-    assert len(on_sm12) == 12 and all(case["error"] is None for case in on_sm12)
+    assert len(on_sm12) == 16 and all(case["inputs"]["gpu"] in ("RTX-5090", "RTX-PRO-6000") for case in on_sm12)
     assert differing == []
 
 
@@ -42,15 +42,14 @@ def test_the_tables_cover_every_release_that_serves_them():
 
 
 def test_the_glm_tables_refuse_rocms_page_and_check_the_real_cards_alone():
-    """From 0.5.22 the AMD cases fail to build the DSA pool (a page of one token, keys of four); the RTX 5090 cases
-    (sm120, fp8 by SGLang's rule) were answered by the oracle's sm90 device and are left out."""
+    """From 0.5.22 the AMD cases fail to build the DSA pool (a page of one token, keys of four); every SM 12 case runs on
+    its card (the RTX 5090's fp8 default, SGLang's DSA rule from SM 10, is compared)."""
     newest = golden.read(TABLES[-1])
     glm = [case for case in newest["cases"] if case["config"] == "glm-5.3-flash-fp8.json"]
     refused = {case["inputs"]["gpu"] for case in glm if (sglang_compare.sglang_error(case) or "").startswith(
         "page_size 1 must be a multiple of index_kpool 4")}
     assert refused == {"MI300X", "MI325X", "MI355X"}
-    assert {case["inputs"]["gpu"] for case in glm if sglang_compare.excluded(case) == sglang_compare.CAPABILITY} == {
-        "RTX-5090"}
+    assert all(case["inputs"].get("card_capability") for case in glm if case["inputs"]["gpu"] == "RTX-5090")
 
 
 VLLM = golden.tables("vllm", golden.INDEXER)

@@ -32,7 +32,6 @@ from mcache.core.engines import sglang  # noqa: E402
 from mcache.core.engines.common import EngineInputs  # noqa: E402
 from mcache.core.errors import LayoutError, McacheError  # noqa: E402
 from mcache.core.load import load_spec, with_drafter  # noqa: E402
-from mcache.core.sizing.gpus import capability  # noqa: E402
 from mcache.core.sizing.layout import ParallelLayout  # noqa: E402
 
 CONFIGS = REPO / "tests/data/hf_configs"
@@ -59,11 +58,6 @@ PARTITION = "SGLANG_PP_LAYER_PARTITION"
 DFLASH_BLOCK = sglang.DFLASH_DEFAULT_BLOCK  # a drafter naming no block size drafts this many tokens a block
 
 
-# The oracle's CUDA device reports compute capability 9.0 whatever the card (sglang_worker.py MOCKS): a case on a card
-# of 10 or more whose sizing read the capability (its log says so: DeepSeek DSA's KV dtype default) is an sm90 card's,
-# not that card's, which mcache sizes by its own capability (engines/sglang.py DSA_FP8_FROM_SM)
-CAPABILITY = "the oracle's device is sm90 where SGLang read the card's compute capability"
-CAPABILITY_READ = "for DeepSeek DSA on SM9 device"
 # A pool SGLang refuses to build keeps it from starting, though the sizing before it finished: memory_pool.py's own
 # check of its page (DSATokenToKVPool, v0.5.22 on) and kv_cache_configurator.py's of a QSA dtype given to a hybrid
 # without QSA (_build_hybrid_linear_kv_pool, v0.5.22 on), which the oracle's pool build records (`pool_error`). Its
@@ -73,13 +67,7 @@ POOL_REFUSAL = ("AssertionError: page_size ", "ValueError: --qsa-indexer-dtype "
 
 def excluded(case) -> str | None:
     """Why a case says nothing about mcache's profile (None: it is compared)."""
-    if set(case["env"]) - {PARTITION}:
-        return ENV
-    if case["inputs"].get("card_capability"):  # the card answered its own capability (sglang_worker.py `_as_card`)
-        return None
-    cap = capability(case["inputs"]["gpu"])
-    read = any(CAPABILITY_READ in line for line in (case.get("result") or {}).get("log", []))
-    return CAPABILITY if read and isinstance(cap, tuple) and cap[0] >= 10 else None
+    return ENV if set(case["env"]) - {PARTITION} else None
 
 
 # The folder the oracle writes each config into (`--work`/models/<config name>/), which a message naming the model's path

@@ -890,3 +890,30 @@ def test_a_log_whose_figures_all_need_memory_mcache_lacks_confirms_nothing(tmp_p
     assert main(["explain", str(path), "--model", QWEN36_35B]) == 0
     assert ("2 figures compared (2 not modelled); no finding, and none confirmed: mcache reproduced none of the log's "
             "figures (the notes say what it lacks)") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (("'max_num_seqs': 1", "'max_num_seqs': 'two'"), "the log's max_num_seqs (line 4): a whole number of at least 1, got 'two'"),
+    (("'max_num_seqs': 1", "'max_num_seqs': -2"), "the log's max_num_seqs (line 4): a whole number of at least 1, got '-2'"),
+    (("'max_model_len': 131072", "'max_model_len': 1.5"), "the log's max_model_len (line 4): a whole number"),
+    (("'max_num_seqs': 1", "'max_num_seqs': 1, 'gpu_memory_utilization': nan"),
+     "the log's gpu_memory_utilization (line 4): a finite number, got 'nan'"),
+    (("GPU KV cache size: ", "GPU KV cache size: " + "9" * 5000), "a number of more digits than any engine prints"),
+    (("(EngineCore", "(EngineCore_DP99999999999999999999"), "a DP size of 100000000000000000000"),
+])
+def test_a_log_value_no_engine_takes_is_one_line_naming_it(edit, words, tmp_path, capsys):
+    """A log's settings feed mcache's profile as its options would: a value no engine takes (the wrong type, a count
+    below 1, a number too long or a layout too wide) stops with one line, never a traceback or silent nonsense."""
+    old, new = edit
+    assert old in RUN2
+    path = tmp_path / "bad.log"
+    path.write_text(RUN2.replace(old, new))
+    err = one_line(["explain", str(path), "--model", QWEN36_35B, *V033], capsys, code=2)
+    assert words in err
+
+
+def test_a_speculative_config_that_is_no_mapping_is_not_read_as_one(tmp_path, capsys):
+    path = tmp_path / "spec.log"
+    path.write_text(RUN2.replace("'max_num_seqs': 1", "'max_num_seqs': 1, 'speculative_config': 'x'"))
+    assert main(["explain", str(path), "--model", QWEN36_35B, "--gdn-prefill-backend", "triton", *V033]) in (0, 1)
+    assert "Traceback" not in capsys.readouterr().err

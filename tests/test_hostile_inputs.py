@@ -404,3 +404,49 @@ def test_random_broken_outputs_are_one_line_and_exit_4(monkeypatch, capsys, code
         return
     assert result == 4 and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("mcache: output: stdout: cannot write, ") and err.endswith("; the output is incomplete\n")
+
+
+def test_a_name_that_would_forge_a_line_of_output_is_one_line(tmp_path, capsys):
+    path = tmp_path / "forged.yaml"
+    path.write_text(Path(TINY_SPEC).read_text().replace("name: tiny-hybrid", 'name: "a\\nmcache fits 999999 sequences"'))
+    assert "name: one line of text, got 'a\\nmcache fits 999999 sequences'" in one_line(["size", str(path)], capsys)
+
+
+def test_an_error_line_keeps_a_line_break_of_user_text_escaped(capsys):
+    line = one_line(["size", "nemotron-h-8b", "--gpu", "l4\nfake"], capsys)
+    assert "'l4\\nfake'" in line
+
+
+def test_a_markdown_cell_keeps_its_pipe():
+    from mcache.cli.output import markdown_table
+
+    assert markdown_table(("a", "b"), [["x|y", "z"]]).splitlines()[2] == "| x\\|y | z |"
+
+
+def test_an_endless_results_file_is_refused_after_its_limit(capsys):
+    line = one_line(["compare", "/dev/zero", "/dev/zero"], capsys)
+    assert f"a file of at most {MAX_DOCUMENT_BYTES >> 20} MiB" in line
+
+
+@pytest.mark.parametrize("command", ["bench", "plan-from-log", "size-index"])
+def test_an_output_over_any_input_is_refused_before_work(command, tmp_path, capsys):
+    """`-o` never names a file the command reads: bench's spec, plan's --from-log / --bandwidth-from, a checkpoint
+    folder's safetensors index (the input is left as it was)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(Path(TINY_SPEC).read_text())
+    if command == "bench":
+        argv, victim = ["bench", str(spec), "--device", "cpu", "--ops", "reset", "-o", str(spec)], spec
+    elif command == "plan-from-log":
+        victim = tmp_path / "boot.log"
+        victim.write_text("(EngineCore pid=1) INFO [gpu_worker.py:1] Available KV cache memory: 5.98 GiB\n")
+        argv = ["plan", str(spec), "--gpu", "h100", "--from-log", str(victim), "-o", str(victim)]
+    else:
+        folder = tmp_path / "ckpt"
+        folder.mkdir()
+        (folder / "config.json").write_text((HF_CONFIGS / "lfm2-1.2b.json").read_text())
+        victim = folder / "model.safetensors.index.json"
+        victim.write_text(json.dumps({"metadata": {"total_size": 2 << 30}, "weight_map": {}}))
+        argv = ["size", str(folder), "-o", str(victim)]
+    before = victim.read_bytes()
+    assert "which it would overwrite" in one_line(argv, capsys)
+    assert victim.read_bytes() == before

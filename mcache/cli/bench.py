@@ -63,6 +63,10 @@ def bench(
         raise McacheError(f"bench: --ring-tokens: at least draft + 1 ({draft + 1}) tokens, got {ring_tokens}")
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
     check_output(output)
+    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    from mcache.core.load import resolve
+
+    refuse_input_as_output(output, *spec_inputs(Path(str(resolve(spec)))))
     if (sender_tp, sender_pp, receiver_tp, receiver_pp, backend) != (None,) * 5:
         from mcache.cli.bench_transfer import bench_transfer
 

@@ -57,5 +57,5 @@ def _no_such_option(err, ctx) -> str:
 def _fail(message: str, code: int) -> int:
     from mcache.cli.output import safe_text
 
-    print(f"mcache: {safe_text(message)}", file=sys.stderr)
+    print(f"mcache: {safe_text(message, one_line=True)}", file=sys.stderr)
     return code

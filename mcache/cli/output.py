@@ -14,6 +14,8 @@ from pathlib import Path
 # can clear the screen or write the clipboard), DEL, C1 controls (0x9b is a one-byte CSI), and the bidirectional
 # marks and overrides that make a line read other than it is.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# ... and in text that must stay one line (an error message, a table cell), the line breaks and tabs too
+_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # A failed write that is the output's fault, not the user's input: a full disk, a quota, an I/O error.
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG}
 
@@ -30,10 +32,12 @@ def human_bytes(n: int | None) -> str:
     return f"{int(value)} B" if unit == 0 else f"{value:.2f} {_UNITS[unit]}"
 
 
-def safe_text(text: str) -> str:
-    """`text` with every character a terminal would act on shown as its escape (`\\x1b`, `\\u202e`): the one
-    sanitizer of user-supplied text (names, notes, file names) on its way to a terminal or a text file."""
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+def safe_text(text: str, one_line: bool = False) -> str:
+    """`text` with every character a terminal would act on shown as its escape (`\\x1b`, `\\u202e`), and with
+    `one_line` its line breaks and tabs too: the one sanitizer of user-supplied text (names, notes, file names) on its
+    way to a terminal or a text file."""
+    unsafe = _UNSAFE_IN_LINE if one_line else _UNSAFE
+    return unsafe.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def write_file(output: Path, text: str) -> None:
@@ -90,10 +94,13 @@ def refuse_input_as_output(output: Path | None, *inputs: Path) -> None:
 
 
 def spec_inputs(path: Path) -> list[Path]:
-    """The files reading the spec at `path` may read: the spec, or a checkpoint folder's config.json, and the
-    quantization file beside it."""
+    """The files reading the spec at `path` may read: the spec, or a checkpoint folder's config.json and safetensors
+    index, and the quantization file beside it."""
+    from mcache.core.hf.index import INDEX
+
     config = path / "config.json" if path.is_dir() else path
-    return [path, config, config.with_name("hf_quant_config.json")]
+    index = [path / INDEX] if path.is_dir() else []
+    return [path, config, config.with_name("hf_quant_config.json"), *index]
 
 
 def draft_inputs(ref: str | None) -> list[Path]:
@@ -112,7 +119,7 @@ def text_table(head: tuple[str, ...], rows, right, drop: tuple[str, ...] = ()):
     still does not fit folds onto a second line: a cell is never cut short (`18.…`)."""
     from mcache.cli.table import Table
 
-    return Table(head, [[safe_text(cell) for cell in row] for row in rows],
+    return Table(head, [[safe_text(cell, one_line=True) for cell in row] for row in rows],
                  {i for i, name in enumerate(head) if right(i, name)}, drop)
 
 
@@ -141,10 +148,12 @@ def print_blocks(blocks: list, output: Path | None) -> None:
     _write("\n".join(lines), output)
 
 
-def markdown_table(head: tuple[str, ...], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+def markdown_table(head: tuple[str, ...] | list[str], rows: list[list[str]]) -> str:
+    """A Markdown table; a `|` inside a cell is escaped, so it stays one cell."""
+    def line(cells) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(head), "|" + "|".join("---" for _ in head) + "|", *(line(row) for row in rows)])
 
 
 def emit_json(data, output: Path | None) -> None:

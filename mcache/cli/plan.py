@@ -94,8 +94,10 @@ def plan(
         raise McacheError(f"--plot: a .png or .svg file, got {plot.name!r}")
     model = load_spec(spec)
     origin = str(resolve(spec))
-    refuse_input_as_output(output, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
-    refuse_input_as_output(plot, *spec_inputs(Path(origin)), *draft_inputs(draft_model))
+    inputs = [*spec_inputs(Path(origin)), *draft_inputs(draft_model),
+              *(Path(f) for f in (from_log, bandwidth_from) if f is not None and f != "-")]
+    refuse_input_as_output(output, *inputs)
+    refuse_input_as_output(plot, *inputs)
     if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
         raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
     parsed = _log(from_log, engine) if from_log is not None else None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import msgspec
 
-from mcache.cli.output import emit_json, emit_text, print_blocks, text_table
+from mcache.cli.output import emit_json, emit_text, markdown_table, print_blocks, text_table
 from mcache.core.engines import TITLES
 from mcache.core.plan import Candidate, Plan, attention_dp_name
 from mcache.core.spec.model import ModelSpec
@@ -163,8 +163,7 @@ def emit_plan(result: Plan, model: ModelSpec, fmt: str, output: Path | None, top
         writer.writerows(row + [c.settings] for row, c in zip(rows, result.candidates, strict=True))
         emit_text(buf.getvalue(), output)
     elif fmt == "markdown":
-        table = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-        table += ["| " + " | ".join(row) + " |" for row in rows]
+        table = markdown_table(columns, rows).splitlines()
         found = best(result)
         pastes = [paste for _, paste in found if paste]
         body = [f"### {title(result, model)}", "", *measured, *([""] if measured else []), *table, "", *more, *skipped,

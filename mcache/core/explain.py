@@ -9,6 +9,7 @@ agrees within that rounding and says so; otherwise it differs, a finding. Nothin
 
 from __future__ import annotations
 
+import math
 import re
 from math import ceil
 from typing import Any
@@ -102,17 +103,45 @@ def log_version(log: EngineLog) -> str | None:
     return m[1]
 
 
+# The options a log's setting must give a count of at least 1 (a block, a page, a length, a batch): what the engine's
+# own argument checks hold it to before it sizes anything
+POSITIVE_OPTIONS = ("max_seq_len", "block_size", "kernel_block_size", "max_batch", "max_num_seqs",
+                    "max_num_batched_tokens", "max_running_requests", "max_total_tokens")
+
+
 def settings_options(log: EngineLog, measured: dict[str, int]) -> tuple[SizeOptions, dict[str, Any]]:
     """The `SizeOptions` that give mcache's profile the log's settings and measured figures (by the engine setting
-    each stands for), and the settings mcache's profile does not read."""
+    each stands for), and the settings mcache's profile does not read; a setting of the wrong type (or a count below
+    1) is a `LogError` naming it and its line."""
     fields, ignored = {}, {}
+    types = SizeOptions.__annotations__
     for setting, value in {**log.settings, **measured}.items():
         name = option_for(log.engine, setting)
         if name in SizeOptions.__struct_fields__:
+            _check_logged(log, setting, value, types[name], name in POSITIVE_OPTIONS)
             fields[name] = value
         else:
             ignored[setting] = value
     return SizeOptions(**fields), ignored
+
+
+def _check_logged(log: EngineLog, setting: str, value, kind: str, positive: bool) -> None:
+    """Refuse a logged `setting` whose value is not of the option's type (`kind`, as annotated: `int | None`, ...)."""
+    if value is None:
+        return
+    if kind.startswith("int"):
+        ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or not positive)
+        wanted = "a whole number of at least 1" if positive else "a whole number"
+    elif kind.startswith("float"):
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        wanted = "a finite number"
+    elif kind.startswith("bool"):
+        ok, wanted = isinstance(value, bool), "true or false"
+    else:
+        ok, wanted = isinstance(value, str), "a word"
+    if not ok:
+        line = log.setting_lines.get(setting)
+        raise LogError(f"the log's {setting}{f' (line {line})' if line else ''}: {wanted}, got {str(value)[:40]!r}")
 
 
 def measured_settings(log: EngineLog, shift: int = 0) -> tuple[dict[str, int], dict[str, str]]:
@@ -235,8 +264,8 @@ def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout
 def dflash_drafter(log: EngineLog) -> str | None:
     """The drafter a log drafts with: vLLM's `speculative_config` of method `dflash`, SGLang's
     `speculative_draft_model_path` under `speculative_algorithm` DFLASH ("" when it names none), else None."""
-    config = log.other_settings.get("speculative_config") or {}
-    if config.get("method") == "dflash":
+    config = log.other_settings.get("speculative_config")
+    if isinstance(config, dict) and config.get("method") == "dflash":
         model = config.get("model")
     elif str(log.other_settings.get("speculative_algorithm")).upper() == "DFLASH":
         model = log.other_settings.get("speculative_draft_model_path")

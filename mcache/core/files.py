@@ -19,10 +19,10 @@ MAX_DOCUMENT_BYTES = 8 << 20
 _TERMINAL_ACTIVE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def read_document(path: str | Path, what: str = "a readable UTF-8 file", limit: int = MAX_DOCUMENT_BYTES) -> str:
-    """The text of `path`, read only when it holds at most `limit` bytes (`MAX_DOCUMENT_BYTES` unless a kind of
-    document needs more); a `SpecError` naming the file otherwise (too large, unreadable, or not UTF-8: `what` says
-    what was expected)."""
+def read_bounded(path: str | Path, what: str = "a readable file", limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of `path`, read only up to `limit` (`MAX_DOCUMENT_BYTES` unless a kind of document needs more): a
+    longer file (or an endless one, /dev/zero) or an unreadable one is a `SpecError` naming the file (`what` says what
+    was expected)."""
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)
@@ -31,6 +31,13 @@ def read_document(path: str | Path, what: str = "a readable UTF-8 file", limit: 
     if len(data) > limit:
         raise SpecError(str(path), "file", f"a file of at most {limit >> 20} MiB (mcache reads documents "
                         "whole; this one is larger)")
+    return data
+
+
+def read_document(path: str | Path, what: str = "a readable UTF-8 file", limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """The text of `path`, read as `read_bounded` reads it; a `SpecError` naming the file otherwise (too large,
+    unreadable, or not UTF-8: `what` says what was expected)."""
+    data = read_bounded(path, what, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

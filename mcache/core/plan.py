@@ -92,8 +92,9 @@ def custom_gpu(text: str) -> GpuChoice:
     size, _, name = text.partition(":")
     memory = parse_size(size, "gpu_memory", GIB)
     name = name.strip()
-    if ":" in name or len(name) > 64:
-        raise LayoutError("gpu_memory", f"SIZE or SIZE:NAME (a name of at most 64 characters), got {text[:80]!r}")
+    if ":" in name or len(name) > 64 or not name.isprintable() or "|" in name:
+        raise LayoutError("gpu_memory", f"SIZE or SIZE:NAME (a name of at most 64 printable characters, no | or :), got "
+                                        f"{text[:80]!r}")
     return GpuChoice(name or f"{size.strip()} GPU", name or f"{size.strip()} GPU", memory, None,
                      ("--gpu-memory", f"{memory}B"))
 

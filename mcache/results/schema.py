@@ -20,7 +20,7 @@ from msgspec import Meta as Bounds
 
 from mcache import __version__
 from mcache.core.errors import McacheError, SpecError, validation_parts
-from mcache.core.files import json_text, write_atomic
+from mcache.core.files import json_text, read_bounded, write_atomic
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -232,10 +232,7 @@ OTHER_REPORTS = {"mcache size": {"ranks", "tightest_stage"}, "mcache plan": {"ca
 def load(path: str | Path) -> Results:
     """Read and validate a results file; any problem is a one-line `SpecError` naming file, row and field."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise SpecError(str(path), "file", f"a readable results file ({err.strerror or err.__class__.__name__})") from None
+    raw = read_bounded(path, "a readable results file")
     try:
         data = msgspec.json.decode(raw)
     except msgspec.DecodeError as err:

@@ -93,7 +93,17 @@ def engine_module(name: str):
 
 def read_log(text: str, source: str = "log") -> EngineLog:
     """The `EngineLog` of a start-up log's text; a `LogError` naming `source` when no engine's lines are in it."""
-    lines = clean_lines(text)
+    try:
+        lines = clean_lines(text)
+        return _read(lines, text, source)
+    except ValueError as err:  # int() of a number longer than Python converts (4,300 digits): no engine prints one
+        if "integer string conversion" not in str(err):
+            raise
+        raise LogError(f"{source}: a number of more digits than any engine prints; not a start-up log") from None
+
+
+def _read(lines: list[LogLine], text: str, source: str) -> EngineLog:
+    """`read_log` of the log's cleaned lines."""
     scores = {name: engine_module(name).score(lines, text) for name in ENGINES}
     best = max(ENGINES, key=lambda name: scores[name])
     if scores[best] == 0:
@@ -101,6 +111,10 @@ def read_log(text: str, source: str = "log") -> EngineLog:
                        "in it)")
     module = engine_module(best)
     log = module.read(lines)
+    for field in ("tp", "pp", "dp"):  # from a process's name or a settings line
+        if (getattr(log, field) or 1) > MAX_RANKS:
+            raise LogError(f"{source}: a {field.upper()} size of {getattr(log, field)} (the largest rank its lines name, "
+                           f"+ 1): no engine runs more than {MAX_RANKS}; not a real start-up log")
     log.weight_format = getattr(module, "WEIGHT_FORMATS", {}).get(log.quantization)
     log.started_line = next((line.number for line in lines if module.STARTED.search(line.text)), None)
     log.lines = len(lines)
@@ -122,6 +136,7 @@ def figures_of(engine: str, log_lines: list[str]) -> list[Printed]:
 
 
 NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
+MAX_RANKS = 4096  # a parallel size no deployment reaches (a log naming more is not a real one)
 
 
 def number(text: str) -> int | float:

@@ -445,6 +445,8 @@ def _layer_entries(spec: ModelSpec) -> list[str]:
 
 def check_spec(spec: ModelSpec, file: str) -> None:
     """Checks types cannot express; raise `SpecError` naming the field and what was expected."""
+    if "\n" in spec.name:  # it heads every report, whose other controls are shown escaped: a line break would forge one
+        raise SpecError(file, "name", f"one line of text, got {spec.name[:60]!r}")
     given = [k for k in ("pattern", "types", "repeat") if getattr(spec.layers, k) is not None]
     if len(given) != 1:
         raise SpecError(file, "layers", f"exactly one of pattern, types, repeat (got {given or 'none'})")

@@ -610,7 +610,7 @@ def test_nemotron_layout_from_layers_block_type_alone(tmp_path):
 def test_fields_the_config_omits_take_their_class_defaults(tmp_path):
     # NemotronHConfig: head_dim 128 and num_key_value_heads 8 (not heads), conv_kernel 4
     data = {k: v for k, v in NEMOTRON.items() if k not in ("head_dim", "num_key_value_heads", "conv_kernel")}
-    spec = imported(tmp_path, data)
+    spec = imported(tmp_path, {**data, "num_attention_heads": 16})  # 8 KV heads serve 16 query heads, not the 4 given
     assert (spec.attention.head_dim, spec.attention.num_kv_heads, spec.mamba2.conv_kernel) == (128, 8, 4)
     note = next(n for n in spec.notes.split(". Not in") if "NemotronHConfig's defaults" in n)
     assert all(f in note for f in ("conv_kernel 4", "head_dim 128", "num_key_value_heads 8"))

@@ -450,3 +450,17 @@ def test_an_output_over_any_input_is_refused_before_work(command, tmp_path, caps
     before = victim.read_bytes()
     assert "which it would overwrite" in one_line(argv, capsys)
     assert victim.read_bytes() == before
+
+
+@pytest.mark.parametrize("kv", [3, 16])
+def test_kv_heads_that_serve_no_whole_query_heads_are_one_line(kv, tmp_path, capsys):
+    path = tmp_path / "heads.yaml"
+    text = Path(TINY_SPEC).read_text()
+    path.write_text(re.sub(r"num_kv_heads: \d+", f"num_kv_heads: {kv}", text, count=1))
+    assert "attention.num_kv_heads: a divisor of num_heads" in one_line(["size", str(path)], capsys)
+
+
+def test_a_petabyte_is_a_size():
+    from mcache.core.sizing.gpus import parse_size
+
+    assert parse_size("1PiB", "gpu_memory") == 1 << 50 and parse_size("1PB", "gpu_memory") == 10**15

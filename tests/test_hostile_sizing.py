@@ -153,7 +153,7 @@ def test_verify_refuses_host_lists_it_cannot_hold(capsys):
 def test_gpu_memory_without_a_unit(text, capsys):
     line = one_line(["size", "nemotron-h-8b", "--gpu-memory", text], capsys)
     assert line == ("mcache: --gpu-memory: a size with its unit, such as 141GiB or 80GB (GB = 10^9 B, GiB = 2^30 B; also B, "
-                    f"KB, MB, TB, KiB, MiB, TiB), got {text!r}")
+                    f"KB, MB, TB, PB, KiB, MiB, TiB, PiB), got {text!r}")
 
 
 @pytest.mark.parametrize("text", ["0", "0.5GiB", "1000MB"])

@@ -72,7 +72,7 @@ def size(
     gpu: Annotated[str | None, typer.Option(help=(
         "Catalogue GPU, in any case and as drivers print it (NVIDIA H200): " + ", ".join(CATALOGUE) + "."))] = None,
     gpu_memory: Annotated[str | None, typer.Option(help=(
-        "GPU memory with its unit, 1GiB to 1PiB: GB = 10^9 B, GiB = 2^30 B (also B, KB, MB, TB, KiB, MiB, TiB), e.g. "
+        "GPU memory with its unit, 1GiB to 1PiB: GB = 10^9 B, GiB = 2^30 B (also B, KB, MB, TB, PB, KiB, MiB, TiB, PiB), e.g. "
         "141GiB; overrides --gpu, whose catalogue has what nvidia-smi reports (an H100 80GB: 81559MiB).")
     )] = None,
     utilization: Annotated[float | None, typer.Option("--utilization", help=(

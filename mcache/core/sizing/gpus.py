@@ -15,9 +15,9 @@ MAX_BYTES = 1 << 50  # 1 PiB: bounds every size option, so a typo cannot ask for
 
 # Decimal units are powers of 1000, binary ones powers of 1024; a bare number or a bare K/M/G (which vLLM reads as
 # binary and other tools as decimal) is refused rather than guessed.
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
-UNITS_HELP = "GB = 10^9 B, GiB = 2^30 B; also B, KB, MB, TB, KiB, MiB, TiB"
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50}
+UNITS_HELP = "GB = 10^9 B, GiB = 2^30 B; also B, KB, MB, TB, PB, KiB, MiB, TiB, PiB"
 
 
 def parse_size(text: str, field: str, minimum: int = 0) -> int:

@@ -445,6 +445,11 @@ def _layer_entries(spec: ModelSpec) -> list[str]:
 
 def check_spec(spec: ModelSpec, file: str) -> None:
     """Checks types cannot express; raise `SpecError` naming the field and what was expected."""
+    for kind in ("attention", "sliding_attention"):  # grouped-query attention: each KV head serves whole query heads
+        a = getattr(spec, kind)
+        if a is not None and a.num_heads % a.num_kv_heads:
+            raise SpecError(file, f"{kind}.num_kv_heads", f"a divisor of num_heads {a.num_heads} (each KV head serves "
+                                                           f"as many query heads), got {a.num_kv_heads}")
     if "\n" in spec.name:  # it heads every report, whose other controls are shown escaped: a line break would forge one
         raise SpecError(file, "name", f"one line of text, got {spec.name[:60]!r}")
     given = [k for k in ("pattern", "types", "repeat") if getattr(spec.layers, k) is not None]

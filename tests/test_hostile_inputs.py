@@ -464,3 +464,17 @@ def test_a_petabyte_is_a_size():
     from mcache.core.sizing.gpus import parse_size
 
     assert parse_size("1PiB", "gpu_memory") == 1 << 50 and parse_size("1PB", "gpu_memory") == 10**15
+
+
+def test_a_key_given_twice_in_a_spec_is_one_line_naming_both(tmp_path, capsys):
+    # YAML keeps the last silently: a second hidden_size would double the weights with no word
+    path = tmp_path / "twice.yaml"
+    text = Path(TINY_SPEC).read_text()
+    path.write_text(text + "hidden_size: 8192\n")
+    line = one_line(["size", str(path)], capsys)
+    assert f"hidden_size: a key given once in its mapping (given again on line {len(text.splitlines()) + 1})" in line
+    from mcache.core.load import _repeated_key
+
+    merged = yaml.compose("a: &b {x: 1}\nc: {<<: *b, y: 2}\n")
+    assert _repeated_key(merged) is None  # a merge key is no repeat
+    assert _repeated_key(yaml.compose("a: {x: 1, y: 2, x: 3}\n")) == ("x", 1)

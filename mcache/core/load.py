@@ -208,9 +208,34 @@ def _load_yaml(text: str, file: str):
                 raise SpecError(file, "yaml", "a document without recursive aliases (an alias refers to a node it is in)")
             if size > MAX_NODES:
                 raise SpecError(file, "yaml", f"a document of at most {MAX_NODES:,} values once its aliases are expanded")
+            if (again := _repeated_key(node)) is not None:  # YAML would keep the last silently
+                raise SpecError(file, again[0], f"a key given once in its mapping (given again on line {again[1]})",
+                                again[1])
         return loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
+
+
+def _repeated_key(root: yaml.Node) -> tuple[str, int] | None:
+    """The first key a mapping under `root` gives twice and the line of its second time (None: none); merge keys
+    (`<<`) aside. Walks without recursion, each node once."""
+    seen, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in keys:
+                        return key.value, key.start_mark.line + 1
+                    keys.add(key.value)
+                stack += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    return None
 
 
 def expanded_size(root: yaml.Node) -> int | None:

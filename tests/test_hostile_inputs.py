@@ -478,3 +478,10 @@ def test_a_key_given_twice_in_a_spec_is_one_line_naming_both(tmp_path, capsys):
     merged = yaml.compose("a: &b {x: 1}\nc: {<<: *b, y: 2}\n")
     assert _repeated_key(merged) is None  # a merge key is no repeat
     assert _repeated_key(yaml.compose("a: {x: 1, y: 2, x: 3}\n")) == ("x", 1)
+
+
+@pytest.mark.parametrize("command", [["size", "nemotron-h-8b"], ["plan", "nemotron-h-8b", "--gpu", "h100"]])
+def test_an_output_named_dash_is_refused_not_written(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert "a file path; leave -o out to write to stdout" in one_line([*command, "-o", "-"], capsys)
+    assert not (tmp_path / "-").exists()

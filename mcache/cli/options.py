@@ -15,7 +15,15 @@ SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", "
 def output_format(fmt: str | None, output: Path | None) -> str:
     """The format given, else the one `output`'s suffix names (`k.json`: json), else a table."""
     return fmt or (SUFFIX_FORMATS.get(output.suffix.lower()) if output is not None else None) or "table"
-OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).")]
+def _a_file(path: Path | None) -> Path | None:
+    """`-o -` names no file: stdout is where the output goes without `-o`."""
+    if path is not None and str(path) == "-":
+        raise typer.BadParameter("a file path; leave -o out to write to stdout")
+    return path
+
+
+OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file (atomically).",
+                                                   callback=_a_file)]
 # the names are `core/sizing/weights.py` WEIGHT_FORMATS, written out so that no command loads the core to build its help
 WeightFormatOption = Annotated[str | None, typer.Option(metavar="FORMAT", help=(
     "Weights stored as bf16, fp16, nvfp4, mxfp4, fp8, fp8_block, int4, int8 or nf4: every linear layer but the output head "

@@ -774,7 +774,7 @@ def run(inputs: EngineInputs) -> EngineRun:
     weights = s.weights(contexts, dp_sharded=_dp_sharded(inputs.spec, inputs.version or VERSIONS[-1]),
                         dp_whole=DP_WHOLE.get(inputs.spec.architecture, frozenset()), host=_host_units(inputs))
     caveats = unnamed_architecture_caveats(inputs.spec, "SGLang")
-    if inputs.spec.config_format == "mamba_ssm":
+    if inputs.spec.config_format == "mamba_ssm" and inputs.spec.architecture == RAW_MAMBA_ARCH:  # `_as_read`'s
         caveats.append(f"SGLang: the mamba_ssm config is read as {RAW_MAMBA_ARCH} (utils/hf_transformers/config.py "
                        "_try_load_raw_mamba_config)")
     caveats += window_caveats(

@@ -485,3 +485,32 @@ def test_an_output_named_dash_is_refused_not_written(command, tmp_path, capsys, 
     monkeypatch.chdir(tmp_path)
     assert "a file path; leave -o out to write to stdout" in one_line([*command, "-o", "-"], capsys)
     assert not (tmp_path / "-").exists()
+
+
+def test_a_character_yaml_forbids_is_one_line_naming_its_line(tmp_path, capsys):
+    text = Path(TINY_SPEC).read_text().splitlines(keepends=True)
+    path = tmp_path / "nul.yaml"
+    path.write_text("".join(text[:2]) + text[2].rstrip("\n") + "\x00\n" + "".join(text[3:]))
+    line = one_line(["size", str(path)], capsys)
+    assert "nul.yaml:3: yaml: valid YAML (" in line and line.endswith("characters are not allowed: U+0000)")
+
+
+def test_a_byte_that_is_not_utf8_is_one_line_naming_its_line(tmp_path, capsys):
+    path = tmp_path / "latin.yaml"
+    path.write_bytes(b"name: tiny\nnotes: caf\xe9\n")
+    assert one_line(["size", str(path)], capsys).endswith(
+        "latin.yaml:2: file: a readable UTF-8 file (byte 0xe9 at offset 21 is not UTF-8)")
+
+
+def test_bench_repetitions_are_bounded(capsys):
+    line = one_line(["bench", TINY_SPEC, "--device", "cpu", "--reps", str(2**40)], capsys)
+    assert line == "mcache: --reps: an integer from 1 to 10000, got 1099511627776"
+
+
+def test_a_bench_cache_beyond_the_free_memory_is_refused_before_allocating(capsys, monkeypatch):
+    pytest.importorskip("torch")
+    from mcache.bench import device_info
+
+    monkeypatch.setattr(device_info, "free_bytes", lambda device: 1 << 20)  # 1 MiB free
+    line = one_line(["bench", "nemotron-h-8b", "--device", "cpu", "--batch", "1", "--ops", "reset"], capsys)
+    assert line.startswith("mcache: bench: the cache of one rank takes ") and "more than the 0.00 GiB free on cpu" in line

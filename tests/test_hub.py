@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -61,6 +62,7 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(folder))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     hub.cache_clear()
+    monkeypatch.setattr(hub, "unresolvable_host", lru_cache(maxsize=1)(lambda: None))  # a network, when a test is online
     yield folder
     hub.cache_clear()
 
@@ -138,6 +140,41 @@ def test_what_only_the_network_answers_is_one_line(cache, monkeypatch, capsys, r
     assert expected in line, line
     with pytest.raises(SpecError):
         hub.snapshot("nvidia/nope")
+
+
+def test_a_hub_host_that_does_not_resolve_is_read_from_the_cache_at_once(cache, monkeypatch, capsys):
+    """No network: the library would retry five times (23 s); mcache asks its cache alone and says why."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "unresolvable_host", lru_cache(maxsize=1)(lambda: "huggingface.co"))
+    asked = []
+
+    def download(repo, filename, revision=None, **kwargs):
+        asked.append(kwargs.get("local_files_only"))
+        raise errors.LocalEntryNotFoundError("cannot find the requested files")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    line = one_line(["size", "nvidia/nope"], capsys)
+    assert "the Hub's host huggingface.co does not resolve here (no network?) and the local cache has no copy" in line
+    assert asked == [True]
+
+
+def test_the_hub_host_is_resolved_unless_a_proxy_resolves_it(monkeypatch):
+    import socket
+
+    def no_dns(host, port, *args):
+        assert (host, port) == ("hub.example", 8443)
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(constants, "ENDPOINT", "https://hub.example:8443")
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    for name in hub.PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    hub.cache_clear()
+    assert hub.unresolvable_host() == "hub.example"
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    hub.cache_clear()
+    assert hub.unresolvable_host() is None
+    hub.cache_clear()
 
 
 def test_online_the_library_fetches_only_the_config_files(cache, monkeypatch):

@@ -91,6 +91,7 @@ def test_ranks_under_tp_and_pp_load_their_share_of_the_stored_bytes():
     ("{format: nvfp4, unquantized: [gdn]}", "quantization.unquantized[0]"),
     ("{format: nvfp4, unquantized: ['attention@9']}", "quantization.unquantized[0]"),
     ("{format: nvfp4, unquantized: ['attention@x']}", "quantization.unquantized[0]"),
+    ("{format: nvfp4, unquantized: ['attention@']}", "quantization.unquantized[0]"),  # '@' and no layers: not every layer
     ("{format: nvfp4, other_formats: {fp4: [mlp]}}", "quantization.other_formats"),
     ("{format: nvfp4, group_size: 0}", "quantization.group_size"),
 ])

@@ -108,3 +108,20 @@ def test_bad_transfer_options_are_one_line_and_exit_2(args, needle, capsys):
     assert main(["bench", TINY_SPEC, *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_caches_beyond_the_free_memory_are_refused_before_any_process_starts(monkeypatch, tmp_path):
+    from mcache.bench import device_info, transfer
+    from mcache.core.errors import McacheError
+    from mcache.core.sizing.estimate import estimate_rank
+
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    cfg = TransferConfig(str(spec), (2, 1), (1, 1), [1, 8], "cpu", "gloo", 1, 64)
+    need = sum(estimate_rank(transfer.rank_context(cfg, transfer.load_spec(str(spec)), r)).cache_bytes for r in range(3))
+    monkeypatch.setattr(device_info, "free_bytes", lambda device: need - 1)  # the three ranks share the host
+    monkeypatch.setattr(mp, "spawn", lambda *a, **k: pytest.fail("spawned"))
+    with pytest.raises(McacheError, match=r"the caches of the transfer's ranks on cpu take .* GiB, more than the"):
+        run_transfer(cfg)
+    monkeypatch.setattr(device_info, "free_bytes", lambda device: need)
+    transfer.check_memory(cfg, {r: torch.device("cpu") for r in range(3)})  # exactly enough passes

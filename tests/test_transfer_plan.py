@@ -116,9 +116,11 @@ def test_cli_prints_the_plan_and_carries_it_in_json():
 
 
 @pytest.mark.parametrize("args,needle", [
+    (["--transfer-to-tp", "3"], "--transfer-to-tp: the receiver's layout: "),
     (["--transfer-to-tp", "3"], "nemotron-h-8b.yaml:20: attention.num_kv_heads: 8 cannot be split over tp=3"),
     (["--transfer-to-tp", "0"], "Invalid value for '--transfer-to-tp'"),
-    (["--transfer-to-pp", "60"], "pp: at most 52 stages"),
+    (["--transfer-to-pp", "60"], "mcache: --transfer-to-pp: at most 52 stages"),
+    (["--transfer-to-tp", str(2**40 + 1)], "--transfer-to-tp: an integer from 1 to 2**40"),
 ])
 def test_bad_receiver_is_one_line_and_exit_2(args, needle, capsys):
     assert main(["size", "nemotron-h-8b", *args]) == 2

@@ -42,6 +42,18 @@ def nvml_used_bytes(index: int) -> int | None:
     return nvml_query(lambda nv: int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(index)).used))
 
 
+def free_bytes(device: torch.device) -> int | None:
+    """Memory a run on `device` can still take: the GPU's free memory, or the host's available memory (Linux's
+    MemAvailable) for a CPU run; None where it cannot be read."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
 BASELINE_PACKAGES = ("fla-core", "vllm")  # the baselines' packages, recorded where installed (`fla.py`, `vllm_ssm.py`)
 
 

@@ -33,6 +33,7 @@ from mcache.cache.states.base import torch_dtype
 from mcache.core.errors import McacheError
 from mcache.core.kinds import KIND_MODULES
 from mcache.core.load import load_spec, resolve
+from mcache.core.sizing.estimate import estimate_rank
 from mcache.core.sizing.layout import ParallelLayout, RuntimeConfig
 from mcache.core.sizing.rank import RankContext, resolve_dtypes
 from mcache.core.spec.model import layer_kinds
@@ -78,6 +79,37 @@ def plan_of(cfg: TransferConfig) -> list[Pair]:
     return pairs
 
 
+def rank_context(cfg: TransferConfig, spec, rank: int) -> RankContext:
+    """The rank context of global rank `rank`: a sender's (`stage * tp + tp_rank`) below the sender's size, else the
+    receiver's."""
+    senders = cfg.sender[0] * cfg.sender[1]
+    tp, pp = cfg.sender if rank < senders else cfg.receiver
+    index = rank if rank < senders else rank - senders
+    runtime = RuntimeConfig(max_batch=max(cfg.batches) + 1, max_seq_len=cfg.max_seq_len)
+    return RankContext.build(spec, ParallelLayout(tp=tp, pp=pp), runtime, resolve_dtypes(spec), index // tp)
+
+
+def check_memory(cfg: TransferConfig, ranks: dict[int, torch.device]) -> None:
+    """Refuse, before any cache is built, ranks whose caches (estimated) exceed the memory free on their devices (the
+    ranks on one device, the host's for CPU pools, summed)."""
+    spec = load_spec(cfg.spec)
+    wanted: dict[torch.device, int] = {}
+    for rank, device in ranks.items():
+        wanted[device] = wanted.get(device, 0) + estimate_rank(rank_context(cfg, spec, rank)).cache_bytes
+    for device, need in wanted.items():
+        free = device_info.free_bytes(device)
+        if free is not None and need > free:
+            raise McacheError(f"bench: the caches of the transfer's ranks on {device} take {need / 2**30:.2f} GiB, more "
+                              f"than the {free / 2**30:.2f} GiB free there: lower --batch or --max-seq-len")
+
+
+def _device(cfg: TransferConfig, rank: int, local: int | None) -> torch.device:
+    """The device of `rank` (its local rank's GPU under torchrun)."""
+    if not cfg.device.startswith("cuda"):
+        return torch.device("cpu")
+    return torch.device("cuda", (rank if local is None else local) % torch.cuda.device_count())
+
+
 def run_transfer(cfg: TransferConfig) -> Results | None:
     """Run the transfer: this rank's share under `torchrun` (the results on rank 0, None elsewhere), else spawn
     the whole world here and return rank 0's results."""
@@ -87,10 +119,13 @@ def run_transfer(cfg: TransferConfig) -> Results | None:
         if world != cfg.world:
             raise McacheError(f"bench: torchrun started {world} processes; the transfer needs {cfg.world} "
                               "(sender tp x pp + receiver tp x pp)")
-        return _worker(int(os.environ["RANK"]), cfg, world, int(os.environ.get("LOCAL_RANK", 0)))
+        rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", 0))
+        check_memory(cfg, {rank: _device(cfg, rank, local)})
+        return _worker(rank, cfg, world, local)
     if cfg.backend_name == "nccl" and torch.cuda.device_count() < cfg.world:
         raise McacheError(f"bench: transfer over nccl needs one GPU per rank: {cfg.world} ranks, {torch.cuda.device_count()} "
                           "GPUs visible (NCCL refuses two ranks on one GPU); use --backend gloo or more GPUs")
+    check_memory(cfg, {rank: _device(cfg, rank, None) for rank in range(cfg.world)})
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,7 +148,7 @@ def _worker(rank: int, cfg: TransferConfig, world: int, local: int | None, init:
             out: Path | None = None) -> Results | None:
     """One rank: set up the process group, measure every batch size, write or return the results on rank 0."""
     cuda = cfg.device.startswith("cuda")
-    device = torch.device("cuda", (rank if local is None else local) % torch.cuda.device_count()) if cuda else torch.device("cpu")
+    device = _device(cfg, rank, local)
     if cuda:
         torch.cuda.set_device(device)
     backend = cfg.backend_name
@@ -142,11 +177,10 @@ class TransferRank:
         self.dtypes = resolve_dtypes(self.spec)
         senders = cfg.sender[0] * cfg.sender[1]
         self.is_sender = rank < senders
-        tp, pp = cfg.sender if self.is_sender else cfg.receiver
         self.index = rank if self.is_sender else rank - senders
-        self.tp, self.tp_rank = tp, self.index % tp
-        runtime = RuntimeConfig(max_batch=max(cfg.batches) + 1, max_seq_len=cfg.max_seq_len)
-        self.ctx = RankContext.build(self.spec, ParallelLayout(tp=tp, pp=pp), runtime, self.dtypes, self.index // tp)
+        self.ctx = rank_context(cfg, self.spec, rank)
+        self.tp = self.ctx.layout.tp
+        self.tp_rank = self.index % self.tp
         self.manager = CacheManager(self.ctx, tp_rank=self.tp_rank, device=device, pool_layout=cfg.pool_layout)
         mine = (lambda p: p.sender == self.index) if self.is_sender else (lambda p: p.receiver == self.index)
         # (peer's global rank, pair), in one order on both sides

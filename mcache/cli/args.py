@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 from mcache.cli.options import flag
-from mcache.core.errors import LayoutError, McacheError, SpecError
+from mcache.core.errors import LayoutError, McacheError, ReceiverError, SpecError
 from mcache.core.numbers import shown
 from mcache.core.options import OptionError, SizeOptions
 from mcache.core.spec.model import MAX_INT
@@ -15,6 +15,7 @@ from mcache.core.spec.model import MAX_INT
 OPTION_FIELDS = frozenset(("tp", "pp", "tp/pp", "pp_partition", "attention_dp", "attention_dp_size",
                            "gpu", "gpu_memory", "context", "concurrency",
                            "tokens_per_block", "draft_tokens", "engine", "target_concurrency", "prefix_caching", "draft_model",
+                           "transfer_to_tp", "transfer_to_pp",
                            *SizeOptions.__struct_fields__))
 
 # The range of every number option, by field (both ends included; a float's lower end excluded). Integers stop at
@@ -24,15 +25,18 @@ COUNT, ZERO_UP, FRACTION = (1, MAX_INT), (0, MAX_INT), (0.0, 1.0)
 # speculative_num_draft_tokens, TensorRT-LLM max_draft_len); a state slot grows by one conv row and one snapshot per
 # draft, so a larger count only sizes nonsense (and a `plan --draft` list of thousands sweeps for minutes).
 MAX_DRAFT = 256
+# Timed repetitions of one bench measurement: medians settle within tens; the bound keeps a typo from running for days.
+MAX_REPS = 10_000
 RANGES = {
-    "tp": COUNT, "pp": COUNT, "pp_partition": COUNT, "attention_dp_size": COUNT, "max_batch": COUNT,
+    "tp": COUNT, "pp": COUNT, "transfer_to_tp": COUNT, "transfer_to_pp": COUNT, "pp_partition": COUNT,
+    "attention_dp_size": COUNT, "max_batch": COUNT,
     "max_seq_len": COUNT, "block_size": COUNT,
     "kv_tokens": COUNT, "draft": (0, MAX_DRAFT), "reserved_slots": ZERO_UP, "snapshot_slots": ZERO_UP,
     "context": COUNT, "concurrency": COUNT, "target_concurrency": COUNT, "max_gpus": COUNT, "top": COUNT,
     "kernel_block_size": COUNT, "max_num_seqs": COUNT, "max_num_batched_tokens": COUNT,
     "max_mamba_cache_size": COUNT, "max_running_requests": COUNT, "max_total_tokens": COUNT,
     "chunked_prefill_size": (-1, MAX_INT),  # SGLang: -1 turns chunked prefill off
-    "max_tokens": COUNT, "batch": COUNT,
+    "max_tokens": COUNT, "batch": COUNT, "reps": (1, MAX_REPS),
     "utilization": FRACTION, "mem_fraction_static": FRACTION, "free_gpu_memory_fraction": FRACTION,
     "mamba_full_memory_ratio": (0.0, 1000.0),
 }
@@ -72,6 +76,10 @@ def located(err: LayoutError, origin: str, engine: str | None = None, named: dic
 
     if isinstance(err, EngineSettingError):
         return _engine_error(err, engine)
+    if isinstance(err, ReceiverError):
+        inner = err.inner
+        detail = inner.expected if inner.field in ("tp", "pp") else f"the receiver's layout: {located(inner, origin)}"
+        return McacheError(f"{flag(err.field)}: {detail}")
     if named and err.field in named:
         return McacheError(f"{named[err.field]}: {err.expected}")
     if isinstance(err, OptionError) and err.instead:

@@ -58,7 +58,7 @@ def bench(
     if not batches or min(batches) < 1:
         raise McacheError(f"bench: --batch: positive integers separated by commas, got {batch!r}")
     check_ranges({"batch": tuple(batches), "tp": tp, "pp": pp, "draft": draft, "max_batch": max_batch,
-                  "max_seq_len": max_seq_len})
+                  "max_seq_len": max_seq_len, "reps": reps})
     if ring_tokens is not None and ring_tokens < draft + 1:
         raise McacheError(f"bench: --ring-tokens: at least draft + 1 ({draft + 1}) tokens, got {ring_tokens}")
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))

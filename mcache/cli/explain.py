@@ -83,12 +83,13 @@ def options_gpu_memory(sizes: dict) -> str:
 
 
 def _read(log: str) -> tuple[str, str]:
-    """The log's text (bounded as every document mcache reads) and the name to give it in messages."""
+    """The log's text (bounded as every document mcache reads; a byte that is not UTF-8, as a captured terminal may
+    leave, read as U+FFFD, from a file as from stdin) and the name to give it in messages."""
     from mcache.core.errors import McacheError
-    from mcache.core.files import MAX_DOCUMENT_BYTES, read_document
+    from mcache.core.files import MAX_DOCUMENT_BYTES, read_bounded
 
     if log != "-":
-        return read_document(log, "a readable UTF-8 log"), log
+        return read_bounded(log, "a readable log").decode("utf-8", errors="replace"), log
     data = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:
         raise McacheError(f"stdin: a log of at most {MAX_DOCUMENT_BYTES >> 20} MiB (the start-up part is enough)")

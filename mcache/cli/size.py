@@ -171,7 +171,7 @@ def size(
                           "kv_cache_memory": kv_cache_memory, "free_memory_before_load": free_memory_before_load})
     options = size_options(params, sizes)
     check_ranges({**asdict(options), "tp": tp, "pp": pp, "attention_dp_size": attention_dp_size, "context": context,
-                  "concurrency": concurrency})
+                  "concurrency": concurrency, "transfer_to_tp": transfer_to_tp, "transfer_to_pp": transfer_to_pp})
     try:
         engine_settings(engine, options)  # an option the engine lacks is the first error, before the layout's
         if engine_version and not engine:

@@ -39,6 +39,15 @@ class LayoutError(McacheError):
         super().__init__(f"{field}: {expected}")
 
 
+class ReceiverError(LayoutError):
+    """The receiver layout of a transfer (`mcache size --transfer-to-tp/--transfer-to-pp`, `field`) cannot take the
+    model: `inner` is the layout's own error (a stage count, or a spec field its TP cannot split)."""
+
+    def __init__(self, field: str, inner: LayoutError):
+        self.inner = inner
+        super().__init__(field, inner.expected)
+
+
 class DoesNotFit(McacheError):
     """The model or layout does not fit on the GPU (or the engine would refuse to start): exit code 3."""
 

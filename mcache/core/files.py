@@ -40,8 +40,9 @@ def read_document(path: str | Path, what: str = "a readable UTF-8 file", limit: 
     data = read_bounded(path, what, limit)
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(str(path), "file", f"{what} (UnicodeDecodeError)") from None
+    except UnicodeDecodeError as err:  # the line of the first byte that is not UTF-8
+        raise SpecError(str(path), "file", f"{what} (byte 0x{data[err.start]:02x} at offset {err.start} is not UTF-8)",
+                        data.count(b"\n", 0, err.start) + 1) from None
 
 
 def read_json_object(path: Path, holding: str, limit: int = MAX_DOCUMENT_BYTES, **hooks) -> dict:

@@ -97,8 +97,9 @@ def _fetched(ref: str) -> Snapshot | SpecError:
 
 
 def cache_clear() -> None:
-    """Forget what was fetched (tests lay out a new cache)."""
+    """Forget what was fetched and whether the Hub's host resolved (tests lay out a new cache or endpoint)."""
     _fetched.cache_clear()
+    unresolvable_host.cache_clear()
 
 
 def _fetch(ref: str) -> Snapshot:
@@ -130,13 +131,38 @@ def _fetch(ref: str) -> Snapshot:
     return Snapshot(folder, repo, asked, commit, note)
 
 
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+@lru_cache(maxsize=1)
+def unresolvable_host() -> str | None:
+    """The Hub's host (`HF_ENDPOINT`'s) when it has no address here (no network, no DNS), else None. huggingface_hub
+    retries a failed connection five times, 23 s in all, before it looks in its cache: a name that does not resolve
+    will not on a retry. Not asked through a proxy, which resolves the name itself."""
+    import os
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    url = urlsplit(constants.ENDPOINT)
+    try:
+        socket.getaddrinfo(url.hostname, url.port or 443)
+    except (OSError, UnicodeError):  # socket.gaierror is an OSError
+        return url.hostname or constants.ENDPOINT
+    return None
+
+
 def _download(ref: str, repo: str, filename: str, revision: str | None) -> str:
     """The cached path of `filename` in `repo` at `revision` (fetched when online); one line for each failure."""
     from huggingface_hub import constants, errors, hf_hub_download
 
     offline = constants.is_offline_mode()
+    host = None if offline else unresolvable_host()
     try:
-        return hf_hub_download(repo, filename, revision=revision)
+        return hf_hub_download(repo, filename, revision=revision, local_files_only=host is not None)
     except errors.GatedRepoError:
         raise HubUnanswered(ref, "hub", "a repo you may read: it is gated; accept its terms on its Hub page, then set "
                                         "HF_TOKEN (or run `hf auth login`)", "the repo is gated") from None
@@ -150,6 +176,11 @@ def _download(ref: str, repo: str, filename: str, revision: str | None) -> str:
             raise HubUnanswered(ref, "hub", f"{filename} in the local Hugging Face cache (HF_HUB_OFFLINE is set and it "
                                             "was never downloaded): run once online, or pass a config.json path",
                                 f"HF_HUB_OFFLINE is set and the local cache has no {filename}") from None
+        if host is not None:
+            raise HubUnanswered(ref, "hub", f"a reachable Hub or a cached {filename}: the Hub's host {host} does not "
+                                            "resolve here (no network?) and the local cache has no copy; check the "
+                                            "network (or HF_ENDPOINT), or pass a config.json path",
+                                f"the Hub's host does not resolve and the local cache has no {filename}") from None
         raise HubUnanswered(ref, "hub", f"a reachable Hub or a cached {filename}: the Hub did not answer and the local "
                                         "cache has no copy; check the network (or HF_ENDPOINT), or pass a config.json "
                                         "path", f"the Hub did not answer and the local cache has no {filename}") from None
@@ -178,6 +209,8 @@ def _optional(ref: str, repo: str, filename: str, commit: str, limit: int | None
         return True
     if cached is not None:  # the cache records that the repo has no such file
         return False
+    if unresolvable_host() is not None:
+        return None
     if limit is not None and _remote_size(repo, filename, commit) > limit:
         raise SpecError(f"{repo}@{commit[:12]}/{filename}", "file", f"a file of at most {limit >> 20} MiB (the Hub "
                                                                    "says it is larger; not downloaded)")

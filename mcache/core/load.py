@@ -161,6 +161,9 @@ def parse_spec(text: str, file: str) -> ModelSpec:
     """Parse and validate spec YAML text; `file` names it in errors."""
     try:
         data = _load_yaml(text, file)
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow, such as NUL: where it stands
+        raise SpecError(file, "yaml", f"valid YAML ({err.reason}: U+{err.character:04X})",
+                        text.count("\n", 0, err.position) + 1) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "valid YAML"

@@ -8,7 +8,7 @@ from msgspec.structs import asdict
 
 from mcache import __version__
 from mcache.core.deployment import Deployment, Sized, size_deployment
-from mcache.core.errors import LayoutError, McacheError
+from mcache.core.errors import LayoutError, McacheError, ReceiverError
 from mcache.core.options import SizeOptions
 from mcache.core.sizing import drafter
 from mcache.core.sizing.buffers import COMPONENTS
@@ -80,13 +80,23 @@ def size_report(spec: ModelSpec, d: Deployment, origin: str, transfer_to: Parall
         est = sized.neutral.estimate
         from mcache.core.transfer_plan import transfer_plan  # only with a receiver layout
 
-        plan = transfer_plan(spec, est.dtypes, est.layout, transfer_to, sized.neutral.context, est.runtime.tokens_per_block)
+        try:
+            plan = transfer_plan(spec, est.dtypes, est.layout, transfer_to, sized.neutral.context,
+                                 est.runtime.tokens_per_block)
+        except LayoutError as err:  # the sender's layout was sized above: this is the receiver's
+            raise receiver_error(err) from None
         data["transfer"] = msgspec.to_builtins(plan)
     if sized.engine:
         data["engine"] = sized.engine.as_json()
     elif data["capacity"] is not None:
         data["capacity"]["engines"] = engines_beside(spec, d, sized.neutral.context)
     return SizeReport(data, sized)
+
+
+def receiver_error(err: LayoutError) -> ReceiverError:
+    """A receiver layout's error, named by the option that set it: its stages by `transfer_to_pp`, anything else (its
+    TP against the model's heads) by `transfer_to_tp`."""
+    return ReceiverError("transfer_to_pp" if err.field == "pp" else "transfer_to_tp", err)
 
 
 def engines_beside(spec: ModelSpec, d: Deployment, context: int) -> list[dict]:

@@ -520,8 +520,10 @@ def check_drafter(d: Drafter, file: str) -> None:
 
 def parse_unit(unit: str) -> tuple[str, str | None, tuple[int, ...] | None]:
     """`"moe.experts@3,7"` -> `("moe", "experts", (3, 7))`; a `ValueError` for a malformed unit."""
-    name, _, layers = unit.partition("@")
+    name, at, layers = unit.partition("@")
     kind, _, part = name.partition(".")
+    if at and not layers:
+        raise ValueError(f"no layers after '@' in {unit!r}")
     indices = tuple(int(x) for x in layers.split(",")) if layers else None
     return kind, part or None, indices
 

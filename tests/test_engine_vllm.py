@@ -221,6 +221,16 @@ def test_max_model_len_above_the_config_s_is_a_start_up_refusal():
                                              "max_model_len (8192.0")
 
 
+@pytest.mark.parametrize("version", ["0.10.2", "0.34.0"])
+def test_a_given_max_num_seqs_above_the_batched_tokens_stops_the_engine(version):
+    # config/scheduler.py SchedulerConfig._verify_args; arg_utils.py lowers only a default max_num_seqs to them
+    r = run("vllm", "nemotron-h-8b", "h200", version=version, max_num_seqs=1024, max_num_batched_tokens=512)
+    assert not r.starts and stage(r).startup_error == (
+        "ValueError: max_num_batched_tokens (512) must be greater than or equal to max_num_seqs (1024).")
+    lowered = run("vllm", "nemotron-h-8b", "h200", version=version, max_num_batched_tokens=128)
+    assert lowered.starts and lowered.settings["max_num_seqs"] == 128  # the default 1024 (a big GPU's), lowered
+
+
 def test_a_config_without_a_length_key_means_2048():
     # config/model.py _get_and_verify_max_len: none of the keys, so 2048 with a warning (Mamba-2.8B)
     r = run("vllm", config_spec("mamba-2.8b"))

@@ -473,6 +473,19 @@ def test_a_vllm_log_reads_the_same_in_every_format(variant, tmp_path, capsys):
         assert any(p.startswith("EngineCore") for p in data["log"]["processes"]), data["log"]["processes"]
 
 
+def test_a_layout_that_contradicts_the_one_the_log_states_is_one_line(capsys):
+    # the config line states TP 1 and PP 1: sizing it as TP 2 would call every figure a finding of nothing the engine did
+    log = str(LOGS / "vllm/nemotron-cascade2-30b-nvfp4-rtx5090-wsl-0.19.2rc1-64k.log")
+    model = str(HF_CONFIGS / "nvidia-nemotron-3-nano-30b-a3b.json")
+    assert one_line(["explain", log, "--model", model, "--tp", "2"], capsys) == (
+        "mcache: --tp 2: the log states a tensor-parallel size of 1 (line 18); --tp is for a log that does not state it "
+        "(`mcache size` answers another layout)")
+    assert "--pp 2: the log states a pipeline-parallel size of 1 (line 18)" in one_line(
+        ["explain", log, "--model", model, "--pp", "2"], capsys)
+    code, data = explain([log, "--model", model, "--tp", "1", "--pp", "1"], capsys)  # the same layout: no contradiction
+    assert code == 0
+
+
 def test_a_log_with_bytes_that_are_not_utf8_is_read_as_stdin_is(tmp_path, capsys):
     # a terminal capture may hold a stray Latin-1 byte: the log is read, the byte as U+FFFD, as from stdin
     path = tmp_path / "boot.log"
@@ -908,6 +921,10 @@ def test_a_log_whose_figures_all_need_memory_mcache_lacks_confirms_nothing(tmp_p
      "the log's gpu_memory_utilization (line 4): a finite number, got 'nan'"),
     (("GPU KV cache size: ", "GPU KV cache size: " + "9" * 5000), "a number of more digits than any engine prints"),
     (("(EngineCore", "(EngineCore_DP99999999999999999999"), "a DP size of 100000000000000000000"),
+    # memory past a float's range (it overflowed rounding to bytes), or past any GPU's
+    (("Available KV cache memory: 6.01", "Available KV cache memory: " + "9" * 400), "a memory figure of more digits"),
+    (("Available KV cache memory: 6.01", "Available KV cache memory: 5000000"),
+     "available_kv_cache_memory of 5000000 GiB: more memory than any GPU holds"),
 ])
 def test_a_log_value_no_engine_takes_is_one_line_naming_it(edit, words, tmp_path, capsys):
     """A log's settings feed mcache's profile as its options would: a value no engine takes (the wrong type, a count

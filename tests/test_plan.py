@@ -328,6 +328,10 @@ def test_the_spec_scheme_is_honoured_for_every_draft_candidate():
     (["--gpu-memory", "80GiB", "--max-tpot", "20"], "--gpu-memory: a GPU with a known bandwidth"),
     (["--reserve", "200GiB", "--gpu", "h200"], "--reserve: less than the"),
     (["--tp", "128", "--pp", "1"], "--tp/--pp: a TP x PP of at most 64 GPUs"),
+    # a custom card named as a catalogue GPU or as another custom card would stand in for it
+    (["--gpu", "h200", "--gpu-memory", "96GiB:h200"], "--gpu-memory: a name no other planned GPU has, got 'h200'"),
+    (["--gpu-memory", "96GiB:x", "--gpu-memory", "80GiB:X"], "--gpu-memory: a name no other planned GPU has, got 'X'"),
+    (["--gpu", "h200,,h100"], "--gpu: GPU names separated by commas"),
 ])
 def test_bad_fleet_input_is_one_line(args, needle, capsys):
     assert main(["plan", "nemotron-h-8b", "--context", "8192", *args]) == 2
@@ -481,3 +485,21 @@ def test_the_roofline_takes_a_bench_run_s_measured_bandwidth(tmp_path, capsys):
     (tmp_path / "cpu.json").write_text(json.dumps(cpu))
     assert main(["plan", "nemotron-h-8b", "--gpu", "h200", "--bandwidth-from", str(tmp_path / "cpu.json")]) == 2
     assert "a results file of a GPU run (its copy ceiling), got a cpu run" in capsys.readouterr().err
+    # a ceiling no GPU's memory reaches (1e-300 divided by zero, 1e308 overflowed), or none recorded, is one line
+    for gbps, shown in ((1e308, "1e+308"), (1e-300, "1e-300"), (0.001, "0.001")):
+        odd = json.loads(results.read_text())
+        odd["meta"]["ceiling"]["gbps"] = gbps
+        (tmp_path / "odd.json").write_text(json.dumps(odd))
+        assert main(["plan", "nemotron-h-8b", "--gpu", "h200", "--bandwidth-from", str(tmp_path / "odd.json")]) == 2
+        assert capsys.readouterr().err.strip() == ("mcache: --bandwidth-from: a copy ceiling a GPU reaches (1 to 100,000 "
+                                                   f"GB/s: meta.ceiling.gbps), got {shown} GB/s")
+    odd["meta"]["ceiling"] = None
+    (tmp_path / "odd.json").write_text(json.dumps(odd))
+    assert main(["plan", "nemotron-h-8b", "--gpu", "h200", "--bandwidth-from", str(tmp_path / "odd.json")]) == 2
+    assert "got a cuda run without one (meta.ceiling: null" in capsys.readouterr().err
+
+
+def test_a_gpu_named_twice_is_planned_once():
+    plan = plan_json("nemotron-h-8b", "--gpu", "h200,H200,NVIDIA H200", "--context", "8192", "--tp", "1", "--pp", "1",
+                     "--kv-dtype", "default")
+    assert [c["gpu"] for c in plan["candidates"]] == ["h200"]

@@ -25,9 +25,10 @@ def explain(
         "The model as `mcache size` takes a SPEC (default: the path or Hub id the log names, from the Hugging Face "
         "cache when not a path)."))] = None,
     tp: Annotated[int | None, typer.Option(help=(
-        "Tensor-parallel size (default: the log's; a vLLM log's data-parallel size over engine cores of TP 1, as "
-        "--attention-dp takes it)."))] = None,
-    pp: Annotated[int | None, typer.Option(help="Pipeline-parallel stages (default: the log's).")] = None,
+        "Tensor-parallel size, where the log does not state it (default: the log's; a vLLM log's data-parallel size "
+        "over engine cores of TP 1, as --attention-dp takes it)."))] = None,
+    pp: Annotated[int | None, typer.Option(help="Pipeline-parallel stages, where the log does not state them (default: "
+                                                "the log's).")] = None,
     **options,
 ) -> int:
     """Explain an engine's start-up log: its figures beside mcache's, from the memory it measured."""
@@ -61,6 +62,7 @@ def explain(
     from msgspec.structs import asdict
 
     check_ranges({**asdict(overrides), "tp": tp, "pp": pp, "attention_dp_size": dp_size, "context": context})
+    stated_layout(parsed, tp, pp)
     try:
         log_tp, log_pp, log_dp, log_dp_size = log_layout(parsed, tp, pp, attention_dp, dp_size)
         layout = _layout(log_tp, log_pp, log_dp, partition, log_dp_size)
@@ -94,6 +96,20 @@ def _read(log: str) -> tuple[str, str]:
     if len(data) > MAX_DOCUMENT_BYTES:
         raise McacheError(f"stdin: a log of at most {MAX_DOCUMENT_BYTES >> 20} MiB (the start-up part is enough)")
     return data.decode("utf-8", errors="replace"), "stdin"
+
+
+def stated_layout(parsed, tp: int | None, pp: int | None) -> None:
+    """`--tp` and `--pp` give a layout the log does not state: one that contradicts a size the log states is one line
+    (its figures would all differ, findings of nothing the engine did)."""
+    from mcache.core.errors import McacheError
+    from mcache.core.explain import log_layout
+
+    stated_tp, stated_pp = log_layout(parsed, None, None, False)[:2]
+    for flag, given, stated, line in (("--tp", tp, stated_tp, parsed.tp_line), ("--pp", pp, stated_pp, parsed.pp_line)):
+        if given is not None and line is not None and given != stated:
+            what = "tensor-parallel size" if flag == "--tp" else "pipeline-parallel size"
+            raise McacheError(f"{flag} {given}: the log states a {what} of {stated} (line {line}); {flag} is for a log "
+                              "that does not state it (`mcache size` answers another layout)")
 
 
 def _check_cut(parsed, source: str) -> None:

@@ -110,8 +110,15 @@ def plan(
         if len(gpu_memory or ()) > MAX_GPU_MEMORIES:
             raise LayoutError("gpu_memory", f"at most {MAX_GPU_MEMORIES} GPUs, got {len(gpu_memory)}")
         names = gpu if gpu is not None else ("" if gpu_memory else DEFAULT_GPUS)
-        gpus = tuple(catalogue_gpu(g.strip()) for g in names.split(",") if g.strip())
+        listed = [g.strip() for g in names.split(",")] if names else []
+        if "" in listed:
+            raise LayoutError("gpu", f"GPU names separated by commas, such as h200,h100, got {gpu!r}")
+        firsts: dict[str, object] = {}
+        for choice in map(catalogue_gpu, listed):  # a GPU named twice is planned once, as first named
+            firsts.setdefault(choice.name, choice)
+        gpus = tuple(firsts.values())
         gpus += tuple(custom_gpu(text) for text in gpu_memory or ())
+        distinct_gpus(gpus)
         notes: tuple[str, ...] = ()
         if bandwidth_from is not None:
             gpus, notes = _measured_bandwidth(gpus, bandwidth_from)
@@ -161,6 +168,23 @@ def plan(
     return 0
 
 
+def distinct_gpus(gpus) -> None:
+    """A `--gpu-memory SIZE:NAME` named as a catalogue GPU or as another `--gpu-memory` would stand in for it in the
+    ranking and its rows: one line."""
+    from mcache.core.sizing.gpus import _key
+
+    seen: dict[str, str] = {}
+    for g in gpus:
+        key = (_key(g.name) or g.name).casefold()
+        if key in seen and g.given[0] == "--gpu-memory":
+            raise LayoutError("gpu_memory", f"a name no other planned GPU has, got {g.label!r} (as {seen[key]!r})")
+        seen.setdefault(key, g.label)
+
+
+# The copy ceilings a GPU's memory can reach, GB/s: from a laptop card's tens to ten times an H200's 4,800
+BANDWIDTH_GBPS = (1, 100_000)
+
+
 def _measured_bandwidth(gpus, path: str):
     """The planned GPUs with the copy ceiling a `mcache bench` results file measured as the roofline's bandwidth, and
     the line that says so."""
@@ -169,7 +193,13 @@ def _measured_bandwidth(gpus, path: str):
 
     meta = load(path).meta
     if meta.ceiling is None or meta.gpu is None:
-        raise LayoutError("bandwidth_from", f"a results file of a GPU run (its copy ceiling), got a {meta.device} run")
+        got = (f"a {meta.device} run" if meta.gpu is None else
+               f"a {meta.device} run without one (meta.ceiling: null, an interrupted run's)")
+        raise LayoutError("bandwidth_from", f"a results file of a GPU run (its copy ceiling), got {got}")
+    low, high = BANDWIDTH_GBPS
+    if not low <= meta.ceiling.gbps <= high:
+        raise LayoutError("bandwidth_from", f"a copy ceiling a GPU reaches ({low:,} to {high:,} GB/s: "
+                                            f"meta.ceiling.gbps), got {meta.ceiling.gbps:.6g} GB/s")
     gpus = with_bandwidth(gpus, meta.gpu.name, int(meta.ceiling.gbps * 1e9))
     return gpus, (f"roofline bandwidth of {meta.gpu.name}: {meta.ceiling.gbps:,.0f} GB/s, the copy ceiling {path} "
                   "measured (not the datasheet's)",)

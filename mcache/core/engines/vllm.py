@@ -804,8 +804,10 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
     # length), CacheConfig's validation, the config hooks, VllmConfig's verify_with_parallel_config (the heads, then
     # pipeline parallelism), then loading the model (a removed architecture through the Transformers backend, a class
     # that does not build) and its layers' specs (drafts on Mamba layers)
+    batched, max_num_seqs = _batch_limits(s, inputs, version)
     refusal = (_config_error(spec, version) or _length_error(s, spec) or _mamba_dtype_error(s, version)
-               or _draft_method_error(spec, k, version) or _drafter_error(spec, k, version) or refusal
+               or _draft_method_error(spec, k, version) or _drafter_error(spec, k, version)
+               or _scheduler_error(batched, max_num_seqs) or refusal
                or _heads_error(spec, inputs.layout.tp)
                or _pp_error(spec, inputs.layout, version)
                or _build_error(spec, version, inputs.layout.pp, inputs.layout.tp))
@@ -824,7 +826,6 @@ def _setup(inputs: EngineInputs, s: Settings) -> Setup:
                                                  f"got {s.given['gdn_prefill_backend']!r}")
     checkpoints = (mode == "align" and gdn_backend == "flashinfer" and recurrent == ["gdn"]
                    and _since(version, "gdn_checkpoints"))
-    batched, max_num_seqs = _batch_limits(s, inputs, version)
     refusal = refusal or _scheduled_tokens(spec, k, batched, max_num_seqs, version, log)
     refusal = refusal or _drafter_layers_error(spec, k, version)  # the drafter is built after the model
     active = _active_seqs(spec, k, batched, max_num_seqs, version, log)
@@ -1417,7 +1418,8 @@ def _in_flight(spec, k: int, batched: int, pp: int, version: str, async_on: bool
 
 def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs): given, else arg_utils.py get_batch_defaults by the GPU's memory (the
-    160 GiB tier since 0.28); max_num_seqs is at most the batched tokens."""
+    160 GiB tier since 0.28); a default max_num_seqs is at most the batched tokens (`_scheduler_error` refuses a given
+    one above them)."""
     gpu = inputs.gpu_bytes or 0
     big_gpu = gpu >= BIG_GPU_BYTES and "a100" not in (inputs.gpu_name or "").lower()
     huge_gpu = gpu >= HUGE_GPU_BYTES and _since(version, "prefix_default_hybrid")
@@ -1426,7 +1428,17 @@ def _batch_limits(s: Settings, inputs: EngineInputs, version: str) -> tuple[int,
                      else DEFAULT_MAX_NUM_BATCHED_TOKENS_BIG_GPU if big_gpu else DEFAULT_MAX_NUM_BATCHED_TOKENS, by_gpu)
     seqs = s.take("max_num_seqs", DEFAULT_MAX_NUM_SEQS_BIG_GPU if big_gpu or huge_gpu else DEFAULT_MAX_NUM_SEQS,
                   by_gpu)
-    return batched, min(seqs, batched)
+    return batched, seqs if "max_num_seqs" in s.given else min(seqs, batched)
+
+
+def _scheduler_error(batched: int, max_num_seqs: int) -> str | None:
+    """config/scheduler.py SchedulerConfig._verify_args (0.10 - 0.34; config.py before the config package): a step
+    schedules a token a sequence at least, so a given max_num_seqs above max_num_batched_tokens stops the engine while
+    its config is made (a default max_num_seqs is lowered to the batched tokens instead: arg_utils.py)."""
+    if max_num_seqs <= batched:
+        return None
+    return (f"ValueError: max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs "
+            f"({max_num_seqs}).")
 
 
 def _pools(contexts: list[RankContext], weights: list[int], inputs: EngineInputs, setup: Setup) -> list[StagePool]:

@@ -54,8 +54,9 @@ class EngineLog(Struct):
     the memory figures it found; `figures` what it printed. `quantization` is the engine's quantization method as the
     log states it (line `quantization_line`), `weight_format` the format its weights are stored in where the method
     names one (the engine module's `WEIGHT_FORMATS`; None: the log states no method, or one of several formats).
-    `dp` is the data-parallel size the log states or its processes show (line `dp_line`, setting `dp_name`; None: not
-    said), and `attention_dp` whether those ranks are attention DP (None: the log does not say)."""
+    `tp`, `pp` and `dp` are the parallel sizes the log states (lines `tp_line`, `pp_line`, `dp_line`) or its processes
+    show (no line), `dp_name` the data-parallel setting's name (None: not said), and `attention_dp` whether those ranks
+    are attention DP (None: the log does not say)."""
 
     engine: str
     version: str | None = None
@@ -68,7 +69,9 @@ class EngineLog(Struct):
     quantization_line: int | None = None
     weight_format: str | None = None
     tp: int | None = None
+    tp_line: int | None = None
     pp: int | None = None
+    pp_line: int | None = None
     dp: int | None = None
     dp_line: int | None = None
     dp_name: str | None = None
@@ -100,6 +103,8 @@ def read_log(text: str, source: str = "log") -> EngineLog:
         if "integer string conversion" not in str(err):
             raise
         raise LogError(f"{source}: a number of more digits than any engine prints; not a start-up log") from None
+    except OverflowError:  # a memory figure past a float's range (309 digits), rounded to bytes
+        raise LogError(f"{source}: a memory figure of more digits than any engine prints; not a start-up log") from None
 
 
 def _read(lines: list[LogLine], text: str, source: str) -> EngineLog:
@@ -115,6 +120,13 @@ def _read(lines: list[LogLine], text: str, source: str) -> EngineLog:
         if (getattr(log, field) or 1) > MAX_RANKS:
             raise LogError(f"{source}: a {field.upper()} size of {getattr(log, field)} (the largest rank its lines name, "
                            f"+ 1): no engine runs more than {MAX_RANKS}; not a real start-up log")
+    for m in log.measured:  # a figure of more memory than any machine holds: no engine measured it
+        if abs(m.bytes) > MAX_MEASURED:
+            raise LogError(f"{source}:{m.line}: {m.name} of {m.shown[:40]}: more memory than any GPU holds; not a real "
+                           "start-up log")
+    if (log.gpu_bytes or 0) > MAX_MEASURED:
+        raise LogError(f"{source}: a GPU of {log.gpu_bytes / GIB:.3g} GiB: more memory than any GPU holds; not a real "
+                       "start-up log")
     log.weight_format = getattr(module, "WEIGHT_FORMATS", {}).get(log.quantization)
     log.started_line = next((line.number for line in lines if module.STARTED.search(line.text)), None)
     log.lines = len(lines)
@@ -137,6 +149,7 @@ def figures_of(engine: str, log_lines: list[str]) -> list[Printed]:
 
 NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
 MAX_RANKS = 4096  # a parallel size no deployment reaches (a log naming more is not a real one)
+MAX_MEASURED = 1 << 50  # bytes: a memory figure past a pebibyte is no GPU's (a log printing one is not a real one)
 
 
 def number(text: str) -> int | float:
@@ -190,5 +203,4 @@ def layout_setting(log: EngineLog, field: str, value, line: int, weak: bool = Fa
     if not isinstance(value, int) or isinstance(value, bool) or (weak and getattr(log, field) is not None):
         return
     setattr(log, field, value)
-    if field == "dp":
-        log.dp_line = line
+    setattr(log, f"{field}_line", line)

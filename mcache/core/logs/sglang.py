@@ -30,6 +30,7 @@ from mcache.core.logs import (
     Measured,
     Printed,
     dp_from_processes,
+    gib,
     half_step,
     layout_setting,
     pp_from_processes,
@@ -118,7 +119,7 @@ def read(lines: list[LogLine]) -> EngineLog:
         if (m := LOAD_END.search(text)) and not any(x.name == "weights" and x.process == line.process
                                                      for x in log.measured):
             log.architecture = log.architecture or m[1]
-            log.measured.append(Measured("weights", _gib(m[3]), half_step(m[3], GIB), "weights_bytes", f"{m[3]} GB",
+            log.measured.append(Measured("weights", gib(m[3]), half_step(m[3], GIB), "weights_bytes", f"{m[3]} GB",
                                          line.number, line.process))
             if line.process not in before:  # the free memory before the load: what is left plus what the load took
                 total = f"{float(m[2]) + float(m[3]):.{max(_decimals(m[2]), _decimals(m[3]))}f}"
@@ -126,7 +127,7 @@ def read(lines: list[LogLine]) -> EngineLog:
         if (m := CONTEXT.search(text)) and "context_length" not in log.settings:
             log.settings["context_length"], log.setting_lines["context_length"] = int(m[1]), line.number
     for process, (steps, shown, number) in before.items():  # a sum of two rounded figures: two half-steps
-        log.measured.append(Measured("free_memory_before_load", _gib(shown), half_step(shown, GIB) * steps,
+        log.measured.append(Measured("free_memory_before_load", gib(shown), half_step(shown, GIB) * steps,
                                      "pre_model_load_memory_bytes", f"{shown} GB", number, process))
     for p in log.figures:
         if p.key == "kv_dtype" and "kv_cache_dtype" not in log.settings:
@@ -149,10 +150,6 @@ def _server_args(text: str, start: int) -> dict | None:
 
 def _decimals(shown: str) -> int:
     return len(shown.partition(".")[2])
-
-
-def _gib(shown: str) -> int:
-    return round(float(shown) * GIB)
 
 
 def _args(log: EngineLog, args: dict, line: int) -> None:

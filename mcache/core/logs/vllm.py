@@ -153,6 +153,7 @@ def figures(lines: list[LogLine]) -> list[Printed]:
 def read(lines: list[LogLine]) -> EngineLog:
     log = EngineLog(NAME, settings={}, setting_lines={}, other_settings={}, measured=[], figures=[])
     logo_model = None  # the logo's model: the args and engine lines say more, and win
+    engine_seen = False
     for line in lines:
         text = line.text
         if log.version is None:
@@ -164,8 +165,9 @@ def read(lines: list[LogLine]) -> EngineLog:
         if (m := LOGO_MODEL.search(text)) and logo_model is None:
             logo_model = m[1]
         if m := ENGINE_MODEL.search(text):
-            if log.model is None:
-                log.model = m[1]
+            if not engine_seen:  # the first engine core's config line: what the args line leaves unsaid
+                engine_seen = True
+                log.model = log.model or m[1]
                 for key, value in CONFIG_KEYS.findall(text):
                     _setting(log, "max_model_len" if key == "max_seq_len" else key, _plain(value), line.number,
                              weak=True)

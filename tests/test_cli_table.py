@@ -39,3 +39,9 @@ def test_wide_characters_take_two_columns():
     assert width("模型") == 4 and width("ab") == 2
     lines, _ = render(Table(("名",), [["模型"]], set()), 80)
     assert lines[1] == "┃ 名   ┃" and lines[3] == "│ 模型 │"
+
+
+def test_a_number_is_never_folded_even_past_the_page():
+    # words fold down to one column; a word with a digit keeps whole, the table overflowing a page too narrow for it
+    lines, _ = render(Table(("units", "total"), [["5160960", "78.75 GiB"]], {0, 1}), 12)
+    assert any("5160960" in line for line in lines) and any("78.75" in line for line in lines)

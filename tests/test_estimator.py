@@ -308,7 +308,7 @@ def test_mla_latent_not_sharded(tp):
     [
         pytest.param("layers: {repeat: [mamba2]}\nmamba2: {num_heads: 24, head_dim: 64, state_size: 128}",
                      256, 16, "mamba2.num_heads", id="mamba2-heads-24-over-tp16"),
-        pytest.param("layers: {repeat: [mamba2]}\nmamba2: {num_heads: 16, head_dim: 8, state_size: 16, n_groups: 3}",
+        pytest.param("layers: {repeat: [mamba2]}\nmamba2: {num_heads: 12, head_dim: 8, state_size: 16, n_groups: 3}",
                      256, 2, "mamba2.n_groups", id="mamba2-groups-3-over-tp2"),
         pytest.param("layers: {repeat: [attention]}\nattention: {num_heads: 12, num_kv_heads: 4, head_dim: 64}",
                      256, 8, "attention.num_heads", id="attention-heads-12-over-tp8"),
@@ -317,8 +317,9 @@ def test_mla_latent_not_sharded(tp):
         pytest.param("layers: {repeat: [mla]}\nmla: {num_heads: 6, kv_lora_rank: 64, qk_rope_head_dim: 16, "
                      "qk_nope_head_dim: 32, v_head_dim: 32}",
                      256, 4, "mla.num_heads", id="mla-heads-6-over-tp4"),
-        pytest.param("layers: {repeat: [gdn]}\ngdn: {num_k_heads: 4, num_v_heads: 6, k_head_dim: 32, v_head_dim: 32}",
-                     256, 4, "gdn.num_v_heads", id="gdn-v-heads-6-over-tp4"),
+        # value heads are whole groups of key heads (check_spec), so a TP that splits the key heads splits them too
+        pytest.param("layers: {repeat: [gdn]}\ngdn: {num_k_heads: 3, num_v_heads: 6, k_head_dim: 32, v_head_dim: 32}",
+                     256, 4, "gdn.num_k_heads", id="gdn-k-heads-3-over-tp4"),
         pytest.param("layers: {repeat: [kda]}\nkda: {num_heads: 6, head_dim: 32}",
                      256, 4, "kda.num_heads", id="kda-heads-6-over-tp4"),
         pytest.param("layers: {repeat: [mamba1]}\nmamba1: {intermediate_size: 100}",

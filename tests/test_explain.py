@@ -914,13 +914,16 @@ def test_a_log_whose_figures_all_need_memory_mcache_lacks_confirms_nothing(tmp_p
 
 
 @pytest.mark.parametrize(("edit", "words"), [
-    (("'max_num_seqs': 1", "'max_num_seqs': 'two'"), "the log's max_num_seqs (line 4): a whole number of at least 1, got 'two'"),
-    (("'max_num_seqs': 1", "'max_num_seqs': -2"), "the log's max_num_seqs (line 4): a whole number of at least 1, got '-2'"),
+    (("'max_num_seqs': 1", "'max_num_seqs': 'two'"),
+     "the log's max_num_seqs (line 4): a whole number of at least 1 up to 2**40, got 'two'"),
+    (("'max_num_seqs': 1", "'max_num_seqs': -2"), "the log's max_num_seqs (line 4): a whole number of at least 1 up to 2**40, got '-2'"),
     (("'max_model_len': 131072", "'max_model_len': 1.5"), "the log's max_model_len (line 4): a whole number"),
     (("'max_num_seqs': 1", "'max_num_seqs': 1, 'gpu_memory_utilization': nan"),
      "the log's gpu_memory_utilization (line 4): a finite number, got 'nan'"),
     (("GPU KV cache size: ", "GPU KV cache size: " + "9" * 5000), "a number of more digits than any engine prints"),
     (("(EngineCore", "(EngineCore_DP99999999999999999999"), "a DP size of 100000000000000000000"),
+    (("'max_num_seqs': 1", "'max_num_seqs': 1, 'tensor_parallel_size': 0"), "a TP size of 0 (line 4): an engine runs 1 to"),
+    (("'max_model_len': 131072", "'max_model_len': 99999999999999999999999"), "a whole number of at least 1 up to 2**40"),
     # memory past a float's range (it overflowed rounding to bytes), or past any GPU's
     (("Available KV cache memory: 6.01", "Available KV cache memory: " + "9" * 400), "a memory figure of more digits"),
     (("Available KV cache memory: 6.01", "Available KV cache memory: 5000000"),
@@ -935,6 +938,14 @@ def test_a_log_value_no_engine_takes_is_one_line_naming_it(edit, words, tmp_path
     path.write_text(RUN2.replace(old, new))
     err = one_line(["explain", str(path), "--model", QWEN36_35B, *V033], capsys, code=2)
     assert words in err
+
+
+def test_a_settings_line_too_deep_to_read_is_a_note_not_a_silent_drop(tmp_path, capsys):
+    path = tmp_path / "deep.log"
+    path.write_text(RUN2.replace("'max_num_seqs': 1", "'max_num_seqs': " + "[" * 200 + "1" + "]" * 200))
+    code, data = explain([str(path), "--model", QWEN36_35B, "--gdn-prefill-backend", "triton", *V033], capsys)
+    line = next(n for n, text in enumerate(RUN2.splitlines(), 1) if "non-default args" in text)
+    assert f"the settings on line {line} are not a Python literal mcache reads" in " ".join(data["notes"])
 
 
 def test_a_speculative_config_that_is_no_mapping_is_not_read_as_one(tmp_path, capsys):

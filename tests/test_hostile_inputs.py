@@ -452,6 +452,23 @@ def test_an_output_over_any_input_is_refused_before_work(command, tmp_path, caps
     assert victim.read_bytes() == before
 
 
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("n_groups: 2", "n_groups: 3", "mamba2.n_groups: a divisor of 4 heads (each group serves as many heads), got 3"),
+    ("num_k_heads: 2, num_v_heads: 4", "num_k_heads: 3, num_v_heads: 4", "gdn.num_k_heads: a divisor of 4 heads"),
+    ("vocab_size: 128", "vocab_size: 128\nmoe: {num_experts: 4, top_k: 5, expert_intermediate_size: 8}",
+     "moe.top_k: at most num_experts (4), got 5"),
+    ("vocab_size: 128", "vocab_size: 128\nmtp: {num_layers: 1000000, layer: attention}",
+     "mtp.num_layers: at most the model's 5 layers"),
+])
+def test_heads_groups_experts_and_drafting_layers_that_do_not_add_up_are_one_line(old, new, words, tmp_path, capsys):
+    # a config's n_groups of 7 for 128 heads, top-k above the experts or a million MTP layers sized with no word
+    text = Path(TINY_SPEC).read_text()
+    assert old in text
+    path = tmp_path / "odd.yaml"
+    path.write_text(text.replace(old, new, 1))
+    assert words in one_line(["size", str(path)], capsys)
+
+
 @pytest.mark.parametrize("kv", [3, 16])
 def test_kv_heads_that_serve_no_whole_query_heads_are_one_line(kv, tmp_path, capsys):
     path = tmp_path / "heads.yaml"

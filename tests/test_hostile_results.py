@@ -80,8 +80,11 @@ def _mutated(index: int, **fields):
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (_mutated(1, median_us=-20.0), "rows[1] (commit/mamba2/triton/b1): median_us: Expected `float` > 0.0, got -20.0"),
-        (_mutated(1, p10_us=0.0), "rows[1] (commit/mamba2/triton/b1): p10_us: Expected `float` > 0.0, got 0.0"),
+        (_mutated(1, median_us=-20.0), "rows[1] (commit/mamba2/triton/b1): median_us: Expected `float` >= 0.001, got -20.0"),
+        (_mutated(1, p10_us=0.0), "rows[1] (commit/mamba2/triton/b1): p10_us: Expected `float` >= 0.001, got 0.0"),
+        # a time under a nanosecond (compare's change against it was 300 digits, or infinite), bytes past an exbibyte
+        (_mutated(1, p10_us=1e-300), "rows[1] (commit/mamba2/triton/b1): p10_us: Expected `float` >= 0.001, got 1e-300"),
+        (_mutated(2, bytes=10**30), "rows[2] (copy/mamba2/triton/b1): bytes: Expected `int` <= 1152921504606846976, got " + str(10**30)),
         (_mutated(0, p10_us=110.0, p90_us=90.0),
          "rows[0] (reset/mamba2/triton/b1): p10_us, median_us, p90_us: in that order (p10 <= median <= p90), "
          "got 110.0, 100.0, 90.0"),
@@ -95,8 +98,8 @@ def _mutated(index: int, **fields):
         (lambda d: d["meta"]["ceiling"].update(gbps=-1.0), "meta.ceiling.gbps: Expected `float` > 0.0, got -1.0"),
         (_mutated(4, colour="red"), "rows[4] (gone/mamba2/triton/b1): Object contains unknown field `colour`"),
     ],
-    ids=["negative-time", "zero-time", "p10-above-p90", "negative-bytes", "negative-batch", "banana-status",
-         "ok-without-time", "duplicate-row", "negative-ceiling", "unknown-field"],
+    ids=["negative-time", "zero-time", "sub-nanosecond-time", "huge-bytes", "p10-above-p90", "negative-bytes",
+         "negative-batch", "banana-status", "ok-without-time", "duplicate-row", "negative-ceiling", "unknown-field"],
 )
 def test_impossible_rows_are_refused_naming_file_row_and_field(tmp_path, capsys, mutate, expected):
     data = _run_data()
@@ -233,3 +236,14 @@ def test_output_to_a_directory_or_a_missing_folder_is_one_line(tmp_path, capsys)
     assert _export_to(tmp_path, missing) == 2
     assert _one_line(capsys) == f"{missing}: cannot write: the folder {missing.parent} does not exist"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_a_note_with_a_line_break_stays_one_line(tmp_path, capsys):
+    # a spec name carrying "\n| inj |" would start a row of its own in a PR comment's Markdown
+    new = _run_data()
+    new["meta"]["spec_name"] = "nem\n| inj |"
+    args = ["compare", _file(tmp_path, "base.json", _run_data()), _file(tmp_path, "new.json", new), "--force"]
+    for fmt in ("markdown", "table"):
+        main([*args, "--format", fmt])
+        out = capsys.readouterr().out
+        assert "nem\\x0a| inj |" in out and not any(line.startswith("| inj |") for line in out.splitlines())

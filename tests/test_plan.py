@@ -499,7 +499,23 @@ def test_the_roofline_takes_a_bench_run_s_measured_bandwidth(tmp_path, capsys):
     assert "got a cuda run without one (meta.ceiling: null" in capsys.readouterr().err
 
 
+def test_a_plot_path_that_cannot_be_written_is_refused_before_the_sweep(tmp_path, capsys):
+    out = tmp_path / "plan.svg"
+    args = ["plan", "nemotron-h-8b", "--gpu", "h200", "--tp", "1", "--pp", "1", "--context", "8192", "-o", str(out)]
+    assert main([*args, "--plot", str(tmp_path / "missing" / "x.png")]) == 2
+    assert capsys.readouterr().err.strip().endswith("x.png: --plot: a file in an existing folder")
+    assert not out.exists()  # nothing written: the check comes before the sweep and -o
+    assert main([*args, "--plot", str(tmp_path / "." / "plan.svg")]) == 2
+    assert "--plot: a file other than -o's, which the plot would overwrite" in capsys.readouterr().err
+
+
 def test_a_gpu_named_twice_is_planned_once():
     plan = plan_json("nemotron-h-8b", "--gpu", "h200,H200,NVIDIA H200", "--context", "8192", "--tp", "1", "--pp", "1",
                      "--kv-dtype", "default")
     assert [c["gpu"] for c in plan["candidates"]] == ["h200"]
+
+
+def test_sequences_per_gpu_keep_their_digits():
+    from mcache.cli.plan_output import _per_gpu
+
+    assert (_per_gpu(14774581.0), _per_gpu(125 / 3), _per_gpu(123.5), _per_gpu(986.0)) == ("14774581", "41.67", "123.5", "986")

@@ -182,6 +182,20 @@ def test_modelopt_0_30_flat_export_with_a_string_kv_scheme(tmp_path):
     assert q.source.startswith("quantization_config: modelopt FP8, 2 excluded module patterns")
 
 
+def test_a_modelopt_exclusion_names_modules_as_vllm_matches_them(tmp_path):
+    """vLLM's is_layer_excluded (0.34): exact, substring or wildcard. nvidia/Nemotron-H-47B-Reasoning-128K-FP8 excludes
+    `model.layers.lm_head`, which does not match the head's name `lm_head`: vLLM gives the head its FP8 method, and
+    mcache weighs it so (the checkpoint's own copy is bf16). A MIXED_PRECISION map quantizes what it names, the head
+    included, and a module inside a named one."""
+    q = quantized(tmp_path, {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["model.layers.lm_head"]})
+    assert (q.format, q.unquantized) == ("fp8", [])
+    q = quantized(tmp_path, {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head*"]})
+    assert q.unquantized == ["lm_head"]
+    layers = {"lm_head": {"quant_algo": "FP8"}, "backbone.layers.3.mixer": {"quant_algo": "NVFP4"}}
+    q = quantized(tmp_path, {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers})
+    assert q.other_formats == {"fp8": ["lm_head"]} and "moe.experts" not in q.unquantized
+
+
 def test_compressed_tensors_groups_each_with_its_targets(tmp_path):
     """Two groups: NVFP4 for the routed experts by regex, FP8 for every other Linear; the head ignored."""
     q = quantized(tmp_path, {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {
@@ -272,6 +286,8 @@ def test_an_unknown_method_is_noted_and_weighed_in_the_model_dtype(tmp_path):
     ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 3}}}},
      "quantization_config.config_groups.g.weights"),
     ({"quant_method": "gptq", "bits": 3}, "quantization_config.bits"),
+    ({"quant_method": "fp8", "weight_block_size": [0, 0]}, "quantization_config.weight_block_size[0]"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}, "quantization_config.load_in_8bit"),
 ])
 def test_a_broken_quantization_config_is_one_error(tmp_path, qc, field):
     with pytest.raises(SpecError) as err:

@@ -62,8 +62,9 @@ def bench(
     if ring_tokens is not None and ring_tokens < draft + 1:
         raise McacheError(f"bench: --ring-tokens: at least draft + 1 ({draft + 1}) tokens, got {ring_tokens}")
     chosen = list(dict.fromkeys(op.strip() for op in ops.split(",") if op.strip()))
-    check_output(output)
-    from mcache.cli.output import refuse_input_as_output, spec_inputs
+    from mcache.cli.output import check_writable, refuse_input_as_output, spec_inputs
+
+    check_writable(output)
     from mcache.core.load import resolve
 
     refuse_input_as_output(output, *spec_inputs(Path(str(resolve(spec)))))
@@ -110,22 +111,6 @@ def bench(
     if results.meta.interrupted or interrupts.requested:
         return 130
     return 1 if runner.failures else 0
-
-
-def check_output(output: Path | None) -> None:
-    """Refuse an `-o` that cannot be written before any work: a folder, or a file in a missing folder."""
-    import os
-
-    from mcache.core.errors import McacheError
-
-    if output is None:
-        return
-    if output.is_dir():
-        raise McacheError(f"{output}: output: a file path, not a folder")
-    if not output.parent.is_dir():
-        raise McacheError(f"{output}: output: a file in an existing folder")
-    if not os.access(output.parent, os.W_OK):
-        raise McacheError(f"{output}: output: a file in a writable folder")
 
 
 def smoke_threads() -> None:

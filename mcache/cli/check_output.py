@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcache.cli.output import emit_json, emit_text, markdown_table, print_blocks, text_table
+from mcache.cli.output import emit_json, emit_text, markdown_table, print_blocks, safe_text, text_table
 
 _VERDICT_MARK = {"regression": "❌ regression", "improvement": "✅ improvement"}
 
@@ -40,11 +40,11 @@ def emit_comparison(comparison, fmt: str, output: Path | None) -> None:
         emit_json(data, output)
     elif fmt == "markdown":
         rows = [_compare_cells(c) for c in comparison.changes]
-        notes = "".join(f"\n\nnote: {note}" for note in comparison.notes)
+        notes = "".join(f"\n\nnote: {safe_text(note, one_line=True)}" for note in comparison.notes)
         emit_text(f"**{summary}**{notes}\n\n{markdown_table(_COMPARE_HEAD, rows)}\n", output)
     else:
         table = text_table(_COMPARE_HEAD, [_compare_cells(c) for c in comparison.changes], lambda i, head: 0 < i < 6)
-        print_blocks([summary, *(f"note: {note}" for note in comparison.notes), table], output)
+        print_blocks([summary, *(f"note: {safe_text(note, one_line=True)}" for note in comparison.notes), table], output)
 
 
 _VERIFY_HEAD = ("stage", "buffer", "component", "estimated", "allocated", "difference")

@@ -8,7 +8,7 @@ from pathlib import Path
 from msgspec.structs import asdict
 
 from mcache.cli.engine_output import engine_headline
-from mcache.cli.output import emit_json, emit_text, human_bytes, markdown_table, print_blocks, text_table
+from mcache.cli.output import emit_json, emit_text, human_bytes, markdown_table, print_blocks, safe_text, text_table
 from mcache.core.engines import TITLES
 from mcache.core.explain import NOT_MODELLED
 
@@ -95,7 +95,7 @@ SIZES = ("weights", "reserve", "kv_cache_memory", "free_memory_before_load")  # 
 
 def _value(name: str, value) -> str:
     sized = name.endswith("_bytes") or name in SIZES
-    return human_bytes(value) if sized and isinstance(value, int) else str(value)
+    return human_bytes(value) if sized and isinstance(value, int) else safe_text(str(value), one_line=True)
 
 
 def _rows(x) -> list[list[str]]:

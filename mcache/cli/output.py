@@ -108,6 +108,21 @@ def draft_inputs(ref: str | None) -> list[Path]:
     return spec_inputs(Path(ref)) if ref else []
 
 
+def check_writable(path: Path | None, what: str = "output") -> None:
+    """Refuse, before any work, a path that cannot be written: a folder, or a file in a missing or read-only folder
+    (`what`: the option, for the message)."""
+    from mcache.core.errors import McacheError
+
+    if path is None:
+        return
+    if path.is_dir():
+        raise McacheError(f"{path}: {what}: a file path, not a folder")
+    if not path.parent.is_dir():
+        raise McacheError(f"{path}: {what}: a file in an existing folder")
+    if not os.access(path.parent, os.W_OK):
+        raise McacheError(f"{path}: {what}: a file in a writable folder")
+
+
 def emit_text(text: str, output: Path | None = None) -> None:
     """Write `text` (sanitized: `safe_text`) to `output` atomically, or to stdout."""
     _write(safe_text(text), output)

@@ -81,9 +81,9 @@ def plan(
     from msgspec.structs import replace
 
     from mcache.cli.explain import with_drafter_of
-    from mcache.cli.output import draft_inputs, refuse_input_as_output, spec_inputs
+    from mcache.cli.output import check_writable, draft_inputs, refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
-    from mcache.core.explain import weighed_by_log
+    from mcache.core.explain import unread_notes, weighed_by_log
     from mcache.core.load import load_spec, resolve
     from mcache.core.options import SizeOptions
     from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep
@@ -98,6 +98,9 @@ def plan(
               *(Path(f) for f in (from_log, bandwidth_from) if f is not None and f != "-")]
     refuse_input_as_output(output, *inputs)
     refuse_input_as_output(plot, *inputs)
+    check_writable(plot, "--plot")  # before the sweep, and before -o is written
+    if plot is not None and output is not None and plot.resolve() == output.resolve():
+        raise McacheError(f"{plot}: --plot: a file other than -o's, which the plot would overwrite")
     if from_log is None and (log_gpu, log_tp, log_pp) != (None, None, None):
         raise McacheError("--log-gpu, --log-tp, --log-pp: they describe the --from-log log; give --from-log LOG")
     parsed = _log(from_log, engine) if from_log is not None else None
@@ -146,6 +149,7 @@ def plan(
             # weighed as `mcache explain` weighs the log's deployment: --weight-format, else its quantization's format
             weight_format, weighed = weighed_by_log(parsed, model, replace(base, weight_format=weight_format))
             notes += (weighed,) if weighed else ()
+            notes += tuple(unread_notes(parsed))
         model = weighed_as(model, weight_format)
         if parsed is not None:
             axes = _measured(axes, parsed, from_log, model, origin, log_gpu, log_tp, log_pp, engine_version)

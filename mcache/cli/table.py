@@ -3,7 +3,7 @@
 
 Cells are laid out by display width (wide East Asian characters take two columns). A table wider than its page
 first loses its `drop` columns, least important first; what still does not fit is folded onto more lines, at
-spaces where it can be: a cell is never cut short."""
+spaces where it can be: a cell is never cut short, and a number never folded."""
 
 from __future__ import annotations
 
@@ -50,10 +50,13 @@ def _total(widths) -> int:
 
 def _narrowed(table: Table, keep: list[int], widths: list[int], page: int) -> list[int]:
     """Column widths that fit `page`: the widest column gives a column at a time, down to its longest word
-    (no word is folded while another column can still give), then down to one column."""
-    longest = [max(width(word) for cell in [table.head[i], *(row[i] for row in table.rows)] for word in cell.split() or [""])
-               for i in keep]
-    for floor in (longest, [1] * len(keep)):
+    (no word is folded while another column can still give), then down to its longest number (a word with a digit:
+    a number is never folded; a table of such words wider than the page overflows it)."""
+    def longest(numbers: bool) -> list[int]:
+        return [max([width(word) for cell in [table.head[i], *(row[i] for row in table.rows)] for word in cell.split()
+                     if not numbers or any(ch.isdigit() for ch in word)] or [1]) for i in keep]
+
+    for floor in (longest(False), longest(True)):
         while _total(widths) > page:
             give = [j for j, w in enumerate(widths) if w > max(floor[j], 1)]
             if not give:

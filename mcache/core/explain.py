@@ -27,7 +27,7 @@ from mcache.core.numbers import last_true
 from mcache.core.options import SizeOptions
 from mcache.core.report import size_report
 from mcache.core.sizing.layout import ParallelLayout
-from mcache.core.spec.model import ModelSpec
+from mcache.core.spec.model import MAX_INT, ModelSpec
 
 AGREE, WITHIN, DIFFER, NOT_MODELLED = "agree", "agree within the measured inputs' rounding", "differ", "not modelled"
 # An engine figure mcache's log lines may leave out, read from the run instead: key -> (where, name). A stage's
@@ -130,8 +130,8 @@ def _check_logged(log: EngineLog, setting: str, value, kind: str, positive: bool
     if value is None:
         return
     if kind.startswith("int"):
-        ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or not positive)
-        wanted = "a whole number of at least 1" if positive else "a whole number"
+        ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or not positive) and value <= MAX_INT
+        wanted = ("a whole number of at least 1" if positive else "a whole number") + " up to 2**40"
     elif kind.startswith("float"):
         ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         wanted = "a finite number"
@@ -225,12 +225,18 @@ def split_options(log: EngineLog, options: SizeOptions) -> tuple[dict[str, Any],
     return fills, whatifs
 
 
+def unread_notes(log: EngineLog) -> list[str]:
+    """A note for each settings line of the log too odd to read (its settings are left out)."""
+    return [f"the settings on line {n} are not a Python literal mcache reads (nested too deeply, or a number too long): "
+            "they are left out, and options stand in for them" for n in log.unread_lines]
+
+
 def explain(log: EngineLog, spec: ModelSpec, origin: str, layout: ParallelLayout, gpu: tuple[str, int] | None,
             version: str | None, options: SizeOptions | None = None, context: int | None = None) -> Explanation:
     """Size the deployment `log` shows with its measured memory and compare. `options` (of `mcache size --engine`) for
     settings the log does not show complete it; those that change a setting it shows, and a `context`, are sized
     again on top of the same measured memory (the what-if)."""
-    notes = []
+    notes = unread_notes(log)
     if not log.measured:
         notes.append(f"the log shows no measured memory ({_missing(log.engine)}): mcache's assumptions stand in for it")
     if log.version is None and version is None:

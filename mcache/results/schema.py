@@ -25,6 +25,8 @@ from mcache.core.files import json_text, read_bounded, write_atomic
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MAX_US = 1e12  # about 11.6 days: no cache op takes longer, and times in ns (x1000) stay finite numbers
+MIN_US = 1e-3  # a nanosecond: no timed op takes less, and a change against it (compare's %) stays a finite number
+MAX_COUNT = 1 << 60  # bytes or FLOPs of one op: an exbibyte, past any machine's memory
 # Each time of a row: its name -> the fields of its median, p10 and p90.
 TIMES = {"device": ("median_us", "p10_us", "p90_us"), "eager": ("eager_us", "eager_p10_us", "eager_p90_us"),
          "host": ("host_us", "host_p10_us", "host_p90_us")}
@@ -33,10 +35,10 @@ TIMES = {"device": ("median_us", "p10_us", "p90_us"), "eager": ("eager_us", "eag
 # one: unknown, which `compare` refuses to match and `export` names `unknown`).
 EXPERIMENT = {"state dtype": "state_dtype", "ring length": "history", "scheme": "spec_scheme"}
 
-Micros = Annotated[float, Bounds(gt=0, lt=MAX_US)]
+Micros = Annotated[float, Bounds(ge=MIN_US, lt=MAX_US)]
 Positive = Annotated[float, Bounds(gt=0)]
 NonNegative = Annotated[float, Bounds(ge=0)]
-Count = Annotated[int, Bounds(ge=0)]
+Count = Annotated[int, Bounds(ge=0, le=MAX_COUNT)]
 Status = Literal["ok", "skipped"]
 
 

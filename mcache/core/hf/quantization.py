@@ -96,7 +96,7 @@ class Settings(msgspec.Struct, rename={"weight_format": "format"}):
     quantized_layers: dict[str, dict[str, Any] | None] = {}  # modelopt MIXED_PRECISION
     config_groups: dict[str, Group] = {}  # compressed-tensors (and modelopt's config.json form)
     weight_format: str = ""  # compressed-tensors
-    weight_block_size: list[int] | None = None  # fp8
+    weight_block_size: list[Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]] | None = None  # fp8: rows x columns a scale
     modules_to_not_convert: list[str] | None = None  # fp8, mxfp4, awq
     ignored_layers: list[str] | None = None  # fp8 (older spelling)
     bits: Bits | None = None  # gptq
@@ -180,6 +180,9 @@ def quantization_block(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> t
     elif method in ("fp8", "mxfp4", "gptq", "awq"):
         block, note = _simple(spec, qc, where, method, cfg)
     elif method == "bitsandbytes" and (qc.load_in_4bit or qc.load_in_8bit):
+        if qc.load_in_4bit and qc.load_in_8bit:  # transformers' BitsAndBytesConfig refuses both
+            raise cfg.error(f"{where}.load_in_8bit", "false where load_in_4bit is true (one of them, as transformers' "
+                                                     "BitsAndBytesConfig takes)")
         block, note = _bitsandbytes(spec, qc, where)
     elif method in AUTO_ROUND_METHODS and qc.data_type == "int":
         block, note = _auto_round(spec, qc, where, cfg)
@@ -212,6 +215,9 @@ def kv_cache_format(qc: Settings, method: str) -> str | None:
 
 
 def _modelopt(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict, str]:
+    """ModelOpt's formats as vLLM's modelopt.py gives them to modules (0.34: `LinearBase`, `ParallelLMHead` and routed
+    experts; a module is excluded by `is_layer_excluded`, or, in MIXED_PRECISION, quantized when `quantized_layers` names
+    it or a module it sits in)."""
     excluded = qc.ignore or qc.exclude_modules
     matcher = _modelopt_match(excluded)
     group = qc.group_size or _group_of(qc) or 16
@@ -221,10 +227,10 @@ def _modelopt(spec: ModelSpec, qc: Settings, where: str, cfg: Cfg) -> tuple[dict
         formats = {name: MODELOPT_ALGOS.get(str((v or {}).get("quant_algo")), "") for name, v in qc.quantized_layers.items()}
 
         def format_of(kind: str, part: str | None, names: tuple[str, ...]) -> str | None:
-            for name in names:
-                for key, fmt in formats.items():
-                    if name == key or name.startswith(key + "."):
-                        return fmt or None
+            for name in names:  # looked up by name: a checkpoint's map holds tens of thousands of modules
+                for key in (name, *_parents(name)):
+                    if key in formats:
+                        return formats[key] or None
             return None
 
         block = _resolve(spec, format_of, "nvfp4")
@@ -396,6 +402,12 @@ def _bitsandbytes(spec: ModelSpec, qc: Settings, where: str) -> tuple[dict, str]
     double = ", absmax double-quantized" if qc.bnb_4bit_use_double_quant else ""
     bits = f"4-bit ({qc.bnb_4bit_quant_type} codes, the nf4 format's bytes{double})" if fmt == "nf4" else "8-bit"
     return block, f"{where}: bitsandbytes {bits}, {len(skip)} skipped module names."
+
+
+def _parents(name: str) -> list[str]:
+    """The modules `name` sits in, innermost first: `a.b.c` -> `a.b`, `a`."""
+    parts = name.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
 
 
 def _modelopt_match(patterns: list[str]) -> Callable[[str], bool]:

@@ -78,6 +78,7 @@ class EngineLog(Struct):
     attention_dp: bool | None = None
     settings: dict[str, Any] = {}
     setting_lines: dict[str, int] = {}
+    unread_lines: list[int] = []  # settings lines whole but not Python literals mcache reads (too deep, too long a number)
     other_settings: dict[str, Any] = {}
     measured: list[Measured] = []
     figures: list[Printed] = []
@@ -117,9 +118,11 @@ def _read(lines: list[LogLine], text: str, source: str) -> EngineLog:
     module = engine_module(best)
     log = module.read(lines)
     for field in ("tp", "pp", "dp"):  # from a process's name or a settings line
-        if (getattr(log, field) or 1) > MAX_RANKS:
-            raise LogError(f"{source}: a {field.upper()} size of {getattr(log, field)} (the largest rank its lines name, "
-                           f"+ 1): no engine runs more than {MAX_RANKS}; not a real start-up log")
+        size, line = getattr(log, field), getattr(log, f"{field}_line")
+        if size is not None and not 1 <= size <= MAX_RANKS:
+            said = f"line {line}" if line else "the largest rank its lines name, + 1"
+            raise LogError(f"{source}: a {field.upper()} size of {size} ({said}): an engine runs 1 to {MAX_RANKS}; not a "
+                           "real start-up log")
     for m in log.measured:  # a figure of more memory than any machine holds: no engine measured it
         if abs(m.bytes) > MAX_MEASURED:
             raise LogError(f"{source}:{m.line}: {m.name} of {m.shown[:40]}: more memory than any GPU holds; not a real "

@@ -111,9 +111,11 @@ def read(lines: list[LogLine]) -> EngineLog:
         if log.version is None and (m := VERSION.search(text)):
             log.version, log.version_line = m[1], line.number
         if m := SERVER_ARGS.search(text):
-            args = _server_args(text, m.end())
+            whole, args = _server_args(text, m.end())
             if args is not None:
                 _args(log, args, line.number)
+            elif whole:
+                log.unread_lines.append(line.number)
         if m := LOAD_BEGIN.search(text):
             before.setdefault(line.process, (1, m[1], line.number))
         if (m := LOAD_END.search(text)) and not any(x.name == "weights" and x.process == line.process
@@ -132,20 +134,21 @@ def read(lines: list[LogLine]) -> EngineLog:
     for p in log.figures:
         if p.key == "kv_dtype" and "kv_cache_dtype" not in log.settings:
             log.settings["kv_cache_dtype"], log.setting_lines["kv_cache_dtype"] = TORCH_KV.get(p.value, p.value), p.line
-    log.tp = log.tp or tp_from_processes(lines)
-    log.pp = log.pp or pp_from_processes(lines)
-    log.dp = log.dp or dp_from_processes(lines)
+    log.tp = tp_from_processes(lines) if log.tp is None else log.tp
+    log.pp = pp_from_processes(lines) if log.pp is None else log.pp
+    log.dp = dp_from_processes(lines) if log.dp is None else log.dp
     return log
 
 
-def _server_args(text: str, start: int) -> dict | None:
-    """The settings of a `server_args=` line: a `ServerArgs(…)` repr, or the dict later builds print in its place
-    (`server_args={'model_path': …}`, as lmsysorg/sglang:v0.5.19 logs it); None when it is cut."""
+def _server_args(text: str, start: int) -> tuple[bool, dict | None]:
+    """Whether a `server_args=` line is whole, and its settings: a `ServerArgs(…)` repr, or the dict later builds print
+    in its place (`server_args={'model_path': …}`, as lmsysorg/sglang:v0.5.19 logs it); None when it is cut or cannot
+    be read."""
     if text.startswith("{", start):
         found = balanced(text, start)
-        return literal_dict(found) if found else None
+        return found is not None, literal_dict(found) if found else None
     call = balanced(text, start + len("ServerArgs"))
-    return call_keywords("ServerArgs" + call) if call else None
+    return call is not None, call_keywords("ServerArgs" + call) if call else None
 
 
 def _decimals(shown: str) -> int:

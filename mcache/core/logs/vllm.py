@@ -182,6 +182,8 @@ def read(lines: list[LogLine]) -> EngineLog:
             parsed = literal_dict(args) if args else None
             if parsed is not None:
                 _args(log, parsed, line.number)
+            elif args:
+                log.unread_lines.append(line.number)
         if m := MODEL_LOADING.search(text):
             log.measured.append(Measured("model_loading", gib(m[1]), half_step(m[1], GIB), "weights_bytes",
                                          f"{m[1]} GiB", line.number, line.process))
@@ -211,9 +213,9 @@ def read(lines: list[LogLine]) -> EngineLog:
         if line.process not in stated and (m := KV_IN_USE.search(line.text)):
             _budget(log, m[1], line.number, line.process)
     log.model = log.model or logo_model
-    log.tp = log.tp or tp_from_processes(lines)
-    log.pp = log.pp or pp_from_processes(lines)
-    log.dp = log.dp or dp_from_processes(lines)
+    log.tp = tp_from_processes(lines) if log.tp is None else log.tp
+    log.pp = pp_from_processes(lines) if log.pp is None else log.pp
+    log.dp = dp_from_processes(lines) if log.dp is None else log.dp
     return log
 
 

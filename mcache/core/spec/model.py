@@ -450,6 +450,14 @@ def check_spec(spec: ModelSpec, file: str) -> None:
         if a is not None and a.num_heads % a.num_kv_heads:
             raise SpecError(file, f"{kind}.num_kv_heads", f"a divisor of num_heads {a.num_heads} (each KV head serves "
                                                            f"as many query heads), got {a.num_kv_heads}")
+    for field, heads, groups in _head_groups(spec):  # groups of heads that share a B/C or a key head split them evenly
+        if heads % groups:
+            raise SpecError(file, field, f"a divisor of {heads} heads (each group serves as many heads), got {groups}")
+    if spec.moe is not None and spec.moe.top_k is not None and spec.moe.top_k > spec.moe.num_experts:
+        raise SpecError(file, "moe.top_k", f"at most num_experts ({spec.moe.num_experts}), got {spec.moe.top_k}")
+    if spec.mtp is not None and spec.mtp.num_layers > spec.num_layers:
+        raise SpecError(file, "mtp.num_layers", f"at most the model's {spec.num_layers} layers (num_layers; a model "
+                                                f"drafts with one to a few), got {spec.mtp.num_layers}")
     if "\n" in spec.name:  # it heads every report, whose other controls are shown escaped: a line break would forge one
         raise SpecError(file, "name", f"one line of text, got {spec.name[:60]!r}")
     given = [k for k in ("pattern", "types", "repeat") if getattr(spec.layers, k) is not None]
@@ -508,6 +516,19 @@ def check_spec(spec: ModelSpec, file: str) -> None:
             dtypes.canonical(aux.dtype)
         except KeyError:
             raise SpecError(file, f"aux_buffers[{i}].dtype", f"a dtype ({', '.join(dtypes.ITEMSIZE)})") from None
+
+
+def _head_groups(spec: ModelSpec) -> list[tuple[str, int, int]]:
+    """(field, heads, groups) of each state kind whose heads come in groups: Mamba2's B/C groups (0: one for all),
+    GatedDeltaNet's and KDA's key heads, which value heads share."""
+    out = []
+    if spec.mamba2 is not None and spec.mamba2.n_groups:
+        out.append(("mamba2.n_groups", spec.mamba2.num_heads, spec.mamba2.n_groups))
+    if spec.gdn is not None:
+        out.append(("gdn.num_k_heads", spec.gdn.num_v_heads, spec.gdn.num_k_heads))
+    if spec.kda is not None and spec.kda.num_k_heads is not None:
+        out.append(("kda.num_k_heads", spec.kda.num_heads, spec.kda.num_k_heads))
+    return out
 
 
 def check_drafter(d: Drafter, file: str) -> None:

@@ -79,6 +79,14 @@ def test_a_newer_release_takes_the_newest_with_a_note():
     assert got.modelled == "0.33.0" and "newer than the newest release mcache models" in got.note
 
 
+def test_the_branch_at_another_commit_is_sized_as_the_modelled_one_and_says_so():
+    branch = ("1.2.0", "main@151c21c")
+    assert resolve("TensorRT-LLM", branch, "main") == EngineVersion("main@151c21c", "main")
+    got = resolve("TensorRT-LLM", branch, "main@deadbeef")
+    assert got.modelled == "main@151c21c" and got.note == ("TensorRT-LLM main@deadbeef is sized as main@151c21c, the "
+                                                           "commit of the branch mcache models")
+
+
 def test_a_release_before_the_oldest_is_refused():
     with pytest.raises(LayoutError, match=r"vLLM 0.10.2 or later .*got 0.9.2"):
         resolve("vLLM", MODELLED, "0.9.2")

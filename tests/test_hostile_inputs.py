@@ -459,6 +459,8 @@ def test_an_output_over_any_input_is_refused_before_work(command, tmp_path, caps
      "moe.top_k: at most num_experts (4), got 5"),
     ("vocab_size: 128", "vocab_size: 128\nmtp: {num_layers: 1000000, layer: attention}",
      "mtp.num_layers: at most the model's 5 layers"),
+    ("types: [mamba2, gdn, attention, mamba1, mamba2]", "types: [mlp, mlp, mlp, mlp, mlp]\nmlp: {intermediate_size: 8}",
+     "layers.types: at least one layer of a kind that keeps a cache"),
 ])
 def test_heads_groups_experts_and_drafting_layers_that_do_not_add_up_are_one_line(old, new, words, tmp_path, capsys):
     # a config's n_groups of 7 for 128 heads, top-k above the experts or a million MTP layers sized with no word

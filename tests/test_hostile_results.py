@@ -94,7 +94,7 @@ def _mutated(index: int, **fields):
         (_mutated(3, median_us=None, p10_us=None, p90_us=None),
          "rows[3] (pack/mamba2/triton/b1): median_us: a time on a row with status ok (only skipped rows have none)"),
         (lambda d: d["rows"].append(dict(d["rows"][1])),
-         "rows[6] (commit/mamba2/triton/b1): each row once, but rows[1] has the same op, kind, layer, impl and batch"),
+         "rows[6] (commit/mamba2/triton/b1): each row once, but rows[1] has the same key (op/kind/layer/impl/batch)"),
         (lambda d: d["meta"]["ceiling"].update(gbps=-1.0), "meta.ceiling.gbps: Expected `float` > 0.0, got -1.0"),
         (_mutated(4, colour="red"), "rows[4] (gone/mamba2/triton/b1): Object contains unknown field `colour`"),
     ],

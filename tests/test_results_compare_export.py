@@ -139,6 +139,12 @@ def test_threshold_decides_between_slower_and_regression():
     assert {c.op: c.verdict for c in comp.changes}["commit"] == "slower"
 
 
+def test_a_threshold_of_minus_zero_is_zero():
+    from mcache.results.compare import parse_threshold
+
+    assert str(parse_threshold("-0%")) == "0.0" and parse_threshold("5%") == 5.0
+
+
 def test_refuses_other_gpu_or_spec_unless_forced():
     with pytest.raises(McacheError, match=r"different device \(NVIDIA H200 vs NVIDIA H100 80GB HBM3\)"):
         compare(make_run(BASE), make_run(NEW, gpu="NVIDIA H100 80GB HBM3"), "a", "b")

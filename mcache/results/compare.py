@@ -65,7 +65,7 @@ def parse_threshold(text: str) -> float:
         pct = math.nan
     if not math.isfinite(pct) or pct < 0:
         raise McacheError(f"compare: --threshold: a percentage of 0% or more, such as 5%, got {text!r}")
-    return pct
+    return pct + 0.0  # -0% is 0%
 
 
 def _differences(b: Meta, n: Meta, fields: dict[str, Callable[[Meta], object]]) -> list[str]:

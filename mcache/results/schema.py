@@ -273,7 +273,7 @@ def check_rows(run: Results, path: str) -> None:
                 raise SpecError(path, f"{where}: {fields[1]}, {fields[0]}, {fields[2]}",
                                 f"in that order (p10 <= median <= p90), got {', '.join(map(str, values))}")
         if row.key in seen:
-            raise SpecError(path, where, f"each row once, but rows[{seen[row.key]}] has the same op, kind, layer, impl and batch")
+            raise SpecError(path, where, f"each row once, but rows[{seen[row.key]}] has the same key (op/kind/layer/impl/batch)")
         seen[row.key] = i
 
 

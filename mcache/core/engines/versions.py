@@ -58,6 +58,9 @@ def resolve(title: str, versions: tuple[str, ...], requested: str | None) -> Eng
         return EngineVersion(newest)
     asked = key(requested)
     exact = next((v for v in versions if key(v) == asked), None)
+    if exact is not None and exact != requested and requested.startswith("main@"):  # the branch at another commit
+        return EngineVersion(exact, requested, f"{title} {requested} is sized as {exact}, the commit of the branch mcache "
+                                               "models")
     if exact is not None:
         return EngineVersion(exact, requested)
     if asked < key(versions[0]):

@@ -15,6 +15,7 @@ from msgspec import Meta, Struct
 
 from mcache.core.errors import SpecError
 from mcache.core.kinds import NAMES as KINDS
+from mcache.core.kinds import RECURRENT_KINDS
 from mcache.core.spec import dtypes
 
 MAX_INT = 1 << 40  # bounds every size, so a typo cannot ask for an absurd allocation
@@ -486,6 +487,9 @@ def check_spec(spec: ModelSpec, file: str) -> None:
                 raise SpecError(file, f"{source}[{i}]", f"a `{kind}:` parameter block, which the spec lacks (layer {i} is {entry!r})")
         if len(set(parts)) != len(parts):
             raise SpecError(file, f"{source}[{i}]", f"each kind at most once per layer, got {entry!r}")
+    if not any(kind in MIXER_KINDS for entry in entries for kind in entry.split("+")):  # MLPs alone keep no cache
+        raise SpecError(file, f"layers.{how}", f"at least one layer of a kind that keeps a cache ({', '.join(MIXER_KINDS)}), "
+                                               f"got only {', '.join(sorted({k for e in entries for k in e.split('+')}))}")
     for key, value in spec.ssm_dtype_hints.items():
         if key not in SSM_HINT_KEYS:
             raise SpecError(file, "ssm_dtype_hints", f"keys among {', '.join(SSM_HINT_KEYS)}, got {key!r}")
@@ -516,6 +520,9 @@ def check_spec(spec: ModelSpec, file: str) -> None:
             dtypes.canonical(aux.dtype)
         except KeyError:
             raise SpecError(file, f"aux_buffers[{i}].dtype", f"a dtype ({', '.join(dtypes.ITEMSIZE)})") from None
+
+
+MIXER_KINDS = ("attention", "sliding_attention", "mla", *RECURRENT_KINDS)  # the layers a sequence's cache lives in
 
 
 def _head_groups(spec: ModelSpec) -> list[tuple[str, int, int]]:

@@ -919,7 +919,9 @@ def test_a_log_whose_figures_all_need_memory_mcache_lacks_confirms_nothing(tmp_p
     (("'max_num_seqs': 1", "'max_num_seqs': -2"), "the log's max_num_seqs (line 4): a whole number of at least 1 up to 2**40, got '-2'"),
     (("'max_model_len': 131072", "'max_model_len': 1.5"), "the log's max_model_len (line 4): a whole number"),
     (("'max_num_seqs': 1", "'max_num_seqs': 1, 'gpu_memory_utilization': nan"),
-     "the log's gpu_memory_utilization (line 4): a finite number, got 'nan'"),
+     "the log's gpu_memory_utilization (line 4): a fraction in (0, 1], got 'nan'"),
+    (("'max_num_seqs': 1", "'max_num_seqs': 1, 'gpu_memory_utilization': 5"),
+     "the log's gpu_memory_utilization (line 4): a fraction in (0, 1], got '5'"),
     (("GPU KV cache size: ", "GPU KV cache size: " + "9" * 5000), "a number of more digits than any engine prints"),
     (("(EngineCore", "(EngineCore_DP99999999999999999999"), "a DP size of 100000000000000000000"),
     (("'max_num_seqs': 1", "'max_num_seqs': 1, 'tensor_parallel_size': 0"), "a TP size of 0 (line 4): an engine runs 1 to"),
@@ -938,6 +940,15 @@ def test_a_log_value_no_engine_takes_is_one_line_naming_it(edit, words, tmp_path
     path.write_text(RUN2.replace(old, new))
     err = one_line(["explain", str(path), "--model", QWEN36_35B, *V033], capsys, code=2)
     assert words in err
+
+
+def test_a_measured_figure_past_the_gpu_is_named_by_its_log_line(capsys):
+    # the log measured 6.01 GiB for the cache on a card the user says has 1 GiB: the error names the log's line, not
+    # the --kv-cache-memory no one typed
+    line = one_line(["explain", str(LOGS / "vllm/qwen36-35b-a3b-nvfp4-rtx5090-0.24.0-run2.log"), "--model", QWEN36_35B,
+                     "--gpu-memory", "1GiB", *V033], capsys)
+    assert line.startswith("mcache: the log's available_kv_cache_memory 6.01 GiB (EngineCore), line ")
+    assert line.endswith(": at most the GPU's 1.0 GiB, got 6.01 GiB")
 
 
 def test_a_settings_line_too_deep_to_read_is_a_note_not_a_silent_drop(tmp_path, capsys):

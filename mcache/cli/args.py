@@ -74,14 +74,14 @@ def located(err: LayoutError, origin: str, engine: str | None = None, named: dic
     from mcache.core.deployment import EngineSettingError
     from mcache.core.load import line_of
 
+    if named and err.field in named:
+        return McacheError(f"{named[err.field]}: {err.expected}")
     if isinstance(err, EngineSettingError):
         return _engine_error(err, engine)
     if isinstance(err, ReceiverError):
         inner = err.inner
         detail = inner.expected if inner.field in ("tp", "pp") else f"the receiver's layout: {located(inner, origin)}"
         return McacheError(f"{flag(err.field)}: {detail}")
-    if named and err.field in named:
-        return McacheError(f"{named[err.field]}: {err.expected}")
     if isinstance(err, OptionError) and err.instead:
         return McacheError(f"{flag(err.field)}: {err.expected} (use {flag(err.instead)})")
     if err.field in OPTION_FIELDS:

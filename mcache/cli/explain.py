@@ -39,7 +39,7 @@ def explain(
     from mcache.cli.size import _gpu, _layout, _parse_sizes, size_options
     from mcache.core.errors import LayoutError, McacheError
     from mcache.core.explain import explain as explain_log
-    from mcache.core.explain import log_layout, log_version
+    from mcache.core.explain import log_layout, log_named, log_version
     from mcache.core.logs import read_log
 
     fmt = output_format(options.pop("fmt"), options.get("output"))
@@ -73,7 +73,7 @@ def explain(
         if err.field == "engine_version":
             said = f" (the log says {parsed.version})" if parsed.version else " (the log names no version)"
             raise McacheError(f"--engine-version: {err.expected}{said}") from None
-        raise located(err, origin, parsed.engine) from None
+        raise located(err, origin, parsed.engine, log_named(parsed)) from None
     emit_explanation(result, source, origin, fmt, output)
     return 1 if result.findings else 0
 

@@ -83,7 +83,7 @@ def plan(
     from mcache.cli.explain import with_drafter_of
     from mcache.cli.output import check_writable, draft_inputs, refuse_input_as_output, spec_inputs
     from mcache.cli.plan_output import emit_plan
-    from mcache.core.explain import unread_notes, weighed_by_log
+    from mcache.core.explain import log_named, unread_notes, weighed_by_log
     from mcache.core.load import load_spec, resolve
     from mcache.core.options import SizeOptions
     from mcache.core.plan import Axes, Goal, catalogue_gpu, custom_gpu, sweep
@@ -163,7 +163,8 @@ def plan(
         finally:
             progress.stop()
     except LayoutError as err:
-        raise located(err, origin, chosen, NAMED | ({"weights": "--weights"} if weights else {})) from None
+        from_log_named = log_named(parsed) if parsed is not None else {}
+        raise located(err, origin, chosen, NAMED | ({"weights": "--weights"} if weights else {}) | from_log_named) from None
     emit_plan(result, model, fmt, output, top, notes)
     if plot is not None:
         from mcache.cli.plan_plot import write_plot

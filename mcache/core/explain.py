@@ -107,6 +107,8 @@ def log_version(log: EngineLog) -> str | None:
 # own argument checks hold it to before it sizes anything
 POSITIVE_OPTIONS = ("max_seq_len", "block_size", "kernel_block_size", "max_batch", "max_num_seqs",
                     "max_num_batched_tokens", "max_running_requests", "max_total_tokens")
+# ... and the fractions of GPU memory it must give in (0, 1]
+FRACTION_OPTIONS = ("utilization", "mem_fraction_static", "free_gpu_memory_fraction")
 
 
 def settings_options(log: EngineLog, measured: dict[str, int]) -> tuple[SizeOptions, dict[str, Any]]:
@@ -118,20 +120,23 @@ def settings_options(log: EngineLog, measured: dict[str, int]) -> tuple[SizeOpti
     for setting, value in {**log.settings, **measured}.items():
         name = option_for(log.engine, setting)
         if name in SizeOptions.__struct_fields__:
-            _check_logged(log, setting, value, types[name], name in POSITIVE_OPTIONS)
+            _check_logged(log, setting, value, types[name], name in POSITIVE_OPTIONS, name in FRACTION_OPTIONS)
             fields[name] = value
         else:
             ignored[setting] = value
     return SizeOptions(**fields), ignored
 
 
-def _check_logged(log: EngineLog, setting: str, value, kind: str, positive: bool) -> None:
+def _check_logged(log: EngineLog, setting: str, value, kind: str, positive: bool, fraction: bool = False) -> None:
     """Refuse a logged `setting` whose value is not of the option's type (`kind`, as annotated: `int | None`, ...)."""
     if value is None:
         return
     if kind.startswith("int"):
         ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or not positive) and value <= MAX_INT
         wanted = ("a whole number of at least 1" if positive else "a whole number") + " up to 2**40"
+    elif kind.startswith("float") and fraction:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
+        wanted = "a fraction in (0, 1]"
     elif kind.startswith("float"):
         ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         wanted = "a finite number"
@@ -223,6 +228,15 @@ def split_options(log: EngineLog, options: SizeOptions) -> tuple[dict[str, Any],
         else:
             whatifs[name] = value
     return fills, whatifs
+
+
+def log_named(log: EngineLog) -> dict[str, str]:
+    """How an error names each memory figure the log measured (`located`'s `named`, by the engine's setting and by the
+    option that stands for it): by the log's own line, not by an option the user never typed (the sizing of the log's
+    own deployment feeds them, whatever a what-if gives)."""
+    _, sources = measured_settings(log)
+    named = {setting: f"the log's {source}" for setting, source in sources.items()}
+    return named | {option_for(log.engine, setting): text for setting, text in named.items()}
 
 
 def unread_notes(log: EngineLog) -> list[str]:

@@ -964,3 +964,10 @@ def test_a_speculative_config_that_is_no_mapping_is_not_read_as_one(tmp_path, ca
     path.write_text(RUN2.replace("'max_num_seqs': 1", "'max_num_seqs': 1, 'speculative_config': 'x'"))
     assert main(["explain", str(path), "--model", QWEN36_35B, "--gdn-prefill-backend", "triton", *V033]) in (0, 1)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_long_start_up_error_is_cut_at_a_word_with_an_ellipsis():
+    from mcache.core.explain import _gist
+
+    assert _gist("short") == "short"
+    assert _gist("aaaa bbbb cccc", most=11) == "aaaa bbbb …" and _gist("aaaa bbbb", most=9) == "aaaa bbbb"

@@ -239,6 +239,12 @@ def log_named(log: EngineLog) -> dict[str, str]:
     return named | {option_for(log.engine, setting): text for setting, text in named.items()}
 
 
+def _gist(error: str, most: int = 160) -> str:
+    """A start-up error short enough for a table cell: whole words up to `most` characters, and an ellipsis where it
+    goes on (the report prints it whole below the table)."""
+    return error if len(error) <= most else error[:most].rsplit(" ", 1)[0] + " …"
+
+
 def unread_notes(log: EngineLog) -> list[str]:
     """A note for each settings line of the log too odd to read (its settings are left out)."""
     return [f"the settings on line {n} are not a Python literal mcache reads (nested too deeply, or a number too long): "
@@ -408,13 +414,13 @@ def compare(log: EngineLog, report: dict) -> list[Comparison]:
         error = eng["stages"][stage]["startup_error"]
         if mine is None and error:  # the engine printed it; mcache's run stops before it would
             out.append(Comparison(p.key, p.shown, None, DIFFER, p.line, p.process, stage,
-                                  f"mcache's run stops at start-up: {error[:160]}"))
+                                  f"mcache's run stops at start-up: {_gist(error)}"))
             continue
         out.append(Comparison(p.key, p.shown, mine, _verdict(p, mine), p.line, p.process, stage))
     errors = [st["startup_error"] for st in eng["stages"] if st["startup_error"]]
     if log.started_line is not None and errors:  # the engine went past where mcache's run stops
         out.append(Comparison("starts", "yes", "no", DIFFER, log.started_line,
-                              note=f"the engine started; mcache's run stops at start-up: {errors[0][:160]}"))
+                              note=f"the engine started; mcache's run stops at start-up: {_gist(errors[0])}"))
     return out
 
 

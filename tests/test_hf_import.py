@@ -510,6 +510,9 @@ def test_unknown_model_type_names_the_closest_one_and_the_way_to_write_a_spec(tm
 @pytest.mark.parametrize(("kind", "says"), [
     ("minimax_m3", "not a hybrid mcache sizes"),
     ("minimax_m3_vl", "not a hybrid mcache sizes"),
+    ("rwkv", "RWKV is a recurrent model neither vLLM (0.34) nor SGLang (0.5.23) serves"),
+    ("recurrent_gemma", "RecurrentGemma is a recurrent model neither"),
+    ("xlstm", "xLSTM is a recurrent model neither"),
 ])
 def test_a_known_family_mcache_does_not_model_is_refused_with_what_it_lacks(tmp_path, kind, says):
     """Not the closest supported type (minimax_m3 would be read as minimax; qwen4_exp, before mcache had its kinds, as

@@ -77,6 +77,10 @@ REMOTE_TYPES = {"bailing_moe_v3": "bailing_hybrid",
 NOT_MODELLED = {
     **{t: "MiniMax-M3 has no recurrent or linear-attention layers (sparse attention with index keys): "
                      "not a hybrid mcache sizes" for t in ("minimax_m3", "minimax_m3_vl")},
+    # recurrent models transformers has a class for and the engines none (vLLM 0.34 model_executor/models/registry.py,
+    # SGLang 0.5.23 srt/models/): no engine's pools to size them by
+    **{t: f"{name} is a recurrent model neither vLLM (0.34) nor SGLang (0.5.23) serves: no engine keeps its state"
+       for t, name in (("rwkv", "RWKV"), ("recurrent_gemma", "RecurrentGemma"), ("xlstm", "xLSTM"))},
 }
 # A config that names no model_type but its architecture, as some exports write it (an MLX export of Edge0-8B-A1B,
 # BailingMoeV3ForCausalLM with an auto_map to the remote config class): engines pick the model by architecture

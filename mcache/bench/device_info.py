@@ -54,6 +54,17 @@ def free_bytes(device: torch.device) -> int | None:
     return None
 
 
+def check_free(need: int, device: torch.device, what: str, lower: str) -> None:
+    """Refuse, before anything is allocated, `need` bytes (`what` takes them) beyond the memory free on `device`
+    (`lower`: the options that shrink them)."""
+    from mcache.core.errors import McacheError
+
+    free = free_bytes(device)
+    if free is not None and need > free:
+        raise McacheError(f"bench: {what} {need / 2**30:.2f} GiB, more than the {free / 2**30:.2f} GiB free on {device}: "
+                          f"lower {lower}")
+
+
 BASELINE_PACKAGES = ("fla-core", "vllm")  # the baselines' packages, recorded where installed (`fla.py`, `vllm_ssm.py`)
 
 

@@ -89,11 +89,8 @@ class Runner:
         dtypes = resolve_dtypes(self.spec, ssm=cfg.ssm_dtype)
         self.ctx = RankContext.build(self.spec, self.layout, self.runtime, dtypes, cfg.stage)
         self.estimated = estimate_rank(self.ctx).cache_bytes  # shapes now: a layout error names the spec file
-        free = device_info.free_bytes(self.device)
-        if free is not None and self.estimated > free:
-            raise McacheError(
-                f"bench: the cache of one rank takes {self.estimated / 2**30:.2f} GiB, more than the {free / 2**30:.2f} GiB "
-                f"free on {self.device}: lower --batch / --max-batch, --max-seq-len or --ring-tokens")
+        device_info.check_free(self.estimated, self.device, "the cache of one rank takes",
+                               "--batch / --max-batch, --max-seq-len or --ring-tokens")
         if not self.ctx.recurrent_kinds and set(cfg.ops) - {"alloc"}:
             raise McacheError(f"bench: {self.spec.name} has no recurrent layers on stage {cfg.stage}: "
                               "no state op to time (--ops alloc times the allocation alone)")

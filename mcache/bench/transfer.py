@@ -97,10 +97,8 @@ def check_memory(cfg: TransferConfig, ranks: dict[int, torch.device]) -> None:
     for rank, device in ranks.items():
         wanted[device] = wanted.get(device, 0) + estimate_rank(rank_context(cfg, spec, rank)).cache_bytes
     for device, need in wanted.items():
-        free = device_info.free_bytes(device)
-        if free is not None and need > free:
-            raise McacheError(f"bench: the caches of the transfer's ranks on {device} take {need / 2**30:.2f} GiB, more "
-                              f"than the {free / 2**30:.2f} GiB free there: lower --batch or --max-seq-len")
+        device_info.check_free(need, device, f"the caches of the transfer's ranks on {device} take",
+                               "--batch or --max-seq-len")
 
 
 def _device(cfg: TransferConfig, rank: int, local: int | None) -> torch.device:

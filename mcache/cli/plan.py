@@ -176,11 +176,11 @@ def plan(
 def distinct_gpus(gpus) -> None:
     """A `--gpu-memory SIZE:NAME` named as a catalogue GPU or as another `--gpu-memory` would stand in for it in the
     ranking and its rows: one line."""
-    from mcache.core.sizing.gpus import _key
+    from mcache.core.sizing.gpus import catalogue_key
 
     seen: dict[str, str] = {}
     for g in gpus:
-        key = (_key(g.name) or g.name).casefold()
+        key = (catalogue_key(g.name) or g.name).casefold()
         if key in seen and g.given[0] == "--gpu-memory":
             raise LayoutError("gpu_memory", f"a name no other planned GPU has, got {g.label!r} (as {seen[key]!r})")
         seen.setdefault(key, g.label)

@@ -9,9 +9,8 @@ agrees within that rounding and says so; otherwise it differs, a finding. Nothin
 
 from __future__ import annotations
 
-import math
 import re
-from math import ceil
+from math import ceil, isfinite
 from typing import Any
 
 from msgspec import Struct, field
@@ -138,7 +137,7 @@ def _check_logged(log: EngineLog, setting: str, value, kind: str, positive: bool
         ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
         wanted = "a fraction in (0, 1]"
     elif kind.startswith("float"):
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and isfinite(value)
         wanted = "a finite number"
     elif kind.startswith("bool"):
         ok, wanted = isinstance(value, bool), "true or false"

@@ -68,7 +68,7 @@ def find_gpu(name: str) -> Gpu:
     raise LayoutError("gpu", f"one of {', '.join(CATALOGUE)}, got {_shown(name)} (or give --gpu-memory){hint}")
 
 
-def _key(name: str | None) -> str | None:
+def catalogue_key(name: str | None) -> str | None:
     """The catalogue key of the GPU called `name`; None for one the catalogue does not hold (a `--gpu-memory` size, or
     none)."""
     return _names().get(_plain(name)) if name else None
@@ -77,7 +77,7 @@ def _key(name: str | None) -> str | None:
 def capability(name: str | None) -> tuple[int, int] | None | str:
     """The CUDA compute capability of the catalogue GPU called `name` (None: not a CUDA device), or `unknown` for a
     GPU the catalogue does not hold (a `--gpu-memory` size, or none)."""
-    key = _key(name)
+    key = catalogue_key(name)
     return CAPABILITY.get(key, "unknown") if key else "unknown"
 
 
@@ -98,7 +98,7 @@ def cuda_major_in(name: str | None, majors: tuple[int, ...]) -> bool:
 def vendor(name: str | None) -> str | None:
     """The vendor (gpu_catalogue.py `NVIDIA`, `AMD`) of the catalogue GPU called `name`; None for a GPU the catalogue
     does not hold (a `--gpu-memory` size, or none)."""
-    key = _key(name)
+    key = catalogue_key(name)
     return CATALOGUE[key].vendor if key else None
 
 
